@@ -1,0 +1,49 @@
+// Fault matching and `times` counting. A fault is {node, on, kind, times?, ms?, message?}.
+// `node` may be null (every node, or cluster-wide such as flux).
+
+export const CALL_KINDS = ['probe', 'apply', 'get', 'bootstrap', 'kubeconfig', 'etcd', 'service', 'reset', 'reboot', 'health']
+
+// kind -> {on: allowed `on` values, def: default `on`}
+export const FAULT_KINDS = {
+  refused: { on: ['any', ...CALL_KINDS], def: 'any' },
+  timeout: { on: ['any', ...CALL_KINDS], def: 'any' },
+  unavailable: { on: ['any', ...CALL_KINDS], def: 'any' },
+  unreachable: { on: ['any'], def: 'any' },
+  latency: { on: ['any', ...CALL_KINDS], def: 'any' },
+  'pki-mismatch': { on: ['any'], def: 'any' },
+  'disk-mismatch': { on: ['apply'], def: 'apply' },
+  'config-rejected': { on: ['apply'], def: 'apply' },
+  crash: { on: ['install'], def: 'install' },
+  'boot-loop': { on: ['boot'], def: 'boot' },
+  'bootstrap-not-ready': { on: ['bootstrap'], def: 'bootstrap' },
+  'etcd-join': { on: ['etcd-join'], def: 'etcd-join' },
+  kubelet: { on: ['kubelet'], def: 'kubelet' },
+  cni: { on: ['cni'], def: 'cni' },
+  flux: { on: ['flux'], def: 'flux' },
+}
+
+export function createFaults(list = []) {
+  // each entry keeps its own remaining count; cleared entries are removed
+  let faults = list.map((f, index) => ({ ...f, index, used: 0 }))
+
+  const matches = (f, node, on, kind) =>
+    (f.node == null || node == null || f.node === node) &&
+    (on == null || f.on === on) && (kind == null || f.kind === kind) &&
+    (f.times == null || f.used < f.times)
+
+  return {
+    list: () => faults.map((f) => ({ ...f })),
+    /** active faults for a node (any `on`, or one), without consuming */
+    find(node, { on, kind } = {}) { return faults.filter((f) => matches(f, node, on, kind)) },
+    has(node, kind) { return faults.some((f) => matches(f, node, null, kind)) },
+    message(kind) { return faults.find((f) => f.kind === kind && (f.times == null || f.used < f.times))?.message },
+    /** the first matching fault, counting one occurrence; null when none applies */
+    take(node, { on, kind } = {}) {
+      const f = faults.find((x) => matches(x, node, on, kind))
+      if (!f) return null
+      f.used++
+      return f
+    },
+    clear(node, kind) { faults = faults.filter((f) => !(f.kind === kind && (node == null || f.node === node || f.node == null))) },
+  }
+}

@@ -1,0 +1,180 @@
+// Parse and validate a scenario (YAML text, file path or object). Errors name the field and,
+// for YAML, the line: `scenario.yaml:12: nodes[2].ip: "10.0.0.5" is not in 127.0.0.0/8`.
+import { readFileSync } from 'node:fs'
+import { basename } from 'node:path'
+import { parseDocument, LineCounter, isSeq } from 'yaml'
+import { FAULT_KINDS } from './faults.js'
+
+export class ScenarioError extends Error {
+  constructor(message, { file, line, field } = {}) {
+    super(`${file ?? 'scenario'}${line ? `:${line}` : ''}: ${field ? `${field}: ` : ''}${message}`)
+    this.name = 'ScenarioError'
+    this.field = field
+    this.line = line
+  }
+}
+
+export const DEFAULT_TIMINGS = { maintenance: 3, install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20 }
+const NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
+const SIZE_RE = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?$/i
+const UNITS = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4 }
+
+export function isLoopback(ip) {
+  const m = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(String(ip))
+  return !!m && m.slice(1).every((p) => Number(p) <= 255)
+}
+
+export function parseSize(s) {
+  if (typeof s === 'number') return s
+  const m = SIZE_RE.exec(String(s).trim())
+  if (!m) return null
+  return Math.round(Number(m[1]) * UNITS[(m[2] ?? 'B').toLowerCase()])
+}
+
+/** load from a path (string ending in .yaml/.yml or an existing file), YAML text, or an object */
+export function loadScenario(input) {
+  if (typeof input === 'object' && input !== null) return validateScenario(structuredClone(input), {})
+  let text = input, file
+  if (!/\n/.test(input)) { file = input; text = readFileSync(input, 'utf8') }
+  return parseScenario(text, file ? basename(file) : 'scenario.yaml')
+}
+
+export function parseScenario(text, file = 'scenario.yaml') {
+  const lineCounter = new LineCounter()
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false })
+  if (doc.errors.length) {
+    const e = doc.errors[0]
+    const line = e.linePos?.[0]?.line ?? lineCounter.linePos(e.pos[0]).line
+    throw new ScenarioError(e.message.split('\n')[0], { file, line })
+  }
+  // map a field path (array of keys) to its line for error messages
+  const lineOf = (path) => {
+    for (let p = path.slice(); p.length; p.pop()) {
+      const n = doc.getIn(p, true)
+      const range = n?.range ?? (isSeq(n) ? n.range : null)
+      if (range) return lineCounter.linePos(range[0]).line
+    }
+    return undefined
+  }
+  return validateScenario(doc.toJS() ?? {}, { file, lineOf })
+}
+
+function validateScenario(s, { file, lineOf }) {
+  const fail = (path, msg) => {
+    const field = path.reduce((acc, k) => (typeof k === 'number' ? `${acc}[${k}]` : acc ? `${acc}.${k}` : k), '')
+    throw new ScenarioError(msg, { file, line: lineOf?.(path), field })
+  }
+  const q = (v) => JSON.stringify(v)
+  const obj = (v, path) => { if (v == null || typeof v !== 'object' || Array.isArray(v)) fail(path, `must be a mapping, got ${q(v)}`); return v }
+  const str = (v, path) => { if (typeof v !== 'string' || !v) fail(path, `must be a non-empty string, got ${q(v)}`); return v }
+  const num = (v, path, min = 0) => { if (typeof v !== 'number' || !Number.isFinite(v) || v < min) fail(path, `must be a number >= ${min}, got ${q(v)}`); return v }
+  const known = (o, keys, path) => { for (const k of Object.keys(o)) if (!keys.includes(k)) fail([...path, k], `unknown field (known: ${keys.join(', ')})`) }
+  const loop = (v, path) => { if (!isLoopback(v)) fail(path, `${q(v)} is not in 127.0.0.0/8`); return v }
+
+  obj(s, [])
+  known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults'], [])
+  const c = obj(s.cluster, ['cluster'])
+  known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip'], ['cluster'])
+  str(c.name, ['cluster', 'name'])
+  if (!NAME_RE.test(c.name)) fail(['cluster', 'name'], `${q(c.name)} is not a valid cluster name (lower-case letters, digits, '-')`)
+  for (const k of ['talosVersion', 'kubernetesVersion']) {
+    if (c[k] != null && !/^v\d+\.\d+\.\d+$/.test(String(c[k]))) fail(['cluster', k], `${q(c[k])} is not a version like v1.12.0`)
+  }
+  const talosVersion = c.talosVersion ?? 'v1.12.11'
+  const minor = Number(talosVersion.split('.')[1])
+  if (minor < 11 || minor > 13) fail(['cluster', 'talosVersion'], `${q(talosVersion)}: the simulator emulates v1.11 to v1.13`)
+
+  const speed = s.speed == null ? 60 : num(s.speed, ['speed'], 0)
+  if (!(speed > 0)) fail(['speed'], `must be > 0, got ${q(speed)}`)
+  const timings = { ...DEFAULT_TIMINGS }
+  if (s.timings != null) {
+    obj(s.timings, ['timings'])
+    known(s.timings, Object.keys(DEFAULT_TIMINGS), ['timings'])
+    for (const [k, v] of Object.entries(s.timings)) timings[k] = num(v, ['timings', k])
+  }
+
+  if (!Array.isArray(s.nodes) || s.nodes.length === 0) fail(['nodes'], 'must be a non-empty list of nodes')
+  const names = new Set(), ips = new Set()
+  const nodes = s.nodes.map((n, i) => {
+    const p = ['nodes', i]
+    obj(n, p)
+    known(n, ['name', 'ip', 'role', 'image', 'disks', 'installDisk', 'installDiskSelector'], p)
+    str(n.name, [...p, 'name'])
+    if (!NAME_RE.test(n.name)) fail([...p, 'name'], `${q(n.name)} is not a valid hostname`)
+    if (names.has(n.name)) fail([...p, 'name'], `duplicate node name ${q(n.name)}`)
+    names.add(n.name)
+    loop(n.ip, [...p, 'ip'])
+    if (ips.has(n.ip)) fail([...p, 'ip'], `duplicate address ${q(n.ip)}`)
+    ips.add(n.ip)
+    if (!['controlplane', 'worker'].includes(n.role)) fail([...p, 'role'], `${q(n.role)} must be controlplane or worker`)
+    const image = n.image ?? 'iso'
+    if (!['iso', 'disk'].includes(image)) fail([...p, 'image'], `${q(image)} must be iso or disk`)
+    let disks = n.disks ?? [{ dev: '/dev/sda', size: '100GB', model: 'QEMU HARDDISK' }]
+    if (!Array.isArray(disks) || !disks.length) fail([...p, 'disks'], 'must be a non-empty list')
+    disks = disks.map((d, j) => {
+      const dp = [...p, 'disks', j]
+      obj(d, dp)
+      known(d, ['dev', 'size', 'model', 'serial', 'type', 'transport', 'rotational', 'readonly', 'wwid'], dp)
+      str(d.dev, [...dp, 'dev'])
+      if (!/^\/dev\/[a-z0-9]+$/.test(d.dev)) fail([...dp, 'dev'], `${q(d.dev)} is not a device path like /dev/sda`)
+      const size = parseSize(d.size ?? '100GB')
+      if (size == null) fail([...dp, 'size'], `${q(d.size)} is not a size like 100GB`)
+      return { dev: d.dev, size, model: d.model ?? 'QEMU HARDDISK', serial: d.serial ?? '', type: d.type ?? 'hdd',
+        transport: d.transport ?? 'virtio', rotational: d.rotational ?? false, readonly: d.readonly ?? false, wwid: d.wwid ?? '' }
+    })
+    if (n.installDisk != null && n.installDiskSelector != null) fail([...p, 'installDisk'], 'give installDisk or installDiskSelector, not both')
+    if (n.installDisk != null) str(n.installDisk, [...p, 'installDisk'])
+    if (n.installDiskSelector != null) obj(n.installDiskSelector, [...p, 'installDiskSelector'])
+    const installDiskSelector = n.installDiskSelector ?? null
+    return { name: n.name, ip: n.ip, role: n.role, image, disks,
+      installDisk: installDiskSelector ? null : (n.installDisk ?? disks[0].dev), installDiskSelector }
+  })
+  if (!nodes.some((n) => n.role === 'controlplane')) fail(['nodes'], 'needs at least one controlplane node')
+
+  // endpoint and VIP: an endpoint host that is not a node address is a VIP
+  const firstCp = nodes.find((n) => n.role === 'controlplane')
+  let vip = null
+  if (c.vip != null) {
+    obj(c.vip, ['cluster', 'vip'])
+    known(c.vip, ['address', 'up'], ['cluster', 'vip'])
+    loop(c.vip.address, ['cluster', 'vip', 'address'])
+    if (ips.has(c.vip.address)) fail(['cluster', 'vip', 'address'], `${q(c.vip.address)} is also a node address`)
+    const up = c.vip.up ?? 'after-bootstrap'
+    if (!['after-bootstrap', 'never'].includes(up)) fail(['cluster', 'vip', 'up'], `${q(up)} must be after-bootstrap or never`)
+    vip = { address: c.vip.address, up }
+  }
+  const endpoint = c.endpoint ?? `https://${vip?.address ?? firstCp.ip}:6443`
+  const em = /^https:\/\/([^:/]+):(\d+)\/?$/.exec(String(endpoint))
+  if (!em) fail(['cluster', 'endpoint'], `${q(endpoint)} is not a URL like https://127.0.10.10:6443`)
+  loop(em[1], ['cluster', 'endpoint'])
+  if (!ips.has(em[1])) {
+    if (vip && vip.address !== em[1]) fail(['cluster', 'endpoint'], `${q(endpoint)} names neither a node nor the VIP ${vip.address}`)
+    vip ??= { address: em[1], up: 'after-bootstrap' }
+  } else if (!nodes.find((n) => n.ip === em[1] && n.role === 'controlplane')) {
+    fail(['cluster', 'endpoint'], `${q(endpoint)} is a worker's address; the endpoint must be a control plane or a VIP`)
+  }
+
+  const faultList = s.faults ?? []
+  if (!Array.isArray(faultList)) fail(['faults'], 'must be a list')
+  const faults = faultList.map((f, i) => {
+    const p = ['faults', i]
+    obj(f, p)
+    known(f, ['node', 'on', 'kind', 'times', 'ms', 'message'], p)
+    const spec = FAULT_KINDS[f.kind]
+    if (!spec) fail([...p, 'kind'], `unknown fault kind ${q(f.kind)} (known: ${Object.keys(FAULT_KINDS).join(', ')})`)
+    if (f.node != null && !names.has(f.node)) fail([...p, 'node'], `${q(f.node)} is not a node of this scenario`)
+    if (f.node == null && f.kind !== 'flux') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
+    const on = f.on ?? spec.def
+    if (!spec.on.includes(on)) fail([...p, 'on'], `${q(on)} is not valid for a ${f.kind} fault (use: ${spec.on.join(', ')})`)
+    if (f.times != null && (!Number.isInteger(f.times) || f.times < 1)) fail([...p, 'times'], `must be an integer >= 1, got ${q(f.times)}`)
+    if (f.kind === 'latency') num(f.ms, [...p, 'ms'])
+    else if (f.ms != null) fail([...p, 'ms'], 'only latency faults take ms')
+    if (f.message != null) str(f.message, [...p, 'message'])
+    return { node: f.node ?? null, on, kind: f.kind, times: f.times ?? null, ms: f.ms ?? null, message: f.message ?? null }
+  })
+
+  return {
+    cluster: { name: c.name, endpoint, talosVersion, kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0', vip },
+    talosMinor: minor, speed, timings, nodes, faults,
+  }
+}

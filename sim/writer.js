@@ -1,0 +1,140 @@
+// Writes <dir>/cluster (replaced whole on every start) and <dir>/env.
+import { mkdirSync, rmSync, writeFileSync, renameSync } from 'node:fs'
+import { join, resolve, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { stringify } from 'yaml'
+import { openSshEd25519 } from './pki.js'
+
+export const BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), 'bin')
+const b64 = (s) => Buffer.from(s).toString('base64')
+const y = (o) => stringify(o, { lineWidth: 0, indent: 4 })
+const fmtDur = (ms) => (ms % 60000 === 0 ? `${ms / 60000}m` : ms % 1000 === 0 ? `${ms / 1000}s` : `${Math.round(ms)}ms`)
+
+export function installImage(talosVersion) { return `ghcr.io/siderolabs/installer:${talosVersion}` }
+
+/** a structurally real Talos v1alpha1 machine config for one node */
+export function machineConfig(scenario, pki, node) {
+  const cp = node.role === 'controlplane'
+  const { cluster } = scenario
+  const k8s = cluster.kubernetesVersion
+  const install = node.installDiskSelector
+    ? { diskSelector: node.installDiskSelector, image: installImage(cluster.talosVersion), wipe: false }
+    : { disk: node.installDisk, image: installImage(cluster.talosVersion), wipe: false }
+  const machine = {
+    type: cp ? 'controlplane' : 'worker',
+    token: pki.secrets.machineToken,
+    ca: cp ? { crt: b64(pki.talos.ca.cert), key: b64(pki.talos.ca.key) } : { crt: b64(pki.talos.ca.cert), key: '' },
+    certSANs: [],
+    kubelet: { image: `ghcr.io/siderolabs/kubelet:${k8s}`, defaultRuntimeSeccompProfileEnabled: true, disableManifestsDirectory: true },
+    network: { hostname: node.name, interfaces: [{ deviceSelector: { physical: true }, addresses: [`${node.ip}/8`], dhcp: false }] },
+    install,
+    features: { rbac: true, stableHostname: true, apidCheckExtKeyUsage: true, diskQuotaSupport: true,
+      kubePrism: { enabled: true, port: 7445 }, hostDNS: { enabled: true, forwardKubeDNSToHost: true } },
+    nodeLabels: cp ? { 'node.kubernetes.io/exclude-from-external-load-balancers': '' } : undefined,
+  }
+  if (!cp) delete machine.nodeLabels
+  if (!cp) machine.ca = { crt: b64(pki.talos.ca.cert) } // workers carry no CA key
+  if (cp && cluster.vip) machine.network.interfaces[0].vip = { ip: cluster.vip.address }
+  const c = {
+    id: pki.secrets.clusterId,
+    secret: pki.secrets.clusterSecret,
+    controlPlane: { endpoint: cluster.endpoint },
+    clusterName: cluster.name,
+    network: { cni: { name: 'none' }, dnsDomain: 'cluster.local', podSubnets: ['10.244.0.0/16'], serviceSubnets: ['10.96.0.0/12'] },
+    token: pki.secrets.bootstrapToken,
+    ca: { crt: b64(pki.kube.ca.cert), key: cp ? b64(pki.kube.ca.key) : '' },
+    discovery: { enabled: true, registries: { kubernetes: { disabled: true }, service: { disabled: true } } },
+  }
+  if (cp) {
+    Object.assign(c, {
+      secretboxEncryptionSecret: pki.secrets.secretboxEncryptionSecret,
+      aggregatorCA: { crt: b64(pki.aggregator.ca.cert), key: b64(pki.aggregator.ca.key) },
+      serviceAccount: { key: b64(pki.serviceAccount.key) },
+      apiServer: { image: `registry.k8s.io/kube-apiserver:${k8s}`, certSANs: [new URL(cluster.endpoint).hostname],
+        disablePodSecurityPolicy: true },
+      controllerManager: { image: `registry.k8s.io/kube-controller-manager:${k8s}` },
+      proxy: { disabled: true },
+      scheduler: { image: `registry.k8s.io/kube-scheduler:${k8s}` },
+      etcd: { ca: { crt: b64(pki.etcd.ca.cert), key: b64(pki.etcd.ca.key) } },
+    })
+  } else {
+    c.ca = { crt: b64(pki.kube.ca.cert), key: '' }
+  }
+  return `version: v1alpha1\ndebug: false\npersist: true\n${y({ machine, cluster: c })}`
+}
+
+export function talosconfig(scenario, pki) {
+  const name = scenario.cluster.name
+  return y({ context: name, contexts: { [name]: { endpoints: [], ca: b64(pki.talos.ca.cert), crt: b64(pki.talos.admin.cert), key: b64(pki.talos.admin.key) } } })
+    .replace('endpoints: []', 'endpoints: []') // gen config writes an empty list, and no nodes
+}
+
+export function talconfig(scenario) {
+  const { cluster } = scenario
+  return y({
+    clusterName: cluster.name, talosVersion: cluster.talosVersion, kubernetesVersion: cluster.kubernetesVersion,
+    endpoint: cluster.endpoint,
+    nodes: scenario.nodes.map((n) => ({
+      hostname: n.name, ipAddress: n.ip, controlPlane: n.role === 'controlplane',
+      ...(n.installDiskSelector ? { installDiskSelector: n.installDiskSelector } : { installDisk: n.installDisk }),
+    })),
+  })
+}
+
+/** the product's settings, with waits scaled by speed (never below what a process needs) */
+export function bootstrapSettings(scenario) {
+  const s = scenario.speed
+  const scaled = (ms, min) => fmtDur(Math.max(min, Math.round(ms / s)))
+  return {
+    concurrency: 4,
+    retries: 5,
+    retryDelay: scaled(3000, 50),
+    retryMaxDelay: scaled(60000, 50),
+    pollInterval: scaled(5000, 200),
+    callTimeout: '30s',
+    verifyTimeout: scaled(300000, 60000),
+    bootstrapTimeout: scaled(300000, 60000),
+    readyTimeout: scaled(600000, 60000),
+    fluxTimeout: scaled(600000, 60000),
+    kubeconfig: 'kubeconfig',
+    cni: { chart: 'cilium/cilium', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium' },
+    flux: { mode: 'bootstrap', kustomization: 'flux-system/flux-system',
+      git: { url: 'ssh://git@127.0.0.1/fleet.git', branch: 'main', path: `clusters/${scenario.cluster.name}`, privateKeyFile: 'flux-deploy-key' } },
+  }
+}
+
+/** write <dir>/cluster whole (via a temp dir and rename) and <dir>/env; returns the paths */
+export async function writeClusterDir(dir, scenario, pki) {
+  dir = resolve(dir)
+  mkdirSync(dir, { recursive: true })
+  const clusterDir = join(dir, 'cluster')
+  const tmp = join(dir, `.cluster-${process.pid}-${Date.now()}`)
+  mkdirSync(join(tmp, 'clusterconfig'), { recursive: true })
+  writeFileSync(join(tmp, 'talconfig.yaml'), talconfig(scenario))
+  for (const n of scenario.nodes) {
+    writeFileSync(join(tmp, 'clusterconfig', `${scenario.cluster.name}-${n.name}.yaml`), machineConfig(scenario, pki, n), { mode: 0o600 })
+  }
+  writeFileSync(join(tmp, 'clusterconfig', 'talosconfig'), talosconfig(scenario, pki), { mode: 0o600 })
+  writeFileSync(join(tmp, 'bootstrap.yaml'), `# written by the simulator: waits scaled for speed ${scenario.speed}\n${stringify(bootstrapSettings(scenario), { lineWidth: 0 })}`)
+  const deployKey = await openSshEd25519(`flux-${scenario.cluster.name}`)
+  writeFileSync(join(tmp, 'flux-deploy-key'), deployKey.privateKey, { mode: 0o600 })
+  writeFileSync(join(tmp, 'flux-deploy-key.pub'), deployKey.publicKey)
+  rmSync(clusterDir, { recursive: true, force: true })
+  renameSync(tmp, clusterDir)
+
+  const env = {
+    PATH: `${BIN_DIR}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+    TALOSCONFIG: join(clusterDir, 'clusterconfig', 'talosconfig'),
+    KUBECONFIG: join(clusterDir, 'kubeconfig'),
+    CLUSTER_DIR: clusterDir,
+    SIM_TALOSCTL_VERSION: scenario.cluster.talosVersion,
+  }
+  const q = (v) => `'${String(v).replace(/'/g, `'\\''`)}'`
+  writeFileSync(join(dir, 'env'), [
+    '# source this file: simulated talosctl/helm/flux first on PATH',
+    `export PATH=${q(BIN_DIR)}:"$PATH"`,
+    ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR', 'SIM_TALOSCTL_VERSION'].map((k) => `export ${k}=${q(env[k])}`),
+    '',
+  ].join('\n'))
+  return { dir, clusterDir, env }
+}
