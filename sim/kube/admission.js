@@ -1,0 +1,75 @@
+// What kube-apiserver's registry strategies do to an object on create/update: defaults,
+// Secret stringData folding, status handling for kinds with a status subresource.
+
+let serviceIp = 0
+// Simulated cluster IPs stay inside loopback, like every address in this project.
+const nextServiceIp = () => { serviceIp++; return `127.96.${Math.floor(serviceIp / 250) % 250}.${(serviceIp % 250) + 1}` }
+
+function foldStringData(obj) {
+  if (obj.stringData) {
+    obj.data = { ...(obj.data || {}) }
+    for (const [k, v] of Object.entries(obj.stringData)) obj.data[k] = Buffer.from(String(v)).toString('base64')
+    delete obj.stringData
+  }
+  if (!obj.type) obj.type = 'Opaque'
+}
+
+function defaultWorkload(obj) {
+  const spec = (obj.spec ||= {})
+  if (obj.kind === 'Deployment') {
+    if (spec.replicas === undefined) spec.replicas = 1
+    spec.strategy ||= { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%', maxSurge: '25%' } }
+    if (spec.progressDeadlineSeconds === undefined) spec.progressDeadlineSeconds = 600
+  }
+  if (obj.kind === 'DaemonSet') {
+    spec.updateStrategy ||= { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } }
+  }
+  if (spec.revisionHistoryLimit === undefined) spec.revisionHistoryLimit = 10
+}
+
+// Mutates `obj` (a new object about to be stored).
+export function admitCreate(def, obj) {
+  if (def.status && def.kind !== 'Node') delete obj.status
+  switch (def.kind) {
+    case 'Secret': foldStringData(obj); break
+    case 'Namespace':
+      obj.metadata.labels = { ...(obj.metadata.labels || {}), 'kubernetes.io/metadata.name': obj.metadata.name }
+      obj.spec = { finalizers: ['kubernetes'], ...(obj.spec || {}) }
+      obj.status = { phase: 'Active' }
+      break
+    case 'Service': {
+      const spec = (obj.spec ||= {})
+      spec.type ||= 'ClusterIP'
+      if (!spec.clusterIP) spec.clusterIP = nextServiceIp()
+      if (spec.clusterIP !== 'None') spec.clusterIPs = [spec.clusterIP]
+      spec.sessionAffinity ||= 'None'
+      spec.ipFamilies ||= ['IPv4']
+      spec.ipFamilyPolicy ||= 'SingleStack'
+      for (const p of spec.ports || []) { p.protocol ||= 'TCP'; if (p.targetPort === undefined) p.targetPort = p.port }
+      obj.status = { loadBalancer: {} }
+      break
+    }
+    case 'Pod':
+      obj.spec ||= {}
+      obj.status = { phase: 'Pending', qosClass: 'BestEffort' }
+      break
+    case 'Deployment': case 'DaemonSet': case 'StatefulSet': case 'ReplicaSet':
+      defaultWorkload(obj)
+      obj.status = {}
+      break
+  }
+}
+
+// Mutates `obj` (the new version of `old`). `subresource` is 'status' or undefined.
+export function admitUpdate(def, obj, old, subresource) {
+  if (subresource === 'status') {
+    const status = obj.status
+    Object.assign(obj, structuredClone(old))
+    obj.status = status
+    return
+  }
+  if (def.status && old.status !== undefined) obj.status = structuredClone(old.status)
+  if (def.kind === 'Secret') foldStringData(obj)
+  if (['Deployment', 'DaemonSet', 'StatefulSet', 'ReplicaSet'].includes(def.kind)) defaultWorkload(obj)
+  if (def.kind === 'Service' && old.spec?.clusterIP && obj.spec && !obj.spec.clusterIP) { obj.spec.clusterIP = old.spec.clusterIP; obj.spec.clusterIPs = old.spec.clusterIPs }
+}

@@ -1,0 +1,420 @@
+// Controllers on the simulated clock: DaemonSet and Deployment pods, a scheduler, pod
+// start-up, node readiness from the CNI pod, workload status (reference §8), garbage
+// collection, and Flux's source/kustomize/helm controllers (reference §10).
+// One reconcile pass walks everything; it is idempotent and writes only what changed,
+// so every write (ours included) simply schedules another pass.
+import { createHash } from 'node:crypto'
+import { admitCreate } from './admission.js'
+import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
+
+export const CNI_ANNOTATION = 'sim.talos-bootstrap.dev/cni'
+const POD_START = 5 // simulated seconds for an ordinary pod once its node is Ready
+const HOST_NETWORK_START = 1
+const FLUX_RECONCILE = 3
+const RECHECK = 60 // how often a faulted CNI pod / Kustomization looks again
+
+const DEFAULT_FLUX_MESSAGE = "kustomize build failed: accumulating resources: accumulation err='accumulating resources from './apps': open /tmp/kustomization-1820734512/apps: no such file or directory'"
+
+export function createControllers({ store, registry, clock, timings, faults }) {
+  const R = (g, v, p) => registry.get(g, v, p)
+  const NODES = R('', 'v1', 'nodes'), PODS = R('', 'v1', 'pods'), NS = R('', 'v1', 'namespaces'), SA = R('', 'v1', 'serviceaccounts')
+  const EVENTS = R('', 'v1', 'events')
+  const DS = R('apps', 'v1', 'daemonsets'), DEPLOY = R('apps', 'v1', 'deployments')
+  const KS = R('kustomize.toolkit.fluxcd.io', 'v1', 'kustomizations'), GIT = R('source.toolkit.fluxcd.io', 'v1', 'gitrepositories')
+  const HREPO = R('source.toolkit.fluxcd.io', 'v1', 'helmrepositories'), OCI = R('source.toolkit.fluxcd.io', 'v1', 'ocirepositories')
+  const HR = R('helm.toolkit.fluxcd.io', 'v2', 'helmreleases')
+
+  const timers = new Map() // key -> cancel
+  const shas = new Map() // uid -> revision sha (stable per source object)
+  let pending = false
+  let stopped = false
+  const now = () => rfc3339(clock.now())
+
+  function schedule() {
+    if (pending || stopped) return
+    pending = true
+    setImmediate(() => { pending = false; if (!stopped) reconcile() })
+  }
+
+  function timer(key, simSeconds, fn) {
+    if (timers.has(key) || stopped) return
+    const cancel = clock.after(simSeconds, () => { timers.delete(key); if (!stopped) { fn(); schedule() } })
+    timers.set(key, cancel)
+  }
+
+  const tryUpdate = (def, obj) => { try { return store.update(def, obj, { checkVersion: false }) } catch { return null } }
+  const tryCreate = (def, obj) => { try { return store.create(def, obj) } catch { return null } }
+  const ownedBy = (o, owner) => (o.metadata.ownerReferences || []).some((r) => r.uid === owner.metadata.uid)
+  const cond = (o, type) => (o.status?.conditions || []).find((c) => c.type === type)
+
+  // Replace one condition, keeping lastTransitionTime when the status did not change.
+  function setCondition(conditions, c, { heartbeat = false } = {}) {
+    const list = (conditions || []).filter((x) => x.type !== c.type)
+    const old = (conditions || []).find((x) => x.type === c.type)
+    const next = { ...c, lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : now() }
+    if (heartbeat) next.lastHeartbeatTime = old && old.status === c.status ? old.lastHeartbeatTime : now()
+    const at = (conditions || []).findIndex((x) => x.type === c.type)
+    if (at >= 0) { list.splice(at, 0, next); return list }
+    return [...list, next]
+  }
+
+  function event(obj, reason, message, type = 'Normal', fieldPath, host) {
+    if (!EVENTS || !obj.metadata.namespace) return
+    const ts = now()
+    tryCreate(EVENTS, {
+      metadata: { name: `${obj.metadata.name}.${randomHex(16)}`, namespace: obj.metadata.namespace },
+      involvedObject: { kind: obj.kind, namespace: obj.metadata.namespace, name: obj.metadata.name, uid: obj.metadata.uid, apiVersion: obj.apiVersion, resourceVersion: obj.metadata.resourceVersion, ...(fieldPath ? { fieldPath } : {}) },
+      reason, message, source: { component: host ? 'kubelet' : 'default-scheduler', ...(host ? { host } : {}) },
+      firstTimestamp: ts, lastTimestamp: ts, count: 1, type, eventTime: null, reportingComponent: host ? 'kubelet' : 'default-scheduler', reportingInstance: host || '',
+    })
+  }
+
+  // ---- pods -------------------------------------------------------------------------
+
+  function newPod(owner, name, extraLabels, nodeName) {
+    const tpl = owner.spec?.template || {}
+    const pod = {
+      apiVersion: 'v1', kind: 'Pod',
+      metadata: {
+        name, namespace: owner.metadata.namespace,
+        labels: { ...(tpl.metadata?.labels || {}), ...extraLabels },
+        ...(tpl.metadata?.annotations ? { annotations: { ...tpl.metadata.annotations } } : {}),
+        ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid, controller: true, blockOwnerDeletion: true }],
+      },
+      spec: { restartPolicy: 'Always', schedulerName: 'default-scheduler', dnsPolicy: 'ClusterFirst', terminationGracePeriodSeconds: 30, ...clone(tpl.spec || {}), ...(nodeName ? { nodeName } : {}) },
+    }
+    if (owner.kind === 'DaemonSet' && owner.metadata.annotations?.[CNI_ANNOTATION] === 'true') pod.metadata.annotations = { ...(pod.metadata.annotations || {}), [CNI_ANNOTATION]: 'true' }
+    admitCreate(PODS, pod)
+    return tryCreate(PODS, pod)
+  }
+
+  const isCni = (pod) => pod.metadata.annotations?.[CNI_ANNOTATION] === 'true'
+  const podReady = (pod) => cond(pod, 'Ready')?.status === 'True'
+  const nodeIsReady = (node) => cond(node, 'Ready')?.status === 'True'
+  let podIp = 0
+  const nextPodIp = () => { podIp++; return `127.244.${Math.floor(podIp / 250) % 250}.${(podIp % 250) + 1}` }
+
+  function containerStatuses(pod, state) {
+    return (pod.spec.containers || []).map((c, i) => {
+      const prev = pod.status?.containerStatuses?.[i]
+      const base = { name: c.name, image: c.image, imageID: '', restartCount: prev?.restartCount || 0, started: state === 'running', ready: state === 'running' }
+      if (state === 'running') return { ...base, containerID: `containerd://${randomHex(64)}`, state: { running: { startedAt: now() } } }
+      if (state === 'crash') return { ...base, restartCount: base.restartCount + 1, lastState: { terminated: { exitCode: 1, reason: 'Error', startedAt: now(), finishedAt: now() } }, state: { waiting: { reason: 'CrashLoopBackOff', message: `back-off 5m0s restarting failed container=${c.name} pod=${pod.metadata.name}_${pod.metadata.namespace}` } } }
+      return { ...base, state: { waiting: { reason: 'ContainerCreating' } } }
+    })
+  }
+
+  function bindPod(pod, node) {
+    const next = clone(pod)
+    next.spec.nodeName = node.metadata.name
+    next.status = { ...next.status, phase: 'Pending', hostIP: nodeIp(node), hostIPs: [{ ip: nodeIp(node) }], startTime: now(), conditions: setCondition(next.status?.conditions, { type: 'PodScheduled', status: 'True' }), containerStatuses: containerStatuses(next, 'creating') }
+    const out = tryUpdate(PODS, next)
+    if (out) event(out, 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${node.metadata.name}`)
+    return out
+  }
+
+  function startPod(uid) {
+    const pod = store.list(PODS).find((p) => p.metadata.uid === uid)
+    if (!pod || !pod.spec.nodeName) return
+    const node = store.get(NODES, undefined, pod.spec.nodeName)
+    if (!node) return
+    const host = pod.spec.nodeName
+    if (isCni(pod) && faults?.has(host, 'cni')) {
+      const next = clone(pod)
+      next.status = { ...next.status, phase: 'Running', conditions: conditionsFor(next, false), containerStatuses: containerStatuses(next, 'crash') }
+      if (!podReady(pod) && pod.status?.containerStatuses?.[0]?.state?.waiting?.reason !== 'CrashLoopBackOff') event(pod, 'BackOff', 'Back-off restarting failed container', 'Warning', undefined, host)
+      tryUpdate(PODS, next)
+      timer(`pod:${uid}`, RECHECK, () => startPod(uid))
+      return
+    }
+    const next = clone(pod)
+    const ip = pod.spec.hostNetwork ? nodeIp(node) : pod.status?.podIP || nextPodIp()
+    next.status = { ...next.status, phase: 'Running', podIP: ip, podIPs: [{ ip }], conditions: conditionsFor(next, true), containerStatuses: containerStatuses(next, 'running') }
+    const out = tryUpdate(PODS, next)
+    if (out) for (const c of pod.spec.containers || []) {
+      event(out, 'Pulled', `Container image "${c.image}" already present on machine`, 'Normal', `spec.containers{${c.name}}`, host)
+      event(out, 'Started', `Started container ${c.name}`, 'Normal', `spec.containers{${c.name}}`, host)
+    }
+  }
+
+  function conditionsFor(pod, ready) {
+    let cs = pod.status?.conditions || []
+    const s = ready ? 'True' : 'False'
+    cs = setCondition(cs, { type: 'PodReadyToStartContainers', status: 'True' })
+    cs = setCondition(cs, { type: 'Initialized', status: 'True' })
+    cs = setCondition(cs, { type: 'Ready', status: s, ...(ready ? {} : { reason: 'ContainersNotReady', message: `containers with unready status: [${(pod.spec.containers || []).map((c) => c.name).join(' ')}]` }) })
+    cs = setCondition(cs, { type: 'ContainersReady', status: s, ...(ready ? {} : { reason: 'ContainersNotReady', message: `containers with unready status: [${(pod.spec.containers || []).map((c) => c.name).join(' ')}]` }) })
+    cs = setCondition(cs, { type: 'PodScheduled', status: 'True' })
+    return cs
+  }
+
+  const nodeIp = (node) => (node.status?.addresses || []).find((a) => a.type === 'InternalIP')?.address
+
+  const tolerates = (pod, taint) => (pod.spec.tolerations || []).some((t) => t.operator === 'Exists' && !t.key ? true : t.key === taint.key && (!t.effect || t.effect === taint.effect))
+  const fits = (pod, node) => (node.spec?.taints || []).every((t) => t.effect === 'PreferNoSchedule' || tolerates(pod, t)) &&
+    Object.entries(pod.spec.nodeSelector || {}).every(([k, v]) => node.metadata.labels?.[k] === v)
+
+  function schedulePods(pods, nodes) {
+    for (const pod of pods) {
+      if (pod.spec.nodeName) continue
+      const load = (n) => pods.filter((p) => p.spec.nodeName === n.metadata.name).length
+      // Strict taints first; when nothing fits, any Ready node (the simulated cluster has no
+      // way to untaint control planes, and small clusters are all control planes).
+      let candidates = nodes.filter((n) => fits(pod, n))
+      if (!candidates.length) candidates = nodes.filter((n) => nodeIsReady(n) && Object.entries(pod.spec.nodeSelector || {}).every(([k, v]) => n.metadata.labels?.[k] === v))
+      candidates.sort((a, b) => load(a) - load(b))
+      if (candidates[0]) { const bound = bindPod(pod, candidates[0]); if (bound) pod.spec.nodeName = bound.spec.nodeName; continue }
+      if (cond(pod, 'PodScheduled')?.status !== 'False') {
+        const next = clone(pod)
+        const msg = `0/${nodes.length} nodes are available: ${nodes.length ? `${nodes.length} node(s) had untolerated taint {node.kubernetes.io/not-ready: }` : 'no nodes available to schedule pods'}. preemption: 0/${nodes.length} nodes are available: ${nodes.length} Preemption is not helpful for scheduling.`
+        next.status = { ...next.status, phase: 'Pending', conditions: setCondition(next.status?.conditions, { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: msg }) }
+        tryUpdate(PODS, next)
+        event(pod, 'FailedScheduling', msg, 'Warning')
+      }
+    }
+  }
+
+  function startPods(pods, nodes) {
+    for (const pod of pods) {
+      if (!pod.spec.nodeName || pod.status?.phase !== 'Pending') continue
+      const node = nodes.find((n) => n.metadata.name === pod.spec.nodeName)
+      if (!node) continue
+      const uid = pod.metadata.uid
+      if (isCni(pod)) timer(`pod:${uid}`, timings.cni ?? 20, () => startPod(uid))
+      else if (pod.spec.hostNetwork) timer(`pod:${uid}`, HOST_NETWORK_START, () => startPod(uid))
+      else if (nodeIsReady(node)) timer(`pod:${uid}`, POD_START, () => startPod(uid))
+    }
+  }
+
+  // ---- workloads --------------------------------------------------------------------
+
+  const nodeSelected = (ds, node) => Object.entries(ds.spec?.template?.spec?.nodeSelector || {}).every(([k, v]) => node.metadata.labels?.[k] === v)
+
+  function reconcileDaemonSet(ds, nodes, pods) {
+    const gen = String(ds.metadata.generation || 1)
+    let owned = pods.filter((p) => ownedBy(p, ds))
+    const wanted = nodes.filter((n) => nodeSelected(ds, n))
+    for (const p of owned) {
+      const stale = p.metadata.labels?.['pod-template-generation'] !== gen
+      if (stale || !wanted.some((n) => n.metadata.name === p.spec.nodeName)) { try { store.remove(PODS, p.metadata.namespace, p.metadata.name); gc(PODS, p) } catch { /* gone */ } }
+    }
+    owned = store.list(PODS, ds.metadata.namespace).filter((p) => ownedBy(p, ds))
+    for (const n of wanted) {
+      if (owned.some((p) => p.spec.nodeName === n.metadata.name)) continue
+      const hash = createHash('sha256').update(JSON.stringify(ds.spec?.template || {})).digest('hex').slice(0, 10)
+      const pod = newPod(ds, `${ds.metadata.name}-${randomSuffix()}`, { 'controller-revision-hash': hash, 'pod-template-generation': gen }, n.metadata.name)
+      if (pod) owned.push(pod)
+    }
+    const onWanted = owned.filter((p) => wanted.some((n) => n.metadata.name === p.spec.nodeName))
+    const ready = onWanted.filter(podReady).length
+    const status = {
+      currentNumberScheduled: onWanted.length, desiredNumberScheduled: wanted.length, numberMisscheduled: 0,
+      numberReady: ready, observedGeneration: ds.metadata.generation || 1,
+      updatedNumberScheduled: onWanted.filter((p) => p.metadata.labels?.['pod-template-generation'] === gen).length,
+    }
+    if (ready) status.numberAvailable = ready
+    if (wanted.length - ready > 0) status.numberUnavailable = wanted.length - ready
+    if (!deepEqual(ds.status, status)) tryUpdate(DS, { ...ds, status })
+  }
+
+  const maxUnavailable = (d) => {
+    const v = d.spec?.strategy?.rollingUpdate?.maxUnavailable ?? '25%'
+    const replicas = d.spec?.replicas ?? 1
+    return typeof v === 'string' && v.endsWith('%') ? Math.floor((replicas * parseInt(v, 10)) / 100) : Number(v)
+  }
+
+  function reconcileDeployment(d, pods) {
+    const hash = createHash('sha256').update(JSON.stringify(d.spec?.template || {})).digest('hex').slice(0, 10)
+    const replicas = d.spec?.replicas ?? 1
+    let owned = pods.filter((p) => ownedBy(p, d))
+    const current = owned.filter((p) => p.metadata.labels?.['pod-template-hash'] === hash)
+    const extra = [...owned.filter((p) => p.metadata.labels?.['pod-template-hash'] !== hash), ...current.slice(replicas)]
+    for (const p of extra) { try { store.remove(PODS, p.metadata.namespace, p.metadata.name) } catch { /* gone */ } }
+    owned = current.slice(0, replicas)
+    for (let i = owned.length; i < replicas; i++) {
+      const pod = newPod(d, `${d.metadata.name}-${hash}-${randomSuffix()}`, { 'pod-template-hash': hash })
+      if (pod) owned.push(pod)
+    }
+    const available = owned.filter(podReady).length
+    const status = { observedGeneration: d.metadata.generation || 1, replicas: owned.length, updatedReplicas: owned.length }
+    if (available) { status.readyReplicas = available; status.availableReplicas = available }
+    if (owned.length - available > 0) status.unavailableReplicas = owned.length - available
+    const rsName = `${d.metadata.name}-${hash}`
+    const isAvailable = available >= replicas - maxUnavailable(d)
+    let conditions = d.status?.conditions || []
+    conditions = setCondition(conditions, isAvailable
+      ? { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' }
+      : { type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable', message: 'Deployment does not have minimum availability.' })
+    conditions = setCondition(conditions, available >= replicas
+      ? { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: `ReplicaSet "${rsName}" has successfully progressed.` }
+      : { type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated', message: `ReplicaSet "${rsName}" is progressing.` })
+    status.conditions = conditions.map((c) => {
+      const old = (d.status?.conditions || []).find((x) => x.type === c.type)
+      return { type: c.type, status: c.status, lastUpdateTime: old && old.reason === c.reason && old.status === c.status ? old.lastUpdateTime : now(), lastTransitionTime: c.lastTransitionTime, reason: c.reason, message: c.message }
+    })
+    if (!deepEqual(d.status, status)) tryUpdate(DEPLOY, { ...d, status })
+  }
+
+  // ---- nodes ------------------------------------------------------------------------
+
+  function reconcileNodes(nodes, pods) {
+    for (const node of nodes) {
+      if (nodeIsReady(node)) continue
+      const cniReady = pods.some((p) => p.spec.nodeName === node.metadata.name && isCni(p) && podReady(p))
+      if (!cniReady) continue
+      const next = clone(node)
+      next.spec.taints = (next.spec.taints || []).filter((t) => t.key !== 'node.kubernetes.io/not-ready')
+      if (!next.spec.taints.length) delete next.spec.taints
+      next.status.conditions = setCondition(next.status.conditions, { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }, { heartbeat: true })
+      const out = tryUpdate(NODES, next)
+      if (out) node.status = out.status
+    }
+  }
+
+  // ---- flux -------------------------------------------------------------------------
+
+  const controllerUp = (name) => {
+    const d = store.get(DEPLOY, 'flux-system', name)
+    return Boolean(d && (d.status?.availableReplicas || 0) >= 1)
+  }
+  const requested = (o) => o.metadata.annotations?.['reconcile.fluxcd.io/requestedAt']
+  const needs = (o) => {
+    const ready = cond(o, 'Ready')
+    return !ready || ready.status === 'Unknown' || ready.observedGeneration !== o.metadata.generation || (requested(o) && requested(o) !== o.status?.lastHandledReconcileAt)
+  }
+  const revisionSha = (o) => { if (!shas.has(o.metadata.uid)) shas.set(o.metadata.uid, randomHex(40)); return shas.get(o.metadata.uid) }
+
+  function fluxStatus(def, o, patch, ready) {
+    const status = { ...(o.status || {}), ...patch, observedGeneration: o.metadata.generation }
+    if (requested(o)) status.lastHandledReconcileAt = requested(o)
+    let cs = (o.status?.conditions || []).filter((c) => c.type !== 'Reconciling')
+    cs = setCondition(cs, { type: 'Ready', observedGeneration: o.metadata.generation, ...ready })
+    status.conditions = cs.map((c) => ({ type: c.type, status: c.status, observedGeneration: c.observedGeneration, lastTransitionTime: c.lastTransitionTime, reason: c.reason, message: c.message }))
+    if (!deepEqual(o.status, status)) tryUpdate(def, { ...o, status })
+  }
+
+  function progressing(def, o) {
+    if (cond(o, 'Reconciling')?.status === 'True') return
+    let cs = setCondition(o.status?.conditions, { type: 'Reconciling', status: 'True', observedGeneration: o.metadata.generation, reason: 'Progressing', message: 'reconciliation in progress' })
+    cs = setCondition(cs, { type: 'Ready', status: 'Unknown', observedGeneration: o.metadata.generation, reason: 'Progressing', message: 'reconciliation in progress' })
+    tryUpdate(def, { ...o, status: { ...(o.status || {}), conditions: cs } })
+  }
+
+  // Reconcile each object of `def` that needs it, through `finish(fresh)` after a delay.
+  function fluxKind(def, controller, finish, { alwaysCheck } = {}) {
+    if (!def || !controllerUp(controller)) return
+    for (const o of store.list(def)) {
+      if (o.spec?.suspend) continue
+      if (!needs(o) && !alwaysCheck?.(o)) continue
+      const key = `flux:${o.metadata.uid}:${o.metadata.generation}:${requested(o) || ''}`
+      if (timers.has(key)) continue
+      progressing(def, o)
+      timer(key, FLUX_RECONCILE, () => { const fresh = store.get(def, o.metadata.namespace, o.metadata.name); if (fresh) finish(fresh) })
+    }
+  }
+
+  function gitRepoDone(o) {
+    const branch = o.spec?.ref?.branch || (o.spec?.ref?.tag ? undefined : 'master')
+    const rev = o.spec?.ref?.tag ? `${o.spec.ref.tag}@sha1:${revisionSha(o)}` : `${branch}@sha1:${revisionSha(o)}`
+    const artifact = { revision: rev, digest: `sha256:${createHash('sha256').update(rev).digest('hex')}`, path: `gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`, url: `http://source-controller.flux-system.svc.cluster.local./gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`, lastUpdateTime: now(), size: 12345 }
+    fluxStatus(GIT, o, { artifact }, { status: 'True', reason: 'Succeeded', message: `stored artifact for revision '${rev}'` })
+  }
+
+  function helmRepoDone(def, o) {
+    const rev = `sha256:${createHash('sha256').update(o.metadata.uid).digest('hex')}`
+    fluxStatus(def, o, { artifact: { revision: rev, digest: rev, lastUpdateTime: now() } }, { status: 'True', reason: 'Succeeded', message: `stored artifact: revision '${rev}'` })
+  }
+
+  function sourceOf(k) {
+    const ref = k.spec?.sourceRef || {}
+    const def = ref.kind === 'OCIRepository' ? OCI : GIT
+    return { ref, src: store.get(def, ref.namespace || k.metadata.namespace, ref.name || '') }
+  }
+
+  function kustomizationDone(k) {
+    const { ref, src } = sourceOf(k)
+    const srcRev = src?.status?.artifact?.revision
+    if (!src || cond(src, 'Ready')?.status !== 'True' || !srcRev) {
+      const what = `${ref.kind || 'GitRepository'}/${ref.namespace || k.metadata.namespace}/${ref.name || ''}`
+      return fluxStatus(KS, k, {}, { status: 'False', reason: 'ArtifactFailed', message: src ? `Source artifact not found, retrying in 30s` : `Source '${what}' not found` })
+    }
+    for (const dep of k.spec?.dependsOn || []) {
+      const other = store.get(KS, dep.namespace || k.metadata.namespace, dep.name)
+      if (!other || cond(other, 'Ready')?.status !== 'True') return fluxStatus(KS, k, {}, { status: 'False', reason: 'DependencyNotReady', message: `dependency '${dep.namespace || k.metadata.namespace}/${dep.name}' is not ready` })
+    }
+    // Cluster-wide fault: faults.has(null, 'flux'); the message (and optional reason) come from the scenario.
+    if (faults?.has(null, 'flux')) {
+      fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: faults.reason?.('flux') || 'BuildFailed', message: faults.message?.('flux') || DEFAULT_FLUX_MESSAGE })
+      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
+      return
+    }
+    fluxStatus(KS, k, { lastAppliedRevision: srcRev, lastAttemptedRevision: srcRev }, { status: 'True', reason: 'ReconciliationSucceeded', message: `Applied revision: ${srcRev}` })
+  }
+
+  function helmReleaseDone(h) {
+    const chart = h.spec?.chart?.spec?.chart || h.spec?.chartRef?.name || h.metadata.name
+    const version = h.spec?.chart?.spec?.version || '1.0.0'
+    const release = `${h.spec?.targetNamespace || h.metadata.namespace}/${h.spec?.releaseName || h.metadata.name}`
+    fluxStatus(HR, h, { lastAttemptedRevision: version }, { status: 'True', reason: 'InstallSucceeded', message: `Helm install succeeded for release ${release}.v1 with chart ${chart}@${version}` })
+  }
+
+  // A Kustomization also re-runs when its source moved on (or was not ready last time).
+  const ksStale = (k) => {
+    const { src } = sourceOf(k)
+    const rev = src?.status?.artifact?.revision
+    const ready = cond(k, 'Ready')
+    return Boolean(rev && rev !== k.status?.lastAppliedRevision && ready?.reason !== 'BuildFailed' && !(faults?.has(null, 'flux')))
+  }
+
+  function reconcileFlux() {
+    fluxKind(GIT, 'source-controller', gitRepoDone)
+    fluxKind(HREPO, 'source-controller', (o) => helmRepoDone(HREPO, o))
+    fluxKind(OCI, 'source-controller', (o) => helmRepoDone(OCI, o))
+    fluxKind(KS, 'kustomize-controller', kustomizationDone, { alwaysCheck: ksStale })
+    fluxKind(HR, 'helm-controller', helmReleaseDone)
+  }
+
+  // ---- garbage collection -----------------------------------------------------------
+
+  function gc(def, obj) {
+    if (def === NS) for (const { key, obj: o } of store.namespaceObjects(obj.metadata.name)) {
+      const d = registry.all().find((x) => x.key === key)
+      try { store.remove(d, o.metadata.namespace, o.metadata.name) } catch { /* gone */ }
+    }
+    if (def === NODES) for (const p of store.list(PODS)) if (p.spec.nodeName === obj.metadata.name) { try { store.remove(PODS, p.metadata.namespace, p.metadata.name) } catch { /* gone */ } }
+    for (const { key, obj: o } of store.allObjects()) {
+      if (!ownedBy(o, obj)) continue
+      const d = registry.all().find((x) => x.key === key)
+      try { const gone = store.remove(d, o.metadata.namespace, o.metadata.name); gc(d, gone) } catch { /* gone */ }
+    }
+    schedule()
+  }
+
+  // ---- the pass ---------------------------------------------------------------------
+
+  function reconcile() {
+    for (const n of store.list(NS)) if (!store.get(SA, n.metadata.name, 'default')) tryCreate(SA, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: n.metadata.name } })
+    const nodes = store.list(NODES)
+    for (const ds of store.list(DS)) reconcileDaemonSet(ds, nodes, store.list(PODS, ds.metadata.namespace))
+    for (const d of store.list(DEPLOY)) reconcileDeployment(d, store.list(PODS, d.metadata.namespace))
+    let pods = store.list(PODS)
+    schedulePods(pods, nodes)
+    pods = store.list(PODS)
+    startPods(pods, nodes)
+    reconcileNodes(nodes, pods)
+    // Workload status again, now that pods may have moved on in this pass.
+    const after = store.list(PODS)
+    for (const ds of store.list(DS)) reconcileDaemonSet(ds, store.list(NODES), after.filter((p) => p.metadata.namespace === ds.metadata.namespace))
+    for (const d of store.list(DEPLOY)) reconcileDeployment(d, after.filter((p) => p.metadata.namespace === d.metadata.namespace))
+    reconcileFlux()
+  }
+
+  const unsubscribe = store.onChange(() => schedule())
+
+  return {
+    schedule,
+    gc,
+    CNI_ANNOTATION,
+    stop() { stopped = true; unsubscribe(); for (const c of timers.values()) c(); timers.clear() },
+  }
+}

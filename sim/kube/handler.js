@@ -1,0 +1,276 @@
+// The HTTP side of the simulated kube-apiserver: routing, CRUD, patch flavours, watch,
+// Tables, discovery and health endpoints (reference/kubernetes-api.md §1–§12).
+import YAML from 'yaml'
+import { admitCreate, admitUpdate } from './admission.js'
+import { aggregatedDiscovery, aggregatedVersion, legacyApiVersions, legacyGroup, legacyGroupList, openapiV3, resourceList } from './discovery.js'
+import { parseFieldSelector, parseLabelSelector } from './selectors.js'
+import { alreadyExists, ApiError, badRequest, invalid, methodNotAllowed, noRoute, notFound, unavailable } from './status.js'
+import { toTable } from './tables.js'
+import { clone, jsonPatch, mergePatch, randomHex, randomSuffix, rfc3339 } from './util.js'
+
+const GIT_COMMIT = randomHex(40)
+
+function send(res, code, body, contentType = 'application/json') {
+  const text = typeof body === 'string' ? body : JSON.stringify(body)
+  res.writeHead(code, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text) })
+  res.end(text)
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = []
+    req.on('data', (c) => chunks.push(c))
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
+    req.on('error', reject)
+  })
+}
+
+function versionInfo(kubernetesVersion) {
+  const [major, minor] = kubernetesVersion.replace(/^v/, '').split('.')
+  return {
+    major, minor, emulationMajor: major, emulationMinor: minor, minCompatibilityMajor: major, minCompatibilityMinor: String(Number(minor) - 1),
+    gitVersion: kubernetesVersion, gitCommit: GIT_COMMIT, gitTreeState: 'clean', buildDate: '2025-12-17T12:32:06Z',
+    goVersion: 'go1.25.5', compiler: 'gc', platform: 'linux/amd64',
+  }
+}
+
+const HEALTH_CHECKS = ['ping', 'log', 'etcd', 'etcd-readiness', 'informer-sync', 'poststarthook/start-apiserver-admission-initializer', 'poststarthook/generic-apiserver-start-informers', 'poststarthook/start-apiextensions-controllers', 'poststarthook/crd-informer-synced', 'shutdown']
+
+export function createHandler({ registry, store, clock, kubernetesVersion, record, isUp, onDelete }) {
+  const ns = (name) => registry.get('', 'v1', 'namespaces') && store.get(registry.get('', 'v1', 'namespaces'), undefined, name)
+
+  function health(path, query, res) {
+    const kind = path.split('/')[1]
+    if (!isUp()) {
+      const lines = HEALTH_CHECKS.map((c) => (c === 'etcd' ? '[-]etcd failed: reason withheld' : `[+]${c} ok`))
+      return send(res, 500, `${lines.join('\n')}\n${kind} check failed\n`, 'text/plain; charset=utf-8')
+    }
+    if (query.has('verbose')) return send(res, 200, `${HEALTH_CHECKS.map((c) => `[+]${c} ok`).join('\n')}\n${kind} check passed\n`, 'text/plain; charset=utf-8')
+    return send(res, 200, 'ok', 'text/plain; charset=utf-8')
+  }
+
+  // Map a path to { def, ns, name, sub, watch } or null.
+  function route(path, method, body) {
+    const seg = path.split('/').filter(Boolean).map(decodeURIComponent)
+    let group, version, rest
+    if (seg[0] === 'api' && seg.length >= 3) { group = ''; version = seg[1]; rest = seg.slice(2) }
+    else if (seg[0] === 'apis' && seg.length >= 4) { group = seg[1]; version = seg[2]; rest = seg.slice(3) }
+    else return null
+    let watch = false
+    if (rest[0] === 'watch') { watch = true; rest = rest.slice(1) }
+    let namespace, plural, name, sub
+    const nsPath = rest[0] === 'namespaces' && rest.length >= 3 && !(group === '' && ['status', 'finalize'].includes(rest[2]) && rest.length === 3)
+    if (nsPath) [, namespace, plural, name, sub] = rest
+    else [plural, name, sub] = rest
+    if (!plural || (nsPath ? rest.length > 5 : rest.length > 3)) return null
+    let def = registry.get(group, version, plural)
+    // A write of a kind this server has never heard of: accept it as an opaque object.
+    if (!def && body?.kind && ['POST', 'PUT', 'PATCH'].includes(method) && (body.apiVersion || '') === (group ? `${group}/${version}` : version)) {
+      def = registry.register({ group, version, plural, kind: body.kind, namespaced: Boolean(namespace), status: false, hasGeneration: Boolean(group) })
+    }
+    if (!def) return null
+    if (def.namespaced !== Boolean(namespace) && (name || !def.namespaced)) return null
+    if (sub && !(sub === 'status' && def.status) && !(def.kind === 'Namespace' && sub === 'finalize')) return null
+    return { def, namespace, name, sub, watch }
+  }
+
+  function matcher(query) {
+    try {
+      const l = parseLabelSelector(query.get('labelSelector'))
+      const f = parseFieldSelector(query.get('fieldSelector'))
+      return (o) => l(o) && f(o)
+    } catch (e) { throw badRequest(e.message) }
+  }
+
+  const wantsTable = (req) => (req.headers.accept || '').includes('as=Table')
+  const tableOpts = (query) => ({ now: clock.now().getTime(), resourceVersion: store.rv, includeObject: query.get('includeObject') || 'Metadata' })
+
+  function list(req, res, r, query) {
+    const match = matcher(query)
+    const items = store.list(r.def, r.namespace).filter(match)
+    if (wantsTable(req)) return send(res, 200, toTable(r.def, items, tableOpts(query)))
+    send(res, 200, { kind: `${r.def.kind}List`, apiVersion: r.def.apiVersion, metadata: { resourceVersion: store.rv }, items })
+  }
+
+  function watch(req, res, r, query) {
+    const match = matcher(query)
+    const table = wantsTable(req)
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' })
+    res.flushHeaders()
+    const write = (type, object) => {
+      if (res.writableEnded) return
+      const obj = table && type !== 'ERROR' ? toTable(r.def, [object], { ...tableOpts(query), resourceVersion: object.metadata.resourceVersion }) : object
+      res.write(`${JSON.stringify({ type, object: obj })}\n`)
+    }
+    let cancel = () => {}
+    try {
+      cancel = store.watch(r.def, { ns: r.namespace, match, resourceVersion: query.get('resourceVersion'), send: write })
+    } catch (e) {
+      if (e instanceof ApiError) { write('ERROR', e.toStatus()); return res.end() }
+      throw e
+    }
+    const timeout = Number(query.get('timeoutSeconds') || 0)
+    const timer = timeout > 0 ? setTimeout(() => res.end(), timeout * 1000) : null
+    // res 'close' (not req 'close') tells us the client went away (reference §0.7).
+    res.on('close', () => { cancel(); if (timer) clearTimeout(timer) })
+  }
+
+  function getOne(req, res, r, query) {
+    const obj = store.get(r.def, r.namespace, r.name)
+    if (!obj) throw notFound(r.def, r.name)
+    if (wantsTable(req)) return send(res, 200, toTable(r.def, [obj], tableOpts(query)))
+    send(res, 200, obj)
+  }
+
+  function prepareNew(r, body) {
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('the body of the request was in an unknown format')
+    if (body.kind && body.kind !== r.def.kind) throw badRequest(`the API version in the data (${body.apiVersion}) does not match the expected API version (${r.def.apiVersion})`)
+    const obj = clone(body)
+    obj.metadata ||= {}
+    if (r.namespace) {
+      if (obj.metadata.namespace && obj.metadata.namespace !== r.namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+      obj.metadata.namespace = r.namespace
+    } else delete obj.metadata.namespace
+    if (!obj.metadata.name && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomSuffix()
+    if (!obj.metadata.name) throw invalid(r.def, '', 'metadata.name: Required value: name or generateName is required')
+    if (r.namespace && !ns(r.namespace)) throw notFound(registry.get('', 'v1', 'namespaces'), r.namespace)
+    for (const k of ['uid', 'resourceVersion', 'creationTimestamp', 'generation', 'deletionTimestamp', 'managedFields']) delete obj.metadata[k]
+    admitCreate(r.def, obj)
+    return obj
+  }
+
+  function create(r, body, dryRun) {
+    const obj = prepareNew(r, body)
+    if (store.get(r.def, r.namespace, obj.metadata.name)) throw alreadyExists(r.def, obj.metadata.name)
+    if (dryRun) return { ...obj, apiVersion: r.def.apiVersion, kind: r.def.kind, metadata: { ...obj.metadata, creationTimestamp: rfc3339(clock.now()), uid: crypto.randomUUID() } }
+    return store.create(r.def, obj)
+  }
+
+  function update(r, old, next, dryRun, checkVersion = true) {
+    if (!next || typeof next !== 'object') throw badRequest('the body of the request was in an unknown format')
+    next.metadata ||= {}
+    if (next.metadata.name && next.metadata.name !== r.name) throw badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${r.name})`)
+    next.metadata.name = r.name
+    if (r.namespace) next.metadata.namespace = r.namespace
+    delete next.metadata.managedFields
+    admitUpdate(r.def, next, old, r.sub)
+    if (dryRun) return { ...next, metadata: { ...next.metadata, uid: old.metadata.uid, creationTimestamp: old.metadata.creationTimestamp, resourceVersion: old.metadata.resourceVersion } }
+    return store.update(r.def, next, { checkVersion })
+  }
+
+  function patch(req, r, text, dryRun) {
+    const type = (req.headers['content-type'] || '').split(';')[0].trim()
+    let body
+    try { body = type === 'application/apply-patch+yaml' ? YAML.parse(text) : JSON.parse(text) } catch (e) { throw badRequest(`error decoding patch: ${e.message}`) }
+    const old = store.get(r.def, r.namespace, r.name)
+    if (!old) {
+      if (type === 'application/apply-patch+yaml' && !r.sub) {
+        if (body?.metadata?.name && body.metadata.name !== r.name) throw badRequest(`the name of the object (${body.metadata.name}) does not match the name on the URL (${r.name})`)
+        return { code: 201, obj: create(r, { ...body, metadata: { ...(body?.metadata || {}), name: r.name } }, dryRun) }
+      }
+      throw notFound(r.def, r.name)
+    }
+    let next
+    try {
+      if (type === 'application/json-patch+json') next = jsonPatch(old, body)
+      else if (['application/merge-patch+json', 'application/strategic-merge-patch+json', 'application/apply-patch+yaml'].includes(type)) next = mergePatch(old, body)
+      else throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`, {})
+    } catch (e) { if (e instanceof ApiError) throw e; throw new ApiError(422, 'Invalid', e.message, {}) }
+    return { code: 200, obj: update(r, old, next, dryRun) }
+  }
+
+  function remove(r, dryRun) {
+    const old = store.get(r.def, r.namespace, r.name)
+    if (!old) throw notFound(r.def, r.name)
+    if (dryRun) return old
+    const gone = store.remove(r.def, r.namespace, r.name)
+    onDelete?.(r.def, gone)
+    return gone
+  }
+
+  function recordWrite(req, path, code, result) {
+    const tool = String(req.headers['user-agent'] || 'unknown').split('/')[0].toLowerCase()
+    const outcome = code < 400 ? 'ok' : `error: ${result?.message || code}`
+    record?.({ time: clock.now().toISOString(), node: null, ip: null, tool, call: 'kube', command: `${req.method} ${path}`, args: req.headers['kubectl-command'] ? [String(req.headers['kubectl-command'])] : [], outcome })
+  }
+
+  async function handleResource(req, res, path, query) {
+    const method = req.method
+    const text = ['POST', 'PUT', 'PATCH'].includes(method) ? await readBody(req) : ''
+    let body
+    if (text && method !== 'PATCH') {
+      try { body = JSON.parse(text) } catch { try { body = YAML.parse(text) } catch { throw badRequest('the body of the request was in an unknown format') } }
+    }
+    if (method === 'PATCH' && (req.headers['content-type'] || '').includes('apply-patch')) { try { body = YAML.parse(text) } catch { /* reported by patch() */ } }
+    const r = route(path, method, body)
+    if (!r) throw noRoute()
+    const dryRun = query.getAll('dryRun').includes('All')
+    const write = method !== 'GET'
+    try {
+      let code = 200
+      let out
+      if (method === 'GET') {
+        if (r.name) return getOne(req, res, r, query)
+        if (r.watch || ['true', '1'].includes(query.get('watch'))) return watch(req, res, r, query)
+        return list(req, res, r, query)
+      } else if (method === 'POST' && !r.name) {
+        out = create(r, body, dryRun); code = 201
+      } else if (method === 'PUT' && r.name) {
+        const old = store.get(r.def, r.namespace, r.name)
+        if (!old) throw notFound(r.def, r.name)
+        out = update(r, old, body, dryRun)
+      } else if (method === 'PATCH' && r.name) {
+        ({ code, obj: out } = patch(req, r, text, dryRun))
+      } else if (method === 'DELETE' && r.name) {
+        out = remove(r, dryRun)
+      } else if (method === 'DELETE') {
+        const match = matcher(query)
+        const items = store.list(r.def, r.namespace).filter(match).map((o) => remove({ ...r, name: o.metadata.name, namespace: o.metadata.namespace }, dryRun))
+        out = { kind: `${r.def.kind}List`, apiVersion: r.def.apiVersion, metadata: { resourceVersion: store.rv }, items }
+      } else throw methodNotAllowed()
+      if (write) recordWrite(req, path, code, out)
+      return send(res, code, out)
+    } catch (e) {
+      if (write && e instanceof ApiError) recordWrite(req, path, e.code, e)
+      throw e
+    }
+  }
+
+  return async function handle(req, res) {
+    const url = new URL(req.url, 'http://sim.invalid')
+    const path = url.pathname.replace(/\/+$/, '') || '/'
+    const query = url.searchParams
+    try {
+      if (path === '/sim/v1/calls' && req.method === 'POST') {
+        const body = JSON.parse((await readBody(req)) || '{}')
+        for (const c of Array.isArray(body) ? body : [body]) record?.(c)
+        return send(res, 201, {})
+      }
+      if (/^\/(readyz|livez|healthz)(\/.*)?$/.test(path)) return health(path, query, res)
+      if (!isUp()) throw unavailable('the API server is not up yet')
+      if (req.method === 'GET') {
+        if (path === '/version') return send(res, 200, versionInfo(kubernetesVersion))
+        if (path === '/api' || path === '/apis') {
+          const v = aggregatedVersion(req.headers.accept)
+          if (v) { const { contentType, body } = aggregatedDiscovery(registry, v, path === '/api'); return send(res, 200, body, contentType) }
+          const local = `${req.socket.localAddress}:${req.socket.localPort}`
+          return send(res, 200, path === '/api' ? legacyApiVersions(local) : legacyGroupList(registry))
+        }
+        let m
+        if ((m = /^\/api\/(v1)$/.exec(path)) || (m = /^\/apis\/([^/]+)\/([^/]+)$/.exec(path))) {
+          const out = m.length === 2 ? resourceList(registry, '', m[1]) : resourceList(registry, m[1], m[2])
+          if (out) return send(res, 200, out)
+        }
+        if ((m = /^\/apis\/([^/]+)$/.exec(path))) { const g = legacyGroup(registry, m[1]); if (g) return send(res, 200, g) }
+        if (path.startsWith('/openapi/v3')) { const doc = openapiV3(registry, path, kubernetesVersion); if (doc) return send(res, 200, doc) }
+      }
+      if (path.startsWith('/api/') || path.startsWith('/apis/')) return await handleResource(req, res, path, query)
+      throw noRoute()
+    } catch (e) {
+      const err = e instanceof ApiError ? e : new ApiError(500, 'InternalError', `an error on the server ("${e.message}") has prevented the request from succeeding`, {})
+      if (!(e instanceof ApiError)) console.error('[sim/kube]', e)
+      if (res.headersSent) return res.end()
+      send(res, err.code, err.toStatus())
+    }
+  }
+}

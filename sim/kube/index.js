@@ -1,0 +1,184 @@
+// The simulated Kubernetes API (sim/ARCHITECTURE.md "Kubernetes side").
+//
+// createKube({ clock, kubernetesVersion, timings, faults, record }) -> kube
+//   clock   { now(): Date /* simulated time */, after(simSeconds, fn): () => void /* cancel */ }
+//           (sim/clock.js provides it; createRealtimeClock below is the same shape for tests)
+//   timings { cni: simulated seconds from a CNI pod's creation to Ready (default 20) }
+//   faults  { has(nodeName | null, kind): boolean, message(kind): string | undefined,
+//             reason?(kind): string | undefined }
+//           kinds asked: has(node, 'cni') per node; has(null, 'flux') for the cluster-wide
+//           Flux fault (the root and every other Kustomization fail with message('flux'),
+//           reason reason?.('flux') or BuildFailed). Both are re-asked every 60 simulated
+//           seconds, so a cleared fault heals.
+//   record  (callRecord) => void: writes (POST/PUT/PATCH/DELETE) are recorded with
+//           tool from the User-Agent and call "kube"; POST /sim/v1/calls appends its body.
+//
+// kube.handle(req, res)      one already-authenticated request (node:http(s) req/res)
+// kube.bootstrap()           etcd is up: namespaces, coredns; the API answers from now on
+// kube.apiUp / setApiUp(b)   before bootstrap (or when set false) health checks fail, the rest 503s
+// kube.registerNode({ name, ip, role, kubeletVersion, osImage? })   kubelet started: Node NotReady
+// kube.removeNode(name)      reset: the Node and its pods go
+// kube.nodeReady(name)       the Node's Ready condition is True
+// kube.stop()                cancel every controller timer
+import http from 'node:http'
+import https from 'node:https'
+import { createControllers, CNI_ANNOTATION } from './controllers.js'
+import { createHandler } from './handler.js'
+import { createRegistry } from './resources.js'
+import { createStore } from './store.js'
+import { randomHex, randomSuffix } from './util.js'
+
+export { CNI_ANNOTATION }
+
+export const NOT_READY_MESSAGE = 'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized'
+
+// Simulated time running `speed` times faster than the wall clock.
+export function createRealtimeClock({ speed = 1, start = new Date() } = {}) {
+  const t0 = Date.now()
+  return {
+    speed,
+    now: () => new Date(start.getTime() + (Date.now() - t0) * speed),
+    after(simSeconds, fn) {
+      const t = setTimeout(fn, Math.max(0, (simSeconds * 1000) / speed))
+      return () => clearTimeout(t)
+    },
+  }
+}
+
+export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {}, faults, record } = {}) {
+  if (!clock) clock = createRealtimeClock()
+  const registry = createRegistry()
+  const store = createStore({ clock })
+  const controllers = createControllers({ store, registry, clock, timings: { cni: 20, ...timings }, faults, record })
+  let up = false
+  const def = (g, v, p) => registry.get(g, v, p)
+  const NODES = def('', 'v1', 'nodes')
+
+  // Custom resource definitions served by the API once created.
+  store.onChange((d, type, obj) => {
+    if (d.kind !== 'CustomResourceDefinition' || type === 'DELETED') return
+    const names = obj.spec?.names || {}
+    for (const v of obj.spec?.versions || []) {
+      if (v.served === false || !names.plural || !names.kind) continue
+      registry.register({ group: obj.spec.group, version: v.name, plural: names.plural, kind: names.kind, namespaced: obj.spec.scope !== 'Cluster', shortNames: names.shortNames || [], categories: names.categories || [], singular: names.singular, status: Boolean(v.subresources?.status), hasGeneration: true })
+    }
+  })
+
+  const handle = createHandler({ registry, store, clock, kubernetesVersion, record, isUp: () => up, onDelete: (d, obj) => controllers.gc(d, obj) })
+
+  function ensure(g, v, p, obj) {
+    const d = def(g, v, p)
+    if (!store.get(d, obj.metadata.namespace, obj.metadata.name)) store.create(d, obj)
+  }
+
+  function bootstrap() {
+    if (up) return
+    up = true
+    for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
+      ensure('', 'v1', 'namespaces', { metadata: { name, labels: { 'kubernetes.io/metadata.name': name } }, spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' } })
+    }
+    ensure('', 'v1', 'services', { metadata: { name: 'kubernetes', namespace: 'default', labels: { component: 'apiserver', provider: 'kubernetes' } }, spec: { type: 'ClusterIP', clusterIP: '127.96.0.1', clusterIPs: ['127.96.0.1'], ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }], sessionAffinity: 'None' }, status: { loadBalancer: {} } })
+    ensure('', 'v1', 'services', { metadata: { name: 'kube-dns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns', 'kubernetes.io/name': 'CoreDNS' } }, spec: { type: 'ClusterIP', clusterIP: '127.96.0.10', clusterIPs: ['127.96.0.10'], selector: { 'k8s-app': 'kube-dns' }, ports: [{ name: 'dns', port: 53, protocol: 'UDP', targetPort: 53 }, { name: 'dns-tcp', port: 53, protocol: 'TCP', targetPort: 53 }], sessionAffinity: 'None' }, status: { loadBalancer: {} } })
+    ensure('apps', 'v1', 'deployments', {
+      metadata: { name: 'coredns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns', 'kubernetes.io/name': 'CoreDNS' } },
+      spec: {
+        replicas: 2, selector: { matchLabels: { 'k8s-app': 'kube-dns' } }, revisionHistoryLimit: 10, progressDeadlineSeconds: 600,
+        strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: '25%' } },
+        template: {
+          metadata: { labels: { 'k8s-app': 'kube-dns' } },
+          spec: {
+            priorityClassName: 'system-cluster-critical', serviceAccountName: 'coredns', dnsPolicy: 'Default',
+            tolerations: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }, { key: 'CriticalAddonsOnly', operator: 'Exists' }],
+            containers: [{ name: 'coredns', image: 'registry.k8s.io/coredns/coredns:v1.12.4', args: ['-conf', '/etc/coredns/Corefile'], ports: [{ name: 'dns', containerPort: 53, protocol: 'UDP' }] }],
+          },
+        },
+      },
+      status: {},
+    })
+    controllers.schedule()
+  }
+
+  function registerNode({ name, ip, role = 'worker', kubeletVersion = kubernetesVersion, osImage = 'Talos (v1.12.0)' }) {
+    if (store.get(NODES, undefined, name)) return
+    const ts = clock.now().toISOString().replace(/\.\d{3}Z$/, 'Z')
+    const cp = role === 'controlplane' || role === 'control-plane'
+    const pressure = (type, reason, message) => ({ type, status: 'False', lastHeartbeatTime: ts, lastTransitionTime: ts, reason, message })
+    store.create(NODES, {
+      metadata: {
+        name,
+        labels: { 'beta.kubernetes.io/arch': 'amd64', 'beta.kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', ...(cp ? { 'node-role.kubernetes.io/control-plane': '' } : {}) },
+        annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' },
+      },
+      spec: { taints: [...(cp ? [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] : []), { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }] },
+      status: {
+        capacity: { cpu: '4', 'ephemeral-storage': '102305Mi', memory: '8124668Ki', pods: '110' },
+        allocatable: { cpu: '3950m', 'ephemeral-storage': '96290137Ki', memory: '7760124Ki', pods: '110' },
+        conditions: [
+          pressure('MemoryPressure', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
+          pressure('DiskPressure', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
+          pressure('PIDPressure', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
+          { type: 'Ready', status: 'False', lastHeartbeatTime: ts, lastTransitionTime: ts, reason: 'KubeletNotReady', message: NOT_READY_MESSAGE },
+        ],
+        addresses: [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }],
+        daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
+        nodeInfo: { machineID: randomHex(32), systemUUID: crypto.randomUUID(), bootID: crypto.randomUUID(), kernelVersion: '6.18.2-talos', osImage, containerRuntimeVersion: 'containerd://2.1.5', kubeletVersion, operatingSystem: 'linux', architecture: 'amd64' },
+      },
+    })
+    // Control planes run the control plane as static pods; the kubelet mirrors them.
+    if (cp) {
+      for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']) {
+        const node = store.get(NODES, undefined, name)
+        const pod = { metadata: { name: `${c}-${name}`, namespace: 'kube-system', labels: { 'k8s-app': c, tier: 'control-plane' }, annotations: { 'kubernetes.io/config.mirror': randomHex(32), 'kubernetes.io/config.source': 'file' }, ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid, controller: true }] }, spec: { nodeName: name, hostNetwork: true, priorityClassName: 'system-node-critical', containers: [{ name: c, image: `registry.k8s.io/${c}:${kubernetesVersion}` }] }, status: { phase: 'Pending' } }
+        if (def('', 'v1', 'namespaces') && store.get(def('', 'v1', 'namespaces'), undefined, 'kube-system') && !store.get(def('', 'v1', 'pods'), 'kube-system', pod.metadata.name)) store.create(def('', 'v1', 'pods'), pod)
+      }
+    }
+    controllers.schedule()
+  }
+
+  function removeNode(name) {
+    const node = store.get(NODES, undefined, name)
+    if (!node) return
+    const gone = store.remove(NODES, undefined, name)
+    controllers.gc(NODES, gone)
+  }
+
+  function nodeReady(name) {
+    const node = store.get(NODES, undefined, name)
+    return Boolean(node && (node.status?.conditions || []).some((c) => c.type === 'Ready' && c.status === 'True'))
+  }
+
+  return {
+    handle,
+    bootstrap,
+    registerNode,
+    removeNode,
+    nodeReady,
+    get apiUp() { return up },
+    setApiUp(v) { up = Boolean(v) },
+    stop: () => controllers.stop(),
+    // For tests and the simulator core (read-only use, please).
+    store, registry, clock,
+    suffix: randomSuffix,
+  }
+}
+
+// A listener for tests and standalone runs: plain HTTP, or HTTPS when `tls` is given
+// ({ key, cert, ca?, requestCert? }). Resolves to { server, url, close() }.
+export function createKubeServer({ kube, tls, host = '127.0.0.1', port = 0 }) {
+  const handler = (req, res) => { kube.handle(req, res) }
+  const server = tls
+    ? https.createServer({ key: tls.key, cert: tls.cert, ca: tls.ca, requestCert: Boolean(tls.requestCert), rejectUnauthorized: Boolean(tls.requestCert) }, handler)
+    : http.createServer(handler)
+  server.keepAliveTimeout = 60_000
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      const addr = server.address()
+      resolve({
+        server,
+        url: `${tls ? 'https' : 'http'}://${host}:${addr.port}`,
+        close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()) }),
+      })
+    })
+  })
+}
