@@ -1,0 +1,194 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { which } from 'zx'
+import { parseCommandArgs, type CommandArgs } from './args.js'
+import { errorMessage, ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
+import { Facts } from './facts.js'
+import { loadInventory, selectNodes } from './inventory.js'
+import { acquireLock } from './lock.js'
+import { output } from './output.js'
+import type { Phase } from './phase.js'
+import { phasesFor } from './phases/index.js'
+import { Redactor } from './redact.js'
+import { stateDir, writeReport, type Report } from './report.js'
+import type { PhaseName, PhaseResult } from './results.js'
+import type { Run } from './run.js'
+import { runPhases } from './runner.js'
+import { loadSettings } from './settings.js'
+import { failureDetails, summaryTable } from './summary.js'
+import { TOOL_ENV, ToolRunner, type ToolName } from './tools/exec.js'
+import { Talosctl } from './tools/talosctl.js'
+
+export interface CommandSpec {
+  /** name in reports: a phase name, or talos / all / node */
+  command: string
+  phases: PhaseName[]
+  /** tools this command needs besides talosctl */
+  tools?: ToolName[]
+  usage: string
+}
+
+/** Stops the run on Ctrl-C / SIGTERM, and when the parent (go-task) went away without telling us. */
+function interruptions(controller: AbortController): () => void {
+  const parent = process.ppid
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (controller.signal.aborted) process.exit(ExitCode.interrupted)
+    output.warn(`${signal} received: stopping (in-flight calls aborted, report and journal written)`)
+    controller.abort(new InterruptedError(`interrupted by ${signal}`))
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  process.on('SIGHUP', onSignal)
+  const orphanCheck = setInterval(() => {
+    if (process.ppid !== parent && !controller.signal.aborted) {
+      output.warn('the parent process is gone: stopping')
+      controller.abort(new InterruptedError('orphaned: parent process exited'))
+    }
+  }, 500)
+  orphanCheck.unref()
+  return () => {
+    clearInterval(orphanCheck)
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+    process.off('SIGHUP', onSignal)
+  }
+}
+
+function requireTools(env: NodeJS.ProcessEnv, tools: ToolName[]): void {
+  for (const tool of tools) {
+    const binary = env[TOOL_ENV[tool]] || tool
+    if (!which.sync(binary, { nothrow: true, path: env.PATH ?? '' })) throw new ToolMissingError(tool, binary, TOOL_ENV[tool])
+  }
+}
+
+/** The body of every script: parse, load, lock, run the phases as one tree, summarise, report, exit. */
+export async function runCommand(spec: CommandSpec, argv = process.argv.slice(2), env = process.env): Promise<number> {
+  const controller = new AbortController()
+  const stopListening = interruptions(controller)
+  let release: (() => void) | undefined
+  try {
+    const args = parseCommandArgs(argv, env, spec.usage)
+    if (args.help) {
+      output.info(spec.usage)
+      return ExitCode.ok
+    }
+    return await execute(spec, args, env, controller, (r) => (release = r))
+  } catch (err) {
+    return reportFatal(err)
+  } finally {
+    release?.()
+    stopListening()
+  }
+}
+
+function reportFatal(err: unknown): number {
+  // input errors read `<path>:<line>: <what is wrong> (fix: <what to do>)`, unprefixed
+  if (err instanceof InputError) {
+    output.plainError(err.format())
+    return ExitCode.badInput
+  }
+  if (err instanceof InputErrors) {
+    for (const e of err.errors) output.plainError(e.format())
+    return ExitCode.badInput
+  }
+  if (err instanceof ToolMissingError) {
+    output.error(err.message)
+    return ExitCode.toolMissing
+  }
+  if (err instanceof InterruptedError) {
+    output.error(err.message)
+    return ExitCode.interrupted
+  }
+  output.error(`unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
+  return ExitCode.nodeFailed
+}
+
+async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.ProcessEnv, controller: AbortController, onLock: (release: () => void) => void): Promise<number> {
+  const startedAt = new Date()
+  const settings = loadSettings({ clusterDir: args.clusterDir, env, flags: args.settingFlags })
+  const inventory = loadInventory(args.clusterDir)
+  const nodes = selectNodes(inventory, args.nodes)
+  const phases: Phase[] = phasesFor(spec.phases)
+
+  const redactor = new Redactor()
+  redactor.addFromYamlFile(inventory.talosconfig)
+  for (const node of inventory.nodes) redactor.addFromYamlFile(node.configFile)
+  if (settings.flux?.git?.privateKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.git.privateKeyFile))
+
+  requireTools(env, ['talosctl', ...(spec.tools ?? [])])
+  if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
+  mkdirSync(stateDir(inventory.clusterDir), { recursive: true })
+
+  const tools = new ToolRunner({
+    env,
+    callTimeoutMs: settings.callTimeoutMs,
+    signal: controller.signal,
+    dryRun: args.dryRun,
+    redactor,
+    ...(args.dryRun ? {} : { logFile: join(stateDir(inventory.clusterDir), 'commands.log') }),
+  })
+  const run: Run = {
+    command: spec.command,
+    settings,
+    inventory,
+    nodes,
+    options: { dryRun: args.dryRun, failFast: args.failFast, reapply: args.reapply },
+    signal: controller.signal,
+    facts: new Facts(),
+    redactor,
+    tools,
+    talosctl: new Talosctl(tools, inventory),
+    warn: output.warn,
+  }
+
+  output.info(`talosctl ${await run.talosctl.clientVersion()}; cluster ${inventory.clusterName} (${inventory.endpoint}); ${nodes.length} node(s); concurrency ${settings.concurrency}${args.dryRun ? '; DRY RUN: nothing is run' : ''}`)
+  for (const phase of phases) await phase.check?.(run)
+
+  let results: PhaseResult[] = []
+  let interrupted = false
+  try {
+    results = await runPhases(run, phases)
+  } catch (err) {
+    if (!controller.signal.aborted) throw err
+    interrupted = true
+  }
+  interrupted ||= controller.signal.aborted
+
+  const ok = !interrupted && results.length === phases.length && results.every((p) => p.ok)
+  const report: Report = {
+    version: 1,
+    command: spec.command,
+    ok,
+    ...(interrupted ? { interrupted: true } : {}),
+    ...(args.dryRun ? { dryRun: true, plan: tools.plan } : {}),
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    settings: { ...settings },
+    phases: results,
+  }
+  if (args.dryRun) {
+    output.table(redactor.redact(planText(tools.plan)))
+  } else {
+    const file = writeReport(inventory.clusterDir, report, redactor)
+    output.table(redactor.redact(summaryTable(nodes, results)))
+    for (const line of failureDetails(results)) output.error(redactor.redact(line))
+    output.info(`report: ${file}`)
+  }
+  if (interrupted) return ExitCode.interrupted
+  return ok ? ExitCode.ok : ExitCode.nodeFailed
+}
+
+function planText(plan: ToolRunner['plan']): string {
+  const lines = ['PLAN (dry run: nothing was run)']
+  let current: string | undefined = '\0'
+  for (const step of plan) {
+    if (step.node !== current) {
+      current = step.node
+      lines.push(`${step.node ?? 'cluster'}:`)
+    }
+    lines.push(`  ${step.command}`)
+  }
+  return lines.join('\n')
+}
+
+export { errorMessage }

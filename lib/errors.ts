@@ -1,0 +1,60 @@
+/** Exit codes of every script (DESIGN.md, task contract). */
+export const ExitCode = {
+  ok: 0,
+  nodeFailed: 1,
+  badInput: 2,
+  toolMissing: 3,
+  interrupted: 130,
+} as const
+
+/** Bad input: usage, inventory, settings, a missing file. Reported before any node is touched. */
+export class InputError extends Error {
+  readonly file: string | undefined
+  readonly line: number | undefined
+  readonly fix: string
+
+  constructor(message: string, where: { file?: string; line?: number; fix: string }) {
+    super(message)
+    this.name = 'InputError'
+    this.file = where.file
+    this.line = where.line
+    this.fix = where.fix
+  }
+
+  /** `<path>:<line>: <what is wrong> (fix: <what to do>)` */
+  format(): string {
+    const location = this.file ? `${this.file}${this.line ? `:${this.line}` : ''}: ` : ''
+    return `${location}${this.message} (fix: ${this.fix})`
+  }
+}
+
+/** Several input errors found in one pass, reported together. */
+export class InputErrors extends Error {
+  constructor(readonly errors: InputError[]) {
+    super(errors.map((e) => e.format()).join('\n'))
+    this.name = 'InputErrors'
+  }
+}
+
+export class ToolMissingError extends Error {
+  constructor(
+    readonly tool: string,
+    readonly binary: string,
+    readonly envVar: string,
+  ) {
+    super(`${tool} not found (looked for "${binary}"): install it or point ${envVar} at it`)
+    this.name = 'ToolMissingError'
+  }
+}
+
+/** The run was interrupted (Ctrl-C, SIGTERM, orphaned). */
+export class InterruptedError extends Error {
+  constructor(reason = 'interrupted') {
+    super(reason)
+    this.name = 'InterruptedError'
+  }
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}

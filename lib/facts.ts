@@ -1,0 +1,25 @@
+import type { MachineStatus } from './tools/talosctl.js'
+
+export type NodeState = 'maintenance' | 'configured' | 'unreachable'
+
+/** What the run learned about each node, gathered once and shared by the phases (k0sctl's facts). */
+export interface NodeFacts {
+  state?: NodeState
+  status?: MachineStatus
+  talosVersion?: string
+  /** the node's config was applied during this run */
+  applied?: boolean
+}
+
+export class Facts {
+  private readonly byNode = new Map<string, NodeFacts>()
+
+  of(name: string): NodeFacts {
+    let facts = this.byNode.get(name)
+    if (!facts) {
+      facts = {}
+      this.byNode.set(name, facts)
+    }
+    return facts
+  }
+}

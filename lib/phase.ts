@@ -1,0 +1,50 @@
+import type { NodeError } from './classify.js'
+import type { ClusterNode } from './inventory.js'
+import type { PhaseName } from './results.js'
+import type { Run } from './run.js'
+
+/** What a node step reports back: done, or nothing needed doing (skipped), with a short detail. */
+export interface NodeOutcome {
+  status: 'ok' | 'skipped'
+  detail?: string
+  error?: NodeError
+}
+
+/** Handed to every step: live progress for the display and retry bookkeeping for the report. */
+export interface StepReporter {
+  /** one line under the node's task (stage, what it waits for) */
+  progress(text: string): void
+  /** a transient failure that will be retried */
+  retrying(attempt: number, error: NodeError, delayMs: number): void
+}
+
+export interface NodeStep {
+  kind: 'node'
+  title: string
+  /** the nodes this step acts on; the others pass through unchanged */
+  applies?: (node: ClusterNode, run: Run) => boolean
+  run: (node: ClusterNode, run: Run, report: StepReporter) => Promise<NodeOutcome | void>
+}
+
+export interface ClusterStep {
+  kind: 'cluster'
+  /** name in the report's steps list */
+  name: string
+  title: string
+  /** nodes that cannot go on when this step fails (they fail with its cause) */
+  blocks?: (node: ClusterNode, run: Run) => boolean
+  /** false with a reason: the step is not-run, and names that reason */
+  ready?: (run: Run) => true | string
+  run: (run: Run, report: StepReporter) => Promise<string | void>
+}
+
+export type Step = NodeStep | ClusterStep
+
+/** A phase says what to do, per node and cluster-wide, and nothing else. */
+export interface Phase {
+  name: PhaseName
+  title: string
+  /** offline input checks before any node is touched; throws InputError (exit 2) */
+  check?: (run: Run) => Promise<void>
+  steps: (run: Run) => Step[]
+}

@@ -1,0 +1,45 @@
+import { NodeError } from '../classify.js'
+import { hintFor } from '../hints.js'
+import type { ClusterNode } from '../inventory.js'
+import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
+import { withRetry } from '../retry.js'
+import type { Run } from '../run.js'
+
+async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
+  const facts = run.facts.of(node.name)
+  const retry = { settings: run.settings, signal: run.signal, onRetry: (e: { attempt: number; error: NodeError; delayMs: number }) => report.retrying(e.attempt, e.error, e.delayMs) }
+  if (!facts.state || facts.state === 'unreachable') {
+    report.progress('probing')
+    facts.state = (await withRetry(() => run.talosctl.probe(node), retry)).value.state
+  }
+  if (facts.state === 'configured') {
+    if (!run.options.reapply) {
+      const error = new NodeError('configured', 'the node already has a config; not applied again', hintFor('configured', node))
+      return { status: 'skipped', detail: 'already configured', error }
+    }
+    report.progress('applying over the authenticated API')
+    await withRetry(() => run.talosctl.applySecure(node), retry)
+    facts.applied = true
+    return { status: 'ok', detail: 're-applied' }
+  }
+  report.progress('applying config (insecure, maintenance mode)')
+  try {
+    await withRetry(() => run.talosctl.applyInsecure(node), retry)
+  } catch (err) {
+    // configured between the probe and the apply (another run, a retried call that did land)
+    if (err instanceof NodeError && err.kind === 'configured' && !run.options.reapply) {
+      facts.state = 'configured'
+      return { status: 'skipped', detail: 'already configured', error: err }
+    }
+    throw err
+  }
+  facts.applied = true
+  facts.state = 'configured'
+  return { status: 'ok', detail: 'config accepted' }
+}
+
+export const apply: Phase = {
+  name: 'apply',
+  title: 'Apply machine configs',
+  steps: () => [{ kind: 'node', title: 'Apply configs', run: applyNode }],
+}

@@ -1,0 +1,69 @@
+import { NodeError } from '../classify.js'
+import { InputError, InputErrors } from '../errors.js'
+import { hintFor } from '../hints.js'
+import { describeTarget, findInstallDisk, installTarget } from '../install-disk.js'
+import type { ClusterNode } from '../inventory.js'
+import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
+import { withRetry } from '../retry.js'
+import type { Run } from '../run.js'
+
+/** Every machine config passes `talosctl validate --mode metal`, or the run stops with exit 2. */
+async function validateConfigs(run: Run): Promise<void> {
+  const errors: InputError[] = []
+  for (const node of run.nodes) {
+    const problem = await run.talosctl.validate(node.configFile)
+    if (problem) {
+      const detail = problem.split('\n').map((l) => l.replace(/^\s*\*\s*/, '').trim()).filter((l) => l && !/errors? occurred:$/.test(l)).join('; ')
+      errors.push(new InputError(`machine config of ${node.name} is invalid: ${detail}`, { file: node.configFile, fix: 'correct the config (or its talhelper patches) and regenerate it' }))
+    }
+  }
+  if (errors.length === 1) throw errors[0]
+  if (errors.length > 1) throw new InputErrors(errors)
+}
+
+/** Reachability and state of one node, retried while it does not answer. */
+async function probeNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
+  const facts = run.facts.of(node.name)
+  try {
+    const { value } = await withRetry(() => run.talosctl.probe(node), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
+    facts.state = value.state
+  } catch (err) {
+    if (err instanceof NodeError && (err.kind === 'unreachable' || err.kind === 'timeout')) facts.state = 'unreachable'
+    throw err
+  }
+  if (facts.state === 'configured') {
+    const { value } = await withRetry(() => run.talosctl.machineStatus(node), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
+    facts.status = value
+    return { status: 'ok', detail: `configured, ${value.stage}${value.ready ? ', ready' : ''}` }
+  }
+  return checkInstallDisk(node, run, report)
+}
+
+/** On a node in maintenance, the install disk (or selector) must match one of its disks. */
+async function checkInstallDisk(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
+  const target = installTarget(node)
+  const { value: disks } = await withRetry(() => run.talosctl.disks(node), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
+  if (run.options.dryRun) return { status: 'ok', detail: 'maintenance' }
+  if (!target.disk && !target.selector) {
+    // a disk-image node may have no install section; the node decides (v1.12 metal requires one)
+    return { status: 'ok', detail: 'maintenance, no install disk configured' }
+  }
+  const disk = findInstallDisk(target, disks)
+  if (!disk) {
+    const available = disks.filter((d) => !d.cdrom && !d.readonly).map((d) => `${d.devPath} ${Math.round(d.sizeBytes / 1e9)}GB ${d.model}`.trim())
+    throw new NodeError('disk-mismatch', `${describeTarget(target)} matches none of the node's disks (${available.join(', ') || 'none found'})`, hintFor('disk-mismatch', node))
+  }
+  return { status: 'ok', detail: `maintenance, installs to ${disk.devPath}` }
+}
+
+export const preflight: Phase = {
+  name: 'preflight',
+  title: 'Preflight: configs, reachability, node state, install disks',
+  check: async (run) => {
+    if (run.inventory.vip) {
+      run.warn(`endpoint ${run.inventory.endpoint} is not a node address (a VIP): bootstrap and the kubeconfig use a control plane's own address until it answers`)
+    }
+    await validateConfigs(run)
+  },
+  steps: () => [{ kind: 'node', title: 'Probe nodes', run: probeNode }],
+}

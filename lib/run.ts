@@ -1,0 +1,29 @@
+import type { Facts } from './facts.js'
+import type { ClusterNode, Inventory } from './inventory.js'
+import type { Redactor } from './redact.js'
+import type { Settings } from './settings.js'
+import type { ToolRunner } from './tools/exec.js'
+import type { Talosctl } from './tools/talosctl.js'
+
+export interface RunOptions {
+  dryRun: boolean
+  failFast: boolean
+  /** apply again, over the authenticated API, to nodes that already have a config */
+  reapply: boolean
+}
+
+/** Everything a phase may use: settings, the selected nodes, the tools, the facts, the abort signal. */
+export interface Run {
+  command: string
+  settings: Settings
+  inventory: Inventory
+  nodes: ClusterNode[]
+  options: RunOptions
+  signal: AbortSignal
+  facts: Facts
+  redactor: Redactor
+  tools: ToolRunner
+  talosctl: Talosctl
+  /** prints a warning line (stderr) */
+  warn: (message: string) => void
+}

@@ -1,0 +1,233 @@
+import { Listr, PRESET_TIMER, PRESET_TIMESTAMP, type ListrTask, type ListrTaskWrapper, type ListrDefaultRenderer, type ListrSimpleRenderer } from 'listr2'
+import { NodeError } from './classify.js'
+import { errorMessage, InterruptedError } from './errors.js'
+import { hintFor } from './hints.js'
+import type { ClusterNode } from './inventory.js'
+import type { ClusterStep, NodeOutcome, NodeStep, Phase, StepReporter } from './phase.js'
+import { newNodeResult, phaseOk, type ErrorRecord, type NodeResult, type PhaseName, type PhaseResult, type StepResult } from './results.js'
+import type { Run } from './run.js'
+
+type Task = ListrTaskWrapper<unknown, ListrDefaultRenderer, ListrSimpleRenderer>
+
+/** Plain line-per-event output in CI, pipes and dumb terminals; the live tree otherwise. */
+export function plainOutput(): boolean {
+  return process.stdout.isTTY !== true || Boolean(process.env.CI) || process.env.TERM === 'dumb'
+}
+
+/** Where each node stands across the phases of one command. */
+class Tracker {
+  /** node name -> the phase (and step) it failed in */
+  readonly failedIn = new Map<string, string>()
+  stopRequested = false
+  readonly started = performance.now()
+}
+
+function toRecord(err: unknown, node: ClusterNode): ErrorRecord {
+  if (err instanceof NodeError) return { kind: err.kind, message: err.message, hint: err.hint }
+  if (err instanceof InterruptedError || (err as { name?: string } | null)?.name === 'AbortError') {
+    return { kind: 'interrupted', message: 'interrupted', hint: hintFor('interrupted', node) }
+  }
+  return { kind: 'unknown', message: errorMessage(err), hint: hintFor('unknown', node) }
+}
+
+/**
+ * Runs phases in order as one listr2 tree: per-node subtasks (CONCURRENCY at a time), a node's
+ * failure never stops the others (unless --fail-fast), and a node that failed a phase is
+ * not-run in the phases after it. Returns a result per phase for the summary and the report.
+ */
+export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[]> {
+  const tracker = new Tracker()
+  const results: PhaseResult[] = []
+  const tasks: ListrTask[] = phases.map((phase) => ({
+    title: phase.title,
+    task: (_ctx: unknown, task: Task) => {
+      const result: PhaseResult = { name: phase.name, ok: true, durationMs: 0, nodes: run.nodes.map((n) => newNodeResult(n)), steps: [] }
+      results.push(result)
+      const phaseStart = performance.now()
+      const steps = phase.steps(run)
+      const touched = new Set<string>()
+      const stepTasks: ListrTask[] = steps.map((step) =>
+        step.kind === 'node' ? nodeStepTask(run, tracker, phase.name, step, result, touched) : clusterStepTask(run, tracker, phase.name, step, result),
+      )
+      stepTasks.push({
+        title: 'results',
+        task: (_c: unknown, t: Task) => {
+          finishPhase(run, tracker, phase.name, result, touched)
+          result.durationMs = performance.now() - phaseStart
+          result.ok = phaseOk(result)
+          t.title = summaryLine(result)
+          if (!result.ok) throw new Error(`${phase.name}: ${summaryLine(result)}`)
+        },
+      })
+      if (tracker.stopRequested) {
+        finishPhase(run, tracker, phase.name, result, touched)
+        task.skip('stopped by --fail-fast')
+        return
+      }
+      return task.newListr(stepTasks, { concurrent: false, exitOnError: false })
+    },
+  }))
+
+  const listr = new Listr(tasks, {
+    concurrent: false,
+    exitOnError: false,
+    registerSignalListeners: false,
+    renderer: 'default',
+    fallbackRenderer: 'simple',
+    fallbackRendererCondition: plainOutput(),
+    rendererOptions: { collapseSubtasks: false, collapseErrors: false, showErrorMessage: true, timer: PRESET_TIMER },
+    fallbackRendererOptions: { timestamp: PRESET_TIMESTAMP, timer: PRESET_TIMER },
+  })
+  await listr.run()
+  run.signal.throwIfAborted()
+  return results
+}
+
+function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeStep, result: PhaseResult, touched: Set<string>): ListrTask {
+  return {
+    title: step.title,
+    task: (_ctx: unknown, task: Task) => {
+      const nodeTasks: ListrTask[] = run.nodes.map((node) => {
+        const record = result.nodes.find((r) => r.name === node.name) as NodeResult
+        return {
+          title: `${node.name} (${node.ip})`,
+          task: async (_c: unknown, t: Task) => {
+            const blockedBy = tracker.failedIn.get(node.name)
+            if (blockedBy) {
+              record.status = 'not-run'
+              record.detail = `failed in ${blockedBy}`
+              t.skip(`${node.name}: not run (failed in ${blockedBy})`)
+              return
+            }
+            if (tracker.stopRequested) {
+              record.status = 'not-run'
+              record.detail = 'stopped by --fail-fast'
+              t.skip(`${node.name}: not run (--fail-fast)`)
+              return
+            }
+            if (step.applies && !step.applies(node, run)) return
+            touched.add(node.name)
+            const started = performance.now()
+            record.startedAtMs ??= started - tracker.started
+            record.attempts = Math.max(record.attempts, 1)
+            const reporter = nodeReporter(t, node, record)
+            try {
+              const outcome: NodeOutcome = (await step.run(node, run, reporter)) ?? { status: 'ok' }
+              record.durationMs += performance.now() - started
+              if (outcome.detail) record.detail = outcome.detail
+              if (outcome.error) record.error = { kind: outcome.error.kind, message: outcome.error.message, hint: outcome.error.hint }
+              if (outcome.status === 'skipped') {
+                if (record.status !== 'ok') record.status = 'skipped'
+                t.skip(`${node.name}: skipped${outcome.detail ? ` (${outcome.detail})` : ''}`)
+              } else {
+                record.status = 'ok'
+                t.title = `${node.name} (${node.ip}): ${outcome.detail ?? 'done'}`
+              }
+            } catch (err) {
+              record.durationMs += performance.now() - started
+              record.status = 'failed'
+              record.error = toRecord(err, node)
+              tracker.failedIn.set(node.name, phase)
+              if (run.options.failFast) tracker.stopRequested = true
+              throw new Error(`${node.name}: ${record.error.kind}: ${record.error.message}`)
+            }
+          },
+        }
+      })
+      return task.newListr(nodeTasks, { concurrent: run.settings.concurrency, exitOnError: false })
+    },
+  }
+}
+
+function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: ClusterStep, result: PhaseResult): ListrTask {
+  return {
+    title: step.title,
+    task: async (_ctx: unknown, task: Task) => {
+      const record: StepResult = { name: step.name, status: 'not-run', durationMs: 0 }
+      result.steps.push(record)
+      const blocked = (cause: string, error: ErrorRecord | undefined): void => {
+        for (const node of run.nodes) {
+          if (tracker.failedIn.has(node.name) || !(step.blocks?.(node, run) ?? false)) continue
+          const nodeRecord = result.nodes.find((r) => r.name === node.name) as NodeResult
+          nodeRecord.status = error ? 'failed' : 'not-run'
+          nodeRecord.detail = cause
+          if (error) {
+            nodeRecord.error = { ...error, message: `${step.name}: ${error.message}` }
+            tracker.failedIn.set(node.name, phase)
+          }
+        }
+      }
+      if (tracker.stopRequested) {
+        record.detail = 'stopped by --fail-fast'
+        task.skip(`${step.title}: not run (--fail-fast)`)
+        return
+      }
+      const ready = step.ready ? step.ready(run) : true
+      if (ready !== true) {
+        record.detail = ready
+        blocked(`${step.name} not run: ${ready}`, undefined)
+        task.skip(`${step.title}: not run (${ready})`)
+        return
+      }
+      const started = performance.now()
+      const reporter: StepReporter = {
+        progress: (text) => (task.output = text),
+        retrying: (attempt, error, delayMs) => (task.output = `attempt ${attempt} failed (${error.kind}: ${error.message}); retrying in ${Math.round(delayMs)}ms`),
+      }
+      try {
+        const detail = await step.run(run, reporter)
+        record.status = 'ok'
+        if (detail) {
+          record.detail = detail
+          task.title = `${step.title}: ${detail}`
+        }
+      } catch (err) {
+        record.status = 'failed'
+        const first = run.nodes[0] as ClusterNode
+        record.error = toRecord(err, first)
+        blocked(`${step.name} failed`, record.error)
+        if (run.options.failFast) tracker.stopRequested = true
+        throw new Error(`${step.name}: ${record.error.kind}: ${record.error.message}`)
+      } finally {
+        record.durationMs = performance.now() - started
+      }
+    },
+  }
+}
+
+function nodeReporter(task: Task, node: ClusterNode, record: NodeResult): StepReporter {
+  let last = ''
+  return {
+    progress: (text) => {
+      if (text === last) return
+      last = text
+      task.output = text
+    },
+    retrying: (attempt, error, delayMs) => {
+      record.attempts = Math.max(record.attempts, attempt + 1)
+      ;(record.retries ??= []).push({ attempt, kind: error.kind, message: error.message, delayMs: Math.round(delayMs) })
+      task.output = `${node.name}: attempt ${attempt} failed (${error.kind}); retrying in ${(delayMs / 1000).toFixed(1)}s`
+    },
+  }
+}
+
+/** Nodes no step touched were skipped (nothing to do) unless they were blocked. */
+function finishPhase(run: Run, tracker: Tracker, phase: PhaseName, result: PhaseResult, touched: Set<string>): void {
+  for (const record of result.nodes) {
+    if (record.status !== 'not-run' || touched.has(record.name)) continue
+    const blockedBy = tracker.failedIn.get(record.name)
+    if (blockedBy && blockedBy !== phase) {
+      record.detail = `failed in ${blockedBy}`
+    } else if (!tracker.stopRequested && !record.detail) {
+      record.status = 'skipped'
+      record.detail = 'nothing to do'
+    }
+  }
+  void run
+}
+
+function summaryLine(result: PhaseResult): string {
+  const count = (status: string): number => result.nodes.filter((n) => n.status === status).length
+  const parts = [`${count('ok')} ok`, `${count('skipped')} skipped`, `${count('failed')} failed`, `${count('not-run')} not run`]
+  return `${result.name}: ${parts.join(', ')}`
+}

@@ -1,0 +1,278 @@
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseDuration } from './duration.js'
+import { InputError } from './errors.js'
+import { YamlFile } from './yaml-file.js'
+
+export interface CniSettings {
+  chart: string
+  repo?: string
+  version?: string
+  release: string
+  namespace: string
+  values?: Record<string, unknown>
+  daemonset: string
+}
+
+export interface ReadinessGate {
+  name: string
+  namespace: string
+  selector: string
+}
+
+export interface FluxGitSettings {
+  url: string
+  branch: string
+  path: string
+  privateKeyFile?: string
+}
+
+export interface FluxSettings {
+  mode: 'bootstrap' | 'install'
+  kustomization: string
+  git?: FluxGitSettings
+  secrets: string[]
+}
+
+export interface Settings {
+  concurrency: number
+  retries: number
+  retryDelayMs: number
+  retryMaxDelayMs: number
+  pollIntervalMs: number
+  callTimeoutMs: number
+  verifyTimeoutMs: number
+  bootstrapTimeoutMs: number
+  readyTimeoutMs: number
+  fluxTimeoutMs: number
+  bootstrapNode?: string
+  kubeconfig: string
+  cni?: CniSettings
+  readinessGates: ReadinessGate[]
+  flux?: FluxSettings
+}
+
+type ScalarKey = Exclude<keyof Settings, 'cni' | 'readinessGates' | 'flux'>
+
+interface ScalarSpec {
+  key: ScalarKey
+  /** key in bootstrap.yaml */
+  file: string
+  env: string
+  flag: string
+  kind: 'count' | 'positive' | 'duration' | 'string'
+  default: number | string | undefined
+}
+
+/** Every scalar setting with its file key, environment variable and flag (docs/settings.md). */
+export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
+  { key: 'concurrency', file: 'concurrency', env: 'CONCURRENCY', flag: 'concurrency', kind: 'positive', default: 1 },
+  { key: 'retries', file: 'retries', env: 'BOOTSTRAP_RETRIES', flag: 'retries', kind: 'count', default: 5 },
+  { key: 'retryDelayMs', file: 'retryDelay', env: 'BOOTSTRAP_RETRY_DELAY', flag: 'retry-delay', kind: 'duration', default: 3_000 },
+  { key: 'retryMaxDelayMs', file: 'retryMaxDelay', env: 'BOOTSTRAP_RETRY_MAX_DELAY', flag: 'retry-max-delay', kind: 'duration', default: 60_000 },
+  { key: 'pollIntervalMs', file: 'pollInterval', env: 'BOOTSTRAP_POLL_INTERVAL', flag: 'poll-interval', kind: 'duration', default: 5_000 },
+  { key: 'callTimeoutMs', file: 'callTimeout', env: 'BOOTSTRAP_CALL_TIMEOUT', flag: 'call-timeout', kind: 'duration', default: 30_000 },
+  { key: 'verifyTimeoutMs', file: 'verifyTimeout', env: 'BOOTSTRAP_VERIFY_TIMEOUT', flag: 'verify-timeout', kind: 'duration', default: 300_000 },
+  { key: 'bootstrapTimeoutMs', file: 'bootstrapTimeout', env: 'BOOTSTRAP_BOOTSTRAP_TIMEOUT', flag: 'bootstrap-timeout', kind: 'duration', default: 300_000 },
+  { key: 'readyTimeoutMs', file: 'readyTimeout', env: 'BOOTSTRAP_READY_TIMEOUT', flag: 'ready-timeout', kind: 'duration', default: 600_000 },
+  { key: 'fluxTimeoutMs', file: 'fluxTimeout', env: 'BOOTSTRAP_FLUX_TIMEOUT', flag: 'flux-timeout', kind: 'duration', default: 600_000 },
+  { key: 'bootstrapNode', file: 'bootstrapNode', env: 'BOOTSTRAP_NODE', flag: 'bootstrap-node', kind: 'string', default: undefined },
+  { key: 'kubeconfig', file: 'kubeconfig', env: 'BOOTSTRAP_KUBECONFIG', flag: 'kubeconfig', kind: 'string', default: 'kubeconfig' },
+]
+
+const STRUCTURED_KEYS = ['cni', 'readinessGates', 'flux'] as const
+export const SETTINGS_FILE = 'bootstrap.yaml'
+
+type Source = { describe: string; file?: YamlFile; path?: ReadonlyArray<string | number> }
+
+function invalid(source: Source, message: string, fix: string): InputError {
+  if (source.file && source.path) return source.file.error(source.path, message, fix)
+  return new InputError(`${source.describe}: ${message}`, { fix })
+}
+
+function convert(spec: ScalarSpec, raw: unknown, source: Source): number | string {
+  const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : undefined
+  if (text === undefined || text === '') {
+    throw invalid(source, `${spec.file} must be ${describeKind(spec.kind)}, got ${JSON.stringify(raw)}`, example(spec))
+  }
+  switch (spec.kind) {
+    case 'string':
+      return text
+    case 'duration': {
+      const ms = parseDuration(text)
+      if (ms === undefined || ms <= 0) {
+        throw invalid(source, `${spec.file} must be a duration, got ${JSON.stringify(raw)}`, example(spec))
+      }
+      return ms
+    }
+    case 'count':
+    case 'positive': {
+      const n = /^\d+$/.test(text) ? Number(text) : NaN
+      const min = spec.kind === 'positive' ? 1 : 0
+      if (!Number.isSafeInteger(n) || n < min) {
+        throw invalid(source, `${spec.file} must be ${describeKind(spec.kind)}, got ${JSON.stringify(raw)}`, example(spec))
+      }
+      return n
+    }
+  }
+}
+
+function describeKind(kind: ScalarSpec['kind']): string {
+  return { count: 'a whole number >= 0', positive: 'a whole number >= 1', duration: 'a duration such as 500ms, 3s or 5m', string: 'a non-empty string' }[kind]
+}
+
+function example(spec: ScalarSpec): string {
+  const sample = spec.kind === 'duration' ? '5s' : spec.kind === 'string' ? 'cp-1' : '4'
+  return `set ${spec.file}: ${sample} in ${SETTINGS_FILE}, ${spec.env}=${sample}, or --${spec.flag} ${sample}`
+}
+
+export interface SettingsInput {
+  clusterDir: string
+  env: NodeJS.ProcessEnv
+  /** flag name (without --) to value, only flags that were given */
+  flags: Record<string, string | undefined>
+}
+
+/** defaults <- bootstrap.yaml <- environment <- flags */
+export function loadSettings(input: SettingsInput): Settings {
+  const filePath = join(input.clusterDir, SETTINGS_FILE)
+  const file = existsSync(filePath) ? YamlFile.read(filePath, `fix ${SETTINGS_FILE}`) : undefined
+  const fromFile = file ? asRecord(file.toJS(), file) : {}
+
+  for (const key of Object.keys(fromFile)) {
+    const known = SCALAR_SETTINGS.some((s) => s.file === key) || (STRUCTURED_KEYS as readonly string[]).includes(key)
+    if (!known && file) {
+      const line = file.keyLine([], key)
+      throw new InputError(`unknown setting "${key}"`, {
+        file: file.path,
+        ...(line ? { line } : {}),
+        fix: `remove it or use one of: ${[...SCALAR_SETTINGS.map((s) => s.file), ...STRUCTURED_KEYS].join(', ')} (docs/settings.md)`,
+      })
+    }
+  }
+
+  const values: Record<string, number | string | undefined> = {}
+  for (const spec of SCALAR_SETTINGS) {
+    let value: number | string | undefined = spec.default
+    if (fromFile[spec.file] !== undefined && fromFile[spec.file] !== null) {
+      value = convert(spec, fromFile[spec.file], { describe: filePath, ...(file ? { file } : {}), path: [spec.file] })
+    }
+    const envValue = input.env[spec.env]
+    if (envValue !== undefined && envValue !== '') value = convert(spec, envValue, { describe: `environment ${spec.env}` })
+    const flagValue = input.flags[spec.flag]
+    if (flagValue !== undefined) value = convert(spec, flagValue, { describe: `flag --${spec.flag}` })
+    values[spec.key] = value
+  }
+
+  const settings = {
+    ...(values as Record<ScalarKey, never>),
+    readinessGates: file ? readGates(file, fromFile.readinessGates) : [],
+  } as Settings
+  if (file && fromFile.cni !== undefined) settings.cni = readCni(file, fromFile.cni)
+  if (file && fromFile.flux !== undefined) settings.flux = readFlux(file, fromFile.flux)
+  return settings
+}
+
+function asRecord(value: unknown, file: YamlFile, path: ReadonlyArray<string | number> = []): Record<string, unknown> {
+  if (value === null || value === undefined) return {}
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw file.error(path, `${path.length ? path.join('.') : 'the file'} must be a mapping`, 'write key: value pairs (docs/settings.md)')
+  }
+  return value as Record<string, unknown>
+}
+
+function requireString(file: YamlFile, obj: Record<string, unknown>, path: Array<string | number>, key: string, fallback?: string): string {
+  const value = obj[key]
+  if (value === undefined || value === null) {
+    if (fallback !== undefined) return fallback
+    throw file.error(path, `${[...path, key].join('.')} is required`, `add ${key}: under ${path.join('.')} (docs/settings.md)`)
+  }
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw file.error([...path, key], `${[...path, key].join('.')} must be a non-empty string`, `quote the value of ${key}`)
+  }
+  return value
+}
+
+function rejectUnknown(file: YamlFile, obj: Record<string, unknown>, path: Array<string | number>, allowed: string[]): void {
+  for (const key of Object.keys(obj)) {
+    if (!allowed.includes(key)) {
+      const line = file.keyLine(path, key)
+      throw new InputError(`unknown setting "${[...path, key].join('.')}"`, {
+        file: file.path,
+        ...(line ? { line } : {}),
+        fix: `remove it or use one of: ${allowed.join(', ')}`,
+      })
+    }
+  }
+}
+
+function readCni(file: YamlFile, raw: unknown): CniSettings {
+  const obj = asRecord(raw, file, ['cni'])
+  rejectUnknown(file, obj, ['cni'], ['chart', 'repo', 'version', 'release', 'namespace', 'values', 'daemonset'])
+  const chart = requireString(file, obj, ['cni'], 'chart')
+  const release = requireString(file, obj, ['cni'], 'release', chart.split('/').pop() ?? chart)
+  const cni: CniSettings = {
+    chart,
+    release,
+    namespace: requireString(file, obj, ['cni'], 'namespace', 'kube-system'),
+    daemonset: requireString(file, obj, ['cni'], 'daemonset', release),
+  }
+  if (obj.repo !== undefined) cni.repo = requireString(file, obj, ['cni'], 'repo')
+  if (obj.version !== undefined) cni.version = String(obj.version)
+  if (obj.values !== undefined) cni.values = asRecord(obj.values, file, ['cni', 'values'])
+  return cni
+}
+
+function readGates(file: YamlFile, raw: unknown): ReadinessGate[] {
+  if (raw === undefined || raw === null) return []
+  if (!Array.isArray(raw)) throw file.error(['readinessGates'], 'readinessGates must be a list', 'write a list of {name, namespace, selector}')
+  return raw.map((item, i) => {
+    const obj = asRecord(item, file, ['readinessGates', i])
+    rejectUnknown(file, obj, ['readinessGates', i], ['name', 'namespace', 'selector'])
+    const selector = requireString(file, obj, ['readinessGates', i], 'selector')
+    return {
+      selector,
+      namespace: requireString(file, obj, ['readinessGates', i], 'namespace'),
+      name: requireString(file, obj, ['readinessGates', i], 'name', selector),
+    }
+  })
+}
+
+function readFlux(file: YamlFile, raw: unknown): FluxSettings {
+  const obj = asRecord(raw, file, ['flux'])
+  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets'])
+  const mode = requireString(file, obj, ['flux'], 'mode', 'install')
+  if (mode !== 'bootstrap' && mode !== 'install') {
+    throw file.error(['flux', 'mode'], `flux.mode must be bootstrap or install, got "${mode}"`, 'set flux.mode: bootstrap (with flux.git) or install')
+  }
+  const kustomization = requireString(file, obj, ['flux'], 'kustomization', 'flux-system/flux-system')
+  if (!/^[a-z0-9-]+\/[a-z0-9.-]+$/.test(kustomization)) {
+    throw file.error(['flux', 'kustomization'], `flux.kustomization must be <namespace>/<name>, got "${kustomization}"`, 'write it as flux-system/flux-system')
+  }
+  const flux: FluxSettings = { mode, kustomization, secrets: [] }
+  if (obj.secrets !== undefined) {
+    if (!Array.isArray(obj.secrets) || obj.secrets.some((s) => typeof s !== 'string')) {
+      throw file.error(['flux', 'secrets'], 'flux.secrets must be a list of manifest file paths', 'list files relative to the cluster directory')
+    }
+    flux.secrets = obj.secrets as string[]
+  }
+  if (obj.git !== undefined) {
+    const git = asRecord(obj.git, file, ['flux', 'git'])
+    rejectUnknown(file, git, ['flux', 'git'], ['url', 'branch', 'path', 'privateKeyFile'])
+    flux.git = {
+      url: requireString(file, git, ['flux', 'git'], 'url'),
+      branch: requireString(file, git, ['flux', 'git'], 'branch', 'main'),
+      path: requireString(file, git, ['flux', 'git'], 'path'),
+    }
+    if (git.privateKeyFile !== undefined) flux.git.privateKeyFile = requireString(file, git, ['flux', 'git'], 'privateKeyFile')
+  }
+  if (mode === 'bootstrap' && !flux.git) {
+    throw file.error(['flux'], 'flux.mode bootstrap needs flux.git (url, branch, path)', 'add flux.git or set flux.mode: install')
+  }
+  return flux
+}
+
+/** The settings as they go into a report: durations as text, no secrets (there are none here). */
+export function settingsForReport(settings: Settings): Record<string, unknown> {
+  return { ...settings }
+}

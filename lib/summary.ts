@@ -1,0 +1,40 @@
+import type { ClusterNode } from './inventory.js'
+import type { NodeResult, PhaseResult } from './results.js'
+import { formatTable } from './table.js'
+
+function overall(results: NodeResult[]): string {
+  const failed = results.find((r) => r.status === 'failed')
+  if (failed) return `failed in ${failed.error ? failed.error.kind : 'unknown'}`
+  if (results.some((r) => r.status === 'not-run')) return 'not run'
+  if (results.length > 0 && results.every((r) => r.status === 'skipped')) return 'skipped'
+  return 'ok'
+}
+
+/** One row per node (name first), a column per phase, then the overall result. */
+export function summaryTable(nodes: ClusterNode[], phases: PhaseResult[]): string {
+  const header = ['NODE', 'IP', 'ROLE', ...phases.map((p) => p.name.toUpperCase()), 'RESULT']
+  const rows = nodes.map((node) => {
+    const perPhase = phases.map((p) => p.nodes.find((n) => n.name === node.name))
+    const cells = perPhase.map((r) => (r ? (r.status === 'failed' && r.error ? `failed (${r.error.kind})` : r.status) : '-'))
+    return [node.name, node.ip, node.role, ...cells, overall(perPhase.filter((r): r is NodeResult => r !== undefined))]
+  })
+  return formatTable(header, rows)
+}
+
+/** For stderr: each failed node with its cause and the command that recovers it. */
+export function failureDetails(phases: PhaseResult[]): string[] {
+  const lines: string[] = []
+  for (const phase of phases) {
+    for (const step of phase.steps) {
+      if (step.status === 'failed' && step.error) {
+        lines.push(`${phase.name}/${step.name}: ${step.error.kind}: ${step.error.message}`, `  next: ${step.error.hint}`)
+      }
+    }
+    for (const node of phase.nodes) {
+      if (node.status === 'failed' && node.error) {
+        lines.push(`${node.name} (${node.ip}) failed in ${phase.name}: ${node.error.kind}: ${node.error.message}`, `  next: ${node.error.hint}`)
+      }
+    }
+  }
+  return lines
+}

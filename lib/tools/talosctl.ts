@@ -1,0 +1,202 @@
+import { classify, NodeError } from '../classify.js'
+import { hintFor } from '../hints.js'
+import type { ClusterNode, Inventory } from '../inventory.js'
+import type { ToolResult, ToolRunner } from './exec.js'
+import { parseJsonStream } from './json-stream.js'
+
+/** MachineStatus as `talosctl get machinestatus -o json` prints it (reference/talosctl.md §3.3). */
+export interface MachineStatus {
+  node: string
+  stage: string
+  ready: boolean
+  unmetConditions: Array<{ name: string; reason: string }>
+}
+
+export interface Disk {
+  id: string
+  devPath: string
+  sizeBytes: number
+  model: string
+  serial: string
+  wwid: string
+  transport: string
+  rotational: boolean
+  readonly: boolean
+  cdrom: boolean
+}
+
+export interface EtcdMember {
+  id: string
+  hostname: string
+  peerUrls: string[]
+  isLearner: boolean
+}
+
+export interface ServiceStatus {
+  id: string
+  state: string
+  health: string
+  lastEvent: string
+}
+
+/** Result of the insecure maintenance probe (works on v1.12 and v1.13: reference §2.5). */
+export type ProbeResult = { state: 'maintenance' } | { state: 'configured' }
+
+const DRY_MACHINESTATUS = (node: string, stage: string): string =>
+  JSON.stringify({ node, metadata: { id: 'machine' }, spec: { stage, status: { ready: true, unmetConditions: [] } } })
+
+/** The talosctl wrapper: every call names -e, -n and --talosconfig (secure) or --insecure, and is bounded. */
+export class Talosctl {
+  constructor(
+    private readonly runner: ToolRunner,
+    private readonly inventory: Inventory,
+  ) {}
+
+  private secureArgs(node: ClusterNode, endpoint: string = node.ip): string[] {
+    return ['--talosconfig', this.inventory.talosconfig, '-e', endpoint, '-n', node.ip]
+  }
+
+  /** Runs a call; a failure becomes a NodeError with the kind and hint for this node. */
+  private async call(node: ClusterNode, args: string[], mutates: boolean, dryRunStdout?: string): Promise<ToolResult> {
+    const result = await this.runner.run({ tool: 'talosctl', args, node: node.name, mutates, ...(dryRunStdout !== undefined ? { dryRunStdout } : {}) })
+    if (result.exitCode === 0 && !result.timedOut && !result.aborted) return result
+    throw this.failure(node, result)
+  }
+
+  failure(node: ClusterNode, result: ToolResult): NodeError {
+    const { kind, message } = classify(result)
+    return new NodeError(kind, message, hintFor(kind, node))
+  }
+
+  async clientVersion(): Promise<string> {
+    const result = await this.runner.run({ tool: 'talosctl', args: ['version', '--client'], mutates: false, dryRunStdout: 'Client:\n\tTag:         v0.0.0-dry-run\n' })
+    if (result.exitCode !== 0) throw new Error(`talosctl version --client failed: ${result.stderr.trim()}`)
+    return /Tag:\s+(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'
+  }
+
+  /** `talosctl validate --mode metal -c <file>`: undefined when valid, else the validation message. */
+  async validate(configFile: string): Promise<string | undefined> {
+    const result = await this.runner.run({ tool: 'talosctl', args: ['validate', '--mode', 'metal', '-c', configFile], mutates: false })
+    if (result.exitCode === 0) return undefined
+    return result.stderr.trim() || result.stdout.trim() || `talosctl validate exited with ${result.exitCode}`
+  }
+
+  /** Insecure MachineStatus read: maintenance, or refused with "certificate required" = configured. */
+  async probe(node: ClusterNode): Promise<ProbeResult> {
+    try {
+      const result = await this.call(node, ['get', 'machinestatus', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], false, DRY_MACHINESTATUS('', 'maintenance'))
+      const status = parseMachineStatuses(result.stdout)[0]
+      // an insecure answer only comes from the maintenance API
+      if (status && status.stage !== 'maintenance') return { state: 'configured' }
+      return { state: 'maintenance' }
+    } catch (err) {
+      if (err instanceof NodeError && err.kind === 'configured') return { state: 'configured' }
+      throw err
+    }
+  }
+
+  async machineStatus(node: ClusterNode): Promise<MachineStatus> {
+    const result = await this.call(node, ['get', 'machinestatus', ...this.secureArgs(node), '-o', 'json'], false, DRY_MACHINESTATUS(node.ip, 'running'))
+    const status = parseMachineStatuses(result.stdout)[0]
+    if (!status) throw new NodeError('unknown', 'talosctl get machinestatus returned no resource', hintFor('unknown', node))
+    return status
+  }
+
+  /**
+   * One batched MachineStatus read through `via` for many nodes. A node with no row failed
+   * (talosctl names no node in batched errors): those come back as undefined to be asked one by one.
+   */
+  async machineStatuses(nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, MachineStatus | undefined>> {
+    const args = ['get', 'machinestatus', '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', nodes.map((n) => n.ip).join(','), '-o', 'json']
+    const result = await this.runner.run({ tool: 'talosctl', args, mutates: false, dryRunStdout: nodes.map((n) => DRY_MACHINESTATUS(n.ip, 'running')).join('\n') })
+    const byIp = new Map(parseMachineStatuses(result.stdout).map((s) => [s.node, s]))
+    return new Map(nodes.map((n) => [n.ip, byIp.get(n.ip)]))
+  }
+
+  async disks(node: ClusterNode): Promise<Disk[]> {
+    const result = await this.call(node, ['get', 'disks', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], false, '')
+    return parseJsonStream(result.stdout).map(toDisk)
+  }
+
+  async applyInsecure(node: ClusterNode): Promise<void> {
+    await this.call(node, ['apply-config', '--insecure', '-n', node.ip, '-e', node.ip, '-f', node.configFile], true)
+  }
+
+  async applySecure(node: ClusterNode): Promise<void> {
+    await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile], true)
+  }
+
+  async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {
+    const result = await this.call(node, ['service', service, ...this.secureArgs(node)], false, `NODE     ${node.ip}\nID       ${service}\nSTATE    Running\nHEALTH   OK\nEVENTS   [Running]: Health check successful (1s ago)\n`)
+    return parseServiceBlock(result.stdout, service)
+  }
+
+  async bootstrap(node: ClusterNode): Promise<void> {
+    await this.call(node, ['bootstrap', ...this.secureArgs(node)], true)
+  }
+
+  async etcdMembers(node: ClusterNode): Promise<EtcdMember[]> {
+    const result = await this.call(node, ['etcd', 'members', ...this.secureArgs(node)], false, '')
+    return parseEtcdMembers(result.stdout)
+  }
+
+  async kubeconfig(node: ClusterNode, path: string): Promise<void> {
+    await this.call(node, ['kubeconfig', path, ...this.secureArgs(node), '--merge=false', '--force'], true)
+  }
+}
+
+export function parseMachineStatuses(stdout: string): MachineStatus[] {
+  return parseJsonStream(stdout).map((doc) => {
+    const d = doc as { node?: string; spec?: { stage?: string; status?: { ready?: boolean; unmetConditions?: Array<{ name: string; reason: string }> } } }
+    return {
+      node: d.node ?? '',
+      stage: d.spec?.stage ?? 'unknown',
+      ready: d.spec?.status?.ready ?? false,
+      unmetConditions: d.spec?.status?.unmetConditions ?? [],
+    }
+  })
+}
+
+function toDisk(doc: unknown): Disk {
+  const d = doc as { metadata?: { id?: string }; spec?: Record<string, unknown> }
+  const spec = d.spec ?? {}
+  const id = d.metadata?.id ?? ''
+  const str = (k: string): string => (typeof spec[k] === 'string' ? (spec[k] as string) : '')
+  return {
+    id,
+    devPath: str('dev_path') || `/dev/${id}`,
+    sizeBytes: typeof spec.size === 'number' ? spec.size : Number(spec.size ?? 0),
+    model: str('model'),
+    serial: str('serial'),
+    wwid: str('wwid'),
+    transport: str('transport'),
+    rotational: spec.rotational === true,
+    readonly: spec.readonly === true,
+    cdrom: spec.cdrom === true,
+  }
+}
+
+/** `talosctl service <id>` key/value block (reference §3.7). */
+export function parseServiceBlock(stdout: string, id: string): ServiceStatus {
+  const field = (name: string): string => new RegExp(`^${name}\\s+(.*)$`, 'm').exec(stdout)?.[1]?.trim() ?? ''
+  const event = /^EVENTS\s+\[\w+\]: (.*?)(?: \(\S+ ago\))?$/m.exec(stdout)?.[1] ?? ''
+  return { id, state: field('STATE') || 'unknown', health: field('HEALTH') || '?', lastEvent: event }
+}
+
+/** `talosctl etcd members` table (reference §3.8); NODE column optional. */
+export function parseEtcdMembers(stdout: string): EtcdMember[] {
+  const lines = stdout.split('\n').filter((l) => l.trim())
+  const header = lines.shift()
+  if (!header) return []
+  const hasNode = header.trimStart().startsWith('NODE')
+  return lines.map((line) => {
+    const cells = line.trim().split(/\s{2,}|\t/)
+    const offset = hasNode ? 1 : 0
+    return {
+      id: cells[offset] ?? '',
+      hostname: cells[offset + 1] ?? '',
+      peerUrls: (cells[offset + 2] ?? '').split(','),
+      isLearner: (cells[offset + 4] ?? '') === 'true',
+    }
+  })
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env -S node --import tsx
+// task bootstrap:preflight
+import { runCommand } from '../lib/command.js'
+
+process.exitCode = await runCommand({
+  command: 'preflight',
+  phases: ['preflight'],
+  usage: 'task bootstrap:preflight [CLUSTER_DIR=dir] [NODES=a,b] [CONCURRENCY=n] [DRY_RUN=true] [-- --fail-fast --retries N ...]',
+})
