@@ -68,17 +68,14 @@ function verifyPeer(socket, caPem) {
     }
     const kt = ca.publicKey.asymmetricKeyType
     const algo = kt === 'ed25519' ? 'x509: Ed25519 verification failure' : kt === 'ec' ? 'x509: ECDSA verification failure' : 'crypto/rsa: verification error'
+    // Go: CommonName, else the first Organization, else "serial:<decimal>"
     const cn = (ca.subject.match(/^CN=(.*)$/m) || [])[1]
-    hint = { algo, name: cn ?? goSubject(ca.subject) }
+    const org = (ca.subject.match(/^O=(.*)$/m) || [])[1]
+    hint = { algo, name: cn || org || `serial:${BigInt('0x' + ca.serialNumber).toString()}` }
   }
   let msg = 'x509: certificate signed by unknown authority'
   if (hint) msg += ` (possibly because of ${JSON.stringify(hint.algo)} while trying to verify candidate authority certificate ${JSON.stringify(hint.name)})`
   return msg
-}
-
-// Go's pkix.Name.String(): RDNs in reverse order, comma-joined.
-function goSubject(subject) {
-  return subject.split('\n').filter(Boolean).reverse().join(',')
 }
 
 /**

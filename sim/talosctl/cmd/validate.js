@@ -37,6 +37,7 @@ export async function validate({ flag }) {
     else if (type === 'worker' && m.ca.key) inner.push('issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)')
     if (inner.length) errs.push(`v1alpha1.Config: ${multi(inner)}`)
   }
-  if (errs.length) throw new Error(multi(errs).replace(/\n+$/, '\n\n'))
+  // nested go-multierror: each level adds its own trailing blank line
+  if (errs.length) throw new Error(multi(errs))
   process.stdout.write(`${file} is valid for ${mode} mode\n`)
 }
