@@ -1,0 +1,83 @@
+// Test support for the helm and flux CLI tests: a simulated Kubernetes API (sim/kube) behind a real
+// TLS listener with client certificates on a loopback address, a kubeconfig for it, and a runner
+// for the CLIs as child processes. Used by test/sim/helm*.test.ts and test/sim/flux*.test.ts.
+import { execFile } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { generatePki } from '../pki.js'
+import { createKube, createKubeServer, createRealtimeClock } from '../kube/index.js'
+
+export const BIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin')
+
+/**
+ * Start an API on `ip`:6443. nodes: [{name, ip, role}] registered at once (their kubelets started).
+ * faults: a mutable Set of strings `<node>:cni` or `flux`; fluxMessage: the flux fault's text.
+ */
+export async function startKubeForTest({ ip, speed = 1000, nodes = [], faults = new Set(), fluxMessage, timings = {}, kubernetesVersion = 'v1.35.0' }) {
+  const pki = await generatePki({ nodes: nodes.length ? nodes : [{ name: 'cp-1', ip, role: 'controlplane' }], vip: ip })
+  const calls = []
+  const kube = createKube({
+    clock: createRealtimeClock({ speed }),
+    kubernetesVersion,
+    timings: { cni: 20, ...timings },
+    faults: {
+      has: (node, kind) => faults.has(node ? `${node}:${kind}` : kind),
+      message: (kind) => (kind === 'flux' ? fluxMessage : undefined),
+    },
+    record: (c) => calls.push(c),
+  })
+  kube.bootstrap()
+  for (const n of nodes) kube.registerNode(n)
+  const srv = await createKubeServer({
+    kube,
+    host: ip,
+    port: 6443,
+    tls: { key: pki.kube.server.key, cert: pki.kube.server.cert, ca: pki.kube.ca.cert, requestCert: true },
+  })
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-kube-'))
+  const kubeconfig = path.join(dir, 'kubeconfig')
+  const b64 = (s) => Buffer.from(s).toString('base64')
+  fs.writeFileSync(
+    kubeconfig,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      `- name: sim\n  cluster:\n    server: https://${ip}:6443\n    certificate-authority-data: ${b64(pki.kube.ca.cert)}`,
+      'contexts:',
+      '- name: admin@sim\n  context:\n    cluster: sim\n    user: admin@sim\n    namespace: default',
+      'current-context: admin@sim',
+      'users:',
+      `- name: admin@sim\n  user:\n    client-certificate-data: ${b64(pki.kube.admin.cert)}\n    client-key-data: ${b64(pki.kube.admin.key)}`,
+      '',
+    ].join('\n'),
+    { mode: 0o600 },
+  )
+  return {
+    kube,
+    calls,
+    dir,
+    kubeconfig,
+    faults,
+    env: { ...process.env, KUBECONFIG: kubeconfig, SIM_HELM_POLL_MS: '100', SIM_FLUX_POLL_MS: '100' },
+    async close() {
+      kube.stop()
+      await srv.close()
+      fs.rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** Run a simulated CLI (`helm`, `flux`) and collect { code, stdout, stderr }. */
+export function run(tool, args, { env = process.env, input, timeoutMs = 60000 } = {}) {
+  return new Promise((resolve) => {
+    const bin = fs.existsSync(path.join(BIN_DIR, tool)) ? path.join(BIN_DIR, tool) : tool // kubectl: the real one
+    const child = execFile(bin, args, { env, timeout: timeoutMs }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr })
+    })
+    if (input !== undefined) child.stdin.end(input)
+    else child.stdin.end()
+  })
+}
