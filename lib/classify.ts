@@ -87,10 +87,12 @@ export function classify(result: ToolResult): { kind: ErrorKind; message: string
 /** The meaningful part of a tool's error output: no usage block, no multierror framing, one line. */
 export function essence(stderr: string): string {
   const withoutUsage = stderr.split(/\n\s*\nUsage:/)[0] ?? stderr
-  const lines = withoutUsage
+  return withoutUsage
+    .replace(/\d+ errors? occurred:/g, '')
     .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l && !/^\d+ errors? occurred:$/.test(l) && !/^WARNING: .*server version .* is older than client/.test(l))
-    .map((l) => l.replace(/^\* /, ''))
-  return lines.join('; ').replace(/\s+/g, ' ').slice(0, 500)
+    .map((l) => l.trim().replace(/^\* /, ''))
+    .filter((l) => l && !/^WARNING: .*server version .* is older than client/.test(l))
+    .join(' ')
+    .replace(/\s+/g, ' ')
+    .slice(0, 500)
 }

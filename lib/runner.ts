@@ -94,8 +94,11 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
           task: async (_c: unknown, t: Task) => {
             const blockedBy = tracker.failedIn.get(node.name)
             if (blockedBy) {
-              record.status = 'not-run'
-              record.detail = `failed in ${blockedBy}`
+              // failed by a cluster step of this phase: keep that failure; else not run here
+              if (record.status !== 'failed') {
+                record.status = 'not-run'
+                record.detail = `failed in ${blockedBy}`
+              }
               t.skip(`${node.name}: not run (failed in ${blockedBy})`)
               return
             }

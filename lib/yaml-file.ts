@@ -23,7 +23,7 @@ export class YamlFile {
 
   static parse(path: string, text: string): YamlFile {
     const lines = new LineCounter()
-    const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false })
+    const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true })
     const first = doc.errors[0]
     if (first) {
       const line = first.linePos?.[0]?.line

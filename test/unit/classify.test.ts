@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest'
+import { classify, essence, isTransient, type ErrorKind } from '../../lib/classify.js'
+import type { ToolResult } from '../../lib/tools/exec.js'
+
+function failed(stderr: string, extra: Partial<ToolResult> = {}): ToolResult {
+  return { call: { tool: 'talosctl', args: ['get'], mutates: false }, exitCode: 1, stdout: '', stderr, durationMs: 10, timedOut: false, aborted: false, ...extra }
+}
+
+const unavailable = (desc: string): string => `rpc error: code = Unavailable desc = connection error: desc = "${desc}"`
+
+// Every error text of reference/talosctl.md §4 (and the bootstrap table of §3.2), with the kind it must get.
+const CASES: Array<[string, ErrorKind]> = [
+  [`error executing bootstrap: ${unavailable('transport: Error while dialing: dial tcp 127.0.0.2:50000: connect: connection refused')}`, 'unreachable'],
+  [unavailable('transport: Error while dialing: dial tcp 127.0.0.2:50000: i/o timeout'), 'timeout'],
+  [unavailable('transport: Error while dialing: dial tcp 127.0.0.2:50000: connect: no route to host'), 'unreachable'],
+  [unavailable('error reading server preface: remote error: tls: certificate required'), 'configured'],
+  [unavailable('transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority'), 'maintenance'],
+  [
+    unavailable(
+      'transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of \\"x509: Ed25519 verification failure\\" while trying to verify candidate authority certificate \\"talos\\")',
+    ),
+    'pki-mismatch',
+  ],
+  [unavailable('error reading server preface: remote error: tls: unknown certificate authority'), 'pki-mismatch'],
+  [unavailable('error reading server preface: remote error: tls: expired certificate'), 'pki-mismatch'],
+  ["error applying new configuration: leaf peer certificate doesn't match the provided fingerprints: [abc]", 'pki-mismatch'],
+  ['error applying new configuration: rpc error: code = InvalidArgument desc = configuration validation failed: 1 error occurred:\n\t* install instructions are required in "metal" mode\n\n', 'config-invalid'],
+  ['error applying new configuration: rpc error: code = InvalidArgument desc = runtime configuration validation failed: 1 error occurred:\n\t* no disks matched the expression: disk.size >= 100000000000u\n\n', 'disk-mismatch'],
+  ["1 error occurred:\n\t* v1alpha1.Config: 1 error occurred:\n\t* install.extraKernelArgs and install.grubUseUKICmdline can't be used together\n\n", 'config-invalid'],
+  ['error applying new configuration: rpc error: code = Unknown desc = failed to parse config: yaml: line 3', 'config-invalid'],
+  ['error executing bootstrap: 1 error occurred:\n\t* 127.0.0.2: rpc error: code = FailedPrecondition desc = bootstrap is not available yet\n\n', 'not-ready-yet'],
+  ['error executing bootstrap: rpc error: code = FailedPrecondition desc = time is not in sync yet', 'not-ready-yet'],
+  ['error executing bootstrap: rpc error: code = FailedPrecondition desc = bootstrap can only be performed on a control plane node', 'wrong-node'],
+  ['error executing bootstrap: rpc error: code = Unimplemented desc = bootstrap is only available on control plane nodes', 'wrong-node'],
+  ['rpc error: code = PermissionDenied desc = not authorized', 'unauthorized'],
+  ['error getting version: rpc error: code = Unavailable desc = error reading from server: EOF', 'unreachable'],
+  ['Error: UPGRADE FAILED: context deadline exceeded', 'timeout'],
+  ['Error: Kubernetes cluster unreachable: Get "https://127.0.0.2:6443/version": dial tcp 127.0.0.2:6443: connect: connection refused', 'unreachable'],
+  ['error: timed out waiting for the condition on nodes/wrkr-1', 'timeout'],
+  ['something nobody has seen before', 'unknown'],
+]
+
+describe('classify', () => {
+  it.each(CASES)('%s -> %s', (stderr, kind) => {
+    expect(classify(failed(stderr)).kind).toBe(kind)
+  })
+
+  it('a call killed at its deadline is a timeout, an aborted one interrupted', () => {
+    expect(classify(failed('', { timedOut: true, exitCode: null, durationMs: 30_000 })).kind).toBe('timeout')
+    expect(classify(failed('', { aborted: true, exitCode: null })).kind).toBe('interrupted')
+  })
+
+  it('only waiting kinds are retried', () => {
+    expect(isTransient('unreachable')).toBe(true)
+    expect(isTransient('timeout')).toBe(true)
+    expect(isTransient('not-ready-yet')).toBe(true)
+    for (const kind of ['configured', 'pki-mismatch', 'config-invalid', 'disk-mismatch', 'unknown'] as const) expect(isTransient(kind)).toBe(false)
+  })
+
+  it('keeps the meaning and drops the usage block and multierror framing', () => {
+    const text = 'error executing bootstrap: 1 error occurred:\n\t* 127.0.0.2: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n'
+    expect(essence(text)).toBe('error executing bootstrap: 127.0.0.2: rpc error: code = AlreadyExists desc = etcd data directory is not empty')
+    expect(essence('unknown flag: --foo\n\nUsage:\n  talosctl get <type> [flags]\n')).toBe('unknown flag: --foo')
+  })
+})

@@ -1,0 +1,103 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { describe, expect, it } from 'vitest'
+import { NodeError } from '../../lib/classify.js'
+import type { ClusterNode } from '../../lib/inventory.js'
+import type { Phase } from '../../lib/phase.js'
+import type { Run } from '../../lib/run.js'
+import { runPhases } from '../../lib/runner.js'
+
+function nodes(count: number): ClusterNode[] {
+  return Array.from({ length: count }, (_, i) => ({ name: `n-${i + 1}`, ip: `127.0.0.${i + 1}`, role: i === 0 ? 'controlplane' : 'worker', configFile: '/dev/null' }))
+}
+
+function fakeRun(nodeList: ClusterNode[], concurrency: number, failFast = false): Run {
+  return {
+    command: 'test',
+    nodes: nodeList,
+    settings: { concurrency },
+    options: { dryRun: false, failFast, reapply: false },
+    signal: new AbortController().signal,
+  } as unknown as Run
+}
+
+describe('runPhases', () => {
+  it('never has more than CONCURRENCY nodes in flight, and reports every node', async () => {
+    let inFlight = 0
+    let peak = 0
+    const phase: Phase = {
+      name: 'apply',
+      title: 'test',
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'work',
+          run: async () => {
+            inFlight++
+            peak = Math.max(peak, inFlight)
+            await sleep(20)
+            inFlight--
+          },
+        },
+      ],
+    }
+    const results = await runPhases(fakeRun(nodes(10), 3), [phase])
+    expect(peak).toBe(3)
+    expect(results[0]?.nodes.map((n) => n.status)).toEqual(Array(10).fill('ok'))
+  })
+
+  it('runs one node at a time with CONCURRENCY 1', async () => {
+    const order: string[] = []
+    const phase: Phase = {
+      name: 'apply',
+      title: 'test',
+      steps: () => [{ kind: 'node', title: 'work', run: async (node) => { order.push(`start ${node.name}`); await sleep(5); order.push(`end ${node.name}`) } }],
+    }
+    await runPhases(fakeRun(nodes(3), 1), [phase])
+    expect(order).toEqual(['start n-1', 'end n-1', 'start n-2', 'end n-2', 'start n-3', 'end n-3'])
+  })
+
+  it('lets the other nodes carry on after one fails, and marks it not-run in later phases', async () => {
+    const seen: string[] = []
+    const first: Phase = {
+      name: 'apply',
+      title: 'first',
+      steps: () => [{ kind: 'node', title: 'work', run: async (node) => { if (node.name === 'n-2') throw new NodeError('unreachable', 'refused', 'task bootstrap:node NODE=n-2') } }],
+    }
+    const second: Phase = { name: 'verify', title: 'second', steps: () => [{ kind: 'node', title: 'work', run: async (node) => { seen.push(node.name) } }] }
+    const results = await runPhases(fakeRun(nodes(3), 2), [first, second])
+    expect(results[0]?.nodes.map((n) => n.status)).toEqual(['ok', 'failed', 'ok'])
+    expect(results[0]?.nodes[1]?.error).toEqual({ kind: 'unreachable', message: 'refused', hint: 'task bootstrap:node NODE=n-2' })
+    expect(results[0]?.ok).toBe(false)
+    expect(results[1]?.nodes.map((n) => n.status)).toEqual(['ok', 'not-run', 'ok'])
+    expect(results[1]?.nodes[1]?.detail).toBe('failed in apply')
+    expect(seen.sort()).toEqual(['n-1', 'n-3'])
+  })
+
+  it('with --fail-fast starts no further node after a failure', async () => {
+    const started: string[] = []
+    const phase: Phase = {
+      name: 'apply',
+      title: 'test',
+      steps: () => [{ kind: 'node', title: 'work', run: async (node) => { started.push(node.name); if (node.name === 'n-1') throw new NodeError('config-invalid', 'bad', 'fix it') } }],
+    }
+    const results = await runPhases(fakeRun(nodes(3), 1, true), [phase])
+    expect(started).toEqual(['n-1'])
+    expect(results[0]?.nodes.map((n) => n.status)).toEqual(['failed', 'not-run', 'not-run'])
+  })
+
+  it('names a failed cluster step as the cause for the nodes it blocks', async () => {
+    const phase: Phase = {
+      name: 'bootstrap',
+      title: 'test',
+      steps: () => [
+        { kind: 'cluster', name: 'etcd-bootstrap', title: 'bootstrap etcd', blocks: (n) => n.role === 'controlplane', run: async () => { throw new NodeError('not-ready-yet', 'bootstrap is not available yet', 'retry later') } },
+        { kind: 'node', title: 'join', run: async () => undefined },
+      ],
+    }
+    const results = await runPhases(fakeRun(nodes(2), 2), [phase])
+    expect(results[0]?.steps[0]).toMatchObject({ name: 'etcd-bootstrap', status: 'failed', error: { kind: 'not-ready-yet' } })
+    expect(results[0]?.nodes[0]).toMatchObject({ status: 'failed', detail: 'etcd-bootstrap failed', error: { kind: 'not-ready-yet' } })
+    expect(results[0]?.nodes[0]?.error?.message).toBe('etcd-bootstrap: bootstrap is not available yet')
+    expect(results[0]?.nodes[1]?.status).toBe('ok')
+  })
+})

@@ -1,0 +1,58 @@
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { InputError } from '../../lib/errors.js'
+import { loadSettings } from '../../lib/settings.js'
+import { clusterDir, threeNodes } from './fixtures.js'
+
+function inputError(fn: () => unknown): string {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof InputError) return err.format()
+    throw err
+  }
+  throw new Error('expected an input error')
+}
+
+describe('settings', () => {
+  it('has the documented defaults', () => {
+    const s = loadSettings({ clusterDir: clusterDir(threeNodes), env: {}, flags: {} })
+    expect(s).toMatchObject({ concurrency: 1, retries: 5, retryDelayMs: 3000, retryMaxDelayMs: 60_000, pollIntervalMs: 5000, verifyTimeoutMs: 300_000, callTimeoutMs: 30_000, kubeconfig: 'kubeconfig' })
+  })
+
+  it('layers defaults < bootstrap.yaml < environment < flags', () => {
+    const dir = clusterDir(threeNodes, { settings: 'concurrency: 2\nretries: 1\npollInterval: 2s\n' })
+    const s = loadSettings({ clusterDir: dir, env: { CONCURRENCY: '3', BOOTSTRAP_RETRIES: '7' }, flags: { concurrency: '4' } })
+    expect(s.concurrency).toBe(4)
+    expect(s.retries).toBe(7)
+    expect(s.pollIntervalMs).toBe(2000)
+  })
+
+  it.each([
+    ['0', 'concurrency must be a whole number >= 1, got "0"'],
+    ['abc', 'concurrency must be a whole number >= 1, got "abc"'],
+  ])('refuses CONCURRENCY=%s with the fix', (value, message) => {
+    const text = inputError(() => loadSettings({ clusterDir: clusterDir(threeNodes), env: { CONCURRENCY: value }, flags: {} }))
+    expect(text).toBe(`environment CONCURRENCY: ${message} (fix: set concurrency: 4 in bootstrap.yaml, CONCURRENCY=4, or --concurrency 4)`)
+  })
+
+  it('names the line of an unknown key', () => {
+    const dir = clusterDir(threeNodes, { settings: 'retries: 2\nretrys: 3\n' })
+    expect(inputError(() => loadSettings({ clusterDir: dir, env: {}, flags: {} }))).toMatch(new RegExp(`^${join(dir, 'bootstrap.yaml')}:2: unknown setting "retrys" \\(fix: remove it or use one of: concurrency, retries`))
+  })
+
+  it('names the line of a wrong type', () => {
+    const dir = clusterDir(threeNodes, { settings: 'retries: 2\npollInterval: soon\n' })
+    expect(inputError(() => loadSettings({ clusterDir: dir, env: {}, flags: {} }))).toMatch(/bootstrap\.yaml:2: pollInterval must be a duration, got "soon"/)
+  })
+
+  it('reads the cni, gates and flux sections', () => {
+    const dir = clusterDir(threeNodes, {
+      settings: 'cni: { chart: cilium/cilium, version: 1.18.4 }\nreadinessGates:\n  - { namespace: kube-system, selector: k8s-app=kube-dns }\nflux:\n  mode: bootstrap\n  git: { url: ssh://git@127.0.0.1/fleet.git, path: clusters/x }\n',
+    })
+    const s = loadSettings({ clusterDir: dir, env: {}, flags: {} })
+    expect(s.cni).toEqual({ chart: 'cilium/cilium', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium' })
+    expect(s.readinessGates).toEqual([{ name: 'k8s-app=kube-dns', namespace: 'kube-system', selector: 'k8s-app=kube-dns' }])
+    expect(s.flux).toMatchObject({ mode: 'bootstrap', kustomization: 'flux-system/flux-system', git: { branch: 'main', path: 'clusters/x' } })
+  })
+})
