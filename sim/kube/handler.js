@@ -3,6 +3,7 @@
 import YAML from 'yaml'
 import { admitCreate, admitUpdate } from './admission.js'
 import { aggregatedDiscovery, aggregatedVersion, legacyApiVersions, legacyGroup, legacyGroupList, openapiV3, resourceList } from './discovery.js'
+import { decodeProtobufObject } from './protobuf.js'
 import { parseFieldSelector, parseLabelSelector } from './selectors.js'
 import { alreadyExists, ApiError, badRequest, invalid, methodNotAllowed, noRoute, notFound, unavailable } from './status.js'
 import { toTable } from './tables.js'
@@ -20,7 +21,7 @@ function readBody(req) {
   return new Promise((resolve, reject) => {
     const chunks = []
     req.on('data', (c) => chunks.push(c))
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
+    req.on('end', () => resolve(Buffer.concat(chunks)))
     req.on('error', reject)
   })
 }
@@ -196,9 +197,12 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
 
   async function handleResource(req, res, path, query) {
     const method = req.method
-    const text = ['POST', 'PUT', 'PATCH'].includes(method) ? await readBody(req) : ''
+    const raw = ['POST', 'PUT', 'PATCH'].includes(method) ? await readBody(req) : Buffer.alloc(0)
+    const text = raw.toString('utf8')
     let body
-    if (text && method !== 'PATCH') {
+    if ((req.headers['content-type'] || '').includes('protobuf') && method !== 'PATCH') {
+      try { body = decodeProtobufObject(raw) } catch (e) { throw new ApiError(415, 'UnsupportedMediaType', e.message, {}) }
+    } else if (text && method !== 'PATCH') {
       try { body = JSON.parse(text) } catch { try { body = YAML.parse(text) } catch { throw badRequest('the body of the request was in an unknown format') } }
     }
     if (method === 'PATCH' && (req.headers['content-type'] || '').includes('apply-patch')) { try { body = YAML.parse(text) } catch { /* reported by patch() */ } }
@@ -242,7 +246,7 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     const query = url.searchParams
     try {
       if (path === '/sim/v1/calls' && req.method === 'POST') {
-        const body = JSON.parse((await readBody(req)) || '{}')
+        const body = JSON.parse((await readBody(req)).toString('utf8') || '{}')
         for (const c of Array.isArray(body) ? body : [body]) record?.(c)
         return send(res, 201, {})
       }

@@ -1,0 +1,93 @@
+// Decoding of the protobuf bodies kubectl's typed clients send (`kubectl create namespace`,
+// `create secret`, `create configmap`, `create serviceaccount` POST
+// application/vnd.kubernetes.protobuf). Only the kinds and fields those commands fill in;
+// responses stay JSON (kubectl's Accept lists application/json too).
+
+function fields(buf) {
+  const out = []
+  let i = 0
+  const varint = () => {
+    let result = 0n
+    let shift = 0n
+    for (;;) {
+      const b = buf[i++]
+      if (b === undefined) throw new Error('truncated protobuf')
+      result |= BigInt(b & 0x7f) << shift
+      if (!(b & 0x80)) return result
+      shift += 7n
+    }
+  }
+  while (i < buf.length) {
+    const key = Number(varint())
+    const no = key >> 3
+    const wire = key & 7
+    if (wire === 0) out.push({ no, value: varint() })
+    else if (wire === 2) { const len = Number(varint()); out.push({ no, bytes: buf.subarray(i, i + len) }); i += len }
+    else if (wire === 5) { out.push({ no, bytes: buf.subarray(i, i + 4) }); i += 4 }
+    else if (wire === 1) { out.push({ no, bytes: buf.subarray(i, i + 8) }); i += 8 }
+    else throw new Error(`unsupported wire type ${wire}`)
+  }
+  return out
+}
+
+const str = (f) => f.bytes.toString('utf8')
+function map(fs, no, asBytes) {
+  const m = {}
+  for (const f of fs.filter((x) => x.no === no)) {
+    const entry = fields(f.bytes)
+    const k = entry.find((x) => x.no === 1)
+    const v = entry.find((x) => x.no === 2)
+    m[k ? str(k) : ''] = v ? (asBytes ? v.bytes.toString('base64') : str(v)) : ''
+  }
+  return Object.keys(m).length ? m : undefined
+}
+
+function objectMeta(buf) {
+  const fs = fields(buf)
+  const meta = {}
+  const s = (no, name) => { const f = fs.find((x) => x.no === no); if (f && f.bytes.length) meta[name] = str(f) }
+  s(1, 'name'); s(2, 'generateName'); s(3, 'namespace'); s(6, 'resourceVersion')
+  const labels = map(fs, 11); if (labels) meta.labels = labels
+  const annotations = map(fs, 12); if (annotations) meta.annotations = annotations
+  const fin = fs.filter((x) => x.no === 14).map(str); if (fin.length) meta.finalizers = fin
+  return meta
+}
+
+const DECODERS = {
+  Namespace: (fs) => {
+    const spec = fs.find((x) => x.no === 2)
+    const finalizers = spec ? fields(spec.bytes).filter((x) => x.no === 1).map(str) : []
+    return finalizers.length ? { spec: { finalizers } } : {}
+  },
+  Secret: (fs) => {
+    const o = {}
+    const data = map(fs, 2, true); if (data) o.data = data
+    const type = fs.find((x) => x.no === 3); if (type) o.type = str(type)
+    const sd = map(fs, 4); if (sd) o.stringData = sd
+    const imm = fs.find((x) => x.no === 5); if (imm) o.immutable = Boolean(imm.value)
+    return o
+  },
+  ConfigMap: (fs) => {
+    const o = {}
+    const data = map(fs, 2); if (data) o.data = data
+    const bin = map(fs, 3, true); if (bin) o.binaryData = bin
+    return o
+  },
+  ServiceAccount: () => ({}),
+}
+
+// Returns the JSON form of the object, or throws (unsupported kind / bad bytes).
+export function decodeProtobufObject(buf) {
+  if (buf.length < 4 || buf.subarray(0, 4).toString('latin1') !== 'k8s\u0000') throw new Error('provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]')
+  const unknown = fields(buf.subarray(4))
+  const tm = unknown.find((x) => x.no === 1)
+  const raw = unknown.find((x) => x.no === 2)
+  const typeMeta = tm ? fields(tm.bytes) : []
+  const apiVersion = typeMeta.find((x) => x.no === 1) ? str(typeMeta.find((x) => x.no === 1)) : ''
+  const kind = typeMeta.find((x) => x.no === 2) ? str(typeMeta.find((x) => x.no === 2)) : ''
+  const decode = DECODERS[kind]
+  if (!decode) throw new Error(`protobuf bodies of kind ${kind || '(none)'} are not supported by the simulator; send JSON`)
+  const fs = raw ? fields(raw.bytes) : []
+  const meta = fs.find((x) => x.no === 1)
+  return { apiVersion, kind, metadata: meta ? objectMeta(meta.bytes) : {}, ...decode(fs) }
+}
