@@ -70,7 +70,7 @@ export async function generatePki({ nodes, vip }) {
   const dnsSan = (d) => ({ type: 'dns', value: d })
   // one apid serving cert naming every node (fast for 300 nodes; Talos gives each node its own)
   const [apid, talosAdmin, kubeServer, kubeAdmin] = await Promise.all([
-    issue(talosCA, { subject: 'O=talos', usages: ['server', 'client'],
+    issue(talosCA, { subject: 'CN=apid', usages: ['server', 'client'],
       sans: [...nodes.flatMap((n) => [dnsSan(n.name), ipSan(n.ip)]), ...(vip ? [ipSan(vip)] : [])] }),
     issue(talosCA, { subject: 'O=os:admin', usages: ['client'] }),
     issue(kubeCA, { subject: 'CN=kube-apiserver', usages: ['server'],
@@ -98,7 +98,7 @@ export async function generatePki({ nodes, vip }) {
     if (!others.has(node.name)) {
       others.set(node.name, (async () => {
         const ca = await makeCA('O=talos', ED)
-        const leaf = await issue(ca, { subject: 'O=talos', usages: ['server', 'client'], sans: [dnsSan(node.name), ipSan(node.ip)] })
+        const leaf = await issue(ca, { subject: 'CN=apid', usages: ['server', 'client'], sans: [dnsSan(node.name), ipSan(node.ip)] })
         return { ca: ca.cert, ...leaf }
       })())
     }

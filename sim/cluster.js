@@ -1,0 +1,250 @@
+// The Simulator: nodes, etcd, faults, calls log, the node API listeners and the Kubernetes
+// listeners (each control plane's <ip>:6443 once its API server is up, and the VIP).
+import https from 'node:https'
+import { existsSync, appendFileSync, writeFileSync, mkdirSync } from 'node:fs'
+import { join, resolve, dirname } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { createClock } from './clock.js'
+import { createFaults } from './faults.js'
+import { generatePki } from './pki.js'
+import { writeClusterDir, BIN_DIR } from './writer.js'
+import { Node, memberId } from './node.js'
+import { NodeServer } from './talos/server.js'
+import { kubeconfigYaml } from './talos/methods.js'
+
+const here = dirname(fileURLToPath(import.meta.url))
+export const KUBE_PORT = 6443
+const CALL_FAULTS = ['refused', 'unreachable', 'timeout', 'unavailable']
+
+export class Simulator {
+  constructor(scenario, { dir = '.sim', log } = {}) {
+    this.scenario = scenario
+    this.dir = resolve(dir)
+    this.talosMinor = scenario.talosMinor
+    this.timings = scenario.timings
+    this.log = log ?? (() => {})
+    this.stopped = false
+    this.callsLog = []
+    this.etcd = new Map() // member id -> {id, hostname, ip}
+    this.kubeListeners = new Map() // address -> https.Server
+    this.pendingKubelet = new Set()
+    this.waiters = new Set()
+  }
+
+  async start() {
+    const s = this.scenario
+    this.clock = createClock(s.speed)
+    this.faults = createFaults(s.faults)
+    this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null })
+    const written = await writeClusterDir(this.dir, s, this.pki)
+    this.clusterDir = written.clusterDir
+    this.env = written.env
+    this.binDir = BIN_DIR
+    this.callsFile = join(this.dir, 'calls.jsonl')
+    writeFileSync(this.callsFile, '')
+    this.kube = await this.loadKube()
+    this.nodes = s.nodes.map((spec) => new Node(spec, this))
+    this.byName = new Map(this.nodes.map((n) => [n.name, n]))
+    this.byIp = new Map(this.nodes.map((n) => [n.ip, n]))
+    this.servers = new Map(this.nodes.map((n) => [n.name, new NodeServer(this, n)]))
+    for (const n of this.nodes) n.powerOn()
+    await this.waitFor(() => this.nodes.every((n) => n.stage === 'maintenance' || n.configured))
+    await Promise.all([...this.servers.values()].map((sv) => sv.queue))
+    return this
+  }
+
+  /** sim/kube is another engineer's module: until it exists (or if it fails to load) serve 503 */
+  async loadKube() {
+    const file = join(here, 'kube', 'index.js')
+    if (!existsSync(file)) return null
+    try {
+      const mod = await import(pathToFileURL(file).href)
+      const faults = { has: (node, kind) => this.faults.has(node, kind), message: (kind) => this.faults.message(kind) }
+      return mod.createKube({ clock: this.clock, kubernetesVersion: this.scenario.cluster.kubernetesVersion, timings: this.timings,
+        faults, record: (r) => this.record(r) })
+    } catch (e) {
+      this.log(`sim/kube failed to load, Kubernetes API answers 503: ${e.message}`)
+      return null
+    }
+  }
+
+  // ---- views ----
+  allNodes() { return this.nodes }
+  lookup(s) { return this.byIp.get(s) ?? this.byName.get(s) ?? null }
+  node(name) { return this.lookup(name)?.view() ?? null }
+  calls() { return this.callsLog.slice() }
+  criticalPathSeconds() {
+    const t = this.timings
+    const iso = this.nodes.some((n) => n.image === 'iso')
+    return ((iso ? t.install + t.reboot : 0) + t.boot + t.etcd + t.kubelet + t.cni) / this.scenario.speed
+  }
+  kubeconfigYaml() { return kubeconfigYaml(this.scenario, this.pki) }
+  isClusterCA(b64) {
+    if (!b64) return false
+    return Buffer.from(String(b64), 'base64').toString().trim() === this.pki.talos.ca.cert.trim()
+  }
+  kubeNodeReady(name) { try { return !!this.kube?.nodeReady?.(name) } catch { return false } }
+
+  record(r) {
+    this.callsLog.push(r)
+    try { appendFileSync(this.callsFile, `${JSON.stringify(r)}\n`) } catch { /* dir removed under us */ }
+  }
+
+  // ---- faults ----
+  /** the listener a node really has, after `on: any` faults */
+  listenerMode(n) {
+    const base = n.listener
+    if (base === 'off') return 'off'
+    const any = this.faults.find(n.name, { on: 'any' }).filter((f) => f.times == null)
+    if (any.some((f) => f.kind === 'unreachable' || f.kind === 'refused')) return 'off'
+    if (any.some((f) => f.kind === 'timeout')) return 'hang'
+    if (base === 'secure' && (n.foreignCA || this.faults.find(n.name, { kind: 'pki-mismatch' }).length)) return 'pki'
+    return base
+  }
+  /** a call-scoped transport fault for this call (on: <kind>, or on: any with times), counted */
+  takeCallFault(name, kind) {
+    for (const k of CALL_FAULTS) { const f = this.faults.take(name, { on: kind, kind: k }); if (f) return f }
+    for (const k of CALL_FAULTS) {
+      if (this.faults.find(name, { on: 'any', kind: k }).some((f) => f.times != null)) return this.faults.take(name, { on: 'any', kind: k })
+    }
+    return null
+  }
+  clearFault(node, kind) {
+    this.faults.clear(node, kind)
+    for (const n of this.nodes) this.changed(n)
+  }
+
+  // ---- node hooks ----
+  changed(n) {
+    if (this.stopped) return
+    this.servers?.get(n.name)?.setMode(this.listenerMode(n))
+    this.reconcileKube()
+    for (const w of this.waiters) w()
+  }
+  /** resolves once every listener switch asked for so far has happened */
+  async settle() {
+    for (let i = 0; i < 3; i++) await Promise.all([...this.servers.values()].map((sv) => sv.queue))
+  }
+  /** resolves when pred() holds (checked on every node change), then lets listeners settle */
+  async until(pred, timeoutMs = 30000) {
+    let timer
+    await Promise.race([this.waitFor(pred), new Promise((_, rej) => { timer = setTimeout(() => rej(new Error('timed out waiting for the simulator')), timeoutMs) })])
+      .finally(() => clearTimeout(timer))
+    await this.settle()
+  }
+  waitFor(pred) {
+    return new Promise((resolvePromise) => {
+      const check = () => { if (pred()) { this.waiters.delete(check); resolvePromise() } }
+      this.waiters.add(check)
+      check()
+    })
+  }
+
+  etcdHealthyMembers() { return this.nodes.filter((n) => n.etcdHealthy && n.etcdMember && this.etcd.has(n.etcdMember)) }
+  etcdMembers() { return [...this.etcd.values()] }
+
+  etcdBootstrap(n) {
+    n.etcdMember = memberId()
+    this.etcd.set(n.etcdMember, { id: n.etcdMember, hostname: n.name, ip: n.ip })
+    n.svc('etcd', 'Finished', 'Bootstrap requested')
+    n.startService('etcd'); n.service('etcd').healthy = false
+    n.talosLog('bootstrap request received')
+    n.after(this.timings.etcd, () => n.etcdUp())
+    n.changed()
+  }
+  /** a control plane whose CRI is up joins once the cluster has a healthy etcd */
+  maybeJoin(n) {
+    if (!n.criUp || n.etcdMember || n.joining || !this.etcdHealthyMembers().length) return
+    n.joining = true
+    if (this.faults.has(n.name, 'etcd-join')) {
+      n.svc('etcd', 'Preparing', 'Running pre state')
+      n.talosLog('etcd: failed to join the cluster: etcdserver: re-configuration failed due to not enough started members')
+      return
+    }
+    n.after(this.timings.etcd, () => {
+      n.joining = false
+      n.etcdMember = memberId()
+      this.etcd.set(n.etcdMember, { id: n.etcdMember, hostname: n.name, ip: n.ip })
+      n.startService('etcd')
+      n.etcdUp()
+    })
+  }
+  etcdRestart(n) {
+    n.after(this.timings.etcd, () => {
+      if (n.etcdMember && this.etcd.has(n.etcdMember)) { n.startService('etcd'); n.etcdUp() } else { n.etcdMember = null; this.maybeJoin(n) }
+    })
+  }
+  etcdRemove(id) {
+    this.etcd.delete(id)
+    for (const n of this.nodes) if (n.etcdMember === id) { n.etcdMember = null; n.etcdHealthy = false; n.apiServerUp = false; n.changed() }
+  }
+  apiServerUp(n) {
+    if (!this.kubeBootstrapped) { this.kubeBootstrapped = true; try { this.kube?.bootstrap?.() } catch (e) { this.log(`kube.bootstrap: ${e.message}`) } }
+    for (const other of this.nodes) if (other !== n && other.role === 'controlplane') this.maybeJoin(other)
+    for (const p of this.pendingKubelet) this.scheduleKubelet(p)
+    this.pendingKubelet.clear()
+  }
+  nodeRunning(n) {
+    if (n.kubeletFailed || n.registered) return
+    if (this.etcdHealthyMembers().some((m) => m.apiServerUp)) this.scheduleKubelet(n)
+    else this.pendingKubelet.add(n)
+  }
+  scheduleKubelet(n) {
+    n.after(this.timings.kubelet, () => {
+      if (n.kubeletFailed || n.registered) return
+      n.registered = true
+      try { this.kube?.registerNode?.({ name: n.name, ip: n.ip, role: n.role, kubeletVersion: this.scenario.cluster.kubernetesVersion }) } catch (e) { this.log(`kube.registerNode: ${e.message}`) }
+      n.talosLog(`kubelet: node "${n.name}" registered`)
+      n.changed()
+    })
+  }
+  nodeReset(n, { graceful }) {
+    if (graceful && n.etcdMember) this.etcd.delete(n.etcdMember)
+    n.etcdMember = null; n.etcdHealthy = false; n.apiServerUp = false
+    this.pendingKubelet.delete(n)
+    if (n.registered) { n.registered = false; try { this.kube?.removeNode?.(n.name) } catch { /* ignore */ } }
+  }
+
+  // ---- Kubernetes listeners ----
+  reconcileKube() {
+    const want = new Set(this.nodes.filter((n) => n.apiServerUp && n.role === 'controlplane').map((n) => n.ip))
+    const vip = this.scenario.cluster.vip
+    if (vip && vip.up === 'after-bootstrap' && want.size) want.add(vip.address)
+    for (const addr of want) if (!this.kubeListeners.has(addr)) this.openKube(addr)
+    for (const [addr, srv] of this.kubeListeners) if (!want.has(addr)) { this.kubeListeners.delete(addr); closeServer(srv) }
+  }
+  openKube(addr) {
+    const { pki } = this
+    const srv = https.createServer({ cert: pki.kube.server.cert, key: pki.kube.server.key, ca: pki.kube.ca.cert,
+      requestCert: true, rejectUnauthorized: false }, (req, res) => {
+      if (!req.socket.authorized) {
+        res.writeHead(401, { 'content-type': 'application/json' })
+        return res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }))
+      }
+      if (!this.kube) { res.writeHead(503, { 'content-type': 'text/plain' }); return res.end('the Kubernetes API is not simulated yet (sim/kube missing)\n') }
+      this.kube.handle(req, res)
+    })
+    srv.sockets = new Set()
+    srv.on('connection', (s) => { srv.sockets.add(s); s.on('close', () => srv.sockets.delete(s)) })
+    srv.on('error', (e) => this.log(`kube listener ${addr}: ${e.message}`))
+    srv.on('tlsClientError', () => {})
+    this.kubeListeners.set(addr, srv)
+    srv.listen(KUBE_PORT, addr)
+  }
+
+  async stop() {
+    if (this.stopped) return
+    this.stopped = true
+    this.clock?.stop()
+    for (const n of this.nodes ?? []) n.newLifecycle()
+    await Promise.all([...(this.servers?.values() ?? [])].map((s) => s.close()))
+    await Promise.all([...this.kubeListeners.values()].map(closeServer))
+    this.kubeListeners.clear()
+    try { await this.kube?.stop?.() } catch { /* ignore */ }
+  }
+}
+
+function closeServer(srv) {
+  for (const s of srv.sockets ?? []) s.destroy()
+  return new Promise((r) => srv.close(() => r()))
+}

@@ -1,0 +1,26 @@
+// In-process API (ARCHITECTURE.md): tests and the daemon start simulators through this.
+import { loadScenario } from './scenario.js'
+import { Simulator } from './cluster.js'
+
+export { loadScenario, parseScenario, ScenarioError } from './scenario.js'
+export { Simulator } from './cluster.js'
+
+/**
+ * startSimulator({scenario: object | YAML path | YAML text, dir = '.sim', speed?, log?})
+ * resolves once every node is in maintenance (its first stage).
+ */
+export async function startSimulator({ scenario, dir = '.sim', speed, log } = {}) {
+  const s = loadScenario(scenario)
+  if (speed != null) {
+    if (!(Number(speed) > 0)) throw new Error(`speed must be > 0, got ${speed}`)
+    s.speed = Number(speed)
+  }
+  const sim = new Simulator(s, { dir, log })
+  try {
+    await sim.start()
+  } catch (e) {
+    await sim.stop()
+    throw e
+  }
+  return sim
+}

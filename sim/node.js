@@ -1,0 +1,311 @@
+// One Talos node: stages, services, disks, config, etcd membership (reference/talosctl.md §5).
+// Time is simulated (ctx.clock); every change bumps `rev` and calls ctx.changed(node).
+import { randomBytes, randomUUID } from 'node:crypto'
+import { rpc } from './talos/errors.js'
+import { parseConfig, validateConfig, validationText, selectorExpression, diskMatches } from './talos/validate.js'
+
+const REQUIRED = { controlplane: ['apid', 'etcd', 'kubelet', 'machined', 'trustd'], worker: ['apid', 'kubelet', 'machined'] }
+const BASE_SERVICES = ['apid', 'auditd', 'containerd', 'cri', 'dashboard', 'kubelet', 'machined', 'syslogd', 'udevd']
+export const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
+
+export class Node {
+  /** spec from the scenario; ctx = the Simulator (clock, faults, minor, etcd, kube hooks) */
+  constructor(spec, ctx) {
+    Object.assign(this, { name: spec.name, ip: spec.ip, image: spec.image, spec, ctx })
+    this.role = spec.role            // effective role once configured (from the applied config)
+    this.disks = spec.disks.map((d) => ({ ...d, id: d.dev.replace('/dev/', ''), cdrom: false }))
+    if (spec.image === 'iso') this.disks.push({ id: 'sr0', dev: '/dev/sr0', size: 1073741824, model: 'QEMU DVD-ROM', serial: '', type: 'hdd', transport: 'ata', rotational: true, readonly: true, wwid: '', cdrom: true })
+    this.installed = spec.image === 'disk'
+    this.stage = 'unknown'
+    this.configText = null; this.config = null
+    this.listener = 'off'            // off | maintenance | secure (faults may override, see cluster.js)
+    this.rev = 0
+    this.created = ctx.clock.now(); this.updated = this.created
+    this.services = new Map()
+    this.logs = []
+    this.gen = 0                     // lifecycle generation: a reset/reboot cancels older timers
+    this.cancels = new Set()
+    this.resetFlags()
+  }
+
+  resetFlags() {
+    Object.assign(this, { criUp: false, bootDone: false, etcdMember: null, etcdHealthy: false, apiServerUp: false,
+      joining: false, registered: false, kubeletFailed: false, bootId: randomUUID(), installFailed: null })
+  }
+
+  get configured() { return this.config != null }
+  get minor() { return this.ctx.talosMinor }
+
+  changed() { this.rev++; this.updated = this.ctx.clock.now(); this.ctx.changed(this) }
+  log(text, { facility = 'user', priority = 'warning' } = {}) {
+    this.logs.push({ facility, priority, ts: this.ctx.clock.now().toISOString(), text })
+    if (this.logs.length > 2000) this.logs.splice(0, 500)
+  }
+  talosLog(text) { this.log(`[talos] ${text}`) }
+
+  /** run fn after simSeconds unless the lifecycle moved on (reset/reboot/stop) */
+  after(simSeconds, fn) {
+    const gen = this.gen
+    const cancel = this.ctx.clock.after(simSeconds, () => { this.cancels.delete(cancel); if (gen === this.gen) fn() })
+    this.cancels.add(cancel)
+  }
+  newLifecycle() { this.gen++; for (const c of this.cancels) c(); this.cancels.clear() }
+
+  setStage(stage, listener) {
+    this.stage = stage
+    if (listener) this.listener = listener
+    this.talosLog(`stage: ${stage}`)
+    this.changed()
+  }
+
+  // ---- services ----
+  service(id) {
+    if (!this.services.has(id)) this.services.set(id, { id, state: 'Initialized', healthy: null, lastMessage: '', events: [] })
+    return this.services.get(id)
+  }
+  svc(id, state, msg, healthy) {
+    const s = this.service(id)
+    s.state = state
+    if (healthy !== undefined) { s.healthy = healthy; s.lastMessage = healthy === false ? msg : '' }
+    s.events.push({ msg, state, ts: this.ctx.clock.now().toISOString() })
+    if (s.events.length > 30) s.events.shift()
+  }
+  startService(id) {
+    this.svc(id, 'Preparing', 'Running pre state')
+    this.svc(id, 'Preparing', 'Creating service runner')
+    this.svc(id, 'Running', `Started task ${id} (PID ${1000 + Math.floor(Math.random() * 9000)}) for container ${id}`)
+    this.svc(id, 'Running', 'Health check successful', true)
+  }
+
+  // ---- lifecycle ----
+  powerOn() {
+    this.newLifecycle()
+    this.resetFlags()
+    this.services.clear()
+    this.log(`Linux version 6.18.1-talos (@buildkitsandbox) (gcc (GCC) 14.2.0, GNU ld (GNU Binutils) 2.44) #1 SMP`, { facility: 'kern', priority: 'notice' })
+    this.log('Command line: talos.platform=metal console=ttyS0', { facility: 'kern', priority: 'info' })
+    for (const id of ['machined', 'udevd', 'syslogd']) this.startService(id)
+    this.setStage('booting', 'off')
+    this.after(this.ctx.timings.maintenance, () => this.configured ? this.bootConfigured() : this.enterMaintenance())
+  }
+
+  enterMaintenance() {
+    this.talosLog('entering maintenance service')
+    this.talosLog(`this machine is reachable at: ${this.ip}`)
+    this.talosLog(`upload configuration using talosctl: talosctl apply-config --insecure --nodes ${this.ip} --file <config.yaml>`)
+    this.setStage('maintenance', 'maintenance')
+  }
+
+  /** insecure apply in maintenance (§3.1, §5); returns {modeDetails, warnings} */
+  applyMaintenance({ data, mode = 'auto', dryRun = false }) {
+    const minor = this.minor
+    if (minor <= 12 && (mode === 'no-reboot' || mode === 'staged')) {
+      throw rpc('Unimplemented', `apply configuration --mode='${mode}' is not supported in maintenance mode`)
+    }
+    const cfg = parseConfig(data, { maintenance: true, minor })
+    const wrap = (prefix, errs) => rpc('InvalidArgument', minor <= 12 ? `${prefix}: ${validationText(errs)}` : validationText(errs))
+    const rejected = this.ctx.faults.take(this.name, { kind: 'config-rejected' })
+    const errs = validateConfig(cfg, { requireInstall: minor <= 12 || !this.installed })
+    if (rejected) errs.push(rejected.message ?? "install.extraKernelArgs and install.grubUseUKICmdline can't be used together")
+    if (errs.length) throw wrap('configuration validation failed', errs)
+    // runtime validation: the install disk selector against this node's disks
+    const sel = cfg.machine.install?.diskSelector
+    const mismatch = this.ctx.faults.take(this.name, { kind: 'disk-mismatch' })
+    if ((sel && !this.disks.some((d) => diskMatches(sel, d))) || mismatch) {
+      const expr = sel ? selectorExpression(sel) : `disk.dev_path == "${cfg.machine.install?.disk ?? ''}" && disk.transport != "" && !disk.readonly && !disk.cdrom`
+      throw wrap('runtime configuration validation failed', [`no disks matched the expression: ${expr}`])
+    }
+    if (dryRun) {
+      return { modeDetails: minor <= 12 ? 'Dry run summary:\nNode is running in maintenance mode and does not have a config yet.'
+        : 'Dry run summary:\nApplied configuration without a reboot (skipped in dry-run).\nConfig diff:\n\nNo changes.', warnings: [] }
+    }
+    if (minor >= 13 && mode === 'staged') {
+      this.stagedConfig = { data, cfg }
+      return { modeDetails: 'Staged configuration to be applied after the next reboot', warnings: [] }
+    }
+    this.acceptConfig(data, cfg)
+    const details = minor <= 12 ? '' : mode === 'try'
+      ? 'Applied configuration without a reboot\nThe config is applied in \'try\' mode and will be automatically reverted back in 1m0s'
+      : 'Applied configuration without a reboot'
+    return { modeDetails: details, warnings: [] }
+  }
+
+  acceptConfig(data, cfg) {
+    this.configText = data; this.config = cfg
+    this.role = cfg.machine.type === 'worker' ? 'worker' : 'controlplane'
+    this.foreignCA = !this.ctx.isClusterCA(cfg.machine.ca?.crt)
+    this.talosLog('received new config from the maintenance service')
+    // node leaves maintenance now: v1.12 closes the maintenance service; v1.13 apid switches to mTLS
+    this.after(0.01, () => (this.installed ? this.bootConfigured() : this.install()))
+    this.setStage('booting', this.minor >= 13 ? 'secure' : 'off')
+  }
+
+  /** ISO node: booting -> installing -> rebooting -> boot from disk */
+  install() {
+    const { install } = this.ctx.timings
+    const head = Math.min(2, install * 0.1)
+    this.after(head, () => {
+      this.talosLog(`installing Talos ${this.ctx.scenario.cluster.talosVersion} to ${this.config.machine.install?.disk ?? 'the selected disk'}`)
+      this.setStage('installing')
+    })
+    this.after(install, () => {
+      const disk = this.config.machine.install?.disk
+      const crash = this.ctx.faults.take(this.name, { kind: 'crash' })
+      if (crash || (disk && !this.disks.some((d) => d.dev === disk))) {
+        this.installFailed = crash ? 'install failed: installer container exited with code 1' : `install failed: failed to open disk ${disk}: no such file or directory`
+        this.talosLog(this.installFailed)
+        this.configText = null; this.config = null
+        return this.reboot({ thenMaintenance: true })
+      }
+      this.installed = true
+      this.talosLog('install successful')
+      this.reboot({})
+    })
+  }
+
+  /** rebooting (nothing listens) for `reboot` seconds, then boot again */
+  reboot({ thenMaintenance = false } = {}) {
+    this.newLifecycle()
+    this.etcdHealthy = false; this.apiServerUp = false; this.criUp = false; this.bootDone = false
+    this.setStage('rebooting', 'off')
+    this.after(this.ctx.timings.reboot, () => {
+      const wasMember = this.etcdMember
+      this.resetFlags()
+      this.etcdMember = wasMember
+      if (thenMaintenance || !this.configured) { this.services.clear(); this.setStage('booting', 'off'); this.after(this.ctx.timings.maintenance, () => this.enterMaintenance()) } else this.bootConfigured()
+    })
+  }
+
+  /** boot with a config: Boot sequence; control planes wait for etcd */
+  bootConfigured() {
+    const { boot } = this.ctx.timings
+    this.bootId = randomUUID()
+    for (const id of BASE_SERVICES) if (!['apid', 'machined', 'udevd', 'syslogd'].includes(id)) this.svc(id, 'Waiting', id === 'kubelet' || id === 'cri' ? 'Waiting for service "containerd" to be "up"' : 'Waiting for service "machined" to be "up"')
+    for (const id of ['apid', 'machined', 'udevd', 'syslogd', 'auditd', 'containerd', 'dashboard']) this.startService(id)
+    if (this.role === 'controlplane') { this.svc('etcd', 'Waiting', 'Waiting for service "cri" to be "up"'); this.svc('trustd', 'Waiting', 'Waiting for service "containerd" to be "up"') }
+    this.setStage('booting', 'secure')
+    const loop = this.ctx.faults.take(this.name, { kind: 'boot-loop' })
+    this.after(boot * 0.3, () => this.criReady())
+    this.after(boot, () => {
+      if (loop) { this.talosLog('boot sequence failed: task "startAllServices" failed: context deadline exceeded'); return this.reboot({}) }
+      this.bootDone = true
+      this.maybeRunning()
+    })
+  }
+
+  criReady() {
+    this.criUp = true
+    this.startService('cri')
+    if (this.role === 'controlplane') {
+      this.startService('trustd')
+      this.svc('etcd', 'Preparing', 'Running pre state')
+      if (this.etcdMember) this.ctx.etcdRestart(this)
+      else {
+        this.talosLog('etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:')
+        this.talosLog(`[${this.ip}]`)
+        this.ctx.maybeJoin(this)
+      }
+    }
+    this.startKubelet()
+    this.changed()
+  }
+
+  startKubelet() {
+    if (this.ctx.faults.has(this.name, 'kubelet')) {
+      this.kubeletFailed = true
+      this.svc('kubelet', 'Preparing', 'Running pre state')
+      this.svc('kubelet', 'Failed', `Failed to run pre stage: ${KUBELET_FAILURE}`, false)
+      this.talosLog(`service[kubelet](Failed): Failed to run pre stage: ${KUBELET_FAILURE}`)
+      return
+    }
+    this.startService('kubelet')
+  }
+
+  /** etcd on this control plane came up healthy (bootstrap or join) */
+  etcdUp() {
+    this.etcdHealthy = true
+    this.apiServerUp = true
+    this.svc('etcd', 'Running', 'Health check successful', true)
+    this.talosLog('etcd is healthy')
+    this.ctx.apiServerUp(this)
+    this.maybeRunning()
+    this.changed()
+  }
+
+  maybeRunning() {
+    if (this.stage !== 'booting' || !this.bootDone) return
+    if (this.role === 'controlplane' && !this.etcdHealthy) return
+    this.talosLog('boot sequence: done')
+    this.setStage('running')
+    this.ctx.nodeRunning(this)
+  }
+
+  /** machine.Bootstrap checks in the order of talosctl.md §3.2 */
+  bootstrap() {
+    if (!this.criUp || this.ctx.faults.take(this.name, { kind: 'bootstrap-not-ready' })) {
+      throw rpc('FailedPrecondition', 'bootstrap is not available yet')
+    }
+    if (this.role !== 'controlplane') {
+      throw this.minor <= 12 ? rpc('FailedPrecondition', 'bootstrap can only be performed on a control plane node')
+        : rpc('Unimplemented', 'bootstrap is only available on control plane nodes')
+    }
+    if (this.etcdMember || this.joining) throw rpc('AlreadyExists', 'etcd data directory is not empty')
+    this.ctx.etcdBootstrap(this)
+  }
+
+  /** machine.Reset: graceful leaves etcd; --reboot ends in maintenance, else powered off */
+  reset({ graceful = true, reboot = false } = {}) {
+    this.newLifecycle()
+    this.setStage('resetting')
+    this.ctx.nodeReset(this, { graceful })
+    this.after(2, () => {
+      this.configText = null; this.config = null; this.role = this.spec.role
+      this.installed = this.spec.image === 'disk' ? true : this.installed
+      this.resetFlags()
+      this.services.clear()
+      if (reboot) {
+        this.setStage('rebooting', 'off')
+        this.after(this.ctx.timings.reboot, () => this.powerOn())
+      } else {
+        this.poweredOff = true
+        this.setStage('shutting down', 'off')
+      }
+    })
+  }
+
+  // ---- status ----
+  unmetConditions() {
+    if (!['booting', 'running'].includes(this.stage) || !this.configured) return []
+    const out = []
+    if (!this.criUp) out.push({ name: 'time', reason: 'time is not synced' })
+    const bad = REQUIRED[this.role].map((id) => {
+      const s = this.services.get(id)
+      if (!s || s.state !== 'Running') return `${id} not running`
+      if (s.healthy === false) return `${id} not healthy`
+      return null
+    }).filter(Boolean)
+    if (bad.length) out.push({ name: 'services', reason: bad.join(', ') })
+    if (this.role === 'controlplane' && !this.apiServerUp) {
+      out.push({ name: 'staticPods', reason: ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'].map((p) => `kube-system/${p}-${this.name} pending`).join(', ') })
+    }
+    if (!this.registered) out.push({ name: 'nodeReady', reason: `node "${this.name}" status is not available yet` })
+    else if (!this.ctx.kubeNodeReady(this.name)) out.push({ name: 'nodeReady', reason: `node "${this.name}" is not ready` })
+    return out
+  }
+
+  machineStatus() {
+    const unmetConditions = this.unmetConditions()
+    return { stage: this.stage, status: { ready: unmetConditions.length === 0, unmetConditions } }
+  }
+
+  view() {
+    const ms = this.machineStatus()
+    return { name: this.name, ip: this.ip, role: this.role, image: this.image, stage: this.stage, ready: ms.status.ready,
+      unmetConditions: ms.status.unmetConditions, configured: this.configured, installed: this.installed,
+      listener: this.ctx.listenerMode?.(this) ?? this.listener, etcdMember: this.etcdMember, etcdHealthy: this.etcdHealthy,
+      apiServerUp: this.apiServerUp, registered: this.registered, bootId: this.bootId,
+      services: Object.fromEntries([...this.services.values()].map((s) => [s.id, s.state])) }
+  }
+}
+
+export const memberId = () => randomBytes(8).toString('hex')

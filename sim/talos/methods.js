@@ -1,0 +1,182 @@
+// Handlers of the node API methods (ARCHITECTURE.md "Talos node protocol").
+// Each gets (sim, node, body, {insecure}) and returns the per-node `data` or throws RpcError.
+import { stringify } from 'yaml'
+import { rpc } from './errors.js'
+import { DEFINITIONS, resolveType, publicDefinition, notFound } from './resources.js'
+
+const GO_VERSION = 'go1.25.5'
+const sha = (tag) => Buffer.from(tag).toString('hex').padEnd(8, '0').slice(0, 8)
+const prettySize = (b) => {
+  for (const [u, v] of [['TB', 1e12], ['GB', 1e9], ['MB', 1e6], ['kB', 1e3]]) if (b >= v) return `${Math.round((b / v) * 10) / 10} ${u}`
+  return `${b} B`
+}
+
+function resource(node, d, id, spec, extra = {}) {
+  return {
+    metadata: { namespace: d.namespace, type: d.type, id, version: node.rev + 1, owner: extra.owner ?? '',
+      phase: 'running', created: node.created.toISOString().replace(/\.\d+Z$/, 'Z'),
+      updated: node.updated.toISOString().replace(/\.\d+Z$/, 'Z'), ...(extra.annotations ? { annotations: extra.annotations } : {}) },
+    spec,
+  }
+}
+
+/** all resources of one definition on a node */
+function listResources(sim, node, d) {
+  const cluster = sim.scenario.cluster
+  switch (d.displayType) {
+    case 'MachineStatus': return [resource(node, d, 'machine', node.machineStatus(), { owner: 'runtime.MachineStatusController' })]
+    case 'Disk': return node.disks.map((x) => resource(node, d, x.id, {
+      dev_path: x.dev, size: x.size, pretty_size: prettySize(x.size), io_size: 512, sector_size: 512, readonly: x.readonly,
+      cdrom: x.cdrom, model: x.model, serial: x.serial, wwid: x.wwid, transport: x.transport, rotational: x.rotational,
+      bus_path: `/pci0000:00/0000:00:0${x.id.length}.0/virtio${x.id.charCodeAt(x.id.length - 1) - 97}`, sub_system: '/sys/class/block',
+    }, { owner: 'block.DisksController' }))
+    case 'SystemDisk': {
+      if (!node.installed || !node.configured || node.stage === 'maintenance') return []
+      const dev = node.config?.machine?.install?.disk ?? node.disks[0].dev
+      return [resource(node, d, 'system-disk', { diskID: dev.replace('/dev/', ''), devPath: dev }, { owner: 'block.SystemDiskController' })]
+    }
+    case 'Nodename': return node.configured ? [resource(node, d, 'nodename', { nodename: node.name, hostnameVersion: '1', skipNodeRegistration: false }, { owner: 'k8s.NodenameController' })] : []
+    case 'MachineConfig': return node.configured ? [resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } })] : []
+    case 'MachineType': return [resource(node, d, 'machine-type', node.configured ? node.role : 'unknown')]
+    case 'EtcdMember': return node.etcdMember ? [resource(node, d, 'local', { memberID: node.etcdMember }, { owner: 'etcd.MemberController' })] : []
+    case 'Service': return [...node.services.values()].sort((a, b) => a.id.localeCompare(b.id)).map((s) =>
+      resource(node, d, s.id, { running: s.state === 'Running', healthy: s.healthy === true, unknown: s.healthy == null }))
+    case 'HostnameStatus': return [resource(node, d, 'hostname', { hostname: node.configured ? node.name : `talos-${node.ip.replace(/\./g, '-')}`, domainname: '' })]
+    case 'Version': return [resource(node, d, 'version', { name: 'Talos', version: cluster.talosVersion })]
+    case 'Member': {
+      if (!node.configured) return []
+      return sim.allNodes().filter((n) => n.configured && ['booting', 'running'].includes(n.stage) && n.installed).map((n) =>
+        resource(node, d, n.name, { nodeId: n.bootId.replace(/-/g, '').slice(0, 22), addresses: [n.ip], hostname: n.name,
+          machineType: n.role, operatingSystem: `Talos (${cluster.talosVersion})` }, { owner: 'cluster.MemberController' }))
+    }
+    default: return []
+  }
+}
+
+const etcdNodeOnly = (node, what) => {
+  if (node.role !== 'controlplane') throw rpc('Unimplemented', `${what} is only available on control plane nodes`)
+  if (!node.etcdHealthy) throw rpc('Unknown', `failed to create etcd client: error getting endpoints: etcd is not running on ${node.ip}`)
+}
+
+export const METHODS = {
+  'resources.Get'(sim, node, body, { insecure }) {
+    const d = resolveType(body.type)
+    if (insecure && d.sensitive) throw rpc('PermissionDenied', 'not authorized')
+    if (body.namespace && body.namespace !== d.namespace) throw rpc('PermissionDenied', `namespace "${body.namespace}" is not supported`)
+    let resources = listResources(sim, node, d)
+    if (body.id != null && body.id !== '') {
+      resources = resources.filter((r) => r.metadata.id === body.id)
+      if (!resources.length) throw notFound(d, body.namespace, body.id)
+    }
+    return { definition: publicDefinition(d), resources }
+  },
+
+  'machine.Version'(sim, node, body, { insecure, maintenance }) {
+    if (maintenance && sim.talosMinor <= 12) throw rpc('Unimplemented', 'API is not implemented in maintenance mode')
+    const tag = sim.scenario.cluster.talosVersion
+    return { tag, sha: sha(tag), goVersion: GO_VERSION, os: 'linux', arch: 'amd64', features: { rbac: !insecure || sim.talosMinor >= 13 } }
+  },
+
+  'machine.ApplyConfiguration'(sim, node, body, { maintenance }) {
+    if (maintenance) return node.applyMaintenance(body)
+    // normal mode on a configured node: accepted; a changed machine type would need a reboot
+    if (['rebooting', 'installing'].includes(node.stage)) throw rpc('FailedPrecondition', 'configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot')
+    const mode = body.mode ?? 'auto'
+    if (body.dryRun) return { modeDetails: 'Dry run summary:\nApplied configuration without a reboot (skipped in dry-run).\nConfig diff:\n\nNo changes.', warnings: [] }
+    if (mode === 'staged') return { modeDetails: 'Staged configuration to be applied after the next reboot', warnings: [] }
+    node.configText = body.data
+    return { modeDetails: mode === 'reboot' ? 'Applied configuration with a reboot' : 'Applied configuration without a reboot', warnings: [] }
+  },
+
+  'machine.Bootstrap'(sim, node) { node.bootstrap(); return {} },
+
+  'machine.Kubeconfig'(sim, node) {
+    if (node.role !== 'controlplane') throw rpc('Unimplemented', 'kubeconfig is only available on control plane nodes')
+    return { kubeconfig: sim.kubeconfigYaml() }
+  },
+
+  'machine.ServiceList'(sim, node) {
+    return { services: [...node.services.values()].sort((a, b) => a.id.localeCompare(b.id)).map((s) => ({
+      id: s.id, state: s.state, health: { unknown: s.healthy == null, healthy: s.healthy === true, lastMessage: s.lastMessage },
+      events: s.events.map((e) => ({ ...e })) })) }
+  },
+
+  'machine.ServiceAction'(sim, node, body) {
+    const { id, action } = body
+    if (!['start', 'stop', 'restart'].includes(action)) throw rpc('Unknown', `unsupported service action: "${action}"`)
+    if (!node.services.has(id)) throw rpc('NotFound', `service "${id}" is not registered`)
+    if (action === 'stop') node.svc(id, 'Finished', 'Service finished successfully', null)
+    else if (id === 'kubelet' && node.ctx.faults.has(node.name, 'kubelet')) node.startKubelet()
+    else node.startService(id)
+    node.changed()
+    const verb = { start: 'started', stop: 'stopped', restart: 'restarted' }[action]
+    return { response: `Service "${id}" ${verb}` }
+  },
+
+  'machine.EtcdMemberList'(sim, node) {
+    if (node.role !== 'controlplane') throw rpc('Unimplemented', 'member list is only available on control plane nodes')
+    etcdNodeOnly(node, 'member list')
+    return { members: sim.etcdMembers(node).map((m) => ({ id: m.id, hostname: m.hostname, peerUrls: [`https://${m.ip}:2380`], clientUrls: [`https://${m.ip}:2379`], isLearner: false })) }
+  },
+
+  'machine.EtcdStatus'(sim, node) {
+    if (node.role !== 'controlplane') throw rpc('Unimplemented', 'etcd status is only available on control plane nodes')
+    etcdNodeOnly(node, 'etcd status')
+    const members = sim.etcdMembers(node)
+    return { memberId: node.etcdMember, dbSize: 4096000 + members.length * 20480, dbSizeInUse: 1835008, leader: members[0]?.id ?? node.etcdMember,
+      raftIndex: 1000 + node.rev, raftTerm: 2, raftAppliedIndex: 1000 + node.rev, isLearner: false, protocol: '3.6.5', storage: '3.6.0', errors: [] }
+  },
+
+  'machine.EtcdRemoveMemberByID'(sim, node, body) {
+    etcdNodeOnly(node, 'etcd')
+    sim.etcdRemove(body.memberId)
+    return {}
+  },
+
+  'machine.EtcdLeaveCluster'(sim, node) {
+    etcdNodeOnly(node, 'etcd')
+    sim.etcdRemove(node.etcdMember)
+    return {}
+  },
+
+  'machine.Reset'(sim, node, body, { maintenance }) {
+    if (maintenance) throw sim.talosMinor <= 12 ? rpc('Unimplemented', 'API is not implemented in maintenance mode') : rpc('PermissionDenied', 'not authorized')
+    node.ctx.clock.after(0.01, () => node.reset({ graceful: body.graceful !== false, reboot: !!body.reboot }))
+    return {}
+  },
+
+  'machine.Reboot'(sim, node, body) {
+    const mode = body.mode ?? 'default'
+    if (!['default', 'powercycle', 'force', ''].includes(mode)) throw rpc('Unknown', `invalid reboot mode: "${mode}"`)
+    node.ctx.clock.after(0.01, () => node.reboot({}))
+    return {}
+  },
+
+  'machine.Dmesg'(sim, node) { return { lines: node.logs.map((l) => ({ ...l })) } },
+}
+
+// methods the maintenance API serves (everything else: Unimplemented)
+export const MAINTENANCE_METHODS = new Set(['resources.Get', 'machine.ApplyConfiguration', 'machine.Version', 'machine.Reset'])
+
+/** `on:` kind of a call for faults and the calls log */
+export function callKind(method, insecure) {
+  if (insecure && (method === 'resources.Get' || method === 'machine.Version')) return 'probe'
+  return {
+    'machine.ApplyConfiguration': 'apply', 'machine.Bootstrap': 'bootstrap', 'machine.Kubeconfig': 'kubeconfig',
+    'machine.ServiceAction': 'service', 'machine.Reset': 'reset', 'machine.Reboot': 'reboot', 'cluster.HealthCheck': 'health',
+    'machine.EtcdMemberList': 'etcd', 'machine.EtcdStatus': 'etcd', 'machine.EtcdRemoveMemberByID': 'etcd', 'machine.EtcdLeaveCluster': 'etcd',
+  }[method] ?? 'get'
+}
+
+export function kubeconfigYaml(scenario, pki) {
+  const name = scenario.cluster.name
+  const b64 = (s) => Buffer.from(s).toString('base64')
+  return stringify({
+    apiVersion: 'v1', kind: 'Config',
+    clusters: [{ name, cluster: { server: scenario.cluster.endpoint, 'certificate-authority-data': b64(pki.kube.ca.cert) } }],
+    users: [{ name: `admin@${name}`, user: { 'client-certificate-data': b64(pki.kube.admin.cert), 'client-key-data': b64(pki.kube.admin.key) } }],
+    contexts: [{ context: { cluster: name, namespace: 'default', user: `admin@${name}` }, name: `admin@${name}` }],
+    'current-context': `admin@${name}`,
+  }, { lineWidth: 0 })
+}
+export { DEFINITIONS }

@@ -1,0 +1,196 @@
+// The node API on <ip>:50000: a real TLS listener whose mode follows the node's stage
+// (off | maintenance | secure | pki | hang), speaking the protocol of ARCHITECTURE.md.
+import https from 'node:https'
+import net from 'node:net'
+import { rpc, RpcError, dialRefused, unknownAuthority } from './errors.js'
+import { METHODS, MAINTENANCE_METHODS, callKind } from './methods.js'
+import { healthCheck } from './health.js'
+
+export const TALOS_PORT = 50000
+
+export class NodeServer {
+  constructor(sim, node) {
+    this.sim = sim; this.node = node
+    this.mode = 'off'; this.server = null; this.sockets = new Set()
+    this.queue = Promise.resolve()
+    this.connections = 0
+    this.active = new Set() // responses in flight: a stage change lets them finish first
+  }
+
+  /** switch the listener; serialized so close/listen never overlap */
+  setMode(mode) {
+    if (mode === this.wanted) return this.queue
+    this.wanted = mode
+    this.queue = this.queue.then(() => this.apply(mode)).catch((e) => this.sim.log(`listener ${this.node.ip}: ${e.message}`))
+    return this.queue
+  }
+
+  async apply(mode) {
+    if (mode !== this.wanted || mode === this.mode) return
+    await this.closeServer()
+    this.mode = mode
+    if (mode === 'off' || this.sim.stopped) return
+    const opts = await this.tlsOptions(mode)
+    const server = mode === 'hang'
+      ? net.createServer(() => {}) // accept and never answer: the client waits for its own deadline
+      : https.createServer(opts, (req, res) => this.track(res) && handleRequest(this.sim, this.node, mode, req, res).catch((e) => {
+        this.sim.log(`request ${req.url} on ${this.node.ip}: ${e.stack}`)
+        if (!res.headersSent) res.writeHead(500)
+        res.end()
+      }))
+    server.on('connection', (s) => { this.sockets.add(s); this.connections++; s.on('close', () => this.sockets.delete(s)) })
+    server.on('tlsClientError', () => {})
+    server.keepAliveTimeout = 1000
+    await new Promise((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(TALOS_PORT, this.node.ip, () => { server.off('error', reject); resolve() })
+    })
+    this.server = server
+  }
+
+  async tlsOptions(mode) {
+    const { pki } = this.sim
+    if (mode === 'maintenance') return { ...pki.maintenance.get(this.node.name), minVersion: 'TLSv1.2' }
+    if (mode === 'pki') {
+      const other = await pki.otherIdentity(this.node)
+      return { cert: other.cert, key: other.key, ca: other.ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }
+    }
+    return { cert: pki.talos.apid.cert, key: pki.talos.apid.key, ca: pki.talos.ca.cert, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }
+  }
+
+  track(res) {
+    this.active.add(res)
+    const done = () => this.active.delete(res)
+    res.on('finish', done); res.on('close', done)
+    return true
+  }
+
+  async closeServer() {
+    const s = this.server
+    this.server = null
+    if (!s) return
+    s.close()
+    // let answers already being written go out (a hung `timeout` call is cut after 300 ms)
+    await new Promise((r) => setImmediate(r))
+    for (let i = 0; i < 30 && [...this.active].some((res) => !res.writableEnded || res.writableLength); i++) {
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    this.active.clear()
+    for (const sock of this.sockets) sock.destroy()
+    this.sockets.clear()
+    await new Promise((resolve) => (s.listening ? s.close(() => resolve()) : resolve()))
+  }
+
+  close() { this.wanted = 'off'; this.queue = this.queue.then(() => { this.mode = 'off'; return this.closeServer() }); return this.queue }
+}
+
+const readBody = (req) => new Promise((resolve, reject) => {
+  let b = ''
+  req.setEncoding('utf8')
+  req.on('data', (d) => { b += d })
+  req.on('end', () => resolve(b))
+  req.on('error', reject)
+})
+
+/** command and its args from talosctl's argv (flags may precede the sub-command) */
+const VALUE_FLAGS = new Set(['-n', '--nodes', '-e', '--endpoints', '--talosconfig', '--context', '-c', '--cluster', '--siderov1-keys-dir'])
+export function splitArgv(argv) {
+  if (!Array.isArray(argv)) return { command: null, args: [] }
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (a.startsWith('-')) { if (!a.includes('=') && VALUE_FLAGS.has(a)) i++; continue }
+    return { command: a, args: [...argv.slice(0, i), ...argv.slice(i + 1)] }
+  }
+  return { command: null, args: argv }
+}
+const METHOD_COMMANDS = { 'resources.Get': 'get', 'machine.ApplyConfiguration': 'apply-config', 'machine.Version': 'version',
+  'machine.Bootstrap': 'bootstrap', 'machine.Kubeconfig': 'kubeconfig', 'machine.ServiceList': 'service', 'machine.ServiceAction': 'service',
+  'machine.Reset': 'reset', 'machine.Reboot': 'reboot', 'machine.Dmesg': 'dmesg', 'cluster.HealthCheck': 'health' }
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+const send = (res, obj) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(obj)) }
+const errText = (e) => `rpc error: code = ${e.code} desc = ${e.message}`
+
+async function handleRequest(sim, endpoint, mode, req, res) {
+  const method = decodeURIComponent(req.url.slice(1).split('?')[0])
+  const raw = await readBody(req)
+  let body = {}
+  try { body = raw ? JSON.parse(raw) : {} } catch { return send(res, { error: rpc('InvalidArgument', 'invalid request body').toJSON() }) }
+  let argv = null
+  try { argv = JSON.parse(req.headers['x-sim-argv'] ?? 'null') } catch { /* log without argv */ }
+  const { command, args } = splitArgv(argv)
+  const insecure = mode === 'maintenance'
+  const kind = callKind(method, insecure)
+  const rec = (node, outcome) => sim.record({ time: new Date().toISOString(), node: node?.name ?? null, ip: node?.ip ?? null, tool: 'talosctl',
+    call: kind, command: command ?? METHOD_COMMANDS[method] ?? method, args, outcome })
+
+  // latency faults of the endpoint (every call, or one kind of call)
+  const lat = sim.faults.find(endpoint.name, { kind: 'latency' }).filter((f) => f.on === 'any' || f.on === kind)
+  for (const f of lat) { sim.faults.take(endpoint.name, { kind: 'latency', on: f.on }); await sleep(f.ms) }
+
+  const topError = (e, node = endpoint) => { rec(node, `error: ${errText(e)}`); send(res, { error: e.toJSON() }) }
+  const handler = METHODS[method]
+  if (!handler && method !== 'cluster.HealthCheck') return topError(rpc('Unimplemented', `unknown method ${method}`))
+
+  // call-scoped transport faults of the endpoint
+  const fault = sim.takeCallFault(endpoint.name, kind)
+  if (fault) {
+    if (fault.kind === 'refused' || fault.kind === 'unreachable') {
+      rec(endpoint, `error: ${errText(rpc('Unavailable', dialRefused(endpoint.ip)))}`)
+      return send(res, { transportError: 'refused' })
+    }
+    if (fault.kind === 'timeout') { rec(endpoint, 'error: no answer (timeout)'); return } // never answer
+    if (fault.kind === 'unavailable') return topError(rpc('Unavailable', 'error reading from server: EOF'))
+  }
+
+  if (insecure && !MAINTENANCE_METHODS.has(method)) return topError(rpc('Unimplemented', 'API is not implemented in maintenance mode'))
+
+  // which nodes the call targets (x-talos-nodes; none => this node, unnamed)
+  const header = insecure ? '' : String(req.headers['x-talos-nodes'] ?? '').trim()
+  let targets = header ? header.split(',').map((s) => s.trim()).filter(Boolean) : []
+  const bad = targets.find((t) => /:\d+$/.test(t))
+  if (bad) return topError(rpc('Internal', `invalid target "${bad}"`))
+  const self = (t) => t === endpoint.ip || t === endpoint.name
+  if (targets.length && endpoint.role === 'worker') {
+    if (!targets.every(self)) return topError(rpc('PermissionDenied', 'no request forwarding'))
+    targets = [] // handled locally: replies carry no hostname
+  }
+  const list = targets.length ? targets.map((t) => ({ str: t, node: sim.lookup(t) })) : [{ str: '', node: endpoint }]
+
+  if (method === 'cluster.HealthCheck') {
+    rec(endpoint, 'ok')
+    return healthCheck(sim, endpoint, body, req, res)
+  }
+
+  const messages = []
+  for (const { str, node } of list) {
+    const ctx = { insecure, maintenance: insecure }
+    try {
+      if (!node) throw rpc('Unavailable', /^\d+\.\d+\.\d+\.\d+$/.test(str) ? dialRefused(str) : `connection error: desc = "transport: Error while dialing: dial tcp: lookup ${str}: no such host"`)
+      if (node !== endpoint) {
+        // apid proxies to the target over mTLS: the target's listener decides what it sees
+        const m = sim.listenerMode(node)
+        if (m === 'off') throw rpc('Unavailable', dialRefused(node.ip))
+        if (m === 'hang') throw rpc('Unavailable', `connection error: desc = "transport: Error while dialing: dial tcp ${node.ip}:50000: i/o timeout"`)
+        if (m === 'maintenance') throw rpc('Unavailable', unknownAuthority(false))
+        if (m === 'pki') throw rpc('Unavailable', unknownAuthority(true))
+        for (const f of sim.faults.find(node.name, { kind: 'latency' }).filter((x) => x.on === 'any' || x.on === kind)) {
+          sim.faults.take(node.name, { kind: 'latency', on: f.on }); await sleep(f.ms)
+        }
+        const tf = sim.takeCallFault(node.name, kind)
+        if (tf?.kind === 'refused' || tf?.kind === 'unreachable') throw rpc('Unavailable', dialRefused(node.ip))
+        if (tf?.kind === 'timeout') throw rpc('DeadlineExceeded', 'context deadline exceeded')
+        if (tf?.kind === 'unavailable') throw rpc('Unavailable', 'error reading from server: EOF')
+      }
+      const data = await handler(sim, node, body, ctx)
+      rec(node, 'ok')
+      messages.push({ node: str, error: null, data })
+    } catch (e) {
+      if (!(e instanceof RpcError)) throw e
+      if (insecure) return topError(e, node ?? endpoint)
+      rec(node ?? { name: null, ip: str }, `error: ${errText(e)}`)
+      messages.push({ node: str, error: e.toJSON(), data: null })
+    }
+  }
+  send(res, { messages })
+}
