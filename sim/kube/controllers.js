@@ -13,6 +13,10 @@ const HOST_NETWORK_START = 1
 const FLUX_RECONCILE = 3
 const RECHECK = 60 // how often a faulted CNI pod / Kustomization looks again
 
+// pod-template-hash / controller-revision-hash: 10 chars of the name generator's alphabet.
+const SAFE = 'bcdfghjklmnpqrstvwxz2456789'
+const templateHash = (tpl) => [...createHash('sha256').update(JSON.stringify(tpl || {})).digest().subarray(0, 10)].map((b) => SAFE[b % SAFE.length]).join('')
+
 const DEFAULT_FLUX_MESSAGE = "kustomize build failed: accumulating resources: accumulation err='accumulating resources from './apps': open /tmp/kustomization-1820734512/apps: no such file or directory'"
 
 export function createControllers({ store, registry, clock, timings, faults }) {
@@ -201,7 +205,7 @@ export function createControllers({ store, registry, clock, timings, faults }) {
     owned = store.list(PODS, ds.metadata.namespace).filter((p) => ownedBy(p, ds))
     for (const n of wanted) {
       if (owned.some((p) => p.spec.nodeName === n.metadata.name)) continue
-      const hash = createHash('sha256').update(JSON.stringify(ds.spec?.template || {})).digest('hex').slice(0, 10)
+      const hash = templateHash(ds.spec?.template)
       const pod = newPod(ds, `${ds.metadata.name}-${randomSuffix()}`, { 'controller-revision-hash': hash, 'pod-template-generation': gen }, n.metadata.name)
       if (pod) owned.push(pod)
     }
@@ -224,7 +228,7 @@ export function createControllers({ store, registry, clock, timings, faults }) {
   }
 
   function reconcileDeployment(d, pods) {
-    const hash = createHash('sha256').update(JSON.stringify(d.spec?.template || {})).digest('hex').slice(0, 10)
+    const hash = templateHash(d.spec?.template)
     const replicas = d.spec?.replicas ?? 1
     let owned = pods.filter((p) => ownedBy(p, d))
     const current = owned.filter((p) => p.metadata.labels?.['pod-template-hash'] === hash)

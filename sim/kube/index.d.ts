@@ -31,5 +31,5 @@ export interface Kube {
 export const NOT_READY_MESSAGE: string
 export const CNI_ANNOTATION: string
 export function createRealtimeClock(opts?: { speed?: number; start?: Date }): SimClock & { speed: number }
-export function createKube(opts?: { clock?: SimClock; kubernetesVersion?: string; timings?: { cni?: number; [k: string]: number | undefined }; faults?: KubeFaults; record?: (c: CallRecord) => void }): Kube
+export function createKube(opts?: { clock?: SimClock; kubernetesVersion?: string; timings?: { cni?: number; [k: string]: number | undefined }; faults?: KubeFaults; record?: (c: CallRecord) => void; historyLimit?: number }): Kube
 export function createKubeServer(opts: { kube: Kube; tls?: { key: string | Buffer; cert: string | Buffer; ca?: string | Buffer; requestCert?: boolean }; host?: string; port?: number }): Promise<{ server: Server; url: string; close(): Promise<void> }>

@@ -20,6 +20,7 @@
 // kube.removeNode(name)      reset: the Node and its pods go
 // kube.nodeReady(name)       the Node's Ready condition is True
 // kube.stop()                cancel every controller timer
+// (historyLimit: how many writes watches can resume across; tests shrink it to see 410s)
 import http from 'node:http'
 import https from 'node:https'
 import { createControllers, CNI_ANNOTATION } from './controllers.js'
@@ -45,10 +46,10 @@ export function createRealtimeClock({ speed = 1, start = new Date() } = {}) {
   }
 }
 
-export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {}, faults, record } = {}) {
+export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {}, faults, record, historyLimit } = {}) {
   if (!clock) clock = createRealtimeClock()
   const registry = createRegistry()
-  const store = createStore({ clock })
+  const store = createStore({ clock, historyLimit })
   const controllers = createControllers({ store, registry, clock, timings: { cni: 20, ...timings }, faults, record })
   let up = false
   const def = (g, v, p) => registry.get(g, v, p)

@@ -5,9 +5,7 @@ import { randomUUID } from 'node:crypto'
 import { clone, deepEqual, rfc3339 } from './util.js'
 import { alreadyExists, conflict, expired, notFound } from './status.js'
 
-const HISTORY = 20000
-
-export function createStore({ clock }) {
+export function createStore({ clock, historyLimit = 20000 }) {
   let rv = 1000
   const objects = new Map() // def.key -> Map(`${ns}/${name}` -> obj)
   const history = [] // { rv, key, type, obj, old }
@@ -23,7 +21,7 @@ export function createStore({ clock }) {
   function emit(def, type, obj, old) {
     const event = { rv: Number(obj.metadata.resourceVersion), key: def.key, type, obj, old }
     history.push(event)
-    if (history.length > HISTORY) history.splice(0, history.length - HISTORY)
+    if (history.length > historyLimit) history.splice(0, history.length - historyLimit)
     for (const w of watchers) if (w.def.key === def.key) w.deliver(event)
     for (const fn of listeners) fn(def, type, clone(obj), clone(old))
   }
