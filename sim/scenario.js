@@ -1,7 +1,6 @@
 // Parse and validate a scenario (YAML text, file path or object). Errors name the field and,
 // for YAML, the line: `scenario.yaml:12: nodes[2].ip: "10.0.0.5" is not in 127.0.0.0/8`.
 import { readFileSync } from 'node:fs'
-import { basename } from 'node:path'
 import { parseDocument, LineCounter, isSeq } from 'yaml'
 import { FAULT_KINDS } from './faults.js'
 
@@ -36,7 +35,7 @@ export function loadScenario(input) {
   if (typeof input === 'object' && input !== null) return validateScenario(structuredClone(input), {})
   let text = input, file
   if (!/\n/.test(input)) { file = input; text = readFileSync(input, 'utf8') }
-  return parseScenario(text, file ? basename(file) : 'scenario.yaml')
+  return parseScenario(text, file ?? 'scenario.yaml')
 }
 
 export function parseScenario(text, file = 'scenario.yaml') {
