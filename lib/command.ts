@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { which } from 'zx'
 import { parseCommandArgs, type CommandArgs } from './args.js'
 import { errorMessage, ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
@@ -17,6 +17,9 @@ import { runPhases } from './runner.js'
 import { loadSettings } from './settings.js'
 import { failureDetails, summaryTable } from './summary.js'
 import { TOOL_ENV, ToolRunner, type ToolName } from './tools/exec.js'
+import { Flux } from './tools/flux.js'
+import { Helm } from './tools/helm.js'
+import { Kubectl } from './tools/kubectl.js'
 import { Talosctl } from './tools/talosctl.js'
 
 export interface CommandSpec {
@@ -127,6 +130,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     redactor,
     ...(args.dryRun ? {} : { logFile: join(stateDir(inventory.clusterDir), 'commands.log') }),
   })
+  const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
   const run: Run = {
     command: spec.command,
     settings,
@@ -138,6 +142,11 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     redactor,
     tools,
     talosctl: new Talosctl(tools, inventory),
+    kubectl: new Kubectl(tools, kubeconfig),
+    helm: new Helm(tools, kubeconfig),
+    flux: new Flux(tools, kubeconfig),
+    kubeconfig,
+    failed: new Map(),
     warn: output.warn,
   }
 

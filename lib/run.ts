@@ -3,6 +3,9 @@ import type { ClusterNode, Inventory } from './inventory.js'
 import type { Redactor } from './redact.js'
 import type { Settings } from './settings.js'
 import type { ToolRunner } from './tools/exec.js'
+import type { Flux } from './tools/flux.js'
+import type { Helm } from './tools/helm.js'
+import type { Kubectl } from './tools/kubectl.js'
 import type { Talosctl } from './tools/talosctl.js'
 
 export interface RunOptions {
@@ -24,6 +27,13 @@ export interface Run {
   redactor: Redactor
   tools: ToolRunner
   talosctl: Talosctl
+  kubectl: Kubectl
+  helm: Helm
+  flux: Flux
+  /** absolute path of the kubeconfig the bootstrap phase writes and later phases use */
+  kubeconfig: string
+  /** node name -> the phase it failed in (filled by the runner; later phases skip these nodes) */
+  failed: Map<string, string>
   /** prints a warning line (stderr) */
   warn: (message: string) => void
 }

@@ -16,8 +16,8 @@ export function plainOutput(): boolean {
 
 /** Where each node stands across the phases of one command. */
 class Tracker {
-  /** node name -> the phase (and step) it failed in */
-  readonly failedIn = new Map<string, string>()
+  constructor(readonly failedIn: Map<string, string>) {}
+
   stopRequested = false
   readonly started = performance.now()
 }
@@ -36,7 +36,7 @@ function toRecord(err: unknown, node: ClusterNode): ErrorRecord {
  * not-run in the phases after it. Returns a result per phase for the summary and the report.
  */
 export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[]> {
-  const tracker = new Tracker()
+  const tracker = new Tracker(run.failed)
   const results: PhaseResult[] = []
   const tasks: ListrTask[] = phases.map((phase) => ({
     title: phase.title,

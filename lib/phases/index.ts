@@ -1,16 +1,15 @@
 import type { Phase } from '../phase.js'
 import type { PhaseName } from '../results.js'
 import { apply } from './apply.js'
+import { bootstrap } from './bootstrap.js'
+import { flux } from './flux.js'
 import { preflight } from './preflight.js'
 import { verify } from './verify.js'
+import { waitReady } from './wait-ready.js'
 
 /** Phases in the order a full bootstrap runs them. */
-export const PHASES: Partial<Record<PhaseName, Phase>> = { preflight, apply, verify }
+export const PHASES: Record<PhaseName, Phase> = { preflight, apply, verify, bootstrap, 'wait-ready': waitReady, flux }
 
 export function phasesFor(names: PhaseName[]): Phase[] {
-  return names.map((name) => {
-    const phase = PHASES[name]
-    if (!phase) throw new Error(`phase ${name} is not implemented yet`)
-    return phase
-  })
+  return names.map((name) => PHASES[name])
 }

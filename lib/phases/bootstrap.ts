@@ -1,0 +1,153 @@
+import { chmodSync, existsSync } from 'node:fs'
+import { NodeError } from '../classify.js'
+import { hintFor } from '../hints.js'
+import type { ClusterNode } from '../inventory.js'
+import { apiUrl, kubeconfigServer, setKubeconfigServer } from '../kubeconfig.js'
+import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
+import { pollUntil, PollTimeout } from '../poll.js'
+import { withRetry } from '../retry.js'
+import type { Run } from '../run.js'
+import { SharedReading } from '../shared-reading.js'
+import type { EtcdMember } from '../tools/talosctl.js'
+
+const controlPlanes = (run: Run): ClusterNode[] => run.inventory.nodes.filter((n) => n.role === 'controlplane')
+
+/** The control plane that bootstraps etcd: bootstrapNode from settings, else the first in the inventory. */
+export function bootstrapNode(run: Run): ClusterNode {
+  const wanted = run.settings.bootstrapNode
+  const cps = controlPlanes(run)
+  const node = wanted ? cps.find((n) => n.name === wanted || n.ip === wanted) : cps[0]
+  if (!node) throw new NodeError('wrong-node', `bootstrapNode "${wanted}" is not a control plane of the inventory`, hintFor('wrong-node', cps[0] as ClusterNode))
+  return node
+}
+
+/** etcd runs on some control plane already: the cluster was bootstrapped (never bootstrap twice). */
+async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<ClusterNode | undefined> {
+  for (const cp of controlPlanes(run)) {
+    if (run.failed.has(cp.name)) continue
+    try {
+      const etcd = await run.talosctl.serviceStatus(cp, 'etcd')
+      report.progress(`etcd on ${cp.name}: ${etcd.state}`)
+      if (etcd.state === 'Running') return cp
+    } catch (err) {
+      if (!(err instanceof NodeError)) throw err
+      // a control plane that does not answer cannot tell; the others can
+    }
+  }
+  return undefined
+}
+
+async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
+  if (!run.options.dryRun) {
+    const running = await etcdRunningSomewhere(run, report)
+    if (running) return `already bootstrapped (etcd running on ${running.name})`
+  }
+  const node = bootstrapNode(run)
+  report.progress(`talosctl bootstrap on ${node.name}`)
+  try {
+    await withRetry(() => run.talosctl.bootstrap(node), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
+  } catch (err) {
+    // AlreadyExists: etcd's data directory is not empty, so it was bootstrapped (or joined) before
+    if (err instanceof NodeError && /etcd data directory is not empty/.test(err.message)) return `already bootstrapped (${node.name})`
+    throw err
+  }
+  return `bootstrapped on ${node.name}`
+}
+
+/** Every control plane an etcd member (not a learner), read through the bootstrap node once per poll. */
+function memberReading(run: Run): SharedReading<EtcdMember[]> {
+  return new SharedReading(async () => run.talosctl.etcdMembers(bootstrapNode(run)), run.settings.pollIntervalMs / 2)
+}
+
+function joinStep(members: SharedReading<EtcdMember[]>) {
+  return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
+    try {
+      const detail = await pollUntil(
+        async () => {
+          let list: EtcdMember[]
+          try {
+            list = await members.get()
+          } catch (err) {
+            if (err instanceof NodeError && err.transient) return { done: false, state: `etcd members unavailable (${err.kind})` }
+            throw err
+          }
+          const member = list.find((m) => m.hostname === node.name || m.peerUrls.some((u) => u.includes(`//${node.ip}:`)))
+          if (member && !member.isLearner) return { done: true, value: `etcd member ${member.id}` }
+          return { done: false, state: member ? 'etcd learner, not promoted yet' : `not an etcd member yet (${list.length} members)` }
+        },
+        { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.bootstrapTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+      )
+      return { status: 'ok', detail }
+    } catch (err) {
+      if (!(err instanceof PollTimeout)) throw err
+      let etcdState = ''
+      try {
+        const etcd = await run.talosctl.serviceStatus(node, 'etcd')
+        etcdState = `; etcd service ${etcd.state}${etcd.lastEvent ? ` (${etcd.lastEvent})` : ''}`
+      } catch {
+        // the timeout itself is the finding
+      }
+      throw new NodeError('etcd-join', `did not join etcd within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}${etcdState}`, hintFor('etcd-join', node))
+    }
+  }
+}
+
+/**
+ * Writes the kubeconfig (0600) from the bootstrap node. While the endpoint is a VIP that does not
+ * answer yet, it points at the bootstrap node's own address; wait-ready switches it back.
+ */
+async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> {
+  const node = bootstrapNode(run)
+  await withRetry(() => run.talosctl.kubeconfig(node, run.kubeconfig), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
+  if (run.options.dryRun || !existsSync(run.kubeconfig)) return run.kubeconfig
+  chmodSync(run.kubeconfig, 0o600)
+  return pointKubeconfig(run)
+}
+
+/** Endpoint if it answers, else a control plane's own address. Returns where it points. */
+export async function pointKubeconfig(run: Run): Promise<string> {
+  const endpoint = run.inventory.endpoint
+  const current = kubeconfigServer(run.kubeconfig)
+  if (!run.inventory.vip) {
+    if (current !== endpoint) setKubeconfigServer(run.kubeconfig, endpoint)
+    return `kubeconfig -> ${endpoint}`
+  }
+  if (await run.kubectl.readyz(endpoint)) {
+    if (current !== endpoint) setKubeconfigServer(run.kubeconfig, endpoint)
+    return `kubeconfig -> ${endpoint}`
+  }
+  const node = bootstrapNode(run)
+  const direct = apiUrl(node.ip)
+  if (current !== direct) setKubeconfigServer(run.kubeconfig, direct)
+  return `kubeconfig -> ${direct} (the endpoint ${run.inventory.vip} does not answer yet)`
+}
+
+export const bootstrap: Phase = {
+  name: 'bootstrap',
+  title: 'Bootstrap etcd and write the kubeconfig',
+  steps: (run) => {
+    const members = memberReading(run)
+    const isCp = (n: ClusterNode): boolean => n.role === 'controlplane'
+    return [
+      {
+        kind: 'cluster',
+        name: 'etcd-bootstrap',
+        title: 'Bootstrap etcd (once, on one control plane)',
+        blocks: isCp,
+        ready: (r) => {
+          const node = bootstrapNode(r)
+          return r.failed.has(node.name) ? `the bootstrap control plane ${node.name} failed in ${r.failed.get(node.name)}` : true
+        },
+        run: bootstrapEtcd,
+      },
+      { kind: 'node', title: 'Control planes join etcd', applies: isCp, run: joinStep(members) },
+      {
+        kind: 'cluster',
+        name: 'kubeconfig',
+        title: 'Write the kubeconfig',
+        ready: (r) => (r.failed.has(bootstrapNode(r).name) ? `the bootstrap control plane ${bootstrapNode(r).name} failed` : true),
+        run: writeKubeconfig,
+      },
+    ]
+  },
+}

@@ -1,0 +1,118 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { NodeError } from '../classify.js'
+import { formatDuration } from '../duration.js'
+import { InputError } from '../errors.js'
+import { existsSync } from 'node:fs'
+import type { Phase, StepReporter } from '../phase.js'
+import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
+import type { Run } from '../run.js'
+import type { FluxSettings } from '../settings.js'
+import { condition, type KubeObject } from '../tools/kubectl.js'
+
+const HINT = 'see `flux get kustomizations -A` and `flux logs`, fix the repository, then run: task bootstrap:flux'
+
+function fluxSettings(run: Run): FluxSettings {
+  const flux = run.settings.flux
+  if (!flux) throw new NodeError('flux', 'no flux section in bootstrap.yaml', 'add flux: {mode, kustomization, git} to bootstrap.yaml (docs/settings.md)')
+  return flux
+}
+
+function rootKustomization(flux: FluxSettings): { namespace: string; name: string } {
+  const [namespace = 'flux-system', name = 'flux-system'] = flux.kustomization.split('/')
+  return { namespace, name }
+}
+
+async function rootReady(run: Run, flux: FluxSettings): Promise<boolean> {
+  const { namespace, name } = rootKustomization(flux)
+  try {
+    const ks = await run.kubectl.get('kustomizations.kustomize.toolkit.fluxcd.io', name, namespace)
+    return condition(ks, 'Ready')?.status === 'True'
+  } catch {
+    // no Flux CRDs yet: not installed
+    return false
+  }
+}
+
+/** Secrets Flux needs before it starts (SOPS keys, git credentials), applied with kubectl. */
+async function applySecrets(run: Run, report: StepReporter): Promise<string> {
+  const flux = fluxSettings(run)
+  if (flux.secrets.length === 0) return 'no secrets to apply'
+  const { namespace } = rootKustomization(flux)
+  const dir = mkdtempSync(join(tmpdir(), 'talos-bootstrap-'))
+  try {
+    const nsFile = join(dir, 'namespace.yaml')
+    writeFileSync(nsFile, `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${namespace}\n`)
+    await run.kubectl.applyFile(nsFile)
+    for (const file of flux.secrets) {
+      report.progress(`kubectl apply -f ${file}`)
+      await run.kubectl.applyFile(resolve(run.inventory.clusterDir, file))
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+  return `${flux.secrets.length} secret manifest(s) applied`
+}
+
+async function installFlux(run: Run, report: StepReporter): Promise<string> {
+  const flux = fluxSettings(run)
+  if (!run.options.dryRun && (await rootReady(run, flux))) return `already installed, ${flux.kustomization} Ready`
+  report.progress('flux check --pre')
+  await run.flux.checkPre()
+  const key = flux.git?.privateKeyFile ? resolve(run.inventory.clusterDir, flux.git.privateKeyFile) : undefined
+  report.progress(flux.mode === 'bootstrap' ? `flux bootstrap git ${flux.git?.url ?? ''}` : 'flux install')
+  await run.flux.install(flux, key, run.settings.fluxTimeoutMs)
+  return flux.mode === 'bootstrap' ? `bootstrapped from ${flux.git?.url ?? ''}` : 'installed'
+}
+
+function describeNotReady(list: KubeObject[]): string {
+  return list
+    .map((ks) => {
+      const ready = condition(ks, 'Ready')
+      return `${ks.metadata.namespace ?? ''}/${ks.metadata.name}: ${ready ? `${ready.reason ?? ready.status}: ${ready.message ?? ''}` : 'not reconciled yet'}`
+    })
+    .join('; ')
+}
+
+async function waitRoot(run: Run, report: StepReporter): Promise<string> {
+  const flux = fluxSettings(run)
+  const { namespace, name } = rootKustomization(flux)
+  let notReady: KubeObject[] = []
+  try {
+    return await pollUntil(
+      async (): Promise<PollAnswer<string>> => {
+        const all = await run.kubectl.list('kustomizations.kustomize.toolkit.fluxcd.io', { allNamespaces: true })
+        if (run.options.dryRun) return { done: true, value: 'dry run' }
+        notReady = all.filter((ks) => condition(ks, 'Ready')?.status !== 'True')
+        const root = all.find((ks) => ks.metadata.name === name && ks.metadata.namespace === namespace)
+        if (root && condition(root, 'Ready')?.status === 'True') return { done: true, value: `${flux.kustomization} Ready: ${condition(root, 'Ready')?.message ?? ''}` }
+        return { done: false, state: root ? describeNotReady(notReady) : `${flux.kustomization} not created yet` }
+      },
+      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.fluxTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+    )
+  } catch (err) {
+    if (err instanceof PollTimeout) {
+      throw new NodeError('flux', `${flux.kustomization} not Ready within ${formatDuration(err.waitedMs)}: ${notReady.length ? describeNotReady(notReady) : err.lastState}`, HINT)
+    }
+    throw err
+  }
+}
+
+export const flux: Phase = {
+  name: 'flux',
+  title: 'Hand over to Flux',
+  check: async (run) => {
+    const settings = run.settings.flux
+    if (!settings) throw new InputError('no flux section in bootstrap.yaml', { file: join(run.inventory.clusterDir, 'bootstrap.yaml'), fix: 'add flux: {mode, kustomization, git} (docs/settings.md)' })
+    for (const file of [...settings.secrets, ...(settings.git?.privateKeyFile ? [settings.git.privateKeyFile] : [])]) {
+      const path = resolve(run.inventory.clusterDir, file)
+      if (!existsSync(path)) throw new InputError(`${file} named in flux settings not found`, { file: join(run.inventory.clusterDir, 'bootstrap.yaml'), fix: `create ${path} or fix the path` })
+    }
+  },
+  steps: () => [
+    { kind: 'cluster', name: 'flux-secrets', title: 'Secrets before Flux', run: applySecrets },
+    { kind: 'cluster', name: 'flux-install', title: 'Install or bootstrap Flux', run: installFlux },
+    { kind: 'cluster', name: 'flux-kustomization', title: 'Root Kustomization Ready', run: waitRoot },
+  ],
+}

@@ -1,0 +1,176 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { stringify } from 'yaml'
+import { NodeError } from '../classify.js'
+import { formatDuration } from '../duration.js'
+import { hintFor } from '../hints.js'
+import type { ClusterNode } from '../inventory.js'
+import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
+import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
+import type { Run } from '../run.js'
+import { SharedReading } from '../shared-reading.js'
+import { condition, type KubeObject } from '../tools/kubectl.js'
+import { pointKubeconfig } from './bootstrap.js'
+
+/** One `kubectl get` per poll round, shared by every node step. */
+interface Readings {
+  nodes: SharedReading<KubeObject[]>
+  cniPods: SharedReading<KubeObject[]> | undefined
+}
+
+function readings(run: Run): Readings {
+  const age = run.settings.pollIntervalMs / 2
+  const cni = run.settings.cni
+  return {
+    nodes: new SharedReading(() => run.kubectl.list('nodes'), age),
+    cniPods: cni ? new SharedReading(() => cniPods(run), age) : undefined,
+  }
+}
+
+/** The pods of the CNI's DaemonSet, found through its own selector. */
+async function cniPods(run: Run): Promise<KubeObject[]> {
+  const cni = run.settings.cni
+  if (!cni) return []
+  const ds = await run.kubectl.get('daemonset', cni.daemonset, cni.namespace)
+  const labels = (ds?.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels
+  if (!labels) return []
+  const selector = Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',')
+  return run.kubectl.list('pods', { namespace: cni.namespace, selector })
+}
+
+async function waitForApi(run: Run, report: StepReporter): Promise<string> {
+  return pollUntil(
+    async (): Promise<PollAnswer<string>> => {
+      const where = run.options.dryRun ? 'dry run' : await pointKubeconfig(run)
+      if (await run.kubectl.readyz()) return { done: true, value: `API ready (${where})` }
+      return { done: false, state: `API not ready yet (${where})` }
+    },
+    { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+  ).catch((err: unknown) => {
+    if (err instanceof PollTimeout) throw new NodeError('unreachable', `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`, 'check the control planes (`talosctl -n <cp> service kube-apiserver`), then run: task bootstrap:wait-ready')
+    throw err
+  })
+}
+
+/** Kubelet running and healthy on the node, and the node registered with Kubernetes. */
+function registeredStep(r: Readings) {
+  return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
+    let kubeletState = 'not checked'
+    try {
+      return await pollUntil(
+        async (): Promise<PollAnswer<NodeOutcome>> => {
+          const kubelet = await run.talosctl.serviceStatus(node, 'kubelet').catch((err: unknown) => {
+            if (err instanceof NodeError && err.transient) return undefined
+            throw err
+          })
+          if (kubelet) kubeletState = `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}`
+          const registered = (await r.nodes.get()).some((n) => n.metadata.name === node.name)
+          if (kubelet?.state === 'Running' && kubelet.health !== 'Fail' && registered) return { done: true, value: { status: 'ok', detail: 'kubelet running, node registered' } }
+          return { done: false, state: `${kubeletState}; ${registered ? 'registered' : 'not registered yet'}` }
+        },
+        { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+      )
+    } catch (err) {
+      if (err instanceof PollTimeout) throw new NodeError('kubelet', `not registered within ${formatDuration(err.waitedMs)}: ${kubeletState}`, hintFor('kubelet', node))
+      throw err
+    }
+  }
+}
+
+/** helm upgrade --install of the CNI; a release already deployed at the wanted version is left alone. */
+async function installCni(run: Run, report: StepReporter): Promise<string> {
+  const cni = run.settings.cni
+  if (!cni) return 'no CNI in settings'
+  const current = await run.helm.status(cni.release, cni.namespace)
+  if (current?.status === 'deployed' && (!cni.version || current.chartVersion === cni.version)) {
+    return `${cni.release} already deployed (revision ${current.revision ?? '?'})`
+  }
+  let valuesFile: string | undefined
+  let dir: string | undefined
+  if (cni.values) {
+    dir = mkdtempSync(join(tmpdir(), 'talos-bootstrap-'))
+    valuesFile = join(dir, 'values.yaml')
+    writeFileSync(valuesFile, stringify(cni.values), { mode: 0o600 })
+  }
+  try {
+    report.progress(`helm upgrade --install ${cni.release} ${cni.chart}`)
+    const result = await run.helm.upgradeInstall(cni, valuesFile, run.settings.readyTimeoutMs)
+    // a --wait that timed out is attributed per node by the next step
+    return result.waitTimedOut ? `${cni.release} installed; helm --wait timed out (${result.message})` : `${cni.release} installed`
+  } finally {
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The node's CNI pod ready and the Node Ready; otherwise name the pod's or the Node's condition. */
+function readyStep(r: Readings) {
+  return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
+    let last = { kind: 'node-not-ready' as 'node-not-ready' | 'cni', why: 'not checked yet' }
+    try {
+      return await pollUntil(
+        async (): Promise<PollAnswer<NodeOutcome>> => {
+          if (r.cniPods) {
+            const pod = (await r.cniPods.get()).find((p) => p.spec?.nodeName === node.name)
+            const podReady = condition(pod, 'Ready')?.status === 'True'
+            if (!podReady) {
+              last = { kind: 'cni', why: pod ? `CNI pod ${pod.metadata.name} ${pod.status?.phase ?? ''} not ready` : 'no CNI pod scheduled on the node' }
+              return { done: false, state: last.why }
+            }
+          }
+          const kubeNode = (await r.nodes.get()).find((n) => n.metadata.name === node.name)
+          const ready = condition(kubeNode, 'Ready')
+          if (ready?.status === 'True') return { done: true, value: { status: 'ok', detail: 'Ready' } }
+          last = { kind: 'node-not-ready', why: ready ? `NotReady: ${ready.message ?? ready.reason ?? ''}` : 'not registered' }
+          return { done: false, state: last.why }
+        },
+        { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+      )
+    } catch (err) {
+      if (err instanceof PollTimeout) throw new NodeError(last.kind, `not Ready within ${formatDuration(err.waitedMs)}: ${last.why}`, hintFor(last.kind, node))
+      throw err
+    }
+  }
+}
+
+async function readinessGates(run: Run, report: StepReporter): Promise<string> {
+  const gates = run.settings.readinessGates
+  if (gates.length === 0) return 'no readiness gates'
+  let pending = ''
+  try {
+    await pollUntil(
+      async (): Promise<PollAnswer<true>> => {
+        const waiting: string[] = []
+        for (const gate of gates) {
+          const pods = await run.kubectl.list('pods', { namespace: gate.namespace, selector: gate.selector })
+          const notReady = pods.filter((p) => condition(p, 'Ready')?.status !== 'True')
+          if (pods.length === 0) waiting.push(`${gate.name}: no pods match ${gate.selector} in ${gate.namespace}`)
+          else if (notReady.length > 0) waiting.push(`${gate.name}: ${notReady.map((p) => p.metadata.name).join(', ')} not ready`)
+        }
+        pending = waiting.join('; ')
+        return waiting.length === 0 ? { done: true, value: true } : { done: false, state: pending }
+      },
+      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+    )
+  } catch (err) {
+    if (err instanceof PollTimeout) throw new NodeError('node-not-ready', `readiness gates not satisfied: ${pending}`, 'see the pods named above (`kubectl get pods -A`), then run: task bootstrap:wait-ready')
+    throw err
+  }
+  return `${gates.length} gate(s) satisfied`
+}
+
+export const waitReady: Phase = {
+  name: 'wait-ready',
+  title: 'Wait until Kubernetes is really ready',
+  steps: (run) => {
+    const r = readings(run)
+    const all = (): boolean => true
+    return [
+      { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', blocks: all, run: waitForApi },
+      { kind: 'node', title: 'Kubelet running, node registered', run: registeredStep(r) },
+      { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, run: installCni },
+      { kind: 'node', title: 'CNI pod ready, node Ready', run: readyStep(r) },
+      { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', run: readinessGates },
+    ]
+  },
+}

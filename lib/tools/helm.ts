@@ -1,0 +1,46 @@
+import { classify, NodeError } from '../classify.js'
+import { goDuration } from '../duration.js'
+import type { CniSettings } from '../settings.js'
+import type { ToolRunner } from './exec.js'
+
+export interface ReleaseStatus {
+  status: string
+  chartVersion?: string
+  revision?: number
+}
+
+/** The helm wrapper: explicit --kubeconfig and namespace, non-interactive. */
+export class Helm {
+  constructor(
+    private readonly runner: ToolRunner,
+    private readonly kubeconfig: string,
+  ) {}
+
+  /** undefined when the release does not exist */
+  async status(release: string, namespace: string): Promise<ReleaseStatus | undefined> {
+    const result = await this.runner.run({ tool: 'helm', args: ['status', release, '--namespace', namespace, '--kubeconfig', this.kubeconfig, '-o', 'json'], mutates: false, dryRunStdout: '' })
+    if (result.exitCode !== 0) {
+      if (/release: not found/.test(result.stderr)) return undefined
+      const { kind, message } = classify(result)
+      throw new NodeError(kind, message, 'check the Kubernetes API and the release with `helm status`; then run: task bootstrap:wait-ready')
+    }
+    if (!result.stdout.trim()) return undefined
+    const doc = JSON.parse(result.stdout) as { info?: { status?: string }; chart?: { metadata?: { version?: string } }; version?: number }
+    return { status: doc.info?.status ?? 'unknown', ...(doc.chart?.metadata?.version ? { chartVersion: doc.chart.metadata.version } : {}), ...(doc.version ? { revision: doc.version } : {}) }
+  }
+
+  async upgradeInstall(cni: CniSettings, valuesFile: string | undefined, timeoutMs: number): Promise<{ waitTimedOut: boolean; message: string }> {
+    const args = ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--wait', '--timeout', goDuration(timeoutMs)]
+    if (cni.repo) args.push('--repo', cni.repo)
+    if (cni.version) args.push('--version', cni.version)
+    if (valuesFile) args.push('--values', valuesFile)
+    // helm's own --timeout bounds the wait; our deadline is a little longer
+    const result = await this.runner.run({ tool: 'helm', args, mutates: true, timeoutMs: timeoutMs + 30_000 })
+    if (result.exitCode === 0 && !result.timedOut) return { waitTimedOut: false, message: 'installed' }
+    const { kind, message } = classify(result)
+    if (kind === 'timeout') return { waitTimedOut: true, message }
+    throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'cni', message, /another operation .* in progress/.test(message)
+      ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace}\`, then \`helm rollback\` or uninstall it, then run: task bootstrap:wait-ready`
+      : `fix the chart or its values (helm said: ${message.slice(0, 120)}), then run: task bootstrap:wait-ready`)
+  }
+}

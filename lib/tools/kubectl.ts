@@ -1,0 +1,63 @@
+import { classify, NodeError } from '../classify.js'
+import type { ToolResult, ToolRunner } from './exec.js'
+
+export interface KubeCondition {
+  type: string
+  status: string
+  reason?: string
+  message?: string
+}
+
+export interface KubeObject {
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; generation?: number }
+  spec?: Record<string, unknown> & { nodeName?: string }
+  status?: Record<string, unknown> & { conditions?: KubeCondition[]; phase?: string; observedGeneration?: number }
+}
+
+const KUBECTL_TIMEOUT = '--request-timeout=20s'
+
+/** The kubectl wrapper: always an explicit --kubeconfig, JSON out, a request timeout. */
+export class Kubectl {
+  constructor(
+    private readonly runner: ToolRunner,
+    private readonly kubeconfig: string,
+  ) {}
+
+  private async call(args: string[], mutates: boolean, dryRunStdout = ''): Promise<ToolResult> {
+    const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, KUBECTL_TIMEOUT, ...args], mutates, dryRunStdout })
+    if (result.exitCode === 0 && !result.timedOut && !result.aborted) return result
+    const { kind, message } = classify(result)
+    throw new NodeError(kind, message, kind === 'unreachable' || kind === 'timeout' ? 'the Kubernetes API does not answer yet; run again once the control planes are up: task bootstrap:wait-ready' : 'see the message; then run again: task bootstrap:wait-ready')
+  }
+
+  /** `get --raw /readyz` through `server` (a node address or the endpoint). */
+  async readyz(server?: string): Promise<boolean> {
+    const args = [...(server ? ['--server', server] : []), 'get', '--raw', '/readyz']
+    const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, '--request-timeout=5s', ...args], mutates: false, dryRunStdout: 'ok' })
+    return result.exitCode === 0 && result.stdout.trim() === 'ok'
+  }
+
+  async list(resource: string, options: { namespace?: string; selector?: string; allNamespaces?: boolean } = {}): Promise<KubeObject[]> {
+    const args = ['get', resource, '-o', 'json']
+    if (options.allNamespaces) args.push('-A')
+    else if (options.namespace) args.push('-n', options.namespace)
+    if (options.selector) args.push('-l', options.selector)
+    const result = await this.call(args, false, '{"items":[]}')
+    return (JSON.parse(result.stdout) as { items: KubeObject[] }).items
+  }
+
+  async get(resource: string, name: string, namespace?: string): Promise<KubeObject | undefined> {
+    const args = ['get', resource, name, '-o', 'json', '--ignore-not-found', ...(namespace ? ['-n', namespace] : [])]
+    const result = await this.call(args, false, '')
+    return result.stdout.trim() ? (JSON.parse(result.stdout) as KubeObject) : undefined
+  }
+
+  async applyFile(file: string): Promise<string> {
+    const result = await this.call(['apply', '-f', file], true, 'applied (dry run)')
+    return result.stdout.trim()
+  }
+}
+
+export function condition(obj: KubeObject | undefined, type: string): KubeCondition | undefined {
+  return obj?.status?.conditions?.find((c) => c.type === type)
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env -S node --import tsx
+// task bootstrap:etcd
+import { runCommand } from '../lib/command.js'
+
+process.exitCode = await runCommand({
+  command: 'bootstrap',
+  phases: ['bootstrap'],
+  usage: 'task bootstrap:etcd [CLUSTER_DIR=dir] [NODES=a,b] [CONCURRENCY=n] [DRY_RUN=true] [-- --fail-fast --retries N ...]',
+})

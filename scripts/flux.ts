@@ -1,0 +1,10 @@
+#!/usr/bin/env -S node --import tsx
+// task bootstrap:flux
+import { runCommand } from '../lib/command.js'
+
+process.exitCode = await runCommand({
+  command: 'flux',
+  phases: ['flux'],
+  tools: ['kubectl', 'flux'],
+  usage: 'task bootstrap:flux [CLUSTER_DIR=dir] [NODES=a,b] [CONCURRENCY=n] [DRY_RUN=true] [-- --fail-fast --retries N ...]',
+})
