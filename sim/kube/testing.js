@@ -41,7 +41,7 @@ export async function startTestKube({ host, port = 6443, speed = 600, timings = 
       const child = execFile('kubectl', ['--cache-dir', cache, ...args], { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: timeoutMs }, (err, stdout, stderr) => {
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr, ms: Date.now() - started })
       })
-      if (input !== undefined) child.stdin.end(input)
+      child.stdin.end(input) // never leave kubectl waiting on a prompt
     })
   }
   async function writeManifest(name, text) {
