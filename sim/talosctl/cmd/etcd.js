@@ -3,7 +3,8 @@ import { withClient } from '../session.js'
 import { warn } from '../errors.js'
 import { table, humanBytes } from '../format.js'
 
-const hex16 = (id) => BigInt.asUintN(64, BigInt(id)).toString(16).padStart(16, '0')
+// member IDs arrive as a uint64: a decimal string, or the node's 16-hex-digit form
+const hex16 = (id) => (/^[0-9a-f]{16}$/.test(String(id)) ? String(id) : BigInt.asUintN(64, BigInt(id)).toString(16).padStart(16, '0'))
 
 async function multi(s, method, body, prefix) {
   let good, err
