@@ -1,6 +1,6 @@
 // Entry point: cobra's Execute plus talosctl's error printing (no "Error:" prefix, usage block rule, exit 0/1).
 import { buildTree } from './tree.js'
-import { cancelAll } from './transport.js'
+import { cancelAll } from './inflight.js'
 
 export const state = { suppressErrors: false }
 

@@ -3,13 +3,7 @@ import https from 'node:https'
 import { X509Certificate } from 'node:crypto'
 import { RpcError, unavailable, fromWire } from './errors.js'
 
-const inflight = new Set()
-
-/** Abort every in-flight call (signal handling): they fail with code Canceled, as a cancelled context does. */
-export function cancelAll() {
-  for (const c of inflight) c()
-  return inflight.size
-}
+import { inflight } from './inflight.js'
 
 /** "host", "host:port", "https://host[:port]" -> {host, port} (talosctl's default port 50000). */
 export function parseEndpoint(ep) {

@@ -2,7 +2,8 @@
 // Addresses: 127.30.0.0/24 only.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import https from 'node:https'
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import net from 'node:net'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -228,6 +229,28 @@ describe('talking to nodes', () => {
     expect(r).toEqual({ code: 1, stdout: '', stderr: `kubeconfig file already exists, use --force to overwrite: "${target}"\n` })
     r = await run(['kubeconfig', target, '--talosconfig', talosconfig, '-n', CONF, '--merge=false', '--force'])
     expect(r.code).toBe(0)
+  })
+})
+
+describe('no deadline of its own; signals', () => {
+  it('hangs on a server that never answers until SIGTERM, then prints the abort text and Canceled, exit 1', async () => {
+    const socks: net.Socket[] = []
+    const silent = net.createServer((c) => { socks.push(c) })
+    await new Promise<void>((r) => silent.listen(50000, '127.30.0.20', () => r()))
+    try {
+      const p = spawn(process.execPath, [BIN, 'get', 'machinestatus', '--insecure', '-n', '127.30.0.20'], { env: { PATH: process.env.PATH!, HOME: home } })
+      let err = ''
+      p.stderr.on('data', (d) => (err += d))
+      const exited = new Promise<number>((r) => p.on('exit', (c) => r(c ?? -1)))
+      const early = await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 700))])
+      expect(early).toBe('still running')
+      p.kill('SIGTERM')
+      expect(await exited).toBe(1)
+      expect(err).toBe('Signal received, aborting, press Ctrl+C once again to abort immediately...\nrpc error: code = Canceled desc = context canceled\n')
+    } finally {
+      socks.forEach((c) => c.destroy())
+      await new Promise((r) => silent.close(r))
+    }
   })
 })
 
