@@ -22,12 +22,14 @@ class Tracker {
   readonly started = performance.now()
 }
 
-function toRecord(err: unknown, node: ClusterNode): ErrorRecord {
+/** `node` gives the hint its recovery command; a cluster step's unexpected error names its phase's task. */
+function toRecord(err: unknown, node: ClusterNode | undefined, phase: PhaseName): ErrorRecord {
   if (err instanceof NodeError) return { kind: err.kind, message: err.message, hint: err.hint }
-  if (err instanceof InterruptedError || (err as { name?: string } | null)?.name === 'AbortError') {
-    return { kind: 'interrupted', message: 'interrupted', hint: hintFor('interrupted', node) }
-  }
-  return { kind: 'unknown', message: errorMessage(err), hint: hintFor('unknown', node) }
+  const interrupted = err instanceof InterruptedError || (err as { name?: string } | null)?.name === 'AbortError'
+  const kind = interrupted ? 'interrupted' : 'unknown'
+  const message = interrupted ? 'interrupted' : errorMessage(err)
+  if (node) return { kind, message, hint: hintFor(kind, node) }
+  return { kind, message, hint: interrupted ? hintFor('interrupted', { name: '', ip: '', configFile: '' }) : `read the message above, then run again: task bootstrap:${phase === 'bootstrap' ? 'etcd' : phase}` }
 }
 
 /**
@@ -129,7 +131,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
             } catch (err) {
               record.durationMs += performance.now() - started
               record.status = 'failed'
-              record.error = toRecord(err, node)
+              record.error = toRecord(err, node, phase)
               tracker.failedIn.set(node.name, phase)
               if (run.options.failFast) tracker.stopRequested = true
               throw new Error(`${node.name}: ${record.error.kind}: ${record.error.message}`)
@@ -186,8 +188,7 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
         }
       } catch (err) {
         record.status = 'failed'
-        const first = run.nodes[0] as ClusterNode
-        record.error = toRecord(err, first)
+        record.error = toRecord(err, undefined, phase)
         blocked(`${step.name} failed`, record.error)
         if (run.options.failFast) tracker.stopRequested = true
         throw new Error(`${step.name}: ${record.error.kind}: ${record.error.message}`)
@@ -204,7 +205,7 @@ function nodeReporter(task: Task, node: ClusterNode, record: NodeResult): StepRe
     progress: (text) => {
       if (text === last) return
       last = text
-      task.output = text
+      task.output = `${node.name}: ${text}`
     },
     retrying: (attempt, error, delayMs) => {
       record.attempts = Math.max(record.attempts, attempt + 1)

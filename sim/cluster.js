@@ -120,6 +120,14 @@ export class Simulator {
     this.servers?.get(n.name)?.setMode(this.listenerMode(n))
     this.reconcileKube()
     for (const w of this.waiters) w()
+    for (const w of this.watchers ?? []) w(n)
+  }
+  /** call fn(nodeView) on every node change; returns an unsubscribe function */
+  watch(fn) {
+    const w = (n) => { if (n) fn(n.view()) }
+    this.watchers ??= new Set()
+    this.watchers.add(w)
+    return () => this.watchers.delete(w)
   }
   /** resolves once every listener switch asked for so far has happened */
   async settle() {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
@@ -166,7 +166,14 @@ export const waitReady: Phase = {
     const r = readings(run)
     const all = (): boolean => true
     return [
-      { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', blocks: all, run: waitForApi },
+      {
+        kind: 'cluster',
+        name: 'api',
+        title: 'Kubernetes API answers',
+        blocks: all,
+        ready: (r) => (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: task bootstrap:etcd)`),
+        run: waitForApi,
+      },
       { kind: 'node', title: 'Kubelet running, node registered', run: registeredStep(r) },
       { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, run: installCni },
       { kind: 'node', title: 'CNI pod ready, node Ready', run: readyStep(r) },

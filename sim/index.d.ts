@@ -1,0 +1,40 @@
+// Types for TypeScript tests; the implementation is plain ESM JavaScript (index.js).
+export interface ScenarioNode { name: string; ip: string; role: 'controlplane' | 'worker'; image?: 'iso' | 'disk'
+  disks?: { dev: string; size?: string | number; model?: string; serial?: string; transport?: string; rotational?: boolean; readonly?: boolean }[]
+  installDisk?: string; installDiskSelector?: Record<string, unknown> }
+export interface Fault { node?: string | null; on?: string; kind: string; times?: number | null; ms?: number | null; message?: string | null }
+export interface ScenarioInput {
+  cluster: { name: string; endpoint?: string; talosVersion?: string; kubernetesVersion?: string; vip?: { address: string; up?: 'after-bootstrap' | 'never' } }
+  speed?: number
+  timings?: Partial<Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni', number>>
+  nodes: ScenarioNode[]
+  faults?: Fault[]
+}
+export interface Scenario { cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }; talosMinor: number; speed: number
+  timings: Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni', number>; nodes: Required<ScenarioNode>[]; faults: Fault[] }
+export interface CallRecord { time: string; node: string | null; ip: string | null; tool: string; call: string; command: string; args: string[]; outcome: string }
+export interface NodeView { name: string; ip: string; role: string; image: string; stage: string; ready: boolean
+  unmetConditions: { name: string; reason: string }[]; configured: boolean; installed: boolean
+  listener: 'off' | 'maintenance' | 'secure' | 'pki' | 'hang'; etcdMember: string | null; etcdHealthy: boolean; apiServerUp: boolean
+  registered: boolean; bootId: string; services: Record<string, string> }
+export interface Pki { talos: { ca: { cert: string; key: string }; apid: { cert: string; key: string }; admin: { cert: string; key: string } }
+  kube: { ca: { cert: string; key: string }; server: { cert: string; key: string }; admin: { cert: string; key: string } }
+  maintenance: Map<string, { cert: string; key: string }> }
+export interface Simulator {
+  scenario: Scenario; pki: Pki; dir: string; binDir: string; clusterDir: string; talosMinor: number
+  env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string; SIM_TALOSCTL_VERSION: string }
+  kube: unknown
+  calls(): CallRecord[]
+  node(name: string): NodeView | null
+  criticalPathSeconds(): number
+  clearFault(node: string | null, kind: string): void
+  watch(fn: (n: NodeView) => void): () => void
+  until(pred: () => boolean, timeoutMs?: number): Promise<void>
+  settle(): Promise<void>
+  kubeconfigYaml(): string
+  stop(): Promise<void>
+}
+export class ScenarioError extends Error { field?: string; line?: number }
+export function loadScenario(input: string | ScenarioInput): Scenario
+export function parseScenario(text: string, file?: string): Scenario
+export function startSimulator(opts: { scenario: string | ScenarioInput; dir?: string; speed?: number; log?: (msg: string) => void }): Promise<Simulator>
