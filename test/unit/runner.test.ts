@@ -17,6 +17,7 @@ function fakeRun(nodeList: ClusterNode[], concurrency: number, failFast = false)
     settings: { concurrency },
     options: { dryRun: false, failFast, reapply: false },
     signal: new AbortController().signal,
+    failed: new Map(),
   } as unknown as Run
 }
 
