@@ -2,6 +2,7 @@
 // apply validation needs (reference §2, §9.1). Aggregated discovery is negotiated on Accept.
 import { createHash } from 'node:crypto'
 
+const SCALABLE = ['Deployment', 'ReplicaSet', 'StatefulSet']
 const AGG = (v) => `application/json;g=apidiscovery.k8s.io;v=${v};as=APIGroupDiscoveryList`
 
 // v2 / v2beta1 / null (legacy), from the Accept header (reference §2 "Negotiation").
@@ -23,6 +24,7 @@ function aggResource(def, verbs) {
   if (def.shortNames.length) r.shortNames = def.shortNames
   if (def.categories.length) r.categories = def.categories
   if (def.status) r.subresources = [{ subresource: 'status', responseKind: { group: def.group, version: def.version, kind: def.kind }, verbs: ['get', 'patch', 'update'] }]
+  if (SCALABLE.includes(def.kind)) r.subresources = [...(r.subresources || []), { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get', 'patch', 'update'] }]
   return r
 }
 
@@ -64,6 +66,7 @@ export function resourceList(registry, group, version) {
     if (d.categories.length) r.categories = d.categories
     resources.push(r)
     if (d.status) resources.push({ name: `${d.plural}/status`, singularName: '', namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'patch', 'update'] })
+    if (SCALABLE.includes(d.kind)) resources.push({ name: `${d.plural}/scale`, singularName: '', namespaced: d.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] })
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources }
 }

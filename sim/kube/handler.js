@@ -10,6 +10,14 @@ import { toTable } from './tables.js'
 import { clone, jsonPatch, mergePatch, randomHex, randomSuffix, rfc3339 } from './util.js'
 
 const GIT_COMMIT = randomHex(40)
+const SCALABLE = ['Deployment', 'ReplicaSet', 'StatefulSet']
+
+// autoscaling/v1 Scale of a workload (`kubectl scale` PATCHes .../scale).
+function scaleOf(obj) {
+  const sel = Object.entries(obj.spec?.selector?.matchLabels || {}).map(([k, v]) => `${k}=${v}`).join(',')
+  const { name, namespace, uid, resourceVersion, creationTimestamp } = obj.metadata
+  return { kind: 'Scale', apiVersion: 'autoscaling/v1', metadata: { name, namespace, uid, resourceVersion, creationTimestamp }, spec: { replicas: obj.spec?.replicas ?? 1 }, status: { replicas: obj.status?.replicas ?? 0, selector: sel } }
+}
 
 function send(res, code, body, contentType = 'application/json') {
   const text = typeof body === 'string' ? body : JSON.stringify(body)
@@ -71,7 +79,7 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     }
     if (!def) return null
     if (def.namespaced !== Boolean(namespace) && (name || !def.namespaced)) return null
-    if (sub && !(sub === 'status' && def.status) && !(def.kind === 'Namespace' && sub === 'finalize')) return null
+    if (sub && !(sub === 'status' && def.status) && !(def.kind === 'Namespace' && sub === 'finalize') && !(sub === 'scale' && SCALABLE.includes(def.kind))) return null
     return { def, namespace, name, sub, watch }
   }
 
@@ -189,6 +197,24 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     return gone
   }
 
+  function scale(req, res, r, path, text, body, dryRun) {
+    const obj = store.get(r.def, r.namespace, r.name)
+    if (!obj) throw notFound(r.def, r.name)
+    if (req.method === 'GET') return send(res, 200, scaleOf(obj))
+    let next
+    if (req.method === 'PUT') next = body
+    else if (req.method === 'PATCH') {
+      const type = (req.headers['content-type'] || '').split(';')[0].trim()
+      const patchBody = body ?? JSON.parse(text)
+      next = type === 'application/json-patch+json' ? jsonPatch(scaleOf(obj), patchBody) : mergePatch(scaleOf(obj), patchBody)
+    } else throw methodNotAllowed()
+    const replicas = Number(next?.spec?.replicas)
+    if (!Number.isInteger(replicas) || replicas < 0) throw invalid(r.def, r.name, 'spec.replicas: Invalid value: must be greater than or equal to 0')
+    const updated = dryRun ? { ...obj, spec: { ...obj.spec, replicas } } : store.update(r.def, { ...obj, spec: { ...obj.spec, replicas } }, { checkVersion: false })
+    recordWrite(req, path, 200, updated)
+    return send(res, 200, scaleOf(updated))
+  }
+
   function recordWrite(req, path, code, result) {
     const tool = String(req.headers['user-agent'] || 'unknown').split('/')[0].toLowerCase()
     const outcome = code < 400 ? 'ok' : `error: ${result?.message || code}`
@@ -210,6 +236,7 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     if (!r) throw noRoute()
     const dryRun = query.getAll('dryRun').includes('All')
     const write = method !== 'GET'
+    if (r.sub === 'scale') return scale(req, res, r, path, text, body, dryRun)
     try {
       let code = 200
       let out

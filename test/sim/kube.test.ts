@@ -138,6 +138,10 @@ describe('kube API with kubectl: nodes, CNI, readiness', () => {
     expect(r.stdout.trim().split('\n').at(-1)).toBe('deployment "coredns" successfully rolled out')
     const av = await k.kubectl(['wait', '--for=condition=Available', 'deployment/coredns', '-n', 'kube-system', '--timeout=5s'])
     expect(av.stdout).toBe('deployment.apps/coredns condition met\n')
+    expect(await k.kubectl(['scale', 'deployment/coredns', '-n', 'kube-system', '--replicas=3'])).toMatchObject({ code: 0, stdout: 'deployment.apps/coredns scaled\n' })
+    expect((await k.kubectl(['rollout', 'status', 'deployment/coredns', '-n', 'kube-system', '--timeout=20s'])).code).toBe(0)
+    const table = await k.kubectl(['get', 'deploy', 'coredns', '-n', 'kube-system', '--no-headers'])
+    expect(table.stdout).toMatch(/^coredns\s+3\/3\s+3\s+3\s+\S+\n$/)
   })
 
   it('honours label and field selectors on list', async () => {
