@@ -118,7 +118,7 @@ export function createControllers({ store, registry, clock, timings, faults }) {
   }
 
   function startPod(uid) {
-    const pod = store.list(PODS).find((p) => p.metadata.uid === uid)
+    const pod = store.list(PODS, undefined, { raw: true }).find((p) => p.metadata.uid === uid)
     if (!pod || !pod.spec.nodeName) return
     const node = store.get(NODES, undefined, pod.spec.nodeName)
     if (!node) return
@@ -159,15 +159,17 @@ export function createControllers({ store, registry, clock, timings, faults }) {
     Object.entries(pod.spec.nodeSelector || {}).every(([k, v]) => node.metadata.labels?.[k] === v)
 
   function schedulePods(pods, nodes) {
+    const placed = new Map() // uid -> node, for pods bound in this pass
+    const load = new Map()
+    for (const p of pods) if (p.spec.nodeName) load.set(p.spec.nodeName, (load.get(p.spec.nodeName) || 0) + 1)
     for (const pod of pods) {
-      if (pod.spec.nodeName) continue
-      const load = (n) => pods.filter((p) => p.spec.nodeName === n.metadata.name).length
+      if (pod.spec.nodeName || placed.has(pod.metadata.uid)) continue
       // Strict taints first; when nothing fits, any Ready node (the simulated cluster has no
       // way to untaint control planes, and small clusters are all control planes).
       let candidates = nodes.filter((n) => fits(pod, n))
       if (!candidates.length) candidates = nodes.filter((n) => nodeIsReady(n) && Object.entries(pod.spec.nodeSelector || {}).every(([k, v]) => n.metadata.labels?.[k] === v))
-      candidates.sort((a, b) => load(a) - load(b))
-      if (candidates[0]) { const bound = bindPod(pod, candidates[0]); if (bound) pod.spec.nodeName = bound.spec.nodeName; continue }
+      candidates.sort((a, b) => (load.get(a.metadata.name) || 0) - (load.get(b.metadata.name) || 0))
+      if (candidates[0]) { const bound = bindPod(pod, candidates[0]); if (bound) { placed.set(bound.metadata.uid, bound.spec.nodeName); load.set(bound.spec.nodeName, (load.get(bound.spec.nodeName) || 0) + 1) } continue }
       if (cond(pod, 'PodScheduled')?.status !== 'False') {
         const next = clone(pod)
         const msg = `0/${nodes.length} nodes are available: ${nodes.length ? `${nodes.length} node(s) had untolerated taint {node.kubernetes.io/not-ready: }` : 'no nodes available to schedule pods'}. preemption: 0/${nodes.length} nodes are available: ${nodes.length} Preemption is not helpful for scheduling.`
@@ -196,25 +198,25 @@ export function createControllers({ store, registry, clock, timings, faults }) {
 
   function reconcileDaemonSet(ds, nodes, pods) {
     const gen = String(ds.metadata.generation || 1)
-    let owned = pods.filter((p) => ownedBy(p, ds))
     const wanted = nodes.filter((n) => nodeSelected(ds, n))
-    for (const p of owned) {
+    const wantedNames = new Set(wanted.map((n) => n.metadata.name))
+    const owned = []
+    for (const p of pods) {
+      if (!ownedBy(p, ds)) continue
       const stale = p.metadata.labels?.['pod-template-generation'] !== gen
-      if (stale || !wanted.some((n) => n.metadata.name === p.spec.nodeName)) { try { store.remove(PODS, p.metadata.namespace, p.metadata.name); gc(PODS, p) } catch { /* gone */ } }
+      if (stale || !wantedNames.has(p.spec.nodeName)) { try { store.remove(PODS, p.metadata.namespace, p.metadata.name) } catch { /* gone */ } } else owned.push(p)
     }
-    owned = store.list(PODS, ds.metadata.namespace).filter((p) => ownedBy(p, ds))
+    const covered = new Set(owned.map((p) => p.spec.nodeName))
     for (const n of wanted) {
-      if (owned.some((p) => p.spec.nodeName === n.metadata.name)) continue
-      const hash = templateHash(ds.spec?.template)
-      const pod = newPod(ds, `${ds.metadata.name}-${randomSuffix()}`, { 'controller-revision-hash': hash, 'pod-template-generation': gen }, n.metadata.name)
-      if (pod) owned.push(pod)
+      if (covered.has(n.metadata.name)) continue
+      const pod = newPod(ds, `${ds.metadata.name}-${randomSuffix()}`, { 'controller-revision-hash': templateHash(ds.spec?.template), 'pod-template-generation': gen }, n.metadata.name)
+      if (pod) { owned.push(pod); event(pod, 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${n.metadata.name}`) }
     }
-    const onWanted = owned.filter((p) => wanted.some((n) => n.metadata.name === p.spec.nodeName))
-    const ready = onWanted.filter(podReady).length
+    const ready = owned.filter(podReady).length
     const status = {
-      currentNumberScheduled: onWanted.length, desiredNumberScheduled: wanted.length, numberMisscheduled: 0,
+      currentNumberScheduled: owned.length, desiredNumberScheduled: wanted.length, numberMisscheduled: 0,
       numberReady: ready, observedGeneration: ds.metadata.generation || 1,
-      updatedNumberScheduled: onWanted.filter((p) => p.metadata.labels?.['pod-template-generation'] === gen).length,
+      updatedNumberScheduled: owned.length,
     }
     if (ready) status.numberAvailable = ready
     if (wanted.length - ready > 0) status.numberUnavailable = wanted.length - ready
@@ -270,8 +272,7 @@ export function createControllers({ store, registry, clock, timings, faults }) {
       next.spec.taints = (next.spec.taints || []).filter((t) => t.key !== 'node.kubernetes.io/not-ready')
       if (!next.spec.taints.length) delete next.spec.taints
       next.status.conditions = setCondition(next.status.conditions, { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }, { heartbeat: true })
-      const out = tryUpdate(NODES, next)
-      if (out) node.status = out.status
+      tryUpdate(NODES, next)
     }
   }
 
@@ -386,7 +387,7 @@ export function createControllers({ store, registry, clock, timings, faults }) {
       try { store.remove(d, o.metadata.namespace, o.metadata.name) } catch { /* gone */ }
     }
     if (def === NODES) for (const p of store.list(PODS)) if (p.spec.nodeName === obj.metadata.name) { try { store.remove(PODS, p.metadata.namespace, p.metadata.name) } catch { /* gone */ } }
-    for (const { key, obj: o } of store.allObjects()) {
+    for (const { key, obj: o } of store.allObjects({ raw: true })) {
       if (!ownedBy(o, obj)) continue
       const d = registry.all().find((x) => x.key === key)
       try { const gone = store.remove(d, o.metadata.namespace, o.metadata.name); gc(d, gone) } catch { /* gone */ }
@@ -397,19 +398,24 @@ export function createControllers({ store, registry, clock, timings, faults }) {
   // ---- the pass ---------------------------------------------------------------------
 
   function reconcile() {
-    for (const n of store.list(NS)) if (!store.get(SA, n.metadata.name, 'default')) tryCreate(SA, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: n.metadata.name } })
-    const nodes = store.list(NODES)
-    for (const ds of store.list(DS)) reconcileDaemonSet(ds, nodes, store.list(PODS, ds.metadata.namespace))
-    for (const d of store.list(DEPLOY)) reconcileDeployment(d, store.list(PODS, d.metadata.namespace))
-    let pods = store.list(PODS)
+    const raw = { raw: true } // read-only views; every change goes through store.update
+    for (const n of store.list(NS, undefined, raw)) if (!store.get(SA, n.metadata.name, 'default')) tryCreate(SA, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: n.metadata.name } })
+    const nodes = store.list(NODES, undefined, raw)
+    const podsIn = (all, ns) => all.filter((p) => p.metadata.namespace === ns)
+    let pods = store.list(PODS, undefined, raw)
+    for (const ds of store.list(DS, undefined, raw)) reconcileDaemonSet(ds, nodes, podsIn(pods, ds.metadata.namespace))
+    pods = store.list(PODS, undefined, raw)
+    for (const d of store.list(DEPLOY, undefined, raw)) reconcileDeployment(d, podsIn(pods, d.metadata.namespace))
+    pods = store.list(PODS, undefined, raw)
     schedulePods(pods, nodes)
-    pods = store.list(PODS)
+    pods = store.list(PODS, undefined, raw)
     startPods(pods, nodes)
     reconcileNodes(nodes, pods)
     // Workload status again, now that pods may have moved on in this pass.
-    const after = store.list(PODS)
-    for (const ds of store.list(DS)) reconcileDaemonSet(ds, store.list(NODES), after.filter((p) => p.metadata.namespace === ds.metadata.namespace))
-    for (const d of store.list(DEPLOY)) reconcileDeployment(d, after.filter((p) => p.metadata.namespace === d.metadata.namespace))
+    const after = store.list(PODS, undefined, raw)
+    const nodesNow = store.list(NODES, undefined, raw)
+    for (const ds of store.list(DS, undefined, raw)) reconcileDaemonSet(ds, nodesNow, podsIn(after, ds.metadata.namespace))
+    for (const d of store.list(DEPLOY, undefined, raw)) reconcileDeployment(d, podsIn(after, d.metadata.namespace))
     reconcileFlux()
   }
 

@@ -36,9 +36,10 @@ export function createStore({ clock, historyLimit = 20000 }) {
 
     get(def, ns, name) { return clone(bucket(def).get(id(ns, name))) },
 
-    list(def, ns) {
+    // raw: the stored objects themselves, for controllers that only read (never mutate them).
+    list(def, ns, { raw = false } = {}) {
       const out = []
-      for (const o of bucket(def).values()) if (!ns || !def.namespaced || o.metadata.namespace === ns) out.push(clone(o))
+      for (const o of bucket(def).values()) if (!ns || !def.namespaced || o.metadata.namespace === ns) out.push(raw ? o : clone(o))
       return out.sort((a, b) => (a.metadata.namespace || '').localeCompare(b.metadata.namespace || '') || a.metadata.name.localeCompare(b.metadata.name))
     },
 
@@ -135,9 +136,9 @@ export function createStore({ clock, historyLimit = 20000 }) {
       return out
     },
 
-    allObjects() {
+    allObjects({ raw = false } = {}) {
       const out = []
-      for (const [key, b] of objects) for (const o of b.values()) out.push({ key, obj: clone(o) })
+      for (const [key, b] of objects) for (const o of b.values()) out.push({ key, obj: raw ? o : clone(o) })
       return out
     },
   }
