@@ -1,0 +1,147 @@
+// End-to-end harness: a simulator in this process on its own 127.x.y range, and the real `task`
+// (and through it the real scripts) run against it as an operator would.
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { delimiter, join, resolve } from 'node:path'
+import { startSimulator, type CallRecord, type Fault, type ScenarioInput, type Simulator } from '../../sim/index.js'
+import type { Report } from '../../lib/report.js'
+
+export const ROOT = resolve(import.meta.dirname, '../..')
+
+/** go-task installed by `go install` lands in GOPATH/bin, which may not be on PATH. */
+function goBin(): string {
+  try {
+    return join(execFileSync('go', ['env', 'GOPATH'], { encoding: 'utf8' }).trim(), 'bin')
+  } catch {
+    return join(process.env.HOME ?? '/root', 'go', 'bin')
+  }
+}
+const GO_BIN = goBin()
+
+export interface ClusterShape {
+  cps?: number
+  workers?: number
+  image?: 'iso' | 'disk'
+  talosVersion?: string
+  vip?: 'after-bootstrap' | 'never' | false
+  faults?: Fault[]
+  speed?: number
+  timings?: ScenarioInput['timings']
+}
+
+/** cps at <range>.11.., workers at <range>.21.., the VIP at <range>.10 */
+export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput {
+  const cps = shape.cps ?? 1
+  const workers = shape.workers ?? 2
+  const disks = [{ dev: '/dev/sda', size: '100GB', model: 'QEMU HARDDISK' }]
+  const vip = shape.vip ?? 'after-bootstrap'
+  return {
+    cluster: {
+      name: 'e2e',
+      endpoint: `https://${range}.${vip === false ? 11 : 10}:6443`,
+      talosVersion: shape.talosVersion ?? 'v1.12.11',
+      kubernetesVersion: 'v1.35.0',
+      ...(vip === false ? {} : { vip: { address: `${range}.10`, up: vip } }),
+    },
+    speed: shape.speed ?? 600,
+    timings: { install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20, ...shape.timings },
+    nodes: [
+      ...Array.from({ length: cps }, (_, i) => ({ name: `cp-${i + 1}`, ip: `${range}.${11 + i}`, role: 'controlplane' as const, image: shape.image ?? 'iso', disks })),
+      ...Array.from({ length: workers }, (_, i) => ({ name: `wrkr-${i + 1}`, ip: `${range}.${21 + i}`, role: 'worker' as const, image: shape.image ?? 'iso', disks })),
+    ],
+    faults: shape.faults ?? [],
+  }
+}
+
+export interface TaskResult {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+export class E2eCluster {
+  private constructor(
+    readonly sim: Simulator,
+    readonly dir: string,
+  ) {}
+
+  static async start(range: string, shape: ClusterShape = {}): Promise<E2eCluster> {
+    const dir = mkdtempSync(join(tmpdir(), 'tb-e2e-'))
+    const sim = await startSimulator({ scenario: scenario(range, shape), dir })
+    return new E2eCluster(sim, dir)
+  }
+
+  get clusterDir(): string {
+    return this.sim.clusterDir
+  }
+
+  env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    const { CI: _ci, NODES: _n, CONCURRENCY: _c, DRY_RUN: _d, ...base } = process.env
+    return {
+      ...base,
+      PATH: [this.sim.binDir, GO_BIN, process.env.PATH ?? ''].join(delimiter),
+      TALOSCONFIG: this.sim.env.TALOSCONFIG,
+      KUBECONFIG: this.sim.env.KUBECONFIG,
+      SIM_TALOSCTL_VERSION: this.sim.env.SIM_TALOSCTL_VERSION,
+      CLUSTER_DIR: this.clusterDir,
+      NO_COLOR: '1',
+      ...extra,
+    }
+  }
+
+  /** `task -x <name> CLUSTER_DIR=… VAR=… -- flags`, as an operator types it. */
+  task(name: string, vars: Record<string, string> = {}, flags: string[] = [], extraEnv: Record<string, string> = {}): Promise<TaskResult> {
+    const args = ['-x', name, `CLUSTER_DIR=${this.clusterDir}`, ...Object.entries(vars).map(([k, v]) => `${k}=${v}`)]
+    if (flags.length) args.push('--', ...flags)
+    return run('task', args, this.env(extraEnv))
+  }
+
+  /** The real kubectl against the cluster, with its own discovery cache. */
+  kubectl(args: string[]): Promise<TaskResult> {
+    return run('kubectl', ['--kubeconfig', join(this.clusterDir, 'kubeconfig'), '--cache-dir', join(this.dir, 'kube-cache'), ...args], this.env())
+  }
+
+  report(): Report {
+    return JSON.parse(readFileSync(join(this.clusterDir, '.bootstrap', 'last-run.json'), 'utf8')) as Report
+  }
+
+  calls(): CallRecord[] {
+    return this.sim.calls()
+  }
+
+  async stop(): Promise<void> {
+    await this.sim.stop()
+    if (existsSync(this.dir)) rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+export function run(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<TaskResult> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.on('error', reject)
+    child.on('close', (code) => resolvePromise({ code, stdout, stderr }))
+  })
+}
+
+/** status of every node in one phase of the report, by node name */
+export function statuses(report: Report, phase: string): Record<string, string> {
+  const found = report.phases.find((p) => p.name === phase)
+  if (!found) throw new Error(`phase ${phase} not in the report (phases: ${report.phases.map((p) => p.name).join(', ')})`)
+  return Object.fromEntries(found.nodes.map((n) => [n.name, n.status]))
+}
+
+export function nodeIn(report: Report, phase: string, name: string) {
+  const node = report.phases.find((p) => p.name === phase)?.nodes.find((n) => n.name === name)
+  if (!node) throw new Error(`${name} not in phase ${phase}`)
+  return node
+}
+
+/** calls of one kind (probe, apply, get, bootstrap, ...) made to a node */
+export function callsTo(calls: CallRecord[], node: string, call?: string): CallRecord[] {
+  return calls.filter((c) => c.node === node && (!call || c.call === call))
+}
