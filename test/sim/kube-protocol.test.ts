@@ -214,6 +214,23 @@ describe('kube API protocol', () => {
     expect(gone.events[0].object.message).toMatch(/^too old resource version: \d+ \(\d+\)$/)
   })
 
+  it('removeNode takes the node and its pods away; a re-registered node starts NotReady again', async () => {
+    const until = async (fn: () => boolean, ms = 3000) => { const end = Date.now() + ms; while (!fn()) { if (Date.now() > end) throw new Error('condition not reached'); await new Promise((r) => setTimeout(r, 10)) } }
+    const ds = { apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'cni', namespace: 'kube-system', annotations: { 'sim.talos-bootstrap.dev/cni': 'true' } }, spec: { selector: { matchLabels: { app: 'cni' } }, template: { metadata: { labels: { app: 'cni' } }, spec: { hostNetwork: true, containers: [{ name: 'agent', image: 'cni:1' }] } } } }
+    expect((await call('POST', '/apis/apps/v1/namespaces/kube-system/daemonsets', { body: ds })).status).toBe(201)
+    await until(() => kube.nodeReady('n1') && kube.nodeReady('n2'))
+    const pods = () => kube.store.list(kube.registry.get('', 'v1', 'pods')!, 'kube-system').filter((p) => p.spec.nodeName === 'n2')
+    expect(pods().length).toBe(1)
+    kube.removeNode('n2')
+    expect(kube.nodeReady('n2')).toBe(false)
+    expect((await call('GET', '/api/v1/nodes/n2')).status).toBe(404)
+    await until(() => pods().length === 0)
+    kube.registerNode({ name: 'n2', ip: '127.41.0.12', role: 'worker' })
+    expect(kube.nodeReady('n2')).toBe(false)
+    await until(() => kube.nodeReady('n2'))
+    expect(pods().length).toBe(1)
+  })
+
   it('serves CRDs it is given and records /sim/v1/calls', async () => {
     const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.sim' }, spec: { group: 'example.sim', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', shortNames: ['wd'] }, versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} } }] } }
     expect((await call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { body: crd })).status).toBe(201)
