@@ -13,6 +13,8 @@ export interface CommandArgs {
   watch: boolean
   help: boolean
   node: string | undefined
+  /** a report file (bootstrap:report) */
+  run: string | undefined
   /** settings flags that were given (name without --) */
   settingFlags: Record<string, string | undefined>
 }
@@ -32,6 +34,7 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     'cluster-dir': { type: 'string' },
     nodes: { type: 'string' },
     node: { type: 'string' },
+    run: { type: 'string' },
   }
   for (const flag of BOOLEAN_FLAGS) options[flag] = { type: 'string' }
   for (const spec of SCALAR_SETTINGS) options[spec.flag] = { type: 'string' }
@@ -74,6 +77,7 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     clusterDir: str('cluster-dir') ?? (env.CLUSTER_DIR || 'talos'),
     nodes: str('nodes') ?? (env.NODES || undefined),
     node: str('node') ?? (env.NODE || undefined),
+    run: str('run'),
     dryRun: bool('dry-run', 'DRY_RUN'),
     failFast: bool('fail-fast', 'FAIL_FAST'),
     reapply: bool('reapply'),
