@@ -31,7 +31,9 @@ const cmd = positionals[0]
 const dir = resolve(values.dir)
 const pidFile = join(dir, 'sim.pid')
 
-const alive = (pid) => { try { process.kill(pid, 0); return true } catch (e) { return e.code === 'EPERM' } }
+// a zombie (exited, not yet reaped by whoever adopted the detached daemon) counts as stopped
+const zombie = (pid) => { try { return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') } catch { return false } }
+const alive = (pid) => { try { process.kill(pid, 0); return !zombie(pid) } catch (e) { return e.code === 'EPERM' } }
 const readPid = () => { try { return Number(readFileSync(pidFile, 'utf8').trim()) || null } catch { return null } }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 

@@ -1,0 +1,111 @@
+// `node sim/cli.js up|down|calls|critical-path` as the Taskfile runs it. Range 127.25.x.y.
+import { afterAll, describe, expect, it } from 'vitest'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import https from 'node:https'
+import { parse } from 'yaml'
+
+const tmp = mkdtempSync(join(tmpdir(), 'sim-cli-'))
+const dir = join(tmp, '.sim')
+const scenario = join(tmp, 'scenario.yaml')
+writeFileSync(scenario, `cluster: { name: clitest, endpoint: https://127.25.1.10:6443, talosVersion: v1.13.9 }
+speed: 600
+nodes:
+  - { name: cp-1, ip: 127.25.1.11, role: controlplane }
+  - { name: wrkr-1, ip: 127.25.1.21, role: worker, image: disk }
+faults:
+  - { node: wrkr-1, on: probe, kind: refused, times: 1 }
+`)
+const cli = (...args: string[]) => spawnSync(process.execPath, ['sim/cli.js', ...args], { encoding: 'utf8', timeout: 60000 })
+const probe = (ip: string, argv: string[]) => new Promise<any>((resolve) => {
+  const req = https.request({ host: ip, port: 50000, method: 'POST', path: '/resources.Get', rejectUnauthorized: false, agent: false,
+    headers: { 'x-sim-argv': JSON.stringify(argv) } }, (res) => { let b = ''; res.on('data', (d) => { b += d }); res.on('end', () => resolve(JSON.parse(b))) })
+  req.on('error', (e: NodeJS.ErrnoException) => resolve({ socketError: e.code }))
+  req.end(JSON.stringify({ type: 'machinestatus' }))
+})
+
+// exited counts even while the adopted process waits to be reaped (zombie)
+const alive = (pid: number) => { try { process.kill(pid, 0) } catch { return false } try { return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('Z') } catch { return false } }
+
+afterAll(() => { cli('down', '--dir', dir); rmSync(tmp, { recursive: true, force: true }) })
+
+describe('sim cli', () => {
+  it('up writes env and a fresh cluster dir and returns with every node in maintenance', async () => {
+    const r = cli('up', '--scenario', scenario, '--dir', dir)
+    expect(r.stderr).toBe('')
+    expect(r.status).toBe(0)
+    expect(r.stdout).toMatch(/^simulator up: cluster "clitest", 2 nodes in maintenance/)
+    const env = readFileSync(join(dir, 'env'), 'utf8')
+    expect(env).toContain(`export TALOSCONFIG='${join(dir, 'cluster', 'clusterconfig', 'talosconfig')}'`)
+    expect(env).toContain(`export KUBECONFIG='${join(dir, 'cluster', 'kubeconfig')}'`)
+    expect(env).toContain(`export CLUSTER_DIR='${join(dir, 'cluster')}'`)
+    expect(env).toContain("export SIM_TALOSCTL_VERSION='v1.13.9'")
+    expect(env).toMatch(/export PATH='\/.*\/sim\/bin':"\$PATH"/)
+    const tc = parse(readFileSync(join(dir, 'cluster/clusterconfig/talosconfig'), 'utf8'))
+    expect(tc.context).toBe('clitest')
+    expect(tc.contexts.clitest.endpoints).toEqual([])
+    expect(tc.contexts.clitest.nodes).toBeUndefined()
+    expect(Buffer.from(tc.contexts.clitest.ca, 'base64').toString()).toMatch(/^-----BEGIN CERTIFICATE-----/)
+    const tal = parse(readFileSync(join(dir, 'cluster/talconfig.yaml'), 'utf8'))
+    expect(tal).toMatchObject({ clusterName: 'clitest', endpoint: 'https://127.25.1.10:6443', nodes: [{ hostname: 'cp-1', ipAddress: '127.25.1.11', controlPlane: true, installDisk: '/dev/sda' }, { hostname: 'wrkr-1', controlPlane: false }] })
+    const cp = parse(readFileSync(join(dir, 'cluster/clusterconfig/clitest-cp-1.yaml'), 'utf8'))
+    const w = parse(readFileSync(join(dir, 'cluster/clusterconfig/clitest-wrkr-1.yaml'), 'utf8'))
+    expect(cp).toMatchObject({ version: 'v1alpha1', machine: { type: 'controlplane', network: { hostname: 'cp-1' }, install: { disk: '/dev/sda', image: 'ghcr.io/siderolabs/installer:v1.13.9' } },
+      cluster: { clusterName: 'clitest', controlPlane: { endpoint: 'https://127.25.1.10:6443' }, network: { cni: { name: 'none' } } } })
+    expect(Buffer.from(cp.machine.ca.key, 'base64').toString()).toMatch(/PRIVATE KEY/)
+    expect(Buffer.from(cp.cluster.etcd.ca.crt, 'base64').toString()).toMatch(/BEGIN CERTIFICATE/)
+    expect(w.machine.ca.key).toBeUndefined() // workers carry no CA keys
+    expect(w.cluster.ca.key).toBe('')
+    expect(w.cluster.etcd).toBeUndefined()
+    expect(statSync(join(dir, 'cluster/clusterconfig/talosconfig')).mode & 0o777).toBe(0o600)
+    const settings = parse(readFileSync(join(dir, 'cluster/bootstrap.yaml'), 'utf8'))
+    expect(settings).toMatchObject({ pollInterval: '200ms', retryDelay: '50ms', callTimeout: '30s', verifyTimeout: '1m',
+      cni: { chart: 'cilium/cilium', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium' },
+      flux: { mode: 'bootstrap', kustomization: 'flux-system/flux-system', git: { url: 'ssh://git@127.0.0.1/fleet.git', branch: 'main', path: 'clusters/clitest', privateKeyFile: 'flux-deploy-key' } } })
+    expect(readFileSync(join(dir, 'cluster/flux-deploy-key'), 'utf8')).toMatch(/^-----BEGIN OPENSSH PRIVATE KEY-----\n/)
+    // the daemon serves: first probe of wrkr-1 is refused by the fault (counted), the second answers
+    expect((await probe('127.25.1.21', ['get', 'machinestatus', '--insecure', '-n', '127.25.1.21'])).transportError).toBe('refused')
+    const ok = await probe('127.25.1.21', ['get', 'machinestatus', '--insecure', '-n', '127.25.1.21'])
+    expect(ok.messages[0].data.resources[0].spec.stage).toBe('maintenance')
+    const calls = cli('calls', '--dir', dir).stdout.trim().split('\n').map((l) => JSON.parse(l))
+    expect(calls.map((x) => [x.node, x.tool, x.call, x.command, x.outcome.slice(0, 6)])).toEqual([
+      ['wrkr-1', 'talosctl', 'probe', 'get', 'error:'], ['wrkr-1', 'talosctl', 'probe', 'get', 'ok']])
+    expect(calls[1].args).toEqual(['machinestatus', '--insecure', '-n', '127.25.1.21'])
+    const status = cli('status', '--dir', dir).stdout.trim().split('\n').map((l) => JSON.parse(l))
+    expect(status.map((n) => [n.name, n.stage])).toEqual([['cp-1', 'maintenance'], ['wrkr-1', 'maintenance']])
+    expect(cli('critical-path', '--dir', dir).stdout.trim()).toBe(((120 + 40 + 30 + 20 + 15 + 20) / 600).toFixed(3))
+  })
+
+  it('a second up replaces the first: new daemon, cluster dir rewritten whole, calls reset', () => {
+    const pid1 = readFileSync(join(dir, 'sim.pid'), 'utf8').trim()
+    writeFileSync(join(dir, 'cluster', 'leftover'), 'x')
+    const r = cli('up', '--scenario', scenario, '--dir', dir, '--speed', '1200')
+    expect(r.status).toBe(0)
+    expect(r.stdout).toMatch(/stopped the previous simulator/)
+    expect(readFileSync(join(dir, 'sim.pid'), 'utf8').trim()).not.toBe(pid1)
+    expect(existsSync(join(dir, 'cluster', 'leftover'))).toBe(false)
+    expect(readFileSync(join(dir, 'calls.jsonl'), 'utf8')).toBe('')
+    expect(alive(Number(pid1))).toBe(false)
+  })
+
+  it('down stops it and is fine when nothing runs', async () => {
+    const pid = Number(readFileSync(join(dir, 'sim.pid'), 'utf8'))
+    expect(cli('down', '--dir', dir).stdout).toBe('simulator stopped\n')
+    expect(alive(pid)).toBe(false)
+    expect((await probe('127.25.1.11', ['get'])).socketError).toBe('ECONNREFUSED')
+    const again = cli('down', '--dir', dir)
+    expect([again.status, again.stdout]).toEqual([0, 'simulator not running\n'])
+  })
+
+  it('an invalid scenario exits 2 naming the field; nothing starts', () => {
+    const bad = join(tmp, 'bad.yaml')
+    writeFileSync(bad, readFileSync(scenario, 'utf8').replace('127.25.1.21', '192.168.0.21'))
+    const r = cli('up', '--scenario', bad, '--dir', join(tmp, 'bad-dir'))
+    expect(r.status).toBe(2)
+    expect(r.stderr).toBe(`${bad}:5: nodes[1].ip: "192.168.0.21" is not in 127.0.0.0/8\n`)
+    expect(existsSync(join(tmp, 'bad-dir', 'sim.pid'))).toBe(false)
+    expect(cli('frobnicate').status).toBe(2)
+  })
+})
