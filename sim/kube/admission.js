@@ -57,6 +57,19 @@ export function admitCreate(def, obj) {
       defaultWorkload(obj)
       obj.status = {}
       break
+    case 'CustomResourceDefinition': {
+      // Established at once (`kubectl wait --for condition=established crd/...` after flux install).
+      const t = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
+      obj.status = {
+        acceptedNames: obj.spec?.names || {},
+        conditions: [
+          { type: 'NamesAccepted', status: 'True', lastTransitionTime: t, reason: 'NoConflicts', message: 'no conflicts found' },
+          { type: 'Established', status: 'True', lastTransitionTime: t, reason: 'InitialNamesAccepted', message: 'the initial names have been accepted' },
+        ],
+        storedVersions: (obj.spec?.versions || []).filter((v) => v.storage).map((v) => v.name),
+      }
+      break
+    }
   }
 }
 

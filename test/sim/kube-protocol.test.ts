@@ -233,7 +233,9 @@ describe('kube API protocol', () => {
 
   it('serves CRDs it is given and records /sim/v1/calls', async () => {
     const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.sim' }, spec: { group: 'example.sim', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', shortNames: ['wd'] }, versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} } }] } }
-    expect((await call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { body: crd })).status).toBe(201)
+    const made = await call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { body: crd })
+    expect(made.status).toBe(201)
+    expect(made.json.status.conditions.find((x: any) => x.type === 'Established')).toMatchObject({ status: 'True' })
     const disc = await call('GET', '/apis', { headers: { accept: V2 } })
     expect(disc.json.items.find((i: any) => i.metadata.name === 'example.sim').versions[0].resources[0]).toMatchObject({ resource: 'widgets', shortNames: ['wd'] })
     const w = await call('POST', '/apis/example.sim/v1/namespaces/default/widgets', { body: { apiVersion: 'example.sim/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } } })
