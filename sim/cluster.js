@@ -49,7 +49,13 @@ export class Simulator {
     this.servers = new Map(this.nodes.map((n) => [n.name, new NodeServer(this, n)]))
     for (const n of this.nodes) n.powerOn()
     await this.waitFor(() => this.nodes.every((n) => n.stage === 'maintenance' || n.configured))
-    await Promise.all([...this.servers.values()].map((sv) => sv.queue))
+    await this.settle()
+    // a node whose address is taken (another simulator on this range?) must fail the start
+    const failed = [...this.servers.values()].find((sv) => sv.lastError)
+    if (failed) {
+      const e = failed.lastError
+      throw new Error(`cannot listen on ${failed.node.ip}:50000: ${e.code === 'EADDRINUSE' ? 'address already in use (another simulator on these addresses? stop it: node sim/cli.js down --dir <its dir>)' : e.message}`)
+    }
     return this
   }
 
@@ -77,6 +83,12 @@ export class Simulator {
     const t = this.timings
     const iso = this.nodes.some((n) => n.image === 'iso')
     return ((iso ? t.install + t.reboot : 0) + t.boot + t.etcd + t.kubelet + t.cni) / this.scenario.speed
+  }
+  /** a simulated instant as clients should see it: wall-clock now minus its simulated age
+   *  (so "5m ago" reads in simulated time, never in the future) */
+  displayTime(t) {
+    const sim = new Date(t).getTime()
+    return new Date(Date.now() - Math.max(0, this.clock.now().getTime() - sim))
   }
   kubeconfigYaml() { return kubeconfigYaml(this.scenario, this.pki) }
   isClusterCA(b64) {
@@ -155,7 +167,7 @@ export class Simulator {
     n.etcdMember = memberId()
     this.etcd.set(n.etcdMember, { id: n.etcdMember, hostname: n.name, ip: n.ip })
     n.svc('etcd', 'Finished', 'Bootstrap requested')
-    n.startService('etcd'); n.service('etcd').healthy = false
+    n.startService('etcd', { healthy: false })
     n.talosLog('bootstrap request received')
     n.after(this.timings.etcd, () => n.etcdUp())
     n.changed()
@@ -173,13 +185,13 @@ export class Simulator {
       n.joining = false
       n.etcdMember = memberId()
       this.etcd.set(n.etcdMember, { id: n.etcdMember, hostname: n.name, ip: n.ip })
-      n.startService('etcd')
+      n.startService('etcd', { healthy: false })
       n.etcdUp()
     })
   }
   etcdRestart(n) {
     n.after(this.timings.etcd, () => {
-      if (n.etcdMember && this.etcd.has(n.etcdMember)) { n.startService('etcd'); n.etcdUp() } else { n.etcdMember = null; this.maybeJoin(n) }
+      if (n.etcdMember && this.etcd.has(n.etcdMember)) { n.startService('etcd', { healthy: false }); n.etcdUp() } else { n.etcdMember = null; this.maybeJoin(n) }
     })
   }
   etcdRemove(id) {
@@ -201,7 +213,7 @@ export class Simulator {
     n.after(this.timings.kubelet, () => {
       if (n.kubeletFailed || n.registered) return
       n.registered = true
-      try { this.kube?.registerNode?.({ name: n.name, ip: n.ip, role: n.role, kubeletVersion: this.scenario.cluster.kubernetesVersion }) } catch (e) { this.log(`kube.registerNode: ${e.message}`) }
+      try { this.kube?.registerNode?.({ name: n.name, ip: n.ip, role: n.role, kubeletVersion: this.scenario.cluster.kubernetesVersion, osImage: `Talos (${this.scenario.cluster.talosVersion})` }) } catch (e) { this.log(`kube.registerNode: ${e.message}`) }
       n.talosLog(`kubelet: node "${n.name}" registered`)
       n.changed()
     })

@@ -70,11 +70,11 @@ export class Node {
     s.events.push({ msg, state, ts: this.ctx.clock.now().toISOString() })
     if (s.events.length > 30) s.events.shift()
   }
-  startService(id) {
+  startService(id, { healthy = true } = {}) {
     this.svc(id, 'Preparing', 'Running pre state')
     this.svc(id, 'Preparing', 'Creating service runner')
-    this.svc(id, 'Running', `Started task ${id} (PID ${1000 + Math.floor(Math.random() * 9000)}) for container ${id}`)
-    this.svc(id, 'Running', 'Health check successful', true)
+    this.svc(id, 'Running', `Started task ${id} (PID ${1000 + Math.floor(Math.random() * 9000)}) for container ${id}`, healthy ? undefined : null)
+    if (healthy) this.svc(id, 'Running', 'Health check successful', true)
   }
 
   // ---- lifecycle ----

@@ -27,6 +27,7 @@ export function createControllers({ store, registry, clock, timings, faults }) {
   const KS = R('kustomize.toolkit.fluxcd.io', 'v1', 'kustomizations'), GIT = R('source.toolkit.fluxcd.io', 'v1', 'gitrepositories')
   const HREPO = R('source.toolkit.fluxcd.io', 'v1', 'helmrepositories'), OCI = R('source.toolkit.fluxcd.io', 'v1', 'ocirepositories')
   const HR = R('helm.toolkit.fluxcd.io', 'v2', 'helmreleases')
+  const JOBS = R('batch', 'v1', 'jobs')
 
   const timers = new Map() // key -> cancel
   const shas = new Map() // uid -> revision sha (stable per source object)
@@ -131,6 +132,7 @@ export function createControllers({ store, registry, clock, timings, faults }) {
       timer(`pod:${uid}`, RECHECK, () => startPod(uid))
       return
     }
+    if (['Never', 'OnFailure'].includes(pod.spec.restartPolicy)) return completePod(pod, node)
     const next = clone(pod)
     const ip = pod.spec.hostNetwork ? nodeIp(node) : pod.status?.podIP || nextPodIp()
     next.status = { ...next.status, phase: 'Running', podIP: ip, podIPs: [{ ip }], conditions: conditionsFor(next, true), containerStatuses: containerStatuses(next, 'running') }
@@ -139,6 +141,17 @@ export function createControllers({ store, registry, clock, timings, faults }) {
       event(out, 'Pulled', `Container image "${c.image}" already present on machine`, 'Normal', `spec.containers{${c.name}}`, host)
       event(out, 'Started', `Started container ${c.name}`, 'Normal', `spec.containers{${c.name}}`, host)
     }
+  }
+
+  // A run-to-completion pod (a Job's): its containers exit 0.
+  function completePod(pod, node) {
+    const next = clone(pod)
+    const ip = pod.spec.hostNetwork ? nodeIp(node) : pod.status?.podIP || nextPodIp()
+    let cs = conditionsFor(next, false).map((c) => (c.type === 'Ready' || c.type === 'ContainersReady' ? { ...c, reason: 'PodCompleted', message: undefined } : c))
+    cs = cs.map((c) => JSON.parse(JSON.stringify(c)))
+    const containerStatuses = (pod.spec.containers || []).map((c) => ({ name: c.name, image: c.image, imageID: '', restartCount: 0, started: false, ready: false, containerID: `containerd://${randomHex(64)}`, state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: now(), finishedAt: now() } } }))
+    next.status = { ...next.status, phase: 'Succeeded', podIP: ip, podIPs: [{ ip }], conditions: cs, containerStatuses }
+    tryUpdate(PODS, next)
   }
 
   function conditionsFor(pod, ready) {
@@ -221,6 +234,30 @@ export function createControllers({ store, registry, clock, timings, faults }) {
     if (ready) status.numberAvailable = ready
     if (wanted.length - ready > 0) status.numberUnavailable = wanted.length - ready
     if (!deepEqual(ds.status, status)) tryUpdate(DS, { ...ds, status })
+  }
+
+  // Jobs: one pod at a time until spec.completions pods succeeded.
+  function reconcileJob(job, pods) {
+    if (job.spec?.suspend) return
+    const owned = pods.filter((p) => ownedBy(p, job))
+    const succeeded = owned.filter((p) => p.status?.phase === 'Succeeded').length
+    const completions = job.spec?.completions ?? 1
+    let active = owned.filter((p) => !['Succeeded', 'Failed'].includes(p.status?.phase)).length
+    if (succeeded + active < completions && active < (job.spec?.parallelism ?? 1)) {
+      const uid = job.metadata.uid
+      const pod = newPod(job, `${job.metadata.name}-${randomSuffix()}`, { 'batch.kubernetes.io/controller-uid': uid, 'batch.kubernetes.io/job-name': job.metadata.name, 'controller-uid': uid, 'job-name': job.metadata.name })
+      if (pod) active++
+    }
+    const status = { ...(job.status || {}), startTime: job.status?.startTime || now(), active: active || undefined, succeeded: succeeded || undefined, ready: 0, terminating: 0, uncountedTerminatedPods: {} }
+    if (succeeded >= completions && !cond(job, 'Complete')) {
+      status.completionTime = now()
+      status.conditions = [
+        { type: 'SuccessCriteriaMet', status: 'True', reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods', lastProbeTime: now(), lastTransitionTime: now() },
+        { type: 'Complete', status: 'True', reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods', lastProbeTime: now(), lastTransitionTime: now() },
+      ]
+    }
+    const clean = JSON.parse(JSON.stringify(status))
+    if (!deepEqual(job.status, clean)) tryUpdate(JOBS, { ...job, status: clean })
   }
 
   const maxUnavailable = (d) => {
@@ -406,6 +443,8 @@ export function createControllers({ store, registry, clock, timings, faults }) {
     for (const ds of store.list(DS, undefined, raw)) reconcileDaemonSet(ds, nodes, podsIn(pods, ds.metadata.namespace))
     pods = store.list(PODS, undefined, raw)
     for (const d of store.list(DEPLOY, undefined, raw)) reconcileDeployment(d, podsIn(pods, d.metadata.namespace))
+    pods = store.list(PODS, undefined, raw)
+    for (const j of store.list(JOBS, undefined, raw)) reconcileJob(j, podsIn(pods, j.metadata.namespace))
     pods = store.list(PODS, undefined, raw)
     schedulePods(pods, nodes)
     pods = store.list(PODS, undefined, raw)

@@ -95,6 +95,16 @@ const PRINTERS = {
       return [d.metadata.name, `${s.readyReplicas || 0}/${d.spec?.replicas ?? 1}`, s.updatedReplicas || 0, s.availableReplicas || 0, age(d.metadata.creationTimestamp, now), cs.map((c) => c.name).join(','), cs.map((c) => c.image).join(','), selectorText(d.spec?.selector)]
     },
   },
+  Job: {
+    columns: [col('Name', 0, 'string', 'name'), col('Status'), col('Completions'), col('Duration'), col('Age'), col('Containers', 1), col('Images', 1), col('Selector', 1)],
+    cells: (j, now) => {
+      const done = cond(j, 'Complete')?.status === 'True' ? 'Complete' : cond(j, 'Failed')?.status === 'True' ? 'Failed' : 'Running'
+      const start = j.status?.startTime ? Date.parse(j.status.startTime) : undefined
+      const end = j.status?.completionTime ? Date.parse(j.status.completionTime) : now
+      const cs = containers(j.spec?.template)
+      return [j.metadata.name, done, `${j.status?.succeeded || 0}/${j.spec?.completions ?? 1}`, start ? humanDuration(end - start) : '', age(j.metadata.creationTimestamp, now), cs.map((c) => c.name).join(','), cs.map((c) => c.image).join(','), selectorText(j.spec?.selector)]
+    },
+  },
   CustomResourceDefinition: { columns: [col('Name', 0, 'string', 'name'), col('Created At', 0, 'date')], cells: (o) => [o.metadata.name, o.metadata.creationTimestamp] },
   Kustomization: { columns: [col('Name', 0, 'string', 'name'), col('Age'), ...fluxReady], cells: (o, now) => [o.metadata.name, age(o.metadata.creationTimestamp, now), ...fluxReadyCells(o)] },
   HelmRelease: { columns: [col('Name', 0, 'string', 'name'), col('Age'), ...fluxReady], cells: (o, now) => [o.metadata.name, age(o.metadata.creationTimestamp, now), ...fluxReadyCells(o)] },

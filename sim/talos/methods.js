@@ -12,10 +12,10 @@ const prettySize = (b) => {
 }
 
 function resource(node, d, id, spec, extra = {}) {
+  const show = (t) => node.ctx.displayTime(t).toISOString().replace(/\.\d+Z$/, 'Z')
   return {
     metadata: { namespace: d.namespace, type: d.type, id, version: node.rev + 1, owner: extra.owner ?? '',
-      phase: 'running', created: node.created.toISOString().replace(/\.\d+Z$/, 'Z'),
-      updated: node.updated.toISOString().replace(/\.\d+Z$/, 'Z'), ...(extra.annotations ? { annotations: extra.annotations } : {}) },
+      phase: 'running', created: show(node.created), updated: show(node.updated), ...(extra.annotations ? { annotations: extra.annotations } : {}) },
     spec,
   }
 }
@@ -98,7 +98,7 @@ export const METHODS = {
   'machine.ServiceList'(sim, node) {
     return { services: [...node.services.values()].sort((a, b) => a.id.localeCompare(b.id)).map((s) => ({
       id: s.id, state: s.state, health: { unknown: s.healthy == null, healthy: s.healthy === true, lastMessage: s.lastMessage },
-      events: s.events.map((e) => ({ ...e })) })) }
+      events: s.events.map((e) => ({ ...e, ts: sim.displayTime(e.ts).toISOString() })) })) }
   },
 
   'machine.ServiceAction'(sim, node, body) {
@@ -152,7 +152,7 @@ export const METHODS = {
     return {}
   },
 
-  'machine.Dmesg'(sim, node) { return { lines: node.logs.map((l) => ({ ...l })) } },
+  'machine.Dmesg'(sim, node) { return { lines: node.logs.map((l) => ({ ...l, ts: sim.displayTime(l.ts).toISOString() })) } },
 }
 
 // methods the maintenance API serves (everything else: Unimplemented)

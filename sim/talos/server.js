@@ -21,7 +21,10 @@ export class NodeServer {
   setMode(mode) {
     if (mode === this.wanted) return this.queue
     this.wanted = mode
-    this.queue = this.queue.then(() => this.apply(mode)).catch((e) => this.sim.log(`listener ${this.node.ip}: ${e.message}`))
+    this.queue = this.queue.then(() => this.apply(mode)).catch((e) => {
+      this.lastError = e
+      this.sim.log(`listener ${this.node.ip}:${TALOS_PORT}: ${e.message}`)
+    })
     return this.queue
   }
 
