@@ -144,6 +144,14 @@ describe('kube API with kubectl: nodes, CNI, readiness', () => {
     expect(table.stdout).toMatch(/^coredns\s+3\/3\s+3\s+3\s+\S+\n$/)
   })
 
+  it('runs a Job to completion', async () => {
+    const job = (await k.kubectl(['create', 'job', 'hello', '--image=busybox', '--dry-run=client', '-o', 'yaml', '--', 'echo', 'hi'])).stdout
+    expect(await k.kubectl(['apply', '-f', '-'], { input: job })).toMatchObject({ code: 0, stdout: 'job.batch/hello created\n' })
+    expect(await k.kubectl(['wait', '--for=condition=complete', 'job/hello', '--timeout=20s'])).toMatchObject({ code: 0, stdout: 'job.batch/hello condition met\n' })
+    expect((await k.kubectl(['get', 'jobs', '--no-headers'])).stdout).toMatch(/^hello\s+Complete\s+1\/1\s+\S+\s+\S+\n$/)
+    expect((await k.kubectl(['get', 'pods', '-l', 'job-name=hello', '--no-headers'])).stdout).toMatch(/^hello-\S{5}\s+0\/1\s+Completed\s+0\s+/)
+  })
+
   it('honours label and field selectors on list', async () => {
     const onWorker = await k.kubectl(['get', 'pods', '-n', 'kube-system', '-l', 'k8s-app in (cilium,kube-dns)', '--field-selector', 'spec.nodeName=wrkr-1', '-o', 'name'])
     const names = onWorker.stdout.trim().split('\n')
