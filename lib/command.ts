@@ -4,7 +4,7 @@ import { which } from 'zx'
 import { parseCommandArgs, type CommandArgs } from './args.js'
 import { errorMessage, ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
 import { Facts } from './facts.js'
-import { loadInventory, selectNodes } from './inventory.js'
+import { loadInventory, selectNodes, type Inventory } from './inventory.js'
 import { acquireLock } from './lock.js'
 import { output } from './output.js'
 import type { Phase } from './phase.js'
@@ -14,7 +14,7 @@ import { stateDir, writeReport, type Report } from './report.js'
 import type { PhaseName, PhaseResult } from './results.js'
 import type { Run } from './run.js'
 import { runPhases } from './runner.js'
-import { loadSettings } from './settings.js'
+import { loadSettings, type Settings } from './settings.js'
 import { failureDetails, summaryTable } from './summary.js'
 import { TOOL_ENV, ToolRunner, type ToolName } from './tools/exec.js'
 import { Flux } from './tools/flux.js'
@@ -106,17 +106,22 @@ function reportFatal(err: unknown): number {
   return ExitCode.nodeFailed
 }
 
-async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.ProcessEnv, controller: AbortController, onLock: (release: () => void) => void): Promise<number> {
-  const startedAt = new Date()
+/** What every command loads first: settings, the inventory, and a redactor that knows their secrets. */
+export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags'>, env: NodeJS.ProcessEnv): { settings: Settings; inventory: Inventory; redactor: Redactor } {
   const settings = loadSettings({ clusterDir: args.clusterDir, env, flags: args.settingFlags })
   const inventory = loadInventory(args.clusterDir)
-  const nodes = selectNodes(inventory, args.nodes)
-  const phases: Phase[] = phasesFor(spec.phases)
-
   const redactor = new Redactor()
   redactor.addFromYamlFile(inventory.talosconfig)
   for (const node of inventory.nodes) redactor.addFromYamlFile(node.configFile)
   if (settings.flux?.git?.privateKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.git.privateKeyFile))
+  return { settings, inventory, redactor }
+}
+
+async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.ProcessEnv, controller: AbortController, onLock: (release: () => void) => void): Promise<number> {
+  const startedAt = new Date()
+  const { settings, inventory, redactor } = loadCluster(args, env)
+  const nodes = selectNodes(inventory, args.nodes)
+  const phases: Phase[] = phasesFor(spec.phases)
 
   requireTools(env, ['talosctl', ...(spec.tools ?? [])])
   if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
