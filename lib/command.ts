@@ -28,6 +28,8 @@ export interface CommandSpec {
   phases: PhaseName[]
   /** tools this command needs besides talosctl */
   tools?: ToolName[]
+  /** bootstrap:node: one node (--node), recovered into a running cluster; RESET=true adds the reset phase */
+  recover?: boolean
   usage: string
 }
 
@@ -120,8 +122,9 @@ export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags
 async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.ProcessEnv, controller: AbortController, onLock: (release: () => void) => void): Promise<number> {
   const startedAt = new Date()
   const { settings, inventory, redactor } = loadCluster(args, env)
-  const nodes = selectNodes(inventory, args.nodes)
-  const phases: Phase[] = phasesFor(spec.phases)
+  const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node)) : selectNodes(inventory, args.nodes)
+  const names = spec.recover && args.reset ? spec.phases.flatMap((p) => (p === 'preflight' ? [p, 'reset' as const] : [p])) : spec.phases
+  const phases: Phase[] = phasesFor(names)
 
   requireTools(env, ['talosctl', ...(spec.tools ?? [])])
   if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
@@ -141,7 +144,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     settings,
     inventory,
     nodes,
-    options: { dryRun: args.dryRun, failFast: args.failFast, reapply: args.reapply },
+    options: { dryRun: args.dryRun, failFast: args.failFast, reapply: args.reapply, recover: spec.recover ?? false, reset: args.reset, yes: args.yes },
     signal: controller.signal,
     facts: new Facts(),
     redactor,
@@ -190,6 +193,13 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   }
   if (interrupted) return ExitCode.interrupted
   return ok ? ExitCode.ok : ExitCode.nodeFailed
+}
+
+function requireNode(node: string | undefined): string {
+  if (!node || node.includes(',')) {
+    throw new InputError(node ? `NODE takes one node, got "${node}"` : 'NODE is required', { fix: 'name one node: task bootstrap:node NODE=<name or address>' })
+  }
+  return node
 }
 
 function planText(plan: ToolRunner['plan']): string {

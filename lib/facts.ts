@@ -11,8 +11,15 @@ export interface NodeFacts {
   applied?: boolean
 }
 
+/** What the run learned about the cluster as a whole. */
+export interface ClusterFacts {
+  /** etcd was found running (or was bootstrapped by this run); false: found not bootstrapped */
+  bootstrapped?: boolean
+}
+
 export class Facts {
   private readonly byNode = new Map<string, NodeFacts>()
+  readonly cluster: ClusterFacts = {}
 
   of(name: string): NodeFacts {
     let facts = this.byNode.get(name)

@@ -33,8 +33,11 @@ export interface ClusterStep {
   title: string
   /** nodes that cannot go on when this step fails (they fail with its cause) */
   blocks?: (node: ClusterNode, run: Run) => boolean
-  /** false with a reason: the step is not-run, and names that reason */
-  ready?: (run: Run) => true | string
+  /**
+   * true: run it. A string: it cannot run (not-run; the nodes it blocks are not-run with that
+   * reason). `{ skip }`: nothing to do here (skipped; nobody is blocked).
+   */
+  ready?: (run: Run) => true | string | { skip: string }
   run: (run: Run, report: StepReporter) => Promise<string | void>
 }
 

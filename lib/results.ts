@@ -1,7 +1,8 @@
 import type { ErrorKind } from './classify.js'
 import type { ClusterNode, Role } from './inventory.js'
 
-export const PHASE_NAMES = ['preflight', 'apply', 'verify', 'bootstrap', 'wait-ready', 'flux'] as const
+// 'reset' runs only in bootstrap:node RESET=true
+export const PHASE_NAMES = ['preflight', 'reset', 'apply', 'verify', 'bootstrap', 'wait-ready', 'flux'] as const
 export type PhaseName = (typeof PHASE_NAMES)[number]
 
 export type NodeStatus = 'ok' | 'skipped' | 'failed' | 'not-run'
@@ -24,8 +25,8 @@ export interface NodeResult {
   error?: ErrorRecord
   /** ms since the run started, for the timeline */
   startedAtMs?: number
-  /** every failed attempt that was retried */
-  retries?: Array<{ attempt: number; kind: ErrorKind; message: string; delayMs: number }>
+  /** every failed attempt that was retried; atMs: when it failed, ms since the run started */
+  retries?: Array<{ attempt: number; kind: ErrorKind; message: string; delayMs: number; atMs?: number }>
 }
 
 /** A cluster-wide step of a phase (etcd bootstrap, CNI install, Flux). */
@@ -33,6 +34,8 @@ export interface StepResult {
   name: string
   status: NodeStatus
   durationMs: number
+  /** ms since the run started, for the timeline */
+  startedAtMs?: number
   detail?: string
   error?: ErrorRecord
 }

@@ -13,6 +13,15 @@ export interface RunOptions {
   failFast: boolean
   /** apply again, over the authenticated API, to nodes that already have a config */
   reapply: boolean
+  /**
+   * recovering nodes of a running cluster (bootstrap:node): never bootstrap etcd, only rejoin;
+   * keep an existing kubeconfig
+   */
+  recover: boolean
+  /** wipe the selected node back to maintenance first (bootstrap:node RESET=true) */
+  reset: boolean
+  /** confirmation for destructive steps given on the command line */
+  yes: boolean
 }
 
 /** Everything a phase may use: settings, the selected nodes, the tools, the facts, the abort signal. */

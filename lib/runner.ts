@@ -115,7 +115,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
             const started = performance.now()
             record.startedAtMs ??= started - tracker.started
             record.attempts = Math.max(record.attempts, 1)
-            const reporter = nodeReporter(t, node, record)
+            const reporter = nodeReporter(t, node, record, tracker.started)
             try {
               const outcome: NodeOutcome = (await step.run(node, run, reporter)) ?? { status: 'ok' }
               record.durationMs += performance.now() - started
@@ -168,6 +168,12 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
         return
       }
       const ready = step.ready ? step.ready(run) : true
+      if (typeof ready === 'object') {
+        record.status = 'skipped'
+        record.detail = ready.skip
+        task.skip(`${step.title}: ${ready.skip}`)
+        return
+      }
       if (ready !== true) {
         record.detail = ready
         blocked(`${step.name} not run: ${ready}`, undefined)
@@ -175,6 +181,7 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
         return
       }
       const started = performance.now()
+      record.startedAtMs = Math.round(started - tracker.started)
       const reporter: StepReporter = {
         progress: (text) => (task.output = text),
         retrying: (attempt, error, delayMs) => (task.output = `attempt ${attempt} failed (${error.kind}: ${error.message}); retrying in ${Math.round(delayMs)}ms`),
@@ -199,7 +206,7 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
   }
 }
 
-function nodeReporter(task: Task, node: ClusterNode, record: NodeResult): StepReporter {
+function nodeReporter(task: Task, node: ClusterNode, record: NodeResult, runStarted: number): StepReporter {
   let last = ''
   return {
     progress: (text) => {
@@ -209,7 +216,7 @@ function nodeReporter(task: Task, node: ClusterNode, record: NodeResult): StepRe
     },
     retrying: (attempt, error, delayMs) => {
       record.attempts = Math.max(record.attempts, attempt + 1)
-      ;(record.retries ??= []).push({ attempt, kind: error.kind, message: error.message, delayMs: Math.round(delayMs) })
+      ;(record.retries ??= []).push({ attempt, kind: error.kind, message: error.message, delayMs: Math.round(delayMs), atMs: Math.round(performance.now() - runStarted) })
       task.output = `${node.name}: attempt ${attempt} failed (${error.kind}); retrying in ${(delayMs / 1000).toFixed(1)}s`
     },
   }

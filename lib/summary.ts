@@ -4,7 +4,7 @@ import { formatTable } from './table.js'
 
 function overall(results: NodeResult[]): string {
   const failed = results.find((r) => r.status === 'failed')
-  if (failed) return `failed in ${failed.error ? failed.error.kind : 'unknown'}`
+  if (failed) return `failed: ${failed.error ? failed.error.kind : 'unknown'}`
   if (results.some((r) => r.status === 'not-run')) return 'not run'
   if (results.length > 0 && results.every((r) => r.status === 'skipped')) return 'skipped'
   return 'ok'

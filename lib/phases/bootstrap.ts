@@ -40,7 +40,10 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
 async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   if (!run.options.dryRun) {
     const running = await etcdRunningSomewhere(run, report)
+    run.facts.cluster.bootstrapped = running !== undefined
     if (running) return `already bootstrapped (etcd running on ${running.name})`
+    // recovering a node never bootstraps the cluster: there is nothing to rejoin yet
+    if (run.options.recover) return 'cluster not bootstrapped yet: nothing to rejoin'
   }
   const node = bootstrapNode(run)
   report.progress(`talosctl bootstrap on ${node.name}`)
@@ -48,9 +51,13 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
     await withRetry(() => run.talosctl.bootstrap(node), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
   } catch (err) {
     // AlreadyExists: etcd's data directory is not empty, so it was bootstrapped (or joined) before
-    if (err instanceof NodeError && /etcd data directory is not empty/.test(err.message)) return `already bootstrapped (${node.name})`
+    if (err instanceof NodeError && /etcd data directory is not empty/.test(err.message)) {
+      run.facts.cluster.bootstrapped = true
+      return `already bootstrapped (${node.name})`
+    }
     throw err
   }
+  run.facts.cluster.bootstrapped = true
   return `bootstrapped on ${node.name}`
 }
 
@@ -97,6 +104,8 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
  * answer yet, it points at the bootstrap node's own address; wait-ready switches it back.
  */
 async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> {
+  // a recovery keeps the operator's kubeconfig; only where it points may change
+  if (run.options.recover && existsSync(run.kubeconfig)) return pointKubeconfig(run)
   const node = bootstrapNode(run)
   await withRetry(() => run.talosctl.kubeconfig(node, run.kubeconfig), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
   if (run.options.dryRun || !existsSync(run.kubeconfig)) return run.kubeconfig
@@ -140,12 +149,15 @@ export const bootstrap: Phase = {
         },
         run: bootstrapEtcd,
       },
-      { kind: 'node', title: 'Control planes join etcd', applies: isCp, run: joinStep(members) },
+      { kind: 'node', title: 'Control planes join etcd', applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped !== false, run: joinStep(members) },
       {
         kind: 'cluster',
         name: 'kubeconfig',
         title: 'Write the kubeconfig',
-        ready: (r) => (r.failed.has(bootstrapNode(r).name) ? `the bootstrap control plane ${bootstrapNode(r).name} failed` : true),
+        ready: (r) => {
+          if (r.facts.cluster.bootstrapped === false) return { skip: 'cluster not bootstrapped yet' }
+          return r.failed.has(bootstrapNode(r).name) ? `the bootstrap control plane ${bootstrapNode(r).name} failed` : true
+        },
         run: writeKubeconfig,
       },
     ]

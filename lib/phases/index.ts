@@ -4,11 +4,12 @@ import { apply } from './apply.js'
 import { bootstrap } from './bootstrap.js'
 import { flux } from './flux.js'
 import { preflight } from './preflight.js'
+import { reset } from './reset.js'
 import { verify } from './verify.js'
 import { waitReady } from './wait-ready.js'
 
 /** Phases in the order a full bootstrap runs them. */
-export const PHASES: Record<PhaseName, Phase> = { preflight, apply, verify, bootstrap, 'wait-ready': waitReady, flux }
+export const PHASES: Record<PhaseName, Phase> = { preflight, reset, apply, verify, bootstrap, 'wait-ready': waitReady, flux }
 
 export function phasesFor(names: PhaseName[]): Phase[] {
   return names.map((name) => PHASES[name])

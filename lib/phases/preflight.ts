@@ -28,7 +28,11 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     const { value } = await withRetry(() => run.talosctl.probe(node), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
     facts.state = value.state
   } catch (err) {
-    if (err instanceof NodeError && (err.kind === 'unreachable' || err.kind === 'timeout')) facts.state = 'unreachable'
+    if (err instanceof NodeError && (err.kind === 'unreachable' || err.kind === 'timeout')) {
+      facts.state = 'unreachable'
+      // a node about to be reset may well be down or boot-looping: the reset decides
+      if (run.options.reset) return { status: 'ok', detail: `not answering (${err.kind}); the reset follows` }
+    }
     throw err
   }
   if (facts.state === 'configured') {

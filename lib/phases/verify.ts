@@ -18,6 +18,8 @@ class StageWatch {
   rebootsAfterBoot = 0
   maintenanceSightings = 0
   answered = false
+  /** stopped answering at some point (installing, rebooting) */
+  wentDown = false
 
   see(stage: string, elapsed: number): void {
     if (stage === this.stage) return
@@ -50,11 +52,13 @@ async function verifyNode(node: ClusterNode, run: Run, report: StepReporter): Pr
     } catch (err) {
       if (!(err instanceof NodeError)) throw err
       if (WAITABLE.has(err.kind)) {
+        watch.wentDown = true
         watch.see('not answering', elapsed)
       } else if (err.kind === 'maintenance') {
         // seen twice a poll apart: the node is really in maintenance (crashed back or never applied)
         if (++watch.maintenanceSightings >= 2) {
-          const why = watch.answered ? 'dropped back to maintenance mode after leaving it (crashed during install?)' : 'is in maintenance mode: its config was not applied'
+          const wasApplied = watch.answered || watch.wentDown || run.facts.of(node.name).applied === true
+          const why = wasApplied ? 'dropped back to maintenance mode after its config was applied (crashed during install?)' : 'is in maintenance mode: its config was never applied'
           throw new NodeError('maintenance', `${node.name} ${why}`, hintFor('maintenance', node))
         }
         watch.see('maintenance', elapsed)

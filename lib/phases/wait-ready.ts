@@ -165,19 +165,21 @@ export const waitReady: Phase = {
   steps: (run) => {
     const r = readings(run)
     const all = (): boolean => true
+    const notBootstrapped = (r: Run): { skip: string } | undefined => (r.facts.cluster.bootstrapped === false ? { skip: 'cluster not bootstrapped yet' } : undefined)
+    const bootstrapped = (_n: ClusterNode, r: Run): boolean => r.facts.cluster.bootstrapped !== false
     return [
       {
         kind: 'cluster',
         name: 'api',
         title: 'Kubernetes API answers',
         blocks: all,
-        ready: (r) => (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: task bootstrap:etcd)`),
+        ready: (r) => notBootstrapped(r) ?? (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: task bootstrap:etcd)`),
         run: waitForApi,
       },
-      { kind: 'node', title: 'Kubelet running, node registered', run: registeredStep(r) },
-      { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, run: installCni },
-      { kind: 'node', title: 'CNI pod ready, node Ready', run: readyStep(r) },
-      { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', run: readinessGates },
+      { kind: 'node', title: 'Kubelet running, node registered', applies: bootstrapped, run: registeredStep(r) },
+      { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, ready: (run) => notBootstrapped(run) ?? true, run: installCni },
+      { kind: 'node', title: 'CNI pod ready, node Ready', applies: bootstrapped, run: readyStep(r) },
+      { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', ready: (run) => notBootstrapped(run) ?? true, run: readinessGates },
     ]
   },
 }

@@ -140,6 +140,17 @@ export class Talosctl {
     return parseEtcdMembers(result.stdout)
   }
 
+  /** Wipes STATE and EPHEMERAL and reboots into maintenance; graceful also leaves etcd (reference §3.9). */
+  async reset(node: ClusterNode, graceful: boolean): Promise<void> {
+    const args = ['reset', ...this.secureArgs(node), `--graceful=${graceful}`, '--reboot', '--system-labels-to-wipe', 'STATE', '--system-labels-to-wipe', 'EPHEMERAL', '--wait=false']
+    await this.call(node, args, true)
+  }
+
+  /** Removes a member that cannot leave by itself, through a healthy control plane. */
+  async etcdRemoveMember(via: ClusterNode, memberId: string): Promise<void> {
+    await this.call(via, ['etcd', 'remove-member', memberId, ...this.secureArgs(via)], true)
+  }
+
   async kubeconfig(node: ClusterNode, path: string): Promise<void> {
     await this.call(node, ['kubeconfig', path, ...this.secureArgs(node), '--merge=false', '--force'], true)
   }

@@ -1,0 +1,11 @@
+#!/usr/bin/env -S node --import tsx
+// task bootstrap:node NODE=<name or address> [RESET=true]
+import { runCommand } from '../lib/command.js'
+
+process.exitCode = await runCommand({
+  command: 'node',
+  phases: ['preflight', 'apply', 'verify', 'bootstrap', 'wait-ready'],
+  tools: ['kubectl', 'helm'],
+  recover: true,
+  usage: 'task bootstrap:node NODE=<name or address> [RESET=true] [CLUSTER_DIR=dir] [DRY_RUN=true] [-- --yes --retries N ...]',
+})
