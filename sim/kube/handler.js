@@ -7,7 +7,7 @@ import { decodeProtobufObject } from './protobuf.js'
 import { parseFieldSelector, parseLabelSelector } from './selectors.js'
 import { alreadyExists, ApiError, badRequest, invalid, methodNotAllowed, noRoute, notFound, unavailable } from './status.js'
 import { toTable } from './tables.js'
-import { clone, jsonPatch, mergePatch, randomHex, randomSuffix, rfc3339 } from './util.js'
+import { clone, jsonPatch, mergePatch, strategicMergePatch, randomHex, randomSuffix, rfc3339 } from './util.js'
 
 const GIT_COMMIT = randomHex(40)
 const SCALABLE = ['Deployment', 'ReplicaSet', 'StatefulSet']
@@ -182,7 +182,8 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     let next
     try {
       if (type === 'application/json-patch+json') next = jsonPatch(old, body)
-      else if (['application/merge-patch+json', 'application/strategic-merge-patch+json', 'application/apply-patch+yaml'].includes(type)) next = mergePatch(old, body)
+      else if (type === 'application/strategic-merge-patch+json') next = strategicMergePatch(old, body)
+      else if (['application/merge-patch+json', 'application/apply-patch+yaml'].includes(type)) next = mergePatch(old, body)
       else throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`, {})
     } catch (e) { if (e instanceof ApiError) throw e; throw new ApiError(422, 'Invalid', e.message, {}) }
     return { code: 200, obj: update(r, old, next, dryRun) }

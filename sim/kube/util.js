@@ -54,6 +54,40 @@ export function mergePatch(target, patch) {
   return out
 }
 
+// Strategic merge patch, as far as kubectl apply/patch need it: maps merge like a merge
+// patch; lists of objects that all carry `name` (containers, env, volumes, ports...) merge
+// by name ($patch: delete removes one, $setElementOrder orders them); other lists are
+// replaced; $retainKeys / $deleteFromPrimitiveList directives are dropped.
+export function strategicMergePatch(target, patch) {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return clone(patch)
+  if (patch.$patch === 'replace') { const { $patch, ...rest } = patch; return strategicMergePatch({}, rest) }
+  if (patch.$patch === 'delete') return undefined
+  const out = target && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {}
+  for (const [k, v] of Object.entries(patch)) {
+    if (k.startsWith('$')) continue
+    if (k.startsWith('$setElementOrder/')) continue
+    if (v === null) { delete out[k]; continue }
+    const order = patch[`$setElementOrder/${k}`]
+    if (Array.isArray(v) && Array.isArray(out[k]) && isNamedList(v) && isNamedList(out[k])) out[k] = mergeNamed(out[k], v, order)
+    else { const merged = Array.isArray(v) ? v.filter((x) => !(x && x.$patch === 'delete')).map((x) => strategicMergePatch(undefined, x)) : strategicMergePatch(out[k], v); if (merged === undefined) delete out[k]; else out[k] = merged }
+  }
+  return out
+}
+
+const isNamedList = (list) => list.every((x) => x && typeof x === 'object' && !Array.isArray(x) && typeof x.name === 'string')
+
+function mergeNamed(current, patch, order) {
+  const byName = new Map(current.map((x) => [x.name, x]))
+  const names = current.map((x) => x.name)
+  for (const item of patch) {
+    if (item.$patch === 'delete') { byName.delete(item.name); continue }
+    if (!byName.has(item.name)) names.push(item.name)
+    byName.set(item.name, strategicMergePatch(byName.get(item.name), item))
+  }
+  const seq = Array.isArray(order) ? [...order.map((o) => o.name), ...names.filter((n) => !order.some((o) => o.name === n))] : names
+  return [...new Set(seq)].filter((n) => byName.has(n)).map((n) => byName.get(n))
+}
+
 // RFC 6902 JSON patch: add, remove, replace, test, copy, move.
 export function jsonPatch(doc, ops) {
   let root = clone(doc)
