@@ -1,0 +1,106 @@
+// Bad-input suite helpers: one simulator per test file, the cluster dir restored between cases,
+// and one assertion for the contract every case shares (exit 2, `<path>:<line>: <what> (fix: …)`,
+// no stack trace, no call recorded by any simulated node).
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { expect } from 'vitest'
+import { E2eCluster, type TaskResult } from '../e2e/harness.js'
+
+export class BadInputBed {
+  private constructor(
+    readonly cluster: E2eCluster,
+    private readonly pristine: string,
+  ) {}
+
+  /** A 1-control-plane, 2-worker cluster left in maintenance; its cluster dir is saved as it was written. */
+  static async start(range: string): Promise<BadInputBed> {
+    const cluster = await E2eCluster.start(range, { cps: 1, workers: 2, speed: 3000 })
+    const pristine = join(cluster.dir, 'pristine-cluster')
+    cpSync(cluster.clusterDir, pristine, { recursive: true })
+    return new BadInputBed(cluster, pristine)
+  }
+
+  get dir(): string {
+    return this.cluster.clusterDir
+  }
+
+  path(...parts: string[]): string {
+    return join(this.cluster.clusterDir, ...parts)
+  }
+
+  /** A file of the cluster dir with `from` replaced by `to` (the text must be there). */
+  edit(relative: string, from: string | RegExp, to: string): string {
+    const file = this.path(relative)
+    const before = readFileSync(file, 'utf8')
+    const after = before.replace(from, to)
+    if (after === before) throw new Error(`edit of ${relative}: ${String(from)} not found`)
+    writeFileSync(file, after)
+    return file
+  }
+
+  write(relative: string, text: string): string {
+    const file = this.path(relative)
+    writeFileSync(file, text)
+    return file
+  }
+
+  /** Put the cluster dir back as the simulator wrote it (between cases). */
+  restore(): void {
+    rmSync(this.cluster.clusterDir, { recursive: true, force: true })
+    cpSync(this.pristine, this.cluster.clusterDir, { recursive: true })
+  }
+
+  stop(): Promise<void> {
+    return this.cluster.stop()
+  }
+}
+
+/** 1-based line of the first line of `file` that matches `pattern` (to state which line an error must name). */
+export function lineOf(file: string, pattern: string | RegExp): number {
+  const lines = readFileSync(file, 'utf8').split('\n')
+  const index = lines.findIndex((l) => (typeof pattern === 'string' ? l.includes(pattern) : pattern.test(l)))
+  if (index < 0) throw new Error(`${String(pattern)} not in ${file}`)
+  return index + 1
+}
+
+const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+export interface Expected {
+  /** the file the message must start with; omitted for input that has no file (a flag, a variable) */
+  file?: string
+  /** the line after the file, when there is one */
+  line?: number
+  /** what is wrong: matched against the text between the location and ` (fix:` */
+  what: RegExp
+  /** what to do: matched against the text inside `(fix: …)` */
+  fix: RegExp
+}
+
+/** The error lines of a run: `<path>:<line>: <what> (fix: <fix>)` split into their parts. */
+export function inputErrors(stderr: string): Array<{ location: string; what: string; fix: string; line: string }> {
+  const found: Array<{ location: string; what: string; fix: string; line: string }> = []
+  for (const line of stderr.split('\n')) {
+    const m = /^(?:(.+?:(?:\d+:)?) )?(.+?) \(fix: (.+)\)$/.exec(line)
+    if (m) found.push({ location: m[1] ?? '', what: m[2] ?? '', fix: m[3] ?? '', line })
+  }
+  return found
+}
+
+/** Exit 2, each expected error present in the exact shape, no stack trace, no node touched. */
+export function expectBadInput(result: TaskResult, bed: BadInputBed, ...expected: Expected[]): void {
+  const context = `exit ${String(result.code)}\nstderr:\n${result.stderr}\nstdout:\n${result.stdout}`
+  expect(result.code, context).toBe(2)
+  expect(result.stderr, 'no stack trace').not.toMatch(/^\s+at .+\(.+:\d+:\d+\)$/m)
+  expect(result.stderr + result.stdout, 'no unexpected error').not.toMatch(/unexpected error|TypeError|ReferenceError/)
+  const errors = inputErrors(result.stderr)
+  for (const want of expected) {
+    const location = want.file ? `${want.file}:${want.line ? `${want.line}:` : ''}` : ''
+    const match = errors.find((e) => e.location === location && want.what.test(e.what) && want.fix.test(e.fix))
+    expect(match, `an error line "${location} ${want.what.source} (fix: ${want.fix.source})" in\n${context}`).toBeDefined()
+    // a file with no line reported where the file had one would fail the match above; nor may a fix be empty
+    expect(match?.fix.trim().length ?? 0).toBeGreaterThan(10)
+  }
+  expect(bed.cluster.calls(), 'no call reached any simulated node').toEqual([])
+}
+
+export { escape }
