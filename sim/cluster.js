@@ -223,6 +223,7 @@ export class Simulator {
     n.etcdMember = null; n.etcdHealthy = false; n.apiServerUp = false
     this.pendingKubelet.delete(n)
     if (n.registered) { n.registered = false; try { this.kube?.removeNode?.(n.name) } catch { /* ignore */ } }
+    n.changed() // its API server is gone: close 6443 (and the VIP if it was the last)
   }
 
   // ---- Kubernetes listeners ----

@@ -20,6 +20,9 @@ async function shutdown(code = 0) {
   for (const f of ['sim.ready', 'sim.sock']) rmSync(join(dir, f), { force: true })
   process.exit(code)
 }
+// one bad request must not take the whole simulated cluster down: log and keep serving
+process.on('uncaughtException', (e) => log(`uncaught: ${e.stack}`))
+process.on('unhandledRejection', (e) => log(`unhandled rejection: ${e?.stack ?? e}`))
 process.on('SIGTERM', () => shutdown(0))
 process.on('SIGINT', () => shutdown(0))
 

@@ -295,6 +295,10 @@ export class Node {
 
   machineStatus() {
     const unmetConditions = this.unmetConditions()
+    // readiness also changes with the Kubernetes side (nodeReady): a change is a new resource version
+    const key = JSON.stringify(unmetConditions)
+    if (this.lastConditions !== undefined && key !== this.lastConditions) { this.rev++; this.updated = this.ctx.clock.now() }
+    this.lastConditions = key
     return { stage: this.stage, status: { ready: unmetConditions.length === 0, unmetConditions } }
   }
 

@@ -124,8 +124,11 @@ async function handleRequest(sim, endpoint, mode, req, res) {
   const { command, args } = splitArgv(argv)
   const insecure = mode === 'maintenance'
   const kind = callKind(method, insecure)
+  // talosctl's own version-skew probe (errors ignored by the CLI): logged, but faults neither fire on it nor count it
+  const purpose = req.headers['x-sim-purpose'] ? String(req.headers['x-sim-purpose']) : null
   const rec = (node, outcome) => sim.record({ time: new Date().toISOString(), node: node?.name ?? null, ip: node?.ip ?? null, tool: 'talosctl',
-    call: kind, command: command ?? METHOD_COMMANDS[method] ?? method, args, outcome })
+    call: kind, command: command ?? METHOD_COMMANDS[method] ?? method, args, outcome, ...(purpose ? { purpose } : {}) })
+  const takeFault = (name) => (purpose === 'version-check' ? null : sim.takeCallFault(name, kind))
 
   // latency faults of the endpoint (every call, or one kind of call)
   const lat = sim.faults.find(endpoint.name, { kind: 'latency' }).filter((f) => f.on === 'any' || f.on === kind)
@@ -136,7 +139,7 @@ async function handleRequest(sim, endpoint, mode, req, res) {
   if (!handler && method !== 'cluster.HealthCheck') return topError(rpc('Unimplemented', `unknown method ${method}`))
 
   // call-scoped transport faults of the endpoint
-  const fault = sim.takeCallFault(endpoint.name, kind)
+  const fault = takeFault(endpoint.name)
   if (fault) {
     if (fault.kind === 'refused' || fault.kind === 'unreachable') {
       rec(endpoint, `error: ${errText(rpc('Unavailable', dialRefused(endpoint.ip)))}`)
@@ -180,7 +183,7 @@ async function handleRequest(sim, endpoint, mode, req, res) {
         for (const f of sim.faults.find(node.name, { kind: 'latency' }).filter((x) => x.on === 'any' || x.on === kind)) {
           sim.faults.take(node.name, { kind: 'latency', on: f.on }); await sleep(f.ms)
         }
-        const tf = sim.takeCallFault(node.name, kind)
+        const tf = takeFault(node.name)
         if (tf?.kind === 'refused' || tf?.kind === 'unreachable') throw rpc('Unavailable', dialRefused(node.ip))
         if (tf?.kind === 'timeout') throw rpc('DeadlineExceeded', 'context deadline exceeded')
         if (tf?.kind === 'unavailable') throw rpc('Unavailable', 'error reading from server: EOF')

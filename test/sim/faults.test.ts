@@ -19,6 +19,24 @@ describe('transport faults', () => {
     expect(s.sim.calls().filter((x) => x.call === 'apply').map((x) => x.outcome)).toEqual([refusedText('127.24.1.21'), refusedText('127.24.1.21'), 'ok'])
   })
 
+  it("talosctl's version-skew probe neither triggers nor consumes a call fault, and is logged with its purpose", async () => {
+    const s = await start(15, [{ node: 'wrkr-1', on: 'get', kind: 'refused', times: 1 }], { image: 'disk' })
+    await applyInsecure(s.sim, 'wrkr-1')
+    await s.sim.until(() => s.sim.node('wrkr-1')!.listener === 'secure')
+    const https = await import('node:https')
+    const { talosCreds } = await import('./helpers.js')
+    const versionCheck = await new Promise<any>((resolve) => {
+      const req = https.request({ host: '127.24.15.21', port: 50000, method: 'POST', path: '/machine.Version', agent: false, ...talosCreds(s.sim),
+        checkServerIdentity: () => undefined, headers: { 'x-sim-purpose': 'version-check', 'x-sim-argv': '["get","machinestatus"]' } },
+      (res) => { let b = ''; res.on('data', (d) => { b += d }); res.on('end', () => resolve(JSON.parse(b))) })
+      req.end('{}')
+    })
+    expect(versionCheck.messages[0].error).toBeNull()
+    expect((await talosCall(s.sim, '127.24.15.21', 'resources.Get', { type: 'machinestatus' }, { secure: true })).transportError).toBe('refused')
+    expect((await talosCall(s.sim, '127.24.15.21', 'resources.Get', { type: 'machinestatus' }, { secure: true })).messages?.[0]?.error).toBeNull()
+    expect(s.sim.calls().filter((x) => x.call === 'get').map((x) => [(x as any).purpose ?? '', x.outcome.slice(0, 5)])).toEqual([['version-check', 'ok'], ['', 'error'], ['', 'ok']])
+  })
+
   it('refused and unreachable on any: nothing listens until the fault is cleared', async () => {
     const s = await start(2, [{ node: 'wrkr-1', on: 'any', kind: 'unreachable' }, { node: 'cp-1', on: 'any', kind: 'refused' }])
     expect((await probe(s, '127.24.2.21')).socketError).toBe('ECONNREFUSED')
