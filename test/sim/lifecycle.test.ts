@@ -62,7 +62,7 @@ describe('ISO and disk-image nodes', () => {
 
 describe('bootstrap checks (§3.2)', () => {
   it('not available before CRI; worker texts per version', async () => {
-    c = await startOn('127.23.3', { cps: 1, workers: 1, image: 'disk', timings: { boot: 400 } })
+    c = await startOn('127.23.3', { cps: 1, workers: 1, image: 'disk', timings: { boot: 1500 } }) // CRI at 450 ms real
     const { sim } = c
     await applyInsecure(sim, 'cp-1'); await applyInsecure(sim, 'wrkr-1')
     await sim.until(() => sim.node('cp-1')!.listener === 'secure' && sim.node('wrkr-1')!.listener === 'secure')
@@ -73,7 +73,7 @@ describe('bootstrap checks (§3.2)', () => {
   })
 
   it('v1.13: worker bootstrap is Unimplemented, apply reports without a reboot, version works in maintenance', async () => {
-    c = await startOn('127.23.4', { cps: 1, workers: 1, talosVersion: 'v1.13.9' })
+    c = await startOn('127.23.4', { cps: 1, workers: 1, talosVersion: 'v1.13.9', timings: { install: 800 } }) // installing lasts ~0.8 s real
     const { sim } = c
     const v = await talosCall(sim, '127.23.4.21', 'machine.Version')
     expect(v.messages?.[0]?.data).toMatchObject({ tag: 'v1.13.9', os: 'linux', arch: 'amd64' })
