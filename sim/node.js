@@ -254,13 +254,15 @@ export class Node {
   }
 
   /** machine.Reset: graceful leaves etcd; --reboot ends in maintenance, else powered off */
-  reset({ graceful = true, reboot = false } = {}) {
+  reset({ graceful = true, reboot = false, wipeMode = 'all', systemLabelsToWipe = [] } = {}) {
+    // wiping the system disk (all / system-disk, no label subset) removes what an ISO node installed
+    const wipesSystem = ['all', 'system-disk'].includes(wipeMode || 'all') && !(systemLabelsToWipe?.length)
     this.newLifecycle()
     this.setStage('resetting')
     this.ctx.nodeReset(this, { graceful })
     this.after(2, () => {
       this.configText = null; this.config = null; this.role = this.spec.role
-      this.installed = this.spec.image === 'disk' ? true : this.installed
+      if (this.spec.image === 'iso' && wipesSystem) this.installed = false
       this.resetFlags()
       this.services.clear()
       if (reboot) {

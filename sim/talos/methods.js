@@ -141,7 +141,9 @@ export const METHODS = {
 
   'machine.Reset'(sim, node, body, { maintenance }) {
     if (maintenance) throw sim.talosMinor <= 12 ? rpc('Unimplemented', 'API is not implemented in maintenance mode') : rpc('PermissionDenied', 'not authorized')
-    node.ctx.clock.after(0.01, () => node.reset({ graceful: body.graceful !== false, reboot: !!body.reboot }))
+    const wipeMode = body.wipeMode ?? 'all'
+    if (!['all', 'system-disk', 'user-disks'].includes(wipeMode)) throw rpc('InvalidArgument', `unknown wipe mode "${wipeMode}"`)
+    node.ctx.clock.after(0.01, () => node.reset({ graceful: body.graceful !== false, reboot: !!body.reboot, wipeMode, systemLabelsToWipe: body.systemLabelsToWipe ?? [] }))
     return {}
   },
 

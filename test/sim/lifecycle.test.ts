@@ -142,6 +142,21 @@ describe('reset, reboot, proxying, health', () => {
     expect(members.messages![0]!.data.members.map((m: any) => m.hostname)).toEqual(['cp-1'])
   })
 
+  it('reset of an ISO node: a full wipe installs again after the next apply, a STATE/EPHEMERAL wipe does not', async () => {
+    c = await startOn('127.23.10', { cps: 1, workers: 2, image: 'iso' })
+    const { sim } = c
+    for (const n of ['wrkr-1', 'wrkr-2']) await applyInsecure(sim, n)
+    await sim.until(() => ['wrkr-1', 'wrkr-2'].every((n) => sim.node(n)!.stage === 'running'))
+    await talosCall(sim, '127.23.10.21', 'machine.Reset', { graceful: false, reboot: true }, { secure: true })
+    await talosCall(sim, '127.23.10.22', 'machine.Reset', { graceful: false, reboot: true, systemLabelsToWipe: ['STATE', 'EPHEMERAL'] }, { secure: true })
+    await sim.until(() => ['wrkr-1', 'wrkr-2'].every((n) => sim.node(n)!.stage === 'maintenance'))
+    const l1 = stageLog(sim, 'wrkr-1'), l2 = stageLog(sim, 'wrkr-2')
+    for (const n of ['wrkr-1', 'wrkr-2']) expect((await applyInsecure(sim, n)).messages?.[0]?.error).toBeNull()
+    await sim.until(() => ['wrkr-1', 'wrkr-2'].every((n) => sim.node(n)!.stage === 'running'))
+    expect(l1).toEqual(['maintenance', 'booting', 'installing', 'rebooting', 'booting', 'running'])
+    expect(l2).toEqual(['maintenance', 'booting', 'running'])
+  })
+
   it('proxying: node strings as given, no forwarding via a worker, per-node transport errors, calls logged', async () => {
     c = await startOn('127.23.8', { cps: 1, workers: 2, image: 'disk' })
     const { sim } = c
