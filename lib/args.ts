@@ -21,8 +21,18 @@ export interface CommandArgs {
 
 const BOOLEAN_FLAGS = ['dry-run', 'fail-fast', 'reapply', 'yes', 'reset', 'watch', 'help'] as const
 
-function truthy(value: string | undefined): boolean {
-  return value !== undefined && /^(1|true|yes|on)$/i.test(value.trim())
+/** Names of the variables that set a boolean flag, for the fix text. */
+const BOOLEAN_ENV: Record<string, string> = { 'dry-run': 'DRY_RUN', 'fail-fast': 'FAIL_FAST', reset: 'RESET' }
+
+/** A yes/no value; anything else (DRY_RUN=ture) is bad input rather than a silent "no". */
+function yesNo(value: string, flag: string, where: string): boolean {
+  const v = value.trim().toLowerCase()
+  if (/^(1|true|yes|on)$/.test(v)) return true
+  if (/^(0|false|no|off)$/.test(v)) return false
+  const variable = BOOLEAN_ENV[flag]
+  throw new InputError(`${where}: ${flag} must be true or false, got ${JSON.stringify(value)}`, {
+    fix: variable ? `write ${variable}=true or ${variable}=false (or --${flag} / --${flag}=false)` : `write --${flag} or --${flag}=false`,
+  })
 }
 
 /**
@@ -38,12 +48,13 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
   }
   for (const flag of BOOLEAN_FLAGS) options[flag] = { type: 'string' }
   for (const spec of SCALAR_SETTINGS) options[spec.flag] = { type: 'string' }
-  // boolean flags may be written bare (--dry-run) or with a value (--dry-run=false, from the Taskfile)
+  // boolean flags may be written bare (--dry-run) or with a value (--dry-run false, from the Taskfile);
+  // a value that is neither yes nor no is refused below, not read as a stray argument
   const normalized = argv.flatMap((arg, i) => {
     const bare = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined
     if (bare && (BOOLEAN_FLAGS as readonly string[]).includes(bare)) {
       const next = argv[i + 1]
-      if (next === undefined || next.startsWith('--') || !/^(true|false|1|0|yes|no|)$/i.test(next)) return [`--${bare}=true`]
+      if (next === undefined || next.startsWith('--')) return [`--${bare}=true`]
     }
     return [arg]
   })
@@ -65,8 +76,9 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
   }
   const bool = (name: string, envName?: string): boolean => {
     const v = str(name)
-    if (v !== undefined) return truthy(v)
-    return envName ? truthy(env[envName]) : false
+    if (v !== undefined) return yesNo(v, name, `flag --${name}`)
+    const e = envName ? env[envName] : undefined
+    return e && envName ? yesNo(e, name, `environment ${envName}`) : false
   }
   const settingFlags: Record<string, string | undefined> = {}
   for (const spec of SCALAR_SETTINGS) {

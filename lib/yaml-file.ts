@@ -27,7 +27,10 @@ export class YamlFile {
     const first = doc.errors[0]
     if (first) {
       const line = first.linePos?.[0]?.line
-      throw new InputError(`YAML syntax error: ${first.message.split('\n')[0]}`, {
+      // the yaml library ends its message with " at line L, column C:"; the line goes in front
+      const column = first.linePos?.[0]?.col
+      const what = first.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? first.message
+      throw new InputError(`YAML syntax error${column ? ` at column ${column}` : ''}: ${what}`, {
         file: path,
         ...(line ? { line } : {}),
         fix: 'correct the YAML syntax at that line',
