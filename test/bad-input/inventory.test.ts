@@ -21,7 +21,7 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
   it('YAML syntax error in talconfig.yaml (bootstrap:preflight)', async () => {
     const file = bed.edit(TALCONFIG, '    - hostname: wrkr-1', '    - hostname: [wrkr-1')
     const result = await bed.cluster.task('bootstrap:preflight')
-    expectBadInput(result, bed, { file, line: lineOf(file, '[wrkr-1') + 1, what: /^YAML syntax error: /, fix: /correct the YAML syntax/ })
+    expectBadInput(result, bed, { file, line: lineOf(file, '[wrkr-1') + 1, what: /^YAML syntax error at column \d+: Flow sequence in block collection must be sufficiently indented/, fix: /correct the YAML syntax/ })
   })
 
   it('wrong type: nodes is a mapping, not a list (bootstrap:apply)', async () => {
