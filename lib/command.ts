@@ -150,7 +150,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     redactor,
     tools,
     talosctl: new Talosctl(tools, inventory),
-    kubectl: new Kubectl(tools, kubeconfig),
+    kubectl: new Kubectl(tools, kubeconfig, inventory.nodes.map((n) => n.name)),
     helm: new Helm(tools, kubeconfig),
     flux: new Flux(tools, kubeconfig),
     kubeconfig,
@@ -202,15 +202,20 @@ function requireNode(node: string | undefined): string {
   return node
 }
 
+/** The dry run's plan: per node (cluster-wide commands first), every command in order. */
 function planText(plan: ToolRunner['plan']): string {
-  const lines = ['PLAN (dry run: nothing was run)']
-  let current: string | undefined = '\0'
+  const byNode = new Map<string, string[]>()
   for (const step of plan) {
-    if (step.node !== current) {
-      current = step.node
-      lines.push(`${step.node ?? 'cluster'}:`)
-    }
-    lines.push(`  ${step.command}`)
+    const key = step.node ?? 'cluster'
+    const commands = byNode.get(key) ?? []
+    // a poll repeats its command; the plan lists it once in a row
+    if (commands[commands.length - 1] !== step.command) commands.push(step.command)
+    byNode.set(key, commands)
+  }
+  const lines = ['PLAN (dry run: nothing was run)']
+  const keys = [...byNode.keys()].sort((a, b) => (a === 'cluster' ? -1 : b === 'cluster' ? 1 : 0))
+  for (const key of keys) {
+    lines.push(`${key}:`, ...(byNode.get(key) ?? []).map((c) => `  ${c}`))
   }
   return lines.join('\n')
 }

@@ -21,7 +21,17 @@ export class Kubectl {
   constructor(
     private readonly runner: ToolRunner,
     private readonly kubeconfig: string,
+    /** node names, for the happy answers a dry run plans with */
+    private readonly nodeNames: string[] = [],
   ) {}
+
+  /** What a healthy cluster would answer, so a dry run walks every step once. */
+  private dryItems(resource: string): KubeObject[] {
+    const ready = { conditions: [{ type: 'Ready', status: 'True' }] }
+    if (resource === 'nodes') return this.nodeNames.map((name) => ({ metadata: { name }, status: ready }))
+    if (resource === 'pods') return this.nodeNames.map((name) => ({ metadata: { name: `pod-${name}` }, spec: { nodeName: name }, status: { ...ready, phase: 'Running' } }))
+    return []
+  }
 
   private async call(args: string[], mutates: boolean, dryRunStdout = ''): Promise<ToolResult> {
     const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, KUBECTL_TIMEOUT, ...args], mutates, dryRunStdout })
@@ -42,13 +52,14 @@ export class Kubectl {
     if (options.allNamespaces) args.push('-A')
     else if (options.namespace) args.push('-n', options.namespace)
     if (options.selector) args.push('-l', options.selector)
-    const result = await this.call(args, false, '{"items":[]}')
+    const result = await this.call(args, false, JSON.stringify({ items: this.dryItems(resource) }))
     return (JSON.parse(result.stdout) as { items: KubeObject[] }).items
   }
 
   async get(resource: string, name: string, namespace?: string): Promise<KubeObject | undefined> {
     const args = ['get', resource, name, '-o', 'json', '--ignore-not-found', ...(namespace ? ['-n', namespace] : [])]
-    const result = await this.call(args, false, '')
+    const dry: KubeObject = { metadata: { name, ...(namespace ? { namespace } : {}) }, spec: { selector: { matchLabels: { app: name } } }, status: { conditions: [{ type: 'Ready', status: 'True' }] } }
+    const result = await this.call(args, false, JSON.stringify(dry))
     return result.stdout.trim() ? (JSON.parse(result.stdout) as KubeObject) : undefined
   }
 

@@ -136,7 +136,11 @@ export class Talosctl {
   }
 
   async etcdMembers(node: ClusterNode): Promise<EtcdMember[]> {
-    const result = await this.call(node, ['etcd', 'members', ...this.secureArgs(node)], false, '')
+    // dry run: the happy answer, every control plane a member
+    const dry = ['ID   HOSTNAME   PEER URLS   CLIENT URLS   LEARNER']
+      .concat(this.inventory.nodes.filter((n) => n.role === 'controlplane').map((n, i) => `${String(i + 1).padStart(16, '0')}   ${n.name}   https://${n.ip}:2380   https://${n.ip}:2379   false`))
+      .join('\n')
+    const result = await this.call(node, ['etcd', 'members', ...this.secureArgs(node)], false, dry)
     return parseEtcdMembers(result.stdout)
   }
 
