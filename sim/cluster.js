@@ -143,7 +143,10 @@ export class Simulator {
   }
   /** resolves once every listener switch asked for so far has happened */
   async settle() {
-    for (let i = 0; i < 3; i++) await Promise.all([...this.servers.values()].map((sv) => sv.queue))
+    for (let i = 0; i < 3; i++) {
+      await Promise.all([...this.servers.values()].map((sv) => sv.queue))
+      await Promise.all([...this.kubeListeners.values()].map((srv) => srv.ready))
+    }
   }
   /** resolves when pred() holds (checked on every node change), then lets listeners settle */
   async until(pred, timeoutMs = 30000) {
@@ -250,6 +253,7 @@ export class Simulator {
     srv.on('error', (e) => this.log(`kube listener ${addr}: ${e.message}`))
     srv.on('tlsClientError', () => {})
     this.kubeListeners.set(addr, srv)
+    srv.ready = new Promise((r) => { srv.once('listening', r); srv.once('error', r) })
     srv.listen(KUBE_PORT, addr)
   }
 
