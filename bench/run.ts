@@ -1,0 +1,138 @@
+// `npm run bench`: bootstrap time against the critical path, from 3 to 300 nodes (issue 7).
+// Each case: a fresh simulator in its own process, `task -x bootstrap:talos` against it, measured
+// (measure.ts); then the seed's sequential approach at 6 nodes as the baseline (baseline.ts).
+// Writes bench/results.json (a partial run with --cases writes bench/out/results.json instead).
+//   npm run bench                         every case (about 10 minutes on 2 cores)
+//   npm run bench -- --cases 6x4,6x16 --no-baseline
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { parse } from 'yaml'
+import type { CallRecord } from '../sim/index.js'
+import { criticalPathS, invocations, measured, ROOT, simCalls, startSim, stopSim, type RunMeasure, type SimHandle } from './measure.js'
+import { benchScenario, speedFor } from './scenario.js'
+
+interface CaseSpec { nodes: number; concurrency: number; criticalPathS: number; octet: number }
+
+const SMALL = [3, 6, 30].flatMap((nodes) => [1, 4, 16].map((concurrency) => ({ nodes, concurrency, criticalPathS: 20 })))
+const LARGE = [100, 300].map((nodes) => ({ nodes, concurrency: 16, criticalPathS: 120 }))
+const ALL: CaseSpec[] = [...SMALL, ...LARGE].map((c, i) => ({ ...c, octet: 100 + i }))
+const BASELINE: CaseSpec = { nodes: 6, concurrency: 1, criticalPathS: 20, octet: 100 + ALL.length }
+/** the calls that read a node's status while the tool waits */
+const STATUS_CALLS = new Set(['get', 'service', 'etcd'])
+
+const { values } = parseArgs({ options: { cases: { type: 'string' }, 'no-baseline': { type: 'boolean' }, out: { type: 'string' } } })
+const selected = values.cases ? values.cases.split(',').map((c) => {
+  const [n, k] = c.split('x').map(Number)
+  const found = ALL.find((a) => a.nodes === n && a.concurrency === k)
+  if (!found) throw new Error(`--cases: no case ${c} (cases: ${ALL.map((a) => `${a.nodes}x${a.concurrency}`).join(',')})`)
+  return found
+}) : ALL
+const outFile = values.out ?? (values.cases ? join(ROOT, 'bench', 'out', 'results.json') : join(ROOT, 'bench', 'results.json'))
+const work = join(ROOT, 'bench', 'out')
+mkdirSync(work, { recursive: true })
+
+const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d
+const ms = (d: string): number => {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(d)
+  if (!m) throw new Error(`not a duration: ${d}`)
+  return Number(m[1]) * { ms: 1, s: 1000, m: 60000 }[m[2] as 'ms' | 's' | 'm']
+}
+
+const machine = {
+  cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, memGB: round(os.totalmem() / 2 ** 30, 1),
+  os: `${os.type()} ${os.release()}`, node: process.version,
+}
+
+function perNode(calls: CallRecord[], nodes: number): Record<string, number> {
+  const counts: Record<string, number> = {}
+  for (const c of calls) counts[c.call] = (counts[c.call] ?? 0) + 1
+  return Object.fromEntries(Object.entries(counts).sort().map(([k, n]) => [k, round(n / nodes)]))
+}
+
+/** status calls a node received per poll interval, over the run: the busiest node, and the mean */
+function statusRate(calls: CallRecord[], wallS: number, pollS: number, nodes: number): { max: number; mean: number } {
+  const byNode = new Map<string, number>()
+  for (const c of calls) if (c.node && STATUS_CALLS.has(c.call)) byNode.set(c.node, (byNode.get(c.node) ?? 0) + 1)
+  const intervals = wallS / pollS
+  const counts = [...byNode.values()]
+  return { max: round(Math.max(0, ...counts) / intervals), mean: round(counts.reduce((a, b) => a + b, 0) / nodes / intervals) }
+}
+
+function phaseSeconds(clusterDir: string): Record<string, number> {
+  try {
+    const report = JSON.parse(readFileSync(join(clusterDir, '.bootstrap', 'last-run.json'), 'utf8')) as { phases: { name: string; durationMs: number }[] }
+    return Object.fromEntries(report.phases.map((p) => [p.name, round(p.durationMs / 1000, 1)]))
+  } catch {
+    return {}
+  }
+}
+
+let live: SimHandle | undefined
+process.on('SIGINT', () => {
+  if (live) stopSim(live)
+  process.exit(130)
+})
+
+function start(spec: CaseSpec, name: string): SimHandle {
+  live = startSim(benchScenario(spec.octet, spec.nodes, spec.criticalPathS), join(work, name))
+  return live
+}
+
+function stop(sim: SimHandle): void {
+  stopSim(sim)
+  live = undefined
+}
+
+function cpuFigures(m: RunMeasure) {
+  return { cpuS: round(m.cpuS), cpuAllS: round(m.cpuAllS), toolCpuS: round(m.cpuAllS - m.cpuS), peakRssMB: round(m.peakRssMB, 1), simCpuS: round(m.simCpuS) }
+}
+
+const header = `${'nodes'.padStart(5)} ${'conc'.padStart(4)} ${'wall s'.padStart(7)} ${'crit s'.padStart(7)} ${'ratio'.padStart(6)} ${'cpu s'.padStart(6)} ${'all s'.padStart(6)} ${'rss MB'.padStart(7)} ${'sim s'.padStart(6)}  status/node/interval  calls per node`
+process.stdout.write(`bench on ${machine.cpu} x${machine.cores}, ${machine.memGB} GB, ${machine.os}, node ${machine.node}\n${header}\n`)
+
+const cases: Record<string, unknown>[] = []
+let baseline: Record<string, unknown> | undefined
+const save = (): void => writeFileSync(outFile, `${JSON.stringify({ machine, date: new Date().toISOString(), cases, ...(baseline ? { baseline } : {}) }, null, 2)}\n`)
+
+for (const spec of selected) {
+  const name = `case-${spec.nodes}x${spec.concurrency}`
+  const sim = start(spec, name)
+  try {
+    const crit = criticalPathS(sim)
+    const pollS = ms((parse(readFileSync(join(sim.clusterDir, 'bootstrap.yaml'), 'utf8')) as { pollInterval: string }).pollInterval) / 1000
+    const m = await measured(sim, 'task', ['-x', 'bootstrap:talos', `CLUSTER_DIR=${sim.clusterDir}`, `CONCURRENCY=${spec.concurrency}`], join(work, name))
+    const calls = simCalls(sim)
+    const rate = statusRate(calls, m.wallS, pollS, spec.nodes)
+    const row = {
+      nodes: spec.nodes, concurrency: spec.concurrency, exitCode: m.code, speed: round(speedFor(spec.criticalPathS), 3), pollIntervalS: pollS,
+      wallS: round(m.wallS), criticalPathS: crit, ratio: round(m.wallS / crit, 3), ...cpuFigures(m),
+      callsPerNode: perNode(calls, spec.nodes), invocations: invocations(sim.clusterDir),
+      statusCallsPerNodePerInterval: rate, phasesS: phaseSeconds(sim.clusterDir),
+    }
+    cases.push(row)
+    save()
+    const kinds = Object.entries(row.callsPerNode).map(([k, n]) => `${k} ${n}`).join(', ')
+    process.stdout.write(`${String(spec.nodes).padStart(5)} ${String(spec.concurrency).padStart(4)} ${row.wallS.toFixed(1).padStart(7)} ${crit.toFixed(1).padStart(7)} ${row.ratio.toFixed(2).padStart(6)} ${row.cpuS.toFixed(1).padStart(6)} ${row.cpuAllS.toFixed(1).padStart(6)} ${row.peakRssMB.toFixed(0).padStart(7)} ${row.simCpuS.toFixed(1).padStart(6)}  ${`${rate.max} max, ${rate.mean} mean`.padEnd(20)}  ${kinds}${m.code === 0 ? '' : `  EXIT ${m.code} (see bench/out/${name}/)`}\n`)
+  } finally {
+    stop(sim)
+  }
+}
+
+if (!values['no-baseline']) {
+  const sim = start(BASELINE, 'baseline-6')
+  try {
+    const m = await measured(sim, process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'baseline.ts'), '--cluster-dir', sim.clusterDir], join(work, 'baseline-6'))
+    if (m.code !== 0) throw new Error(`baseline failed (exit ${m.code}): ${m.stderr.slice(-2000)}`)
+    const against = cases.find((c) => c.nodes === 6 && c.concurrency === 16) ?? cases.find((c) => c.nodes === 6)
+    const wallS = round(m.wallS)
+    baseline = { nodes: 6, wallS, criticalPathS: criticalPathS(sim), ...cpuFigures(m), callsPerNode: perNode(simCalls(sim), 6),
+      ...(against ? { speedup: round(wallS / Number(against.wallS)), speedupAgainst: `6 nodes, CONCURRENCY ${String(against.concurrency)}` } : {}) }
+    save()
+    process.stdout.write(`baseline (seed: one node at a time), 6 nodes: ${wallS.toFixed(1)} s${against ? `; bootstrap:talos at CONCURRENCY ${String(against.concurrency)} is ${String(baseline.speedup)}x faster` : ''}\n`)
+  } finally {
+    stop(sim)
+  }
+}
+process.stdout.write(`results: ${outFile}\n`)

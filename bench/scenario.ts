@@ -1,0 +1,35 @@
+// Scenarios for the benchmark: 3 control planes behind a VIP (1 when the cluster has fewer than
+// 3 nodes), the rest workers, every node booted from the ISO (the slowest path: install and reboot).
+// Each case has its own /16 inside the benchmark range 127.100.0.0 – 127.120.255.255.
+import type { ScenarioInput } from '../sim/index.js'
+
+/** simulated seconds, as in sim/scenarios/demo.yaml */
+export const TIMINGS = { install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20 } as const
+
+/** install + reboot + boot + etcd + kubelet + cni: the critical path of a clean ISO cluster (DESIGN.md) */
+export const CRITICAL_SIMULATED_S = Object.values(TIMINGS).reduce((a, b) => a + b, 0)
+
+/** the speed that makes the critical path last `seconds` of real time */
+export const speedFor = (seconds: number): number => CRITICAL_SIMULATED_S / seconds
+
+/** node i (0-based) of the case whose second octet is `octet`: 127.<octet>.<1+i/250>.<1+i%250> */
+export function nodeIp(octet: number, i: number): string {
+  if (octet < 100 || octet > 120) throw new Error(`127.${octet}.x.y is outside the benchmark range 127.100–127.120`)
+  return `127.${octet}.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`
+}
+
+export function benchScenario(octet: number, nodes: number, criticalPathS: number): ScenarioInput {
+  const cps = nodes >= 3 ? 3 : 1
+  const vip = `127.${octet}.0.10`
+  const disks = [{ dev: '/dev/sda', size: '100GB', model: 'QEMU HARDDISK' }]
+  return {
+    cluster: { name: 'bench', endpoint: `https://${vip}:6443`, talosVersion: 'v1.12.11', kubernetesVersion: 'v1.35.0', vip: { address: vip, up: 'after-bootstrap' } },
+    speed: speedFor(criticalPathS),
+    timings: { ...TIMINGS },
+    nodes: Array.from({ length: nodes }, (_, i) => {
+      const cp = i < cps
+      return { name: cp ? `cp-${i + 1}` : `wrkr-${i - cps + 1}`, ip: nodeIp(octet, i), role: cp ? ('controlplane' as const) : ('worker' as const), image: 'iso' as const, disks }
+    }),
+    faults: [],
+  }
+}
