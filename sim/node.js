@@ -4,7 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { rpc } from './talos/errors.js'
 import { parseConfig, validateConfig, validationText, selectorExpression, diskMatches } from './talos/validate.js'
 
-const REQUIRED = { controlplane: ['apid', 'etcd', 'kubelet', 'machined', 'trustd'], worker: ['apid', 'kubelet', 'machined'] }
+const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
 const BASE_SERVICES = ['apid', 'auditd', 'containerd', 'cri', 'dashboard', 'kubelet', 'machined', 'syslogd', 'udevd']
 export const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
 
@@ -280,14 +280,19 @@ export class Node {
     if (!['booting', 'running'].includes(this.stage) || !this.configured) return []
     const out = []
     if (!this.criUp) out.push({ name: 'time', reason: 'time is not synced' })
-    const bad = REQUIRED[this.role].map((id) => {
-      const s = this.services.get(id)
-      if (!s || s.state !== 'Running') return `${id} not running`
-      if (s.healthy === false) return `${id} not healthy`
-      return null
-    }).filter(Boolean)
+    // as Talos's MachineStatusController: every service (ID order) not running / running but unhealthy,
+    // then each required service that is not running (so a waiting etcd is named twice, as on a real node)
+    const bad = []
+    const running = new Set()
+    for (const sv of [...this.services.values()].sort((a, b) => a.id.localeCompare(b.id))) {
+      if (sv.state !== 'Running') { bad.push(`${sv.id} not running`); continue }
+      running.add(sv.id)
+      if (sv.healthy === false) bad.push(`${sv.id} not healthy`)
+    }
+    for (const id of REQUIRED[this.role]) if (!running.has(id)) bad.push(`${id} not running`)
     if (bad.length) out.push({ name: 'services', reason: bad.join(', ') })
-    if (this.role === 'controlplane' && !this.apiServerUp) {
+    // static pod statuses exist once the kubelet runs; they stay pending until this node's API server is up
+    if (this.role === 'controlplane' && !this.apiServerUp && this.services.get('kubelet')?.state === 'Running') {
       out.push({ name: 'staticPods', reason: ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'].map((p) => `kube-system/${p}-${this.name} pending`).join(', ') })
     }
     if (!this.registered) out.push({ name: 'nodeReady', reason: `node "${this.name}" status is not available yet` })

