@@ -123,14 +123,38 @@ export function simCalls(sim: SimHandle): CallRecord[] {
   return readFileSync(f, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as CallRecord)
 }
 
-/** processes the orchestrator started, by tool, from its (redacted) command log */
-export function invocations(clusterDir: string): Record<string, number> {
+export interface Invocation { tool: string; args: string[] }
+
+/** the processes the orchestrator started, from its (redacted) command log */
+export function commandLog(clusterDir: string): Invocation[] {
   const f = join(clusterDir, '.bootstrap', 'commands.log')
+  if (!existsSync(f)) return []
+  return readFileSync(f, 'utf8').split('\n').flatMap((line) => {
+    const m = /^\S+ exit \S+ \S+ (\S+) ?(.*)$/.exec(line)
+    return m?.[1] ? [{ tool: m[1], args: (m[2] ?? '').split(' ') }] : []
+  })
+}
+
+/** processes started, by tool */
+export function invocations(log: Invocation[]): Record<string, number> {
   const counts: Record<string, number> = {}
-  if (!existsSync(f)) return counts
-  for (const line of readFileSync(f, 'utf8').split('\n')) {
-    const tool = /^\S+ exit \S+ \S+ (\S+)/.exec(line)?.[1]
-    if (tool) counts[tool] = (counts[tool] ?? 0) + 1
-  }
+  for (const { tool } of log) counts[tool] = (counts[tool] ?? 0) + 1
   return counts
+}
+
+/**
+ * Authenticated status reads (talosctl get machinestatus, service, etcd members) per node address:
+ * what the orchestrator asked, including the calls a node never saw (refused while it reboots).
+ * A batched call (-n a,b,c) counts once for each node it names.
+ */
+export function statusReadsByNode(log: Invocation[]): Map<string, number> {
+  const byIp = new Map<string, number>()
+  for (const { tool, args } of log) {
+    if (tool !== 'talosctl' || args.includes('--insecure')) continue
+    const status = (args[0] === 'get' && args[1] === 'machinestatus') || args[0] === 'service' || (args[0] === 'etcd' && args[1] === 'members')
+    const n = args.indexOf('-n')
+    if (!status || n < 0) continue
+    for (const ip of (args[n + 1] ?? '').split(',')) byIp.set(ip, (byIp.get(ip) ?? 0) + 1)
+  }
+  return byIp
 }

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
 import type { CallRecord } from '../sim/index.js'
-import { criticalPathS, invocations, measured, ROOT, simCalls, startSim, stopSim, type RunMeasure, type SimHandle } from './measure.js'
+import { commandLog, criticalPathS, invocations, statusReadsByNode, type Invocation, measured, ROOT, simCalls, startSim, stopSim, type RunMeasure, type SimHandle } from './measure.js'
 import { benchScenario, speedFor } from './scenario.js'
 
 interface CaseSpec { nodes: number; concurrency: number; criticalPathS: number; octet: number }
@@ -19,8 +19,6 @@ const SMALL = [3, 6, 30].flatMap((nodes) => [1, 4, 16].map((concurrency) => ({ n
 const LARGE = [100, 300].map((nodes) => ({ nodes, concurrency: 16, criticalPathS: 120 }))
 const ALL: CaseSpec[] = [...SMALL, ...LARGE].map((c, i) => ({ ...c, octet: 100 + i }))
 const BASELINE: CaseSpec = { nodes: 6, concurrency: 1, criticalPathS: 20, octet: 100 + ALL.length }
-/** the calls that read a node's status while the tool waits */
-const STATUS_CALLS = new Set(['get', 'service', 'etcd'])
 
 const { values } = parseArgs({ options: { cases: { type: 'string' }, 'no-baseline': { type: 'boolean' }, out: { type: 'string' } } })
 const selected = values.cases ? values.cases.split(',').map((c) => {
@@ -51,12 +49,10 @@ function perNode(calls: CallRecord[], nodes: number): Record<string, number> {
   return Object.fromEntries(Object.entries(counts).sort().map(([k, n]) => [k, round(n / nodes)]))
 }
 
-/** status calls a node received per poll interval, over the run: the busiest node, and the mean */
-function statusRate(calls: CallRecord[], wallS: number, pollS: number, nodes: number): { max: number; mean: number } {
-  const byNode = new Map<string, number>()
-  for (const c of calls) if (c.node && STATUS_CALLS.has(c.call)) byNode.set(c.node, (byNode.get(c.node) ?? 0) + 1)
-  const intervals = wallS / pollS
-  const counts = [...byNode.values()]
+/** status reads per node per poll interval over the run's waiting phases: the busiest node, and the mean */
+function statusRate(log: Invocation[], waitS: number, pollS: number, nodes: number): { max: number; mean: number } {
+  const intervals = waitS / pollS
+  const counts = [...statusReadsByNode(log).values()]
   return { max: round(Math.max(0, ...counts) / intervals), mean: round(counts.reduce((a, b) => a + b, 0) / nodes / intervals) }
 }
 
@@ -89,7 +85,7 @@ function cpuFigures(m: RunMeasure) {
   return { cpuS: round(m.cpuS), cpuAllS: round(m.cpuAllS), toolCpuS: round(m.cpuAllS - m.cpuS), peakRssMB: round(m.peakRssMB, 1), simCpuS: round(m.simCpuS) }
 }
 
-const header = `${'nodes'.padStart(5)} ${'conc'.padStart(4)} ${'wall s'.padStart(7)} ${'crit s'.padStart(7)} ${'ratio'.padStart(6)} ${'cpu s'.padStart(6)} ${'all s'.padStart(6)} ${'rss MB'.padStart(7)} ${'sim s'.padStart(6)}  status/node/interval  calls per node`
+const header = `${'nodes'.padStart(5)} ${'conc'.padStart(4)} ${'wall s'.padStart(7)} ${'crit s'.padStart(7)} ${'ratio'.padStart(6)} ${'cpu s'.padStart(6)} ${'all s'.padStart(6)} ${'rss MB'.padStart(7)} ${'sim s'.padStart(6)} ${'load'.padStart(9)}  status/node/interval  calls per node`
 process.stdout.write(`bench on ${machine.cpu} x${machine.cores}, ${machine.memGB} GB, ${machine.os}, node ${machine.node}\n${header}\n`)
 
 const cases: Record<string, unknown>[] = []
@@ -101,20 +97,25 @@ for (const spec of selected) {
   const sim = start(spec, name)
   try {
     const crit = criticalPathS(sim)
+    const load0 = round(os.loadavg()[0] ?? 0)
     const pollS = ms((parse(readFileSync(join(sim.clusterDir, 'bootstrap.yaml'), 'utf8')) as { pollInterval: string }).pollInterval) / 1000
     const m = await measured(sim, 'task', ['-x', 'bootstrap:talos', `CLUSTER_DIR=${sim.clusterDir}`, `CONCURRENCY=${spec.concurrency}`], join(work, name))
     const calls = simCalls(sim)
-    const rate = statusRate(calls, m.wallS, pollS, spec.nodes)
+    const log = commandLog(sim.clusterDir)
+    const phasesS = phaseSeconds(sim.clusterDir)
+    // the phases that poll node status: verify, bootstrap (etcd members), wait-ready (kubelet)
+    const waitS = (phasesS.verify ?? 0) + (phasesS.bootstrap ?? 0) + (phasesS['wait-ready'] ?? 0)
+    const rate = statusRate(log, waitS, pollS, spec.nodes)
     const row = {
       nodes: spec.nodes, concurrency: spec.concurrency, exitCode: m.code, speed: round(speedFor(spec.criticalPathS), 3), pollIntervalS: pollS,
       wallS: round(m.wallS), criticalPathS: crit, ratio: round(m.wallS / crit, 3), ...cpuFigures(m),
-      callsPerNode: perNode(calls, spec.nodes), invocations: invocations(sim.clusterDir),
-      statusCallsPerNodePerInterval: rate, phasesS: phaseSeconds(sim.clusterDir),
+      callsPerNode: perNode(calls, spec.nodes), invocations: invocations(log),
+      statusReadsPerNodePerInterval: rate, phasesS, loadAvg: { before: load0, after: round(os.loadavg()[0] ?? 0) },
     }
     cases.push(row)
     save()
     const kinds = Object.entries(row.callsPerNode).map(([k, n]) => `${k} ${n}`).join(', ')
-    process.stdout.write(`${String(spec.nodes).padStart(5)} ${String(spec.concurrency).padStart(4)} ${row.wallS.toFixed(1).padStart(7)} ${crit.toFixed(1).padStart(7)} ${row.ratio.toFixed(2).padStart(6)} ${row.cpuS.toFixed(1).padStart(6)} ${row.cpuAllS.toFixed(1).padStart(6)} ${row.peakRssMB.toFixed(0).padStart(7)} ${row.simCpuS.toFixed(1).padStart(6)}  ${`${rate.max} max, ${rate.mean} mean`.padEnd(20)}  ${kinds}${m.code === 0 ? '' : `  EXIT ${m.code} (see bench/out/${name}/)`}\n`)
+    process.stdout.write(`${String(spec.nodes).padStart(5)} ${String(spec.concurrency).padStart(4)} ${row.wallS.toFixed(1).padStart(7)} ${crit.toFixed(1).padStart(7)} ${row.ratio.toFixed(2).padStart(6)} ${row.cpuS.toFixed(1).padStart(6)} ${row.cpuAllS.toFixed(1).padStart(6)} ${row.peakRssMB.toFixed(0).padStart(7)} ${row.simCpuS.toFixed(1).padStart(6)} ${`${load0.toFixed(1)}-${row.loadAvg.after.toFixed(1)}`.padStart(9)}  ${`${rate.max} max, ${rate.mean} mean`.padEnd(20)}  ${kinds}${m.code === 0 ? '' : `  EXIT ${m.code} (see bench/out/${name}/)`}\n`)
   } finally {
     stop(sim)
   }
