@@ -5,6 +5,7 @@ import { parseCommandArgs, type CommandArgs } from './args.js'
 import { errorMessage, ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
 import { Facts } from './facts.js'
 import { loadInventory, selectNodes, type Inventory } from './inventory.js'
+import { Journal } from './journal.js'
 import { acquireLock } from './lock.js'
 import { output } from './output.js'
 import type { Phase } from './phase.js'
@@ -155,6 +156,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     flux: new Flux(tools, kubeconfig),
     kubeconfig,
     failed: new Map(),
+    journal: Journal.load(inventory.clusterDir),
     warn: output.warn,
   }
 
@@ -170,6 +172,11 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     interrupted = true
   }
   interrupted ||= controller.signal.aborted
+  if (interrupted && !args.dryRun) {
+    // the phase in flight when the run stopped: keep what its nodes finished
+    for (const phase of results) run.journal.record(phase)
+    run.journal.save()
+  }
 
   const ok = !interrupted && results.length === phases.length && results.every((p) => p.ok)
   const report: Report = {

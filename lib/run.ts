@@ -1,4 +1,5 @@
 import type { Facts } from './facts.js'
+import type { Journal } from './journal.js'
 import type { ClusterNode, Inventory } from './inventory.js'
 import type { Redactor } from './redact.js'
 import type { Settings } from './settings.js'
@@ -41,6 +42,8 @@ export interface Run {
   flux: Flux
   /** absolute path of the kubeconfig the bootstrap phase writes and later phases use */
   kubeconfig: string
+  /** what earlier runs achieved per node (re-checked against the live state, which wins) */
+  journal: Journal
   /** node name -> the phase it failed in (filled by the runner; later phases skip these nodes) */
   failed: Map<string, string>
   /** prints a warning line (stderr) */

@@ -57,6 +57,8 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
           finishPhase(run, tracker, phase.name, result, touched)
           result.durationMs = performance.now() - phaseStart
           result.ok = phaseOk(result)
+          run.journal.record(result)
+          if (!run.options.dryRun) run.journal.save()
           t.title = summaryLine(result)
           if (!result.ok) throw new Error(`${phase.name}: ${summaryLine(result)}`)
         },

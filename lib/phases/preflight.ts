@@ -24,6 +24,15 @@ async function validateConfigs(run: Run): Promise<void> {
 /** Reachability and state of one node, retried while it does not answer. */
 async function probeNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
+  // verified in an earlier run: one authenticated read confirms it; if it disagrees, the full probe decides
+  if (run.journal.done(node.name, 'verify') && !run.options.reset) {
+    const status = await run.talosctl.machineStatus(node).catch(() => undefined)
+    if (status) {
+      facts.state = 'configured'
+      facts.status = status
+      return { status: 'ok', detail: `configured, ${status.stage}${status.ready ? ', ready' : ''} (verified before)` }
+    }
+  }
   try {
     const { value } = await withRetry(() => run.talosctl.probe(node), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
     facts.state = value.state

@@ -94,6 +94,7 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
   }
   facts.state = 'maintenance'
   facts.status = undefined
+  run.journal.forget(node.name)
   return { status: 'ok', detail: 'reset to maintenance' }
 }
 
