@@ -207,7 +207,13 @@ export function createControllers({ store, registry, clock, timings, faults }) {
 
   // ---- workloads --------------------------------------------------------------------
 
-  const nodeSelected = (ds, node) => Object.entries(ds.spec?.template?.spec?.nodeSelector || {}).every(([k, v]) => node.metadata.labels?.[k] === v)
+  // The DaemonSet controller adds these tolerations to every daemon pod.
+  const DS_TOLERATED = ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node.kubernetes.io/disk-pressure', 'node.kubernetes.io/memory-pressure', 'node.kubernetes.io/pid-pressure', 'node.kubernetes.io/unschedulable', 'node.kubernetes.io/network-unavailable']
+  const nodeSelected = (ds, node) => {
+    const tpl = { spec: ds.spec?.template?.spec || {} }
+    return Object.entries(tpl.spec.nodeSelector || {}).every(([k, v]) => node.metadata.labels?.[k] === v) &&
+      (node.spec?.taints || []).every((t) => t.effect === 'PreferNoSchedule' || DS_TOLERATED.includes(t.key) || tolerates(tpl, t))
+  }
 
   function reconcileDaemonSet(ds, nodes, pods) {
     const gen = String(ds.metadata.generation || 1)

@@ -220,9 +220,16 @@ describe('kube API protocol', () => {
 
   it('removeNode takes the node and its pods away; a re-registered node starts NotReady again', async () => {
     const until = async (fn: () => boolean, ms = 3000) => { const end = Date.now() + ms; while (!fn()) { if (Date.now() > end) throw new Error('condition not reached'); await new Promise((r) => setTimeout(r, 10)) } }
-    const ds = { apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'cni', namespace: 'kube-system', annotations: { 'sim.talos-bootstrap.dev/cni': 'true' } }, spec: { selector: { matchLabels: { app: 'cni' } }, template: { metadata: { labels: { app: 'cni' } }, spec: { hostNetwork: true, containers: [{ name: 'agent', image: 'cni:1' }] } } } }
+    const ds = { apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'cni', namespace: 'kube-system', annotations: { 'sim.talos-bootstrap.dev/cni': 'true' } }, spec: { selector: { matchLabels: { app: 'cni' } }, template: { metadata: { labels: { app: 'cni' } }, spec: { hostNetwork: true, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'agent', image: 'cni:1' }] } } } }
     expect((await call('POST', '/apis/apps/v1/namespaces/kube-system/daemonsets', { body: ds })).status).toBe(201)
     await until(() => kube.nodeReady('n1') && kube.nodeReady('n2'))
+    // Without a toleration for the control-plane taint a DaemonSet skips control planes.
+    const plain = { ...ds, metadata: { name: 'plain', namespace: 'kube-system' }, spec: { selector: { matchLabels: { app: 'plain' } }, template: { metadata: { labels: { app: 'plain' } }, spec: { containers: [{ name: 'p', image: 'p:1' }] } } } }
+    expect((await call('POST', '/apis/apps/v1/namespaces/kube-system/daemonsets', { body: plain })).status).toBe(201)
+    const dsDef = kube.registry.get('apps', 'v1', 'daemonsets')!
+    await until(() => kube.store.get(dsDef, 'kube-system', 'plain')?.status?.numberReady === 1)
+    expect(kube.store.get(dsDef, 'kube-system', 'plain')!.status).toMatchObject({ desiredNumberScheduled: 1, currentNumberScheduled: 1 })
+    expect(kube.store.get(dsDef, 'kube-system', 'cni')!.status).toMatchObject({ desiredNumberScheduled: 2, numberReady: 2 })
     const pods = () => kube.store.list(kube.registry.get('', 'v1', 'pods')!, 'kube-system').filter((p) => p.spec.nodeName === 'n2' && p.metadata.labels?.app === 'cni')
     expect(pods().length).toBe(1)
     kube.removeNode('n2')
