@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
-import { parse as parseYaml } from 'yaml'
 import { InputError, InputErrors } from './errors.js'
 import { YamlFile } from './yaml-file.js'
 
@@ -155,6 +154,12 @@ function build(
       errors.push(file.error(n.path, `${n.name}: machine config ${n.configFile} not found`, fix))
       return
     }
+    // a config that is not YAML would otherwise reach the node (apply does not run `talosctl validate`)
+    const syntax = machineConfigSyntax(n.configFile)
+    if (syntax) {
+      errors.push(syntax)
+      return
+    }
     const node: ClusterNode = { name: n.name, ip: n.ip, role: n.controlPlane ? 'controlplane' : 'worker', configFile: n.configFile }
     if (typeof n.installDisk === 'string') node.installDisk = n.installDisk
     if (n.installDiskSelector && typeof n.installDiskSelector === 'object') node.installDiskSelector = n.installDiskSelector as Record<string, unknown>
@@ -181,6 +186,18 @@ function build(
   return inventory
 }
 
+function machineConfigSyntax(path: string): InputError | undefined {
+  const fix = 'correct the YAML syntax at that line (or in its talhelper patch) and regenerate the config'
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    return new InputError(`cannot read the machine config (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { file: path, fix: 'make it a readable file (talhelper genconfig writes it)' })
+  }
+  const error = YamlFile.checkSyntax(path, text)
+  return error && new InputError(error.message, { file: path, ...(error.line ? { line: error.line } : {}), fix })
+}
+
 /** A talosconfig must parse and hold a context with credentials, or every authenticated call fails later. */
 function checkTalosconfig(path: string, errors: InputError[]): void {
   const fix = 'point at the talosconfig generated with the machine configs (clusterconfig/talosconfig)'
@@ -188,25 +205,27 @@ function checkTalosconfig(path: string, errors: InputError[]): void {
     errors.push(new InputError('talosconfig not found', { file: path, fix }))
     return
   }
-  let doc: unknown
+  let file: YamlFile
   try {
-    doc = parseYaml(readFileSync(path, 'utf8'))
+    file = YamlFile.read(path, `make it a readable file: ${fix}`)
   } catch (err) {
-    const line = (err as { linePos?: Array<{ line: number }> }).linePos?.[0]?.line
-    errors.push(new InputError('talosconfig is not valid YAML', { file: path, ...(line ? { line } : {}), fix }))
+    if (!(err instanceof InputError)) throw err
+    errors.push(new InputError(`talosconfig: ${err.message}`, { ...(err.file ? { file: err.file } : {}), ...(err.line ? { line: err.line } : {}), fix: err.fix }))
     return
   }
-  const config = doc as { context?: unknown; contexts?: Record<string, { ca?: unknown; crt?: unknown; key?: unknown }> } | null
+  const config = file.toJS() as { context?: unknown; contexts?: Record<string, { ca?: unknown; crt?: unknown; key?: unknown }> } | null
   const name = typeof config?.context === 'string' ? config.context : undefined
-  const context = name ? config?.contexts?.[name] : undefined
+  const contexts = config?.contexts && typeof config.contexts === 'object' ? config.contexts : {}
+  const context = name ? contexts[name] : undefined
   if (!context) {
-    errors.push(new InputError(`talosconfig has no context ${name ? `"${name}"` : '(context: is empty)'}`, { file: path, fix }))
+    const known = Object.keys(contexts)
+    errors.push(file.error(['context'], `talosconfig has no context ${name ? `"${name}"` : '(context: is empty)'}`, known.length ? `set context: to one of ${known.join(', ')}` : fix))
     return
   }
   for (const key of ['ca', 'crt', 'key'] as const) {
     const value = context[key]
     if (typeof value !== 'string' || !/^[A-Za-z0-9+/=\s]+$/.test(value) || !Buffer.from(value, 'base64').toString('utf8').includes('-----BEGIN')) {
-      errors.push(new InputError(`talosconfig context "${name}" has no valid ${key} (base64 PEM expected)`, { file: path, fix }))
+      errors.push(file.error(['contexts', name ?? '', key], `talosconfig context "${name}" has no valid ${key} (base64 PEM expected)`, fix))
       return
     }
   }

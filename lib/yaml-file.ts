@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { isMap, isSeq, LineCounter, parseDocument, type Document, type Node as YamlNode } from 'yaml'
+import { isMap, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document, type Node as YamlNode, type YAMLError } from 'yaml'
 import { InputError } from './errors.js'
 
 /** A parsed YAML file that can say on which line a value stands, for `<file>:<line>:` errors. */
@@ -24,19 +24,15 @@ export class YamlFile {
   static parse(path: string, text: string): YamlFile {
     const lines = new LineCounter()
     const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true })
-    const first = doc.errors[0]
-    if (first) {
-      const line = first.linePos?.[0]?.line
-      // the yaml library ends its message with " at line L, column C:"; the line goes in front
-      const column = first.linePos?.[0]?.col
-      const what = first.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? first.message
-      throw new InputError(`YAML syntax error${column ? ` at column ${column}` : ''}: ${what}`, {
-        file: path,
-        ...(line ? { line } : {}),
-        fix: 'correct the YAML syntax at that line',
-      })
-    }
+    const error = syntaxError(path, doc.errors)
+    if (error) throw error
     return new YamlFile(path, doc, lines)
+  }
+
+  /** The first syntax error of a file of one or more `---` documents (a machine config), as an input error. */
+  static checkSyntax(path: string, text: string): InputError | undefined {
+    const docs: ReadonlyArray<{ errors: YAMLError[] }> = parseAllDocuments(text, { prettyErrors: true })
+    return syntaxError(path, docs.flatMap((d) => d.errors))
   }
 
   toJS(): unknown {
@@ -75,4 +71,18 @@ export class YamlFile {
     if (isSeq(node) || isMap(node) || 'value' in node) return this.lines.linePos(node.range[0]).line
     return undefined
   }
+}
+
+function syntaxError(path: string, errors: readonly YAMLError[]): InputError | undefined {
+  const first = errors[0]
+  if (!first) return undefined
+  const line = first.linePos?.[0]?.line
+  // the yaml library ends its message with " at line L, column C:"; the line goes in front
+  const column = first.linePos?.[0]?.col
+  const what = first.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? first.message
+  return new InputError(`YAML syntax error${column ? ` at column ${column}` : ''}: ${what}`, {
+    file: path,
+    ...(line ? { line } : {}),
+    fix: 'correct the YAML syntax at that line',
+  })
 }

@@ -80,7 +80,7 @@ describe('inventory', () => {
   it('refuses a malformed talosconfig', () => {
     const dir = clusterDir(threeNodes)
     writeFileSync(join(dir, 'clusterconfig', 'talosconfig'), 'context: demo\ncontexts:\n  demo:\n    ca: not-base64!!\n')
-    expect(inputErrors(() => loadInventory(dir))[0]).toMatch(/talosconfig: talosconfig context "demo" has no valid ca/)
+    expect(inputErrors(() => loadInventory(dir))[0]).toMatch(/talosconfig:4: talosconfig context "demo" has no valid ca/)
   })
 
   it('reads nodes.yaml for gen-config clusters', () => {
