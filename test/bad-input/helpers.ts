@@ -3,7 +3,7 @@
 // no stack trace, no call recorded by any simulated node).
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { expect } from 'vitest'
+import { afterAll, afterEach, beforeAll, expect } from 'vitest'
 import { E2eCluster, type TaskResult } from '../e2e/harness.js'
 
 export class BadInputBed {
@@ -55,6 +55,22 @@ export class BadInputBed {
   }
 }
 
+/** One bed per test file: started before its cases, restored after each, stopped at the end. */
+export function useBed(range: string): () => BadInputBed {
+  let bed: BadInputBed | undefined
+  beforeAll(async () => {
+    bed = await BadInputBed.start(range)
+  })
+  afterEach(() => bed?.restore())
+  afterAll(async () => {
+    await bed?.stop()
+  })
+  return () => {
+    if (!bed) throw new Error('the bad-input bed did not start')
+    return bed
+  }
+}
+
 /** 1-based line of the first line of `file` that matches `pattern` (to state which line an error must name). */
 export function lineOf(file: string, pattern: string | RegExp): number {
   const lines = readFileSync(file, 'utf8').split('\n')
@@ -63,7 +79,6 @@ export function lineOf(file: string, pattern: string | RegExp): number {
   return index + 1
 }
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 export interface Expected {
   /** the file the message must start with; omitted for input that has no file (a flag, a variable) */

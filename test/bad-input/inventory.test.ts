@@ -3,16 +3,13 @@
 // cluster on 127.70.1.x and must end with exit 2, `<path>:<line>: <what> (fix: <what to do>)`, and no call
 // to any node.
 import { mkdirSync, rmSync } from 'node:fs'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { BadInputBed, expectBadInput, inputErrors, lineOf } from './helpers.js'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { BadInputBed, expectBadInput, inputErrors, lineOf, useBed } from './helpers.js'
 
+const bedOf = useBed('127.70.1')
 let bed: BadInputBed
-beforeAll(async () => {
-  bed = await BadInputBed.start('127.70.1')
-})
-afterEach(() => bed.restore())
-afterAll(async () => {
-  await bed?.stop()
+beforeEach(() => {
+  bed = bedOf()
 })
 
 const TALCONFIG = 'talconfig.yaml'

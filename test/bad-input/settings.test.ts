@@ -2,16 +2,13 @@
 // flags, task variables). Each case runs the real `task -x bootstrap:<phase>` against a simulated cluster
 // on 127.70.2.x and must end with exit 2, `<path>:<line>: <what> (fix: <what to do>)` (no path when the
 // input is a variable or a flag), and no call to any node.
-import { afterAll, afterEach, beforeAll, describe, it } from 'vitest'
-import { BadInputBed, expectBadInput, lineOf } from './helpers.js'
+import { beforeEach, describe, it } from 'vitest'
+import { BadInputBed, expectBadInput, lineOf, useBed } from './helpers.js'
 
+const bedOf = useBed('127.70.2')
 let bed: BadInputBed
-beforeAll(async () => {
-  bed = await BadInputBed.start('127.70.2')
-})
-afterEach(() => bed.restore())
-afterAll(async () => {
-  await bed?.stop()
+beforeEach(() => {
+  bed = bedOf()
 })
 
 const SETTINGS = 'bootstrap.yaml'
