@@ -185,9 +185,11 @@ export class Node {
     if (this.role === 'controlplane') { this.svc('etcd', 'Waiting', 'Waiting for service "cri" to be "up"'); this.svc('trustd', 'Waiting', 'Waiting for service "containerd" to be "up"') }
     this.setStage('booting', 'secure')
     const loop = this.ctx.faults.take(this.name, { kind: 'boot-loop' })
-    this.after(boot * 0.3, () => this.criReady())
+    // CRI (and with it bootstrap and the kubelet) is up when the boot time is over: a worker then runs,
+    // a control plane waits in booting for etcd, so boot + etcd stays a lower bound (DESIGN's critical path)
     this.after(boot, () => {
       if (loop) { this.talosLog('boot sequence failed: task "startAllServices" failed: context deadline exceeded'); return this.reboot({}) }
+      this.criReady()
       this.bootDone = true
       this.maybeRunning()
     })

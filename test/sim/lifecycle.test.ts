@@ -65,9 +65,26 @@ describe('ISO and disk-image nodes', () => {
   })
 })
 
+describe('critical path', () => {
+  it('driven as fast as possible, no node registers before install + reboot + boot + etcd + kubelet', async () => {
+    c = await startOn('127.23.11', { cps: 2, workers: 1, speed: 500 })
+    const { sim } = c
+    const t = sim.scenario.timings
+    const t0 = Date.now()
+    await Promise.all(['cp-1', 'cp-2', 'wrkr-1'].map((n) => applyInsecure(sim, n)))
+    expect((await bootstrapWhenReady(sim, 'cp-1', 2000)).messages?.[0]?.error).toBeNull()
+    const firstRegistered = await new Promise<number>((resolve) => {
+      const stop = sim.watch((v) => { if (v.registered) { stop(); resolve(Date.now()) } })
+    })
+    const lowerBound = ((t.install + t.reboot + t.boot + t.etcd + t.kubelet) * 1000) / sim.scenario.speed
+    expect(firstRegistered - t0).toBeGreaterThanOrEqual(lowerBound - 5)
+    expect(sim.criticalPathSeconds()).toBeCloseTo((t.install + t.reboot + t.boot + t.etcd + t.kubelet + t.cni) / sim.scenario.speed, 6)
+  })
+})
+
 describe('bootstrap checks (§3.2)', () => {
   it('not available before CRI; worker texts per version', async () => {
-    c = await startOn('127.23.3', { cps: 1, workers: 1, image: 'disk', timings: { boot: 1500 } }) // CRI at 450 ms real
+    c = await startOn('127.23.3', { cps: 1, workers: 1, image: 'disk', timings: { boot: 600 } }) // CRI up after 600 ms real
     const { sim } = c
     await applyInsecure(sim, 'cp-1'); await applyInsecure(sim, 'wrkr-1')
     await sim.until(() => sim.node('cp-1')!.listener === 'secure' && sim.node('wrkr-1')!.listener === 'secure')
