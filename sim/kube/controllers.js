@@ -19,7 +19,7 @@ const templateHash = (tpl) => [...createHash('sha256').update(JSON.stringify(tpl
 
 const DEFAULT_FLUX_MESSAGE = "kustomize build failed: accumulating resources: accumulation err='accumulating resources from './apps': open /tmp/kustomization-1820734512/apps: no such file or directory'"
 
-export function createControllers({ store, registry, clock, timings, faults }) {
+export function createControllers({ store, registry, clock, timings, faults, isLost = () => false }) {
   const R = (g, v, p) => registry.get(g, v, p)
   const NODES = R('', 'v1', 'nodes'), PODS = R('', 'v1', 'pods'), NS = R('', 'v1', 'namespaces'), SA = R('', 'v1', 'serviceaccounts')
   const EVENTS = R('', 'v1', 'events')
@@ -308,7 +308,7 @@ export function createControllers({ store, registry, clock, timings, faults }) {
 
   function reconcileNodes(nodes, pods) {
     for (const node of nodes) {
-      if (nodeIsReady(node)) continue
+      if (nodeIsReady(node) || isLost(node.metadata.name)) continue
       const cniReady = pods.some((p) => p.spec.nodeName === node.metadata.name && isCni(p) && podReady(p))
       if (!cniReady) continue
       const next = clone(node)

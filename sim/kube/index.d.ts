@@ -12,6 +12,7 @@ export interface Kube {
   bootstrap(): void
   registerNode(node: { name: string; ip: string; role?: 'controlplane' | 'worker' | string; kubeletVersion?: string; osImage?: string }): void
   removeNode(name: string): void
+  nodeLost(name: string): void
   nodeReady(name: string): boolean
   readonly apiUp: boolean
   setApiUp(up: boolean): void

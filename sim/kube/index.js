@@ -18,6 +18,8 @@
 // kube.apiUp / setApiUp(b)   before bootstrap (or when set false) health checks fail, the rest 503s
 // kube.registerNode({ name, ip, role, kubeletVersion, osImage? })   kubelet started: Node NotReady
 // kube.removeNode(name)      reset: the Node and its pods go
+// kube.nodeLost(name)        kubelet stopped (reboot): Ready=Unknown until registerNode(name) again,
+//                            then NotReady until the node's CNI pod has restarted
 // kube.nodeReady(name)       the Node's Ready condition is True
 // kube.stop()                cancel every controller timer
 // (historyLimit: how many writes watches can resume across; tests shrink it to see 410s)
@@ -50,8 +52,9 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
   if (!clock) clock = createRealtimeClock()
   const registry = createRegistry()
   const store = createStore({ clock, historyLimit })
-  const controllers = createControllers({ store, registry, clock, timings: { cni: 20, ...timings }, faults, record })
+  const controllers = createControllers({ store, registry, clock, timings: { cni: 20, ...timings }, faults, record, isLost: (name) => lost.has(name) })
   let up = false
+  const lost = new Set() // nodes whose kubelet stopped
   const def = (g, v, p) => registry.get(g, v, p)
   const NODES = def('', 'v1', 'nodes')
 
@@ -100,7 +103,20 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
   }
 
   function registerNode({ name, ip, role = 'worker', kubeletVersion = kubernetesVersion, osImage = 'Talos (v1.12.0)' }) {
-    if (store.get(NODES, undefined, name)) return
+    const existing = store.get(NODES, undefined, name)
+    if (existing) {
+      // The kubelet came back (after nodeLost): NotReady until its CNI pod has restarted.
+      if (lost.delete(name)) {
+        setReady(existing, { status: 'False', reason: 'KubeletNotReady', message: NOT_READY_MESSAGE })
+        const PODS = def('', 'v1', 'pods')
+        for (const p of store.list(PODS)) {
+          if (p.spec.nodeName !== name) continue
+          store.update(PODS, { ...p, status: { ...p.status, phase: 'Pending', conditions: (p.status?.conditions || []).filter((c) => c.type === 'PodScheduled'), containerStatuses: (p.status?.containerStatuses || []).map((c) => ({ ...c, ready: false, started: false, restartCount: (c.restartCount || 0) + 1, state: { waiting: { reason: 'ContainerCreating' } } })) } }, { checkVersion: false })
+        }
+        controllers.schedule()
+      }
+      return
+    }
     const ts = clock.now().toISOString().replace(/\.\d{3}Z$/, 'Z')
     const cp = role === 'controlplane' || role === 'control-plane'
     const pressure = (type, reason, message) => ({ type, status: 'False', lastHeartbeatTime: ts, lastTransitionTime: ts, reason, message })
@@ -136,7 +152,25 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     controllers.schedule()
   }
 
+  function setReady(node, ready) {
+    const ts = clock.now().toISOString().replace(/\.\d{3}Z$/, 'Z')
+    const conditions = (node.status?.conditions || []).map((c) => (c.type === 'Ready' ? { ...c, ...ready, lastHeartbeatTime: ts, lastTransitionTime: c.status === ready.status ? c.lastTransitionTime : ts } : c))
+    const next = { ...node, status: { ...node.status, conditions } }
+    if (ready.status !== 'True') next.spec = { ...node.spec, taints: [...(node.spec?.taints || []).filter((t) => t.key !== 'node.kubernetes.io/not-ready' && t.key !== 'node.kubernetes.io/unreachable'), { key: ready.status === 'Unknown' ? 'node.kubernetes.io/unreachable' : 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }] }
+    store.update(NODES, next, { checkVersion: false })
+  }
+
+  // The kubelet stopped (reboot, shutdown): the node controller marks the Node Unknown.
+  // registerNode(name) again when the kubelet is back.
+  function nodeLost(name) {
+    const node = store.get(NODES, undefined, name)
+    if (!node || lost.has(name)) return
+    lost.add(name)
+    setReady(node, { status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.' })
+  }
+
   function removeNode(name) {
+    lost.delete(name)
     const node = store.get(NODES, undefined, name)
     if (!node) return
     const gone = store.remove(NODES, undefined, name)
@@ -153,6 +187,7 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     bootstrap,
     registerNode,
     removeNode,
+    nodeLost,
     nodeReady,
     get apiUp() { return up },
     setApiUp(v) { up = Boolean(v) },

@@ -232,6 +232,17 @@ describe('kube API protocol', () => {
     expect(kube.store.get(dsDef, 'kube-system', 'cni')!.status).toMatchObject({ desiredNumberScheduled: 2, numberReady: 2 })
     const pods = () => kube.store.list(kube.registry.get('', 'v1', 'pods')!, 'kube-system').filter((p) => p.spec.nodeName === 'n2' && p.metadata.labels?.app === 'cni')
     expect(pods().length).toBe(1)
+    // A reboot: Unknown while the kubelet is away, NotReady until the CNI pod restarted, then Ready.
+    const nodes = kube.registry.get('', 'v1', 'nodes')!
+    const readyOf = (n: string) => kube.store.get(nodes, undefined, n)!.status.conditions.find((c: any) => c.type === 'Ready')
+    kube.nodeLost('n2')
+    expect(readyOf('n2')).toMatchObject({ status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.' })
+    await new Promise((r) => setTimeout(r, 50))
+    expect(kube.nodeReady('n2')).toBe(false)
+    kube.registerNode({ name: 'n2', ip: '127.41.0.12', role: 'worker' })
+    expect(readyOf('n2')).toMatchObject({ status: 'False', reason: 'KubeletNotReady' })
+    await until(() => kube.nodeReady('n2'))
+    expect(pods()[0]!.status.containerStatuses[0].restartCount).toBe(1)
     kube.removeNode('n2')
     expect(kube.nodeReady('n2')).toBe(false)
     expect((await call('GET', '/api/v1/nodes/n2')).status).toBe(404)
