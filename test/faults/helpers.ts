@@ -1,0 +1,57 @@
+// Shared by the fault matrix: the short waits a failing case sits out, and the per-row assertions
+// (every node's status and kind in one phase, a hint naming the recovery command).
+import { expect } from 'vitest'
+import type { Report } from '../../lib/report.js'
+import type { CallRecord } from '../../sim/index.js'
+import { nodeIn, statuses } from '../e2e/harness.js'
+
+/** Waits short enough that a failing row ends in seconds; long enough for a healthy node at speed 600. */
+export const FAST = ['--verify-timeout', '3s', '--bootstrap-timeout', '5s', '--ready-timeout', '8s', '--flux-timeout', '8s', '--call-timeout', '2s', '--retries', '2']
+
+/** Replaces one flag's value in FAST (e.g. a longer call timeout for the latency row). */
+export function fastWith(flag: string, value: string): string[] {
+  const out = [...FAST]
+  const at = out.indexOf(flag)
+  if (at >= 0) out[at + 1] = value
+  else out.push(flag, value)
+  return out
+}
+
+export type Expected = Record<string, string>
+
+/**
+ * Every node of the phase has the expected status; a `failed:<kind>` entry also checks the kind
+ * and that the hint names `recovery` (a string or a per-node function).
+ */
+export function expectPhase(report: Report, phase: string, expected: Expected, recovery?: (node: string) => string): void {
+  const plain = Object.fromEntries(Object.entries(expected).map(([n, s]) => [n, s.split(':')[0]]))
+  expect(statuses(report, phase), `statuses in ${phase}`).toEqual(plain)
+  for (const [name, want] of Object.entries(expected)) {
+    const [status, kind] = want.split(':')
+    const node = nodeIn(report, phase, name)
+    if (status === 'failed') {
+      expect(node.error?.kind, `${name} kind in ${phase}: ${node.error?.message ?? ''}`).toBe(kind)
+      if (recovery) expect(node.error?.hint, `${name} hint in ${phase}`).toContain(recovery(name))
+    } else if (status === 'ok') {
+      expect(node.error, `${name} has no error in ${phase}`).toBeUndefined()
+    }
+  }
+}
+
+export const nodeRecovery = (name: string): string => `task bootstrap:node NODE=${name}`
+
+/** ok/fail outcome of each call of one kind to one node, in order */
+export function outcomes(calls: CallRecord[], node: string, call: string): string[] {
+  return calls.filter((c) => c.node === node && c.call === call).map((c) => (c.outcome.startsWith('ok') ? 'ok' : 'error'))
+}
+
+export function phaseNames(report: Report): string[] {
+  return report.phases.map((p) => p.name)
+}
+
+/** the cluster step of a phase (etcd-bootstrap, kubeconfig, api, cni, flux-install, ...) */
+export function stepIn(report: Report, phase: string, step: string) {
+  const found = report.phases.find((p) => p.name === phase)?.steps.find((s) => s.name === step)
+  if (!found) throw new Error(`step ${step} not in phase ${phase}`)
+  return found
+}
