@@ -1,0 +1,132 @@
+// Issue item 3: `task bootstrap:status`, one live table of every node, against the simulator.
+import { spawn } from 'node:child_process'
+import { afterEach, describe, expect, it } from 'vitest'
+import { E2eCluster, ROOT } from './harness.js'
+
+let cluster: E2eCluster | undefined
+afterEach(async () => {
+  await cluster?.stop()
+  cluster = undefined
+})
+
+const COLUMNS = ['NODE', 'IP', 'ROLE', 'STAGE', 'READY', 'ETCD', 'KUBELET', 'K8S', 'LAST RUN', 'ERROR', 'NOTE'] as const
+type Row = Record<(typeof COLUMNS)[number], string>
+
+/** The status table by node name (cells are at least three spaces apart, as lib/table.ts writes them). */
+function table(stdout: string): Record<string, Row> {
+  const lines = stdout.split('\n')
+  const start = lines.findIndex((l) => l.startsWith('NODE '))
+  if (start < 0) throw new Error(`no table in:\n${stdout}`)
+  expect(lines[start]?.split(/\s{3,}/)).toEqual([...COLUMNS])
+  const rows: Record<string, Row> = {}
+  for (const line of lines.slice(start + 1)) {
+    if (!line.trim() || line.startsWith('last run:')) break
+    const cells = line.split(/\s{3,}/)
+    const row = Object.fromEntries(COLUMNS.map((c, i) => [c, cells[i] ?? ''])) as Row
+    rows[row.NODE] = row
+  }
+  return rows
+}
+
+describe('task bootstrap:status', () => {
+  it('after a run with one failed node: the table matches the simulator, exit 1', async () => {
+    cluster = await E2eCluster.start('127.80.1', { cps: 1, workers: 2, faults: [{ node: 'wrkr-2', on: 'any', kind: 'unreachable' }] })
+    const run = await cluster.task('bootstrap:talos', {}, ['--retries', '1'])
+    expect(run.code).toBe(1)
+
+    const before = cluster.calls().length
+    const started = performance.now()
+    const status = await cluster.task('bootstrap:status')
+    const tookMs = performance.now() - started
+    expect(status.code).toBe(1)
+    const rows = table(status.stdout)
+    expect(Object.keys(rows)).toEqual(['cp-1', 'wrkr-1', 'wrkr-2'])
+    for (const name of ['cp-1', 'wrkr-1']) {
+      const sim = cluster.sim.node(name)
+      if (!sim) throw new Error(name)
+      expect(rows[name]).toMatchObject({
+        STAGE: sim.stage,
+        READY: sim.ready ? 'yes' : 'no',
+        ETCD: sim.role === 'controlplane' ? (sim.etcdMember ? 'member' : 'no') : '-',
+        KUBELET: sim.services.kubelet === 'Running' ? 'running' : 'not running',
+        K8S: sim.registered ? 'Ready' : 'not registered',
+        'LAST RUN': 'ok',
+        ERROR: '-',
+      })
+      expect(rows[name]?.STAGE).toBe('running')
+    }
+    expect(cluster.sim.node('wrkr-2')?.listener).toBe('off')
+    expect(cluster.sim.node('wrkr-2')?.registered).toBe(false)
+    expect(rows['wrkr-2']).toMatchObject({ STAGE: 'unreachable', READY: '-', ETCD: '-', KUBELET: '-', K8S: 'not registered', 'LAST RUN': 'failed in preflight', ERROR: 'unreachable', NOTE: 'connection refused' })
+    expect(status.stdout).toMatch(/^last run: talos of \S+: failed$/m)
+    // read-only and batched: one MachineStatus read and one kubelet read for every node that
+    // answers (through cp-1, listed first), one etcd member list; wrkr-2 alone is asked on its own
+    const calls = cluster.calls().slice(before)
+    expect(calls.filter((c) => !['get', 'etcd', 'probe'].includes(c.call))).toEqual([])
+    const invocations = [...new Set(calls.filter((c) => c.node !== 'wrkr-2').map((c) => `${c.command} ${c.args.filter((a) => !a.includes('/')).join(' ')}`))]
+    expect(invocations.sort()).toEqual([
+      'etcd members --talosconfig -e 127.80.1.11 -n 127.80.1.11',
+      'get machinestatus --talosconfig -e 127.80.1.11 -n 127.80.1.11,127.80.1.21,127.80.1.22 -o json',
+      'get services kubelet --talosconfig -e 127.80.1.11 -n 127.80.1.11,127.80.1.21 -o json',
+    ])
+    expect(tookMs).toBeLessThan(10_000)
+  })
+
+  it('after a clean bootstrap:talos: every row running and Ready, exit 0', async () => {
+    cluster = await E2eCluster.start('127.80.2', { cps: 1, workers: 1 })
+    const run = await cluster.task('bootstrap:talos')
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0)
+    const status = await cluster.task('bootstrap:status')
+    expect(status.stderr).toBe('')
+    expect(status.code).toBe(0)
+    const rows = table(status.stdout)
+    expect(Object.values(rows).map((r) => [r.NODE, r.STAGE, r.READY, r.ETCD, r.KUBELET, r.K8S, r['LAST RUN']])).toEqual([
+      ['cp-1', 'running', 'yes', 'member', 'running', 'Ready', 'ok'],
+      ['wrkr-1', 'running', 'yes', '-', 'running', 'Ready', 'ok'],
+    ])
+    // NODES selects rows
+    const one = await cluster.task('bootstrap:status', { NODES: 'wrkr-1' })
+    expect(one.code).toBe(0)
+    expect(Object.keys(table(one.stdout))).toEqual(['wrkr-1'])
+  })
+
+  it('shows unreachable and hung nodes as such within seconds; --watch repeats until Ctrl-C', async () => {
+    cluster = await E2eCluster.start('127.80.3', {
+      cps: 1,
+      workers: 2,
+      faults: [
+        { node: 'wrkr-1', on: 'any', kind: 'unreachable' },
+        { node: 'wrkr-2', on: 'any', kind: 'timeout' },
+      ],
+    })
+    const started = performance.now()
+    const status = await cluster.task('bootstrap:status')
+    const tookMs = performance.now() - started
+    expect(status.code).toBe(1)
+    const rows = table(status.stdout)
+    expect(rows['cp-1']).toMatchObject({ STAGE: 'maintenance', READY: '-', ETCD: '?', K8S: '-', 'LAST RUN': '-' })
+    expect(rows['wrkr-1']).toMatchObject({ STAGE: 'unreachable', NOTE: 'connection refused' })
+    expect(rows['wrkr-2']).toMatchObject({ STAGE: 'timeout', NOTE: 'no answer within 3s' })
+    // a 3 s deadline per call, not the 30 s callTimeout (nor talosctl's own, which has none)
+    expect(tookMs).toBeLessThan(9_000)
+    expect(status.stdout).not.toMatch(/^last run:/m)
+
+    // --watch in a pipe: one table after the other, until interrupted
+    const child = spawn('node', ['--import', 'tsx', 'scripts/status.ts', '--cluster-dir', cluster.clusterDir, '--nodes', 'cp-1,wrkr-1', '--watch', '--poll-interval', '200ms'], {
+      cwd: ROOT,
+      env: cluster.env(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    const code = await new Promise<number | null>((done) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString()
+        if ((out.match(/^NODE /gm) ?? []).length === 2) child.kill('SIGINT')
+      })
+      child.on('close', (c) => done(c))
+    })
+    expect(code).toBe(1) // the last table's verdict: not every node running and Ready
+    expect(out).toMatch(/^\S+Z {2}e2e: 0\/2 running and Ready \(every 0\.2s; Ctrl-C stops\)$/m)
+    expect(Object.keys(table(out))).toEqual(['cp-1', 'wrkr-1'])
+  })
+})
