@@ -39,7 +39,7 @@ export function startSim(scenario: ScenarioInput, dir: string): SimHandle {
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
   const file = join(dir, 'scenario.yaml')
-  writeFileSync(file, stringify(scenario, { lineWidth: 0 }))
+  writeFileSync(file, stringify(scenario, { lineWidth: 0, aliasDuplicateObjects: false }))
   execFileSync(process.execPath, [join(ROOT, 'sim', 'cli.js'), 'up', '--scenario', file, '--dir', join(dir, 'sim')], { stdio: ['ignore', 'ignore', 'inherit'] })
   const simDir = join(dir, 'sim')
   const pid = Number(readFileSync(join(simDir, 'sim.pid'), 'utf8').trim())
