@@ -1,5 +1,7 @@
 // Issue item 3: `task bootstrap:status`, one live table of every node, against the simulator.
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { E2eCluster, ROOT } from './harness.js'
 
@@ -70,6 +72,19 @@ describe('task bootstrap:status', () => {
       'get services kubelet --talosconfig -e 127.80.1.11 -n 127.80.1.11,127.80.1.21 -o json',
     ])
     expect(tookMs).toBeLessThan(10_000)
+
+    // the same run as a picture: wrkr-2 retried, then failed; the SVG beside the run's report
+    const picture = await cluster.task('bootstrap:report')
+    expect(picture.code).toBe(0)
+    expect(picture.stdout).toMatch(/^talos run of \S+: failed in [\d.]+m?s; failed: wrkr-2$/m)
+    expect(picture.stdout).toMatch(/^wrkr-2 +p*!p*X +FAILED in preflight \(unreachable\)$/m)
+    expect(picture.stdout).toMatch(/^cp-1 +p+a+v+ *b+ *w+ +ok$/m) // gaps: waiting on cluster steps
+    const svgFile = /^svg: (.*)$/m.exec(picture.stdout)?.[1] ?? ''
+    const report = cluster.report()
+    expect(svgFile).toBe(join(cluster.clusterDir, '.bootstrap', 'runs', `${report.startedAt.replace(/[:.]/g, '-')}-talos.svg`))
+    const svg = readFileSync(svgFile, 'utf8')
+    expect(svg).toMatch(/<g class="lane failed" data-node="wrkr-2"/)
+    expect(svg).toContain('class="retry"')
   })
 
   it('after a clean bootstrap:talos: every row running and Ready, exit 0', async () => {
