@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { NodeError } from './classify.js'
 import type { ClusterNode, Inventory } from './inventory.js'
+import { mapLimit } from './map-limit.js'
 import type { Report } from './report.js'
 import { stateDir } from './report.js'
 import { formatTable } from './table.js'
@@ -59,19 +60,6 @@ export interface StatusTable {
   lastRun: string | undefined
   /** cluster-wide readings that failed (etcd members, Kubernetes API) */
   warnings: string[]
-}
-
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length)
-  let next = 0
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++
-      out[i] = await fn(items[i] as T)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
-  return out
 }
 
 const failure = (err: unknown): { state: 'error'; kind: string; message: string } =>
