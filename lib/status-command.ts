@@ -13,7 +13,7 @@ import { Talosctl } from './tools/talosctl.js'
 
 export const STATUS_USAGE = 'task bootstrap:status [CLUSTER_DIR=dir] [NODES=a,b] [-- --watch] [--poll-interval 5s] [--call-timeout 3s]'
 
-/** Exit 0 when every selected node is running and Ready, 1 otherwise (DESIGN.md); --watch until Ctrl-C. */
+/** Exit 0 when every selected node is running and Ready, 1 otherwise (DESIGN.md); --watch until Ctrl-C, then the last table's code. */
 export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const controller = new AbortController()
   const stop = (): void => controller.abort()
@@ -33,7 +33,8 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
     const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
     const tools: StatusTools = { inventory, runner, talosctl: new Talosctl(runner, inventory), kubectl: new Kubectl(runner, kubeconfig), kubeconfig, deadlineMs }
     const live = args.watch && process.stdout.isTTY === true
-    let code: number = ExitCode.ok
+    // interrupted before the first table: 130; in --watch, Ctrl-C ends with the last table's verdict
+    let code: number = ExitCode.interrupted
     for (;;) {
       const table = await readStatus(tools, nodes)
       if (controller.signal.aborted) return code
