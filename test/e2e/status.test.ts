@@ -71,7 +71,7 @@ describe('task bootstrap:status', () => {
       'get machinestatus --talosconfig -e 127.80.1.11 -n 127.80.1.11,127.80.1.21,127.80.1.22 -o json',
       'get services kubelet --talosconfig -e 127.80.1.11 -n 127.80.1.11,127.80.1.21 -o json',
     ])
-    expect(tookMs).toBeLessThan(10_000)
+    expect(tookMs).toBeLessThan(15_000) // seconds even on a loaded CI machine; a 30 s callTimeout wait would fail this
 
     // the same run as a picture: wrkr-2 retried, then failed; the SVG beside the run's report
     const picture = await cluster.task('bootstrap:report')
@@ -122,8 +122,9 @@ describe('task bootstrap:status', () => {
     expect(rows['cp-1']).toMatchObject({ STAGE: 'maintenance', READY: '-', ETCD: '?', K8S: '-', 'LAST RUN': '-' })
     expect(rows['wrkr-1']).toMatchObject({ STAGE: 'unreachable', NOTE: 'connection refused' })
     expect(rows['wrkr-2']).toMatchObject({ STAGE: 'timeout', NOTE: 'no answer within 3s' })
-    // a 3 s deadline per call, not the 30 s callTimeout (nor talosctl's own, which has none)
-    expect(tookMs).toBeLessThan(9_000)
+    // a 3 s deadline per call, not the 30 s callTimeout (nor talosctl's own, which has none);
+    // the margin is for a loaded CI machine
+    expect(tookMs).toBeLessThan(15_000)
     expect(status.stdout).not.toMatch(/^last run:/m)
 
     // --watch in a pipe: one table after the other, until interrupted
