@@ -1,6 +1,6 @@
 // End-to-end harness: a simulator in this process on its own 127.x.y range, and the real `task`
 // (and through it the real scripts) run against it as an operator would.
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join, resolve } from 'node:path'
@@ -97,6 +97,14 @@ export class E2eCluster {
     return run('task', args, this.env(extraEnv))
   }
 
+  /** Starts a task in its own process group (as a terminal does) and hands back the child. */
+  spawnTask(name: string, vars: Record<string, string> = {}, flags: string[] = []): { child: ChildProcess; done: Promise<TaskResult> } {
+    const args = ['-x', name, `CLUSTER_DIR=${this.clusterDir}`, ...Object.entries(vars).map(([k, v]) => `${k}=${v}`)]
+    if (flags.length) args.push('--', ...flags)
+    const child = spawn('task', args, { cwd: ROOT, env: this.env(), stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    return { child, done: collect(child) }
+  }
+
   /** The real kubectl against the cluster, with its own discovery cache. */
   kubectl(args: string[]): Promise<TaskResult> {
     return run('kubectl', ['--kubeconfig', join(this.clusterDir, 'kubeconfig'), '--cache-dir', join(this.dir, 'kube-cache'), ...args], this.env())
@@ -117,12 +125,15 @@ export class E2eCluster {
 }
 
 export function run(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<TaskResult> {
+  return collect(spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] }))
+}
+
+function collect(child: ChildProcess): Promise<TaskResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
     child.on('error', reject)
     child.on('close', (code) => resolvePromise({ code, stdout, stderr }))
   })
@@ -139,6 +150,25 @@ export function nodeIn(report: Report, phase: string, name: string) {
   const node = report.phases.find((p) => p.name === phase)?.nodes.find((n) => n.name === name)
   if (!node) throw new Error(`${name} not in phase ${phase}`)
   return node
+}
+
+/** pids of live processes whose command line mentions `text` (stray-process checks) */
+export function processesMentioning(text: string): number[] {
+  const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+  return out
+    .split('\n')
+    .filter((line) => line.includes(text) && !line.includes('ps -eo'))
+    .map((line) => Number.parseInt(line.trim(), 10))
+    .filter((pid) => pid !== process.pid)
+}
+
+/** waits until `predicate` holds, polling every 50 ms, at most `ms` */
+export async function waitFor(predicate: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
 }
 
 /** calls of one kind (probe, apply, get, bootstrap, ...) made to a node */

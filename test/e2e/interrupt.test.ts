@@ -1,0 +1,82 @@
+// Issue: stop cleanly (Ctrl-C, a killed go-task), resume, and refuse a concurrent run.
+import { writeFileSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { callsTo, E2eCluster, processesMentioning, statuses, waitFor } from './harness.js'
+
+let cluster: E2eCluster | undefined
+afterEach(async () => {
+  await cluster?.stop()
+  cluster = undefined
+})
+
+/** every apply takes 1.5 s, so a run can be caught in the middle of it */
+const slowApplies = (nodes: string[]) => nodes.map((node) => ({ node, on: 'apply', kind: 'latency', ms: 1500 }))
+
+describe('interruptions', () => {
+  it('Ctrl-C during apply: exit 130, report and journal written, no stray process; the rerun completes', async () => {
+    cluster = await E2eCluster.start('127.62.1', { workers: 3, faults: slowApplies(['cp-1', 'wrkr-1', 'wrkr-2', 'wrkr-3']) })
+    const c = cluster
+    const { child, done } = c.spawnTask('bootstrap:apply', { CONCURRENCY: '2' })
+    await waitFor(() => c.calls().some((call) => call.call === 'apply'), 20_000, 'the first apply')
+    const sent = Date.now()
+    process.kill(-(child.pid as number), 'SIGINT') // the whole foreground group, as a terminal does
+    const result = await done
+    expect(Date.now() - sent).toBeLessThan(2_000)
+    expect(result.code).toBe(130)
+    expect(c.report().interrupted).toBe(true)
+    expect(processesMentioning(c.clusterDir)).toEqual([])
+
+    const rerun = await c.task('bootstrap:apply', { CONCURRENCY: '2' })
+    expect(rerun.code, rerun.stderr).toBe(0)
+    const verify = await c.task('bootstrap:verify')
+    expect(verify.code, verify.stderr).toBe(0)
+    expect(Object.values(statuses(c.report(), 'verify'))).toEqual(Array(4).fill('ok'))
+  })
+
+  it('go-task killed (a CI runner signalling only its pid): the script notices it is orphaned and stops', async () => {
+    cluster = await E2eCluster.start('127.62.2', { workers: 3, faults: slowApplies(['cp-1', 'wrkr-1', 'wrkr-2', 'wrkr-3']) })
+    const c = cluster
+    const { child, done } = c.spawnTask('bootstrap:apply')
+    await waitFor(() => c.calls().some((call) => call.call === 'apply'), 20_000, 'the first apply')
+    child.kill('SIGKILL') // go-task only: it never forwards signals, so only orphan detection can stop the script
+    await done
+    await waitFor(() => processesMentioning(c.clusterDir).length === 0, 3_000, 'the orphaned script to stop')
+    expect(c.report().interrupted).toBe(true)
+  })
+
+  it('a second run on the same cluster directory is refused, naming the holder; a stale lock is taken over', async () => {
+    // wrkr-1 does not answer: the first run sits in its backoff while the second one starts
+    cluster = await E2eCluster.start('127.62.3', { workers: 1, faults: [{ node: 'wrkr-1', on: 'any', kind: 'unreachable' }] })
+    const c = cluster
+    const first = c.spawnTask('bootstrap:preflight', {}, ['--retries', '2', '--retry-delay', '2s', '--retry-max-delay', '10s'])
+    await waitFor(() => c.calls().some((call) => call.node === 'cp-1' && call.args.includes('disks') && call.outcome === 'ok'), 20_000, 'the first run to finish with cp-1')
+    const before = c.calls().length
+    const second = await c.task('bootstrap:preflight')
+    expect(second.code, second.stderr + second.stdout).toBe(2)
+    expect(second.stderr).toMatch(/\.bootstrap\/lock: another run holds the lock \(pid \d+\) \(fix: wait for pid \d+ to finish, or stop it/)
+    // the refused run touched no node (the first one is only retrying unreachable wrkr-1 by now)
+    expect(c.calls().slice(before)).toEqual([])
+    expect((await first.done).code).toBe(1)
+
+    c.sim.clearFault('wrkr-1', 'unreachable')
+    mkdirSync(join(c.clusterDir, '.bootstrap'), { recursive: true })
+    writeFileSync(join(c.clusterDir, '.bootstrap', 'lock'), '999999\n')
+    const third = await c.task('bootstrap:preflight')
+    expect(third.code, third.stderr).toBe(0)
+    expect(third.stderr).toMatch(/taking over a stale lock .* left by pid 999999/)
+  })
+
+  it('DRY_RUN=true prints every command per node and touches nothing', async () => {
+    cluster = await E2eCluster.start('127.62.4', { workers: 1 })
+    const result = await cluster.task('bootstrap:all', { DRY_RUN: 'true' })
+    expect(result.code, result.stderr).toBe(0)
+    expect(cluster.calls()).toEqual([])
+    expect(result.stdout).toMatch(/^PLAN \(dry run: nothing was run\)$/m)
+    expect(result.stdout).toMatch(/^wrkr-1:\n(  .*\n)*  talosctl apply-config --insecure -n 127\.62\.4\.21 -e 127\.62\.4\.21 -f \S+e2e-wrkr-1\.yaml$/m)
+    expect(result.stdout).toMatch(/^cp-1:\n(  .*\n)*  talosctl bootstrap --talosconfig \S+ -e 127\.62\.4\.11 -n 127\.62\.4\.11$/m)
+    expect(result.stdout).toMatch(/^  helm upgrade --install cilium cilium\/cilium /m)
+    expect(result.stdout).toMatch(/^  flux bootstrap git --url /m)
+    expect(callsTo(cluster.calls(), 'wrkr-1')).toEqual([])
+  })
+})
