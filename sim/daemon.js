@@ -2,7 +2,7 @@
 // Writes <dir>/sim.ready (JSON) once every node is in maintenance, and answers JSON-line
 // requests on the unix socket <dir>/sim.sock ({op: 'status' | 'clearFault' | 'criticalPath'}).
 import net from 'node:net'
-import { writeFileSync, rmSync } from 'node:fs'
+import { writeFileSync, renameSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { startSimulator } from './index.js'
@@ -59,5 +59,7 @@ control = net.createServer((c) => {
   c.on('error', () => {})
 })
 control.listen(sock)
-writeFileSync(join(dir, 'sim.ready'), `${JSON.stringify({ pid: process.pid, nodes: sim.allNodes().length, criticalPathSeconds: sim.criticalPathSeconds(), env: join(dir, 'env') })}\n`)
+// written whole, then renamed: `cli.js up` reads it as soon as it exists
+writeFileSync(join(dir, 'sim.ready.tmp'), `${JSON.stringify({ pid: process.pid, nodes: sim.allNodes().length, criticalPathSeconds: sim.criticalPathSeconds(), env: join(dir, 'env') })}\n`)
+renameSync(join(dir, 'sim.ready.tmp'), join(dir, 'sim.ready'))
 log(`ready: ${sim.allNodes().length} nodes in maintenance; critical path ${sim.criticalPathSeconds().toFixed(2)}s`)
