@@ -40,8 +40,14 @@ export function startSim(scenario: ScenarioInput, dir: string): SimHandle {
   mkdirSync(dir, { recursive: true })
   const file = join(dir, 'scenario.yaml')
   writeFileSync(file, stringify(scenario, { lineWidth: 0, aliasDuplicateObjects: false }))
-  execFileSync(process.execPath, [join(ROOT, 'sim', 'cli.js'), 'up', '--scenario', file, '--dir', join(dir, 'sim')], { stdio: ['ignore', 'ignore', 'inherit'] })
   const simDir = join(dir, 'sim')
+  try {
+    execFileSync(process.execPath, [join(ROOT, 'sim', 'cli.js'), 'up', '--scenario', file, '--dir', simDir], { stdio: ['ignore', 'ignore', 'inherit'] })
+  } catch (err) {
+    // a daemon that started but was not seen ready must not outlive the bench
+    execFileSync(process.execPath, [join(ROOT, 'sim', 'cli.js'), 'down', '--dir', simDir], { stdio: 'ignore' })
+    throw err
+  }
   const pid = Number(readFileSync(join(simDir, 'sim.pid'), 'utf8').trim())
   const simEnv = readSimEnv(simDir)
   const { CI: _ci, NODES: _n, CONCURRENCY: _c, DRY_RUN: _d, NODE_OPTIONS: _o, ...base } = process.env
