@@ -12,8 +12,20 @@ const fmtDur = (ms) => (ms % 60000 === 0 ? `${ms / 60000}m` : ms % 1000 === 0 ? 
 
 export function installImage(talosVersion) { return `ghcr.io/siderolabs/installer:${talosVersion}` }
 
-/** a structurally real Talos v1alpha1 machine config for one node */
+/** a structurally real Talos v1alpha1 machine config for one node (cached by what differs:
+ *  rendering 300 full documents through the YAML library is slow) */
+const configCache = new WeakMap()
 export function machineConfig(scenario, pki, node) {
+  let cache = configCache.get(pki)
+  if (!cache) configCache.set(pki, (cache = new Map()))
+  const key = JSON.stringify([node.role, node.installDisk, node.installDiskSelector])
+  if (!cache.has(key)) cache.set(key, renderMachineConfig(scenario, pki, { ...node, name: 'zzsimnodenamezz', ip: '127.255.255.254' }))
+  // a name YAML would read as a bool, null or number is quoted, as the YAML library would have done
+  const name = /^(true|false|null|yes|no|on|off|~|[-+]?[0-9.]+(e[-+]?[0-9]+)?|0x[0-9a-f]+|0o[0-7]+)$/i.test(node.name) ? JSON.stringify(node.name) : node.name
+  return cache.get(key).replaceAll('zzsimnodenamezz', name).replaceAll('127.255.255.254', node.ip)
+}
+
+function renderMachineConfig(scenario, pki, node) {
   const cp = node.role === 'controlplane'
   const { cluster } = scenario
   const k8s = cluster.kubernetesVersion
