@@ -37,6 +37,14 @@ describe('transport faults', () => {
     expect(s.sim.calls().filter((x) => x.call === 'get').map((x) => [(x as any).purpose ?? '', x.outcome.slice(0, 5)])).toEqual([['version-check', 'ok'], ['', 'error'], ['', 'ok']])
   })
 
+  it('refused on any with times: counted per call whatever its kind, then the node answers', async () => {
+    const s = await start(16, [{ node: 'wrkr-1', on: 'any', kind: 'refused', times: 2 }])
+    expect((await probe(s, '127.24.16.21')).transportError).toBe('refused')
+    expect((await applyInsecure(s.sim, 'wrkr-1')).transportError).toBe('refused')
+    expect((await probe(s, '127.24.16.21')).messages?.[0]?.error).toBeNull()
+    expect(s.sim.calls().map((x) => [x.call, x.outcome === 'ok'])).toEqual([['probe', false], ['apply', false], ['probe', true]])
+  })
+
   it('refused and unreachable on any: nothing listens until the fault is cleared', async () => {
     const s = await start(2, [{ node: 'wrkr-1', on: 'any', kind: 'unreachable' }, { node: 'cp-1', on: 'any', kind: 'refused' }])
     expect((await probe(s, '127.24.2.21')).socketError).toBe('ECONNREFUSED')
