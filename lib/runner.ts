@@ -91,7 +91,9 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
   return {
     title: step.title,
     task: (_ctx: unknown, task: Task) => {
-      const nodeTasks: ListrTask[] = run.nodes.map((node) => {
+      // nodes the step does not act on stay out of the tree (the facts are known by now)
+      const shown = run.nodes.filter((n) => !step.applies || step.applies(n, run) || tracker.failedIn.has(n.name))
+      const nodeTasks: ListrTask[] = shown.map((node) => {
         const record = result.nodes.find((r) => r.name === node.name) as NodeResult
         return {
           title: `${node.name} (${node.ip})`,
@@ -112,7 +114,6 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
               t.skip(`${node.name}: not run (--fail-fast)`)
               return
             }
-            if (step.applies && !step.applies(node, run)) return
             touched.add(node.name)
             const started = performance.now()
             record.startedAtMs ??= started - tracker.started
