@@ -134,10 +134,15 @@ describe('task bootstrap:status', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let out = ''
+    let interrupted = false
     const code = await new Promise<number | null>((done) => {
       child.stdout.on('data', (d: Buffer) => {
         out += d.toString()
-        if ((out.match(/^NODE /gm) ?? []).length === 2) child.kill('SIGINT')
+        // one Ctrl-C (a second one, after the first table's handler is gone, kills outright)
+        if (!interrupted && (out.match(/^NODE /gm) ?? []).length === 2) {
+          interrupted = true
+          child.kill('SIGINT')
+        }
       })
       child.on('close', (c) => done(c))
     })
