@@ -110,6 +110,9 @@ for (const spec of selected) {
       nodes: spec.nodes, concurrency: spec.concurrency, exitCode: m.code, speed: round(speedFor(spec.criticalPathS), 3), pollIntervalS: pollS,
       wallS: round(m.wallS), criticalPathS: crit, ratio: round(m.wallS / crit, 3), ...cpuFigures(m),
       callsPerNode: perNode(calls, spec.nodes), invocations: invocations(log),
+      // task, tsx, settings, `talosctl version`, the summary and the report: none of it in a phase
+      outsidePhasesS: round(m.wallS - Object.values(phasesS).reduce((a, b) => a + b, 0), 1),
+      toolCpuPerInvocationMs: Math.round(((m.cpuAllS - m.cpuS) / Math.max(1, log.length)) * 1000),
       statusReadsPerNodePerInterval: rate, phasesS, loadAvg: { before: load0, after: round(os.loadavg()[0] ?? 0) },
     }
     cases.push(row)
