@@ -16,7 +16,9 @@ export class Flux {
     const result = await this.runner.run({ tool: 'flux', args: [...args, '--kubeconfig', this.kubeconfig], mutates, ...(timeoutMs ? { timeoutMs } : {}) })
     if (result.exitCode === 0 && !result.timedOut) return result.stderr + result.stdout
     const { kind, message } = classify(result)
-    throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', message.replace(/^✗\s*/, ''), HINT)
+    // flux logs its progress (►, ✔, ◎) on stderr too; the failure is the `✗ <err>` line(s)
+    const failures = `${result.stderr}\n${result.stdout}`.split('\n').filter((l) => l.trim().startsWith('✗')).map((l) => l.trim().replace(/^✗\s*/, ''))
+    throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', failures.length ? failures.join('; ') : message.replace(/^✗\s*/, ''), HINT)
   }
 
   async checkPre(): Promise<void> {
