@@ -5,8 +5,12 @@ import type { Report } from '../../lib/report.js'
 import type { CallRecord } from '../../sim/index.js'
 import { nodeIn, statuses } from '../e2e/harness.js'
 
-/** Waits short enough that a failing row ends in seconds; long enough for a healthy node at speed 600. */
-export const FAST = ['--verify-timeout', '3s', '--bootstrap-timeout', '5s', '--ready-timeout', '8s', '--flux-timeout', '8s', '--call-timeout', '2s', '--retries', '2']
+/**
+ * Short waits for the matrix: few retries, a short call deadline. The phase waits stay generous
+ * (a healthy node needs ~1 s of each at speed 600, more on a loaded CI machine); a row shortens
+ * only the one wait its failing node must sit out (e.g. `fastWith('--ready-timeout', '6s')`).
+ */
+export const FAST = ['--verify-timeout', '20s', '--bootstrap-timeout', '20s', '--ready-timeout', '20s', '--flux-timeout', '20s', '--call-timeout', '2s', '--retries', '2']
 
 /** Replaces one flag's value in FAST (e.g. a longer call timeout for the latency row). */
 export function fastWith(flag: string, value: string): string[] {
@@ -25,7 +29,8 @@ export type Expected = Record<string, string>
  */
 export function expectPhase(report: Report, phase: string, expected: Expected, recovery?: (node: string) => string): void {
   const plain = Object.fromEntries(Object.entries(expected).map(([n, s]) => [n, s.split(':')[0]]))
-  expect(statuses(report, phase), `statuses in ${phase}`).toEqual(plain)
+  const why = report.phases.find((p) => p.name === phase)?.nodes.filter((n) => n.error).map((n) => `${n.name}: ${n.error?.kind}: ${n.error?.message}`).join('; ')
+  expect(statuses(report, phase), `statuses in ${phase} (${why})`).toEqual(plain)
   for (const [name, want] of Object.entries(expected)) {
     const [status, kind] = want.split(':')
     const node = nodeIn(report, phase, name)

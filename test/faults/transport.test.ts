@@ -42,7 +42,7 @@ describe('transport faults', () => {
   it('slow network, 300 ms on every call to every node: done within the timeouts, nothing retried', async () => {
     const nodes = ['cp-1', 'wrkr-1']
     cluster = await E2eCluster.start('127.90.3', { workers: 1, faults: nodes.map((node) => ({ node, on: 'any', kind: 'latency', ms: 300 })) })
-    const result = await cluster.task('bootstrap:talos', {}, fastWith('--verify-timeout', '10s'))
+    const result = await cluster.task('bootstrap:talos', {}, FAST)
     expect(result.code, result.stderr).toBe(0)
     const report = cluster.report()
     for (const phase of ['preflight', 'apply', 'verify', 'wait-ready']) expectPhase(report, phase, { 'cp-1': 'ok', 'wrkr-1': 'ok' })
