@@ -3,14 +3,14 @@
 // kubelet read through a control plane, one etcd member list, one `kubectl get nodes`; only nodes
 // the batch could not read are asked one by one. Every call has a short deadline, so an
 // unreachable or hung node costs seconds, not the 30 s callTimeout.
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { NodeError } from './classify.js'
 import type { ClusterNode, Inventory } from './inventory.js'
 import { mapLimit } from './map-limit.js'
 import { stateDir, type Report } from './report.js'
 import { formatTable } from './table.js'
-import { buildTimeline } from './timeline.js'
+import { buildTimeline, type Lane } from './timeline.js'
 import type { ToolRunner } from './tools/exec.js'
 import { parseJsonStream } from './tools/json-stream.js'
 import { condition, type Kubectl } from './tools/kubectl.js'
@@ -55,7 +55,7 @@ export interface NodeRow {
 
 export interface StatusTable {
   rows: NodeRow[]
-  /** "talos run of <time>: failed", or undefined when no run was recorded */
+  /** "last run: talos of <time>: failed", one line per run the rows come from; undefined when none was recorded */
   lastRun: string | undefined
   /** cluster-wide readings that failed (etcd members, Kubernetes API) */
   warnings: string[]
@@ -152,14 +152,44 @@ export async function kubeNodes(tools: StatusTools): Promise<Map<string, KubeNod
   return out
 }
 
-function readLastRun(clusterDir: string): Report | undefined {
-  const file = join(stateDir(clusterDir), 'last-run.json')
-  if (!existsSync(file)) return undefined
+function readReportFile(file: string): Report | undefined {
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as Report
+    const report = JSON.parse(readFileSync(file, 'utf8')) as Report
+    return report.version === 1 && Array.isArray(report.phases) && !report.dryRun ? report : undefined
   } catch {
     return undefined
   }
+}
+
+/** How many recent reports to look through for nodes the last run did not select. */
+const RUNS_SCANNED = 30
+
+/**
+ * Each node's latest result: last-run.json, and for nodes it did not select (a bootstrap:node
+ * run names one node) the newest report in runs/ that has them. Dry runs do not count.
+ */
+export function latestResults(clusterDir: string, names: string[]): { lanes: Map<string, Lane>; used: Array<{ report: Report; nodes: string[] }> } {
+  const lanes = new Map<string, Lane>()
+  const used: Array<{ report: Report; nodes: string[] }> = []
+  const runs = join(stateDir(clusterDir), 'runs')
+  const recent = existsSync(runs) ? readdirSync(runs).filter((f) => f.endsWith('.json')).sort().reverse().slice(0, RUNS_SCANNED).map((f) => join(runs, f)) : []
+  const seen = new Set<string>()
+  for (const file of [join(stateDir(clusterDir), 'last-run.json'), ...recent]) {
+    if (names.every((n) => lanes.has(n))) break
+    if (!existsSync(file)) continue
+    const report = readReportFile(file)
+    // last-run.json is also in runs/: count each run once
+    if (!report || seen.has(`${report.startedAt} ${report.command}`)) continue
+    seen.add(`${report.startedAt} ${report.command}`)
+    const nodes: string[] = []
+    for (const lane of buildTimeline(report).lanes) {
+      if (!names.includes(lane.name) || lanes.has(lane.name)) continue
+      lanes.set(lane.name, lane)
+      nodes.push(lane.name)
+    }
+    if (nodes.length > 0) used.push({ report, nodes })
+  }
+  return { lanes, used }
 }
 
 function etcdCell(node: ClusterNode, members: EtcdMember[] | undefined): string {
@@ -210,15 +240,14 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
   ])
   if (!etcdVia && nodes.some((n) => n.role === 'controlplane')) warnings.push('etcd members: no control plane answered')
 
-  const last = readLastRun(tools.inventory.clusterDir)
-  const lanes = last ? new Map(buildTimeline(last).lanes.map((l) => [l.name, l])) : undefined
+  const { lanes, used } = latestResults(tools.inventory.clusterDir, nodes.map((n) => n.name))
 
   const rows = nodes.map((node): NodeRow => {
     const machine = readings.get(node.name)
     const status = machine?.state === 'status' ? machine.status : undefined
     const k8s = kubeByName?.get(node.name) ?? kubeByName?.get(node.ip)
     const kubernetes = !existsSync(tools.kubeconfig) ? '-' : !kubeByName ? '?' : k8s ? k8s.ready : 'not registered'
-    const lane = lanes?.get(node.name)
+    const lane = lanes.get(node.name)
     const notes: string[] = []
     if (status && status.unmetConditions.length > 0) notes.push(`unmet: ${status.unmetConditions.map((c) => `${c.name} (${c.reason})`).join(', ')}`)
     if (machine?.state === 'error' && !['unreachable', 'timeout'].includes(machine.kind)) notes.push(machine.message)
@@ -237,7 +266,10 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
       healthy: status?.stage === 'running' && status.ready && kubernetes === 'Ready',
     }
   })
-  const lastRun = last ? `last run: ${last.command} of ${last.startedAt}: ${last.interrupted ? 'interrupted' : last.ok ? 'ok' : 'failed'}` : undefined
+  const outcome = (r: Report): string => (r.interrupted ? 'interrupted' : r.ok ? 'ok' : 'failed')
+  const lastRun = used.length === 0
+    ? undefined
+    : used.map((u) => `last run: ${u.report.command} of ${u.report.startedAt}: ${outcome(u.report)}${used.length > 1 ? ` (${u.nodes.join(', ')})` : ''}`).join('\n')
   return { rows, lastRun, warnings }
 }
 
