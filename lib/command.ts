@@ -10,7 +10,7 @@ import { acquireLock } from './lock.js'
 import { output } from './output.js'
 import type { Phase } from './phase.js'
 import { phasesFor } from './phases/index.js'
-import { Redactor } from './redact.js'
+import { Redactor, redactProcessOutput } from './redact.js'
 import { stateDir, writeReport, type Report } from './report.js'
 import type { PhaseName, PhaseResult } from './results.js'
 import type { Run } from './run.js'
@@ -117,12 +117,15 @@ export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags
   redactor.addFromYamlFile(inventory.talosconfig)
   for (const node of inventory.nodes) redactor.addFromYamlFile(node.configFile)
   if (settings.flux?.git?.privateKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.git.privateKeyFile))
+  // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
+  for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(inventory.clusterDir, file))
   return { settings, inventory, redactor }
 }
 
 async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.ProcessEnv, controller: AbortController, onLock: (release: () => void) => void): Promise<number> {
   const startedAt = new Date()
   const { settings, inventory, redactor } = loadCluster(args, env)
+  redactProcessOutput(redactor)
   const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node)) : selectNodes(inventory, args.nodes)
   const names = spec.recover && args.reset ? spec.phases.flatMap((p) => (p === 'preflight' ? [p, 'reset' as const] : [p])) : spec.phases
   const phases: Phase[] = phasesFor(names)

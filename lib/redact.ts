@@ -4,6 +4,12 @@ import { parse as parseYaml } from 'yaml'
 const SECRET_KEY = /^(key|token|secret|bootstraptoken|secretboxEncryptionSecret|aescbcEncryptionSecret|password|privateKey|identity)$/i
 const MIN_SECRET_LENGTH = 8
 
+/** The base64 of a value up to its last full 3-byte group: the same whatever follows it in an encoded blob. */
+function base64Stem(value: string): string {
+  const bytes = Buffer.from(value, 'utf8')
+  return bytes.subarray(0, bytes.length - (bytes.length % 3)).toString('base64')
+}
+
 /** Remembers secret values read from inputs and masks them in anything the tool writes out. */
 export class Redactor {
   private readonly secrets = new Set<string>()
@@ -12,6 +18,8 @@ export class Redactor {
     const trimmed = value.trim()
     if (trimmed.length < MIN_SECRET_LENGTH) return
     this.secrets.add(trimmed)
+    // as a Kubernetes Secret's data shows it: base64, cut to the groups the value alone decides
+    this.secrets.add(base64Stem(trimmed))
     // a base64 value may also show up decoded (a PEM) or line by line
     if (/^[A-Za-z0-9+/=]+$/.test(trimmed) && trimmed.length % 4 === 0) {
       const decoded = Buffer.from(trimmed, 'base64').toString('utf8')
@@ -33,7 +41,9 @@ export class Redactor {
     }
     for (const part of text.split(/^---$/m)) {
       try {
-        this.walk(parseYaml(part))
+        const doc: unknown = parseYaml(part)
+        this.walk(doc)
+        this.addSecretData(doc)
       } catch {
         // unparsable documents are reported by validation, not here
       }
@@ -43,6 +53,8 @@ export class Redactor {
   addFile(path: string): void {
     try {
       const text = readFileSync(path, 'utf8')
+      // a key file travels whole, base64-encoded, in a Secret (flux's identity)
+      if (text.trim().length >= MIN_SECRET_LENGTH) this.secrets.add(base64Stem(text))
       for (const line of text.split('\n')) if (line.length >= 16 && !line.startsWith('-----')) this.secrets.add(line.trim())
     } catch {
       // a missing key file is reported where it is used
@@ -57,6 +69,20 @@ export class Redactor {
     return out
   }
 
+  /** A Kubernetes Secret manifest: every value of data/stringData is secret, whatever its key (sops.agekey, username). */
+  private addSecretData(doc: unknown): void {
+    const secret = doc as { kind?: unknown; data?: Record<string, unknown>; stringData?: Record<string, unknown> } | null
+    if (secret?.kind !== 'Secret') return
+    for (const values of [secret.data, secret.stringData]) {
+      for (const value of Object.values(values ?? {})) {
+        if (typeof value !== 'string') continue
+        this.add(value)
+        // data holds base64: its decoded form is the secret a tool would print
+        if (values === secret.data) this.add(Buffer.from(value, 'base64').toString('utf8'))
+      }
+    }
+  }
+
   private walk(value: unknown, key = ''): void {
     if (typeof value === 'string') {
       if (SECRET_KEY.test(key)) this.add(value)
@@ -69,5 +95,19 @@ export class Redactor {
     if (value && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) this.walk(v, k)
     }
+  }
+}
+
+/**
+ * Masks secrets in everything this process writes to stdout and stderr from now on: listr2's tree shows
+ * tool errors and progress as they happen, before the summary and the report (which redact on their own).
+ * A script runs one command, so this lasts until the process exits.
+ */
+export function redactProcessOutput(redactor: Redactor): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean
+    const redacting = (chunk: unknown, ...rest: unknown[]): boolean =>
+      write(typeof chunk === 'string' ? redactor.redact(chunk) : Buffer.isBuffer(chunk) ? redactor.redact(chunk.toString('utf8')) : chunk, ...rest)
+    stream.write = redacting as typeof stream.write
   }
 }
