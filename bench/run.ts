@@ -4,7 +4,8 @@
 // Writes bench/results.json (a partial run with --cases writes bench/out/results.json instead).
 //   npm run bench                         every case (about 10 minutes on 2 cores)
 //   npm run bench -- --cases 6x4,6x16 --no-baseline
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+//   npm run bench -- --cases 300x16 --no-baseline --merge --out bench/results.json   (re-measure one case)
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -20,7 +21,7 @@ const LARGE = [100, 300].map((nodes) => ({ nodes, concurrency: 16, criticalPathS
 const ALL: CaseSpec[] = [...SMALL, ...LARGE].map((c, i) => ({ ...c, octet: 100 + i }))
 const BASELINE: CaseSpec = { nodes: 6, concurrency: 1, criticalPathS: 20, octet: 100 + ALL.length }
 
-const { values } = parseArgs({ options: { cases: { type: 'string' }, 'no-baseline': { type: 'boolean' }, out: { type: 'string' } } })
+const { values } = parseArgs({ options: { cases: { type: 'string' }, 'no-baseline': { type: 'boolean' }, out: { type: 'string' }, merge: { type: 'boolean' } } })
 const selected = values.cases ? values.cases.split(',').map((c) => {
   const [n, k] = c.split('x').map(Number)
   const found = ALL.find((a) => a.nodes === n && a.concurrency === k)
@@ -88,9 +89,18 @@ function cpuFigures(m: RunMeasure) {
 const header = `${'nodes'.padStart(5)} ${'conc'.padStart(4)} ${'wall s'.padStart(7)} ${'crit s'.padStart(7)} ${'ratio'.padStart(6)} ${'cpu s'.padStart(6)} ${'all s'.padStart(6)} ${'rss MB'.padStart(7)} ${'sim s'.padStart(6)} ${'load'.padStart(9)}  status/node/interval  calls per node`
 process.stdout.write(`bench on ${machine.cpu} x${machine.cores}, ${machine.memGB} GB, ${machine.os}, node ${machine.node}\n${header}\n`)
 
+// --merge: keep the cases (and baseline) of an earlier run that this one does not measure again
+const earlier = values.merge && existsSync(outFile) ? (JSON.parse(readFileSync(outFile, 'utf8')) as { cases: Record<string, unknown>[]; baseline?: Record<string, unknown> }) : undefined
+const key = (c: Record<string, unknown>): string => `${String(c.nodes)}x${String(c.concurrency)}`
+const rerun = new Set(selected.map((c) => `${c.nodes}x${c.concurrency}`))
 const cases: Record<string, unknown>[] = []
-let baseline: Record<string, unknown> | undefined
-const save = (): void => writeFileSync(outFile, `${JSON.stringify({ machine, date: new Date().toISOString(), cases, ...(baseline ? { baseline } : {}) }, null, 2)}\n`)
+let baseline: Record<string, unknown> | undefined = values['no-baseline'] ? earlier?.baseline : undefined
+const save = (): void => {
+  const all = [...(earlier?.cases ?? []).filter((c) => !rerun.has(key(c))), ...cases]
+  const order = ALL.map((a) => `${a.nodes}x${a.concurrency}`)
+  all.sort((a, b) => order.indexOf(key(a)) - order.indexOf(key(b)))
+  writeFileSync(outFile, `${JSON.stringify({ machine, date: new Date().toISOString(), cases: all, ...(baseline ? { baseline } : {}) }, null, 2)}\n`)
+}
 
 for (const spec of selected) {
   const name = `case-${spec.nodes}x${spec.concurrency}`
