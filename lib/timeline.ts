@@ -278,6 +278,10 @@ export function renderSvg(timeline: Timeline, title: string): string {
       out.push(
         `<rect class="bar" data-phase="${xml(bar.phase)}" data-status="${bar.status}" x="${num(bx)}" y="${num(barY)}" width="${num(bw)}" height="${barH}" rx="2" fill="${fill}"${stroke}><title>${xml(hover)}</title></rect>`,
       )
+      // cluster steps share one lane: name them where the bar has room
+      if (bar.step && bw > bar.step.length * 7 + 6) {
+        out.push(`<text class="step" x="${num(bx + 3)}" y="${num(barY + barH - 4)}" font-size="10" fill="#222222">${xml(bar.step)}</text>`)
+      }
       for (const r of bar.retries) {
         const rx = x(r.atMs)
         out.push(

@@ -171,6 +171,15 @@ describe('timeline of a run', () => {
     expect(svg).not.toMatch(/<g class="lane failed" data-node="cp-1"/)
   })
 
+  it('puts cluster-wide steps on their own lane, named in the SVG', () => {
+    const report = handMade()
+    report.phases[1]?.steps.push({ name: 'etcd-bootstrap', status: 'ok', durationMs: 3000, startedAtMs: 1000 })
+    const t = buildTimeline(report)
+    expect(t.lanes.map((l) => l.name)).toEqual(['cp-1', 'wrkr-1', 'wrkr-2', '(cluster)'])
+    expect(track(renderText(t, { width: 70, colour: false }), '(cluster)', 70).trim()).toBe('a'.repeat(30))
+    expect(renderSvg(t, 'run')).toMatch(/<g class="lane" data-node="\(cluster\)"[\s\S]*?<text class="step"[^>]*>etcd-bootstrap<\/text>/)
+  })
+
   it('picks round ticks', () => {
     expect(tickStep(7000, 7)).toBe(1000)
     expect(tickStep(95_000, 10)).toBe(10_000)
