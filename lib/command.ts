@@ -163,7 +163,8 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     warn: output.warn,
   }
 
-  output.info(`talosctl ${await run.talosctl.clientVersion()}; cluster ${inventory.clusterName} (${inventory.endpoint}); ${nodes.length} node(s); concurrency ${settings.concurrency}${args.dryRun ? '; DRY RUN: nothing is run' : ''}`)
+  const versions = await toolVersions(run, spec.tools ?? [])
+  output.info(`${versions}; cluster ${inventory.clusterName} (${inventory.endpoint}); ${nodes.length} node(s); concurrency ${settings.concurrency}${args.dryRun ? '; DRY RUN: nothing is run' : ''}`)
   for (const phase of phases) await phase.check?.(run)
 
   let results: PhaseResult[] = []
@@ -203,6 +204,23 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   }
   if (interrupted) return ExitCode.interrupted
   return ok ? ExitCode.ok : ExitCode.nodeFailed
+}
+
+/** Each tool's client version, and a warning when talosctl's minor differs from the cluster's Talos. */
+async function toolVersions(run: Run, tools: ToolName[]): Promise<string> {
+  const talosctl = await run.talosctl.clientVersion()
+  const wanted = run.inventory.talosVersion
+  const minor = (v: string): string | undefined => /^v?(\d+\.\d+)/.exec(v)?.[1]
+  if (wanted && minor(talosctl) && minor(wanted) && minor(talosctl) !== minor(wanted)) {
+    run.warn(`talosctl ${talosctl} but the cluster's talosVersion is ${wanted}: use a talosctl of the same minor version (flags and outputs differ between minors)`)
+  }
+  const others = await Promise.all(
+    tools.map(async (tool) => {
+      const version = tool === 'kubectl' ? run.kubectl.clientVersion() : tool === 'helm' ? run.helm.clientVersion() : tool === 'flux' ? run.flux.clientVersion() : run.talosctl.clientVersion()
+      return `${tool} ${await version}`
+    }),
+  )
+  return [`talosctl ${talosctl}`, ...others].join(', ')
 }
 
 function requireNode(node: string | undefined): string {

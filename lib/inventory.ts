@@ -22,6 +22,8 @@ export interface Inventory {
   source: string
   clusterName: string
   endpoint: string
+  /** the Talos version the configs were generated for (talconfig talosVersion), when known */
+  talosVersion?: string
   /** host of the endpoint when it is not a node address (a VIP or a DNS name) */
   vip?: string
   talosconfig: string
@@ -77,7 +79,9 @@ function fromTalconfig(dir: string, file: YamlFile): Inventory {
       path: ['nodes', i],
     }
   })
-  return build(dir, file, clusterName, endpoint, raw, join(dir, 'clusterconfig', 'talosconfig'), 'talhelper')
+  const inventory = build(dir, file, clusterName, endpoint, raw, join(dir, 'clusterconfig', 'talosconfig'), 'talhelper')
+  if (typeof doc.talosVersion === 'string') inventory.talosVersion = doc.talosVersion
+  return inventory
 }
 
 function fromNodesFile(dir: string, file: YamlFile): Inventory {

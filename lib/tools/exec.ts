@@ -15,6 +15,8 @@ export interface ToolCall {
   node?: string
   /** changes something: applied config, bootstrap, install... */
   mutates: boolean
+  /** touches no node and no cluster (a client version, offline validation): runs in a dry run too */
+  local?: boolean
   /** overrides the call timeout from settings */
   timeoutMs?: number
   /** extra environment for this call (merged over the process environment) */
@@ -73,7 +75,7 @@ export class ToolRunner {
   async run(call: ToolCall): Promise<ToolResult> {
     const key = `${call.tool} ${call.args[0] ?? ''}`
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1)
-    if (this.options.dryRun) {
+    if (this.options.dryRun && !call.local) {
       this.plan.push({ ...(call.node ? { node: call.node } : {}), command: this.commandLine(call) })
       return { call, exitCode: 0, stdout: call.dryRunStdout ?? '', stderr: '', durationMs: 0, timedOut: false, aborted: false }
     }

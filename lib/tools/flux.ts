@@ -21,6 +21,11 @@ export class Flux {
     throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', failures.length ? failures.join('; ') : message.replace(/^✗\s*/, ''), HINT)
   }
 
+  async clientVersion(): Promise<string> {
+    const result = await this.runner.run({ tool: 'flux', args: ['version', '--client'], mutates: false, local: true, dryRunStdout: 'flux: (dry run)' })
+    return /flux:\s*(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'
+  }
+
   async checkPre(): Promise<void> {
     await this.call(['check', '--pre'], false)
   }

@@ -16,6 +16,11 @@ export class Helm {
     private readonly kubeconfig: string,
   ) {}
 
+  async clientVersion(): Promise<string> {
+    const result = await this.runner.run({ tool: 'helm', args: ['version', '--short'], mutates: false, local: true, dryRunStdout: '(dry run)' })
+    return result.stdout.trim().split('+')[0] || 'unknown'
+  }
+
   /** undefined when the release does not exist */
   async status(release: string, namespace: string): Promise<ReleaseStatus | undefined> {
     const result = await this.runner.run({ tool: 'helm', args: ['status', release, '--namespace', namespace, '--kubeconfig', this.kubeconfig, '-o', 'json'], mutates: false, dryRunStdout: '' })

@@ -40,6 +40,11 @@ export class Kubectl {
     throw new NodeError(kind, message, kind === 'unreachable' || kind === 'timeout' ? 'the Kubernetes API does not answer yet; run again once the control planes are up: task bootstrap:wait-ready' : 'see the message; then run again: task bootstrap:wait-ready')
   }
 
+  async clientVersion(): Promise<string> {
+    const result = await this.runner.run({ tool: 'kubectl', args: ['version', '--client', '-o', 'json'], mutates: false, local: true, dryRunStdout: '{"clientVersion":{"gitVersion":"(dry run)"}}' })
+    return (JSON.parse(result.stdout || '{}') as { clientVersion?: { gitVersion?: string } }).clientVersion?.gitVersion ?? 'unknown'
+  }
+
   /** `get --raw /readyz` through `server` (a node address or the endpoint). */
   async readyz(server?: string): Promise<boolean> {
     const args = [...(server ? ['--server', server] : []), 'get', '--raw', '/readyz']

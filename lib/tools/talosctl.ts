@@ -69,14 +69,14 @@ export class Talosctl {
   }
 
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'talosctl', args: ['version', '--client'], mutates: false, dryRunStdout: 'Client:\n\tTag:         v0.0.0-dry-run\n' })
+    const result = await this.runner.run({ tool: 'talosctl', args: ['version', '--client'], mutates: false, local: true, dryRunStdout: 'Client:\n\tTag:         v0.0.0-dry-run\n' })
     if (result.exitCode !== 0) throw new Error(`talosctl version --client failed: ${result.stderr.trim()}`)
     return /Tag:\s+(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'
   }
 
   /** `talosctl validate --mode metal -c <file>`: undefined when valid, else the validation message. */
   async validate(configFile: string): Promise<string | undefined> {
-    const result = await this.runner.run({ tool: 'talosctl', args: ['validate', '--mode', 'metal', '-c', configFile], mutates: false })
+    const result = await this.runner.run({ tool: 'talosctl', args: ['validate', '--mode', 'metal', '-c', configFile], mutates: false, local: true })
     if (result.exitCode === 0) return undefined
     return result.stderr.trim() || result.stdout.trim() || `talosctl validate exited with ${result.exitCode}`
   }
