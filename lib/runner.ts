@@ -29,7 +29,8 @@ function toRecord(err: unknown, node: ClusterNode | undefined, phase: PhaseName)
   const kind = interrupted ? 'interrupted' : 'unknown'
   const message = interrupted ? 'interrupted' : errorMessage(err)
   if (node) return { kind, message, hint: hintFor(kind, node) }
-  return { kind, message, hint: interrupted ? hintFor('interrupted', { name: '', ip: '', configFile: '' }) : `read the message above, then run again: task bootstrap:${phase === 'bootstrap' ? 'etcd' : phase}` }
+  const task = `task bootstrap:${phase === 'bootstrap' ? 'etcd' : phase}`
+  return { kind, message, hint: interrupted ? `run it again: ${task} resumes where it stopped` : `read the message above, then run again: ${task}` }
 }
 
 /**
@@ -54,7 +55,7 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
       stepTasks.push({
         title: 'results',
         task: (_c: unknown, t: Task) => {
-          finishPhase(run, tracker, phase.name, result, touched)
+          finishPhase(tracker, phase.name, result, touched)
           result.durationMs = performance.now() - phaseStart
           result.ok = phaseOk(result)
           run.journal.record(result)
@@ -64,7 +65,7 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
         },
       })
       if (tracker.stopRequested) {
-        finishPhase(run, tracker, phase.name, result, touched)
+        finishPhase(tracker, phase.name, result, touched)
         task.skip('stopped by --fail-fast')
         return
       }
@@ -226,7 +227,7 @@ function nodeReporter(task: Task, node: ClusterNode, record: NodeResult, runStar
 }
 
 /** Nodes no step touched were skipped (nothing to do) unless they were blocked. */
-function finishPhase(run: Run, tracker: Tracker, phase: PhaseName, result: PhaseResult, touched: Set<string>): void {
+function finishPhase(tracker: Tracker, phase: PhaseName, result: PhaseResult, touched: Set<string>): void {
   for (const record of result.nodes) {
     if (record.status !== 'not-run' || touched.has(record.name)) continue
     const blockedBy = tracker.failedIn.get(record.name)
@@ -237,7 +238,6 @@ function finishPhase(run: Run, tracker: Tracker, phase: PhaseName, result: Phase
       record.detail = 'nothing to do'
     }
   }
-  void run
 }
 
 function summaryLine(result: PhaseResult): string {
