@@ -117,6 +117,7 @@ export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags
   redactor.addFromYamlFile(inventory.talosconfig)
   for (const node of inventory.nodes) redactor.addFromYamlFile(node.configFile)
   if (settings.flux?.git?.privateKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.git.privateKeyFile))
+  if (settings.flux?.sopsAgeKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.sopsAgeKeyFile))
   // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
   for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(inventory.clusterDir, file))
   return { settings, inventory, redactor }

@@ -32,6 +32,8 @@ export interface FluxSettings {
   kustomization: string
   git?: FluxGitSettings
   secrets: string[]
+  /** an age private key file, stored as Secret sops-age (key age.agekey) before Flux starts */
+  sopsAgeKeyFile?: string
 }
 
 export interface Settings {
@@ -240,7 +242,7 @@ function readGates(file: YamlFile, raw: unknown): ReadinessGate[] {
 
 function readFlux(file: YamlFile, raw: unknown): FluxSettings {
   const obj = asRecord(raw, file, ['flux'])
-  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets'])
+  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile'])
   const mode = requireString(file, obj, ['flux'], 'mode', 'install')
   if (mode !== 'bootstrap' && mode !== 'install') {
     throw file.error(['flux', 'mode'], `flux.mode must be bootstrap or install, got "${mode}"`, 'set flux.mode: bootstrap (with flux.git) or install')
@@ -256,6 +258,7 @@ function readFlux(file: YamlFile, raw: unknown): FluxSettings {
     }
     flux.secrets = obj.secrets as string[]
   }
+  if (obj.sopsAgeKeyFile !== undefined) flux.sopsAgeKeyFile = requireString(file, obj, ['flux'], 'sopsAgeKeyFile')
   if (obj.git !== undefined) {
     const git = asRecord(obj.git, file, ['flux', 'git'])
     rejectUnknown(file, git, ['flux', 'git'], ['url', 'branch', 'path', 'privateKeyFile'])

@@ -1,10 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { NodeError } from '../classify.js'
 import { formatDuration } from '../duration.js'
 import { InputError } from '../errors.js'
-import { existsSync } from 'node:fs'
 import type { Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import type { Run } from '../run.js'
@@ -35,24 +34,32 @@ async function rootReady(run: Run, flux: FluxSettings): Promise<boolean> {
   }
 }
 
-/** Secrets Flux needs before it starts (SOPS keys, git credentials), applied with kubectl. */
+/** Secrets Flux needs before it starts (SOPS age key, git credentials), applied with kubectl. */
 async function applySecrets(run: Run, report: StepReporter): Promise<string> {
   const flux = fluxSettings(run)
-  if (flux.secrets.length === 0) return 'no secrets to apply'
+  if (flux.secrets.length === 0 && !flux.sopsAgeKeyFile) return 'no secrets to apply'
   const { namespace } = rootKustomization(flux)
   const dir = mkdtempSync(join(tmpdir(), 'talos-bootstrap-'))
   try {
     const nsFile = join(dir, 'namespace.yaml')
     writeFileSync(nsFile, `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${namespace}\n`)
     await run.kubectl.applyFile(nsFile)
-    for (const file of flux.secrets) {
-      report.progress(`kubectl apply -f ${file}`)
-      await run.kubectl.applyFile(resolve(run.inventory.clusterDir, file))
+    const files = flux.secrets.map((file) => resolve(run.inventory.clusterDir, file))
+    if (flux.sopsAgeKeyFile) {
+      // the key goes through a private temporary manifest, never a command line
+      const key = readFileSync(resolve(run.inventory.clusterDir, flux.sopsAgeKeyFile))
+      const manifest = join(dir, 'sops-age.yaml')
+      writeFileSync(manifest, `apiVersion: v1\nkind: Secret\nmetadata:\n  name: sops-age\n  namespace: ${namespace}\ntype: Opaque\ndata:\n  age.agekey: ${key.toString('base64')}\n`, { mode: 0o600 })
+      files.push(manifest)
     }
+    for (const file of files) {
+      report.progress(`kubectl apply -f ${file}`)
+      await run.kubectl.applyFile(file)
+    }
+    return `${files.length} secret manifest(s) applied`
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
-  return `${flux.secrets.length} secret manifest(s) applied`
 }
 
 async function installFlux(run: Run, report: StepReporter): Promise<string> {
@@ -105,7 +112,7 @@ export const flux: Phase = {
   check: async (run) => {
     const settings = run.settings.flux
     if (!settings) throw new InputError('no flux section in bootstrap.yaml', { file: join(run.inventory.clusterDir, 'bootstrap.yaml'), fix: 'add flux: {mode, kustomization, git} (docs/settings.md)' })
-    for (const file of [...settings.secrets, ...(settings.git?.privateKeyFile ? [settings.git.privateKeyFile] : [])]) {
+    for (const file of [...settings.secrets, ...(settings.git?.privateKeyFile ? [settings.git.privateKeyFile] : []), ...(settings.sopsAgeKeyFile ? [settings.sopsAgeKeyFile] : [])]) {
       const path = resolve(run.inventory.clusterDir, file)
       if (!existsSync(path)) throw new InputError(`${file} named in flux settings not found`, { file: join(run.inventory.clusterDir, 'bootstrap.yaml'), fix: `create ${path} or fix the path` })
     }
