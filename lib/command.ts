@@ -87,7 +87,8 @@ export async function runCommand(spec: CommandSpec, argv = process.argv.slice(2)
   }
 }
 
-function reportFatal(err: unknown): number {
+/** Prints an error that ended a command before or outside the phases, and returns its exit code. */
+export function reportFatal(err: unknown): number {
   // input errors read `<path>:<line>: <what is wrong> (fix: <what to do>)`, unprefixed
   if (err instanceof InputError) {
     output.plainError(err.format())

@@ -2,8 +2,8 @@
 import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseCommandArgs } from './args.js'
-import { loadCluster } from './command.js'
-import { ExitCode, InputError, InputErrors, ToolMissingError } from './errors.js'
+import { loadCluster, reportFatal } from './command.js'
+import { ExitCode, InputError, InputErrors } from './errors.js'
 import { selectNodes } from './inventory.js'
 import { output } from './output.js'
 import { readStatus, STATUS_DEADLINE_MS, statusTable, type StatusTools } from './status.js'
@@ -54,20 +54,8 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
       }
     }
   } catch (err) {
-    if (err instanceof InputError) {
-      output.plainError(err.format())
-      return ExitCode.badInput
-    }
-    if (err instanceof InputErrors) {
-      for (const e of err.errors) output.plainError(e.format())
-      return ExitCode.badInput
-    }
-    if (err instanceof ToolMissingError) {
-      output.error(err.message)
-      return ExitCode.toolMissing
-    }
-    if (controller.signal.aborted) return ExitCode.interrupted
-    throw err
+    if (controller.signal.aborted && !(err instanceof InputError || err instanceof InputErrors)) return ExitCode.interrupted
+    return reportFatal(err)
   } finally {
     process.off('SIGINT', stop)
     process.off('SIGTERM', stop)
