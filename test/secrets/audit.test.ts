@@ -75,8 +75,8 @@ describe('secrets audit: no secret value reaches stdout, stderr, the logs or the
     expect(needlesOf('abcdef.0123456789abcdef')).toContain(Buffer.from('abcdef.0123456789abcdef').toString('base64').slice(0, 28))
   })
 
-  it('after a dry run, the full bootstrap:all, a rerun and a bad input: nothing leaks', { timeout: 180_000 }, async () => {
-    const { cluster, secrets } = await start('127.71.2', { cps: 1, workers: 2, speed: 1200 })
+  it('after a dry run, the full bootstrap:all and a bad input: nothing leaks', { timeout: 180_000 }, async () => {
+    const { cluster, secrets } = await start('127.71.2', { cps: 1, workers: 1, speed: 1200 })
     // a Flux token, applied as a secret before Flux (flux.secrets)
     const token = `ghp_${randomBytes(18).toString('hex')}`
     writeFluxToken(cluster, token)
@@ -90,10 +90,6 @@ describe('secrets audit: no secret value reaches stdout, stderr, the logs or the
     const all = await cluster.task('bootstrap:all')
     expect(all.code, `${all.stdout}\n${all.stderr}`).toBe(0)
     printed.push(...outputsOf('bootstrap:all', all))
-
-    const rerun = await cluster.task('bootstrap:all')
-    expect(rerun.code, rerun.stderr).toBe(0)
-    printed.push(...outputsOf('bootstrap:all rerun', rerun))
 
     // the kubeconfig the run wrote holds a client key: it must not reach the outputs either
     const kubeconfigSecrets = yamlSecrets(join(cluster.clusterDir, 'kubeconfig'), 'kubeconfig (written by the run)').filter((s) => /client-key-data|token/.test(s.origin))
