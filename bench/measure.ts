@@ -73,6 +73,8 @@ export function procUsage(pid: number): { cpuS: number; peakRssMB: number } {
 
 export interface RunMeasure {
   code: number | null
+  /** stopped at the deadline */
+  interrupted: boolean
   wallS: number
   /** the orchestrator's own node process */
   cpuS: number
@@ -86,22 +88,29 @@ export interface RunMeasure {
   stderr: string
 }
 
-/** runs `command args` against the simulator, measured */
-export async function measured(sim: SimHandle, command: string, args: string[], outDir: string): Promise<RunMeasure> {
+/** runs `command args` against the simulator, measured; interrupted (SIGINT, as Ctrl-C) after deadlineS */
+export async function measured(sim: SimHandle, command: string, args: string[], outDir: string, deadlineS = Infinity): Promise<RunMeasure> {
   const rusageFile = join(outDir, 'orchestrator-rusage.json')
   const timeFile = join(outDir, 'time.txt')
   rmSync(rusageFile, { force: true })
   const env = { ...sim.env, NODE_OPTIONS: `--import=${HOOK}`, BENCH_RUSAGE_OUT: rusageFile }
+  let interrupted = false
   const simBefore = procUsage(sim.pid)
   const t0 = performance.now()
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((res, rej) => {
-    const child = spawn('/usr/bin/time', ['-f', '%e %U %S %M', '-o', timeFile, command, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    // its own process group, so the deadline interrupts the whole tree as Ctrl-C would
+    const child = spawn('/usr/bin/time', ['-f', '%e %U %S %M', '-o', timeFile, command, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const signal = (sig: NodeJS.Signals): void => { try { if (child.pid) process.kill(-child.pid, sig) } catch { /* already gone */ } }
+    const timers = Number.isFinite(deadlineS) ? [setTimeout(() => { interrupted = true; signal('SIGINT') }, deadlineS * 1000), setTimeout(() => signal('SIGKILL'), deadlineS * 1000 + 30_000)] : []
     let out = ''
     let err = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
     child.stderr.on('data', (d: Buffer) => (err += d.toString()))
     child.on('error', rej)
-    child.on('close', (c) => res({ code: c, stdout: out, stderr: err }))
+    child.on('close', (c) => {
+      for (const t of timers) clearTimeout(t)
+      res({ code: c, stdout: out, stderr: err })
+    })
   })
   const wallS = (performance.now() - t0) / 1000
   const simAfter = procUsage(sim.pid)
@@ -112,6 +121,7 @@ export async function measured(sim: SimHandle, command: string, args: string[], 
   const own = JSON.parse(readFileSync(rusageFile, 'utf8')) as { userUs: number; systemUs: number; maxRssKb: number }
   return {
     code,
+    interrupted,
     wallS,
     cpuS: (own.userUs + own.systemUs) / 1e6,
     peakRssMB: own.maxRssKb / 1024,

@@ -19,6 +19,8 @@ interface CaseSpec { nodes: number; concurrency: number; criticalPathS: number; 
 const SMALL = [3, 6, 30].flatMap((nodes) => [1, 4, 16].map((concurrency) => ({ nodes, concurrency, criticalPathS: 20 })))
 const LARGE = [100, 300].map((nodes) => ({ nodes, concurrency: 16, criticalPathS: 120 }))
 const ALL: CaseSpec[] = [...SMALL, ...LARGE].map((c, i) => ({ ...c, octet: 100 + i }))
+/** a case still running at this many times its critical path is interrupted (Ctrl-C) and recorded as such */
+const DEADLINE_X = 8
 const BASELINE: CaseSpec = { nodes: 6, concurrency: 1, criticalPathS: 20, octet: 100 + ALL.length }
 
 const { values } = parseArgs({ options: { cases: { type: 'string' }, 'no-baseline': { type: 'boolean' }, out: { type: 'string' }, merge: { type: 'boolean' } } })
@@ -109,7 +111,7 @@ for (const spec of selected) {
     const crit = criticalPathS(sim)
     const load0 = round(os.loadavg()[0] ?? 0)
     const pollS = ms((parse(readFileSync(join(sim.clusterDir, 'bootstrap.yaml'), 'utf8')) as { pollInterval: string }).pollInterval) / 1000
-    const m = await measured(sim, 'task', ['-x', 'bootstrap:talos', `CLUSTER_DIR=${sim.clusterDir}`, `CONCURRENCY=${spec.concurrency}`], join(work, name))
+    const m = await measured(sim, 'task', ['-x', 'bootstrap:talos', `CLUSTER_DIR=${sim.clusterDir}`, `CONCURRENCY=${spec.concurrency}`], join(work, name), DEADLINE_X * crit)
     const calls = simCalls(sim)
     const log = commandLog(sim.clusterDir)
     const phasesS = phaseSeconds(sim.clusterDir)
@@ -117,7 +119,7 @@ for (const spec of selected) {
     const waitS = (phasesS.verify ?? 0) + (phasesS.bootstrap ?? 0) + (phasesS['wait-ready'] ?? 0)
     const rate = statusRate(log, waitS, pollS, spec.nodes)
     const row = {
-      nodes: spec.nodes, concurrency: spec.concurrency, exitCode: m.code, speed: round(speedFor(spec.criticalPathS), 3), pollIntervalS: pollS,
+      nodes: spec.nodes, concurrency: spec.concurrency, exitCode: m.code, ...(m.interrupted ? { interruptedAtS: round(DEADLINE_X * crit) } : {}), speed: round(speedFor(spec.criticalPathS), 3), pollIntervalS: pollS,
       wallS: round(m.wallS), criticalPathS: crit, ratio: round(m.wallS / crit, 3), ...cpuFigures(m),
       callsPerNode: perNode(calls, spec.nodes), invocations: invocations(log),
       // task, tsx, settings, `talosctl version`, the summary and the report: none of it in a phase
