@@ -1,0 +1,31 @@
+// Prints bench/results.json (or the file given) as the Markdown table of the README's Benchmark section.
+//   npx tsx bench/table.ts [bench/results.json]
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ROOT } from './measure.js'
+
+interface Row {
+  nodes: number; concurrency: number; exitCode: number | null; interruptedAtS?: number; wallS: number; criticalPathS: number; ratio: number
+  cpuS: number; cpuAllS: number; toolCpuS: number; peakRssMB: number; simCpuS: number; toolCpuPerInvocationMs: number
+  invocations: Record<string, number>; statusReadsPerNodePerInterval: { max: number; mean: number }; loadAvg: { before: number; after: number }
+}
+interface Results { machine: { cpu: string; cores: number; memGB: number; os: string; node: string }; date: string; cases: Row[]; baseline?: { nodes: number; wallS: number; speedup?: number; speedupAgainst?: string; cpuAllS: number } }
+
+const r = JSON.parse(readFileSync(process.argv[2] ?? join(ROOT, 'bench', 'results.json'), 'utf8')) as Results
+const m = r.machine
+const lines = [
+  `Measured ${r.date.slice(0, 16).replace('T', ' ')} UTC on ${m.cpu} ×${m.cores}, ${m.memGB} GB, ${m.os}, Node ${m.node}.`,
+  '',
+  '| nodes | CONCURRENCY | wall s | critical path s | ratio | orchestrator CPU s | CPU s incl. tools | tool processes | peak RSS MB | status reads / node / interval | load avg (1 min) | exit |',
+  '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+  ...r.cases.map((c) => {
+    const procs = Object.values(c.invocations).reduce((a, b) => a + b, 0)
+    const exit = c.interruptedAtS ? `interrupted at ${c.interruptedAtS} s` : String(c.exitCode)
+    return `| ${c.nodes} | ${c.concurrency} | ${c.wallS.toFixed(1)} | ${c.criticalPathS.toFixed(0)} | ${c.ratio.toFixed(2)} | ${c.cpuS.toFixed(1)} | ${c.cpuAllS.toFixed(1)} | ${procs} (${c.toolCpuPerInvocationMs} ms CPU each) | ${c.peakRssMB.toFixed(0)} | ${c.statusReadsPerNodePerInterval.max} | ${c.loadAvg.before}–${c.loadAvg.after} | ${exit} |`
+  }),
+]
+if (r.baseline) {
+  const b = r.baseline
+  lines.push('', `Baseline (the seed's way: apply one node, wait until it is up, then the next), ${b.nodes} nodes: ${b.wallS.toFixed(1)} s wall, ${b.cpuAllS.toFixed(1)} s CPU incl. tools${b.speedup ? `; \`bootstrap:talos\` (${b.speedupAgainst}) was ${b.speedup}× faster` : ''}.`)
+}
+process.stdout.write(`${lines.join('\n')}\n`)
