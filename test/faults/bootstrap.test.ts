@@ -3,113 +3,105 @@
 // bootstrap then a rerun, a boot loop. Each row on its own range 127.92.<row>.0/24.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { callsTo, E2eCluster, nodeIn } from '../e2e/harness.js'
-import { expectPhase, FAST, fastWith, nodeRecovery, outcomes, stepIn } from './helpers.js'
-
-let cluster: E2eCluster | undefined
-afterEach(async () => {
-  await cluster?.stop()
-  cluster = undefined
-})
+import { expectPhase, FAST, fastWith, nodeRecovery, outcomes, stepIn, ROW_TIMEOUT, withCluster } from './helpers.js'
 
 function kubeconfigServer(c: E2eCluster): string {
   const config = parse(readFileSync(join(c.clusterDir, 'kubeconfig'), 'utf8')) as { clusters: Array<{ cluster: { server: string } }> }
   return config.clusters[0]?.cluster.server ?? ''
 }
 
-describe('bootstrap faults', () => {
-  it('bootstrap not available yet for a while: retried until it is (recovered), bootstrapped once', async () => {
-    cluster = await E2eCluster.start('127.92.1', { workers: 1, faults: [{ node: 'cp-1', on: 'bootstrap', kind: 'bootstrap-not-ready', times: 3 }] })
-    const result = await cluster.task('bootstrap:talos', {}, fastWith('--retries', '4'))
-    expect(result.code, result.stderr).toBe(0)
-    const report = cluster.report()
-    expect(stepIn(report, 'bootstrap', 'etcd-bootstrap')).toMatchObject({ status: 'ok', detail: 'bootstrapped on cp-1' })
-    expectPhase(report, 'bootstrap', { 'cp-1': 'ok', 'wrkr-1': 'skipped' })
-    expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok' })
-    const bootstraps = callsTo(cluster.calls(), 'cp-1', 'bootstrap')
-    expect(bootstraps.map((c) => c.outcome)).toEqual([
-      ...Array(3).fill('error: rpc error: code = FailedPrecondition desc = bootstrap is not available yet'),
-      'ok',
-    ])
-  })
+describe.concurrent('bootstrap faults', () => {
+  it('bootstrap not available yet for a while: retried until it is (recovered), bootstrapped once', () =>
+    withCluster('127.92.1', { workers: 1, faults: [{ node: 'cp-1', on: 'bootstrap', kind: 'bootstrap-not-ready', times: 3 }] }, async (cluster) => {
+      const result = await cluster.task('bootstrap:talos', {}, fastWith('--retries', '4'))
+      expect(result.code, result.stderr).toBe(0)
+      const report = cluster.report()
+      expect(stepIn(report, 'bootstrap', 'etcd-bootstrap')).toMatchObject({ status: 'ok', detail: 'bootstrapped on cp-1' })
+      expectPhase(report, 'bootstrap', { 'cp-1': 'ok', 'wrkr-1': 'skipped' })
+      expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok' })
+      const bootstraps = callsTo(cluster.calls(), 'cp-1', 'bootstrap')
+      expect(bootstraps.map((c) => c.outcome)).toEqual([
+        ...Array(3).fill('error: rpc error: code = FailedPrecondition desc = bootstrap is not available yet'),
+        'ok',
+      ])
+    }), ROW_TIMEOUT)
 
-  it('bootstrap already done: success, not repeated', async () => {
-    cluster = await E2eCluster.start('127.92.2', { workers: 1 })
-    expect((await cluster.task('bootstrap:talos', {}, FAST)).code).toBe(0)
-    expect(outcomes(cluster.calls(), 'cp-1', 'bootstrap')).toEqual(['ok'])
-    const before = cluster.calls().length
-    const again = await cluster.task('bootstrap:etcd', {}, FAST)
-    expect(again.code, again.stderr).toBe(0)
-    const report = cluster.report()
-    expect(stepIn(report, 'bootstrap', 'etcd-bootstrap')).toMatchObject({ status: 'ok', detail: 'already bootstrapped (etcd running on cp-1)' })
-    expectPhase(report, 'bootstrap', { 'cp-1': 'ok', 'wrkr-1': 'skipped' })
-    expect(cluster.calls().slice(before).filter((c) => c.call === 'bootstrap' || c.call === 'apply')).toEqual([])
-  })
+  it('bootstrap already done: success, not repeated', () =>
+    withCluster('127.92.2', { workers: 1 }, async (cluster) => {
+      expect((await cluster.task('bootstrap:talos', {}, FAST)).code).toBe(0)
+      expect(outcomes(cluster.calls(), 'cp-1', 'bootstrap')).toEqual(['ok'])
+      const before = cluster.calls().length
+      const again = await cluster.task('bootstrap:etcd', {}, FAST)
+      expect(again.code, again.stderr).toBe(0)
+      const report = cluster.report()
+      expect(stepIn(report, 'bootstrap', 'etcd-bootstrap')).toMatchObject({ status: 'ok', detail: 'already bootstrapped (etcd running on cp-1)' })
+      expectPhase(report, 'bootstrap', { 'cp-1': 'ok', 'wrkr-1': 'skipped' })
+      expect(cluster.calls().slice(before).filter((c) => c.call === 'bootstrap' || c.call === 'apply')).toEqual([])
+    }), ROW_TIMEOUT)
 
-  it('a control plane that never joins etcd is named; the others go on', async () => {
-    cluster = await E2eCluster.start('127.92.3', { cps: 2, workers: 1, faults: [{ node: 'cp-2', kind: 'etcd-join' }] })
-    const result = await cluster.task('bootstrap:talos', {}, fastWith('--bootstrap-timeout', '5s'))
-    expect(result.code).toBe(1)
-    const report = cluster.report()
-    expectPhase(report, 'verify', { 'cp-1': 'ok', 'cp-2': 'ok', 'wrkr-1': 'ok' })
-    expectPhase(report, 'bootstrap', { 'cp-1': 'ok', 'cp-2': 'failed:etcd-join', 'wrkr-1': 'skipped' }, nodeRecovery)
-    expect(nodeIn(report, 'bootstrap', 'cp-2').error?.message).toMatch(/did not join etcd within \d+s: not an etcd member yet/)
-    expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'cp-2': 'not-run', 'wrkr-1': 'ok' })
-    expect(outcomes(cluster.calls(), 'cp-1', 'bootstrap')).toEqual(['ok'])
-    expect(callsTo(cluster.calls(), 'cp-2', 'bootstrap')).toEqual([])
-  })
+  it('a control plane that never joins etcd is named; the others go on', () =>
+    withCluster('127.92.3', { cps: 2, workers: 1, faults: [{ node: 'cp-2', kind: 'etcd-join' }] }, async (cluster) => {
+      const result = await cluster.task('bootstrap:talos', {}, fastWith('--bootstrap-timeout', '5s'))
+      expect(result.code).toBe(1)
+      const report = cluster.report()
+      expectPhase(report, 'verify', { 'cp-1': 'ok', 'cp-2': 'ok', 'wrkr-1': 'ok' })
+      expectPhase(report, 'bootstrap', { 'cp-1': 'ok', 'cp-2': 'failed:etcd-join', 'wrkr-1': 'skipped' }, nodeRecovery)
+      expect(nodeIn(report, 'bootstrap', 'cp-2').error?.message).toMatch(/did not join etcd within \d+s: not an etcd member yet/)
+      expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'cp-2': 'not-run', 'wrkr-1': 'ok' })
+      expect(outcomes(cluster.calls(), 'cp-1', 'bootstrap')).toEqual(['ok'])
+      expect(callsTo(cluster.calls(), 'cp-2', 'bootstrap')).toEqual([])
+    }), ROW_TIMEOUT)
 
-  it('an endpoint VIP that never comes up: bootstrap and the kubeconfig go through the node address', async () => {
-    cluster = await E2eCluster.start('127.92.4', { workers: 1, vip: 'never' })
-    const result = await cluster.task('bootstrap:talos', {}, FAST)
-    expect(result.code, result.stderr).toBe(0)
-    const report = cluster.report()
-    expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok' })
-    expect(stepIn(report, 'bootstrap', 'kubeconfig').detail).toBe('kubeconfig -> https://127.92.4.11:6443 (the endpoint 127.92.4.10 does not answer yet)')
-    expect(kubeconfigServer(cluster)).toBe('https://127.92.4.11:6443')
-    const bootstrap = callsTo(cluster.calls(), 'cp-1', 'bootstrap')
-    expect(bootstrap).toHaveLength(1)
-    expect(bootstrap[0]?.args).toEqual(expect.arrayContaining(['-e', '127.92.4.11', '-n', '127.92.4.11']))
-    const nodes = await cluster.kubectl(['get', 'nodes', '-o', 'name'])
-    expect(nodes.stdout.split('\n').filter(Boolean).sort()).toEqual(['node/cp-1', 'node/wrkr-1'])
-  })
+  it('an endpoint VIP that never comes up: bootstrap and the kubeconfig go through the node address', () =>
+    withCluster('127.92.4', { workers: 1, vip: 'never' }, async (cluster) => {
+      const result = await cluster.task('bootstrap:talos', {}, FAST)
+      expect(result.code, result.stderr).toBe(0)
+      const report = cluster.report()
+      expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok' })
+      expect(stepIn(report, 'bootstrap', 'kubeconfig').detail).toBe('kubeconfig -> https://127.92.4.11:6443 (the endpoint 127.92.4.10 does not answer yet)')
+      expect(kubeconfigServer(cluster)).toBe('https://127.92.4.11:6443')
+      const bootstrap = callsTo(cluster.calls(), 'cp-1', 'bootstrap')
+      expect(bootstrap).toHaveLength(1)
+      expect(bootstrap[0]?.args).toEqual(expect.arrayContaining(['-e', '127.92.4.11', '-n', '127.92.4.11']))
+      const nodes = await cluster.kubectl(['get', 'nodes', '-o', 'name'])
+      expect(nodes.stdout.split('\n').filter(Boolean).sort()).toEqual(['node/cp-1', 'node/wrkr-1'])
+    }), ROW_TIMEOUT)
 
-  it('a partial bootstrap then a rerun: only the rest is done', async () => {
-    cluster = await E2eCluster.start('127.92.5', { workers: 2, faults: [{ node: 'wrkr-2', on: 'any', kind: 'unreachable' }] })
-    const first = await cluster.task('bootstrap:talos', {}, FAST)
-    expect(first.code).toBe(1)
-    expectPhase(cluster.report(), 'preflight', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed:unreachable' }, nodeRecovery)
-    expectPhase(cluster.report(), 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'not-run' })
+  it('a partial bootstrap then a rerun: only the rest is done', () =>
+    withCluster('127.92.5', { workers: 2, faults: [{ node: 'wrkr-2', on: 'any', kind: 'unreachable' }] }, async (cluster) => {
+      const first = await cluster.task('bootstrap:talos', {}, FAST)
+      expect(first.code).toBe(1)
+      expectPhase(cluster.report(), 'preflight', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed:unreachable' }, nodeRecovery)
+      expectPhase(cluster.report(), 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'not-run' })
 
-    // the node comes back; the rerun applies it alone and never bootstraps again
-    cluster.sim.clearFault('wrkr-2', 'unreachable')
-    const before = cluster.calls().length
-    const rerun = await cluster.task('bootstrap:talos', {}, FAST)
-    expect(rerun.code, rerun.stderr).toBe(0)
-    const report = cluster.report()
-    expectPhase(report, 'apply', { 'cp-1': 'skipped', 'wrkr-1': 'skipped', 'wrkr-2': 'ok' })
-    expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'ok' })
-    expect(stepIn(report, 'bootstrap', 'etcd-bootstrap').detail).toMatch(/^already bootstrapped/)
-    const after = cluster.calls().slice(before)
-    expect(after.filter((c) => c.call === 'apply').map((c) => c.node)).toEqual(['wrkr-2'])
-    expect(after.filter((c) => c.call === 'bootstrap')).toEqual([])
-  })
+      // the node comes back; the rerun applies it alone and never bootstraps again
+      cluster.sim.clearFault('wrkr-2', 'unreachable')
+      const before = cluster.calls().length
+      const rerun = await cluster.task('bootstrap:talos', {}, FAST)
+      expect(rerun.code, rerun.stderr).toBe(0)
+      const report = cluster.report()
+      expectPhase(report, 'apply', { 'cp-1': 'skipped', 'wrkr-1': 'skipped', 'wrkr-2': 'ok' })
+      expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'ok' })
+      expect(stepIn(report, 'bootstrap', 'etcd-bootstrap').detail).toMatch(/^already bootstrapped/)
+      const after = cluster.calls().slice(before)
+      expect(after.filter((c) => c.call === 'apply').map((c) => c.node)).toEqual(['wrkr-2'])
+      expect(after.filter((c) => c.call === 'bootstrap')).toEqual([])
+    }), ROW_TIMEOUT)
 
-  it('a boot loop: stuck, named, the others go on', async () => {
-    // boot and reboot last 1 s each here: at speed 600 the real 30 s / 40 s are 50-70 ms, shorter than
-    // one talosctl call, so no poll could see a stage change that a real 5 s poll always sees
-    const timings = { boot: 600, reboot: 600 }
-    cluster = await E2eCluster.start('127.92.6', { workers: 2, timings, faults: [{ node: 'wrkr-1', on: 'boot', kind: 'boot-loop' }] })
-    const result = await cluster.task('bootstrap:talos', {}, FAST)
-    expect(result.code).toBe(1)
-    const report = cluster.report()
-    expectPhase(report, 'verify', { 'cp-1': 'ok', 'wrkr-1': 'failed:stuck', 'wrkr-2': 'ok' }, nodeRecovery)
-    expect(nodeIn(report, 'verify', 'wrkr-1').error?.message).toMatch(/^boot-looping: rebooted 2 times after booting and never reached running$/)
-    // detected from the loop itself, long before the verify timeout
-    expect(nodeIn(report, 'verify', 'wrkr-1').durationMs).toBeLessThan(15_000)
-    expect(nodeIn(report, 'verify', 'wrkr-1').error?.hint).toContain('talosctl -n 127.92.6.21 dmesg')
-    expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'not-run', 'wrkr-2': 'ok' })
-  })
+  // boot and reboot last 1 s each here: at speed 600 the real 30 s / 40 s are 50-70 ms, shorter than
+  // one talosctl call, so no poll could see a stage change that a real 5 s poll always sees
+  const timings = { boot: 600, reboot: 600 }
+  it('a boot loop: stuck, named, the others go on', () =>
+    withCluster('127.92.6', { workers: 2, timings, faults: [{ node: 'wrkr-1', on: 'boot', kind: 'boot-loop' }] }, async (cluster) => {
+      const result = await cluster.task('bootstrap:talos', {}, FAST)
+      expect(result.code).toBe(1)
+      const report = cluster.report()
+      expectPhase(report, 'verify', { 'cp-1': 'ok', 'wrkr-1': 'failed:stuck', 'wrkr-2': 'ok' }, nodeRecovery)
+      expect(nodeIn(report, 'verify', 'wrkr-1').error?.message).toMatch(/^boot-looping: rebooted 2 times after booting and never reached running$/) // the loop itself, not the verify timeout
+      expect(nodeIn(report, 'verify', 'wrkr-1').error?.hint).toContain('talosctl -n 127.92.6.21 dmesg')
+      expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'not-run', 'wrkr-2': 'ok' })
+    }), ROW_TIMEOUT)
 })

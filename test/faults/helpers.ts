@@ -3,14 +3,44 @@
 import { expect } from 'vitest'
 import type { Report } from '../../lib/report.js'
 import type { CallRecord } from '../../sim/index.js'
-import { nodeIn, statuses } from '../e2e/harness.js'
+import { E2eCluster, nodeIn, statuses, type ClusterShape } from '../e2e/harness.js'
 
 /**
  * Short waits for the matrix: few retries, a short call deadline. The phase waits stay generous
  * (a healthy node needs ~1 s of each at speed 600, more on a loaded CI machine); a row shortens
  * only the one wait its failing node must sit out (e.g. `fastWith('--ready-timeout', '6s')`).
  */
-export const FAST = ['--verify-timeout', '20s', '--bootstrap-timeout', '20s', '--ready-timeout', '20s', '--flux-timeout', '20s', '--call-timeout', '2s', '--retries', '2']
+export const FAST = ['--verify-timeout', '20s', '--bootstrap-timeout', '20s', '--ready-timeout', '20s', '--flux-timeout', '20s', '--call-timeout', '10s', '--retries', '2']
+
+/** Rows of one file in flight at once: most of a row is waiting, but more than this starves 2 cores. */
+const ROWS_AT_ONCE = 3
+let running = 0
+const queue: Array<() => void> = []
+
+/** A row may wait for a slot and run slowly on a loaded machine: its own deadline covers both. */
+export const ROW_TIMEOUT = 180_000
+
+/**
+ * One row's own simulated cluster, stopped whatever happens. The rows of a file run concurrently
+ * (describe.concurrent, each on its own range), at most ROWS_AT_ONCE at a time.
+ */
+export async function withCluster(range: string, shape: ClusterShape, row: (cluster: E2eCluster) => Promise<void>): Promise<void> {
+  // a finished row hands its slot straight to the next one waiting
+  if (running >= ROWS_AT_ONCE) await new Promise<void>((resolve) => queue.push(resolve))
+  else running++
+  try {
+    const cluster = await E2eCluster.start(range, shape)
+    try {
+      await row(cluster)
+    } finally {
+      await cluster.stop()
+    }
+  } finally {
+    const next = queue.shift()
+    if (next) next()
+    else running--
+  }
+}
 
 /** Replaces one flag's value in FAST (e.g. a longer call timeout for the latency row). */
 export function fastWith(flag: string, value: string): string[] {

@@ -1,66 +1,60 @@
 // Fault matrix, the Kubernetes rows: a worker kubelet failing on its volume mount, the CNI pod never
 // ready on one node, the root Kustomization failing. Each row on its own range 127.93.<row>.0/24.
-import { afterEach, describe, expect, it } from 'vitest'
-import { E2eCluster, nodeIn } from '../e2e/harness.js'
-import { expectPhase, fastWith, nodeRecovery, stepIn } from './helpers.js'
-
-let cluster: E2eCluster | undefined
-afterEach(async () => {
-  await cluster?.stop()
-  cluster = undefined
-})
+import { describe, expect, it } from 'vitest'
+import { nodeIn } from '../e2e/harness.js'
+import { expectPhase, fastWith, nodeRecovery, stepIn, ROW_TIMEOUT, withCluster } from './helpers.js'
 
 // a healthy node is Ready about 1 s into wait-ready at speed 600; a failing one sits out this wait
 const READY_SHORT = fastWith('--ready-timeout', '6s')
 
-describe('Kubernetes faults', () => {
-  it('a worker kubelet that fails on its volume mount is named; the others become Ready', async () => {
-    cluster = await E2eCluster.start('127.93.1', { workers: 2, faults: [{ node: 'wrkr-1', kind: 'kubelet' }] })
-    const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
-    expect(result.code).toBe(1)
-    const report = cluster.report()
-    // Talos itself is fine: the node is running, only its kubelet fails
-    expectPhase(report, 'verify', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'ok' })
-    expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'failed:kubelet', 'wrkr-2': 'ok' }, nodeRecovery)
-    const failed = nodeIn(report, 'wait-ready', 'wrkr-1')
-    expect(failed.error?.message).toMatch(/kubelet Failed.*volume mounts/)
-    expect(failed.error?.hint).toContain('talosctl -n 127.93.1.21 service kubelet')
-    expect(stepIn(report, 'wait-ready', 'cni').status).toBe('ok')
-    expect(result.stdout).toMatch(/^wrkr-1\s+127\.93\.1\.21\s+worker\s+ok\s+ok\s+ok\s+skipped\s+failed \(kubelet\)/m)
-  })
+describe.concurrent('Kubernetes faults', () => {
+  it('a worker kubelet that fails on its volume mount is named; the others become Ready', () =>
+    withCluster('127.93.1', { workers: 2, faults: [{ node: 'wrkr-1', kind: 'kubelet' }] }, async (cluster) => {
+      const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
+      expect(result.code).toBe(1)
+      const report = cluster.report()
+      // Talos itself is fine: the node is running, only its kubelet fails
+      expectPhase(report, 'verify', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'ok' })
+      expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'failed:kubelet', 'wrkr-2': 'ok' }, nodeRecovery)
+      const failed = nodeIn(report, 'wait-ready', 'wrkr-1')
+      expect(failed.error?.message).toMatch(/kubelet Failed.*volume mounts/)
+      expect(failed.error?.hint).toContain('talosctl -n 127.93.1.21 service kubelet')
+      expect(stepIn(report, 'wait-ready', 'cni').status).toBe('ok')
+      expect(result.stdout).toMatch(/^wrkr-1\s+127\.93\.1\.21\s+worker\s+ok\s+ok\s+ok\s+skipped\s+failed \(kubelet\)/m)
+    }), ROW_TIMEOUT)
 
-  it('the CNI pod never ready on one node is named; the others become Ready', async () => {
-    cluster = await E2eCluster.start('127.93.2', { workers: 2, faults: [{ node: 'wrkr-2', kind: 'cni' }] })
-    const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
-    expect(result.code).toBe(1)
-    const report = cluster.report()
-    expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed:cni' }, nodeRecovery)
-    const failed = nodeIn(report, 'wait-ready', 'wrkr-2')
-    expect(failed.error?.message).toMatch(/^not Ready within \S+: CNI pod cilium-\w+ Running not ready$/)
-    expect(failed.error?.hint).toContain('--field-selector spec.nodeName=wrkr-2')
-    const nodes = await cluster.kubectl(['get', 'nodes', '--no-headers'])
-    expect(nodes.stdout).toMatch(/^wrkr-2\s+NotReady/m)
-    expect(nodes.stdout).toMatch(/^wrkr-1\s+Ready/m)
-  })
+  it('the CNI pod never ready on one node is named; the others become Ready', () =>
+    withCluster('127.93.2', { workers: 2, faults: [{ node: 'wrkr-2', kind: 'cni' }] }, async (cluster) => {
+      const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
+      expect(result.code).toBe(1)
+      const report = cluster.report()
+      expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed:cni' }, nodeRecovery)
+      const failed = nodeIn(report, 'wait-ready', 'wrkr-2')
+      expect(failed.error?.message).toMatch(/^not Ready within \S+: CNI pod cilium-\w+ Running not ready$/)
+      expect(failed.error?.hint).toContain('--field-selector spec.nodeName=wrkr-2')
+      const nodes = await cluster.kubectl(['get', 'nodes', '--no-headers'])
+      expect(nodes.stdout).toMatch(/^wrkr-2\s+NotReady/m)
+      expect(nodes.stdout).toMatch(/^wrkr-1\s+Ready/m)
+    }), ROW_TIMEOUT)
 
-  it('the root Kustomization failing is named with its message; every node stays ok', async () => {
-    const message = 'kustomization path not found: stat /tmp/kustomization-1234/clusters/e2e: no such file or directory'
-    cluster = await E2eCluster.start('127.93.3', { workers: 1, faults: [{ kind: 'flux', message }] })
-    const result = await cluster.task('bootstrap:all', {}, fastWith('--flux-timeout', '6s'))
-    expect(result.code).toBe(1)
-    const report = cluster.report()
-    for (const phase of ['preflight', 'apply', 'verify', 'wait-ready']) expectPhase(report, phase, { 'cp-1': 'ok', 'wrkr-1': 'ok' })
-    // flux bootstrap itself waits for the root and fails on it: named with the message too
-    const install = stepIn(report, 'flux', 'flux-install')
-    expect(install).toMatchObject({ status: 'failed', error: { kind: 'flux' } })
-    expect(install.error?.message).toContain(`kustomization 'flux-system/flux-system' not ready: '${message}'`)
-    expect(install.error?.message).toContain('bootstrap failed with 1 health check failure(s)')
-    // the failure, not flux's progress log (► cloning …, ✔ installed components …)
-    expect(install.error?.message).not.toMatch(/[►✔]/)
-    const root = stepIn(report, 'flux', 'flux-kustomization')
-    expect(root).toMatchObject({ status: 'failed', error: { kind: 'flux' } })
-    expect(root.error?.message).toContain(`flux-system/flux-system: BuildFailed: ${message}`)
-    expect(root.error?.hint).toContain('task bootstrap:flux')
-    expect(result.stderr).toContain(message)
-  })
+  const message = 'kustomization path not found: stat /tmp/kustomization-1234/clusters/e2e: no such file or directory'
+  it('the root Kustomization failing is named with its message; every node stays ok', () =>
+    withCluster('127.93.3', { workers: 1, faults: [{ kind: 'flux', message }] }, async (cluster) => {
+      const result = await cluster.task('bootstrap:all', {}, fastWith('--flux-timeout', '6s'))
+      expect(result.code).toBe(1)
+      const report = cluster.report()
+      for (const phase of ['preflight', 'apply', 'verify', 'wait-ready']) expectPhase(report, phase, { 'cp-1': 'ok', 'wrkr-1': 'ok' })
+      // flux bootstrap itself waits for the root and fails on it: named with the message too
+      const install = stepIn(report, 'flux', 'flux-install')
+      expect(install).toMatchObject({ status: 'failed', error: { kind: 'flux' } })
+      expect(install.error?.message).toContain(`kustomization 'flux-system/flux-system' not ready: '${message}'`)
+      expect(install.error?.message).toContain('bootstrap failed with 1 health check failure(s)')
+      // the failure, not flux's progress log (► cloning …, ✔ installed components …)
+      expect(install.error?.message).not.toMatch(/[►✔]/)
+      const root = stepIn(report, 'flux', 'flux-kustomization')
+      expect(root).toMatchObject({ status: 'failed', error: { kind: 'flux' } })
+      expect(root.error?.message).toContain(`flux-system/flux-system: BuildFailed: ${message}`)
+      expect(root.error?.hint).toContain('task bootstrap:flux')
+      expect(result.stderr).toContain(message)
+    }), ROW_TIMEOUT)
 })
