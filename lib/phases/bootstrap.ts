@@ -149,7 +149,9 @@ export const bootstrap: Phase = {
         },
         run: bootstrapEtcd,
       },
-      { kind: 'node', title: 'Control planes join etcd', applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped !== false, run: joinStep(members) },
+      // only once etcd was bootstrapped (or found running): when the bootstrap step could not run,
+      // the control planes stay not-run with its cause instead of polling a node that failed
+      { kind: 'node', title: 'Control planes join etcd', applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped === true, run: joinStep(members) },
       {
         kind: 'cluster',
         name: 'kubeconfig',

@@ -166,20 +166,17 @@ export const waitReady: Phase = {
     const r = readings(run)
     const all = (): boolean => true
     const notBootstrapped = (r: Run): { skip: string } | undefined => (r.facts.cluster.bootstrapped === false ? { skip: 'cluster not bootstrapped yet' } : undefined)
-    const bootstrapped = (_n: ClusterNode, r: Run): boolean => r.facts.cluster.bootstrapped !== false
+    // without a kubeconfig (the bootstrap could not run) no later step can: they stay not-run with
+    // the api step's cause instead of failing one by one on a missing file
+    const apiReady = (r: Run): true | string | { skip: string } =>
+      notBootstrapped(r) ?? (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: task bootstrap:etcd)`)
+    const bootstrapped = (_n: ClusterNode, r: Run): boolean => apiReady(r) === true
     return [
-      {
-        kind: 'cluster',
-        name: 'api',
-        title: 'Kubernetes API answers',
-        blocks: all,
-        ready: (r) => notBootstrapped(r) ?? (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: task bootstrap:etcd)`),
-        run: waitForApi,
-      },
+      { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', blocks: all, ready: apiReady, run: waitForApi },
       { kind: 'node', title: 'Kubelet running, node registered', applies: bootstrapped, run: registeredStep(r) },
-      { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, ready: (run) => notBootstrapped(run) ?? true, run: installCni },
+      { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, ready: apiReady, run: installCni },
       { kind: 'node', title: 'CNI pod ready, node Ready', applies: bootstrapped, run: readyStep(r) },
-      { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', ready: (run) => notBootstrapped(run) ?? true, run: readinessGates },
+      { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', ready: apiReady, run: readinessGates },
     ]
   },
 }
