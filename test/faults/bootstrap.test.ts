@@ -104,4 +104,35 @@ describe.concurrent('bootstrap faults', () => {
       expect(nodeIn(report, 'verify', 'wrkr-1').error?.hint).toContain('talosctl -n 127.92.6.21 dmesg')
       expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'not-run', 'wrkr-2': 'ok' })
     }), ROW_TIMEOUT)
+
+  it('the bootstrap control plane fails before bootstrap: named as the cause, nothing polls it; a rerun finishes', () =>
+    withCluster('127.92.7', { cps: 2, workers: 1, faults: [{ node: 'cp-1', on: 'any', kind: 'unreachable' }] }, async (cluster) => {
+      const result = await cluster.task('bootstrap:talos', {}, FAST)
+      expect(result.code).toBe(1)
+      const report = cluster.report()
+      expectPhase(report, 'preflight', { 'cp-1': 'failed:unreachable', 'cp-2': 'ok', 'wrkr-1': 'ok' }, nodeRecovery)
+      expectPhase(report, 'verify', { 'cp-1': 'not-run', 'cp-2': 'ok', 'wrkr-1': 'ok' })
+      expect(stepIn(report, 'bootstrap', 'etcd-bootstrap')).toMatchObject({ status: 'not-run', detail: 'the bootstrap control plane cp-1 failed in preflight' })
+      // cp-2 waits for the bootstrap, it did not fail: not-run with the cause, never polled for etcd
+      expectPhase(report, 'bootstrap', { 'cp-1': 'not-run', 'cp-2': 'not-run', 'wrkr-1': 'skipped' })
+      expect(nodeIn(report, 'bootstrap', 'cp-2').detail).toMatch(/etcd-bootstrap not run: the bootstrap control plane cp-1 failed/)
+      expect(stepIn(report, 'wait-ready', 'api').status).toBe('not-run')
+      expect(stepIn(report, 'wait-ready', 'cni').status).toBe('not-run')
+      expectPhase(report, 'wait-ready', { 'cp-1': 'not-run', 'cp-2': 'not-run', 'wrkr-1': 'not-run' })
+      const calls = cluster.calls()
+      expect(calls.filter((c) => ['bootstrap', 'etcd', 'kubeconfig'].includes(c.call))).toEqual([])
+      expect(calls.filter((c) => c.tool === 'helm')).toEqual([])
+
+      // cp-1 comes back: the rerun applies it, bootstraps once, and leaves cp-2 and wrkr-1 alone
+      cluster.sim.clearFault('cp-1', 'unreachable')
+      const before = cluster.calls().length
+      const rerun = await cluster.task('bootstrap:talos', {}, FAST)
+      expect(rerun.code, rerun.stderr).toBe(0)
+      const done = cluster.report()
+      expectPhase(done, 'apply', { 'cp-1': 'ok', 'cp-2': 'skipped', 'wrkr-1': 'skipped' })
+      expectPhase(done, 'wait-ready', { 'cp-1': 'ok', 'cp-2': 'ok', 'wrkr-1': 'ok' })
+      const after = cluster.calls().slice(before)
+      expect(after.filter((c) => c.call === 'apply').map((c) => c.node)).toEqual(['cp-1'])
+      expect(after.filter((c) => c.call === 'bootstrap').map((c) => `${c.node} ${c.outcome}`)).toEqual(['cp-1 ok'])
+    }), ROW_TIMEOUT)
 })
