@@ -91,9 +91,9 @@ describe.concurrent('bootstrap faults', () => {
       expect(after.filter((c) => c.call === 'bootstrap')).toEqual([])
     }), ROW_TIMEOUT)
 
-  // boot and reboot last 1 s each here: at speed 600 the real 30 s / 40 s are 50-70 ms, shorter than
+  // boot and reboot last 1.5 s each here: at speed 600 the real 30 s / 40 s are 50-70 ms, shorter than
   // one talosctl call, so no poll could see a stage change that a real 5 s poll always sees
-  const timings = { boot: 600, reboot: 600 }
+  const timings = { boot: 900, reboot: 900 }
   it('a boot loop: stuck, named, the others go on', () =>
     withCluster('127.92.6', { workers: 2, timings, faults: [{ node: 'wrkr-1', on: 'boot', kind: 'boot-loop' }] }, async (cluster) => {
       const result = await cluster.task('bootstrap:talos', {}, FAST)
