@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { callsTo, E2eCluster, nodeIn } from '../e2e/harness.js'
-import { expectPhase, FAST, fastWith, nodeRecovery, outcomes, stepIn, ROW_TIMEOUT, withCluster } from './helpers.js'
+import { expectPhase, FAST, fastWith, nodeRecovery, outcomes, rerunWhenBack, stepIn, ROW_TIMEOUT, withCluster } from './helpers.js'
 
 function kubeconfigServer(c: E2eCluster): string {
   const config = parse(readFileSync(join(c.clusterDir, 'kubeconfig'), 'utf8')) as { clusters: Array<{ cluster: { server: string } }> }
@@ -78,15 +78,10 @@ describe.concurrent('bootstrap faults', () => {
       expectPhase(cluster.report(), 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'not-run' })
 
       // the node comes back; the rerun applies it alone and never bootstraps again
-      cluster.sim.clearFault('wrkr-2', 'unreachable')
-      const before = cluster.calls().length
-      const rerun = await cluster.task('bootstrap:talos', {}, FAST)
-      expect(rerun.code, rerun.stderr).toBe(0)
-      const report = cluster.report()
+      const { report, after } = await rerunWhenBack(cluster, 'wrkr-2', 'unreachable')
       expectPhase(report, 'apply', { 'cp-1': 'skipped', 'wrkr-1': 'skipped', 'wrkr-2': 'ok' })
       expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'ok' })
       expect(stepIn(report, 'bootstrap', 'etcd-bootstrap').detail).toMatch(/^already bootstrapped/)
-      const after = cluster.calls().slice(before)
       expect(after.filter((c) => c.call === 'apply').map((c) => c.node)).toEqual(['wrkr-2'])
       expect(after.filter((c) => c.call === 'bootstrap')).toEqual([])
     }), ROW_TIMEOUT)
@@ -124,14 +119,9 @@ describe.concurrent('bootstrap faults', () => {
       expect(calls.filter((c) => c.tool === 'helm')).toEqual([])
 
       // cp-1 comes back: the rerun applies it, bootstraps once, and leaves cp-2 and wrkr-1 alone
-      cluster.sim.clearFault('cp-1', 'unreachable')
-      const before = cluster.calls().length
-      const rerun = await cluster.task('bootstrap:talos', {}, FAST)
-      expect(rerun.code, rerun.stderr).toBe(0)
-      const done = cluster.report()
+      const { report: done, after } = await rerunWhenBack(cluster, 'cp-1', 'unreachable')
       expectPhase(done, 'apply', { 'cp-1': 'ok', 'cp-2': 'skipped', 'wrkr-1': 'skipped' })
       expectPhase(done, 'wait-ready', { 'cp-1': 'ok', 'cp-2': 'ok', 'wrkr-1': 'ok' })
-      const after = cluster.calls().slice(before)
       expect(after.filter((c) => c.call === 'apply').map((c) => c.node)).toEqual(['cp-1'])
       expect(after.filter((c) => c.call === 'bootstrap').map((c) => `${c.node} ${c.outcome}`)).toEqual(['cp-1 ok'])
     }), ROW_TIMEOUT)

@@ -90,3 +90,12 @@ export function stepIn(report: Report, phase: string, step: string) {
   if (!found) throw new Error(`step ${step} not in phase ${phase}`)
   return found
 }
+
+/** A lasting fault clears (the node is back), then `task bootstrap:talos` again must succeed: its report and the calls it made. */
+export async function rerunWhenBack(cluster: E2eCluster, node: string, kind: string): Promise<{ report: Report; after: CallRecord[] }> {
+  cluster.sim.clearFault(node, kind)
+  const before = cluster.calls().length
+  const rerun = await cluster.task('bootstrap:talos', {}, FAST)
+  expect(rerun.code, rerun.stderr).toBe(0)
+  return { report: cluster.report(), after: cluster.calls().slice(before) }
+}
