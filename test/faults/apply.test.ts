@@ -110,22 +110,25 @@ describe.concurrent('apply faults', () => {
 })
 
 describe.concurrent('Talos v1.13 maintenance API: the same outcomes as v1.12', () => {
-  it('config rejected, crash and recovery, a clean node, then a rerun that skips them all', () =>
+  it('disk selector in preflight, config rejected, crash and recovery, then a rerun that skips them all', () =>
     withCluster('127.91.6', {
       talosVersion: 'v1.13.0',
+      workers: 3,
       faults: [
         { node: 'wrkr-1', on: 'install', kind: 'crash', times: 1 },
         { node: 'wrkr-2', on: 'apply', kind: 'config-rejected', times: 1 },
       ],
     }, async (cluster) => {
+      selectorMatchingNothing(cluster, 'wrkr-3')
       const first = await cluster.task('bootstrap:talos', {}, FAST)
       expect(first.code).toBe(1)
       const report = cluster.report()
-      expectPhase(report, 'preflight', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'ok' })
-      expectPhase(report, 'apply', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed:config-invalid' }, nodeRecovery)
+      expectPhase(report, 'preflight', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'ok', 'wrkr-3': 'failed:disk-mismatch' }, nodeRecovery)
+      expectPhase(report, 'apply', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed:config-invalid', 'wrkr-3': 'not-run' }, nodeRecovery)
       expect(outcomes(cluster.calls(), 'wrkr-2', 'apply')).toEqual(['error'])
-      expectPhase(report, 'verify', { 'cp-1': 'ok', 'wrkr-1': 'failed:maintenance', 'wrkr-2': 'not-run' }, nodeRecovery)
-      expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'not-run', 'wrkr-2': 'not-run' })
+      expect(callsTo(cluster.calls(), 'wrkr-3', 'apply')).toEqual([])
+      expectPhase(report, 'verify', { 'cp-1': 'ok', 'wrkr-1': 'failed:maintenance', 'wrkr-2': 'not-run', 'wrkr-3': 'not-run' }, nodeRecovery)
+      expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'not-run', 'wrkr-2': 'not-run', 'wrkr-3': 'not-run' })
 
       for (const node of ['wrkr-1', 'wrkr-2']) {
         const recovery = await cluster.task('bootstrap:node', { NODE: node }, FAST)
@@ -134,7 +137,7 @@ describe.concurrent('Talos v1.13 maintenance API: the same outcomes as v1.12', (
       }
 
       const before = cluster.calls().length
-      const rerun = await cluster.task('bootstrap:talos', {}, FAST)
+      const rerun = await cluster.task('bootstrap:talos', { NODES: 'cp-1,wrkr-1,wrkr-2' }, FAST)
       expect(rerun.code, rerun.stderr).toBe(0)
       expectPhase(cluster.report(), 'apply', { 'cp-1': 'skipped', 'wrkr-1': 'skipped', 'wrkr-2': 'skipped' })
       expect(cluster.calls().slice(before).filter((c) => c.call === 'apply' || c.call === 'bootstrap')).toEqual([])
