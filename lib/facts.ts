@@ -9,6 +9,8 @@ export interface NodeFacts {
   talosVersion?: string
   /** the node's config was applied during this run */
   applied?: boolean
+  /** the etcd service state last read on this node during this run */
+  etcd?: string
 }
 
 /** What the run learned about the cluster as a whole. */

@@ -21,20 +21,29 @@ export function bootstrapNode(run: Run): ClusterNode {
   return node
 }
 
-/** etcd runs on some control plane already: the cluster was bootstrapped (never bootstrap twice). */
+/**
+ * etcd runs on some control plane already: the cluster was bootstrapped (never bootstrap twice).
+ * Control planes this run just saw waiting for the bootstrap are not asked again; the others are
+ * asked all at once.
+ */
 async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<ClusterNode | undefined> {
-  for (const cp of controlPlanes(run)) {
-    if (run.failed.has(cp.name)) continue
-    try {
-      const etcd = await run.talosctl.serviceStatus(cp, 'etcd')
-      report.progress(`etcd on ${cp.name}: ${etcd.state}`)
-      if (etcd.state === 'Running') return cp
-    } catch (err) {
-      if (!(err instanceof NodeError)) throw err
-      // a control plane that does not answer cannot tell; the others can
-    }
-  }
-  return undefined
+  const waiting = (cp: ClusterNode): boolean => ['Preparing', 'Waiting'].includes(run.facts.of(cp.name).etcd ?? '')
+  const unknown = controlPlanes(run).filter((cp) => !run.failed.has(cp.name) && !waiting(cp))
+  const states = await Promise.all(
+    unknown.map(async (cp) => {
+      try {
+        const etcd = await run.talosctl.serviceStatus(cp, 'etcd')
+        run.facts.of(cp.name).etcd = etcd.state
+        return etcd.state
+      } catch (err) {
+        if (!(err instanceof NodeError)) throw err
+        // a control plane that does not answer cannot tell; the others can
+        return 'unknown'
+      }
+    }),
+  )
+  report.progress(unknown.map((cp, i) => `etcd on ${cp.name}: ${states[i]}`).join(', ') || 'every control plane waits for the bootstrap')
+  return unknown.find((_, i) => states[i] === 'Running')
 }
 
 async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
@@ -44,6 +53,17 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
     if (running) return `already bootstrapped (etcd running on ${running.name})`
     // recovering a node never bootstraps the cluster: there is nothing to rejoin yet
     if (run.options.recover) return 'cluster not bootstrapped yet: nothing to rejoin'
+    // bootstrapped before and some control plane cannot say: it may hold the running etcd, and a
+    // second bootstrap would split etcd in two. (Every one answering "waiting": a fresh start.)
+    const before = controlPlanes(run).find((cp) => run.journal.done(cp.name, 'bootstrap'))
+    const silent = controlPlanes(run).filter((cp) => !['Preparing', 'Waiting'].includes(run.facts.of(cp.name).etcd ?? ''))
+    if (before && silent.length > 0) {
+      throw new NodeError(
+        'etcd-join',
+        `etcd was bootstrapped by an earlier run (${before.name} joined) and ${silent.map((cp) => cp.name).join(', ')} cannot tell whether etcd runs there: not bootstrapping again`,
+        'bring the control planes back (task bootstrap:status shows which); if etcd is lost, restore it from a snapshot with talosctl bootstrap --recover-from',
+      )
+    }
   }
   const node = bootstrapNode(run)
   report.progress(`talosctl bootstrap on ${node.name}`)

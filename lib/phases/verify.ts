@@ -39,6 +39,7 @@ async function verified(node: ClusterNode, run: Run, status: MachineStatus): Pro
   if (status.stage === 'running') return status.ready ? 'running, ready' : 'running'
   if (node.role !== 'controlplane' || status.stage !== 'booting') return undefined
   const etcd = await run.talosctl.serviceStatus(node, 'etcd')
+  run.facts.of(node.name).etcd = etcd.state
   if (etcd.state === 'Preparing' || etcd.state === 'Waiting') return 'booting, etcd waiting for bootstrap'
   return undefined
 }

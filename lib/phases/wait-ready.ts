@@ -53,31 +53,6 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
   })
 }
 
-/** Kubelet running and healthy on the node, and the node registered with Kubernetes. */
-function registeredStep(r: Readings) {
-  return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
-    let kubeletState = 'not checked'
-    try {
-      return await pollUntil(
-        async (): Promise<PollAnswer<NodeOutcome>> => {
-          const kubelet = await run.talosctl.serviceStatus(node, 'kubelet').catch((err: unknown) => {
-            if (err instanceof NodeError && err.transient) return undefined
-            throw err
-          })
-          if (kubelet) kubeletState = `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}`
-          const registered = (await r.nodes.get()).some((n) => n.metadata.name === node.name)
-          if (kubelet?.state === 'Running' && kubelet.health !== 'Fail' && registered) return { done: true, value: { status: 'ok', detail: 'kubelet running, node registered' } }
-          return { done: false, state: `${kubeletState}; ${registered ? 'registered' : 'not registered yet'}` }
-        },
-        { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
-      )
-    } catch (err) {
-      if (err instanceof PollTimeout) throw new NodeError('kubelet', `not registered within ${formatDuration(err.waitedMs)}: ${kubeletState}`, hintFor('kubelet', node))
-      throw err
-    }
-  }
-}
-
 /** helm upgrade --install of the CNI; a release already deployed at the wanted version is left alone. */
 async function installCni(run: Run, report: StepReporter): Promise<string> {
   const cni = run.settings.cni
@@ -103,31 +78,46 @@ async function installCni(run: Run, report: StepReporter): Promise<string> {
   }
 }
 
-/** The node's CNI pod ready and the Node Ready; otherwise name the pod's or the Node's condition. */
-function readyStep(r: Readings) {
+type Stage = { kind: 'kubelet' | 'cni' | 'node-not-ready'; why: string }
+
+/**
+ * One node, in the order things happen to it: kubelet running and the Node registered, its CNI
+ * pod ready, the Node Ready. A timeout names the stage it stopped at (kubelet, cni, node-not-ready).
+ */
+function nodeReadyStep(r: Readings) {
   return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
-    let last = { kind: 'node-not-ready' as 'node-not-ready' | 'cni', why: 'not checked yet' }
+    let stage: Stage = { kind: 'kubelet', why: 'not checked yet' }
+    let registered = false
+    const check = async (): Promise<PollAnswer<NodeOutcome>> => {
+      if (!registered) {
+        const kubelet = await run.talosctl.serviceStatus(node, 'kubelet').catch((err: unknown) => {
+          if (err instanceof NodeError && err.transient) return undefined
+          throw err
+        })
+        const kubeletState = kubelet ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}` : 'kubelet not readable'
+        const listed = (await r.nodes.get()).some((n) => n.metadata.name === node.name)
+        registered = listed && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
+        if (!registered) {
+          stage = { kind: 'kubelet', why: `${kubeletState}; ${listed ? 'registered' : 'not registered'}` }
+          return { done: false, state: stage.why }
+        }
+      }
+      if (r.cniPods) {
+        const pod = (await r.cniPods.get()).find((p) => p.spec?.nodeName === node.name)
+        if (condition(pod, 'Ready')?.status !== 'True') {
+          stage = { kind: 'cni', why: pod ? `CNI pod ${pod.metadata.name} ${pod.status?.phase ?? ''} not ready` : 'no CNI pod scheduled on the node' }
+          return { done: false, state: stage.why }
+        }
+      }
+      const ready = condition((await r.nodes.get()).find((n) => n.metadata.name === node.name), 'Ready')
+      if (ready?.status === 'True') return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready' } }
+      stage = { kind: 'node-not-ready', why: `NotReady: ${ready?.message ?? ready?.reason ?? 'no Ready condition'}` }
+      return { done: false, state: stage.why }
+    }
     try {
-      return await pollUntil(
-        async (): Promise<PollAnswer<NodeOutcome>> => {
-          if (r.cniPods) {
-            const pod = (await r.cniPods.get()).find((p) => p.spec?.nodeName === node.name)
-            const podReady = condition(pod, 'Ready')?.status === 'True'
-            if (!podReady) {
-              last = { kind: 'cni', why: pod ? `CNI pod ${pod.metadata.name} ${pod.status?.phase ?? ''} not ready` : 'no CNI pod scheduled on the node' }
-              return { done: false, state: last.why }
-            }
-          }
-          const kubeNode = (await r.nodes.get()).find((n) => n.metadata.name === node.name)
-          const ready = condition(kubeNode, 'Ready')
-          if (ready?.status === 'True') return { done: true, value: { status: 'ok', detail: 'Ready' } }
-          last = { kind: 'node-not-ready', why: ready ? `NotReady: ${ready.message ?? ready.reason ?? ''}` : 'not registered' }
-          return { done: false, state: last.why }
-        },
-        { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
-      )
+      return await pollUntil(check, { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) })
     } catch (err) {
-      if (err instanceof PollTimeout) throw new NodeError(last.kind, `not Ready within ${formatDuration(err.waitedMs)}: ${last.why}`, hintFor(last.kind, node))
+      if (err instanceof PollTimeout) throw new NodeError(stage.kind, `not Ready within ${formatDuration(err.waitedMs)}: ${stage.why}`, hintFor(stage.kind, node))
       throw err
     }
   }
@@ -173,9 +163,9 @@ export const waitReady: Phase = {
     const bootstrapped = (_n: ClusterNode, r: Run): boolean => apiReady(r) === true
     return [
       { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', blocks: all, ready: apiReady, run: waitForApi },
-      { kind: 'node', title: 'Kubelet running, node registered', applies: bootstrapped, run: registeredStep(r) },
+      // the CNI goes in as soon as the API answers: its pods follow the nodes as they register
       { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, ready: apiReady, run: installCni },
-      { kind: 'node', title: 'CNI pod ready, node Ready', applies: bootstrapped, run: readyStep(r) },
+      { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', applies: bootstrapped, run: nodeReadyStep(r) },
       { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', ready: apiReady, run: readinessGates },
     ]
   },
