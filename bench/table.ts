@@ -14,7 +14,7 @@ interface Results { machine: { cpu: string; cores: number; memGB: number; os: st
 const r = JSON.parse(readFileSync(process.argv[2] ?? join(ROOT, 'bench', 'results.json'), 'utf8')) as Results
 const m = r.machine
 const lines = [
-  `Measured ${r.date.slice(0, 16).replace('T', ' ')} UTC on ${m.cpu} ×${m.cores}, ${m.memGB} GB, ${m.os}, Node ${m.node}.`,
+  `Last case measured ${r.date.slice(0, 16).replace('T', ' ')} UTC, on ${m.cpu} ×${m.cores}, ${m.memGB} GB, ${m.os}, Node ${m.node}.`,
   '',
   '| nodes | CONCURRENCY | wall s | critical path s | ratio | orchestrator CPU s | CPU s incl. tools | tool processes | peak RSS MB | status reads / node / interval | load avg (1 min) | exit |',
   '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
