@@ -5,6 +5,7 @@
 //   npm run bench                         every case (about 10 minutes on 2 cores)
 //   npm run bench -- --cases 6x4,6x16 --no-baseline
 //   npm run bench -- --cases 300x16 --no-baseline --merge --out bench/results.json   (re-measure one case)
+//   --deadline-x N: interrupt a case at N times its critical path (default 8)
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -19,11 +20,12 @@ interface CaseSpec { nodes: number; concurrency: number; criticalPathS: number; 
 const SMALL = [3, 6, 30].flatMap((nodes) => [1, 4, 16].map((concurrency) => ({ nodes, concurrency, criticalPathS: 20 })))
 const LARGE = [100, 300].map((nodes) => ({ nodes, concurrency: 16, criticalPathS: 120 }))
 const ALL: CaseSpec[] = [...SMALL, ...LARGE].map((c, i) => ({ ...c, octet: 100 + i }))
-/** a case still running at this many times its critical path is interrupted (Ctrl-C) and recorded as such */
-const DEADLINE_X = 8
 const BASELINE: CaseSpec = { nodes: 6, concurrency: 1, criticalPathS: 20, octet: 100 + ALL.length }
 
-const { values } = parseArgs({ options: { cases: { type: 'string' }, 'no-baseline': { type: 'boolean' }, out: { type: 'string' }, merge: { type: 'boolean' } } })
+const { values } = parseArgs({ options: { cases: { type: 'string' }, 'no-baseline': { type: 'boolean' }, out: { type: 'string' }, merge: { type: 'boolean' }, 'deadline-x': { type: 'string', default: '8' } } })
+/** a case still running at this many times its critical path is interrupted (Ctrl-C) and recorded as such */
+const DEADLINE_X = Number(values['deadline-x'])
+if (!(DEADLINE_X > 0)) throw new Error(`--deadline-x: "${values['deadline-x']}" must be a number > 0`)
 const selected = values.cases ? values.cases.split(',').map((c) => {
   const [n, k] = c.split('x').map(Number)
   const found = ALL.find((a) => a.nodes === n && a.concurrency === k)
@@ -116,7 +118,8 @@ for (const spec of selected) {
     const log = commandLog(sim.clusterDir)
     const phasesS = phaseSeconds(sim.clusterDir)
     // the phases that poll node status: verify, bootstrap (etcd members), wait-ready (kubelet)
-    const waitS = (phasesS.verify ?? 0) + (phasesS.bootstrap ?? 0) + (phasesS['wait-ready'] ?? 0)
+    // (an interrupted run may have no waiting phase in its report: then the whole run)
+    const waitS = (phasesS.verify ?? 0) + (phasesS.bootstrap ?? 0) + (phasesS['wait-ready'] ?? 0) || m.wallS
     const rate = statusRate(log, waitS, pollS, spec.nodes)
     const row = {
       nodes: spec.nodes, concurrency: spec.concurrency, exitCode: m.code, ...(m.interrupted ? { interruptedAtS: round(DEADLINE_X * crit) } : {}), speed: round(speedFor(spec.criticalPathS), 3), pollIntervalS: pollS,
