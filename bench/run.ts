@@ -6,6 +6,7 @@
 //   npm run bench -- --cases 6x4,6x16 --no-baseline
 //   npm run bench -- --cases 300x16 --no-baseline --merge --out bench/results.json   (re-measure one case)
 //   --deadline-x N: interrupt a case at N times its critical path (default 8)
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -41,6 +42,17 @@ const ms = (d: string): number => {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(d)
   if (!m) throw new Error(`not a duration: ${d}`)
   return Number(m[1]) * { ms: 1, s: 1000, m: 60000 }[m[2] as 'ms' | 's' | 'm']
+}
+
+/** the product as measured: the commit, and whether lib/, scripts/ or the Taskfile had uncommitted changes */
+function productVersion(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim()
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'lib', 'scripts', 'Taskfile.yaml'], { cwd: ROOT, encoding: 'utf8' }).trim()
+    return dirty ? `${head}+uncommitted` : head
+  } catch {
+    return 'unknown'
+  }
 }
 
 const machine = {
@@ -122,7 +134,7 @@ for (const spec of selected) {
     const waitS = (phasesS.verify ?? 0) + (phasesS.bootstrap ?? 0) + (phasesS['wait-ready'] ?? 0) || m.wallS
     const rate = statusRate(log, waitS, pollS, spec.nodes)
     const row = {
-      nodes: spec.nodes, concurrency: spec.concurrency, exitCode: m.code, ...(m.interrupted ? { interruptedAtS: round(DEADLINE_X * crit) } : {}), speed: round(speedFor(spec.criticalPathS), 3), pollIntervalS: pollS,
+      nodes: spec.nodes, concurrency: spec.concurrency, product: productVersion(), exitCode: m.code, ...(m.interrupted ? { interruptedAtS: round(DEADLINE_X * crit) } : {}), speed: round(speedFor(spec.criticalPathS), 3), pollIntervalS: pollS,
       wallS: round(m.wallS), criticalPathS: crit, ratio: round(m.wallS / crit, 3), ...cpuFigures(m),
       callsPerNode: perNode(calls, spec.nodes), invocations: invocations(log),
       // task, tsx, settings, `talosctl version`, the summary and the report: none of it in a phase
@@ -146,7 +158,7 @@ if (!values['no-baseline']) {
     if (m.code !== 0) throw new Error(`baseline failed (exit ${m.code}): ${m.stderr.slice(-2000)}`)
     const against = cases.find((c) => c.nodes === 6 && c.concurrency === 16) ?? cases.find((c) => c.nodes === 6)
     const wallS = round(m.wallS)
-    baseline = { nodes: 6, wallS, criticalPathS: criticalPathS(sim), ...cpuFigures(m), callsPerNode: perNode(simCalls(sim), 6),
+    baseline = { nodes: 6, product: productVersion(), wallS, criticalPathS: criticalPathS(sim), ...cpuFigures(m), callsPerNode: perNode(simCalls(sim), 6),
       ...(against ? { speedup: round(wallS / Number(against.wallS)), speedupAgainst: `6 nodes, CONCURRENCY ${String(against.concurrency)}` } : {}) }
     save()
     process.stdout.write(`baseline (seed: one node at a time), 6 nodes: ${wallS.toFixed(1)} s${against ? `; bootstrap:talos at CONCURRENCY ${String(against.concurrency)} is ${String(baseline.speedup)}x faster` : ''}\n`)
