@@ -10,15 +10,21 @@ afterEach(async () => {
   cluster = undefined
 })
 
-/** every apply takes 1.5 s, so a run can be caught in the middle of it */
-const slowApplies = (nodes: string[]) => nodes.map((node) => ({ node, on: 'apply', kind: 'latency', ms: 1500 }))
+/** wrkr-1's first apply never answers (a hung call), so a run can be caught in the middle of it */
+const hangingApply = [{ node: 'wrkr-1', on: 'apply', kind: 'timeout', times: 1 }]
+const LONG_CALLS = ['--call-timeout', '120s']
+
+/** the simulator logs a hung call when it arrives: the run is now inside wrkr-1's apply */
+function applying(c: E2eCluster): Promise<void> {
+  return waitFor(() => c.calls().some((call) => call.node === 'wrkr-1' && call.call === 'apply'), 60_000, "wrkr-1's apply")
+}
 
 describe('interruptions', () => {
   it('Ctrl-C during apply: exit 130, report and journal written, no stray process; the rerun completes', async () => {
-    cluster = await E2eCluster.start('127.62.1', { workers: 3, faults: slowApplies(['cp-1', 'wrkr-1', 'wrkr-2', 'wrkr-3']) })
+    cluster = await E2eCluster.start('127.62.1', { workers: 3, faults: hangingApply })
     const c = cluster
-    const { child, done } = c.spawnTask('bootstrap:apply', { CONCURRENCY: '2' })
-    await waitFor(() => c.calls().some((call) => call.call === 'apply'), 20_000, 'the first apply')
+    const { child, done } = c.spawnTask('bootstrap:apply', { CONCURRENCY: '2' }, LONG_CALLS)
+    await applying(c)
     process.kill(-(child.pid as number), 'SIGINT') // the whole foreground group, as a terminal does
     const result = await done
     expect(result.code).toBe(130)
@@ -33,10 +39,10 @@ describe('interruptions', () => {
   })
 
   it('go-task killed (a CI runner signalling only its pid): the script notices it is orphaned and stops', async () => {
-    cluster = await E2eCluster.start('127.62.2', { workers: 3, faults: slowApplies(['cp-1', 'wrkr-1', 'wrkr-2', 'wrkr-3']) })
+    cluster = await E2eCluster.start('127.62.2', { workers: 3, faults: hangingApply })
     const c = cluster
-    const { child, done } = c.spawnTask('bootstrap:apply')
-    await waitFor(() => c.calls().some((call) => call.call === 'apply'), 20_000, 'the first apply')
+    const { child, done } = c.spawnTask('bootstrap:apply', {}, LONG_CALLS)
+    await applying(c)
     child.kill('SIGKILL') // go-task only: it never forwards signals, so only orphan detection can stop the script
     await done
     await waitFor(() => processesMentioning(c.clusterDir).length === 0, 15_000, 'the orphaned script to stop')
