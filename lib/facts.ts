@@ -17,6 +17,8 @@ export interface NodeFacts {
 export interface ClusterFacts {
   /** etcd was found running (or was bootstrapped by this run); false: found not bootstrapped */
   bootstrapped?: boolean
+  /** flux install or bootstrap failed in this run (its failure is already named) */
+  fluxInstallFailed?: boolean
 }
 
 export class Facts {

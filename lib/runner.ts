@@ -18,6 +18,8 @@ export function plainOutput(): boolean {
 class Tracker {
   constructor(readonly failedIn: Map<string, string>) {}
 
+  /** node name -> why a cluster step of the current phase could not run for it (its later steps skip it) */
+  readonly blockedHere = new Map<string, string>()
   stopRequested = false
   readonly started = performance.now()
 }
@@ -46,6 +48,7 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
     task: (_ctx: unknown, task: Task) => {
       const result: PhaseResult = { name: phase.name, ok: true, durationMs: 0, nodes: run.nodes.map((n) => newNodeResult(n)), steps: [] }
       results.push(result)
+      tracker.blockedHere.clear()
       const phaseStart = performance.now()
       const steps = phase.steps(run)
       const touched = new Set<string>()
@@ -93,7 +96,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
     title: step.title,
     task: (_ctx: unknown, task: Task) => {
       // nodes the step does not act on stay out of the tree (the facts are known by now)
-      const shown = run.nodes.filter((n) => !step.applies || step.applies(n, run) || tracker.failedIn.has(n.name))
+      const shown = run.nodes.filter((n) => !step.applies || step.applies(n, run) || tracker.failedIn.has(n.name) || tracker.blockedHere.has(n.name))
       const nodeTasks: ListrTask[] = shown.map((node) => {
         const record = result.nodes.find((r) => r.name === node.name) as NodeResult
         return {
@@ -107,6 +110,11 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
                 record.detail = `failed in ${blockedBy}`
               }
               t.skip(`${node.name}: not run (failed in ${blockedBy})`)
+              return
+            }
+            const notHere = tracker.blockedHere.get(node.name)
+            if (notHere) {
+              t.skip(`${node.name}: not run (${notHere})`)
               return
             }
             if (tracker.stopRequested) {
@@ -163,6 +171,8 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
           if (error) {
             nodeRecord.error = { ...error, message: `${step.name}: ${error.message}` }
             tracker.failedIn.set(node.name, phase)
+          } else {
+            tracker.blockedHere.set(node.name, cause)
           }
         }
       }

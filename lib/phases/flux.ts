@@ -69,7 +69,12 @@ async function installFlux(run: Run, report: StepReporter): Promise<string> {
   await run.flux.checkPre()
   const key = flux.git?.privateKeyFile ? resolve(run.inventory.clusterDir, flux.git.privateKeyFile) : undefined
   report.progress(flux.mode === 'bootstrap' ? `flux bootstrap git ${flux.git?.url ?? ''}` : 'flux install')
-  await run.flux.install(flux, key, run.settings.fluxTimeoutMs)
+  try {
+    await run.flux.install(flux, key, run.settings.fluxTimeoutMs)
+  } catch (err) {
+    run.facts.cluster.fluxInstallFailed = true
+    throw err
+  }
   return flux.mode === 'bootstrap' ? `bootstrapped from ${flux.git?.url ?? ''}` : 'installed'
 }
 
@@ -120,6 +125,13 @@ export const flux: Phase = {
   steps: () => [
     { kind: 'cluster', name: 'flux-secrets', title: 'Secrets before Flux', run: applySecrets },
     { kind: 'cluster', name: 'flux-install', title: 'Install or bootstrap Flux', run: installFlux },
-    { kind: 'cluster', name: 'flux-kustomization', title: 'Root Kustomization Ready', run: waitRoot },
+    {
+      kind: 'cluster',
+      name: 'flux-kustomization',
+      title: 'Root Kustomization Ready',
+      // a failed install already names the cause; waiting on would only say it again
+      ready: (run) => (run.facts.cluster.fluxInstallFailed ? 'the flux install failed' : true),
+      run: waitRoot,
+    },
   ],
 }
