@@ -115,6 +115,9 @@ const save = (): void => {
   const all = [...(earlier?.cases ?? []).filter((c) => !rerun.has(key(c))), ...cases]
   const order = ALL.map((a) => `${a.nodes}x${a.concurrency}`)
   all.sort((a, b) => order.indexOf(key(a)) - order.indexOf(key(b)))
+  // the speed-up is always against the 6-node CONCURRENCY 16 case in the file
+  const against = all.find((c) => key(c) === '6x16')
+  if (baseline && against) Object.assign(baseline, { speedup: round(Number(baseline.wallS) / Number(against.wallS)), speedupAgainst: '6 nodes, CONCURRENCY 16' })
   writeFileSync(outFile, `${JSON.stringify({ machine, date: new Date().toISOString(), cases: all, ...(baseline ? { baseline } : {}) }, null, 2)}\n`)
 }
 
