@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { delimiter, join, resolve } from 'node:path'
 import { stringify } from 'yaml'
 import type { CallRecord, ScenarioInput } from '../sim/index.js'
+import { goBin } from '../test/support/go-bin.js'
 
 export const ROOT = resolve(import.meta.dirname, '..')
 const HOOK = join(ROOT, 'bench', 'rusage-hook.mjs')
@@ -14,13 +15,6 @@ const TICK = 100 // USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s on Linux
 
 export interface SimHandle { dir: string; pid: number; env: NodeJS.ProcessEnv; clusterDir: string }
 
-function goBin(): string {
-  try {
-    return join(execFileSync('go', ['env', 'GOPATH'], { encoding: 'utf8' }).trim(), 'bin')
-  } catch {
-    return join(process.env.HOME ?? '/root', 'go', 'bin')
-  }
-}
 const GO_BIN = goBin()
 
 /** `export K='v'` lines of <dir>/env (the simulator's), PATH prepended to ours */

@@ -6,17 +6,10 @@ import { tmpdir } from 'node:os'
 import { delimiter, join, resolve } from 'node:path'
 import { startSimulator, type CallRecord, type Fault, type ScenarioInput, type Simulator } from '../../sim/index.js'
 import type { Report } from '../../lib/report.js'
+import { goBin } from '../support/go-bin.js'
 
 export const ROOT = resolve(import.meta.dirname, '../..')
 
-/** go-task installed by `go install` lands in GOPATH/bin, which may not be on PATH. */
-function goBin(): string {
-  try {
-    return join(execFileSync('go', ['env', 'GOPATH'], { encoding: 'utf8' }).trim(), 'bin')
-  } catch {
-    return join(process.env.HOME ?? '/root', 'go', 'bin')
-  }
-}
 const GO_BIN = goBin()
 
 export interface ClusterShape {
