@@ -167,6 +167,7 @@ export class Simulator {
   etcdMembers() { return [...this.etcd.values()] }
 
   etcdBootstrap(n) {
+    this.etcdStartedAt = this.clock.now().getTime()
     n.etcdMember = memberId()
     this.etcd.set(n.etcdMember, { id: n.etcdMember, hostname: n.name, ip: n.ip })
     n.svc('etcd', 'Finished', 'Bootstrap requested')
@@ -184,7 +185,12 @@ export class Simulator {
       n.talosLog('etcd: failed to join the cluster: etcdserver: re-configuration failed due to not enough started members')
       return
     }
-    n.after(this.timings.etcd, () => {
+    // a joining control plane takes the same `etcd` time, counted from when it could start: the
+    // bootstrap call, or its own CRI if that came later (so joins run alongside the first member)
+    const now = this.clock.now().getTime()
+    const from = Math.max(this.etcdStartedAt ?? now, n.criUpAt ?? now)
+    const delay = Math.max(0, (from - now) / 1000 + this.timings.etcd)
+    n.after(delay, () => {
       n.joining = false
       n.etcdMember = memberId()
       this.etcd.set(n.etcdMember, { id: n.etcdMember, hostname: n.name, ip: n.ip })

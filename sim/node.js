@@ -197,6 +197,7 @@ export class Node {
 
   criReady() {
     this.criUp = true
+    this.criUpAt = this.ctx.clock.now().getTime()
     this.startService('cri')
     if (this.role === 'controlplane') {
       this.startService('trustd')
