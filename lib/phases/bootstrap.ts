@@ -169,9 +169,7 @@ export const bootstrap: Phase = {
         },
         run: bootstrapEtcd,
       },
-      // only once etcd was bootstrapped (or found running): when the bootstrap step could not run,
-      // the control planes stay not-run with its cause instead of polling a node that failed
-      { kind: 'node', title: 'Control planes join etcd', applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped === true, run: joinStep(members) },
+      // before the joins: it needs only the bootstrap node, and the joins take etcd's time anyway
       {
         kind: 'cluster',
         name: 'kubeconfig',
@@ -182,6 +180,9 @@ export const bootstrap: Phase = {
         },
         run: writeKubeconfig,
       },
+      // only once etcd was bootstrapped (or found running): when the bootstrap step could not run,
+      // the control planes stay not-run with its cause instead of polling a node that failed
+      { kind: 'node', title: 'Control planes join etcd', applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped === true, run: joinStep(members) },
     ]
   },
 }
