@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { which } from 'zx'
 import { parseCommandArgs, type CommandArgs } from './args.js'
-import { errorMessage, ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
+import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
 import { Facts } from './facts.js'
 import { loadInventory, selectNodes, type Inventory } from './inventory.js'
 import { Journal } from './journal.js'
@@ -250,4 +250,3 @@ function planText(plan: ToolRunner['plan']): string {
   return lines.join('\n')
 }
 
-export { errorMessage }

@@ -49,9 +49,3 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, options: 
   })
   return { value, attempts }
 }
-
-/** Attempts a failed NodeError took (set by withRetry). */
-export function attemptsOf(err: unknown): number | undefined {
-  const value = (err as { attempts?: unknown } | null)?.attempts
-  return typeof value === 'number' ? value : undefined
-}

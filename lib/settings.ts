@@ -274,8 +274,3 @@ function readFlux(file: YamlFile, raw: unknown): FluxSettings {
   }
   return flux
 }
-
-/** The settings as they go into a report: durations as text, no secrets (there are none here). */
-export function settingsForReport(settings: Settings): Record<string, unknown> {
-  return { ...settings }
-}
