@@ -26,6 +26,10 @@ describe('helm: cilium on a cluster with registered nodes', () => {
     expect(first.stderr).toBe('')
     expect(first.code).toBe(0)
     expect(first.stdout).toMatch(/^Release "cilium" does not exist\. Installing it now\.\nNAME: cilium\nLAST DEPLOYED: \w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\nNAMESPACE: kube-system\nSTATUS: deployed\nREVISION: 1\nTEST SUITE: None\nNOTES:\n/)
+    // helm's --wait tolerates cilium's maxUnavailable (2): on two nodes it may return before any
+    // pod is ready, as real helm does; the nodes turn Ready once their CNI pods are
+    const deadline = Date.now() + 10_000
+    while (!(k.kube.nodeReady('cp-1') && k.kube.nodeReady('wrkr-1')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
     expect(k.kube.nodeReady('cp-1')).toBe(true)
     expect(k.kube.nodeReady('wrkr-1')).toBe(true)
 
