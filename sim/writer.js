@@ -52,7 +52,8 @@ function renderMachineConfig(scenario, pki, node) {
     secret: pki.secrets.clusterSecret,
     controlPlane: { endpoint: cluster.endpoint },
     clusterName: cluster.name,
-    network: { cni: { name: 'none' }, dnsDomain: 'cluster.local', podSubnets: ['10.244.0.0/16'], serviceSubnets: ['10.96.0.0/12'] },
+    // loopback ranges, the same the simulated API hands out for pod and service IPs (sim/kube)
+    network: { cni: { name: 'none' }, dnsDomain: 'cluster.local', podSubnets: ['127.244.0.0/16'], serviceSubnets: ['127.96.0.0/12'] },
     token: pki.secrets.bootstrapToken,
     ca: { crt: b64(pki.kube.ca.cert), key: cp ? b64(pki.kube.ca.key) : '' },
     discovery: { enabled: true, registries: { kubernetes: { disabled: true }, service: { disabled: true } } },
