@@ -208,21 +208,18 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   return ok ? ExitCode.ok : ExitCode.nodeFailed
 }
 
-/** Each tool's client version, and a warning when talosctl's minor differs from the cluster's Talos. */
+/** Each tool's client version (asked all at once), and a warning when talosctl's minor differs from the cluster's Talos. */
 async function toolVersions(run: Run, tools: ToolName[]): Promise<string> {
-  const talosctl = await run.talosctl.clientVersion()
+  const clientVersion = (tool: ToolName): Promise<string> =>
+    tool === 'kubectl' ? run.kubectl.clientVersion() : tool === 'helm' ? run.helm.clientVersion() : tool === 'flux' ? run.flux.clientVersion() : run.talosctl.clientVersion()
+  const others = tools.filter((tool) => tool !== 'talosctl')
+  const [talosctl = '', ...versions] = await Promise.all(['talosctl' as const, ...others].map(clientVersion))
   const wanted = run.inventory.talosVersion
   const minor = (v: string): string | undefined => /^v?(\d+\.\d+)/.exec(v)?.[1]
   if (wanted && minor(talosctl) && minor(wanted) && minor(talosctl) !== minor(wanted)) {
     run.warn(`talosctl ${talosctl} but the cluster's talosVersion is ${wanted}: use a talosctl of the same minor version (flags and outputs differ between minors)`)
   }
-  const others = await Promise.all(
-    tools.map(async (tool) => {
-      const version = tool === 'kubectl' ? run.kubectl.clientVersion() : tool === 'helm' ? run.helm.clientVersion() : tool === 'flux' ? run.flux.clientVersion() : run.talosctl.clientVersion()
-      return `${tool} ${await version}`
-    }),
-  )
-  return [`talosctl ${talosctl}`, ...others].join(', ')
+  return [`talosctl ${talosctl}`, ...others.map((tool, i) => `${tool} ${versions[i] ?? ''}`)].join(', ')
 }
 
 function requireNode(node: string | undefined): string {

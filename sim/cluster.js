@@ -10,6 +10,7 @@ import { generatePki } from './pki.js'
 import { writeClusterDir, BIN_DIR } from './writer.js'
 import { Node, memberId } from './node.js'
 import { NodeServer } from './talos/server.js'
+import { startCliServer } from './talosctl/server.js'
 import { kubeconfigYaml } from './talos/methods.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -36,7 +37,8 @@ export class Simulator {
     this.clock = createClock(s.speed)
     this.faults = createFaults(s.faults)
     this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null })
-    const written = await writeClusterDir(this.dir, s, this.pki)
+    this.cliServer = await startCliServer()
+    const written = await writeClusterDir(this.dir, s, this.pki, { talosctlServer: this.cliServer.address })
     this.clusterDir = written.clusterDir
     this.env = written.env
     this.binDir = BIN_DIR
@@ -272,6 +274,7 @@ export class Simulator {
     await Promise.all([...this.kubeListeners.values()].map(closeServer))
     this.kubeListeners.clear()
     try { await this.kube?.stop?.() } catch { /* ignore */ }
+    await this.cliServer?.close()
   }
 }
 

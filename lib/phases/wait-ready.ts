@@ -24,19 +24,24 @@ function readings(run: Run): Readings {
   const cni = run.settings.cni
   return {
     nodes: new SharedReading(() => run.kubectl.list('nodes'), age),
-    cniPods: cni ? new SharedReading(() => cniPods(run), age) : undefined,
+    cniPods: cni ? new SharedReading(cniPodReader(run), age) : undefined,
   }
 }
 
-/** The pods of the CNI's DaemonSet, found through its own selector. */
-async function cniPods(run: Run): Promise<KubeObject[]> {
-  const cni = run.settings.cni
-  if (!cni) return []
-  const ds = await run.kubectl.get('daemonset', cni.daemonset, cni.namespace)
-  const labels = (ds?.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels
-  if (!labels) return []
-  const selector = Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',')
-  return run.kubectl.list('pods', { namespace: cni.namespace, selector })
+/** Reads the pods of the CNI's DaemonSet, found through its own selector (read once, then kept). */
+function cniPodReader(run: Run): () => Promise<KubeObject[]> {
+  let selector: string | undefined
+  return async () => {
+    const cni = run.settings.cni
+    if (!cni) return []
+    if (!selector) {
+      const ds = await run.kubectl.get('daemonset', cni.daemonset, cni.namespace)
+      const labels = (ds?.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels
+      if (!labels) return []
+      selector = Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',')
+    }
+    return run.kubectl.list('pods', { namespace: cni.namespace, selector })
+  }
 }
 
 async function waitForApi(run: Run, report: StepReporter): Promise<string> {
@@ -89,27 +94,31 @@ function nodeReadyStep(r: Readings) {
     let stage: Stage = { kind: 'kubelet', why: 'not checked yet' }
     let registered = false
     const check = async (): Promise<PollAnswer<NodeOutcome>> => {
+      // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once
+      const kubeletRead = registered
+        ? undefined
+        : run.talosctl.serviceStatus(node, 'kubelet').catch((err: unknown) => {
+            if (err instanceof NodeError && err.transient) return undefined
+            throw err
+          })
+      const [kubelet, nodes, pods] = await Promise.all([kubeletRead, r.nodes.get(), r.cniPods?.get()])
+      const self = nodes.find((n) => n.metadata.name === node.name)
       if (!registered) {
-        const kubelet = await run.talosctl.serviceStatus(node, 'kubelet').catch((err: unknown) => {
-          if (err instanceof NodeError && err.transient) return undefined
-          throw err
-        })
         const kubeletState = kubelet ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}` : 'kubelet not readable'
-        const listed = (await r.nodes.get()).some((n) => n.metadata.name === node.name)
-        registered = listed && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
+        registered = self !== undefined && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
         if (!registered) {
-          stage = { kind: 'kubelet', why: `${kubeletState}; ${listed ? 'registered' : 'not registered'}` }
+          stage = { kind: 'kubelet', why: `${kubeletState}; ${self ? 'registered' : 'not registered'}` }
           return { done: false, state: stage.why }
         }
       }
-      if (r.cniPods) {
-        const pod = (await r.cniPods.get()).find((p) => p.spec?.nodeName === node.name)
+      if (pods) {
+        const pod = pods.find((p) => p.spec?.nodeName === node.name)
         if (condition(pod, 'Ready')?.status !== 'True') {
           stage = { kind: 'cni', why: pod ? `CNI pod ${pod.metadata.name} ${pod.status?.phase ?? ''} not ready` : 'no CNI pod scheduled on the node' }
           return { done: false, state: stage.why }
         }
       }
-      const ready = condition((await r.nodes.get()).find((n) => n.metadata.name === node.name), 'Ready')
+      const ready = condition(self, 'Ready')
       if (ready?.status === 'True') return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready' } }
       stage = { kind: 'node-not-ready', why: `NotReady: ${ready?.message ?? ready?.reason ?? 'no Ready condition'}` }
       return { done: false, state: stage.why }

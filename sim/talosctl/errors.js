@@ -1,4 +1,5 @@
 // Go-shaped error values: gRPC status errors, per-node errors, hashicorp/go-multierror lists.
+import { io } from './io.js'
 
 export class RpcError extends Error {
   constructor(code, desc) {
@@ -40,4 +41,4 @@ export function filterMessages(messages) {
   return { good, err: errs.length ? multiError(errs) : null }
 }
 
-export const warn = (text) => process.stderr.write(`WARNING: ${text}\n`)
+export const warn = (text) => io().stderr.write(`WARNING: ${text}\n`)

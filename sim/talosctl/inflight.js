@@ -1,9 +1,13 @@
 // In-flight calls, kept apart from transport.js so main.js needn't load https/crypto at startup.
-export const inflight = new Set()
+import { io } from './io.js'
 
-/** Abort every in-flight call (signal handling): they fail with code Canceled, as a cancelled context does. */
+/** The current run's in-flight calls: each entry cancels one. */
+export const inflight = () => io().inflight
+
+/** Abort every in-flight call of the current run: they fail with code Canceled, as a cancelled context does. */
 export function cancelAll() {
-  const n = inflight.size
-  for (const c of [...inflight]) c()
+  const calls = inflight()
+  const n = calls.size
+  for (const c of [...calls]) c()
   return n
 }

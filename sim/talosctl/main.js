@@ -1,29 +1,31 @@
 // Entry point: cobra's Execute plus talosctl's error printing (no "Error:" prefix, usage block rule, exit 0/1).
+import { io } from './io.js'
 import { buildTree } from './tree.js'
 import { cancelAll } from './inflight.js'
 
-export const state = { suppressErrors: false }
-
 function printError(err, cmd) {
   const text = err.message ?? String(err)
-  process.stderr.write(text + '\n')
+  io().stderr.write(text + '\n')
   if (text.includes('arg(s)') || text.includes('flag') || text.includes('command')) {
-    process.stderr.write('\n' + cmd.usageString() + '\n')
+    io().stderr.write('\n' + cmd.usageString() + '\n')
   }
+}
+
+/**
+ * SIGINT/SIGTERM, as pkg/cli/context.go: the first cancels the calls in flight (they fail as a
+ * cancelled context does); the second, or a first with nothing in flight, ends the run with exit 1.
+ * Returns 'exit' when the caller must end the run now.
+ */
+export function interrupt() {
+  const run = io()
+  if (run.signalled) return 'exit'
+  run.signalled = true
+  run.stderr.write('Signal received, aborting, press Ctrl+C once again to abort immediately...\n')
+  return cancelAll() === 0 ? 'exit' : 'wait'
 }
 
 export async function main(argv) {
   const root = buildTree()
-  let signalled = false
-  const onSignal = () => {
-    if (signalled) process.exit(1)
-    signalled = true
-    process.stderr.write('Signal received, aborting, press Ctrl+C once again to abort immediately...\n')
-    if (cancelAll() === 0) process.exit(1)
-  }
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
-
   const { cmd, args, err } = root.find(argv)
   if (err) { printError(new Error(err), cmd); return 1 }
   const fs = cmd.allFlags()
@@ -31,12 +33,12 @@ export async function main(argv) {
   try {
     positional = fs.parse(args)
   } catch (e) {
-    if (e.help) { process.stdout.write(cmd.helpString()); return 0 }
+    if (e.help) { io().stdout.write(cmd.helpString()); return 0 }
     printError(e, cmd)
     return 1
   }
   const flag = (name) => fs.lookup(name)?.value
-  if (flag('help') || !cmd.runnable()) { process.stdout.write(cmd.helpString()); return 0 }
+  if (flag('help') || !cmd.runnable()) { io().stdout.write(cmd.helpString()); return 0 }
   if (cmd.args) {
     const e = cmd.args(cmd, positional)
     if (e) { printError(new Error(e), cmd); return 1 }
@@ -50,6 +52,7 @@ export async function main(argv) {
     context: flag('context') ?? '',
     cluster: flag('cluster') ?? '',
   }
+  const state = io()
   try {
     await cmd.run({ cmd, positional, flag, changed: (n) => fs.lookup(n)?.changed, g, state })
     return 0

@@ -1,4 +1,5 @@
 // What WithClient / WithClientNoNodes / WithClientMaintenance give a command: a connection and its nodes.
+import { io } from './io.js'
 import { call, parseEndpoint } from './transport.js'
 import { secureClient } from './talosconfig.js'
 import { filterMessages, warn } from './errors.js'
@@ -43,7 +44,7 @@ export function withMaintenance(g) {
 }
 
 export function clientVersion() {
-  return process.env.SIM_TALOSCTL_VERSION || 'v1.12.11'
+  return io().env.SIM_TALOSCTL_VERSION || 'v1.12.11'
 }
 
 function semver(tag) {

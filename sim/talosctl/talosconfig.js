@@ -1,22 +1,23 @@
 // talosconfig resolution and client construction errors, as pkg/machinery/client/config does.
+import { io, local } from './io.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import os from 'node:os'
 
 export function defaultPath() {
-  if (process.env.TALOSCONFIG) return process.env.TALOSCONFIG
-  const home = process.env.TALOS_HOME || path.join(process.env.HOME || os.homedir(), '.talos')
+  if (io().env.TALOSCONFIG) return io().env.TALOSCONFIG
+  const home = io().env.TALOS_HOME || path.join(io().env.HOME || os.homedir(), '.talos')
   return path.join(home, 'config')
 }
 
 /** Open (creating an empty one when missing, as talosctl does) and parse the config. */
 export async function openConfig(flagValue) {
   const p = flagValue || defaultPath()
-  if (!fs.existsSync(p)) {
-    fs.mkdirSync(path.dirname(p), { recursive: true, mode: 0o700 })
-    fs.writeFileSync(p, 'context: ""\ncontexts: {}\n', { mode: 0o600 })
+  if (!fs.existsSync(local(p))) {
+    fs.mkdirSync(path.dirname(local(p)), { recursive: true, mode: 0o700 })
+    fs.writeFileSync(local(p), 'context: ""\ncontexts: {}\n', { mode: 0o600 })
   }
-  const text = fs.readFileSync(p, 'utf8')
+  const text = fs.readFileSync(local(p), 'utf8')
   const { parse } = await import('yaml')
   let doc
   try {

@@ -1,4 +1,5 @@
 // One RPC over HTTPS to a node's :50000 listener, with socket/TLS outcomes mapped to grpc-go texts.
+import { io } from './io.js'
 import https from 'node:https'
 import { X509Certificate } from 'node:crypto'
 import { RpcError, unavailable, fromWire } from './errors.js'
@@ -79,12 +80,13 @@ function verifyPeer(socket, caPem) {
  */
 export function call(conn, method, body, { nodes, onLine, purpose } = {}) {
   return new Promise((resolve, reject) => {
-    const headers = { 'content-type': 'application/json', 'x-sim-argv': JSON.stringify(process.argv.slice(2)) }
+    const headers = { 'content-type': 'application/json', 'x-sim-argv': JSON.stringify(io().argv) }
     if (nodes && nodes.length) headers['x-talos-nodes'] = nodes.join(',')
     if (purpose) headers['x-sim-purpose'] = purpose
     let handshaken = false
     let done = false
-    const finish = (fn, v) => { if (!done) { done = true; inflight.delete(cancel); fn(v) } }
+    const calls = inflight()
+    const finish = (fn, v) => { if (!done) { done = true; calls.delete(cancel); fn(v) } }
     const opts = {
       host: conn.host, port: conn.port, method: 'POST', path: '/' + method, headers, agent: false,
       rejectUnauthorized: false, servername: undefined, minVersion: 'TLSv1.2',
@@ -94,7 +96,7 @@ export function call(conn, method, body, { nodes, onLine, purpose } = {}) {
     }
     const req = https.request(opts)
     const cancel = () => { finish(reject, new RpcError('Canceled', 'context canceled')); req.destroy() }
-    inflight.add(cancel)
+    calls.add(cancel)
     req.on('socket', (sock) => {
       sock.once('secureConnect', () => {
         handshaken = true

@@ -1,4 +1,5 @@
 // The talosctl command tree (the subset the product uses), with talosctl's flags, texts and arg rules.
+import { io } from './io.js'
 import { Command, args } from './command.js'
 
 // persistent flags every "talos" command gets (talos.addCommand)
@@ -27,7 +28,7 @@ const lazy = (mod, fn) => async (ctx) => (await import(`./cmd/${mod}.js`))[fn](c
 const talos = (spec) => new Command({ ...spec, persistentFlags: talosFlags(), group: 'talos' })
 
 export function buildTree() {
-  const v13 = /^v?1\.(1[3-9]|[2-9]\d)/.test(process.env.SIM_TALOSCTL_VERSION || 'v1.12.11')
+  const v13 = /^v?1\.(1[3-9]|[2-9]\d)/.test(io().env.SIM_TALOSCTL_VERSION || 'v1.12.11')
   const applyModes = ['auto', 'no-reboot', 'reboot', 'staged', 'try']
   const commands = [
     talos({
@@ -201,7 +202,7 @@ With actions 'start', 'stop', 'restart', service state is updated respectively.`
 Simply type talosctl help [path to command] for full details.`,
     run: async ({ positional }) => {
       const { cmd } = root.find(positional)
-      process.stdout.write(cmd.helpString())
+      io().stdout.write(cmd.helpString())
     },
   })
   help.parent = root

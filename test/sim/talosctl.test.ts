@@ -9,7 +9,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { generatePki } from '../../sim/pki.js'
 
-const BIN = path.resolve(__dirname, '../../sim/bin/talosctl')
+// the node process: what sim/bin/talosctl runs without a simulator to serve it
+const BIN = path.resolve(__dirname, '../../sim/talosctl/cli.js')
 const MAINT = '127.30.0.11' // maintenance node
 const CONF = '127.30.0.12' // configured node (mTLS)
 const OTHER = '127.30.0.13' // configured with another CA (pki-mismatch)

@@ -1,4 +1,5 @@
 // talosctl apply-config
+import { io, local } from '../io.js'
 import fs from 'node:fs'
 import { withClient, withMaintenance } from '../session.js'
 import { filterMessages, warn } from '../errors.js'
@@ -22,7 +23,7 @@ async function applyPatches(bytes, patches) {
   for (const p of patches) {
     let text = p
     if (p.startsWith('@')) {
-      try { text = fs.readFileSync(p.slice(1), 'utf8') } catch (e) { throw new Error(`open ${p.slice(1)}: no such file or directory`) }
+      try { text = fs.readFileSync(local(p.slice(1)), 'utf8') } catch (e) { throw new Error(`open ${p.slice(1)}: no such file or directory`) }
     }
     let patch
     try { patch = YAML.parseAllDocuments(text).map((d) => d.toJS()) } catch (e) { throw new Error(`failed to load patch: ${e.message}`) }
@@ -39,17 +40,17 @@ async function applyPatches(bytes, patches) {
 export async function applyConfig({ cmd, positional, flag }) {
   if (positional.length > 0) {
     if (positional[0] !== 'config' && positional[0].toLowerCase() !== 'machineconfig') {
-      process.stdout.write(cmd.helpString())
+      io().stdout.write(cmd.helpString())
       throw new Error(`unknown positional argument ${positional[0]}`)
-    } else if (process.argv.slice(2).includes('apply-config')) {
-      process.stdout.write(cmd.helpString())
+    } else if (io().argv.includes('apply-config')) {
+      io().stdout.write(cmd.helpString())
       throw new Error('expected no positional arguments')
     }
   }
   const file = flag('file')
   if (!file) throw new Error('no filename supplied for configuration')
   let bytes
-  try { bytes = fs.readFileSync(file) } catch (e) {
+  try { bytes = fs.readFileSync(local(file)) } catch (e) {
     const why = e.code === 'ENOENT' ? 'no such file or directory' : e.code === 'EISDIR' ? 'is a directory' : e.code === 'EACCES' ? 'permission denied' : e.message
     throw new Error(`failed to read configuration from ${JSON.stringify(file)}: ${e.code === 'EISDIR' ? 'read' : 'open'} ${file}: ${why}`)
   }
@@ -70,6 +71,6 @@ export async function applyConfig({ cmd, positional, flag }) {
   if (err) throw new Error(`error applying new configuration: ${err.message}`)
   for (const m of good) {
     for (const w of m.data?.warnings ?? []) warn(w)
-    if (m.data?.modeDetails) process.stderr.write(m.data.modeDetails + '\n')
+    if (m.data?.modeDetails) io().stderr.write(m.data.modeDetails + '\n')
   }
 }

@@ -1,5 +1,6 @@
 // talosctl config endpoint|node|context|contexts|info: edit/read the talosconfig
 import fs from 'node:fs'
+import { io, local } from '../io.js'
 import { openConfig } from '../talosconfig.js'
 import { table } from '../format.js'
 
@@ -10,7 +11,7 @@ async function load(g) {
 
 async function save(path, cfg) {
   const YAML = await import('yaml')
-  fs.writeFileSync(path, YAML.stringify(cfg, { indent: 4, indentSeq: true }), { mode: 0o600 })
+  fs.writeFileSync(local(path), YAML.stringify(cfg, { indent: 4, indentSeq: true }), { mode: 0o600 })
 }
 
 function current(cfg, g) {
@@ -48,15 +49,15 @@ export async function contexts({ g }) {
     const c = cfg.contexts[name] ?? {}
     rows.push([name === cfg.context ? '*' : '', name, (c.endpoints ?? []).join(','), (c.nodes ?? []).join(',')])
   }
-  process.stdout.write(table(rows))
+  io().stdout.write(table(rows))
 }
 
 export async function info({ g, flag }) {
   const { cfg } = await load(g)
   const { name, c } = current(cfg, g)
   const data = { context: name, nodes: c.nodes ?? [], endpoints: c.endpoints ?? [], roles: ['os:admin'] }
-  if (flag('output') === 'json') { process.stdout.write(JSON.stringify(data, null, 2) + '\n'); return }
-  if (flag('output') === 'yaml') { const YAML = await import('yaml'); process.stdout.write(YAML.stringify(data)); return }
+  if (flag('output') === 'json') { io().stdout.write(JSON.stringify(data, null, 2) + '\n'); return }
+  if (flag('output') === 'yaml') { const YAML = await import('yaml'); io().stdout.write(YAML.stringify(data)); return }
   const none = (l) => (l.length ? l.join(', ') : 'not defined')
-  process.stdout.write(`Current context:     ${name}\nNodes:               ${none(data.nodes)}\nEndpoints:           ${none(data.endpoints)}\nRoles:               os:admin\nCertificate expires: unknown\n`)
+  io().stdout.write(`Current context:     ${name}\nNodes:               ${none(data.nodes)}\nEndpoints:           ${none(data.endpoints)}\nRoles:               os:admin\nCertificate expires: unknown\n`)
 }

@@ -1,4 +1,5 @@
 // talosctl etcd members | status | remove-member | leave
+import { io } from '../io.js'
 import { withClient } from '../session.js'
 import { warn } from '../errors.js'
 import { table, humanBytes } from '../format.js'
@@ -36,7 +37,7 @@ export async function members({ g }) {
       rows.push(withNode ? [node, ...r] : r)
     })
   })
-  process.stdout.write(table(rows))
+  io().stdout.write(table(rows))
 }
 
 export async function status({ g }) {
@@ -57,7 +58,7 @@ export async function status({ g }) {
       String(d.raftIndex), String(d.raftTerm), String(d.raftAppliedIndex), String(!!d.isLearner), d.protocol ?? '', d.storage ?? '', (d.errors ?? []).join(', ')]
     rows.push(withNode ? [node, ...r] : r)
   })
-  process.stdout.write(table(rows))
+  io().stdout.write(table(rows))
 }
 
 export async function removeMember({ positional, g }) {

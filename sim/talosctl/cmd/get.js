@@ -1,4 +1,5 @@
 // talosctl get: COSI resources, one-to-one per node; raw errors (no node prefix).
+import { io } from '../io.js'
 import { withClient, withMaintenance, versionCheck } from '../session.js'
 import { fromWire, multiError } from '../errors.js'
 import { table, goJSON, goYAML } from '../format.js'
@@ -24,7 +25,7 @@ function metaOrdered(md) {
 }
 
 function writer(format) {
-  const out = (s) => process.stdout.write(s)
+  const out = (s) => io().stdout.write(s)
   if (format === 'table') {
     let rows = []
     let def

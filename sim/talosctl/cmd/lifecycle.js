@@ -1,4 +1,5 @@
 // talosctl reboot / reset (--wait=false: one RPC; --wait: a plain non-TTY tracker)
+import { io } from '../io.js'
 import { withClient, withMaintenance, versionCheck } from '../session.js'
 import { filterMessages } from '../errors.js'
 import { formatDuration } from '../flags.js'
@@ -13,7 +14,7 @@ async function act(s, method, body, prefix) {
 // Simple tracker: issue the action per node, then poll MachineStatus until the node is back (or gone, for reset).
 async function track(ctx, s, method, body, done) {
   ctx.state.suppressErrors = true
-  const line = (node, msg) => process.stderr.write(`${JSON.stringify(node)}: ${msg}\n`)
+  const line = (node, msg) => io().stderr.write(`${JSON.stringify(node)}: ${msg}\n`)
   const deadline = Date.now() + ctx.flag('timeout')
   let failed = false
   await Promise.all(s.nodes.map(async (node) => {

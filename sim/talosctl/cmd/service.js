@@ -1,4 +1,5 @@
 // talosctl service / services
+import { io } from '../io.js'
 import { withClient } from '../session.js'
 import { warn } from '../errors.js'
 import { table, goDurationSeconds } from '../format.js'
@@ -20,7 +21,7 @@ export async function service({ positional, g }) {
     if (!good.length) throw new Error(`error starting service: ${err.message}`)
     warn(err.message)
   }
-  process.stdout.write(table([['NODE', 'RESPONSE'], ...good.map((m) => [s.nodeOf(m), m.data.response])]))
+  io().stdout.write(table([['NODE', 'RESPONSE'], ...good.map((m) => [s.nodeOf(m), m.data.response])]))
 }
 
 async function fetchServices(s) {
@@ -45,7 +46,7 @@ async function list(s) {
       rows.push([s.nodeOf(m), sv.id, sv.state, health(sv.health), last ? `${ago(last.ts)} ago` : ' ago', last ? last.msg : '<none>'])
     }
   }
-  process.stdout.write(table(rows))
+  io().stdout.write(table(rows))
 }
 
 async function info(s, id) {
@@ -61,5 +62,5 @@ async function info(s, id) {
     events.forEach((e, i) => rows.push([i === 0 ? 'EVENTS' : '', `[${e.state}]: ${e.msg} (${ago(e.ts)} ago)`]))
     outText += table(rows)
   }
-  process.stdout.write(outText)
+  io().stdout.write(outText)
 }

@@ -1,4 +1,5 @@
 // bootstrap, health, dmesg: single-RPC commands
+import { io } from '../io.js'
 import { withClient } from '../session.js'
 import { multiError, RpcError, fromWire } from '../errors.js'
 
@@ -31,7 +32,7 @@ export async function health({ g, flag }) {
         const e = fromWire(msg.error)
         throw new Error(`healthcheck error: ${msg.error.raw ? msg.error.message : e.message}`)
       }
-      if (msg.line !== undefined) process.stderr.write(msg.line + '\n')
+      if (msg.line !== undefined) io().stderr.write(msg.line + '\n')
     },
   })
   if (flag('run-e2e')) throw new Error('health --run-e2e is not supported by the simulator')
@@ -50,7 +51,7 @@ export async function dmesg({ g, flag }) {
     if (m.error) { errs.push(new Error(`${m.node}: ${fromWire(m.error).message}`)); continue }
     const node = s.nodeOf(m)
     for (const l of m.data?.lines ?? []) {
-      process.stdout.write(`${node}: ${(l.facility + ':').padEnd(0)} ${String(l.priority).padStart(7)}: [${l.ts}]: ${l.text}\n`)
+      io().stdout.write(`${node}: ${(l.facility + ':').padEnd(0)} ${String(l.priority).padStart(7)}: [${l.ts}]: ${l.text}\n`)
     }
   }
   if (errs.length) throw new Error(`error streaming results: ${multiError(errs).message}`)

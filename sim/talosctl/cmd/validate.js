@@ -1,4 +1,5 @@
 // talosctl validate (offline): the checks of §4.3 the product relies on
+import { io, local } from '../io.js'
 import fs from 'node:fs'
 
 const multi = (errs) => `${errs.length === 1 ? '1 error occurred:' : `${errs.length} errors occurred:`}\n${errs.map((e) => `\t* ${e}`).join('\n')}\n\n`
@@ -6,7 +7,7 @@ const multi = (errs) => `${errs.length === 1 ? '1 error occurred:' : `${errs.len
 export async function validate({ flag }) {
   const file = flag('config')
   let text
-  try { text = fs.readFileSync(file, 'utf8') } catch (e) {
+  try { text = fs.readFileSync(local(file), 'utf8') } catch (e) {
     throw new Error(`open ${file}: ${e.code === 'ENOENT' ? 'no such file or directory' : e.code === 'EISDIR' ? 'is a directory' : e.message}`)
   }
   const mode = flag('mode')
@@ -39,5 +40,5 @@ export async function validate({ flag }) {
   }
   // nested go-multierror: each level adds its own trailing blank line
   if (errs.length) throw new Error(multi(errs))
-  process.stdout.write(`${file} is valid for ${mode} mode\n`)
+  io().stdout.write(`${file} is valid for ${mode} mode\n`)
 }

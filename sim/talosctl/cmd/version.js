@@ -1,8 +1,9 @@
 // talosctl version
+import { io } from '../io.js'
 import { withClient, withMaintenance, clientVersion } from '../session.js'
 import { warn } from '../errors.js'
 
-const out = (s) => process.stdout.write(s)
+const out = (s) => io().stdout.write(s)
 
 function long(v) {
   return `\tTag:         ${v.tag}\n\tSHA:         ${v.sha}\n\tBuilt:       ${v.built ?? ''}\n\tGo version:  ${v.goVersion}\n\tOS/Arch:     ${v.os}/${v.arch}\n`
@@ -11,7 +12,7 @@ function long(v) {
 // the client's own build facts (v1.12.11 was built from 2e80771b with Go 1.25)
 export function clientInfo() {
   const tag = clientVersion()
-  return { tag, sha: process.env.SIM_TALOSCTL_SHA || '2e80771b', goVersion: /^v1\.1[3-9]/.test(tag) ? 'go1.26.2' : 'go1.25.9', os: 'linux', arch: 'amd64' }
+  return { tag, sha: io().env.SIM_TALOSCTL_SHA || '2e80771b', goVersion: /^v1\.1[3-9]/.test(tag) ? 'go1.26.2' : 'go1.25.9', os: 'linux', arch: 'amd64' }
 }
 
 export async function version({ flag, g }) {
