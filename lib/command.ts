@@ -165,9 +165,19 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     warn: output.warn,
   }
 
+  // the versions and the offline checks are independent local work: both at once; the header
+  // still comes first, so warnings from the checks wait for it
+  const held: string[] = []
+  run.warn = (message) => held.push(message)
+  const checks = (async () => {
+    for (const phase of phases) await phase.check?.(run)
+  })()
+  checks.catch(() => undefined) // awaited below, once the header is out
   const versions = await toolVersions(run, spec.tools ?? [])
   output.info(`${versions}; cluster ${inventory.clusterName} (${inventory.endpoint}); ${nodes.length} node(s); concurrency ${settings.concurrency}${args.dryRun ? '; DRY RUN: nothing is run' : ''}`)
-  for (const phase of phases) await phase.check?.(run)
+  run.warn = output.warn
+  for (const message of held) run.warn(message)
+  await checks
 
   let results: PhaseResult[] = []
   let interrupted = false
@@ -217,7 +227,7 @@ async function toolVersions(run: Run, tools: ToolName[]): Promise<string> {
   const wanted = run.inventory.talosVersion
   const minor = (v: string): string | undefined => /^v?(\d+\.\d+)/.exec(v)?.[1]
   if (wanted && minor(talosctl) && minor(wanted) && minor(talosctl) !== minor(wanted)) {
-    run.warn(`talosctl ${talosctl} but the cluster's talosVersion is ${wanted}: use a talosctl of the same minor version (flags and outputs differ between minors)`)
+    output.warn(`talosctl ${talosctl} but the cluster's talosVersion is ${wanted}: use a talosctl of the same minor version (flags and outputs differ between minors)`)
   }
   return [`talosctl ${talosctl}`, ...others.map((tool, i) => `${tool} ${versions[i] ?? ''}`)].join(', ')
 }
