@@ -16,12 +16,12 @@ const m = r.machine
 const lines = [
   `Last case measured ${r.date.slice(0, 16).replace('T', ' ')} UTC, on ${m.cpu} ×${m.cores}, ${m.memGB} GB, ${m.os}, Node ${m.node}.`,
   '',
-  '| nodes | CONCURRENCY | wall s | critical path s | ratio | orchestrator CPU s | CPU s incl. tools | tool processes | peak RSS MB | status reads / node / interval | load avg (1 min) | exit | product |',
-  '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |',
+  '| nodes | CONCURRENCY | wall s | critical path s | ratio | orchestrator CPU s | CPU s incl. tools | simulator CPU s | tool processes | peak RSS MB | status reads / node / interval | load avg (1 min) | exit | product |',
+  '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |',
   ...r.cases.map((c) => {
     const procs = Object.values(c.invocations).reduce((a, b) => a + b, 0)
     const exit = c.interruptedAtS ? `interrupted at ${c.interruptedAtS} s` : String(c.exitCode)
-    return `| ${c.nodes} | ${c.concurrency} | ${c.wallS.toFixed(1)} | ${c.criticalPathS.toFixed(0)} | ${c.ratio.toFixed(2)} | ${c.cpuS.toFixed(1)} | ${c.cpuAllS.toFixed(1)} | ${procs} (${c.toolCpuPerInvocationMs} ms CPU each) | ${c.peakRssMB.toFixed(0)} | ${c.statusReadsPerNodePerInterval.max} | ${c.loadAvg.before}–${c.loadAvg.after} | ${exit} | ${c.product ?? 'not recorded'} |`
+    return `| ${c.nodes} | ${c.concurrency} | ${c.wallS.toFixed(1)} | ${c.criticalPathS.toFixed(0)} | ${c.ratio.toFixed(2)} | ${c.cpuS.toFixed(1)} | ${c.cpuAllS.toFixed(1)} | ${c.simCpuS.toFixed(1)} | ${procs} (${c.toolCpuPerInvocationMs} ms CPU each) | ${c.peakRssMB.toFixed(0)} | ${c.statusReadsPerNodePerInterval.max} | ${c.loadAvg.before}–${c.loadAvg.after} | ${exit} | ${c.product ?? 'not recorded'} |`
   }),
 ]
 if (r.baseline) {

@@ -10,7 +10,7 @@ import { generatePki } from './pki.js'
 import { writeClusterDir, BIN_DIR } from './writer.js'
 import { Node, memberId } from './node.js'
 import { NodeServer } from './talos/server.js'
-import { startCliServer } from './talosctl/server.js'
+import { startCliServer } from './cli-server.js'
 import { kubeconfigYaml } from './talos/methods.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -38,7 +38,7 @@ export class Simulator {
     this.faults = createFaults(s.faults)
     this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null })
     this.cliServer = await startCliServer()
-    const written = await writeClusterDir(this.dir, s, this.pki, { talosctlServer: this.cliServer.address })
+    const written = await writeClusterDir(this.dir, s, this.pki, { cliServer: this.cliServer.address })
     this.clusterDir = written.clusterDir
     this.env = written.env
     this.binDir = BIN_DIR

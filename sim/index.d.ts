@@ -22,7 +22,7 @@ export interface Pki { talos: { ca: { cert: string; key: string }; apid: { cert:
   maintenance: Map<string, { cert: string; key: string }> }
 export interface Simulator {
   scenario: Scenario; pki: Pki; dir: string; binDir: string; clusterDir: string; talosMinor: number
-  env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string; SIM_TALOSCTL_VERSION: string; /** where sim/bin/talosctl sends its commands (host:port on loopback) */ SIM_TALOSCTL_SERVER?: string }
+  env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string; SIM_TALOSCTL_VERSION: string; /** where sim/bin/talosctl and sim/bin/helm send their commands (host:port on loopback) */ SIM_CLI_SERVER?: string }
   kube: unknown
   calls(): CallRecord[]
   node(name: string): NodeView | null

@@ -5,8 +5,8 @@
 //   Get "https://127.0.10.10:6443/version": dial tcp 127.0.10.10:6443: connect: connection refused
 import fs from 'node:fs'
 import https from 'node:https'
-import os from 'node:os'
 import path from 'node:path'
+import { home, io, local } from './cli-io.js'
 
 /** Resource table: kind -> where it lives in the API. */
 export const RESOURCES = {
@@ -47,7 +47,7 @@ export class KubeError extends Error {
 }
 
 function expandHome(p) {
-  return p.startsWith('~/') ? path.join(os.homedir(), p.slice(2)) : p
+  return local(p.startsWith('~/') ? path.join(home(), p.slice(2)) : p)
 }
 
 /**
@@ -57,8 +57,8 @@ function expandHome(p) {
 export async function loadKubeconfig({ kubeconfig, context } = {}) {
   let file = kubeconfig
   if (!file) {
-    const list = (process.env.KUBECONFIG || '').split(path.delimiter).filter(Boolean)
-    file = list.find((f) => fs.existsSync(expandHome(f))) || list[0] || path.join(os.homedir(), '.kube', 'config')
+    const list = (io().env.KUBECONFIG || '').split(path.delimiter).filter(Boolean)
+    file = list.find((f) => fs.existsSync(expandHome(f))) || list[0] || path.join(home(), '.kube', 'config')
   }
   file = expandHome(file)
   let text
@@ -174,7 +174,7 @@ export class KubeClient {
           e.code = 'SIM_TLS_TIMEOUT'
           fail(e)
           req.destroy()
-        }, Number(process.env.SIM_TLS_HANDSHAKE_TIMEOUT_MS || 10000))
+        }, Number(io().env.SIM_TLS_HANDSHAKE_TIMEOUT_MS || 10000))
         sock.once('secureConnect', () => clearTimeout(tlsTimer))
       })
       req.on('error', (err) => {

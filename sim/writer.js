@@ -117,7 +117,7 @@ export function bootstrapSettings(scenario) {
 }
 
 /** write <dir>/cluster whole (via a temp dir and rename) and <dir>/env; returns the paths */
-export async function writeClusterDir(dir, scenario, pki, { talosctlServer } = {}) {
+export async function writeClusterDir(dir, scenario, pki, { cliServer } = {}) {
   dir = resolve(dir)
   mkdirSync(dir, { recursive: true })
   const clusterDir = join(dir, 'cluster')
@@ -141,14 +141,14 @@ export async function writeClusterDir(dir, scenario, pki, { talosctlServer } = {
     KUBECONFIG: join(clusterDir, 'kubeconfig'),
     CLUSTER_DIR: clusterDir,
     SIM_TALOSCTL_VERSION: scenario.cluster.talosVersion,
-    // where sim/bin/talosctl sends its commands (sim/talosctl/server.js)
-    ...(talosctlServer ? { SIM_TALOSCTL_SERVER: talosctlServer } : {}),
+    // where sim/bin/talosctl and sim/bin/helm send their commands (sim/cli-server.js)
+    ...(cliServer ? { SIM_CLI_SERVER: cliServer } : {}),
   }
   const q = (v) => `'${String(v).replace(/'/g, `'\\''`)}'`
   writeFileSync(join(dir, 'env'), [
     '# source this file: simulated talosctl/helm/flux first on PATH',
     `export PATH=${q(BIN_DIR)}:"$PATH"`,
-    ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR', 'SIM_TALOSCTL_VERSION', 'SIM_TALOSCTL_SERVER'].filter((k) => env[k]).map((k) => `export ${k}=${q(env[k])}`),
+    ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR', 'SIM_TALOSCTL_VERSION', 'SIM_CLI_SERVER'].filter((k) => env[k]).map((k) => `export ${k}=${q(env[k])}`),
     '',
   ].join('\n'))
   return { dir, clusterDir, env }

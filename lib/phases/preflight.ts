@@ -9,13 +9,16 @@ import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { withRetry } from '../retry.js'
 import type { Run } from '../run.js'
 
+/** Validations at a time per CPU: each is mostly a process start and a file read, a fraction of a core. */
+const VALIDATIONS_PER_CPU = 4
+
 /**
  * Every machine config passes `talosctl validate --mode metal`, or the run stops with exit 2.
- * Local CPU work, so as many at a time as there are CPUs (one at a time took minutes at 300 nodes).
+ * Local work, bounded by the CPUs (one at a time took minutes at 300 nodes).
  */
 async function validateConfigs(run: Run): Promise<void> {
   const errors: InputError[] = []
-  const problems = await mapLimit(run.nodes, availableParallelism(), (node) => run.talosctl.validate(node.configFile))
+  const problems = await mapLimit(run.nodes, availableParallelism() * VALIDATIONS_PER_CPU, (node) => run.talosctl.validate(node.configFile))
   for (const [i, node] of run.nodes.entries()) {
     const problem = problems[i]
     if (problem) {

@@ -1,4 +1,5 @@
 // helm v3's --wait readiness rules (pkg/kube/ready.go), applied by polling the API.
+import { io } from '../cli-io.js'
 
 /** intstr.GetScaledValueFromIntOrPercent */
 function scaled(v, total, roundUp) {
@@ -47,7 +48,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
  * Wait until every DaemonSet and Deployment among `objects` is ready, polling the API.
  * Throws Error('context deadline exceeded') when `deadline` (epoch ms) passes.
  */
-export async function waitForResources(client, objects, deadline, pollMs = Number(process.env.SIM_HELM_POLL_MS || 250)) {
+export async function waitForResources(client, objects, deadline, pollMs = Number(io().env.SIM_HELM_POLL_MS || 250)) {
   const pending = objects.filter((o) => o.kind === 'DaemonSet' || o.kind === 'Deployment')
   for (;;) {
     let allReady = true
@@ -65,6 +66,8 @@ export async function waitForResources(client, objects, deadline, pollMs = Numbe
       }
     }
     if (allReady) return
+    // a thin client that went away (killed): stop waiting, as its process would have
+    if (io().cancelled.signal.aborted) throw new Error('context canceled')
     if (Date.now() + pollMs > deadline) {
       await sleep(Math.max(0, deadline - Date.now()))
       throw new Error('context deadline exceeded')

@@ -1,4 +1,5 @@
 // Chart values as helm v3 merges them: -f files (in order, deep merge), then --set (strvals).
+import { local } from '../cli-io.js'
 import fs from 'node:fs'
 
 export const isMap = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
@@ -93,7 +94,7 @@ export async function mergeValues({ files = [], sets = [], setStrings = [] }) {
   for (const f of files) {
     let text
     try {
-      text = f === '-' ? fs.readFileSync(0, 'utf8') : fs.readFileSync(f, 'utf8')
+      text = f === '-' ? fs.readFileSync(0, 'utf8') : fs.readFileSync(local(f), 'utf8')
     } catch {
       throw new Error(`open ${f}: no such file or directory`)
     }

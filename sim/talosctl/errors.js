@@ -1,5 +1,5 @@
 // Go-shaped error values: gRPC status errors, per-node errors, hashicorp/go-multierror lists.
-import { io } from './io.js'
+import { io } from '../cli-io.js'
 
 export class RpcError extends Error {
   constructor(code, desc) {

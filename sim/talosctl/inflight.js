@@ -1,5 +1,5 @@
 // In-flight calls, kept apart from transport.js so main.js needn't load https/crypto at startup.
-import { io } from './io.js'
+import { io } from '../cli-io.js'
 
 /** The current run's in-flight calls: each entry cancels one. */
 export const inflight = () => io().inflight

@@ -1,5 +1,5 @@
 // Entry point: cobra's Execute plus talosctl's error printing (no "Error:" prefix, usage block rule, exit 0/1).
-import { io } from './io.js'
+import { io } from '../cli-io.js'
 import { buildTree } from './tree.js'
 import { cancelAll } from './inflight.js'
 

@@ -1,5 +1,5 @@
 // What WithClient / WithClientNoNodes / WithClientMaintenance give a command: a connection and its nodes.
-import { io } from './io.js'
+import { io } from '../cli-io.js'
 import { call, parseEndpoint } from './transport.js'
 import { secureClient } from './talosconfig.js'
 import { filterMessages, warn } from './errors.js'

@@ -1,5 +1,5 @@
 // talosconfig resolution and client construction errors, as pkg/machinery/client/config does.
-import { io, local } from './io.js'
+import { io, local } from '../cli-io.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import os from 'node:os'

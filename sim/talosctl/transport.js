@@ -1,5 +1,5 @@
 // One RPC over HTTPS to a node's :50000 listener, with socket/TLS outcomes mapped to grpc-go texts.
-import { io } from './io.js'
+import { io } from '../cli-io.js'
 import https from 'node:https'
 import { X509Certificate } from 'node:crypto'
 import { RpcError, unavailable, fromWire } from './errors.js'

@@ -1,5 +1,5 @@
 // The talosctl command tree (the subset the product uses), with talosctl's flags, texts and arg rules.
-import { io } from './io.js'
+import { io } from '../cli-io.js'
 import { Command, args } from './command.js'
 
 // persistent flags every "talos" command gets (talos.addCommand)

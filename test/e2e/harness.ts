@@ -77,7 +77,7 @@ export class E2eCluster {
       TALOSCONFIG: this.sim.env.TALOSCONFIG,
       KUBECONFIG: this.sim.env.KUBECONFIG,
       SIM_TALOSCTL_VERSION: this.sim.env.SIM_TALOSCTL_VERSION,
-      SIM_TALOSCTL_SERVER: this.sim.env.SIM_TALOSCTL_SERVER,
+      SIM_CLI_SERVER: this.sim.env.SIM_CLI_SERVER,
       CLUSTER_DIR: this.clusterDir,
       NO_COLOR: '1',
       ...extra,

@@ -1,5 +1,5 @@
 // talosctl apply-config
-import { io, local } from '../io.js'
+import { io, local } from '../../cli-io.js'
 import fs from 'node:fs'
 import { withClient, withMaintenance } from '../session.js'
 import { filterMessages, warn } from '../errors.js'

@@ -1,6 +1,6 @@
 // talosctl config endpoint|node|context|contexts|info: edit/read the talosconfig
 import fs from 'node:fs'
-import { io, local } from '../io.js'
+import { io, local } from '../../cli-io.js'
 import { openConfig } from '../talosconfig.js'
 import { table } from '../format.js'
 

@@ -1,5 +1,5 @@
 // talosctl etcd members | status | remove-member | leave
-import { io } from '../io.js'
+import { io } from '../../cli-io.js'
 import { withClient } from '../session.js'
 import { warn } from '../errors.js'
 import { table, humanBytes } from '../format.js'

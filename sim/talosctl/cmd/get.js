@@ -1,5 +1,5 @@
 // talosctl get: COSI resources, one-to-one per node; raw errors (no node prefix).
-import { io } from '../io.js'
+import { io } from '../../cli-io.js'
 import { withClient, withMaintenance, versionCheck } from '../session.js'
 import { fromWire, multiError } from '../errors.js'
 import { table, goJSON, goYAML } from '../format.js'

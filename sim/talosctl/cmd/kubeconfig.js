@@ -1,5 +1,5 @@
 // talosctl kubeconfig [local-path]: path logic, merge with renames, file mode 0600
-import { io, local } from '../io.js'
+import { io, local } from '../../cli-io.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import os from 'node:os'

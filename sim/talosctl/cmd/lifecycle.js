@@ -1,5 +1,5 @@
 // talosctl reboot / reset (--wait=false: one RPC; --wait: a plain non-TTY tracker)
-import { io } from '../io.js'
+import { io } from '../../cli-io.js'
 import { withClient, withMaintenance, versionCheck } from '../session.js'
 import { filterMessages } from '../errors.js'
 import { formatDuration } from '../flags.js'

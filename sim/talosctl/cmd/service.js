@@ -1,5 +1,5 @@
 // talosctl service / services
-import { io } from '../io.js'
+import { io } from '../../cli-io.js'
 import { withClient } from '../session.js'
 import { warn } from '../errors.js'
 import { table, goDurationSeconds } from '../format.js'

@@ -1,5 +1,5 @@
 // bootstrap, health, dmesg: single-RPC commands
-import { io } from '../io.js'
+import { io } from '../../cli-io.js'
 import { withClient } from '../session.js'
 import { multiError, RpcError, fromWire } from '../errors.js'
 

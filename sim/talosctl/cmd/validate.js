@@ -1,5 +1,5 @@
 // talosctl validate (offline): the checks of §4.3 the product relies on
-import { io, local } from '../io.js'
+import { io, local } from '../../cli-io.js'
 import fs from 'node:fs'
 
 const multi = (errs) => `${errs.length === 1 ? '1 error occurred:' : `${errs.length} errors occurred:`}\n${errs.map((e) => `\t* ${e}`).join('\n')}\n\n`

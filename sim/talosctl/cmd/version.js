@@ -1,5 +1,5 @@
 // talosctl version
-import { io } from '../io.js'
+import { io } from '../../cli-io.js'
 import { withClient, withMaintenance, clientVersion } from '../session.js'
 import { warn } from '../errors.js'
 

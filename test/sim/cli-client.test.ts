@@ -1,6 +1,7 @@
-// sim/bin/talosctl as the product runs it: a thin client whose commands the simulator runs
-// (sim/talosctl/server.js). It must print what the node process prints (sim/talosctl/cli.js),
-// byte for byte, with the same exit codes, stream by stream, and handle signals as talosctl does.
+// sim/bin/talosctl and sim/bin/helm as the product runs them: thin clients whose commands the
+// simulator runs (sim/cli-server.js). They must print what the node processes print
+// (sim/<tool>/cli.js), byte for byte, with the same exit codes, stream by stream, and handle
+// signals as the tools do.
 // Addresses: 127.26.1.0/24 only.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import { execFile, spawn } from 'node:child_process'
@@ -9,6 +10,7 @@ import { join, resolve } from 'node:path'
 import { startOn, type Started } from './helpers.js'
 
 const CLIENT = resolve(__dirname, '../../sim/bin/talosctl')
+const HELM = resolve(__dirname, '../../sim/bin/helm')
 const CP = '127.26.1.11'
 const WORKER = '127.26.1.21'
 
@@ -16,10 +18,10 @@ interface Result { code: number | null; stdout: string; stderr: string }
 let s: Started
 let baseEnv: NodeJS.ProcessEnv
 
-function talosctl(args: string[], { server = true, cwd, env = {} }: { server?: boolean; cwd?: string; env?: Record<string, string> } = {}): Promise<Result> {
+function talosctl(args: string[], { server = true, cwd, env = {}, bin = CLIENT }: { server?: boolean; cwd?: string; env?: Record<string, string>; bin?: string } = {}): Promise<Result> {
   return new Promise((done) => {
-    const fullEnv = { ...baseEnv, ...env, SIM_TALOSCTL_SERVER: server ? String(s.sim.env.SIM_TALOSCTL_SERVER) : '' }
-    execFile(CLIENT, args, { env: fullEnv, cwd: cwd ?? s.dir }, (err, stdout, stderr) => {
+    const fullEnv = { ...baseEnv, ...env, SIM_CLI_SERVER: server ? String(s.sim.env.SIM_CLI_SERVER) : '' }
+    execFile(bin, args, { env: fullEnv, cwd: cwd ?? s.dir }, (err, stdout, stderr) => {
       done({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr })
     })
   })
@@ -36,8 +38,8 @@ afterAll(async () => { await s?.stop() })
 
 describe('sim/bin/talosctl served by the simulator', () => {
   it('the simulator writes its address to the env file, on loopback', () => {
-    expect(s.sim.env.SIM_TALOSCTL_SERVER).toMatch(/^127\.0\.0\.1:\d+$/)
-    expect(readFileSync(join(s.dir, 'env'), 'utf8')).toContain(`export SIM_TALOSCTL_SERVER='${s.sim.env.SIM_TALOSCTL_SERVER}'`)
+    expect(s.sim.env.SIM_CLI_SERVER).toMatch(/^127\.0\.0\.1:\d+$/)
+    expect(readFileSync(join(s.dir, 'env'), 'utf8')).toContain(`export SIM_CLI_SERVER='${s.sim.env.SIM_CLI_SERVER}'`)
   })
 
   it('prints what the node process prints, stream by stream, with the same exit code', async () => {
@@ -63,6 +65,30 @@ describe('sim/bin/talosctl served by the simulator', () => {
     expect(served.stdout).toBe('')
   })
 
+  it('helm: prints what the node process prints, and reads files from the caller\'s directory', async () => {
+    const cwd = join(s.dir, 'helm-work')
+    mkdirSync(cwd, { recursive: true })
+    writeFileSync(join(cwd, 'values.yaml'), 'ipam:\n  mode: kubernetes\n')
+    const cases = [
+      ['version', '--short'],
+      ['version'],
+      ['status', 'cilium', '--namespace', 'kube-system', '--kubeconfig', 'missing-kubeconfig'],
+      ['upgrade', '--install', 'cilium', 'cilium/cilium', '-f', 'missing.yaml', '--kubeconfig', 'missing-kubeconfig'],
+      ['bogus'],
+      ['list', '--output', 'xml'],
+    ]
+    for (const args of cases) {
+      const [served, own] = await Promise.all([talosctl(args, { bin: HELM, cwd }), talosctl(args, { bin: HELM, cwd, server: false })])
+      expect({ args, ...served }).toEqual({ args, ...own })
+    }
+    // a relative kubeconfig is read from the caller's directory: helm gets as far as dialling the
+    // (not yet answering) API instead of failing to find the file
+    writeFileSync(join(cwd, 'kc'), ['apiVersion: v1', 'kind: Config', 'clusters: [{name: c, cluster: {server: "https://127.26.1.10:6443", insecure-skip-tls-verify: true}}]',
+      'users: [{name: u, user: {token: abc}}]', 'contexts: [{name: x, context: {cluster: c, user: u}}]', 'current-context: x', ''].join('\n'))
+    const r = await talosctl(['status', 'cilium', '--kubeconfig', 'kc'], { bin: HELM, cwd })
+    expect(r).toEqual({ code: 1, stdout: '', stderr: 'Error: Kubernetes cluster unreachable: Get "https://127.26.1.10:6443/version": dial tcp 127.26.1.10:6443: connect: connection refused\n' })
+  })
+
   it('resolves file arguments against the caller\'s working directory, not the simulator\'s', async () => {
     const cwd = join(s.dir, 'work')
     mkdirSync(cwd, { recursive: true })
@@ -77,13 +103,13 @@ describe('sim/bin/talosctl served by the simulator', () => {
     const r = await talosctl(['version', '--client'], { env: {} , server: false })
     expect(r.code).toBe(0)
     const stale = await new Promise<Result>((done) => {
-      execFile(CLIENT, ['version', '--client'], { env: { ...baseEnv, SIM_TALOSCTL_SERVER: '127.0.0.1:1' } }, (err, stdout, stderr) => done({ code: err ? 1 : 0, stdout, stderr }))
+      execFile(CLIENT, ['version', '--client'], { env: { ...baseEnv, SIM_CLI_SERVER: '127.0.0.1:1' } }, (err, stdout, stderr) => done({ code: err ? 1 : 0, stdout, stderr }))
     })
     expect(stale).toEqual(r)
   })
 
   it('a first SIGINT cancels the call in flight as talosctl does (message, context canceled, exit 1)', async () => {
-    const child = spawn(CLIENT, ['get', 'machinestatus', '--insecure', '-n', WORKER, '-e', WORKER], { env: { ...baseEnv, SIM_TALOSCTL_SERVER: String(s.sim.env.SIM_TALOSCTL_SERVER) }, cwd: s.dir })
+    const child = spawn(CLIENT, ['get', 'machinestatus', '--insecure', '-n', WORKER, '-e', WORKER], { env: { ...baseEnv, SIM_CLI_SERVER: String(s.sim.env.SIM_CLI_SERVER) }, cwd: s.dir })
     let stderr = ''
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
     const code = new Promise<number | null>((done) => child.on('close', (c) => done(c)))
@@ -96,7 +122,7 @@ describe('sim/bin/talosctl served by the simulator', () => {
   })
 
   it('a killed client leaves nothing running in the simulator', async () => {
-    const child = spawn(CLIENT, ['get', 'machinestatus', '--insecure', '-n', WORKER, '-e', WORKER], { env: { ...baseEnv, SIM_TALOSCTL_SERVER: String(s.sim.env.SIM_TALOSCTL_SERVER) }, cwd: s.dir })
+    const child = spawn(CLIENT, ['get', 'machinestatus', '--insecure', '-n', WORKER, '-e', WORKER], { env: { ...baseEnv, SIM_CLI_SERVER: String(s.sim.env.SIM_CLI_SERVER) }, cwd: s.dir })
     const before = s.sim.callsLog.length
     await waitFor(() => s.sim.callsLog.length > before)
     const closed = new Promise((done) => child.on('close', done))
@@ -108,7 +134,7 @@ describe('sim/bin/talosctl served by the simulator', () => {
 })
 
 async function activeRuns(): Promise<number> {
-  const { inflightRuns } = await import('../../sim/talosctl/server.js')
+  const { inflightRuns } = await import('../../sim/cli-server.js')
   return inflightRuns()
 }
 

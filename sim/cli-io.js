@@ -1,15 +1,17 @@
-// What one talosctl run reads and writes: its arguments, environment, working directory and
-// output streams, and the calls it has in flight. Run by node (cli.js) these are the process's
-// own; run inside the simulator for the thin client sim/bin/talosctl (server.js), each run has
-// its own, so many runs share one process without seeing each other.
+// What one run of a simulated CLI (talosctl, helm) reads and writes: its arguments, environment,
+// working directory and output streams, the calls it has in flight and whether it was cancelled.
+// Run as a node process (sim/<tool>/cli.js) these are the process's own; run inside the simulator
+// for the thin client sim/cli-client.bash (cli-server.js), each run has its own, so many runs share
+// one process without seeing each other.
 import { AsyncLocalStorage } from 'node:async_hooks'
+import os from 'node:os'
 import path from 'node:path'
 
 const runs = new AsyncLocalStorage()
 
 /** A run's context: streams are anything with write(text). */
 export function newRun({ argv, env, cwd, stdout, stderr }) {
-  return { argv, env, cwd, stdout, stderr, inflight: new Set(), suppressErrors: false, signalled: false }
+  return { argv, env, cwd, stdout, stderr, inflight: new Set(), suppressErrors: false, signalled: false, cancelled: new AbortController() }
 }
 
 let own
@@ -25,3 +27,6 @@ export const withRun = (ctx, fn) => runs.run(ctx, fn)
 
 /** A file argument as the caller meant it: relative to the caller's working directory. */
 export const local = (p) => path.resolve(io().cwd, p)
+
+/** The caller's home directory ($HOME, as Go's os.UserHomeDir reads it). */
+export const home = () => io().env.HOME || os.homedir()

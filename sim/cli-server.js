@@ -1,18 +1,35 @@
-// Runs talosctl commands inside the simulator for the thin client sim/bin/talosctl, so a call
-// costs a bash start instead of a node start (~0.15 s of CPU each, several times what the real Go
-// binary takes: enough to make a benchmark measure node start-ups rather than the bootstrap).
-// The same code as the node process (cli.js) runs, with the client's arguments, environment,
-// working directory and output (io.js); the product sees the same texts and exit codes.
+// Runs simulated talosctl and helm commands inside the simulator for the thin client
+// sim/cli-client.bash, so a call costs a bash start instead of a node start (~0.15 s of CPU each,
+// several times what the real Go binaries take: enough to make a benchmark measure node start-ups
+// rather than the bootstrap). The same code as the node processes (sim/<tool>/cli.js) runs, with
+// the client's arguments, environment, working directory and output (cli-io.js); the product sees
+// the same texts and exit codes.
 //
 // Protocol, on a loopback TCP connection (bash can open one: /dev/tcp):
-//   client → server: NUL-terminated fields: "talosctl", cwd, argc, argv…, then env entries
-//                    ("K=V") up to an empty field; afterwards each byte "c" is a signal (SIGINT/SIGTERM).
+//   client → server: NUL-terminated fields: tool ("talosctl" | "helm"), cwd, argc, argv…, then env
+//                    entries ("K=V") up to an empty field; afterwards each byte "c" is a signal
+//                    (talosctl's SIGINT/SIGTERM handling).
 //   server → client: frames "out <n>\n<n bytes>" and "err <n>\n<n bytes>", then "exit <code>\n".
-// A client that goes away (killed) cancels the run's calls in flight.
+// A client that goes away (killed) cancels its run: calls in flight fail, waits stop.
 import net from 'node:net'
-import { newRun, withRun } from './io.js'
-import { cancelAll } from './inflight.js'
-import { interrupt, main } from './main.js'
+import { newRun, withRun } from './cli-io.js'
+
+const TOOLS = {
+  async talosctl(argv) {
+    const { main } = await import('./talosctl/main.js')
+    return main(argv)
+  },
+  async helm(argv, run) {
+    const { main } = await import('./helm/main.js')
+    return main(argv, { stdout: run.stdout, stderr: run.stderr })
+  },
+}
+
+/** talosctl's first signal (pkg/cli/context.go): 'exit' when the run must end now */
+async function interrupt(run) {
+  const { interrupt } = await import('./talosctl/main.js')
+  return withRun(run, interrupt)
+}
 
 /** Reads the request's fields as they arrive; resolves once the env terminator is seen. */
 function readRequest(socket, onSignal) {
@@ -44,14 +61,14 @@ function readRequest(socket, onSignal) {
 }
 
 function parse(fields, argc) {
-  if (fields[0] !== 'talosctl' || !Number.isInteger(argc) || argc < 0) return new Error(`bad request: ${fields.slice(0, 3).join(' ')}`)
+  if (!Object.hasOwn(TOOLS, fields[0]) || !Number.isInteger(argc) || argc < 0) return new Error(`bad request: ${fields.slice(0, 3).join(' ')}`)
   const argv = fields.slice(3, 3 + argc)
   const env = {}
   for (const kv of fields.slice(3 + argc, -1)) {
     const eq = kv.indexOf('=')
     if (eq > 0) env[kv.slice(0, eq)] = kv.slice(eq + 1)
   }
-  return { cwd: fields[1], argv, env }
+  return { tool: fields[0], cwd: fields[1], argv, env }
 }
 
 /** runs started and not finished yet (a killed client's run must end too) */
@@ -77,22 +94,25 @@ function serve(socket) {
     active.delete(socket)
     if (open) socket.end(`exit ${code}\n`)
   }
-  const onSignal = () => { if (run && withRun(run, interrupt) === 'exit') finish(1) }
+  const onSignal = () => { if (run) interrupt(run).then((what) => { if (what === 'exit') finish(1) }) }
   socket.on('error', () => {})
   socket.on('close', () => {
     open = false
-    // the client is gone (killed): nobody waits for these calls any more
-    if (run && !finished) withRun(run, cancelAll)
+    // the client is gone (killed): nobody waits for this run any more
+    if (run && !finished) {
+      run.cancelled.abort()
+      for (const cancel of [...run.inflight]) cancel()
+    }
   })
   readRequest(socket, onSignal).then(
     (req) => {
       run = newRun({ ...req, stdout: stream('out'), stderr: stream('err') })
       active.add(socket)
-      return withRun(run, () => main(req.argv)).then(finish)
+      return withRun(run, () => TOOLS[req.tool](req.argv, run)).then(finish)
     },
     (e) => { send(`err ${Buffer.byteLength(e.message) + 1}\n${e.message}\n`); finish(1) },
   ).catch((e) => {
-    const text = `simulated talosctl crashed: ${e?.stack ?? e}\n`
+    const text = `simulated CLI crashed: ${e?.stack ?? e}\n`
     send(`err ${Buffer.byteLength(text)}\n${text}`)
     finish(1)
   })
