@@ -9,23 +9,44 @@ import type { ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import type { Run } from '../run.js'
+import type { ServiceStatus } from '../tools/talosctl.js'
 import { SharedReading } from '../shared-reading.js'
 import { condition, type KubeObject } from '../tools/kubectl.js'
-import { pointKubeconfig } from './bootstrap.js'
+import { bootstrapNode, pointKubeconfig } from './bootstrap.js'
 
-/** One `kubectl get` per poll round, shared by every node step. */
+/** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
   nodes: SharedReading<KubeObject[]>
   cniPods: SharedReading<KubeObject[]> | undefined
+  kubelets: SharedReading<Map<string, ServiceStatus | undefined>>
+  /** nodes whose kubelet runs and which registered: no longer asked */
+  registered: Set<string>
 }
 
 function readings(run: Run): Readings {
   const age = run.settings.pollIntervalMs / 2
   const cni = run.settings.cni
+  const registered = new Set<string>()
+  // every node of the run still going whose kubelet has not been seen registered, through the
+  // control plane the cluster was bootstrapped on (its API answers by now)
+  const kubeletReader = (): Promise<Map<string, ServiceStatus | undefined>> =>
+    run.talosctl.serviceStatuses(run.nodes.filter((n) => !run.failed.has(n.name) && !registered.has(n.name)), bootstrapNode(run), 'kubelet')
   return {
     nodes: new SharedReading(() => run.kubectl.list('nodes'), age),
     cniPods: cni ? new SharedReading(cniPodReader(run), age) : undefined,
+    kubelets: new SharedReading(kubeletReader, age),
+    registered,
   }
+}
+
+/** A node's kubelet from the shared batched read; a node the batch missed is asked alone. */
+async function kubeletOf(node: ClusterNode, run: Run, r: Readings): Promise<ServiceStatus | undefined> {
+  const batched = (await r.kubelets.get().catch(() => undefined))?.get(node.ip)
+  if (batched) return batched
+  return run.talosctl.serviceStatus(node, 'kubelet').catch((err: unknown) => {
+    if (err instanceof NodeError && err.transient) return undefined
+    throw err
+  })
 }
 
 /** Reads the pods of the CNI's DaemonSet, found through its own selector (read once, then kept). */
@@ -95,17 +116,12 @@ function nodeReadyStep(r: Readings) {
     let registered = false
     const check = async (): Promise<PollAnswer<NodeOutcome>> => {
       // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once
-      const kubeletRead = registered
-        ? undefined
-        : run.talosctl.serviceStatus(node, 'kubelet').catch((err: unknown) => {
-            if (err instanceof NodeError && err.transient) return undefined
-            throw err
-          })
-      const [kubelet, nodes, pods] = await Promise.all([kubeletRead, r.nodes.get(), r.cniPods?.get()])
+      const [kubelet, nodes, pods] = await Promise.all([registered ? undefined : kubeletOf(node, run, r), r.nodes.get(), r.cniPods?.get()])
       const self = nodes.find((n) => n.metadata.name === node.name)
       if (!registered) {
         const kubeletState = kubelet ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}` : 'kubelet not readable'
         registered = self !== undefined && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
+        if (registered) r.registered.add(node.name)
         if (!registered) {
           stage = { kind: 'kubelet', why: `${kubeletState}; ${self ? 'registered' : 'not registered'}` }
           return { done: false, state: stage.why }

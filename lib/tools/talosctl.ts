@@ -131,6 +131,19 @@ export class Talosctl {
     return parseServiceBlock(result.stdout, service)
   }
 
+  /**
+   * One batched `talosctl service <id>` through `via` for many nodes (one block per node). A node
+   * with no block failed (talosctl names no node in batched errors): undefined, to be asked alone.
+   */
+  async serviceStatuses(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, ServiceStatus | undefined>> {
+    const args = ['service', service, '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', nodes.map((n) => n.ip).join(',')]
+    const dry = nodes.map((n) => `NODE     ${n.ip}\nID       ${service}\nSTATE    Running\nHEALTH   OK\n`).join('')
+    const result = await this.runner.run({ tool: 'talosctl', args, mutates: false, dryRunStdout: dry })
+    const blocks = result.stdout.split(/^(?=NODE\s)/m).filter((b) => b.trim())
+    const byIp = new Map(blocks.map((b) => [/^NODE\s+(\S+)/.exec(b)?.[1] ?? '', parseServiceBlock(b, service)]))
+    return new Map(nodes.map((n) => [n.ip, byIp.get(n.ip)]))
+  }
+
   async bootstrap(node: ClusterNode): Promise<void> {
     await this.call(node, ['bootstrap', ...this.secureArgs(node)], true)
   }

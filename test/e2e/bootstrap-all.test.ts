@@ -1,5 +1,5 @@
 // Issue: bootstrap etcd, wait until truly ready, hand over to Flux; bootstrap:all end to end, then again as a no-op.
-import { statSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { E2eCluster, statuses } from './harness.js'
@@ -28,6 +28,12 @@ describe('bootstrap:all', () => {
 
     // exactly one bootstrap call, on the first control plane
     expect(cluster.calls().filter((c) => c.call === 'bootstrap').map((c) => c.node)).toEqual(['cp-1'])
+
+    // the kubelets are read in one batched call through cp-1 per poll round (naming the nodes not
+    // yet registered), not one call per node
+    const kubeletReads = readFileSync(join(cluster.clusterDir, '.bootstrap', 'commands.log'), 'utf8').split('\n').filter((l) => / talosctl service kubelet /.test(l))
+    expect(kubeletReads[0]).toMatch(/ -e 127\.61\.1\.11 -n 127\.61\.1\.11,127\.61\.1\.12,127\.61\.1\.13,127\.61\.1\.21,127\.61\.1\.22(\s|$)/)
+    for (const line of kubeletReads) expect(line).toMatch(/ -e 127\.61\.1\.11 -n /)
 
     const kubeconfig = join(cluster.clusterDir, 'kubeconfig')
     expect(statSync(kubeconfig).mode & 0o777).toBe(0o600)
