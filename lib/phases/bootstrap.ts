@@ -135,20 +135,25 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
 
 /** Endpoint if it answers, else a control plane's own address. Returns where it points. */
 export async function pointKubeconfig(run: Run): Promise<string> {
+  return (await aimKubeconfig(run)).where
+}
+
+/** As pointKubeconfig; `ready` when choosing the VIP already found the API answering /readyz there. */
+export async function aimKubeconfig(run: Run): Promise<{ where: string; ready: boolean }> {
   const endpoint = run.inventory.endpoint
   const current = kubeconfigServer(run.kubeconfig)
   if (!run.inventory.vip) {
     if (current !== endpoint) setKubeconfigServer(run.kubeconfig, endpoint)
-    return `kubeconfig -> ${endpoint}`
+    return { where: `kubeconfig -> ${endpoint}`, ready: false }
   }
   if (await run.kubectl.readyz(endpoint)) {
     if (current !== endpoint) setKubeconfigServer(run.kubeconfig, endpoint)
-    return `kubeconfig -> ${endpoint}`
+    return { where: `kubeconfig -> ${endpoint}`, ready: true }
   }
   const node = bootstrapNode(run)
   const direct = apiUrl(node.ip)
   if (current !== direct) setKubeconfigServer(run.kubeconfig, direct)
-  return `kubeconfig -> ${direct} (the endpoint ${run.inventory.vip} does not answer yet)`
+  return { where: `kubeconfig -> ${direct} (the endpoint ${run.inventory.vip} does not answer yet)`, ready: false }
 }
 
 export const bootstrap: Phase = {

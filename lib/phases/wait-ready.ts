@@ -12,7 +12,7 @@ import type { Run } from '../run.js'
 import type { ServiceStatus } from '../tools/talosctl.js'
 import { SharedReading } from '../shared-reading.js'
 import { condition, type KubeObject } from '../tools/kubectl.js'
-import { bootstrapNode, pointKubeconfig } from './bootstrap.js'
+import { aimKubeconfig, bootstrapNode } from './bootstrap.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
@@ -68,8 +68,10 @@ function cniPodReader(run: Run): () => Promise<KubeObject[]> {
 async function waitForApi(run: Run, report: StepReporter): Promise<string> {
   return pollUntil(
     async (): Promise<PollAnswer<string>> => {
-      const where = run.options.dryRun ? 'dry run' : await pointKubeconfig(run)
-      if (await run.kubectl.readyz()) return { done: true, value: `API ready (${where})` }
+      const aimed = run.options.dryRun ? { where: 'dry run', ready: false } : await aimKubeconfig(run)
+      const where = aimed.where
+      // the VIP's /readyz answered while choosing it: that is where the kubeconfig points now
+      if (aimed.ready || (await run.kubectl.readyz())) return { done: true, value: `API ready (${where})` }
       return { done: false, state: `API not ready yet (${where})` }
     },
     { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
