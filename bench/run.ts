@@ -55,6 +55,12 @@ function productVersion(): string {
   }
 }
 
+// CPU incl. tools comes from GNU time's rusage of the whole process tree (measure.ts)
+if (!existsSync('/usr/bin/time')) {
+  process.stderr.write('npm run bench needs GNU time at /usr/bin/time (Debian/Ubuntu: apt-get install time)\n')
+  process.exit(2)
+}
+
 const machine = {
   cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, memGB: round(os.totalmem() / 2 ** 30, 1),
   os: `${os.type()} ${os.release()}`, node: process.version,
