@@ -360,17 +360,18 @@ export async function bootstrapGit(ctx) {
   }
   const repoURL = url.toString().replace(/\/$/, '')
   const existing = await client.getOrNull('Kustomization', n, n).catch(() => null)
-  const sha = () => crypto.randomBytes(20).toString('hex')
+  // flux's lines for generating a set of manifests and committing it (a rerun finds them up to date)
+  const commitManifests = (what) => {
+    ctx.log.action(`generating ${what} manifests`)
+    ctx.log.success(`generated ${what} manifests`)
+    if (existing) return ctx.log.success(`${what} manifests are up to date`)
+    ctx.log.success(`committed ${what} manifests to "${branch}" ("${crypto.randomBytes(20).toString('hex')}")`)
+    ctx.log.action(`pushing ${what} manifests to "${f.url}"`)
+  }
 
   ctx.log.action(`cloning branch "${branch}" from Git repository "${f.url}"`)
   ctx.log.success('cloned repository')
-  ctx.log.action('generating component manifests')
-  ctx.log.success('generated component manifests')
-  if (existing) ctx.log.success('component manifests are up to date')
-  else {
-    ctx.log.success(`committed component manifests to "${branch}" ("${sha()}")`)
-    ctx.log.action(`pushing component manifests to "${f.url}"`)
-  }
+  commitManifests('component')
   ctx.log.action(`installing components in "${n}" namespace`)
   await installComponents(ctx, { extraLabels: { 'kustomize.toolkit.fluxcd.io/name': n, 'kustomize.toolkit.fluxcd.io/namespace': n } })
   ctx.log.success('installed components')
@@ -400,13 +401,7 @@ export async function bootstrapGit(ctx) {
   else await client.create(secret)
   ctx.log.success('reconciled source secret')
 
-  ctx.log.action('generating sync manifests')
-  ctx.log.success('generated sync manifests')
-  if (existing) ctx.log.success('sync manifests are up to date')
-  else {
-    ctx.log.success(`committed sync manifests to "${branch}" ("${sha()}")`)
-    ctx.log.action(`pushing sync manifests to "${f.url}"`)
-  }
+  commitManifests('sync')
   ctx.log.action('applying sync manifests')
   const path = f.path ? `./${f.path.replace(/^\.\//, '')}` : './'
   await apply(client, [
