@@ -25,6 +25,13 @@ export function io() {
 
 export const withRun = (ctx, fn) => runs.run(ctx, fn)
 
+/** Cancels a run's calls in flight (they fail as a cancelled context does); returns how many. */
+export function cancelCalls(run = io()) {
+  const calls = [...run.inflight]
+  for (const cancel of calls) cancel()
+  return calls.length
+}
+
 /** A file argument as the caller meant it: relative to the caller's working directory. */
 export const local = (p) => path.resolve(io().cwd, p)
 

@@ -12,7 +12,7 @@
 //   server → client: frames "out <n>\n<n bytes>" and "err <n>\n<n bytes>", then "exit <code>\n".
 // A client that goes away (killed) cancels its run: calls in flight fail, waits stop.
 import net from 'node:net'
-import { newRun, withRun } from './cli-io.js'
+import { cancelCalls, newRun, withRun } from './cli-io.js'
 
 const TOOLS = {
   async talosctl(argv) {
@@ -101,7 +101,7 @@ function serve(socket) {
     // the client is gone (killed): nobody waits for this run any more
     if (run && !finished) {
       run.cancelled.abort()
-      for (const cancel of [...run.inflight]) cancel()
+      cancelCalls(run)
     }
   })
   readRequest(socket, onSignal).then(

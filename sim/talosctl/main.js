@@ -1,7 +1,6 @@
 // Entry point: cobra's Execute plus talosctl's error printing (no "Error:" prefix, usage block rule, exit 0/1).
-import { io } from '../cli-io.js'
+import { cancelCalls, io } from '../cli-io.js'
 import { buildTree } from './tree.js'
-import { cancelAll } from './inflight.js'
 
 function printError(err, cmd) {
   const text = err.message ?? String(err)
@@ -21,7 +20,7 @@ export function interrupt() {
   if (run.signalled) return 'exit'
   run.signalled = true
   run.stderr.write('Signal received, aborting, press Ctrl+C once again to abort immediately...\n')
-  return cancelAll() === 0 ? 'exit' : 'wait'
+  return cancelCalls() === 0 ? 'exit' : 'wait'
 }
 
 export async function main(argv) {
