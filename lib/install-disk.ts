@@ -76,13 +76,9 @@ export function selectorMatches(selector: Record<string, unknown>, disk: Disk): 
         if (!sizeMatches(value, disk.sizeBytes)) return false
         break
       case 'model':
-        if (!glob(value, disk.model)) return false
-        break
       case 'serial':
-        if (!glob(value, disk.serial)) return false
-        break
       case 'wwid':
-        if (!glob(value, disk.wwid)) return false
+        if (!glob(value, disk[key])) return false
         break
       case 'type':
         if (diskType(disk) !== value) return false

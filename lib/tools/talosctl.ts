@@ -45,6 +45,9 @@ export type ProbeResult = { state: 'maintenance' } | { state: 'configured' }
 const DRY_MACHINESTATUS = (node: string, stage: string): string =>
   JSON.stringify({ node, metadata: { id: 'machine' }, spec: { stage, status: { ready: true, unmetConditions: [] } } })
 
+/** `talosctl service <id>` block of a running service, for dry runs. */
+const DRY_SERVICE = (node: string, service: string): string => `NODE     ${node}\nID       ${service}\nSTATE    Running\nHEALTH   OK\nEVENTS   [Running]: Health check successful (1s ago)\n`
+
 /** The talosctl wrapper: every call names -e, -n and --talosconfig (secure) or --insecure, and is bounded. */
 export class Talosctl {
   constructor(
@@ -127,7 +130,7 @@ export class Talosctl {
   }
 
   async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {
-    const result = await this.call(node, ['service', service, ...this.secureArgs(node)], false, `NODE     ${node.ip}\nID       ${service}\nSTATE    Running\nHEALTH   OK\nEVENTS   [Running]: Health check successful (1s ago)\n`)
+    const result = await this.call(node, ['service', service, ...this.secureArgs(node)], false, DRY_SERVICE(node.ip, service))
     return parseServiceBlock(result.stdout, service)
   }
 
@@ -137,8 +140,7 @@ export class Talosctl {
    */
   async serviceStatuses(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, ServiceStatus | undefined>> {
     const args = ['service', service, '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', nodes.map((n) => n.ip).join(',')]
-    const dry = nodes.map((n) => `NODE     ${n.ip}\nID       ${service}\nSTATE    Running\nHEALTH   OK\n`).join('')
-    const result = await this.runner.run({ tool: 'talosctl', args, mutates: false, dryRunStdout: dry })
+    const result = await this.runner.run({ tool: 'talosctl', args, mutates: false, dryRunStdout: nodes.map((n) => DRY_SERVICE(n.ip, service)).join('') })
     const blocks = result.stdout.split(/^(?=NODE\s)/m).filter((b) => b.trim())
     const byIp = new Map(blocks.map((b) => [/^NODE\s+(\S+)/.exec(b)?.[1] ?? '', parseServiceBlock(b, service)]))
     return new Map(nodes.map((n) => [n.ip, byIp.get(n.ip)]))
