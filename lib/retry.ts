@@ -17,6 +17,28 @@ export interface RetryOptions {
 
 const FACTOR = 2
 
+/** Resolves after ms; rejects with the signal's reason when the run is aborted. */
+function wait(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    signal.throwIfAborted()
+    const onAbort = (): void => {
+      clearTimeout(timer)
+      reject(signal.reason)
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+/** Exponential backoff with full-range jitter (x1 to x2), capped at the max delay: the delay before attempt n+1. */
+export function backoffDelay(attempt: number, settings: RetryOptions['settings']): number {
+  const jitter = 1 + Math.random()
+  return Math.min(Math.round(jitter * settings.retryDelayMs * FACTOR ** (attempt - 1)), settings.retryMaxDelayMs)
+}
+
 /**
  * The one retry policy: exponential backoff with jitter, only for transient kinds
  * (unreachable, timeout, not-ready-yet); anything else fails at once.
@@ -31,16 +53,15 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, options: 
     },
     {
       retries: options.settings.retries,
-      factor: FACTOR,
-      minTimeout: options.settings.retryDelayMs,
-      maxTimeout: options.settings.retryMaxDelayMs,
-      randomize: true,
+      // the backoff is waited here, in onFailedAttempt, so the delay reported is the one waited
+      minTimeout: 0,
       signal: options.signal,
       shouldRetry: ({ error }) => error instanceof NodeError && error.transient,
-      onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+      onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
         if (!(error instanceof NodeError) || !error.transient || retriesLeft === 0) return
-        const base = Math.min(options.settings.retryDelayMs * FACTOR ** (attemptNumber - 1), options.settings.retryMaxDelayMs)
-        options.onRetry?.({ attempt: attemptNumber, error, delayMs: base })
+        const delayMs = backoffDelay(attemptNumber, options.settings)
+        options.onRetry?.({ attempt: attemptNumber, error, delayMs })
+        await wait(delayMs, options.signal)
       },
     },
   ).catch((err: unknown) => {

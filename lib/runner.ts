@@ -68,7 +68,9 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
         },
       })
       if (tracker.stopRequested) {
+        // never run: every node not-run, so the phase is not ok (phaseOk), and says why
         finishPhase(tracker, phase.name, result, touched)
+        result.ok = phaseOk(result)
         task.skip('stopped by --fail-fast')
         return
       }
@@ -243,7 +245,9 @@ function finishPhase(tracker: Tracker, phase: PhaseName, result: PhaseResult, to
     const blockedBy = tracker.failedIn.get(record.name)
     if (blockedBy && blockedBy !== phase) {
       record.detail = `failed in ${blockedBy}`
-    } else if (!tracker.stopRequested && !record.detail) {
+    } else if (tracker.stopRequested) {
+      record.detail ??= 'stopped by --fail-fast'
+    } else if (!record.detail) {
       record.status = 'skipped'
       record.detail = 'nothing to do'
     }

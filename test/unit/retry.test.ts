@@ -7,7 +7,7 @@ const settings = { retries: 3, retryDelayMs: 1000, retryMaxDelayMs: 3000 }
 describe('withRetry', () => {
   beforeEach(() => {
     vi.useFakeTimers()
-    vi.spyOn(Math, 'random').mockReturnValue(0.5) // p-retry jitter multiplies by 1 + random
+    vi.spyOn(Math, 'random').mockReturnValue(0.5) // the jitter multiplies by 1 + random
   })
   afterEach(() => vi.useRealTimers())
 
@@ -28,10 +28,37 @@ describe('withRetry', () => {
     expect(calls).toBe(2)
     await vi.advanceTimersByTimeAsync(3000)
     await expect(promise).resolves.toEqual({ value: 'ok', attempts: 3 })
+    // the jittered delays actually waited (1000 x 1.5, then 2000 x 1.5), not the base ones
     expect(events.map((e) => [e.attempt, e.error.kind, e.delayMs])).toEqual([
-      [1, 'unreachable', 1000],
-      [2, 'unreachable', 2000],
+      [1, 'unreachable', 1500],
+      [2, 'unreachable', 3000],
     ])
+  })
+
+  it('reports the delay it waits, whatever the jitter draws', async () => {
+    const draws = [0.1, 0.9]
+    vi.spyOn(Math, 'random').mockImplementation(() => draws.shift() ?? 0)
+    const events: RetryEvent[] = []
+    let calls = 0
+    const promise = withRetry(
+      async () => {
+        calls++
+        if (calls < 3) throw new NodeError('timeout', 'slow', 'hint')
+        return calls
+      },
+      { settings: { retries: 3, retryDelayMs: 1000, retryMaxDelayMs: 10_000 }, signal: new AbortController().signal, onRetry: (e) => events.push(e) },
+    )
+    await vi.advanceTimersByTimeAsync(0)
+    expect(events.map((e) => e.delayMs)).toEqual([1100])
+    await vi.advanceTimersByTimeAsync(1099)
+    expect(calls).toBe(1)
+    await vi.advanceTimersByTimeAsync(1)
+    expect(calls).toBe(2)
+    expect(events.map((e) => e.delayMs)).toEqual([1100, 3800])
+    await vi.advanceTimersByTimeAsync(3799)
+    expect(calls).toBe(2)
+    await vi.advanceTimersByTimeAsync(1)
+    await expect(promise).resolves.toEqual({ value: 3, attempts: 3 })
   })
 
   it('never retries a permanent kind', async () => {

@@ -102,4 +102,13 @@ describe('runPhases', () => {
     expect(results[0]?.nodes[0]?.error?.message).toBe('etcd-bootstrap: bootstrap is not available yet')
     expect(results[0]?.nodes[1]?.status).toBe('ok')
   })
+
+  it('with --fail-fast, a later phase that never ran is not ok and says why for every node', async () => {
+    const failing: Phase = { name: 'apply', title: 'first', steps: () => [{ kind: 'node', title: 'work', run: async (node) => { if (node.name === 'n-1') throw new NodeError('config-invalid', 'bad', 'fix it') } }] }
+    const later: Phase = { name: 'verify', title: 'second', steps: () => [{ kind: 'node', title: 'work', run: async () => undefined }] }
+    const last: Phase = { name: 'bootstrap', title: 'third', steps: () => [{ kind: 'cluster', name: 'etcd-bootstrap', title: 'etcd', run: async () => 'done' }] }
+    const results = await runPhases(fakeRun(nodes(3), 1, true), [failing, later, last])
+    expect(results.map((p) => [p.name, p.ok])).toEqual([['apply', false], ['verify', false], ['bootstrap', false]])
+    expect(results[1]?.nodes.map((n) => [n.status, n.detail])).toEqual([['not-run', 'failed in apply'], ['not-run', 'stopped by --fail-fast'], ['not-run', 'stopped by --fail-fast']])
+  })
 })
