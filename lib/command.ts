@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { which } from 'zx'
 import { parseCommandArgs, type CommandArgs } from './args.js'
@@ -12,10 +11,11 @@ import type { Phase } from './phase.js'
 import { phasesFor } from './phases/index.js'
 import { Redactor, redactProcessOutput } from './redact.js'
 import { stateDir, writeReport, type Report } from './report.js'
+import { checkStateFiles } from './state-files.js'
 import type { PhaseName, PhaseResult } from './results.js'
 import type { Run } from './run.js'
 import { runPhases } from './runner.js'
-import { loadSettings, type Settings } from './settings.js'
+import { checkSettingsFit, loadSettings, type Settings } from './settings.js'
 import { failureDetails, summaryTable } from './summary.js'
 import { TOOL_ENV, ToolRunner, type ToolName } from './tools/exec.js'
 import { Flux } from './tools/flux.js'
@@ -112,8 +112,10 @@ export function reportFatal(err: unknown): number {
 
 /** What every command loads first: settings, the inventory, and a redactor that knows their secrets. */
 export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags'>, env: NodeJS.ProcessEnv): { settings: Settings; inventory: Inventory; redactor: Redactor } {
-  const settings = loadSettings({ clusterDir: args.clusterDir, env, flags: args.settingFlags })
+  const input = { clusterDir: args.clusterDir, env, flags: args.settingFlags }
+  const settings = loadSettings(input)
   const inventory = loadInventory(args.clusterDir)
+  checkSettingsFit(input, settings, inventory)
   const redactor = new Redactor()
   redactor.addFromYamlFile(inventory.talosconfig)
   for (const node of inventory.nodes) redactor.addFromYamlFile(node.configFile)
@@ -133,8 +135,10 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   const phases: Phase[] = phasesFor(names)
 
   requireTools(env, ['talosctl', ...(spec.tools ?? [])])
+  const state = stateDir(inventory.clusterDir)
+  // nothing under .bootstrap is written through a link, and the directory must be writable: known before any node is touched
+  if (!args.dryRun) checkStateFiles(inventory.clusterDir, ['lock', 'commands.log', 'journal.json', 'last-run.json', 'runs'].map((f) => join(state, f)))
   if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
-  mkdirSync(stateDir(inventory.clusterDir), { recursive: true })
 
   const tools = new ToolRunner({
     env,
@@ -145,6 +149,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     ...(args.dryRun ? {} : { logFile: join(stateDir(inventory.clusterDir), 'commands.log') }),
   })
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
+  const journalWarnings: string[] = []
   const run: Run = {
     command: spec.command,
     settings,
@@ -161,14 +166,16 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     flux: new Flux(tools, kubeconfig),
     kubeconfig,
     failed: new Map(),
-    journal: Journal.load(inventory.clusterDir),
+    journal: Journal.load(inventory.clusterDir, (message) => journalWarnings.push(message)),
     warn: output.warn,
   }
 
   // the versions and the offline checks are independent local work: both at once; the header
   // still comes first, so warnings from the checks wait for it
-  const held: string[] = []
+  const held: string[] = [...journalWarnings]
   run.warn = (message) => held.push(message)
+  // a journal of the wrong shape was ignored: rewrite it now, not only after the first phase
+  if (run.journal.discarded && !args.dryRun) run.journal.save()
   const checks = (async () => {
     for (const phase of phases) await phase.check?.(run)
   })()

@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { stateDir } from './report.js'
-import type { NodeStatus, PhaseName, PhaseResult } from './results.js'
+import { PHASE_NAMES, type NodeStatus, type PhaseName, type PhaseResult } from './results.js'
+import { writeStateFile } from './state-files.js'
 
 interface JournalEntry {
   status: NodeStatus
@@ -21,19 +22,33 @@ interface JournalFile {
  */
 export class Journal {
   private constructor(
+    private readonly clusterDir: string,
     private readonly path: string,
     private readonly data: JournalFile,
+    /** the file on disk was not a journal: it is rewritten at the next save */
+    readonly discarded = false,
   ) {}
 
-  static load(clusterDir: string): Journal {
+  /** A journal of the wrong shape (hand-edited, truncated, another tool's) is ignored with a warning and rewritten. */
+  static load(clusterDir: string, warn: (message: string) => void = () => undefined): Journal {
     const path = join(stateDir(clusterDir), 'journal.json')
+    let text: string
     try {
-      const data = JSON.parse(readFileSync(path, 'utf8')) as JournalFile
-      if (data.version === 1 && data.nodes) return new Journal(path, data)
+      text = readFileSync(path, 'utf8')
     } catch {
-      // no journal yet, or an unreadable one: start afresh (the live state decides anyway)
+      // no journal yet: start afresh (the live state decides anyway)
+      return new Journal(clusterDir, path, { version: 1, nodes: {} })
     }
-    return new Journal(path, { version: 1, nodes: {} })
+    let problem: string | undefined
+    try {
+      const data: unknown = JSON.parse(text)
+      problem = shapeProblem(data)
+      if (!problem) return new Journal(clusterDir, path, data as JournalFile)
+    } catch (err) {
+      problem = `not JSON (${err instanceof Error ? err.message : String(err)})`
+    }
+    warn(`${path}: ignoring a journal of the wrong shape (${problem}); it is rewritten by this run (the live state decides what is left to do)`)
+    return new Journal(clusterDir, path, { version: 1, nodes: {} }, true)
   }
 
   /** The node finished this phase (ok or skipped) in an earlier or this run. */
@@ -58,9 +73,24 @@ export class Journal {
   }
 
   save(): void {
-    mkdirSync(join(this.path, '..'), { recursive: true })
-    const tmp = `${this.path}.${process.pid}`
-    writeFileSync(tmp, `${JSON.stringify(this.data, null, 2)}\n`)
-    renameSync(tmp, this.path)
+    writeStateFile(this.clusterDir, this.path, `${JSON.stringify(this.data, null, 2)}\n`)
   }
+}
+
+const STATUSES: readonly string[] = ['ok', 'skipped', 'failed', 'not-run']
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** What is wrong with a parsed journal, or undefined when it has the shape JournalFile says. */
+function shapeProblem(data: unknown): string | undefined {
+  if (!isObject(data)) return 'not an object'
+  if (data.version !== 1) return `version ${JSON.stringify(data.version)}, expected 1`
+  if (!isObject(data.nodes)) return 'nodes is not an object'
+  for (const [node, phases] of Object.entries(data.nodes)) {
+    if (!isObject(phases)) return `nodes.${node} is not an object`
+    for (const [phase, entry] of Object.entries(phases)) {
+      if (!(PHASE_NAMES as readonly string[]).includes(phase)) return `nodes.${node}: unknown phase "${phase}"`
+      if (!isObject(entry) || !STATUSES.includes(String(entry.status)) || typeof entry.at !== 'string') return `nodes.${node}.${phase} is not {status, at}`
+    }
+  }
+  return undefined
 }

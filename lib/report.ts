@@ -1,7 +1,7 @@
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Redactor } from './redact.js'
 import type { PhaseResult } from './results.js'
+import { safeName, writeStateFile } from './state-files.js'
 
 export interface Report {
   version: 1
@@ -20,17 +20,17 @@ export function stateDir(clusterDir: string): string {
   return join(clusterDir, '.bootstrap')
 }
 
-/** Writes runs/<time>-<command>.json and last-run.json (atomically), redacted. Returns the run file. */
+/** runs/<time>-<command>, the name of a report and its picture; only sanitized characters (a report read back may be forged). */
+export function runName(report: Pick<Report, 'startedAt' | 'command'>): string {
+  return safeName(`${String(report.startedAt).replace(/[:.]/g, '-')}-${String(report.command)}`)
+}
+
+/** Writes runs/<time>-<command>.json and last-run.json (atomically, never through a link), redacted. Returns the run file. */
 export function writeReport(clusterDir: string, report: Report, redactor: Redactor): string {
   const dir = stateDir(clusterDir)
-  const runs = join(dir, 'runs')
-  mkdirSync(runs, { recursive: true })
   const text = redactor.redact(JSON.stringify(report, null, 2)) + '\n'
-  const stamp = report.startedAt.replace(/[:.]/g, '-')
-  const runFile = join(runs, `${stamp}-${report.command}.json`)
-  writeFileSync(runFile, text)
-  const tmp = join(dir, `last-run.json.${process.pid}`)
-  writeFileSync(tmp, text)
-  renameSync(tmp, join(dir, 'last-run.json'))
+  const runFile = join(dir, 'runs', `${runName(report)}.json`)
+  writeStateFile(clusterDir, runFile, text)
+  writeStateFile(clusterDir, join(dir, 'last-run.json'), text)
   return runFile
 }

@@ -1,11 +1,12 @@
 // task bootstrap:report: draws a run report as a timeline, in the terminal and as an SVG beside it.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { parseCommandArgs } from './args.js'
 import { ExitCode, InputError } from './errors.js'
 import { formatDuration } from './duration.js'
 import { output } from './output.js'
-import { stateDir, type Report } from './report.js'
+import { runName, stateDir, type Report } from './report.js'
+import { writeStateFile } from './state-files.js'
 import { buildTimeline, renderSvg, renderText, type Timeline } from './timeline.js'
 
 export const REPORT_USAGE = 'task bootstrap:report [CLUSTER_DIR=dir] [RUN=<report file, or its name under .bootstrap/runs>]'
@@ -19,7 +20,7 @@ export function locateReport(clusterDir: string, run: string | undefined): { fil
       throw new InputError('no run recorded yet', { file: stateDir(clusterDir), fix: 'run a bootstrap task first (e.g. task bootstrap:talos), or name a report with RUN=<file>' })
     }
     // last-run.json is a copy of runs/<startedAt>-<command>.json (lib/report.ts writeReport)
-    return { file, svg: (r) => join(runs, `${r.startedAt.replace(/[:.]/g, '-')}-${r.command}.svg`) }
+    return { file, svg: (r) => join(runs, `${runName(r)}.svg`) }
   }
   const candidates = [resolve(run), join(runs, run), join(runs, `${run}.json`)]
   const file = candidates.find((f) => existsSync(f) && f.endsWith('.json'))
@@ -71,7 +72,7 @@ export function reportCommand(argv: string[], env: NodeJS.ProcessEnv): number {
     const colour = process.stdout.isTTY === true && !env.NO_COLOR && env.TERM !== 'dumb'
     const columns = process.stdout.isTTY === true ? (process.stdout.columns ?? 100) : 100
     const svgFile = svg(report)
-    writeFileSync(svgFile, renderSvg(timeline, headline(timeline)))
+    writeStateFile(args.clusterDir, svgFile, renderSvg(timeline, headline(timeline)))
     output.table([headline(timeline), '', renderText(timeline, { width: barWidth(timeline, columns), colour }), ''].join('\n'))
     output.info(`report: ${file}`)
     output.info(`svg: ${svgFile}`)

@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs'
-import { join } from 'node:path'
-import { parseDuration } from './duration.js'
+import { existsSync, statSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { formatDuration, parseDuration } from './duration.js'
 import { InputError } from './errors.js'
+import type { Inventory } from './inventory.js'
 import { YamlFile } from './yaml-file.js'
 
 export interface CniSettings {
@@ -82,6 +83,9 @@ export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
   { key: 'kubeconfig', file: 'kubeconfig', env: 'BOOTSTRAP_KUBECONFIG', flag: 'kubeconfig', kind: 'string', default: 'kubeconfig' },
 ]
 
+/** The longest delay setTimeout honours (2^31-1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
 const STRUCTURED_KEYS = ['cni', 'readinessGates', 'flux'] as const
 export const SETTINGS_FILE = 'bootstrap.yaml'
 
@@ -104,6 +108,10 @@ function convert(spec: ScalarSpec, raw: unknown, source: Source): number | strin
       const ms = parseDuration(text)
       if (ms === undefined || ms <= 0) {
         throw invalid(source, `${spec.file} must be a duration, got ${JSON.stringify(raw)}`, example(spec))
+      }
+      // a timer holds at most 2^31-1 ms; Node fires a longer one after 1 ms
+      if (ms > MAX_TIMER_MS) {
+        throw invalid(source, `${spec.file} ${JSON.stringify(raw)} is longer than a timer can hold (at most ${formatDuration(MAX_TIMER_MS)})`, example(spec))
       }
       return ms
     }
@@ -273,4 +281,47 @@ function readFlux(file: YamlFile, raw: unknown): FluxSettings {
     throw file.error(['flux'], 'flux.mode bootstrap needs flux.git (url, branch, path)', 'add flux.git or set flux.mode: install')
   }
   return flux
+}
+
+/**
+ * Where the effective value of a scalar setting came from (flag, environment, bootstrap.yaml with its
+ * line), for an error about a value that parses but does not fit the cluster (a bootstrapNode that is
+ * no control plane).
+ */
+export function settingOrigin(input: SettingsInput, key: ScalarKey): { file?: string; line?: number; describe: string } {
+  const spec = SCALAR_SETTINGS.find((s) => s.key === key) as ScalarSpec
+  if (input.flags[spec.flag] !== undefined) return { describe: `flag --${spec.flag}` }
+  if (input.env[spec.env]) return { describe: `environment ${spec.env}` }
+  const path = join(input.clusterDir, SETTINGS_FILE)
+  if (!existsSync(path)) return { describe: 'default' }
+  const line = YamlFile.read(path, `fix ${SETTINGS_FILE}`).lineOf([spec.file])
+  return { file: path, ...(line ? { line } : {}), describe: SETTINGS_FILE }
+}
+
+/** Settings that parse but do not fit this cluster: bad input before any node is touched. */
+export function checkSettingsFit(input: SettingsInput, settings: Settings, inventory: Inventory): void {
+  const at = (key: ScalarKey, message: string, fix: string): InputError => {
+    const origin = settingOrigin(input, key)
+    return new InputError(origin.file ? message : `${origin.describe}: ${message}`, { ...(origin.file ? { file: origin.file } : {}), ...(origin.line ? { line: origin.line } : {}), fix })
+  }
+  const wanted = settings.bootstrapNode
+  if (wanted !== undefined) {
+    const node = inventory.nodes.find((n) => n.name === wanted || n.ip === wanted)
+    const cps = inventory.nodes.filter((n) => n.role === 'controlplane').map((n) => n.name)
+    const fix = `name a control plane (${cps.join(', ') || 'none in the inventory'}), or unset bootstrapNode to use the first`
+    if (!node) throw at('bootstrapNode', `bootstrapNode "${wanted}" is no node of the inventory`, fix)
+    if (node.role !== 'controlplane') throw at('bootstrapNode', `bootstrapNode "${wanted}" is a worker: etcd is bootstrapped on a control plane`, fix)
+  }
+  const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
+  let isDir = false
+  try {
+    isDir = statSync(kubeconfig).isDirectory()
+  } catch {
+    // absent: the bootstrap phase writes it
+  }
+  if (isDir) {
+    const origin = settingOrigin(input, 'kubeconfig')
+    const where = origin.file ? `${origin.file}${origin.line ? `:${origin.line}` : ''}` : origin.describe
+    throw new InputError(`is a directory, not a kubeconfig file (kubeconfig from ${where})`, { file: kubeconfig, fix: 'move the directory away, or point kubeconfig at a file path (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig)' })
+  }
 }

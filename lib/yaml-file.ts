@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { isMap, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document, type Node as YamlNode, type YAMLError } from 'yaml'
+import { isMap, isSeq, LineCounter, parseAllDocuments, parseDocument, visit, type Document, type Node as YamlNode, type YAMLError } from 'yaml'
 import { InputError } from './errors.js'
 
 /** A parsed YAML file that can say on which line a value stands, for `<file>:<line>:` errors. */
@@ -36,7 +36,7 @@ export class YamlFile {
   }
 
   toJS(): unknown {
-    return this.doc.toJS()
+    return documentToJS(this.doc, this.path, this.lines)
   }
 
   /** Line of the value at a path (keys and indexes), or of its nearest existing parent. */
@@ -70,6 +70,28 @@ export class YamlFile {
     if (!node || typeof node !== 'object' || !('range' in node) || !node.range) return undefined
     if (isSeq(node) || isMap(node) || 'value' in node) return this.lines.linePos(node.range[0]).line
     return undefined
+  }
+}
+
+/**
+ * A document as plain values. The yaml library refuses aliases that expand past its limit (an "alias
+ * bomb": a few lines that grow to gigabytes) with a ReferenceError: that is bad input, with the line
+ * of the first alias.
+ */
+export function documentToJS(doc: Document, path: string, lines?: LineCounter): unknown {
+  try {
+    return doc.toJS()
+  } catch (err) {
+    if (!(err instanceof ReferenceError) || !/alias/i.test(err.message)) throw err
+    let offset: number | undefined
+    visit(doc, {
+      Alias(_key, node) {
+        offset = node.range?.[0]
+        return visit.BREAK
+      },
+    })
+    const line = lines && offset !== undefined ? lines.linePos(offset).line : undefined
+    throw new InputError(`YAML aliases expand too far (${err.message})`, { file: path, ...(line ? { line } : {}), fix: 'write the values out instead of repeating nested aliases' })
   }
 }
 

@@ -1,7 +1,7 @@
-import { appendFileSync } from 'node:fs'
 import { $ } from 'zx'
 import { ToolMissingError } from '../errors.js'
 import type { Redactor } from '../redact.js'
+import { appendStateFile } from '../state-files.js'
 
 export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'flux'
 
@@ -126,9 +126,10 @@ export class ToolRunner {
     const outcome = result.timedOut ? 'timeout' : result.aborted ? 'aborted' : `exit ${result.exitCode}`
     const line = `${new Date().toISOString()} ${outcome} ${Math.round(result.durationMs)}ms ${this.commandLine(result.call)}\n`
     try {
-      appendFileSync(this.options.logFile, line)
+      appendStateFile(this.options.logFile, line)
     } catch {
-      // the command log is a convenience; a full disk must not fail the run
+      // the command log is a convenience; a full disk must not fail the run (a link planted
+      // during the run is refused by O_NOFOLLOW; one there at the start is refused as bad input)
     }
   }
 }
