@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { formatDuration, parseDuration } from './duration.js'
+import { parseDuration } from './duration.js'
 import { InputError } from './errors.js'
 import type { Inventory } from './inventory.js'
 import { YamlFile } from './yaml-file.js'
@@ -111,7 +111,7 @@ function convert(spec: ScalarSpec, raw: unknown, source: Source): number | strin
       }
       // a timer holds at most 2^31-1 ms; Node fires a longer one after 1 ms
       if (ms > MAX_TIMER_MS) {
-        throw invalid(source, `${spec.file} ${JSON.stringify(raw)} is longer than a timer can hold (at most ${formatDuration(MAX_TIMER_MS)})`, example(spec))
+        throw invalid(source, `${spec.file} ${JSON.stringify(raw)} is longer than a timer can hold (at most ${Math.floor(MAX_TIMER_MS / 3_600_000)}h)`, example(spec))
       }
       return ms
     }
