@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { parse as parseYaml } from 'yaml'
+import { parseAllDocuments } from 'yaml'
 
 const SECRET_KEY = /^(key|token|secret|bootstraptoken|secretboxEncryptionSecret|aescbcEncryptionSecret|password|privateKey|identity)$/i
 const MIN_SECRET_LENGTH = 8
@@ -13,10 +13,20 @@ function base64Stem(value: string): string {
 /** Remembers secret values read from inputs and masks them in anything the tool writes out. */
 export class Redactor {
   private readonly secrets = new Set<string>()
+  /** short values known to be secret (a Secret's data): masked where they stand as a word of their own */
+  private readonly shortSecrets = new Set<string>()
+  private shortPattern: RegExp | undefined
 
-  add(value: string): void {
+  /** `anyLength`: a value known to be secret (a Secret's data/stringData), masked however short. */
+  add(value: string, anyLength = false): void {
     const trimmed = value.trim()
-    if (trimmed.length < MIN_SECRET_LENGTH) return
+    if (trimmed.length < MIN_SECRET_LENGTH) {
+      if (!anyLength || trimmed === '') return
+      this.shortSecrets.add(trimmed)
+      this.shortSecrets.add(Buffer.from(trimmed, 'utf8').toString('base64'))
+      this.shortPattern = undefined
+      return
+    }
     this.secrets.add(trimmed)
     // as a Kubernetes Secret's data shows it: base64, cut to the groups the value alone decides
     this.secrets.add(base64Stem(trimmed))
@@ -39,9 +49,10 @@ export class Redactor {
     } catch {
       return
     }
-    for (const part of text.split(/^---$/m)) {
+    // every document, whatever follows its `---` (a trailing space, a comment)
+    for (const document of parseAllDocuments(text)) {
       try {
-        const doc: unknown = parseYaml(part)
+        const doc: unknown = document.toJS()
         this.walk(doc)
         this.addSecretData(doc)
       } catch {
@@ -66,7 +77,13 @@ export class Redactor {
     for (const secret of this.secrets) {
       if (out.includes(secret)) out = out.split(secret).join('<redacted>')
     }
-    return out
+    if (this.shortSecrets.size === 0) return out
+    // a short value inside a longer word is not it ("pass" in "password"); standing alone it is
+    this.shortPattern ??= new RegExp(
+      `(?<![A-Za-z0-9+/])(?:${[...this.shortSecrets].sort((a, b) => b.length - a.length).map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})(?![A-Za-z0-9])`,
+      'g',
+    )
+    return out.replace(this.shortPattern, '<redacted>')
   }
 
   /** A Kubernetes Secret manifest: every value of data/stringData is secret, whatever its key (sops.agekey, username). */
@@ -75,10 +92,10 @@ export class Redactor {
     if (secret?.kind !== 'Secret') return
     for (const values of [secret.data, secret.stringData]) {
       for (const value of Object.values(values ?? {})) {
-        if (typeof value !== 'string') continue
-        this.add(value)
+        if (typeof value !== 'string' && typeof value !== 'number') continue
+        this.add(String(value), true)
         // data holds base64: its decoded form is the secret a tool would print
-        if (values === secret.data) this.add(Buffer.from(value, 'base64').toString('utf8'))
+        if (values === secret.data) this.add(Buffer.from(String(value), 'base64').toString('utf8'), true)
       }
     }
   }

@@ -137,4 +137,27 @@ describe('secrets audit: no secret value reaches stdout, stderr, the logs or the
 
     expectNoLeak(cluster, everyOutput(cluster, printed), secrets)
   })
+
+  it('short Secret values and a second document after `--- ` (trailing space) in flux.secrets: nothing leaks', { timeout: 180_000 }, async () => {
+    // a 7-character password, and a token in the file's second document; Flux quotes both in its failure
+    const short = `p${randomBytes(3).toString('hex')}`
+    const second = `tok_${randomBytes(12).toString('hex')}`
+    const { cluster, secrets } = await start('127.71.5', {
+      cps: 1,
+      workers: 1,
+      speed: 1200,
+      faults: [{ kind: 'flux', message: `Secret/flux-system/creds is invalid: data[password]: Invalid value: "${short}"; data[token]: Invalid value: "${second}"` }],
+    })
+    const file = join(cluster.clusterDir, 'flux-creds.yaml')
+    const doc = (name: string, body: string): string => `apiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: flux-system\ntype: Opaque\n${body}`
+    writeFileSync(file, `${doc('creds', `stringData:\n  password: ${short}\n`)}--- \n${doc('creds-2', `data:\n  token: ${Buffer.from(second).toString('base64')}\n`)}`)
+    const settings = join(cluster.clusterDir, 'bootstrap.yaml')
+    writeFileSync(settings, readFileSync(settings, 'utf8').replace(/^flux:\n/m, 'flux:\n  secrets:\n    - flux-creds.yaml\n'))
+    const all = await cluster.task('bootstrap:all', {}, ['--retries', '1', '--flux-timeout', '5s'])
+    expect(all.code, `${all.stdout}\n${all.stderr}`).toBe(1)
+    // the failure was reported (with the values masked), so the values did pass through the outputs
+    expect(all.stderr).toContain('Invalid value: "<redacted>"')
+    const needles = [{ origin: 'flux-creds.yaml stringData.password (7 characters)', needles: [short] }, { origin: 'flux-creds.yaml (second document) data.token', needles: needlesOf(second) }]
+    expectNoLeak(cluster, everyOutput(cluster, outputsOf('failing bootstrap:all', all)), [...secrets, ...needles])
+  })
 })
