@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { NodeError } from './classify.js'
 
 export type PollAnswer<T> = { done: true; value: T } | { done: false; state: string }
 
@@ -22,7 +23,9 @@ export interface PollOptions {
 
 /**
  * The one waiting helper: asks `check` every interval until it is done, the deadline passes
- * (PollTimeout with the last state) or the run is aborted. `check` may throw to stop early.
+ * (PollTimeout with the last state) or the run is aborted. `check` may throw to stop early; a
+ * transient NodeError it throws (a refused or timed-out read, a 503) is "not yet": a wait fails
+ * only at its deadline, never on one bad read shared by every node.
  */
 export async function pollUntil<T>(check: (elapsedMs: number) => Promise<PollAnswer<T>>, options: PollOptions): Promise<T> {
   const started = performance.now()
@@ -30,7 +33,10 @@ export async function pollUntil<T>(check: (elapsedMs: number) => Promise<PollAns
   for (;;) {
     options.signal.throwIfAborted()
     const elapsed = performance.now() - started
-    const answer = await check(elapsed)
+    const answer = await check(elapsed).catch((err: unknown): PollAnswer<T> => {
+      if (err instanceof NodeError && err.transient && !options.signal.aborted) return { done: false, state: `${err.kind}: ${err.message}` }
+      throw err
+    })
     if (answer.done) return answer.value
     lastState = answer.state
     options.onState?.(answer.state, elapsed)

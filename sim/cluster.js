@@ -5,7 +5,7 @@ import { existsSync, appendFileSync, writeFileSync, mkdirSync } from 'node:fs'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createClock } from './clock.js'
-import { createFaults } from './faults.js'
+import { createFaults, FAULT_KINDS } from './faults.js'
 import { generatePki } from './pki.js'
 import { writeClusterDir, BIN_DIR } from './writer.js'
 import { Node, memberId } from './node.js'
@@ -122,6 +122,14 @@ export class Simulator {
       if (this.faults.find(name, { on: 'any', kind: k }).some((f) => f.times != null)) return this.faults.take(name, { on: 'any', kind: k })
     }
     return null
+  }
+  /** a fault that starts now (tests: a failure that begins mid-run); the same fields as `faults:` */
+  addFault(fault) {
+    const spec = FAULT_KINDS[fault.kind]
+    const on = fault.on ?? spec?.def
+    if (!spec || !spec.on.includes(on)) throw new Error(`addFault: ${fault.kind} on ${on} is not a fault kind`)
+    this.faults.add({ node: fault.node ?? null, on, kind: fault.kind, times: fault.times ?? null, ms: fault.ms ?? null, message: fault.message ?? null, ...(fault.path != null ? { path: fault.path } : {}) })
+    for (const n of this.nodes) this.changed(n)
   }
   clearFault(node, kind) {
     this.faults.clear(node, kind)
@@ -254,15 +262,37 @@ export class Simulator {
         return res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }))
       }
       if (!this.kube) { res.writeHead(503, { 'content-type': 'text/plain' }); return res.end('the Kubernetes API is not simulated yet (sim/kube missing)\n') }
-      this.kube.handle(req, res)
+      this.kubeRequestFault(addr, req, res, () => this.kube.handle(req, res))
     })
     srv.sockets = new Set()
-    srv.on('connection', (s) => { srv.sockets.add(s); s.on('close', () => srv.sockets.delete(s)) })
+    srv.on('connection', (s) => {
+      // on: kube, refused: the API server is restarting; the connection is reset before TLS
+      if (this.faults.takeKube(this.kubeNodeAt(addr), ['refused'], null)) return s.resetAndDestroy()
+      srv.sockets.add(s); s.on('close', () => srv.sockets.delete(s))
+    })
     srv.on('error', (e) => this.log(`kube listener ${addr}: ${e.message}`))
     srv.on('tlsClientError', () => {})
     this.kubeListeners.set(addr, srv)
     srv.ready = new Promise((r) => { srv.once('listening', r); srv.once('error', r) })
     srv.listen(KUBE_PORT, addr)
+  }
+
+  /** the control plane a Kubernetes listener belongs to (null for the VIP: every node's kube faults) */
+  kubeNodeAt(addr) { return this.nodes.find((n) => n.ip === addr)?.name ?? null }
+  /**
+   * on: kube faults acting on one request: unavailable answers 503 as kube-apiserver does while its
+   * storage is unavailable (k8s.io/apiserver pkg/endpoints/handlers/responsewriters, a Status with
+   * reason ServiceUnavailable); timeout never answers; latency delays the answer by ms.
+   */
+  kubeRequestFault(addr, req, res, handle) {
+    const path = (req.url ?? '/').split('?')[0]
+    const f = this.faults.takeKube(this.kubeNodeAt(addr), ['unavailable', 'timeout', 'latency'], path)
+    if (!f) return handle()
+    this.record({ time: this.clock.now().toISOString(), node: this.kubeNodeAt(addr), ip: addr, tool: 'kube', call: 'kube', command: `${req.method} ${path}`, args: [], outcome: `fault ${f.kind}` })
+    if (f.kind === 'timeout') return
+    if (f.kind === 'latency') return void setTimeout(handle, f.ms ?? 0)
+    res.writeHead(503, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'the server is currently unable to handle the request', reason: 'ServiceUnavailable', details: { causes: [{ reason: 'UnexpectedServerResponse', message: 'etcdserver: leader changed' }] }, code: 503 }))
   }
 
   async stop() {

@@ -3,13 +3,18 @@
 
 export const CALL_KINDS = ['probe', 'apply', 'get', 'bootstrap', 'kubeconfig', 'etcd', 'service', 'reset', 'reboot', 'health']
 
+// `on: kube`: the Kubernetes API (6443) of a control plane (or, without a node, every one and the
+// VIP): refused per connection, unavailable (503) / timeout / latency per request, `path` narrows
+// the request ones to URL paths starting with it
+export const KUBE_FAULT_KINDS = ['refused', 'unavailable', 'timeout', 'latency']
+
 // kind -> {on: allowed `on` values, def: default `on`}
 export const FAULT_KINDS = {
-  refused: { on: ['any', ...CALL_KINDS], def: 'any' },
-  timeout: { on: ['any', ...CALL_KINDS], def: 'any' },
-  unavailable: { on: ['any', ...CALL_KINDS], def: 'any' },
+  refused: { on: ['any', ...CALL_KINDS, 'kube'], def: 'any' },
+  timeout: { on: ['any', ...CALL_KINDS, 'kube'], def: 'any' },
+  unavailable: { on: ['any', ...CALL_KINDS, 'kube'], def: 'any' },
   unreachable: { on: ['any'], def: 'any' },
-  latency: { on: ['any', ...CALL_KINDS], def: 'any' },
+  latency: { on: ['any', ...CALL_KINDS, 'kube'], def: 'any' },
   'pki-mismatch': { on: ['any'], def: 'any' },
   'disk-mismatch': { on: ['apply'], def: 'apply' },
   'config-rejected': { on: ['apply'], def: 'apply' },
@@ -44,6 +49,15 @@ export function createFaults(list = []) {
       f.used++
       return f
     },
+    /** the first `on: kube` fault of one of `kinds` for this request path, counting one occurrence */
+    takeKube(node, kinds, path) {
+      const f = faults.find((x) => matches(x, node, 'kube', null) && kinds.includes(x.kind) && (path == null || !x.path || path.startsWith(x.path)) && (path != null || !x.path))
+      if (!f) return null
+      f.used++
+      return f
+    },
+    /** a fault that starts now (already validated) */
+    add(f) { faults.push({ ...f, index: faults.length, used: 0 }) },
     clear(node, kind) { faults = faults.filter((f) => !(f.kind === kind && (node == null || f.node === node || f.node == null))) },
   }
 }

@@ -2,7 +2,7 @@
 export interface ScenarioNode { name: string; ip: string; role: 'controlplane' | 'worker'; image?: 'iso' | 'disk'
   disks?: { dev: string; size?: string | number; model?: string; serial?: string; transport?: string; rotational?: boolean; readonly?: boolean }[]
   installDisk?: string; installDiskSelector?: Record<string, unknown> }
-export interface Fault { node?: string | null; on?: string; kind: string; times?: number | null; ms?: number | null; message?: string | null }
+export interface Fault { node?: string | null; on?: string; kind: string; times?: number | null; ms?: number | null; message?: string | null; path?: string | null }
 export interface ScenarioInput {
   cluster: { name: string; endpoint?: string; talosVersion?: string; kubernetesVersion?: string; vip?: { address: string; up?: 'after-bootstrap' | 'never' } }
   speed?: number
@@ -27,6 +27,7 @@ export interface Simulator {
   calls(): CallRecord[]
   node(name: string): NodeView | null
   criticalPathSeconds(): number
+  addFault(fault: Fault): void
   clearFault(node: string | null, kind: string): void
   watch(fn: (n: NodeView) => void): () => void
   until(pred: () => boolean, timeoutMs?: number): Promise<void>

@@ -158,18 +158,21 @@ function validateScenario(s, { file, lineOf }) {
   const faults = faultList.map((f, i) => {
     const p = ['faults', i]
     obj(f, p)
-    known(f, ['node', 'on', 'kind', 'times', 'ms', 'message'], p)
+    known(f, ['node', 'on', 'kind', 'times', 'ms', 'message', 'path'], p)
     const spec = FAULT_KINDS[f.kind]
     if (!spec) fail([...p, 'kind'], `unknown fault kind ${q(f.kind)} (known: ${Object.keys(FAULT_KINDS).join(', ')})`)
     if (f.node != null && !names.has(f.node)) fail([...p, 'node'], `${q(f.node)} is not a node of this scenario`)
-    if (f.node == null && f.kind !== 'flux') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
     const on = f.on ?? spec.def
+    if (f.node == null && f.kind !== 'flux' && on !== 'kube') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
+    if (on === 'kube' && f.node != null && nodes.find((n) => n.name === f.node)?.role !== 'controlplane') fail([...p, 'node'], `${q(f.node)} serves no Kubernetes API (a kube fault names a control plane, or no node for all)`)
+    if (f.path != null && (on !== 'kube' || f.kind === 'refused')) fail([...p, 'path'], 'only kube faults acting on requests (unavailable, timeout, latency) take path')
+    if (f.path != null) str(f.path, [...p, 'path'])
     if (!spec.on.includes(on)) fail([...p, 'on'], `${q(on)} is not valid for a ${f.kind} fault (use: ${spec.on.join(', ')})`)
     if (f.times != null && (!Number.isInteger(f.times) || f.times < 1)) fail([...p, 'times'], `must be an integer >= 1, got ${q(f.times)}`)
     if (f.kind === 'latency') num(f.ms, [...p, 'ms'])
     else if (f.ms != null) fail([...p, 'ms'], 'only latency faults take ms')
     if (f.message != null) str(f.message, [...p, 'message'])
-    return { node: f.node ?? null, on, kind: f.kind, times: f.times ?? null, ms: f.ms ?? null, message: f.message ?? null }
+    return { node: f.node ?? null, on, kind: f.kind, times: f.times ?? null, ms: f.ms ?? null, message: f.message ?? null, ...(f.path != null ? { path: f.path } : {}) }
   })
 
   return {

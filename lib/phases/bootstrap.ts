@@ -128,7 +128,10 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
   if (run.options.recover && existsSync(run.kubeconfig)) return pointKubeconfig(run)
   const node = bootstrapNode(run)
   await withRetry(() => run.talosctl.kubeconfig(node, run.kubeconfig), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
-  if (run.options.dryRun || !existsSync(run.kubeconfig)) return run.kubeconfig
+  if (run.options.dryRun) return run.kubeconfig
+  if (!existsSync(run.kubeconfig)) {
+    throw new NodeError('unknown', `talosctl kubeconfig on ${node.name} exited 0 but wrote no file at ${run.kubeconfig}`, `run it by hand to see why: talosctl -n ${node.ip} -e ${node.ip} kubeconfig ${run.kubeconfig}; then run: task bootstrap:etcd`)
+  }
   chmodSync(run.kubeconfig, 0o600)
   return pointKubeconfig(run)
 }
