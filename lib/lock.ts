@@ -103,7 +103,7 @@ export function acquireLock(clusterDir: string, warn: (msg: string) => void): ()
         fix: `wait for pid ${holder.pid} to finish, or stop it (kill -INT ${holder.pid})`,
       })
     }
-    warn(`taking over the lock ${path}${holder ? ` of ${describe(holder)}` : ''}: ${gone ?? 'left by this process'}`)
+    warn(`taking over a stale lock ${path} left by ${holder ? describe(holder) : 'an unknown process'}: ${gone ?? 'this process'}`)
     rmSync(path, { force: true })
   }
   throw new InputError('could not take the lock', { file: path, fix: 'remove the lock file if no run is active' })

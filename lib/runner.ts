@@ -46,6 +46,11 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
   const tasks: ListrTask[] = phases.map((phase) => ({
     title: phase.title,
     task: (_ctx: unknown, task: Task) => {
+      // interrupted before this phase: it was never reached, and the report lists only the phases reached
+      if (run.signal.aborted) {
+        task.skip('interrupted')
+        return
+      }
       const result: PhaseResult = { name: phase.name, ok: true, durationMs: 0, nodes: run.nodes.map((n) => newNodeResult(n)), steps: [] }
       results.push(result)
       tracker.blockedHere.clear()
@@ -58,7 +63,7 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
       stepTasks.push({
         title: 'results',
         task: (_c: unknown, t: Task) => {
-          finishPhase(tracker, phase.name, result, touched)
+          finishPhase(tracker, phase.name, result, touched, run.signal.aborted)
           result.durationMs = performance.now() - phaseStart
           result.ok = phaseOk(result)
           run.journal.record(result)
@@ -89,7 +94,8 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
     fallbackRendererOptions: { timestamp: PRESET_TIMESTAMP, timer: PRESET_TIMER },
   })
   await listr.run()
-  run.signal.throwIfAborted()
+  // interrupted: the results say where each node stood (done, interrupted, not run); the caller
+  // sees run.signal.aborted and exits 130
   return results
 }
 
@@ -125,6 +131,11 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
               t.skip(`${node.name}: not run (--fail-fast)`)
               return
             }
+            if (run.signal.aborted) {
+              record.detail = INTERRUPTED_BEFORE
+              t.skip(`${node.name}: not run (interrupted)`)
+              return
+            }
             touched.add(node.name)
             const started = performance.now()
             record.startedAtMs ??= started - tracker.started
@@ -145,7 +156,8 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
             } catch (err) {
               record.durationMs += performance.now() - started
               record.status = 'failed'
-              record.error = toRecord(err, node, phase)
+              // whatever the step made of its aborted call, the node was interrupted mid-step
+              record.error = run.signal.aborted ? interruptedRecord(run, step.title, hintFor('interrupted', node)) : toRecord(err, node, phase)
               tracker.failedIn.set(node.name, phase)
               if (run.options.failFast) tracker.stopRequested = true
               throw new Error(`${node.name}: ${record.error.kind}: ${record.error.message}`)
@@ -183,6 +195,11 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
         task.skip(`${step.title}: not run (--fail-fast)`)
         return
       }
+      if (run.signal.aborted) {
+        record.detail = 'interrupted before it ran'
+        task.skip(`${step.title}: not run (interrupted)`)
+        return
+      }
       const ready = step.ready ? step.ready(run) : true
       if (typeof ready === 'object') {
         record.status = 'skipped'
@@ -211,6 +228,11 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
         }
       } catch (err) {
         record.status = 'failed'
+        if (run.signal.aborted) {
+          // the nodes waiting on it were not run: they stay not-run (finishPhase says why)
+          record.error = interruptedRecord(run, step.title, toRecord(err, undefined, phase).hint)
+          throw new Error(`${step.name}: interrupted`)
+        }
         record.error = toRecord(err, undefined, phase)
         blocked(`${step.name} failed`, record.error)
         if (run.options.failFast) tracker.stopRequested = true
@@ -220,6 +242,15 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       }
     },
   }
+}
+
+const INTERRUPTED_BEFORE = 'interrupted before it ran'
+
+/** A node or cluster step the interruption caught in flight: what it was doing and by what it was stopped. */
+function interruptedRecord(run: Run, doing: string, hint: string): ErrorRecord {
+  const reason: unknown = run.signal.reason
+  const why = reason instanceof Error ? reason.message : 'interrupted'
+  return { kind: 'interrupted', message: `${why} during: ${doing}`, hint }
 }
 
 function nodeReporter(task: Task, node: ClusterNode, record: NodeResult, runStarted: number): StepReporter {
@@ -239,7 +270,7 @@ function nodeReporter(task: Task, node: ClusterNode, record: NodeResult, runStar
 }
 
 /** Nodes no step touched were skipped (nothing to do) unless they were blocked. */
-function finishPhase(tracker: Tracker, phase: PhaseName, result: PhaseResult, touched: Set<string>): void {
+function finishPhase(tracker: Tracker, phase: PhaseName, result: PhaseResult, touched: Set<string>, aborted = false): void {
   for (const record of result.nodes) {
     if (record.status !== 'not-run' || touched.has(record.name)) continue
     const blockedBy = tracker.failedIn.get(record.name)
@@ -247,6 +278,8 @@ function finishPhase(tracker: Tracker, phase: PhaseName, result: PhaseResult, to
       record.detail = `failed in ${blockedBy}`
     } else if (tracker.stopRequested) {
       record.detail ??= 'stopped by --fail-fast'
+    } else if (aborted) {
+      record.detail ??= INTERRUPTED_BEFORE
     } else if (!record.detail) {
       record.status = 'skipped'
       record.detail = 'nothing to do'

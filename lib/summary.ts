@@ -4,10 +4,19 @@ import { formatTable } from './table.js'
 
 function overall(results: NodeResult[]): string {
   const failed = results.find((r) => r.status === 'failed')
+  if (failed?.error?.kind === 'interrupted') return 'interrupted'
   if (failed) return `failed: ${failed.error ? failed.error.kind : 'unknown'}`
   if (results.some((r) => r.status === 'not-run')) return 'not run'
   if (results.length > 0 && results.every((r) => r.status === 'skipped')) return 'skipped'
   return 'ok'
+}
+
+/** A node's status in one phase: an interruption reads as such, not as a failure or a success. */
+function cell(r: NodeResult): string {
+  if (r.status === 'failed' && r.error?.kind === 'interrupted') return 'interrupted'
+  if (r.status === 'failed' && r.error) return `failed (${r.error.kind})`
+  if (r.status === 'not-run' && r.detail === 'interrupted before it ran') return 'not-run (interrupted)'
+  return r.status
 }
 
 /** One row per node (name first), a column per phase, then the overall result. */
@@ -15,7 +24,7 @@ export function summaryTable(nodes: ClusterNode[], phases: PhaseResult[]): strin
   const header = ['NODE', 'IP', 'ROLE', ...phases.map((p) => p.name.toUpperCase()), 'RESULT']
   const rows = nodes.map((node) => {
     const perPhase = phases.map((p) => p.nodes.find((n) => n.name === node.name))
-    const cells = perPhase.map((r) => (r ? (r.status === 'failed' && r.error ? `failed (${r.error.kind})` : r.status) : '-'))
+    const cells = perPhase.map((r) => (r ? cell(r) : '-'))
     return [node.name, node.ip, node.role, ...cells, overall(perPhase.filter((r): r is NodeResult => r !== undefined))]
   })
   return formatTable(header, rows)

@@ -58,7 +58,7 @@ describe('interruptions', () => {
     const before = c.calls().length
     const second = await c.task('bootstrap:preflight')
     expect(second.code, second.stderr + second.stdout).toBe(2)
-    expect(second.stderr).toMatch(/\.bootstrap\/lock: another run holds the lock \(pid \d+\) \(fix: wait for pid \d+ to finish, or stop it/)
+    expect(second.stderr).toMatch(/\.bootstrap\/lock: another run holds the lock \(pid \d+, [^()]*scripts\/preflight\.ts[^()]*\) \(fix: wait for pid \d+ to finish, or stop it/)
     // the refused run touched no node (the first one is only retrying unreachable wrkr-1 by now)
     expect(c.calls().slice(before)).toEqual([])
     expect((await first.done).code).toBe(1)
@@ -68,7 +68,7 @@ describe('interruptions', () => {
     writeFileSync(join(c.clusterDir, '.bootstrap', 'lock'), '999999\n')
     const third = await c.task('bootstrap:preflight')
     expect(third.code, third.stderr).toBe(0)
-    expect(third.stderr).toMatch(/taking over a stale lock .* left by pid 999999/)
+    expect(third.stderr).toMatch(/taking over a stale lock .* left by pid 999999: pid 999999 is gone/)
   })
 
   it('DRY_RUN=true prints every command per node and touches nothing', async () => {

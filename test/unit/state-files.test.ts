@@ -72,14 +72,14 @@ describe('lock', () => {
     const warnings: string[] = []
     writeFileSync(join(state, 'lock'), `${pid}\nstart: 1\ncommand: node scripts/talos.ts\n`)
     acquireLock(dir, (m) => warnings.push(m))()
-    expect(warnings).toEqual([expect.stringMatching(new RegExp(`taking over the lock .*pid ${pid}.*now belongs to another process \\(sleep 60\\)`))])
+    expect(warnings).toEqual([expect.stringMatching(new RegExp(`taking over a stale lock .* left by pid ${pid}.*now belongs to another process \\(sleep 60\\)`))])
   })
 
   it('takes over an old pid-only lock held by an unrelated live process (pid reuse, e.g. pid 1)', () => {
     const warnings: string[] = []
     writeFileSync(join(state, 'lock'), '1\n')
     const release = acquireLock(dir, (m) => warnings.push(m))
-    expect(warnings).toEqual([expect.stringMatching(/taking over the lock .*pid 1: pid 1 now belongs to another process/)])
+    expect(warnings).toEqual([expect.stringMatching(/taking over a stale lock .* left by pid 1: pid 1 now belongs to another process/)])
     expect(readFileSync(join(state, 'lock'), 'utf8').split('\n')[0]).toBe(String(process.pid))
     release()
   })
