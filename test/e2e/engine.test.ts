@@ -1,7 +1,8 @@
 // Issue: per-node engine, preflight / apply / verify through the real `task` against the simulator.
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import type { Report } from '../../lib/report.js'
 import { callsTo, E2eCluster, nodeIn, statuses } from './harness.js'
 
 let cluster: E2eCluster | undefined
@@ -51,9 +52,25 @@ describe('preflight, apply, verify end to end', () => {
       ],
     })
     expect(await runThree(cluster)).toBe(0)
-    const apply = cluster.report()
-    expect(nodeIn(apply, 'verify', 'wrkr-1').status).toBe('ok')
-    // the last report is verify's; the apply run's report is in runs/
+    expect(nodeIn(cluster.report(), 'verify', 'wrkr-1').status).toBe('ok')
+    // the last report is verify's; the preflight and apply runs' reports are in runs/
+    const reportOf = (command: string): Report => {
+      const runs = join(cluster?.clusterDir ?? '', '.bootstrap', 'runs')
+      const file = readdirSync(runs).find((f) => f.endsWith(`-${command}.json`))
+      if (!file) throw new Error(`no ${command} report in ${runs}`)
+      return JSON.parse(readFileSync(join(runs, file), 'utf8')) as Report
+    }
+    // wrkr-1: two refused applies retried, the third accepted; each retry with its kind and the delay waited
+    const applied = nodeIn(reportOf('apply'), 'apply', 'wrkr-1')
+    expect(applied).toMatchObject({ status: 'ok', attempts: 3 })
+    expect(applied.retries?.map((r) => [r.attempt, r.kind])).toEqual([[1, 'unreachable'], [2, 'unreachable']])
+    for (const retry of applied.retries ?? []) expect(retry.delayMs).toBeGreaterThan(0)
+    // wrkr-2: one probe answered Unavailable, retried once
+    const probed = nodeIn(reportOf('preflight'), 'preflight', 'wrkr-2')
+    expect(probed).toMatchObject({ status: 'ok', attempts: 2 })
+    expect(probed.retries?.map((r) => [r.attempt, r.kind])).toEqual([[1, 'unreachable']])
+    // the untroubled nodes took one attempt
+    expect(nodeIn(reportOf('apply'), 'apply', 'cp-1')).toMatchObject({ status: 'ok', attempts: 1 })
     const calls = cluster.calls()
     expect(callsTo(calls, 'wrkr-1', 'apply').map((c) => c.outcome.startsWith('ok'))).toEqual([false, false, true])
   })

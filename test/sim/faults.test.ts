@@ -1,6 +1,6 @@
 // Every fault kind of DESIGN.md acting where it says; `times` counting; clearFault. Range 127.24.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
-import { startOn, talosCall, applyInsecure, bootstrapWhenReady, stageLog, tlsHandshake, sleep, type Started } from './helpers.js'
+import { startOn, talosCall, applyInsecure, bootstrapWhenReady, stageLog, tlsHandshake, type Started } from './helpers.js'
 import type { Fault } from '../../sim/index.js'
 
 let c: Started | null = null
@@ -144,7 +144,9 @@ describe('lifecycle faults', () => {
     await applyInsecure(s.sim, 'cp-1'); await applyInsecure(s.sim, 'cp-2')
     await bootstrapWhenReady(s.sim, 'cp-1')
     await s.sim.until(() => s.sim.node('cp-1')!.stage === 'running')
-    await sleep((s.sim.scenario.timings.etcd + s.sim.scenario.timings.boot) * 3000 / s.sim.scenario.speed)
+    // etcd healthy on cp-1 and cp-2's CRI up: cp-2 has tried to join (sim/cluster.js maybeJoin, called
+    // from either; the fault decides then, no timer left), so "never joins" is final from here on
+    await s.sim.until(() => s.sim.node('cp-1')!.etcdHealthy && s.sim.node('cp-2')!.services.cri === 'Running')
     expect(s.sim.node('cp-2')!.stage).toBe('booting')
     const m = await talosCall(s.sim, '127.24.12.11', 'machine.EtcdMemberList', {}, { secure: true, nodes: '127.24.12.11' })
     expect(m.messages![0]!.data.members.map((x: any) => x.hostname)).toEqual(['cp-1'])
@@ -157,7 +159,9 @@ describe('lifecycle faults', () => {
     await applyInsecure(s.sim, 'cp-1'); await applyInsecure(s.sim, 'wrkr-1')
     await bootstrapWhenReady(s.sim, 'cp-1')
     await s.sim.until(() => s.sim.node('cp-1')!.registered && s.sim.node('wrkr-1')!.stage === 'running')
-    await sleep(s.sim.scenario.timings.kubelet * 3000 / s.sim.scenario.speed)
+    // the kubelet failed at its start (sim/node.js startKubelet); a failed kubelet never registers (sim/cluster.js)
+    await s.sim.until(() => s.sim.node('wrkr-1')!.services.kubelet === 'Failed')
+    await s.sim.until(() => s.sim.node('cp-1')!.registered)
     expect(s.sim.node('wrkr-1')!.registered).toBe(false)
     const svc = await talosCall(s.sim, '127.24.13.21', 'machine.ServiceList', {}, { secure: true, nodes: '127.24.13.21' })
     const k = svc.messages![0]!.data.services.find((x: any) => x.id === 'kubelet')

@@ -50,7 +50,7 @@ describe('Kubernetes API listeners', () => {
     await applyInsecure(sim, 'cp-1')
     await bootstrapWhenReady(sim, 'cp-1')
     await sim.until(() => sim.node('cp-1')!.apiServerUp)
-    expect((await kubeGet(sim, '127.23.21.11', '/version')).status).toBeDefined()
+    expect((await kubeGet(sim, '127.23.21.11', '/version')).status).toBe(200)
     expect((await kubeGet(sim, '127.23.21.10', '/version')).socketError).toBe('ECONNREFUSED')
   })
 })

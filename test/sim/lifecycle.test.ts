@@ -1,6 +1,6 @@
 // Node lifecycle observed through the node API (talosctl.md §5). Range 127.23.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
-import { startOn, talosCall, applyInsecure, bootstrapWhenReady, stageLog, configOf, sleep, type Started } from './helpers.js'
+import { startOn, talosCall, applyInsecure, bootstrapWhenReady, stageLog, configOf, type Started } from './helpers.js'
 
 let c: Started | null = null
 afterEach(async () => { await c?.stop(); c = null })
@@ -35,7 +35,9 @@ describe('ISO and disk-image nodes', () => {
     for (const n of ['cp-1', 'cp-2', 'wrkr-1']) expect((await applyInsecure(sim, n)).messages?.[0]?.error).toBeNull()
     await sim.until(() => sim.node('wrkr-1')!.stage === 'running')
     expect(wl).toEqual(['maintenance', 'booting', 'running'])
-    await sleep(sim.scenario.timings.boot * 1000 / sim.scenario.speed * 3) // well past the boot time
+    // its boot time is over once its CRI runs (sim/node.js bootConfigured, criReady): a control plane
+    // then waits in booting for etcd
+    await sim.until(() => sim.node('cp-1')!.services.cri === 'Running')
     const spec = await ms(sim, '127.23.2.11')
     expect(spec.stage).toBe('booting')
     expect(spec.status.ready).toBe(false)
