@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { NodeError } from '../classify.js'
+import { checkCni } from '../cni-compat.js'
 import { InputError, InputErrors } from '../errors.js'
 import { hintFor } from '../hints.js'
 import { describeTarget, findInstallDisk, installTarget } from '../install-disk.js'
@@ -85,6 +86,8 @@ export const preflight: Phase = {
     if (run.inventory.vip) {
       run.warn(`endpoint ${run.inventory.endpoint} is not a node address (a VIP): bootstrap and the kubeconfig use a control plane's own address until it answers`)
     }
+    // the CNI settings against the configs first: a few keys read, no process started
+    checkCni(run)
     await validateConfigs(run)
   },
   steps: () => [{ kind: 'node', title: 'Probe nodes', run: probeNode }],

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { NodeError } from '../classify.js'
+import { checkCni } from '../cni-compat.js'
 import { formatDuration } from '../duration.js'
 import { hintFor } from '../hints.js'
 import type { ClusterNode } from '../inventory.js'
@@ -179,6 +180,8 @@ async function readinessGates(run: Run, report: StepReporter): Promise<string> {
 export const waitReady: Phase = {
   name: 'wait-ready',
   title: 'Wait until Kubernetes is really ready',
+  // the CNI it installs must fit the configs (also when run alone, without preflight)
+  check: async (run) => checkCni(run),
   steps: (run) => {
     const r = readings(run)
     const all = (): boolean => true
