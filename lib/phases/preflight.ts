@@ -86,9 +86,9 @@ export const preflight: Phase = {
     if (run.inventory.vip) {
       run.warn(`endpoint ${run.inventory.endpoint} is not a node address (a VIP): bootstrap and the kubeconfig use a control plane's own address until it answers`)
     }
-    // the CNI settings against the configs first: a few keys read, no process started
-    checkCni(run)
-    await validateConfigs(run)
+    // both offline; the CNI check reads the configs while the validations' processes run
+    const [cni, valid] = await Promise.allSettled([checkCni(run), validateConfigs(run)])
+    for (const outcome of [cni, valid]) if (outcome.status === 'rejected') throw outcome.reason
   },
   steps: () => [{ kind: 'node', title: 'Probe nodes', run: probeNode }],
 }

@@ -181,7 +181,7 @@ export const waitReady: Phase = {
   name: 'wait-ready',
   title: 'Wait until Kubernetes is really ready',
   // the CNI it installs must fit the configs (also when run alone, without preflight)
-  check: async (run) => checkCni(run),
+  check: (run) => checkCni(run),
   steps: (run) => {
     const r = readings(run)
     const all = (): boolean => true
