@@ -164,3 +164,37 @@ describe('machine configs against the CNI settings', async () => {
     expect(result.skipped).toEqual([expect.stringMatching(/chart projectcalico\/tigera-operator is not cilium: checked the CNI name only; kube-proxy .*k8sServiceHost\/k8sServicePort and KubePrism .* not checked/)])
   })
 })
+
+describe('the example settings and the simulator carry the Talos guide "Deploying Cilium CNI" values', () => {
+  const example = loadSettings({ clusterDir: join(import.meta.dirname, '../../talos'), env: {}, flags: {} })
+
+  it('talos/bootstrap.yaml: kube-proxy-free through KubePrism, capabilities without SYS_MODULE, cgroup as Talos mounts it', () => {
+    expect(example.cni?.values).toEqual({
+      ipam: { mode: 'kubernetes' },
+      kubeProxyReplacement: true,
+      k8sServiceHost: 'localhost',
+      k8sServicePort: 7445,
+      securityContext: { capabilities: {
+        ciliumAgent: ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID'],
+        cleanCiliumState: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE'],
+      } },
+      cgroup: { autoMount: { enabled: false }, hostRoot: '/sys/fs/cgroup' },
+    })
+  })
+
+  it("the simulator's written settings carry the same values", async () => {
+    // @ts-expect-error plain JS module of the simulator
+    const { bootstrapSettings } = (await import('../../sim/writer.js')) as { bootstrapSettings: (s: object) => { cni: { values: unknown } } }
+    expect(bootstrapSettings({ speed: 60, cluster: { name: 'x' } }).cni.values).toEqual(example.cni?.values)
+  })
+
+  it('they pass the check against configs as the Talos guide wants them (cni none, kube-proxy disabled, KubePrism on)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tb-cni-'))
+    const nodes: ClusterNode[] = (['controlplane', 'worker'] as const).map((role, i) => {
+      const configFile = join(dir, `n${i}.yaml`)
+      writeFileSync(configFile, config(role, {}))
+      return { name: `n${i}`, ip: `127.0.0.${i + 1}`, role, configFile }
+    })
+    expect(await checkClusterCni(nodes, example.cni, join(import.meta.dirname, '../../talos'))).toEqual({ errors: [], skipped: [] })
+  })
+})
