@@ -1,6 +1,6 @@
 // The CNI step and the CNI pods, failures named on each node (issue 17 item 3, issue 12 item 4).
 // Rows on 127.87.<row>.0/24.
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -15,13 +15,25 @@ const READY_SHORT = fastWith('--ready-timeout', '6s')
  * in place, then puts the files as `files` wants them.
  */
 async function appliedThenRegenerated(cluster: E2eCluster, applied: (text: string) => string, files: (text: string) => string): Promise<void> {
-  const { readFileSync } = await import('node:fs')
   const config = join(cluster.clusterDir, 'clusterconfig', 'e2e-cp-1.yaml')
   const original = readFileSync(config, 'utf8')
   writeFileSync(config, applied(original))
   expect((await cluster.task('bootstrap:apply', {}, fastWith('--verify-timeout', '30s'))).code).toBe(0)
   expect((await cluster.task('bootstrap:verify', {}, fastWith('--verify-timeout', '30s'))).code).toBe(0)
   writeFileSync(config, files(original))
+}
+
+/** `bootstrap:talos` exits 1 with every node failed in wait-ready, kind cni, each with this message and hint. */
+async function expectEveryNodeCni(cluster: E2eCluster, message: RegExp, hint: RegExp): Promise<void> {
+  const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
+  expect(result.code).toBe(1)
+  const report = cluster.report()
+  expectPhase(report, 'wait-ready', { 'cp-1': 'failed:cni', 'wrkr-1': 'failed:cni' })
+  for (const name of ['cp-1', 'wrkr-1']) {
+    const node = nodeIn(report, 'wait-ready', name)
+    expect(node.error?.message).toMatch(message)
+    expect(node.error?.hint).toMatch(hint)
+  }
 }
 
 describe.concurrent('the CNI as Talos needs it', () => {
@@ -67,30 +79,17 @@ if [ "$1" = upgrade ]; then echo 'Error: context deadline exceeded' >&2; exit 1;
     withCluster('127.87.4', { workers: 1, image: 'disk' }, async (cluster) => {
       await appliedThenRegenerated(cluster, (t) => t, (t) => t.replace(/proxy:\n(\s+)disabled: true/, 'proxy:\n$1disabled: false'))
       const settings = join(cluster.clusterDir, 'bootstrap.yaml')
-      const { readFileSync } = await import('node:fs')
-      writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n {4}k8sServiceHost: localhost\n {4}k8sServicePort: 7445/, ''))
-      const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
-      expect(result.code).toBe(1)
-      const report = cluster.report()
-      expectPhase(report, 'wait-ready', { 'cp-1': 'failed:cni', 'wrkr-1': 'failed:cni' })
-      for (const name of ['cp-1', 'wrkr-1']) {
-        const node = nodeIn(report, 'wait-ready', name)
-        expect(node.error?.message).toMatch(/^not Ready within \S+: CNI pod cilium-\w+ Running not ready, restarting \(\d+ restarts\): .*Unable to initialize Kubernetes subsystem.*dial tcp 127\.96\.0\.1:443: i\/o timeout/)
-        expect(node.error?.hint).toMatch(/k8sServiceHost: localhost, k8sServicePort: 7445 .*kubectl -n kube-system logs -p cilium-\w+/)
-      }
+          writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n {4}k8sServiceHost: localhost\n {4}k8sServicePort: 7445/, ''))
+      await expectEveryNodeCni(cluster,
+        /^not Ready within \S+: CNI pod cilium-\w+ Running not ready, restarting \(\d+ restarts\): .*Unable to initialize Kubernetes subsystem.*dial tcp 127\.96\.0\.1:443: i\/o timeout/,
+        /k8sServiceHost: localhost, k8sServicePort: 7445 .*kubectl -n kube-system logs -p cilium-\w+/)
     }), ROW_TIMEOUT)
 
   it("nodes running Talos's flannel next to cilium: two CNIs named on each node", () =>
     withCluster('127.87.5', { workers: 1, image: 'disk' }, async (cluster) => {
       await appliedThenRegenerated(cluster, (t) => t.replace('name: none', 'name: flannel'), (t) => t)
-      const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
-      expect(result.code).toBe(1)
-      const report = cluster.report()
-      expectPhase(report, 'wait-ready', { 'cp-1': 'failed:cni', 'wrkr-1': 'failed:cni' })
-      for (const name of ['cp-1', 'wrkr-1']) {
-        const node = nodeIn(report, 'wait-ready', name)
-        expect(node.error?.message).toMatch(/^two CNIs on the node: Talos's own flannel \(pod kube-flannel-\w+\) runs next to cilium\/cilium/)
-        expect(node.error?.hint).toMatch(/cluster\.network\.cni\.name: none .*kubectl -n kube-system delete daemonset kube-flannel/)
-      }
+      await expectEveryNodeCni(cluster,
+        /^two CNIs on the node: Talos's own flannel \(pod kube-flannel-\w+\) runs next to cilium\/cilium/,
+        /cluster\.network\.cni\.name: none .*kubectl -n kube-system delete daemonset kube-flannel/)
     }), ROW_TIMEOUT)
 })
