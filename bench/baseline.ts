@@ -4,15 +4,15 @@
 // time, with the same retry delay and poll interval (from the cluster's bootstrap.yaml).
 // usage: node --import tsx bench/baseline.ts --cluster-dir <dir>
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
-import { parse } from 'yaml'
+import { parse, stringify } from 'yaml'
 
 interface Node { name: string; ip: string; cp: boolean; config: string }
 interface Talconfig { clusterName: string; nodes: { hostname: string; ipAddress: string; controlPlane?: boolean }[] }
-interface Settings { retries?: number; retryDelay?: string; pollInterval?: string; cni?: { chart: string; version?: string; release: string; namespace: string } }
+interface Settings { retries?: number; retryDelay?: string; pollInterval?: string; cni?: { chart: string; version?: string; release: string; namespace: string; values?: Record<string, unknown> } }
 
 const { values } = parseArgs({ options: { 'cluster-dir': { type: 'string' } } })
 const dir = values['cluster-dir'] ?? process.env.CLUSTER_DIR
@@ -87,7 +87,10 @@ await retry('kubeconfig', () => sh('talosctl', ['kubeconfig', kubeconfig, ...sec
 await until('API', async () => (await sh('kubectl', ['--kubeconfig', kubeconfig, 'get', '--raw', '/readyz'])).ok)
 const cni = settings.cni
 if (cni) {
-  await retry('helm', () => sh('helm', ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', kubeconfig, '--wait', '--timeout', '10m', ...(cni.version ? ['--version', cni.version] : [])]))
+  // the chart's values as the product passes them (kube-proxy-free cilium needs k8sServiceHost)
+  const valuesFile = join(dir, '.bootstrap-baseline-values.yaml')
+  writeFileSync(valuesFile, stringify(cni.values ?? {}))
+  await retry('helm', () => sh('helm', ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', kubeconfig, '--wait', '--timeout', '10m', '--values', valuesFile, ...(cni.version ? ['--version', cni.version] : [])]))
 }
 await until('nodes Ready', async () => {
   const r = await sh('kubectl', ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'json'])

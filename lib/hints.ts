@@ -45,3 +45,13 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'ip' |
       return `read the message above and the node's console (\`talosctl -n ${node.ip} dmesg\`), then run: ${recover}`
   }
 }
+
+/** A CNI agent that cannot reach the API server: with kube-proxy disabled it needs KubePrism. */
+export function hintForCniApi(pod: { name: string; namespace: string }): string {
+  return `the CNI cannot reach the API server: with cluster.proxy.disabled set cni.values kubeProxyReplacement: true, k8sServiceHost: localhost, k8sServicePort: 7445 (KubePrism, machine.features.kubePrism) in bootstrap.yaml, check it with \`task bootstrap:preflight\`, then run: task bootstrap:wait-ready (its log: \`kubectl -n ${pod.namespace} logs -p ${pod.name}\`)`
+}
+
+/** Talos runs its own CNI next to the configured one. */
+export function hintForTalosCni(node: Pick<ClusterNode, 'name' | 'configFile'>): string {
+  return `set cluster.network.cni.name: none in ${node.configFile} and every other config, re-apply them (task bootstrap:apply -- --reapply), remove Talos's flannel (\`kubectl -n kube-system delete daemonset kube-flannel\`), then run: task bootstrap:node NODE=${node.name}`
+}

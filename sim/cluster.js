@@ -12,6 +12,7 @@ import { Node, memberId } from './node.js'
 import { NodeServer } from './talos/server.js'
 import { startCliServer } from './cli-server.js'
 import { kubeconfigYaml } from './talos/methods.js'
+import { networkOf } from './talos/network.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 export const KUBE_PORT = 6443
@@ -69,7 +70,7 @@ export class Simulator {
       const mod = await import(pathToFileURL(file).href)
       const faults = { has: (node, kind) => this.faults.has(node, kind), message: (kind) => this.faults.message(kind) }
       return mod.createKube({ clock: this.clock, kubernetesVersion: this.scenario.cluster.kubernetesVersion, timings: this.timings,
-        faults, record: (r) => this.record(r) })
+        faults, record: (r) => this.record(r), network: { of: (name) => networkOf(this.lookup(name)?.config) } })
     } catch (e) {
       this.log(`sim/kube failed to load, Kubernetes API answers 503: ${e.message}`)
       return null

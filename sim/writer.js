@@ -94,6 +94,20 @@ export function talconfig(scenario) {
   })
 }
 
+/** cilium's values from the Talos guide "Deploying Cilium CNI" (kube-proxy-free, through KubePrism):
+ *  what the generated configs need (cni none, cluster.proxy.disabled, kubePrism on 7445) */
+export const CILIUM_VALUES = {
+  ipam: { mode: 'kubernetes' },
+  kubeProxyReplacement: true,
+  securityContext: { capabilities: {
+    ciliumAgent: ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID'],
+    cleanCiliumState: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE'],
+  } },
+  cgroup: { autoMount: { enabled: false }, hostRoot: '/sys/fs/cgroup' },
+  k8sServiceHost: 'localhost',
+  k8sServicePort: 7445,
+}
+
 /** the product's settings, with waits scaled by speed (never below what a process needs) */
 export function bootstrapSettings(scenario) {
   const s = scenario.speed
@@ -110,7 +124,7 @@ export function bootstrapSettings(scenario) {
     readyTimeout: scaled(600000, 60000),
     fluxTimeout: scaled(600000, 60000),
     kubeconfig: 'kubeconfig',
-    cni: { chart: 'cilium/cilium', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium' },
+    cni: { chart: 'cilium/cilium', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium', values: CILIUM_VALUES },
     flux: { mode: 'bootstrap', kustomization: 'flux-system/flux-system',
       git: { url: 'ssh://git@127.0.0.1/fleet.git', branch: 'main', path: `clusters/${scenario.cluster.name}`, privateKeyFile: 'flux-deploy-key' } },
   }

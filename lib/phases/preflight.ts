@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { NodeError } from '../classify.js'
+import { checkCni } from '../cni-compat.js'
 import { InputError, InputErrors } from '../errors.js'
 import { hintFor } from '../hints.js'
 import { describeTarget, findInstallDisk, installTarget } from '../install-disk.js'
@@ -85,7 +86,9 @@ export const preflight: Phase = {
     if (run.inventory.vip) {
       run.warn(`endpoint ${run.inventory.endpoint} is not a node address (a VIP): bootstrap and the kubeconfig use a control plane's own address until it answers`)
     }
-    await validateConfigs(run)
+    // both offline; the CNI check reads the configs while the validations' processes run
+    const [cni, valid] = await Promise.allSettled([checkCni(run), validateConfigs(run)])
+    for (const outcome of [cni, valid]) if (outcome.status === 'rejected') throw outcome.reason
   },
   steps: () => [{ kind: 'node', title: 'Probe nodes', run: probeNode }],
 }

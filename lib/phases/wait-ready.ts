@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { NodeError } from '../classify.js'
+import { checkCni } from '../cni-compat.js'
 import { formatDuration } from '../duration.js'
-import { hintFor } from '../hints.js'
+import { hintFor, hintForCniApi, hintForTalosCni } from '../hints.js'
 import type { ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
@@ -19,6 +20,8 @@ interface Readings {
   nodes: SharedReading<KubeObject[]>
   cniPods: SharedReading<KubeObject[]> | undefined
   kubelets: SharedReading<Map<string, ServiceStatus | undefined>>
+  /** pods of Talos's own flannel (a config whose CNI is not none), read as nodes turn Ready */
+  talosFlannel: SharedReading<KubeObject[]> | undefined
   /** nodes whose kubelet runs and which registered: no longer asked */
   registered: Set<string>
 }
@@ -35,6 +38,8 @@ function readings(run: Run): Readings {
     nodes: new SharedReading(() => run.kubectl.list('nodes'), age),
     cniPods: cni ? new SharedReading(cniPodReader(run), age) : undefined,
     kubelets: new SharedReading(kubeletReader, age),
+    // Talos deploys kube-system/kube-flannel (k8s-app=flannel) when a control plane's config has a CNI
+    talosFlannel: cni && cni.daemonset !== TALOS_FLANNEL ? new SharedReading(() => run.kubectl.list('pods', { namespace: 'kube-system', selector: 'k8s-app=flannel' }), age) : undefined,
     registered,
   }
 }
@@ -98,15 +103,33 @@ async function installCni(run: Run, report: StepReporter): Promise<string> {
   }
   try {
     report.progress(`helm upgrade --install ${cni.release} ${cni.chart}`)
+    // its pods are waited for per node by the next step
     const result = await run.helm.upgradeInstall(cni, valuesFile, run.settings.readyTimeoutMs)
-    // a --wait that timed out is attributed per node by the next step
-    return result.waitTimedOut ? `${cni.release} installed; helm --wait timed out (${result.message})` : `${cni.release} installed`
+    return result.note ? `${cni.release} installed (${result.note})` : `${cni.release} installed`
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true })
   }
 }
 
-type Stage = { kind: 'kubelet' | 'cni' | 'node-not-ready'; why: string }
+type Stage = { kind: 'kubelet' | 'cni' | 'node-not-ready'; why: string; hint?: string }
+
+const TALOS_FLANNEL = 'kube-flannel'
+
+interface ContainerStatus {
+  restartCount?: number
+  lastState?: { terminated?: { message?: string; reason?: string } }
+}
+
+/** Why a CNI pod is not ready: a restarting agent says it in its last log lines (its termination message). */
+function cniPodWhy(pod: KubeObject, run: Run): Stage {
+  const statuses = (pod.status?.containerStatuses ?? []) as ContainerStatus[]
+  const crashed = statuses.find((c) => c.lastState?.terminated?.message)
+  const notReady = `CNI pod ${pod.metadata.name} ${pod.status?.phase ?? ''} not ready`
+  if (!crashed) return { kind: 'cni', why: notReady }
+  const last = (crashed.lastState?.terminated?.message ?? '').trim().split('\n').pop() ?? ''
+  const why = `${notReady}, restarting (${crashed.restartCount ?? 0} restarts): ${last.slice(0, 400)}`
+  return { kind: 'cni', why, ...(/api-server|API server|k8s client/i.test(last) ? { hint: hintForCniApi({ name: pod.metadata.name, namespace: pod.metadata.namespace ?? run.settings.cni?.namespace ?? 'kube-system' }) } : {}) }
+}
 
 /**
  * One node, in the order things happen to it: kubelet running and the Node registered, its CNI
@@ -132,19 +155,29 @@ function nodeReadyStep(r: Readings) {
       if (pods) {
         const pod = pods.find((p) => p.spec?.nodeName === node.name)
         if (condition(pod, 'Ready')?.status !== 'True') {
-          stage = { kind: 'cni', why: pod ? `CNI pod ${pod.metadata.name} ${pod.status?.phase ?? ''} not ready` : 'no CNI pod scheduled on the node' }
+          stage = pod ? cniPodWhy(pod, run) : { kind: 'cni', why: 'no CNI pod scheduled on the node' }
           return { done: false, state: stage.why }
         }
       }
       const ready = condition(self, 'Ready')
-      if (ready?.status === 'True') return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready' } }
+      if (ready?.status === 'True') {
+        // a failed read is "not yet", as every read of a wait
+        const flannelPods = r.talosFlannel ? await r.talosFlannel.get().catch(() => undefined) : []
+        if (!flannelPods) return { done: false, state: "Ready; looking for Talos's own CNI" }
+        // a dry run's reads answer as a healthy cluster would: every pod list holds a pod per node
+        const flannel = run.options.dryRun ? undefined : flannelPods.find((p) => p.spec?.nodeName === node.name)
+        if (flannel && run.settings.cni) {
+          throw new NodeError('cni', `two CNIs on the node: Talos's own flannel (pod ${flannel.metadata.name}) runs next to ${run.settings.cni.chart}; the machine configs' cluster.network.cni.name is not none`, hintForTalosCni(node))
+        }
+        return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready' } }
+      }
       stage = { kind: 'node-not-ready', why: `NotReady: ${ready?.message ?? ready?.reason ?? 'no Ready condition'}` }
       return { done: false, state: stage.why }
     }
     try {
       return await pollUntil(check, { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) })
     } catch (err) {
-      if (err instanceof PollTimeout) throw new NodeError(stage.kind, `not Ready within ${formatDuration(err.waitedMs)}: ${stage.why}`, hintFor(stage.kind, node))
+      if (err instanceof PollTimeout) throw new NodeError(stage.kind, `not Ready within ${formatDuration(err.waitedMs)}: ${stage.why}`, stage.hint ?? hintFor(stage.kind, node))
       throw err
     }
   }
@@ -179,6 +212,8 @@ async function readinessGates(run: Run, report: StepReporter): Promise<string> {
 export const waitReady: Phase = {
   name: 'wait-ready',
   title: 'Wait until Kubernetes is really ready',
+  // the CNI it installs must fit the configs (also when run alone, without preflight)
+  check: (run) => checkCni(run),
   steps: (run) => {
     const r = readings(run)
     const all = (): boolean => true

@@ -34,16 +34,28 @@ export class Helm {
     return { status: doc.info?.status ?? 'unknown', ...(doc.chart?.metadata?.version ? { chartVersion: doc.chart.metadata.version } : {}), ...(doc.version ? { revision: doc.version } : {}) }
   }
 
-  async upgradeInstall(cni: CniSettings, valuesFile: string | undefined, timeoutMs: number): Promise<{ waitTimedOut: boolean; message: string }> {
-    const args = ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--wait', '--timeout', goDuration(timeoutMs)]
+  /**
+   * Installs or upgrades the release without `--wait`: the nodes' CNI pods are waited for one by
+   * one afterwards (each node named with its own cause). Timeout-like text (`i/o timeout`,
+   * `context deadline exceeded`) may come from a chart download or the API as well as from helm's
+   * own deadline: the release says whether it went in.
+   */
+  async upgradeInstall(cni: CniSettings, valuesFile: string | undefined, timeoutMs: number): Promise<{ note?: string }> {
+    const args = ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--timeout', goDuration(timeoutMs)]
     if (cni.repo) args.push('--repo', cni.repo)
     if (cni.version) args.push('--version', cni.version)
     if (valuesFile) args.push('--values', valuesFile)
-    // helm's own --timeout bounds the wait; our deadline is a little longer
+    // helm's own --timeout bounds its operations; our deadline is a little longer
     const result = await this.runner.run({ tool: 'helm', args, mutates: true, timeoutMs: timeoutMs + 30_000 })
-    if (result.exitCode === 0 && !result.timedOut) return { waitTimedOut: false, message: 'installed' }
+    if (result.exitCode === 0 && !result.timedOut) return {}
     const { kind, message } = classify(result)
-    if (kind === 'timeout') return { waitTimedOut: true, message }
+    if (kind === 'interrupted') throw new NodeError(kind, message, 'run it again: task bootstrap:wait-ready')
+    if (kind === 'timeout') {
+      const release = await this.status(cni.release, cni.namespace).catch(() => undefined)
+      if (release?.status === 'deployed') return { note: `helm said "${message}", but the release is deployed` }
+      throw new NodeError('cni', `${message} (release ${cni.release}: ${release ? release.status : 'not installed'})`,
+        `check that the chart can be fetched (${cni.repo ?? cni.chart}) and the Kubernetes API answers (\`helm status ${cni.release} -n ${cni.namespace}\`), then run: task bootstrap:wait-ready`)
+    }
     throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'cni', message, /another operation .* in progress/.test(message)
       ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace}\`, then \`helm rollback\` or uninstall it, then run: task bootstrap:wait-ready`
       : `fix the chart or its values (helm said: ${message.slice(0, 120)}), then run: task bootstrap:wait-ready`)

@@ -16,6 +16,10 @@ const CATALOGUE = {
       operator: { replicas: 2, image: { repository: 'quay.io/cilium/operator-generic', tag: '' } },
       ipam: { mode: 'cluster-pool' },
       kubeProxyReplacement: false,
+      k8sServiceHost: '',
+      k8sServicePort: '',
+      // the chart's default adds SYS_MODULE, which Talos refuses (the Talos guide removes it)
+      securityContext: { capabilities: { ciliumAgent: ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_MODULE', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID'] } },
       cluster: { name: 'default' },
       // the cilium chart's own default: helm --wait counts a DaemonSet ready once
       // desired - maxUnavailable pods are ready
@@ -162,7 +166,16 @@ function renderCilium(rel, v, version, appVersion) {
               priorityClassName: 'system-node-critical',
               // the agent must run on NotReady nodes: it is what makes them Ready
               tolerations: [{ operator: 'Exists' }],
-              containers: [{ name: 'cilium-agent', image: `${v.image?.repository}:${tag}` }],
+              containers: [{
+                name: 'cilium-agent',
+                image: `${v.image?.repository}:${tag}`,
+                // as the chart's daemonset.yaml: the API server from k8sServiceHost/Port when set,
+                // else the in-cluster Service (which needs kube-proxy); the last log lines become
+                // the termination message
+                ...(v.k8sServiceHost ? { env: [{ name: 'KUBERNETES_SERVICE_HOST', value: String(v.k8sServiceHost) }, { name: 'KUBERNETES_SERVICE_PORT', value: String(v.k8sServicePort ?? '') }] } : {}),
+                terminationMessagePolicy: 'FallbackToLogsOnError',
+                securityContext: { capabilities: { add: v.securityContext?.capabilities?.ciliumAgent ?? [] } },
+              }],
             },
           },
         },

@@ -19,7 +19,7 @@ const templateHash = (tpl) => [...createHash('sha256').update(JSON.stringify(tpl
 
 const DEFAULT_FLUX_MESSAGE = "kustomize build failed: accumulating resources: accumulation err='accumulating resources from './apps': open /tmp/kustomization-1820734512/apps: no such file or directory'"
 
-export function createControllers({ store, registry, clock, timings, faults, isLost = () => false }) {
+export function createControllers({ store, registry, clock, timings, faults, network, isLost = () => false }) {
   const R = (g, v, p) => registry.get(g, v, p)
   const NODES = R('', 'v1', 'nodes'), PODS = R('', 'v1', 'pods'), NS = R('', 'v1', 'namespaces'), SA = R('', 'v1', 'serviceaccounts')
   const EVENTS = R('', 'v1', 'events')
@@ -99,12 +99,12 @@ export function createControllers({ store, registry, clock, timings, faults, isL
   let podIp = 0
   const nextPodIp = () => { podIp++; return `127.244.${Math.floor(podIp / 250) % 250}.${(podIp % 250) + 1}` }
 
-  function containerStatuses(pod, state) {
+  function containerStatuses(pod, state, log) {
     return (pod.spec.containers || []).map((c, i) => {
       const prev = pod.status?.containerStatuses?.[i]
       const base = { name: c.name, image: c.image, imageID: '', restartCount: prev?.restartCount || 0, started: state === 'running', ready: state === 'running' }
       if (state === 'running') return { ...base, containerID: `containerd://${randomHex(64)}`, state: { running: { startedAt: now() } } }
-      if (state === 'crash') return { ...base, restartCount: base.restartCount + 1, lastState: { terminated: { exitCode: 1, reason: 'Error', startedAt: now(), finishedAt: now() } }, state: { waiting: { reason: 'CrashLoopBackOff', message: `back-off 5m0s restarting failed container=${c.name} pod=${pod.metadata.name}_${pod.metadata.namespace}` } } }
+      if (state === 'crash') return { ...base, restartCount: base.restartCount + 1, lastState: { terminated: { exitCode: 1, reason: 'Error', ...(log ? { message: log } : {}), startedAt: now(), finishedAt: now() } }, state: { waiting: { reason: 'CrashLoopBackOff', message: `back-off 5m0s restarting failed container=${c.name} pod=${pod.metadata.name}_${pod.metadata.namespace}` } } }
       return { ...base, state: { waiting: { reason: 'ContainerCreating' } } }
     })
   }
@@ -124,9 +124,10 @@ export function createControllers({ store, registry, clock, timings, faults, isL
     const node = store.get(NODES, undefined, pod.spec.nodeName)
     if (!node) return
     const host = pod.spec.nodeName
-    if (isCni(pod) && faults?.has(host, 'cni')) {
+    const noApi = isCni(pod) ? apiUnreachable(pod, host) : null
+    if (isCni(pod) && (noApi || faults?.has(host, 'cni'))) {
       const next = clone(pod)
-      next.status = { ...next.status, phase: 'Running', conditions: conditionsFor(next, false), containerStatuses: containerStatuses(next, 'crash') }
+      next.status = { ...next.status, phase: 'Running', conditions: conditionsFor(next, false), containerStatuses: containerStatuses(next, 'crash', noApi) }
       if (!podReady(pod) && pod.status?.containerStatuses?.[0]?.state?.waiting?.reason !== 'CrashLoopBackOff') event(pod, 'BackOff', 'Back-off restarting failed container', 'Warning', undefined, host)
       tryUpdate(PODS, next)
       timer(`pod:${uid}`, RECHECK, () => startPod(uid))
@@ -141,6 +142,38 @@ export function createControllers({ store, registry, clock, timings, faults, isL
       event(out, 'Pulled', `Container image "${c.image}" already present on machine`, 'Normal', `spec.containers{${c.name}}`, host)
       event(out, 'Started', `Started container ${c.name}`, 'Normal', `spec.containers{${c.name}}`, host)
     }
+  }
+
+  // A CNI agent must reach the API server before it can set the node's network up: through
+  // KUBERNETES_SERVICE_HOST/PORT when its chart sets them (cilium's k8sServiceHost/Port), else
+  // through the in-cluster Service, which only kube-proxy makes reachable. On a Talos node
+  // localhost is KubePrism (machine.features.kubePrism). Returns the agent's last log lines
+  // (its termination message) when it cannot, null when it can. Without a node model (sim/kube
+  // alone) every agent can.
+  function apiUnreachable(pod, host) {
+    const of = network?.of?.(host)
+    if (!of) return null
+    const env = Object.fromEntries((pod.spec.containers?.[0]?.env || []).map((e) => [e.name, e.value]))
+    const serviceHost = env.KUBERNETES_SERVICE_HOST
+    const port = env.KUBERNETES_SERVICE_PORT
+    let target
+    let dialError
+    if (!serviceHost) {
+      if (store.get(DS, 'kube-system', 'kube-proxy')) return null
+      target = 'https://127.96.0.1:443'
+      dialError = 'dial tcp 127.96.0.1:443: i/o timeout'
+    } else if (['localhost', '127.0.0.1', '::1'].includes(serviceHost)) {
+      if (of.kubePrism.enabled && String(of.kubePrism.port) === String(port)) return null
+      target = `https://${serviceHost}:${port}`
+      dialError = `dial tcp 127.0.0.1:${port}: connect: connection refused`
+    } else {
+      return null
+    }
+    const get = `Get \\"${target}/api/v1/namespaces/kube-system\\": ${dialError}`
+    return [
+      `time="${now()}" level=error msg="Unable to contact k8s api-server" error="${get}" ipAddr="${target}" subsys=k8s-client`,
+      `time="${now()}" level=fatal msg="Unable to initialize Kubernetes subsystem" error="unable to create k8s client: ${get}" subsys=daemon`,
+    ].join('\n')
   }
 
   // A run-to-completion pod (a Job's): its containers exit 0.

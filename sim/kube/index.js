@@ -16,7 +16,11 @@
 // kube.handle(req, res)      one already-authenticated request (node:http(s) req/res)
 // kube.bootstrap()           etcd is up: namespaces, coredns; the API answers from now on
 // kube.apiUp / setApiUp(b)   before bootstrap (or when set false) health checks fail, the rest 503s
-// kube.registerNode({ name, ip, role, kubeletVersion, osImage? })   kubelet started: Node NotReady
+// kube.registerNode({ name, ip, role, kubeletVersion, osImage? })   kubelet started: Node NotReady;
+//                            a control plane applies Talos's manifests (flannel, kube-proxy) per its config
+// network   optional { of(nodeName) -> { cni, proxy, kubePrism: { enabled, port } } | undefined }: what
+//           a node's machine config says (sim/cluster.js); without it no Talos manifests, and every
+//           CNI agent reaches the API server
 // kube.removeNode(name)      reset: the Node and its pods go
 // kube.nodeLost(name)        kubelet stopped (reboot): Ready=Unknown until registerNode(name) again,
 //                            then NotReady until the node's CNI pod has restarted
@@ -48,11 +52,11 @@ export function createRealtimeClock({ speed = 1, start = new Date() } = {}) {
   }
 }
 
-export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {}, faults, record, historyLimit } = {}) {
+export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {}, faults, record, historyLimit, network } = {}) {
   if (!clock) clock = createRealtimeClock()
   const registry = createRegistry()
   const store = createStore({ clock, historyLimit })
-  const controllers = createControllers({ store, registry, clock, timings: { cni: 20, ...timings }, faults, record, isLost: (name) => lost.has(name) })
+  const controllers = createControllers({ store, registry, clock, timings: { cni: 20, ...timings }, faults, network, record, isLost: (name) => lost.has(name) })
   let up = false
   const lost = new Set() // nodes whose kubelet stopped
   const def = (g, v, p) => registry.get(g, v, p)
@@ -141,6 +145,7 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
         nodeInfo: { machineID: randomHex(32), systemUUID: crypto.randomUUID(), bootID: crypto.randomUUID(), kernelVersion: '6.18.2-talos', osImage, containerRuntimeVersion: 'containerd://2.1.5', kubeletVersion, operatingSystem: 'linux', architecture: 'amd64' },
       },
     })
+    if (cp) talosManifests(name)
     // Control planes run the control plane as static pods; the kubelet mirrors them.
     if (cp) {
       for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']) {
@@ -149,6 +154,28 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
         if (def('', 'v1', 'namespaces') && store.get(def('', 'v1', 'namespaces'), undefined, 'kube-system') && !store.get(def('', 'v1', 'pods'), 'kube-system', pod.metadata.name)) store.create(def('', 'v1', 'pods'), pod)
       }
     }
+    controllers.schedule()
+  }
+
+  // What a control plane's Talos applies from its own config (machined controllers/k8s
+  // control_plane.go, k8stemplates flannel.go and kube-proxy.go): Talos's flannel when
+  // cluster.network.cni.name is flannel (the default), kube-proxy unless cluster.proxy.disabled.
+  // Applied here when its kubelet registers (Talos does it once its API server answers).
+  function talosManifests(name) {
+    const of = network?.of?.(name)
+    if (!of || !store.get(def('', 'v1', 'namespaces'), undefined, 'kube-system')) return
+    const daemonSet = (dsName, labels, container, annotations) => ensure('apps', 'v1', 'daemonsets', {
+      metadata: { name: dsName, namespace: 'kube-system', labels, ...(annotations ? { annotations } : {}) },
+      spec: { selector: { matchLabels: labels }, updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+        template: { metadata: { labels, ...(annotations ? { annotations } : {}) },
+          spec: { hostNetwork: true, priorityClassName: 'system-node-critical', tolerations: [{ operator: 'Exists' }], containers: [container] } } },
+      status: {},
+    })
+    if (of.cni === 'flannel') {
+      const env = of.kubePrism.enabled ? [{ name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' }, { name: 'KUBERNETES_SERVICE_PORT', value: String(of.kubePrism.port) }] : []
+      daemonSet('kube-flannel', { 'k8s-app': 'flannel', tier: 'node' }, { name: 'kube-flannel', image: 'ghcr.io/siderolabs/flannel:v0.27.4', command: ['/opt/bin/flanneld'], args: ['--ip-masq', '--kube-subnet-mgr'], env }, { [CNI_ANNOTATION]: 'true' })
+    }
+    if (of.proxy) daemonSet('kube-proxy', { 'k8s-app': 'kube-proxy', tier: 'node' }, { name: 'kube-proxy', image: `registry.k8s.io/kube-proxy:${kubernetesVersion}`, command: ['/usr/local/bin/kube-proxy'] })
     controllers.schedule()
   }
 
