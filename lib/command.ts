@@ -113,7 +113,11 @@ export function reportFatal(err: unknown): number {
 /** What every command loads first: settings, the inventory, and a redactor that knows their secrets. */
 export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags'>, env: NodeJS.ProcessEnv): { settings: Settings; inventory: Inventory; redactor: Redactor } {
   const settings = loadSettings({ clusterDir: args.clusterDir, env, flags: args.settingFlags })
-  const inventory = loadInventory(args.clusterDir)
+  const inventory = loadInventory(args.clusterDir, {
+    env,
+    ...(settings.talconfig ? { talconfig: settings.talconfig } : {}),
+    ...(settings.talhelperOutDir ? { talhelperOutDir: settings.talhelperOutDir } : {}),
+  })
   const redactor = new Redactor()
   redactor.addFromYamlFile(inventory.talosconfig)
   for (const node of inventory.nodes) redactor.addFromYamlFile(node.configFile)
