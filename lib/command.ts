@@ -4,7 +4,7 @@ import { which } from 'zx'
 import { parseCommandArgs, type CommandArgs } from './args.js'
 import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
 import { Facts } from './facts.js'
-import { loadInventory, selectNodes, type Inventory } from './inventory.js'
+import { kubeNodeName, loadInventory, selectNodes, type Inventory } from './inventory.js'
 import { Journal } from './journal.js'
 import { acquireLock } from './lock.js'
 import { output } from './output.js'
@@ -160,7 +160,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     redactor,
     tools,
     talosctl: new Talosctl(tools, inventory),
-    kubectl: new Kubectl(tools, kubeconfig, inventory.nodes.map((n) => n.name)),
+    kubectl: new Kubectl(tools, kubeconfig, inventory.nodes.map(kubeNodeName)),
     helm: new Helm(tools, kubeconfig),
     flux: new Flux(tools, kubeconfig),
     kubeconfig,

@@ -20,6 +20,13 @@ export interface ClusterNode {
   configFile: string
   installDisk?: string
   installDiskSelector?: Record<string, unknown>
+  /** the Kubernetes node name when it is not `name` (an FQDN hostname registers by its first label) */
+  kubeName?: string
+}
+
+/** The name the node registers under in Kubernetes. */
+export function kubeNodeName(node: ClusterNode): string {
+  return node.kubeName ?? node.name
 }
 
 export interface Inventory {
@@ -266,12 +273,15 @@ function build(
       return
     }
     // a config that is not a v1alpha1 machine config of this role would otherwise reach the node
-    const problems = checkMachineConfig(n.configFile, n.name, role, schema)
-    if (problems.length > 0) {
-      errors.push(...problems)
+    const config = checkMachineConfig(n.configFile, n.name, role, schema)
+    if ('problems' in config) {
+      errors.push(...config.problems)
       return
     }
-    nodes.push({ name: n.name, ip: parsed.addresses[0] as string, addresses: parsed.addresses, role, configFile: n.configFile, ...install.fields })
+    const node: ClusterNode = { name: n.name, ip: parsed.addresses[0] as string, addresses: parsed.addresses, role, configFile: n.configFile, ...install.fields }
+    const kubeName = kubernetesNodeName(config.hostname ?? n.name, config.registerWithFQDN)
+    if (kubeName !== n.name) node.kubeName = kubeName
+    nodes.push(node)
   })
   if (raw.length > 0 && errors.length === 0 && !nodes.some((n) => n.role === 'controlplane')) {
     errors.push(file.error(['nodes'], 'no control plane node in the inventory', 'mark at least one node as a control plane'))
@@ -319,7 +329,22 @@ const TALOS_DOC_FIX = 'regenerate the machine config (talhelper genconfig or tal
  * The machine config is YAML, holds exactly one v1alpha1 document, its machine.type is the
  * inventory's role, and its install disk fields have their types. Errors name the config's line.
  */
-function checkMachineConfig(path: string, name: string, role: Role, schema: 'talhelper' | 'nodes'): InputError[] {
+function checkMachineConfig(path: string, name: string, role: Role, schema: 'talhelper' | 'nodes'): { problems: InputError[] } | { hostname?: string; registerWithFQDN: boolean } {
+  const problems = machineConfigProblems(path, name, role, schema)
+  return Array.isArray(problems) ? { problems } : problems
+}
+
+/**
+ * Talos's node name: the hostname's first label, or all of it with machine.kubelet.registerWithFQDN,
+ * lower case, `_` as `-`, other characters dropped (machined controllers/k8s/nodename.go and
+ * internal/nodename/nodename.go; the FQDN split in resources/network/hostname_spec.go ParseFQDN).
+ */
+export function kubernetesNodeName(hostname: string, registerWithFQDN: boolean): string {
+  const chosen = registerWithFQDN ? hostname : (hostname.split('.')[0] ?? hostname)
+  return chosen.toLowerCase().replace(/_/g, '-').replace(/[^a-z0-9.-]/g, '')
+}
+
+function machineConfigProblems(path: string, name: string, role: Role, schema: 'talhelper' | 'nodes'): InputError[] | { hostname?: string; registerWithFQDN: boolean } {
   let source: string
   try {
     source = readFileSync(path, 'utf8')
@@ -339,14 +364,19 @@ function checkMachineConfig(path: string, name: string, role: Role, schema: 'tal
   }
   const err = (doc: Document, keys: Array<string | number>, message: string, fix: string): InputError => new InputError(message, { file: path, ...at(doc, keys), fix })
   const v1alpha1: Document[] = []
+  let hostnameDoc: unknown
   for (const doc of Array.isArray(docs) ? docs : [docs]) {
     if (doc.contents === null) continue
     if (isSeq(doc.contents)) return [err(doc, [], `the machine config of ${name} is a YAML list, not a Talos machine config`, TALOS_DOC_FIX)]
     if (!isMap(doc.contents)) return [err(doc, [], `the machine config of ${name} holds a ${typeof doc.toJS()} where a Talos config document belongs`, TALOS_DOC_FIX)]
     const version = doc.get('version')
     const kind = doc.get('kind')
-    if (version === 'v1alpha1' && kind === undefined) v1alpha1.push(doc)
-    else if (typeof kind !== 'string' || typeof doc.get('apiVersion') !== 'string') {
+    if (version === 'v1alpha1' && kind === undefined) {
+      v1alpha1.push(doc)
+      continue
+    }
+    if (kind === 'HostnameConfig') hostnameDoc = doc.get('hostname')
+    if (typeof kind !== 'string' || typeof doc.get('apiVersion') !== 'string') {
       return [err(doc, version !== undefined ? ['version'] : [], `the machine config of ${name} has a document that is neither a v1alpha1 machine config (version: ${JSON.stringify(version ?? null)}) nor a Talos config document (apiVersion and kind)`, TALOS_DOC_FIX)]
     }
   }
@@ -372,7 +402,10 @@ function checkMachineConfig(path: string, name: string, role: Role, schema: 'tal
   if (selector !== undefined && selector !== null && !isMap(selector)) {
     problems.push(err(config, ['machine', 'install', 'diskSelector'], `machine.install.diskSelector of ${name} must be a mapping, got ${JSON.stringify(config.toJS().machine.install.diskSelector)}`, 'write installDiskSelector as a mapping (model, wwid, size, ...) and regenerate the config'))
   }
-  return problems
+  if (problems.length > 0) return problems
+  // the hostname Talos takes: the v1alpha1 one, else a HostnameConfig document's (Talos 1.12 multi-doc)
+  const hostname = [config.getIn(['machine', 'network', 'hostname']), hostnameDoc].find((h): h is string => typeof h === 'string' && h !== '')
+  return { ...(hostname ? { hostname } : {}), registerWithFQDN: config.getIn(['machine', 'kubelet', 'registerWithFQDN']) === true }
 }
 
 /** A talosconfig must parse and hold a context with credentials, or every authenticated call fails later. */

@@ -87,5 +87,5 @@ export const preflight: Phase = {
     }
     await validateConfigs(run)
   },
-  steps: () => [{ kind: 'node', title: 'Probe nodes', run: probeNode }],
+  steps: () => [{ kind: 'node', title: 'Probe nodes', readOnly: true, run: probeNode }],
 }

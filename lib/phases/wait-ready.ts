@@ -5,7 +5,7 @@ import { stringify } from 'yaml'
 import { NodeError } from '../classify.js'
 import { formatDuration } from '../duration.js'
 import { hintFor } from '../hints.js'
-import type { ClusterNode } from '../inventory.js'
+import { kubeNodeName, type ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import type { Run } from '../run.js'
@@ -119,7 +119,7 @@ function nodeReadyStep(r: Readings) {
     const check = async (): Promise<PollAnswer<NodeOutcome>> => {
       // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once
       const [kubelet, nodes, pods] = await Promise.all([registered ? undefined : kubeletOf(node, run, r), r.nodes.get(), r.cniPods?.get()])
-      const self = nodes.find((n) => n.metadata.name === node.name)
+      const self = nodes.find((n) => n.metadata.name === kubeNodeName(node))
       if (!registered) {
         const kubeletState = kubelet ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}` : 'kubelet not readable'
         registered = self !== undefined && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
@@ -130,7 +130,7 @@ function nodeReadyStep(r: Readings) {
         }
       }
       if (pods) {
-        const pod = pods.find((p) => p.spec?.nodeName === node.name)
+        const pod = pods.find((p) => p.spec?.nodeName === kubeNodeName(node))
         if (condition(pod, 'Ready')?.status !== 'True') {
           stage = { kind: 'cni', why: pod ? `CNI pod ${pod.metadata.name} ${pod.status?.phase ?? ''} not ready` : 'no CNI pod scheduled on the node' }
           return { done: false, state: stage.why }
@@ -192,7 +192,7 @@ export const waitReady: Phase = {
       { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', blocks: all, ready: apiReady, run: waitForApi },
       // the CNI goes in as soon as the API answers: its pods follow the nodes as they register
       { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, ready: apiReady, run: installCni },
-      { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', applies: bootstrapped, run: nodeReadyStep(r) },
+      { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', readOnly: true, applies: bootstrapped, run: nodeReadyStep(r) },
       { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', ready: apiReady, run: readinessGates },
     ]
   },
