@@ -7,24 +7,13 @@ import { chmodSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { InputError, InputErrors } from '../../lib/errors.js'
 import { canonicalAddress, loadInventory, selectNodes } from '../../lib/inventory.js'
 import { loadSettings } from '../../lib/settings.js'
 import { parseDotenv, renderFilename, substituteEnv } from '../../lib/talhelper.js'
+import { inputErrors } from './fixtures.js'
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/talhelper')
 const HOME_ENV = { PATH: process.env.PATH ?? '', CLUSTER_DOMAIN: 'home.example', NODE3_IP: '127.97.3.13' }
-
-function errorsOf(fn: () => unknown): string[] {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof InputError) return [err.format()]
-    if (err instanceof InputErrors) return err.errors.map((e) => e.format())
-    throw err
-  }
-  throw new Error('expected an input error')
-}
 
 function lineOf(file: string, text: string): number {
   return readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes(text)) + 1
@@ -70,11 +59,11 @@ describe('a home-ops repository as talhelper reads it', () => {
   it('an unset variable is exit 2 naming it and its line', () => {
     const env = { PATH: HOME_ENV.PATH, CLUSTER_DOMAIN: 'home.example' }
     const file = join(dir, 'talconfig.yaml')
-    expect(errorsOf(() => loadInventory(dir, { env }))).toEqual([`${file}:${lineOf(file, 'ipAddress: $NODE3_IP')}: variable \${NODE3_IP} not set (fix: export it or set it in talenv.yaml beside talconfig.yaml (KEY: value), as for talhelper genconfig; write $$ for a literal $)`])
+    expect(inputErrors(() => loadInventory(dir, { env }))).toEqual([`${file}:${lineOf(file, 'ipAddress: $NODE3_IP')}: variable \${NODE3_IP} not set (fix: export it or set it in talenv.yaml beside talconfig.yaml (KEY: value), as for talhelper genconfig; write $$ for a literal $)`])
   })
 
   it('a variable set but empty is refused, as talhelper refuses it', () => {
-    const messages = errorsOf(() => loadInventory(dir, { env: { ...HOME_ENV, NODE3_IP: '' } }))
+    const messages = inputErrors(() => loadInventory(dir, { env: { ...HOME_ENV, NODE3_IP: '' } }))
     expect(messages[0]).toContain(`talconfig.yaml:${lineOf(join(dir, 'talconfig.yaml'), 'ipAddress: $NODE3_IP')}: variable \${NODE3_IP} set but empty (fix:`)
   })
 
@@ -92,7 +81,7 @@ describe('a home-ops repository as talhelper reads it', () => {
     cpSync(join(copyDir, 'clusterconfig', 'home-knode03.home.example.yaml'), join(copyDir, 'clusterconfig', 'home-knode01.lab.example.yaml'))
     writeFileSync(talconfig, readFileSync(talconfig, 'utf8').replace('\npatches:\n', '  - hostname: knode01.lab.example\n    ipAddress: 127.97.3.14\n    installDisk: /dev/nvme0n1\n\npatches:\n'))
     const inv = loadInventory(copyDir, { env: HOME_ENV })
-    expect(errorsOf(() => selectNodes(inv, 'knode01'))[0]).toMatch(/NODES entry "knode01" matches several nodes: knode01\.home\.example, knode01\.lab\.example \(fix: write the full name/)
+    expect(inputErrors(() => selectNodes(inv, 'knode01'))[0]).toMatch(/NODES entry "knode01" matches several nodes: knode01\.home\.example, knode01\.lab\.example \(fix: write the full name/)
   })
 })
 
@@ -116,18 +105,18 @@ describe('another config file (-c), output folder (-o) and filenameTmpl', () => 
   })
 
   it('a talconfig named in the settings that does not exist is exit 2, not a fallback', () => {
-    expect(errorsOf(() => loadInventory(dir, { env: {}, talconfig: 'talos/missing.yaml' }))[0]).toMatch(/talos\/missing\.yaml: the talconfig file set in the settings does not exist \(fix:/)
+    expect(inputErrors(() => loadInventory(dir, { env: {}, talconfig: 'talos/missing.yaml' }))[0]).toMatch(/talos\/missing\.yaml: the talconfig file set in the settings does not exist \(fix:/)
   })
 
   it('without the output folder setting the configs are looked for in clusterconfig/ and named', () => {
-    expect(errorsOf(() => loadInventory(dir, { env: {}, talconfig: 'talos/cluster.yaml' }))[0]).toMatch(/cluster\.yaml:6: LabCP1: machine config .*clusterconfig\/lab_LabCP1\.yaml not found \(fix: .*talhelperOutDir/)
+    expect(inputErrors(() => loadInventory(dir, { env: {}, talconfig: 'talos/cluster.yaml' }))[0]).toMatch(/cluster\.yaml:6: LabCP1: machine config .*clusterconfig\/lab_LabCP1\.yaml not found \(fix: .*talhelperOutDir/)
   })
 })
 
 describe('talenv.sops.yaml', () => {
   it('without sops on PATH: exit 2 saying sops is needed; the ciphertext is never a value', () => {
     const dir = join(FIXTURES, 'sops')
-    const messages = errorsOf(() => loadInventory(dir, { env: { PATH: '/nonexistent' } }))
+    const messages = inputErrors(() => loadInventory(dir, { env: { PATH: '/nonexistent' } }))
     expect(messages).toEqual([`${join(dir, 'talenv.sops.yaml')}: the env file is encrypted with SOPS and sops is needed to read it ("sops" not found) (fix: install sops (or point SOPS at it) with the key that decrypts this file, or export its variables and remove the file)`])
   })
 
@@ -147,7 +136,7 @@ describe('talenv.sops.yaml', () => {
     const bin = mkdtempSync(join(tmpdir(), 'tb-sops-'))
     writeFileSync(join(bin, 'sops'), `#!/bin/sh\necho 'Failed to get the data key required to decrypt the SOPS file.' >&2\nexit 128\n`)
     chmodSync(join(bin, 'sops'), 0o755)
-    expect(errorsOf(() => loadInventory(dir, { env: { PATH: `${bin}:/usr/bin:/bin` } }))[0]).toMatch(/talenv\.sops\.yaml: sops could not decrypt the env file: Failed to get the data key/)
+    expect(inputErrors(() => loadInventory(dir, { env: { PATH: `${bin}:/usr/bin:/bin` } }))[0]).toMatch(/talenv\.sops\.yaml: sops could not decrypt the env file: Failed to get the data key/)
   })
 })
 
