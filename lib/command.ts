@@ -3,7 +3,7 @@ import { which } from 'zx'
 import { parseCommandArgs, type CommandArgs } from './args.js'
 import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
 import { Facts } from './facts.js'
-import { loadInventory, selectNodes, type Inventory } from './inventory.js'
+import { kubeNodeName, loadInventory, selectNodes, type Inventory } from './inventory.js'
 import { Journal } from './journal.js'
 import { acquireLock } from './lock.js'
 import { output } from './output.js'
@@ -114,7 +114,11 @@ export function reportFatal(err: unknown): number {
 export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags'>, env: NodeJS.ProcessEnv): { settings: Settings; inventory: Inventory; redactor: Redactor } {
   const input = { clusterDir: args.clusterDir, env, flags: args.settingFlags }
   const settings = loadSettings(input)
-  const inventory = loadInventory(args.clusterDir)
+  const inventory = loadInventory(args.clusterDir, {
+    env,
+    ...(settings.talconfig ? { talconfig: settings.talconfig } : {}),
+    ...(settings.talhelperOutDir ? { talhelperOutDir: settings.talhelperOutDir } : {}),
+  })
   checkSettingsFit(input, settings, inventory)
   const redactor = new Redactor()
   redactor.addFromYamlFile(inventory.talosconfig)
@@ -161,7 +165,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     redactor,
     tools,
     talosctl: new Talosctl(tools, inventory),
-    kubectl: new Kubectl(tools, kubeconfig, inventory.nodes.map((n) => n.name)),
+    kubectl: new Kubectl(tools, kubeconfig, inventory.nodes.map(kubeNodeName)),
     helm: new Helm(tools, kubeconfig),
     flux: new Flux(tools, kubeconfig),
     kubeconfig,

@@ -18,9 +18,17 @@ export interface StepReporter {
   retrying(attempt: number, error: NodeError, delayMs: number): void
 }
 
+/** Nodes read at once by a read-only step: an unreachable node costs its retries once, not once per node. */
+export const READ_ONLY_LIMIT = 16
+
 export interface NodeStep {
   kind: 'node'
   title: string
+  /**
+   * Only reads (probes, status): runs for up to READ_ONLY_LIMIT nodes at once whatever CONCURRENCY,
+   * which bounds the steps that change nodes.
+   */
+  readOnly?: boolean
   /** the nodes this step acts on; the others pass through unchanged */
   applies?: (node: ClusterNode, run: Run) => boolean
   run: (node: ClusterNode, run: Run, report: StepReporter) => Promise<NodeOutcome | void>

@@ -3,7 +3,7 @@ import { NodeError } from './classify.js'
 import { errorMessage, InterruptedError } from './errors.js'
 import { hintFor } from './hints.js'
 import type { ClusterNode } from './inventory.js'
-import type { ClusterStep, NodeOutcome, NodeStep, Phase, StepReporter } from './phase.js'
+import { READ_ONLY_LIMIT, type ClusterStep, type NodeOutcome, type NodeStep, type Phase, type StepReporter } from './phase.js'
 import { newNodeResult, phaseOk, type ErrorRecord, type NodeResult, type PhaseName, type PhaseResult, type StepResult } from './results.js'
 import type { Run } from './run.js'
 
@@ -165,7 +165,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
           },
         }
       })
-      return task.newListr(nodeTasks, { concurrent: run.settings.concurrency, exitOnError: false })
+      return task.newListr(nodeTasks, { concurrent: step.readOnly ? Math.max(run.settings.concurrency, READ_ONLY_LIMIT) : run.settings.concurrency, exitOnError: false })
     },
   }
 }

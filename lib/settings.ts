@@ -50,6 +50,10 @@ export interface Settings {
   fluxTimeoutMs: number
   bootstrapNode?: string
   kubeconfig: string
+  /** talhelper's config file (genconfig -c), relative to CLUSTER_DIR */
+  talconfig?: string
+  /** talhelper's output folder (genconfig -o), relative to CLUSTER_DIR */
+  talhelperOutDir?: string
   cni?: CniSettings
   readinessGates: ReadinessGate[]
   flux?: FluxSettings
@@ -81,6 +85,8 @@ export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
   { key: 'fluxTimeoutMs', file: 'fluxTimeout', env: 'BOOTSTRAP_FLUX_TIMEOUT', flag: 'flux-timeout', kind: 'duration', default: 600_000 },
   { key: 'bootstrapNode', file: 'bootstrapNode', env: 'BOOTSTRAP_NODE', flag: 'bootstrap-node', kind: 'string', default: undefined },
   { key: 'kubeconfig', file: 'kubeconfig', env: 'BOOTSTRAP_KUBECONFIG', flag: 'kubeconfig', kind: 'string', default: 'kubeconfig' },
+  { key: 'talconfig', file: 'talconfig', env: 'BOOTSTRAP_TALCONFIG', flag: 'talconfig', kind: 'string', default: undefined },
+  { key: 'talhelperOutDir', file: 'talhelperOutDir', env: 'BOOTSTRAP_TALHELPER_OUT_DIR', flag: 'talhelper-out-dir', kind: 'string', default: undefined },
 ]
 
 /** The longest delay setTimeout honours (2^31-1 ms, about 24.8 days). */

@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { NodeError } from './classify.js'
-import type { ClusterNode, Inventory } from './inventory.js'
+import { kubeNodeName, type ClusterNode, type Inventory } from './inventory.js'
 import { mapLimit } from './map-limit.js'
 import { stateDir, type Report } from './report.js'
 import { formatTable } from './table.js'
@@ -245,7 +245,7 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
   const rows = nodes.map((node): NodeRow => {
     const machine = readings.get(node.name)
     const status = machine?.state === 'status' ? machine.status : undefined
-    const k8s = kubeByName?.get(node.name) ?? kubeByName?.get(node.ip)
+    const k8s = kubeByName?.get(kubeNodeName(node)) ?? kubeByName?.get(node.ip)
     const kubernetes = !existsSync(tools.kubeconfig) ? '-' : !kubeByName ? '?' : k8s ? k8s.ready : 'not registered'
     const lane = lanes.get(node.name)
     const notes: string[] = []

@@ -6,7 +6,7 @@ import { NodeError } from '../classify.js'
 import { checkCni } from '../cni-compat.js'
 import { formatDuration } from '../duration.js'
 import { hintFor, hintForCniApi, hintForTalosCni } from '../hints.js'
-import type { ClusterNode } from '../inventory.js'
+import { kubeNodeName, type ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import type { Run } from '../run.js'
@@ -142,7 +142,7 @@ function nodeReadyStep(r: Readings) {
     const check = async (): Promise<PollAnswer<NodeOutcome>> => {
       // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once
       const [kubelet, nodes, pods] = await Promise.all([registered ? undefined : kubeletOf(node, run, r), r.nodes.get(), r.cniPods?.get()])
-      const self = nodes.find((n) => n.metadata.name === node.name)
+      const self = nodes.find((n) => n.metadata.name === kubeNodeName(node))
       if (!registered) {
         const kubeletState = kubelet ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}` : 'kubelet not readable'
         registered = self !== undefined && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
@@ -153,7 +153,7 @@ function nodeReadyStep(r: Readings) {
         }
       }
       if (pods) {
-        const pod = pods.find((p) => p.spec?.nodeName === node.name)
+        const pod = pods.find((p) => p.spec?.nodeName === kubeNodeName(node))
         if (condition(pod, 'Ready')?.status !== 'True') {
           stage = pod ? cniPodWhy(pod, run) : { kind: 'cni', why: 'no CNI pod scheduled on the node' }
           return { done: false, state: stage.why }
@@ -165,7 +165,7 @@ function nodeReadyStep(r: Readings) {
         const flannelPods = r.talosFlannel ? await r.talosFlannel.get().catch(() => undefined) : []
         if (!flannelPods) return { done: false, state: "Ready; looking for Talos's own CNI" }
         // a dry run's reads answer as a healthy cluster would: every pod list holds a pod per node
-        const flannel = run.options.dryRun ? undefined : flannelPods.find((p) => p.spec?.nodeName === node.name)
+        const flannel = run.options.dryRun ? undefined : flannelPods.find((p) => p.spec?.nodeName === kubeNodeName(node))
         if (flannel && run.settings.cni) {
           throw new NodeError('cni', `two CNIs on the node: Talos's own flannel (pod ${flannel.metadata.name}) runs next to ${run.settings.cni.chart}; the machine configs' cluster.network.cni.name is not none`, hintForTalosCni(node))
         }
@@ -227,7 +227,7 @@ export const waitReady: Phase = {
       { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', blocks: all, ready: apiReady, run: waitForApi },
       // the CNI goes in as soon as the API answers: its pods follow the nodes as they register
       { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, ready: apiReady, run: installCni },
-      { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', applies: bootstrapped, run: nodeReadyStep(r) },
+      { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', readOnly: true, applies: bootstrapped, run: nodeReadyStep(r) },
       { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', ready: apiReady, run: readinessGates },
     ]
   },

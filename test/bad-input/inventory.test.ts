@@ -77,6 +77,8 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
 
   it('no control plane (bootstrap:flux)', async () => {
     const file = bed.edit(TALCONFIG, /(hostname: cp-1\n\s+ipAddress: \S+\n\s+controlPlane:) true/, '$1 false')
+    // its config regenerated as a worker's too (else the contradiction is the error)
+    bed.edit('clusterconfig/e2e-cp-1.yaml', 'type: controlplane', 'type: worker')
     const result = await bed.cluster.task('bootstrap:flux')
     // the line of the nodes list (its first item)
     expectBadInput(result, bed, { file, line: lineOf(file, '- hostname: cp-1'), what: /^no control plane node in the inventory$/, fix: /at least one node as a control plane/ })
@@ -85,7 +87,7 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
   it('a node name with shell metacharacters (bootstrap:preflight)', async () => {
     const file = bed.edit(TALCONFIG, 'hostname: wrkr-2', 'hostname: "wrkr-2; touch /tmp/pwned-$(id -u)"')
     const result = await bed.cluster.task('bootstrap:preflight')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'pwned'), what: /^nodes\[2\]\.hostname "wrkr-2; touch \/tmp\/pwned-\$\(id -u\)" is not a valid node name$/, fix: /RFC 1123 label/ })
+    expectBadInput(result, bed, { file, line: lineOf(file, 'pwned'), what: /^nodes\[2\]\.hostname "wrkr-2; touch \/tmp\/pwned-\$\(id -u\)" is not a valid node name$/, fix: /letters, digits and dashes, in dot-separated labels/ })
   })
 
   it('an empty inventory (bootstrap:apply)', async () => {
@@ -115,12 +117,13 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
 
   it('two input errors at once are both reported (bootstrap:talos)', async () => {
     bed.edit(TALCONFIG, 'hostname: wrkr-2', 'hostname: wrkr-1')
-    const file = bed.edit(TALCONFIG, 'ipAddress: 127.70.1.11', 'ipAddress: not-an-address')
+    // a DNS name is an address to talhelper: this one has a space in it
+    const file = bed.edit(TALCONFIG, 'ipAddress: 127.70.1.11', 'ipAddress: not an address')
     const result = await bed.cluster.task('bootstrap:talos')
     expectBadInput(
       result,
       bed,
-      { file, line: lineOf(file, 'not-an-address'), what: /^nodes\[0\]\.ipAddress "not-an-address" of cp-1 is not an IP address$/, fix: /IP address/ },
+      { file, line: lineOf(file, 'not an address'), what: /^nodes\[0\]\.ipAddress "not an address" of cp-1 is not an IP address$/, fix: /IP address/ },
       { file, line: lineOf(file, /hostname: wrkr-1$/) + 4, what: /^duplicate node name "wrkr-1"/, fix: /own name/ },
     )
     expect(inputErrors(result.stderr)).toHaveLength(2)

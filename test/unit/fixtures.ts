@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { InputError, InputErrors } from '../../lib/errors.js'
 
 const pem = (label: string): string => Buffer.from(`-----BEGIN ${label}-----\nMIIBfakefakefakefake${label.replace(/\s/g, '')}\n-----END ${label}-----\n`).toString('base64')
 
@@ -36,3 +37,15 @@ export const threeNodes: FixtureNode[] = [
   { hostname: 'wrkr-1', ip: '127.0.0.21', cp: false },
   { hostname: 'wrkr-2', ip: '127.0.0.22', cp: false },
 ]
+
+/** The formatted lines of the input error(s) `fn` throws (it must throw one). */
+export function inputErrors(fn: () => unknown): string[] {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof InputError) return [err.format()]
+    if (err instanceof InputErrors) return err.errors.map((e) => e.format())
+    throw err
+  }
+  throw new Error('expected an input error')
+}

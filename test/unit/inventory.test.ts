@@ -1,20 +1,8 @@
 import { copyFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { InputError, InputErrors } from '../../lib/errors.js'
 import { loadInventory, selectNodes } from '../../lib/inventory.js'
-import { clusterDir, threeNodes } from './fixtures.js'
-
-function inputErrors(fn: () => unknown): string[] {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof InputError) return [err.format()]
-    if (err instanceof InputErrors) return err.errors.map((e) => e.format())
-    throw err
-  }
-  throw new Error('expected an input error')
-}
+import { clusterDir, inputErrors, threeNodes } from './fixtures.js'
 
 describe('inventory', () => {
   it('reads a talhelper cluster directory', () => {

@@ -1,0 +1,85 @@
+// Issue 15: a talhelper repository as operators write them loads unchanged and bootstraps: `${VAR}`
+// from talenv.yaml and from the environment (talosVersion included, so the version-skew warning sees
+// the real value), FQDN hostnames and talhelper's `<cluster>-<fqdn>.yaml` files, a worker without
+// controlPlane:, a comma-separated ipAddress, a per-node filenameTmpl, another output folder.
+// Talos registers an FQDN hostname in Kubernetes by its first label (machined
+// controllers/k8s/nodename.go), as the simulator does: wait-ready must find the nodes under it.
+import { readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { E2eCluster, statuses } from './harness.js'
+
+let cluster: E2eCluster
+beforeAll(async () => {
+  cluster = await E2eCluster.start('127.97.1', { cps: 1, workers: 2, speed: 3000 })
+  const dir = cluster.clusterDir
+  const fqdn = (name: string): string => `${name}.lab.example`
+  // talhelper genconfig -o generated: the configs named as it names them, hostnames as FQDNs
+  renameSync(join(dir, 'clusterconfig'), join(dir, 'generated'))
+  for (const [name, file] of [['cp-1', `e2e-${fqdn('cp-1')}.yaml`], ['wrkr-1', `e2e-${fqdn('wrkr-1')}.yaml`], ['wrkr-2', `${fqdn('wrkr-2')}.yaml`]] as const) {
+    const from = join(dir, 'generated', `e2e-${name}.yaml`)
+    writeFileSync(join(dir, 'generated', file), readFileSync(from, 'utf8').replace(`hostname: ${name}\n`, `hostname: ${fqdn(name)}\n`))
+    if (file !== `e2e-${name}.yaml`) renameSync(from, `${from}.old`)
+  }
+  writeFileSync(join(dir, 'talenv.yaml'), '---\nCLUSTER: e2e\nCP_IP: 127.97.1.11\n')
+  writeFileSync(
+    join(dir, 'talconfig.yaml'),
+    [
+      '# yaml-language-server: $schema=./talconfig.json  ($UNSET in a comment is left alone)',
+      'clusterName: ${CLUSTER}',
+      'talosVersion: "${talosVersion}"',
+      'kubernetesVersion: v1.35.0',
+      'endpoint: https://127.97.1.10:6443',
+      'nodes:',
+      `  - hostname: ${fqdn('cp-1')}`,
+      '    ipAddress: ${CP_IP}',
+      '    controlPlane: true',
+      '    installDisk: /dev/sda',
+      `  - hostname: ${fqdn('wrkr-1')}`,
+      '    ipAddress: $WRKR1_IP',
+      '    installDisk: /dev/sda',
+      `  - hostname: ${fqdn('wrkr-2')}`,
+      '    ipAddress: 127.97.1.22, 127.97.1.122',
+      '    controlPlane: false',
+      '    installDisk: /dev/sda',
+      '    filenameTmpl: "{{ .Hostname }}.yaml"',
+      '',
+    ].join('\n'),
+  )
+  writeFileSync(join(dir, 'bootstrap.yaml'), `${readFileSync(join(dir, 'bootstrap.yaml'), 'utf8')}talhelperOutDir: generated\n`)
+})
+afterAll(async () => {
+  await cluster?.stop()
+})
+
+const ENV = { WRKR1_IP: '127.97.1.21', talosVersion: 'v1.12.11' }
+
+describe('a talhelper repository with variables, FQDNs and its own file names', () => {
+  it('bootstraps: every node under its FQDN, Ready in Kubernetes under its short name', async () => {
+    const result = await cluster.task('bootstrap:talos', {}, [], ENV)
+    expect(result.code, result.stderr + result.stdout).toBe(0)
+    const report = cluster.report()
+    for (const phase of ['preflight', 'apply', 'verify', 'wait-ready']) {
+      expect(statuses(report, phase)).toEqual({ 'cp-1.lab.example': 'ok', 'wrkr-1.lab.example': 'ok', 'wrkr-2.lab.example': 'ok' })
+    }
+    // the configs applied are talhelper's files in the output folder, to the first address of a list
+    const applies = cluster.calls().filter((c) => c.call === 'apply')
+    expect(applies.map((c) => [c.ip, c.args[c.args.indexOf('-f') + 1]]).sort()).toEqual([
+      ['127.97.1.11', join(cluster.clusterDir, 'generated', 'e2e-cp-1.lab.example.yaml')],
+      ['127.97.1.21', join(cluster.clusterDir, 'generated', 'e2e-wrkr-1.lab.example.yaml')],
+      ['127.97.1.22', join(cluster.clusterDir, 'generated', 'wrkr-2.lab.example.yaml')],
+    ])
+  })
+
+  it('NODES takes a short name when it is unique, and an address of the list', async () => {
+    const result = await cluster.task('bootstrap:verify', { NODES: 'wrkr-1,127.97.1.122' }, [], ENV)
+    expect(result.code, result.stderr + result.stdout).toBe(0)
+    expect(statuses(cluster.report(), 'verify')).toEqual({ 'wrkr-1.lab.example': 'ok', 'wrkr-2.lab.example': 'ok' })
+  })
+
+  it('talosVersion from the environment reaches the version-skew check', async () => {
+    const result = await cluster.task('bootstrap:apply', { DRY_RUN: 'true' }, [], { ...ENV, talosVersion: '1.11.5' })
+    expect(result.code, result.stderr + result.stdout).toBe(0)
+    expect(result.stderr + result.stdout).toMatch(/talosctl v1\.12\.11 but the cluster's talosVersion is v1\.11\.5/)
+  })
+})
