@@ -13,6 +13,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 // @ts-ignore plain JS test kit
 import { startKubeForTest, run } from '../../sim/helm/testkit.js'
+// @ts-ignore plain JS
+import { networkOf } from '../../sim/talos/network.js'
 
 type Kit = Awaited<ReturnType<typeof startKubeForTest>>
 interface Network { cni: string; proxy: boolean; kubePrism: { enabled: boolean; port: number } }
@@ -110,5 +112,15 @@ describe('a CNI held to what a Talos node needs', () => {
       expect(pods(k, 'flannel').filter((p) => p.spec.nodeName === node)).toHaveLength(1)
       expect(pods(k, 'cilium').filter((p) => p.spec.nodeName === node)).toHaveLength(1)
     }
+  })
+})
+
+describe("what the simulator reads from a node's applied config (sim/talos/network.js)", () => {
+  it('Talos defaults: no cni section is flannel, no proxy section deploys kube-proxy, no kubePrism section is off on 7445', () => {
+    // v1alpha1_clusterconfig.go CNI(), v1alpha1_proxyconfig.go Enabled(), v1alpha1_features.go
+    expect(networkOf({ machine: {}, cluster: {} })).toEqual({ cni: 'flannel', proxy: true, kubePrism: { enabled: false, port: 7445 } })
+    expect(networkOf({ machine: { features: { kubePrism: { enabled: true, port: 7000 } } }, cluster: { network: { cni: { name: 'none' } }, proxy: { disabled: true } } }))
+      .toEqual({ cni: 'none', proxy: false, kubePrism: { enabled: true, port: 7000 } })
+    expect(networkOf(null)).toBeUndefined()
   })
 })
