@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path'
 import { isMap, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document } from 'yaml'
 import { InputError, InputErrors } from './errors.js'
 import { DEFAULT_FILENAME_TMPL, isDomain, isHostname, renderFilename, splitAddresses, substituteEnv, talhelperEnv, talosVersionOf } from './talhelper.js'
-import { YamlFile } from './yaml-file.js'
+import { documentToJS, YamlFile } from './yaml-file.js'
 
 export type Role = 'controlplane' | 'worker'
 
@@ -103,7 +103,8 @@ function readTalconfig(dir: string, path: string, env: NodeJS.ProcessEnv): { fil
   }
   const file = YamlFile.parse(path, text)
   // the same text with every scalar a string: talhelper's string fields keep `1.10` as written
-  return { file, strings: parseDocument(text, { schema: 'failsafe' }).toJS() }
+  const lines = new LineCounter()
+  return { file, strings: documentToJS(parseDocument(text, { schema: 'failsafe', lineCounter: lines }), path, lines) }
 }
 
 function fromTalconfig(dir: string, path: string, options: InventoryOptions): Inventory {
@@ -368,7 +369,7 @@ function machineConfigProblems(path: string, name: string, role: Role, schema: '
   for (const doc of Array.isArray(docs) ? docs : [docs]) {
     if (doc.contents === null) continue
     if (isSeq(doc.contents)) return [err(doc, [], `the machine config of ${name} is a YAML list, not a Talos machine config`, TALOS_DOC_FIX)]
-    if (!isMap(doc.contents)) return [err(doc, [], `the machine config of ${name} holds a ${typeof doc.toJS()} where a Talos config document belongs`, TALOS_DOC_FIX)]
+    if (!isMap(doc.contents)) return [err(doc, [], `the machine config of ${name} holds a ${typeof documentToJS(doc, path)} where a Talos config document belongs`, TALOS_DOC_FIX)]
     const version = doc.get('version')
     const kind = doc.get('kind')
     if (version === 'v1alpha1' && kind === undefined) {
@@ -400,7 +401,7 @@ function machineConfigProblems(path: string, name: string, role: Role, schema: '
   }
   const selector = config.getIn(['machine', 'install', 'diskSelector'])
   if (selector !== undefined && selector !== null && !isMap(selector)) {
-    problems.push(err(config, ['machine', 'install', 'diskSelector'], `machine.install.diskSelector of ${name} must be a mapping, got ${JSON.stringify(config.toJS().machine.install.diskSelector)}`, 'write installDiskSelector as a mapping (model, wwid, size, ...) and regenerate the config'))
+    problems.push(err(config, ['machine', 'install', 'diskSelector'], `machine.install.diskSelector of ${name} must be a mapping, got ${JSON.stringify((documentToJS(config, path) as { machine: { install: { diskSelector: unknown } } }).machine.install.diskSelector)}`, 'write installDiskSelector as a mapping (model, wwid, size, ...) and regenerate the config'))
   }
   if (problems.length > 0) return problems
   // the hostname Talos takes: the v1alpha1 one, else a HostnameConfig document's (Talos 1.12 multi-doc)

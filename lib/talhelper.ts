@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { LineCounter, Parser, parseDocument } from 'yaml'
 import { InputError } from './errors.js'
+import { documentToJS } from './yaml-file.js'
 import { SOPS_ENV, sopsDecrypt } from './tools/sops.js'
 
 /** genconfig's default --env-file list: loaded in this order, each setting the environment, so later files win over earlier ones and over the shell. */
@@ -52,7 +53,7 @@ function envFileText(path: string, env: NodeJS.ProcessEnv): string {
   if (first) {
     throw new InputError(`YAML syntax error: ${first.message.split('\n')[0] ?? ''}`, { file: path, line: lines.linePos(first.pos[0]).line, fix: 'correct the YAML syntax of the env file (talhelper fails on it too)' })
   }
-  const sops = (doc.toJS() as { sops?: unknown } | null)?.sops
+  const sops = (documentToJS(doc, path, lines) as { sops?: unknown } | null)?.sops
   const encrypted = sops !== null && typeof sops === 'object' && Object.keys(sops).length > 0
   if (!encrypted) return text
   const result = sopsDecrypt(path, env)

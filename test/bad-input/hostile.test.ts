@@ -59,6 +59,13 @@ describe('hostile files and values: exit 2 with the message, no stack trace', ()
     expectBadInput(result, bed, { file, line: lineOf(file, 'l1: &l1'), what: /^YAML aliases expand too far/, fix: /write the values out/ })
   })
 
+  it('a YAML alias bomb in a machine config', async () => {
+    const file = bed.path('clusterconfig', readdirSync(bed.path('clusterconfig')).find((f) => f.endsWith('-wrkr-1.yaml')) ?? '')
+    writeFileSync(file, `${aliasBomb('x-bomb')}${readFileSync(file, 'utf8')}`)
+    const result = await bed.cluster.task('bootstrap:preflight')
+    expectBadInput(result, bed, { file, what: /^(YAML aliases expand too far|machine config of wrkr-1 is invalid: .*alias)/i, fix: /write the values out|correct the config/ })
+  })
+
   it('--call-timeout 1000h: longer than a timer holds', async () => {
     const result = await bed.cluster.task('bootstrap:preflight', {}, ['--call-timeout', '1000h'])
     expectBadInput(result, bed, { what: /^flag --call-timeout: callTimeout "1000h" is longer than a timer can hold \(at most 596h\)$/, fix: /--call-timeout 5s/ })
