@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
-import { isMap, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document } from 'yaml'
+import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document } from 'yaml'
 import { InputError, InputErrors } from './errors.js'
 import { DEFAULT_FILENAME_TMPL, isDomain, isHostname, renderFilename, splitAddresses, substituteEnv, talhelperEnv, talosVersionOf } from './talhelper.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
@@ -352,14 +352,15 @@ function machineConfigProblems(path: string, name: string, role: Role, schema: '
   } catch (err) {
     return [new InputError(`cannot read the machine config (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { file: path, fix: 'make it a readable file (talhelper genconfig writes it)' })]
   }
-  const syntax = YamlFile.checkSyntax(path, source)
+  const docs = parseAllDocuments(source)
+  // parsed once; the syntax error message is built only when there is one
+  const syntax = docs.some((d) => d.errors.length > 0) ? YamlFile.checkSyntax(path, source) : undefined
   if (syntax) return [new InputError(syntax.message, { file: path, ...(syntax.line ? { line: syntax.line } : {}), fix: 'correct the YAML syntax at that line (or in its talhelper patch) and regenerate the config' })]
-  const lines = new LineCounter()
-  const docs = parseAllDocuments(source, { lineCounter: lines })
   const at = (doc: Document, keys: Array<string | number>): { line?: number } => {
     for (let depth = keys.length; depth >= 0; depth--) {
       const node = doc.getIn(keys.slice(0, depth), true) as { range?: [number, number, number] } | undefined
-      if (node?.range) return { line: lines.linePos(node.range[0]).line }
+      // offsets are into the whole file; lines are counted only for an error
+      if (node?.range) return { line: source.slice(0, node.range[0]).split('\n').length }
     }
     return {}
   }
@@ -367,9 +368,10 @@ function machineConfigProblems(path: string, name: string, role: Role, schema: '
   const v1alpha1: Document[] = []
   let hostnameDoc: unknown
   for (const doc of Array.isArray(docs) ? docs : [docs]) {
-    if (doc.contents === null) continue
+    // an empty document (a stray `---`) holds nothing
+    if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) continue
     if (isSeq(doc.contents)) return [err(doc, [], `the machine config of ${name} is a YAML list, not a Talos machine config`, TALOS_DOC_FIX)]
-    if (!isMap(doc.contents)) return [err(doc, [], `the machine config of ${name} holds a ${typeof documentToJS(doc, path)} where a Talos config document belongs`, TALOS_DOC_FIX)]
+    if (!isMap(doc.contents)) return [err(doc, [], `the machine config of ${name} holds the scalar ${JSON.stringify(documentToJS(doc, path))} where a Talos config document belongs`, TALOS_DOC_FIX)]
     const version = doc.get('version')
     const kind = doc.get('kind')
     if (version === 'v1alpha1' && kind === undefined) {

@@ -4,10 +4,11 @@
 // controlPlane:, a comma-separated ipAddress, a per-node filenameTmpl, another output folder.
 // Talos registers an FQDN hostname in Kubernetes by its first label (machined
 // controllers/k8s/nodename.go), as the simulator does: wait-ready must find the nodes under it.
-import { readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { cpSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { E2eCluster, statuses } from './harness.js'
+import { E2eCluster, run, statuses } from './harness.js'
 
 let cluster: E2eCluster
 beforeAll(async () => {
@@ -81,5 +82,22 @@ describe('a talhelper repository with variables, FQDNs and its own file names', 
     const result = await cluster.task('bootstrap:apply', { DRY_RUN: 'true' }, [], { ...ENV, talosVersion: '1.11.5' })
     expect(result.code, result.stderr + result.stdout).toBe(0)
     expect(result.stderr + result.stdout).toMatch(/talosctl v1\.12\.11 but the cluster's talosVersion is v1\.11\.5/)
+  })
+})
+
+describe('the home-ops fixture (test/fixtures/talhelper/home-ops), as the issue ran it', () => {
+  it('bootstrap:apply DRY_RUN=true plans the files talhelper named for every node; preflight validates them', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'tb-home-ops-')), 'home-ops')
+    cpSync(resolve(import.meta.dirname, '../fixtures/talhelper/home-ops'), dir, { recursive: true })
+    const env = cluster.env({ CLUSTER_DIR: dir, CLUSTER_DOMAIN: 'home.example', NODE3_IP: '127.97.3.13' })
+    const dry = await run('task', ['-x', 'bootstrap:apply', `CLUSTER_DIR=${dir}`, 'DRY_RUN=true'], env)
+    expect(dry.code, dry.stderr + dry.stdout).toBe(0)
+    for (const [ip, host] of [['127.97.3.11', 'knode01'], ['127.97.3.12', 'knode02'], ['127.97.3.13', 'knode03']]) {
+      expect(dry.stdout).toContain(`apply-config --insecure -n ${ip} -e ${ip} -f ${join(dir, 'clusterconfig', `home-${host}.home.example.yaml`)}`)
+    }
+    // preflight validates every config (the simulator's talosctl), then finds no node: nothing listens on 127.97.3.x
+    const preflight = await run('task', ['-x', 'bootstrap:preflight', `CLUSTER_DIR=${dir}`, '--', '--retries', '0'], env)
+    expect(preflight.stderr).not.toMatch(/is invalid|variable|not a valid/)
+    expect(preflight.stderr).toMatch(/knode01\.home\.example \(127\.97\.3\.11\) failed in preflight: unreachable/)
   })
 })

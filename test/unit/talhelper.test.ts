@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { canonicalAddress, loadInventory, selectNodes } from '../../lib/inventory.js'
 import { loadSettings } from '../../lib/settings.js'
 import { parseDotenv, renderFilename, substituteEnv } from '../../lib/talhelper.js'
-import { inputErrors } from './fixtures.js'
+import { clusterDir, inputErrors, threeNodes } from './fixtures.js'
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/talhelper')
 const HOME_ENV = { PATH: process.env.PATH ?? '', CLUSTER_DOMAIN: 'home.example', NODE3_IP: '127.97.3.13' }
@@ -200,5 +200,29 @@ describe('one spelling per address', () => {
     expect(canonicalAddress('0:0:0:0:0:0:0:1')).toBe(canonicalAddress('::1'))
     expect(canonicalAddress('[0000::0001]')).toBe('::1')
     expect(canonicalAddress('Node.Example.')).toBe('node.example')
+  })
+})
+
+describe('machine config documents', () => {
+  const withWorkerConfig = (text: string): string => {
+    const dir = clusterDir(threeNodes)
+    writeFileSync(join(dir, 'clusterconfig', 'demo-wrkr-1.yaml'), text)
+    return dir
+  }
+  const V1 = 'version: v1alpha1\nmachine:\n  type: worker\n  install:\n    disk: /dev/sda\n'
+
+  it('a stray --- (an empty document) is no document; a second v1alpha1 document or a scalar is refused', () => {
+    expect(loadInventory(withWorkerConfig(`---\n${V1}---\n---\n`), { env: {} }).nodes).toHaveLength(3)
+    expect(inputErrors(() => loadInventory(withWorkerConfig(`${V1}---\n${V1}`), { env: {} }))[0]).toMatch(/demo-wrkr-1\.yaml:7: the machine config of wrkr-1 has 2 v1alpha1 documents \(fix: regenerate/)
+    expect(inputErrors(() => loadInventory(withWorkerConfig('hello\n'), { env: {} }))[0]).toMatch(/demo-wrkr-1\.yaml:1: the machine config of wrkr-1 holds the scalar "hello" where a Talos config document belongs/)
+  })
+
+  it('the Kubernetes node name: the config hostname (v1alpha1 or HostnameConfig) first label, or all of it with registerWithFQDN', () => {
+    const hostnameDoc = loadInventory(withWorkerConfig(`${V1}---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: Worker_One.lab.example\n`), { env: {} })
+    expect(hostnameDoc.nodes[1]?.kubeName).toBe('worker-one')
+    const fqdn = loadInventory(withWorkerConfig(`${V1.replace('  install:', '  kubelet:\n    registerWithFQDN: true\n  network:\n    hostname: w1.lab.example\n  install:')}`), { env: {} })
+    expect(fqdn.nodes[1]?.kubeName).toBe('w1.lab.example')
+    // a plain name that Talos keeps as it is needs no second name
+    expect(loadInventory(withWorkerConfig(V1), { env: {} }).nodes[1]?.kubeName).toBeUndefined()
   })
 })
