@@ -4,6 +4,7 @@ import { which } from 'zx'
 import { parseCommandArgs, type CommandArgs } from './args.js'
 import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
 import { Facts } from './facts.js'
+import { setHintContext } from './hints.js'
 import { loadInventory, selectNodes, type Inventory } from './inventory.js'
 import { Journal } from './journal.js'
 import { acquireLock } from './lock.js'
@@ -121,6 +122,14 @@ export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags
   if (settings.flux?.sopsAgeKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.sopsAgeKeyFile))
   // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
   for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(inventory.clusterDir, file))
+  const controlPlanes = inventory.nodes.filter((n) => n.role === 'controlplane')
+  const first = controlPlanes.find((n) => n.name === settings.bootstrapNode || n.ip === settings.bootstrapNode)
+  setHintContext({
+    clusterDir: inventory.clusterDir,
+    talosconfig: inventory.talosconfig,
+    kubeconfig: resolve(inventory.clusterDir, settings.kubeconfig),
+    controlPlanes: first ? [first, ...controlPlanes.filter((n) => n !== first)] : controlPlanes,
+  })
   return { settings, inventory, redactor }
 }
 

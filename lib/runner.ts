@@ -1,7 +1,7 @@
 import { Listr, PRESET_TIMER, PRESET_TIMESTAMP, type ListrTask, type ListrTaskWrapper, type ListrDefaultRenderer, type ListrSimpleRenderer } from 'listr2'
 import { NodeError } from './classify.js'
 import { errorMessage, InterruptedError } from './errors.js'
-import { hintFor } from './hints.js'
+import { hintFor, phaseTask, taskCommand } from './hints.js'
 import type { ClusterNode } from './inventory.js'
 import type { ClusterStep, NodeOutcome, NodeStep, Phase, StepReporter } from './phase.js'
 import { newNodeResult, phaseOk, type ErrorRecord, type NodeResult, type PhaseName, type PhaseResult, type StepResult } from './results.js'
@@ -31,7 +31,7 @@ function toRecord(err: unknown, node: ClusterNode | undefined, phase: PhaseName)
   const kind = interrupted ? 'interrupted' : 'unknown'
   const message = interrupted ? 'interrupted' : errorMessage(err)
   if (node) return { kind, message, hint: hintFor(kind, node) }
-  const task = `task bootstrap:${phase === 'bootstrap' ? 'etcd' : phase}`
+  const task = taskCommand(phaseTask(phase))
   return { kind, message, hint: interrupted ? `run it again: ${task} resumes where it stopped` : `read the message above, then run again: ${task}` }
 }
 

@@ -1,6 +1,6 @@
 import { chmodSync, existsSync } from 'node:fs'
 import { NodeError } from '../classify.js'
-import { hintFor } from '../hints.js'
+import { hintFor, taskCommand } from '../hints.js'
 import type { ClusterNode } from '../inventory.js'
 import { apiUrl, kubeconfigServer, setKubeconfigServer } from '../kubeconfig.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
@@ -61,7 +61,7 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
       throw new NodeError(
         'etcd-join',
         `etcd was bootstrapped by an earlier run (${before.name} joined) and ${silent.map((cp) => cp.name).join(', ')} cannot tell whether etcd runs there: not bootstrapping again`,
-        'bring the control planes back (task bootstrap:status shows which); if etcd is lost, restore it from a snapshot with talosctl bootstrap --recover-from',
+        `bring the control planes back (${taskCommand('bootstrap:status')} shows which), then run: ${taskCommand('bootstrap:etcd')}; if etcd is lost, restore it from a snapshot with talosctl bootstrap --recover-from`,
       )
     }
   }

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { NodeError } from '../classify.js'
 import { formatDuration } from '../duration.js'
-import { hintFor } from '../hints.js'
+import { hintFor, kubectlCommand, talosctlCommand, taskCommand } from '../hints.js'
 import type { ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
@@ -76,7 +76,7 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
     },
     { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
   ).catch((err: unknown) => {
-    if (err instanceof PollTimeout) throw new NodeError('unreachable', `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`, 'check the control planes (`talosctl -n <cp> service kube-apiserver`), then run: task bootstrap:wait-ready')
+    if (err instanceof PollTimeout) throw new NodeError('unreachable', `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`, `check the control planes (${run.inventory.nodes.filter((n) => n.role === 'controlplane').map((cp) => `\`${talosctlCommand(cp, 'service kube-apiserver')}\``).join(', ')}), then run: ${taskCommand('bootstrap:wait-ready')}`)
     throw err
   })
 }
@@ -170,7 +170,7 @@ async function readinessGates(run: Run, report: StepReporter): Promise<string> {
       { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
     )
   } catch (err) {
-    if (err instanceof PollTimeout) throw new NodeError('node-not-ready', `readiness gates not satisfied: ${pending}`, 'see the pods named above (`kubectl get pods -A`), then run: task bootstrap:wait-ready')
+    if (err instanceof PollTimeout) throw new NodeError('node-not-ready', `readiness gates not satisfied: ${pending}`, `see the pods named above (\`${kubectlCommand('get pods -A')}\`), then run: ${taskCommand('bootstrap:wait-ready')}`)
     throw err
   }
   return `${gates.length} gate(s) satisfied`
@@ -186,7 +186,7 @@ export const waitReady: Phase = {
     // without a kubeconfig (the bootstrap could not run) no later step can: they stay not-run with
     // the api step's cause instead of failing one by one on a missing file
     const apiReady = (r: Run): true | string | { skip: string } =>
-      notBootstrapped(r) ?? (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: task bootstrap:etcd)`)
+      notBootstrapped(r) ?? (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: ${taskCommand('bootstrap:etcd')})`)
     const bootstrapped = (_n: ClusterNode, r: Run): boolean => apiReady(r) === true
     return [
       { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', blocks: all, ready: apiReady, run: waitForApi },
