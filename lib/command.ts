@@ -216,6 +216,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     phases: results,
   }
   if (args.dryRun) {
+    output.table(redactor.redact(summaryTable(nodes, results, true)))
     output.table(redactor.redact(planText(tools.plan)))
   } else {
     const file = writeReport(inventory.clusterDir, report, redactor)
@@ -258,7 +259,7 @@ function planText(plan: ToolRunner['plan']): string {
     if (commands[commands.length - 1] !== step.command) commands.push(step.command)
     byNode.set(key, commands)
   }
-  const lines = ['PLAN (dry run: nothing was run)']
+  const lines = ['PLAN (dry run: nothing was run; these commands would run)']
   const keys = [...byNode.keys()].sort((a, b) => (a === 'cluster' ? -1 : b === 'cluster' ? 1 : 0))
   for (const key of keys) {
     lines.push(`${key}:`, ...(byNode.get(key) ?? []).map((c) => `  ${c}`))

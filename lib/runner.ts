@@ -3,7 +3,7 @@ import { NodeError } from './classify.js'
 import { errorMessage, InterruptedError } from './errors.js'
 import { hintFor, phaseTask, taskCommand } from './hints.js'
 import type { ClusterNode } from './inventory.js'
-import type { ClusterStep, NodeOutcome, NodeStep, Phase, StepReporter } from './phase.js'
+import { wouldText, type ClusterStep, type NodeOutcome, type NodeStep, type Phase, type StepReporter } from './phase.js'
 import { newNodeResult, phaseOk, type ErrorRecord, type NodeResult, type PhaseName, type PhaseResult, type StepResult } from './results.js'
 import type { Run } from './run.js'
 
@@ -63,8 +63,8 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
           result.ok = phaseOk(result)
           run.journal.record(result)
           if (!run.options.dryRun) run.journal.save()
-          t.title = summaryLine(result)
-          if (!result.ok) throw new Error(`${phase.name}: ${summaryLine(result)}`)
+          t.title = summaryLine(result, run.options.dryRun)
+          if (!result.ok) throw new Error(summaryLine(result, run.options.dryRun))
         },
       })
       if (tracker.stopRequested) {
@@ -138,7 +138,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
                 t.skip(`${node.name}: skipped${outcome.detail ? ` (${outcome.detail})` : ''}`)
               } else {
                 record.status = 'ok'
-                t.title = `${node.name} (${node.ip}): ${outcome.detail ?? 'done'}`
+                t.title = `${node.name} (${node.ip}): ${run.options.dryRun ? wouldText(step, run) : (outcome.detail ?? 'done')}`
               }
             } catch (err) {
               record.durationMs += performance.now() - started
@@ -203,10 +203,9 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       try {
         const detail = await step.run(run, reporter)
         record.status = 'ok'
-        if (detail) {
-          record.detail = detail
-          task.title = `${step.title}: ${detail}`
-        }
+        if (detail) record.detail = detail
+        if (run.options.dryRun) task.title = `${step.title}: ${wouldText(step, run)}`
+        else if (detail) task.title = `${step.title}: ${detail}`
       } catch (err) {
         record.status = 'failed'
         record.error = toRecord(err, undefined, phase)
@@ -250,8 +249,9 @@ function finishPhase(tracker: Tracker, phase: PhaseName, result: PhaseResult, to
   }
 }
 
-function summaryLine(result: PhaseResult): string {
+/** `apply: 5 ok, 1 failed`: the counts that are not zero; a dry run's "ok" is what would run. */
+function summaryLine(result: PhaseResult, dryRun: boolean): string {
   const count = (status: string): number => result.nodes.filter((n) => n.status === status).length
-  const parts = [`${count('ok')} ok`, `${count('skipped')} skipped`, `${count('failed')} failed`, `${count('not-run')} not run`]
-  return `${result.name}: ${parts.join(', ')}`
+  const parts = [`${count('ok')} ${dryRun ? 'would run' : 'ok'}`, `${count('skipped')} skipped`, `${count('failed')} failed`, `${count('not-run')} not run`]
+  return `${result.name}${dryRun ? ' (dry run)' : ''}: ${parts.join(', ')}`
 }

@@ -167,6 +167,7 @@ export const bootstrap: Phase = {
         kind: 'cluster',
         name: 'etcd-bootstrap',
         title: 'Bootstrap etcd (once, on one control plane)',
+        would: (r) => `would bootstrap etcd on ${bootstrapNode(r).name} unless it runs already`,
         blocks: isCp,
         ready: (r) => {
           const node = bootstrapNode(r)
@@ -179,6 +180,7 @@ export const bootstrap: Phase = {
         kind: 'cluster',
         name: 'kubeconfig',
         title: 'Write the kubeconfig',
+        would: (r) => `would write ${r.kubeconfig}`,
         ready: (r) => {
           if (r.facts.cluster.bootstrapped === false) return { skip: 'cluster not bootstrapped yet' }
           return r.failed.has(bootstrapNode(r).name) ? `the bootstrap control plane ${bootstrapNode(r).name} failed` : true
@@ -187,7 +189,7 @@ export const bootstrap: Phase = {
       },
       // only once etcd was bootstrapped (or found running): when the bootstrap step could not run,
       // the control planes stay not-run with its cause instead of polling a node that failed
-      { kind: 'node', title: 'Control planes join etcd', applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped === true, run: joinStep(members) },
+      { kind: 'node', title: 'Control planes join etcd', would: 'would wait until it is an etcd member', applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped === true, run: joinStep(members) },
     ]
   },
 }

@@ -122,12 +122,13 @@ export const flux: Phase = {
     }
   },
   steps: () => [
-    { kind: 'cluster', name: 'flux-secrets', title: 'Secrets before Flux', run: applySecrets },
-    { kind: 'cluster', name: 'flux-install', title: 'Install or bootstrap Flux', run: installFlux },
+    { kind: 'cluster', name: 'flux-secrets', title: 'Secrets before Flux', would: 'would apply the secrets Flux needs', run: applySecrets },
+    { kind: 'cluster', name: 'flux-install', title: 'Install or bootstrap Flux', would: (r) => `would ${r.settings.flux?.mode ?? 'install'} Flux`, run: installFlux },
     {
       kind: 'cluster',
       name: 'flux-kustomization',
       title: 'Root Kustomization Ready',
+      would: 'would wait for the root Kustomization to be Ready',
       // a failed install already names the cause; waiting on would only say it again
       ready: (run) => (run.facts.cluster.fluxInstallFailed ? 'the flux install failed' : true),
       run: waitRoot,

@@ -87,5 +87,5 @@ export const preflight: Phase = {
     }
     await validateConfigs(run)
   },
-  steps: () => [{ kind: 'node', title: 'Probe nodes', run: probeNode }],
+  steps: () => [{ kind: 'node', title: 'Probe nodes', would: 'would probe its state and install disk', run: probeNode }],
 }

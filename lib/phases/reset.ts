@@ -117,5 +117,5 @@ export const reset: Phase = {
   name: 'reset',
   title: 'Reset the node back to maintenance',
   check: confirm,
-  steps: () => [{ kind: 'node', title: 'Reset', run: resetNode }],
+  steps: () => [{ kind: 'node', title: 'Reset', would: 'would reset it to maintenance (wipe STATE and EPHEMERAL)', run: resetNode }],
 }

@@ -103,5 +103,5 @@ function bootLoop(node: ClusterNode, watch: StageWatch): NodeError {
 export const verify: Phase = {
   name: 'verify',
   title: 'Verify nodes left maintenance and are up',
-  steps: () => [{ kind: 'node', title: 'Verify nodes', run: verifyNode }],
+  steps: () => [{ kind: 'node', title: 'Verify nodes', would: 'would wait until it is up on the authenticated API', run: verifyNode }],
 }

@@ -189,11 +189,11 @@ export const waitReady: Phase = {
       notBootstrapped(r) ?? (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: ${taskCommand('bootstrap:etcd')})`)
     const bootstrapped = (_n: ClusterNode, r: Run): boolean => apiReady(r) === true
     return [
-      { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', blocks: all, ready: apiReady, run: waitForApi },
+      { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', would: 'would wait for /readyz', blocks: all, ready: apiReady, run: waitForApi },
       // the CNI goes in as soon as the API answers: its pods follow the nodes as they register
-      { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, ready: apiReady, run: installCni },
-      { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', applies: bootstrapped, run: nodeReadyStep(r) },
-      { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', ready: apiReady, run: readinessGates },
+      { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', would: (r) => `would install ${r.settings.cni?.release ?? 'the CNI'} with helm`, blocks: all, ready: apiReady, run: installCni },
+      { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', would: 'would wait for its kubelet, CNI pod and Ready', applies: bootstrapped, run: nodeReadyStep(r) },
+      { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', would: 'would wait for the readiness gates', ready: apiReady, run: readinessGates },
     ]
   },
 }
