@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { which } from 'zx'
-import { parseCommandArgs, type CommandArgs } from './args.js'
+import { helpText, parseCommandArgs, type CommandArgs } from './args.js'
 import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
 import { Facts } from './facts.js'
 import { setHintContext } from './hints.js'
@@ -76,7 +76,7 @@ export async function runCommand(spec: CommandSpec, argv = process.argv.slice(2)
   try {
     const args = parseCommandArgs(argv, env, spec.usage)
     if (args.help) {
-      output.info(spec.usage)
+      output.info(helpText(spec.usage))
       return ExitCode.ok
     }
     return await execute(spec, args, env, controller, (r) => (release = r))
@@ -137,7 +137,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   const startedAt = new Date()
   const { settings, inventory, redactor } = loadCluster(args, env)
   redactProcessOutput(redactor)
-  const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node)) : selectNodes(inventory, args.nodes)
+  const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node, inventory), 'NODE') : selectNodes(inventory, args.nodes)
   const names = spec.recover && args.reset ? spec.phases.flatMap((p) => (p === 'preflight' ? [p, 'reset' as const] : [p])) : spec.phases
   const phases: Phase[] = phasesFor(names)
 
@@ -242,9 +242,10 @@ async function toolVersions(run: Run, tools: ToolName[]): Promise<string> {
   return [`talosctl ${talosctl}`, ...others.map((tool, i) => `${tool} ${versions[i] ?? ''}`)].join(', ')
 }
 
-function requireNode(node: string | undefined): string {
+function requireNode(node: string | undefined, inventory: Inventory): string {
   if (!node || node.includes(',')) {
-    throw new InputError(node ? `NODE takes one node, got "${node}"` : 'NODE is required', { fix: 'name one node: task bootstrap:node NODE=<name or address>' })
+    const names = inventory.nodes.map((n) => n.name).join(', ')
+    throw new InputError(node ? `NODE takes one node, got "${node}"` : 'NODE is required', { fix: `name one node: task bootstrap:node NODE=<name or address>, one of: ${names}` })
   }
   return node
 }

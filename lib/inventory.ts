@@ -257,21 +257,22 @@ function text(value: unknown, file: YamlFile, path: Array<string | number>, fix:
 }
 
 /** NODES=cp-1,127.0.0.5 -> the nodes, in inventory order. Unknown entries are bad input. */
-export function selectNodes(inventory: Inventory, selection: string | undefined): ClusterNode[] {
+/** `variable` names where the selection came from (NODES, or bootstrap:node's NODE) in the messages. */
+export function selectNodes(inventory: Inventory, selection: string | undefined, variable = 'NODES'): ClusterNode[] {
   if (!selection || selection.trim() === '') return inventory.nodes
   const wanted = selection.split(',').map((s) => s.trim())
   // `cp-1,,wrkr-1` is a typo, not "every node" nor "skip it": say so before touching anything
   if (wanted.includes('')) {
-    throw new InputError(`NODES ${JSON.stringify(selection)} has an empty entry`, {
+    throw new InputError(`${variable} ${JSON.stringify(selection)} has an empty entry`, {
       file: inventory.source,
       fix: `write comma-separated names or addresses with nothing empty between the commas, e.g. NODES=${inventory.nodes.slice(0, 2).map((n) => n.name).join(',')}`,
     })
   }
   const unknown = wanted.filter((w) => !inventory.nodes.some((n) => n.name === w || n.ip === w))
   if (unknown.length > 0) {
-    throw new InputError(`NODES names ${unknown.map((u) => JSON.stringify(u)).join(', ')}, not in the inventory`, {
+    throw new InputError(`${variable} names ${unknown.map((u) => JSON.stringify(u)).join(', ')}, not in the inventory`, {
       file: inventory.source,
-      fix: `use names or addresses from the inventory: ${inventory.nodes.map((n) => n.name).join(', ')}`,
+      fix: `use ${variable === 'NODE' ? 'one name or address' : 'names or addresses'} from the inventory: ${inventory.nodes.map((n) => n.name).join(', ')}`,
     })
   }
   return inventory.nodes.filter((n) => wanted.includes(n.name) || wanted.includes(n.ip))
