@@ -64,7 +64,7 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
           run.journal.record(result)
           if (!run.options.dryRun) run.journal.save()
           t.title = summaryLine(result, run.options.dryRun)
-          if (!result.ok) throw new Error(summaryLine(result, run.options.dryRun))
+          if (!result.ok) throw new Error(whatFailed(result))
         },
       })
       if (tracker.stopRequested) {
@@ -249,9 +249,35 @@ function finishPhase(tracker: Tracker, phase: PhaseName, result: PhaseResult, to
   }
 }
 
-/** `apply: 5 ok, 1 failed`: the counts that are not zero; a dry run's "ok" is what would run. */
-function summaryLine(result: PhaseResult, dryRun: boolean): string {
+/** The phase's failure in a few words (the title beside it has the counts): which nodes or steps. */
+function whatFailed(result: PhaseResult): string {
+  const names = (status: string): string[] => result.nodes.filter((n) => n.status === status).map((n) => n.name)
+  const steps = result.steps.filter((s) => s.status === 'failed').map((s) => s.name)
+  if (names('failed').length > 0) return names('failed').join(', ')
+  if (steps.length > 0) return steps.join(', ')
+  return `${names('not-run').join(', ')} not run`
+}
+
+/**
+ * `apply: 5 ok, 0 skipped, 1 failed, 0 not run`, and why anything did not run (a failed step, the
+ * phase a node failed in); a dry run's "ok" is what would run.
+ */
+export function summaryLine(result: PhaseResult, dryRun: boolean): string {
   const count = (status: string): number => result.nodes.filter((n) => n.status === status).length
   const parts = [`${count('ok')} ${dryRun ? 'would run' : 'ok'}`, `${count('skipped')} skipped`, `${count('failed')} failed`, `${count('not-run')} not run`]
-  return `${result.name}${dryRun ? ' (dry run)' : ''}: ${parts.join(', ')}`
+  const why: string[] = []
+  for (const step of result.steps) {
+    if (step.status === 'failed') why.push(`${step.name} failed`)
+    else if (step.status === 'not-run' && step.detail) why.push(`${step.name} not run: ${step.detail}`)
+  }
+  const notRun = new Map<string, string[]>()
+  for (const node of result.nodes.filter((n) => n.status === 'not-run')) {
+    const cause = node.detail ?? 'not reached'
+    notRun.set(cause, [...(notRun.get(cause) ?? []), node.name])
+  }
+  for (const [cause, names] of notRun) {
+    // a node a step of this phase blocked is explained by that step
+    if (!result.steps.some((step) => cause.startsWith(`${step.name} `))) why.push(`${names.join(', ')}: ${cause}`)
+  }
+  return `${result.name}${dryRun ? ' (dry run)' : ''}: ${parts.join(', ')}${why.length > 0 ? ` (${why.join('; ')})` : ''}`
 }

@@ -29,8 +29,10 @@ class StageWatch {
     this.since = elapsed
   }
 
+  /** `booting for 12s`; no duration before a second reading could tell one (`not answering`, not `… for 0ms`) */
   describe(elapsed: number): string {
-    return `${this.stage} for ${formatDuration(elapsed - this.since)}`
+    const lasted = elapsed - this.since
+    return lasted >= 1000 ? `${this.stage} for ${formatDuration(lasted)}` : this.stage
   }
 }
 
