@@ -1,8 +1,9 @@
 import { join, resolve } from 'node:path'
 import { which } from 'zx'
-import { parseCommandArgs, type CommandArgs } from './args.js'
+import { helpText, parseCommandArgs, type CommandArgs } from './args.js'
 import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from './errors.js'
 import { Facts } from './facts.js'
+import { setHintContext } from './hints.js'
 import { kubeNodeName, loadInventory, selectNodes, type Inventory } from './inventory.js'
 import { Journal } from './journal.js'
 import { acquireLock } from './lock.js'
@@ -75,7 +76,7 @@ export async function runCommand(spec: CommandSpec, argv = process.argv.slice(2)
   try {
     const args = parseCommandArgs(argv, env, spec.usage)
     if (args.help) {
-      output.info(spec.usage)
+      output.info(helpText(spec.usage))
       return ExitCode.ok
     }
     return await execute(spec, args, env, controller, (r) => (release = r))
@@ -127,6 +128,14 @@ export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags
   if (settings.flux?.sopsAgeKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.sopsAgeKeyFile))
   // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
   for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(inventory.clusterDir, file))
+  const controlPlanes = inventory.nodes.filter((n) => n.role === 'controlplane')
+  const first = controlPlanes.find((n) => n.name === settings.bootstrapNode || n.ip === settings.bootstrapNode)
+  setHintContext({
+    clusterDir: inventory.clusterDir,
+    talosconfig: inventory.talosconfig,
+    kubeconfig: resolve(inventory.clusterDir, settings.kubeconfig),
+    controlPlanes: first ? [first, ...controlPlanes.filter((n) => n !== first)] : controlPlanes,
+  })
   return { settings, inventory, redactor }
 }
 
@@ -134,7 +143,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   const startedAt = new Date()
   const { settings, inventory, redactor } = loadCluster(args, env)
   redactProcessOutput(redactor)
-  const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node)) : selectNodes(inventory, args.nodes)
+  const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node, inventory), 'NODE') : selectNodes(inventory, args.nodes)
   const names = spec.recover && args.reset ? spec.phases.flatMap((p) => (p === 'preflight' ? [p, 'reset' as const] : [p])) : spec.phases
   const phases: Phase[] = phasesFor(names)
 
@@ -218,6 +227,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     phases: results,
   }
   if (args.dryRun) {
+    output.table(redactor.redact(summaryTable(nodes, results, true)))
     output.table(redactor.redact(planText(tools.plan)))
   } else {
     const file = writeReport(inventory.clusterDir, report, redactor)
@@ -243,9 +253,10 @@ async function toolVersions(run: Run, tools: ToolName[]): Promise<string> {
   return [`talosctl ${talosctl}`, ...others.map((tool, i) => `${tool} ${versions[i] ?? ''}`)].join(', ')
 }
 
-function requireNode(node: string | undefined): string {
+function requireNode(node: string | undefined, inventory: Inventory): string {
   if (!node || node.includes(',')) {
-    throw new InputError(node ? `NODE takes one node, got "${node}"` : 'NODE is required', { fix: 'name one node: task bootstrap:node NODE=<name or address>' })
+    const names = inventory.nodes.map((n) => n.name).join(', ')
+    throw new InputError(node ? `NODE takes one node, got "${node}"` : 'NODE is required', { fix: `name one node: task bootstrap:node NODE=<name or address>, one of: ${names}` })
   }
   return node
 }
@@ -260,7 +271,7 @@ function planText(plan: ToolRunner['plan']): string {
     if (commands[commands.length - 1] !== step.command) commands.push(step.command)
     byNode.set(key, commands)
   }
-  const lines = ['PLAN (dry run: nothing was run)']
+  const lines = ['PLAN (dry run: nothing was run; these commands would run)']
   const keys = [...byNode.keys()].sort((a, b) => (a === 'cluster' ? -1 : b === 'cluster' ? 1 : 0))
   for (const key of keys) {
     lines.push(`${key}:`, ...(byNode.get(key) ?? []).map((c) => `  ${c}`))

@@ -476,13 +476,16 @@ export function nodesMatching(nodes: readonly ClusterNode[], wanted: string): Cl
   return nodes.filter((n) => n.name.toLowerCase().split('.')[0] === name)
 }
 
-/** NODES=cp-1,127.0.0.5 -> the nodes, in inventory order. Unknown or ambiguous entries are bad input. */
-export function selectNodes(inventory: Inventory, selection: string | undefined): ClusterNode[] {
+/**
+ * NODES=cp-1,127.0.0.5 -> the nodes, in inventory order. Unknown or ambiguous entries are bad input;
+ * `variable` names where the selection came from (NODES, or bootstrap:node's NODE) in the messages.
+ */
+export function selectNodes(inventory: Inventory, selection: string | undefined, variable = 'NODES'): ClusterNode[] {
   if (!selection || selection.trim() === '') return inventory.nodes
   const wanted = selection.split(',').map((s) => s.trim())
   // `cp-1,,wrkr-1` is a typo, not "every node" nor "skip it": say so before touching anything
   if (wanted.includes('')) {
-    throw new InputError(`NODES ${JSON.stringify(selection)} has an empty entry`, {
+    throw new InputError(`${variable} ${JSON.stringify(selection)} has an empty entry`, {
       file: inventory.source,
       fix: `write comma-separated names or addresses with nothing empty between the commas, e.g. NODES=${inventory.nodes.slice(0, 2).map((n) => n.name).join(',')}`,
     })
@@ -490,14 +493,14 @@ export function selectNodes(inventory: Inventory, selection: string | undefined)
   const matches = wanted.map((w) => ({ w, nodes: nodesMatching(inventory.nodes, w) }))
   const unknown = matches.filter((m) => m.nodes.length === 0).map((m) => m.w)
   if (unknown.length > 0) {
-    throw new InputError(`NODES names ${unknown.map((u) => JSON.stringify(u)).join(', ')}, not in the inventory`, {
+    throw new InputError(`${variable} names ${unknown.map((u) => JSON.stringify(u)).join(', ')}, not in the inventory`, {
       file: inventory.source,
-      fix: `use names or addresses from the inventory: ${inventory.nodes.map((n) => n.name).join(', ')}`,
+      fix: `use ${variable === 'NODE' ? 'one name or address' : 'names or addresses'} from the inventory: ${inventory.nodes.map((n) => n.name).join(', ')}`,
     })
   }
   const ambiguous = matches.find((m) => m.nodes.length > 1)
   if (ambiguous) {
-    throw new InputError(`NODES entry ${JSON.stringify(ambiguous.w)} matches several nodes: ${ambiguous.nodes.map((n) => n.name).join(', ')}`, {
+    throw new InputError(`${variable} entry ${JSON.stringify(ambiguous.w)} matches several nodes: ${ambiguous.nodes.map((n) => n.name).join(', ')}`, {
       file: inventory.source,
       fix: 'write the full name of the node you mean',
     })

@@ -29,6 +29,8 @@ export interface NodeStep {
    * which bounds the steps that change nodes.
    */
   readOnly?: boolean
+  /** what a dry run says for each node ("would apply the config"); default: would run "<title>" */
+  would?: string
   /** the nodes this step acts on; the others pass through unchanged */
   applies?: (node: ClusterNode, run: Run) => boolean
   run: (node: ClusterNode, run: Run, report: StepReporter) => Promise<NodeOutcome | void>
@@ -39,6 +41,8 @@ export interface ClusterStep {
   /** name in the report's steps list */
   name: string
   title: string
+  /** what a dry run says ("would bootstrap etcd on cp-1"); default: would run "<title>" */
+  would?: string | ((run: Run) => string)
   /** nodes that cannot go on when this step fails (they fail with its cause) */
   blocks?: (node: ClusterNode, run: Run) => boolean
   /**
@@ -50,6 +54,12 @@ export interface ClusterStep {
 }
 
 export type Step = NodeStep | ClusterStep
+
+/** A dry run's wording for a step: nothing ran, so say what would. */
+export function wouldText(step: Step, run: Run): string {
+  const would = typeof step.would === 'function' ? step.would(run) : step.would
+  return would ?? `would run "${step.title}"`
+}
 
 /** A phase says what to do, per node and cluster-wide, and nothing else. */
 export interface Phase {

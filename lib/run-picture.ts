@@ -1,7 +1,7 @@
 // task bootstrap:report: draws a run report as a timeline, in the terminal and as an SVG beside it.
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
-import { parseCommandArgs } from './args.js'
+import { helpText, parseCommandArgs } from './args.js'
 import { ExitCode, InputError } from './errors.js'
 import { formatDuration } from './duration.js'
 import { output } from './output.js'
@@ -63,7 +63,7 @@ export function reportCommand(argv: string[], env: NodeJS.ProcessEnv): number {
   try {
     const args = parseCommandArgs(argv, env, REPORT_USAGE)
     if (args.help) {
-      output.info(REPORT_USAGE)
+      output.info(helpText(REPORT_USAGE))
       return ExitCode.ok
     }
     const { file, svg } = locateReport(args.clusterDir, args.run)

@@ -1,9 +1,9 @@
 import { Listr, PRESET_TIMER, PRESET_TIMESTAMP, type ListrTask, type ListrTaskWrapper, type ListrDefaultRenderer, type ListrSimpleRenderer } from 'listr2'
 import { NodeError } from './classify.js'
 import { errorMessage, InterruptedError } from './errors.js'
-import { hintFor } from './hints.js'
+import { hintFor, phaseTask, taskCommand } from './hints.js'
 import type { ClusterNode } from './inventory.js'
-import { READ_ONLY_LIMIT, type ClusterStep, type NodeOutcome, type NodeStep, type Phase, type StepReporter } from './phase.js'
+import { READ_ONLY_LIMIT, wouldText, type ClusterStep, type NodeOutcome, type NodeStep, type Phase, type StepReporter } from './phase.js'
 import { newNodeResult, phaseOk, type ErrorRecord, type NodeResult, type PhaseName, type PhaseResult, type StepResult } from './results.js'
 import type { Run } from './run.js'
 
@@ -31,7 +31,7 @@ function toRecord(err: unknown, node: ClusterNode | undefined, phase: PhaseName)
   const kind = interrupted ? 'interrupted' : 'unknown'
   const message = interrupted ? 'interrupted' : errorMessage(err)
   if (node) return { kind, message, hint: hintFor(kind, node) }
-  const task = `task bootstrap:${phase === 'bootstrap' ? 'etcd' : phase}`
+  const task = taskCommand(phaseTask(phase))
   return { kind, message, hint: interrupted ? `run it again: ${task} resumes where it stopped` : `read the message above, then run again: ${task}` }
 }
 
@@ -68,8 +68,8 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
           result.ok = phaseOk(result)
           run.journal.record(result)
           if (!run.options.dryRun) run.journal.save()
-          t.title = summaryLine(result)
-          if (!result.ok) throw new Error(`${phase.name}: ${summaryLine(result)}`)
+          t.title = summaryLine(result, run.options.dryRun)
+          if (!result.ok) throw new Error(whatFailed(result))
         },
       })
       if (tracker.stopRequested) {
@@ -151,7 +151,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
                 t.skip(`${node.name}: skipped${outcome.detail ? ` (${outcome.detail})` : ''}`)
               } else {
                 record.status = 'ok'
-                t.title = `${node.name} (${node.ip}): ${outcome.detail ?? 'done'}`
+                t.title = `${node.name} (${node.ip}): ${run.options.dryRun ? wouldText(step, run) : (outcome.detail ?? 'done')}`
               }
             } catch (err) {
               record.durationMs += performance.now() - started
@@ -222,10 +222,9 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       try {
         const detail = await step.run(run, reporter)
         record.status = 'ok'
-        if (detail) {
-          record.detail = detail
-          task.title = `${step.title}: ${detail}`
-        }
+        if (detail) record.detail = detail
+        if (run.options.dryRun) task.title = `${step.title}: ${wouldText(step, run)}`
+        else if (detail) task.title = `${step.title}: ${detail}`
       } catch (err) {
         record.status = 'failed'
         if (run.signal.aborted) {
@@ -287,8 +286,35 @@ function finishPhase(tracker: Tracker, phase: PhaseName, result: PhaseResult, to
   }
 }
 
-function summaryLine(result: PhaseResult): string {
+/** The phase's failure in a few words (the title beside it has the counts): which nodes or steps. */
+function whatFailed(result: PhaseResult): string {
+  const names = (status: string): string[] => result.nodes.filter((n) => n.status === status).map((n) => n.name)
+  const steps = result.steps.filter((s) => s.status === 'failed').map((s) => s.name)
+  if (names('failed').length > 0) return names('failed').join(', ')
+  if (steps.length > 0) return steps.join(', ')
+  return `${names('not-run').join(', ')} not run`
+}
+
+/**
+ * `apply: 5 ok, 0 skipped, 1 failed, 0 not run`, and why anything did not run (a failed step, the
+ * phase a node failed in); a dry run's "ok" is what would run.
+ */
+export function summaryLine(result: PhaseResult, dryRun: boolean): string {
   const count = (status: string): number => result.nodes.filter((n) => n.status === status).length
-  const parts = [`${count('ok')} ok`, `${count('skipped')} skipped`, `${count('failed')} failed`, `${count('not-run')} not run`]
-  return `${result.name}: ${parts.join(', ')}`
+  const parts = [`${count('ok')} ${dryRun ? 'would run' : 'ok'}`, `${count('skipped')} skipped`, `${count('failed')} failed`, `${count('not-run')} not run`]
+  const why: string[] = []
+  for (const step of result.steps) {
+    if (step.status === 'failed') why.push(`${step.name} failed`)
+    else if (step.status === 'not-run' && step.detail) why.push(`${step.name} not run: ${step.detail}`)
+  }
+  const notRun = new Map<string, string[]>()
+  for (const node of result.nodes.filter((n) => n.status === 'not-run')) {
+    const cause = node.detail ?? 'not reached'
+    notRun.set(cause, [...(notRun.get(cause) ?? []), node.name])
+  }
+  for (const [cause, names] of notRun) {
+    // a node a step of this phase blocked is explained by that step
+    if (!result.steps.some((step) => cause.startsWith(`${step.name} `))) why.push(`${names.join(', ')}: ${cause}`)
+  }
+  return `${result.name}${dryRun ? ' (dry run)' : ''}: ${parts.join(', ')}${why.length > 0 ? ` (${why.join('; ')})` : ''}`
 }

@@ -61,7 +61,7 @@ export interface Settings {
 
 type ScalarKey = Exclude<keyof Settings, 'cni' | 'readinessGates' | 'flux'>
 
-interface ScalarSpec {
+export interface ScalarSpec {
   key: ScalarKey
   /** key in bootstrap.yaml */
   file: string

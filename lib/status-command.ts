@@ -1,7 +1,7 @@
 // The body of scripts/status.ts: parse, load the cluster, read, print the table; `--watch` repeats.
 import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { parseCommandArgs } from './args.js'
+import { helpText, parseCommandArgs } from './args.js'
 import { loadCluster, reportFatal } from './command.js'
 import { ExitCode, InputError, InputErrors } from './errors.js'
 import { selectNodes } from './inventory.js'
@@ -22,7 +22,7 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
   try {
     const args = parseCommandArgs(argv, env, STATUS_USAGE)
     if (args.help) {
-      output.info(STATUS_USAGE)
+      output.info(helpText(STATUS_USAGE))
       return ExitCode.ok
     }
     const { settings, inventory, redactor } = loadCluster(args, env)

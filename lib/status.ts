@@ -266,11 +266,24 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
       healthy: status?.stage === 'running' && status.ready && kubernetes === 'Ready',
     }
   })
-  const outcome = (r: Report): string => (r.interrupted ? 'interrupted' : r.ok ? 'ok' : 'failed')
-  const lastRun = used.length === 0
-    ? undefined
-    : used.map((u) => `last run: ${u.report.command} of ${u.report.startedAt}: ${outcome(u.report)}${used.length > 1 ? ` (${u.nodes.join(', ')})` : ''}`).join('\n')
-  return { rows, lastRun, warnings }
+  return { rows, lastRun: lastRunLines(used), warnings }
+}
+
+/**
+ * One line per run the LAST RUN column comes from: its outcome names what failed in it (nodes, or
+ * cluster steps), never the nodes that succeeded; with several runs, which rows each one gave.
+ */
+export function lastRunLines(used: Array<{ report: Report; nodes: string[] }>): string | undefined {
+  if (used.length === 0) return undefined
+  const outcome = (r: Report): string => {
+    if (r.interrupted) return 'interrupted'
+    if (r.ok) return 'ok'
+    const nodes = [...new Set(r.phases.flatMap((p) => p.nodes.filter((n) => n.status === 'failed').map((n) => n.name)))]
+    const steps = r.phases.flatMap((p) => p.steps.filter((s) => s.status === 'failed').map((s) => `${p.name}/${s.name}`))
+    const what = nodes.length > 0 ? nodes : steps
+    return what.length > 0 ? `failed: ${what.join(', ')}` : 'failed'
+  }
+  return used.map((u) => `last run: ${u.report.command} of ${u.report.startedAt}: ${outcome(u.report)}${used.length > 1 ? ` (the LAST RUN of ${u.nodes.join(', ')})` : ''}`).join('\n')
 }
 
 export function statusTable(table: StatusTable): string {

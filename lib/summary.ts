@@ -2,30 +2,31 @@ import type { ClusterNode } from './inventory.js'
 import type { NodeResult, PhaseResult } from './results.js'
 import { formatTable } from './table.js'
 
-function overall(results: NodeResult[]): string {
+function overall(results: NodeResult[], ok: string): string {
   const failed = results.find((r) => r.status === 'failed')
   if (failed?.error?.kind === 'interrupted') return 'interrupted'
   if (failed) return `failed: ${failed.error ? failed.error.kind : 'unknown'}`
   if (results.some((r) => r.status === 'not-run')) return 'not run'
   if (results.length > 0 && results.every((r) => r.status === 'skipped')) return 'skipped'
-  return 'ok'
+  return ok
 }
 
 /** A node's status in one phase: an interruption reads as such, not as a failure or a success. */
-function cell(r: NodeResult): string {
+function cell(r: NodeResult, ok: string): string {
   if (r.status === 'failed' && r.error?.kind === 'interrupted') return 'interrupted'
   if (r.status === 'failed' && r.error) return `failed (${r.error.kind})`
   if (r.status === 'not-run' && r.detail === 'interrupted before it ran') return 'not-run (interrupted)'
-  return r.status
+  return r.status === 'ok' ? ok : r.status
 }
 
-/** One row per node (name first), a column per phase, then the overall result. */
-export function summaryTable(nodes: ClusterNode[], phases: PhaseResult[]): string {
-  const header = ['NODE', 'IP', 'ROLE', ...phases.map((p) => p.name.toUpperCase()), 'RESULT']
+/** One row per node (name first), a column per phase, then the overall result; a dry run's "ok" reads "would run". */
+export function summaryTable(nodes: ClusterNode[], phases: PhaseResult[], dryRun = false): string {
+  const ok = dryRun ? 'would run' : 'ok'
+  const header = ['NODE', 'IP', 'ROLE', ...phases.map((p) => p.name.toUpperCase()), dryRun ? 'RESULT (DRY RUN)' : 'RESULT']
   const rows = nodes.map((node) => {
     const perPhase = phases.map((p) => p.nodes.find((n) => n.name === node.name))
-    const cells = perPhase.map((r) => (r ? cell(r) : '-'))
-    return [node.name, node.ip, node.role, ...cells, overall(perPhase.filter((r): r is NodeResult => r !== undefined))]
+    const cells = perPhase.map((r) => (r ? cell(r, ok) : '-'))
+    return [node.name, node.ip, node.role, ...cells, overall(perPhase.filter((r): r is NodeResult => r !== undefined), ok)]
   })
   return formatTable(header, rows)
 }

@@ -221,7 +221,11 @@ export class Node {
       this.talosLog(`service[kubelet](Failed): Failed to run pre stage: ${KUBELET_FAILURE}`)
       return
     }
+    const restarted = this.kubeletFailed
+    this.kubeletFailed = false
     this.startService('kubelet')
+    // started again (service restart) after its pre stage failed: it registers like one started at boot
+    if (restarted && this.stage === 'running') this.ctx.nodeRunning(this)
   }
 
   /** etcd on this control plane came up healthy (bootstrap or join) */

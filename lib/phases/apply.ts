@@ -41,5 +41,5 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
 export const apply: Phase = {
   name: 'apply',
   title: 'Apply machine configs',
-  steps: () => [{ kind: 'node', title: 'Apply configs', run: applyNode }],
+  steps: () => [{ kind: 'node', title: 'Apply configs', would: 'would apply its machine config', run: applyNode }],
 }

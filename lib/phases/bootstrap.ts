@@ -1,6 +1,6 @@
 import { chmodSync, existsSync } from 'node:fs'
 import { NodeError } from '../classify.js'
-import { hintFor } from '../hints.js'
+import { hintFor, taskCommand } from '../hints.js'
 import type { ClusterNode } from '../inventory.js'
 import { apiUrl, kubeconfigServer, setKubeconfigServer } from '../kubeconfig.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
@@ -61,7 +61,7 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
       throw new NodeError(
         'etcd-join',
         `etcd was bootstrapped by an earlier run (${before.name} joined) and ${silent.map((cp) => cp.name).join(', ')} cannot tell whether etcd runs there: not bootstrapping again`,
-        'bring the control planes back (task bootstrap:status shows which); if etcd is lost, restore it from a snapshot with talosctl bootstrap --recover-from',
+        `bring the control planes back (${taskCommand('bootstrap:status')} shows which), then run: ${taskCommand('bootstrap:etcd')}; if etcd is lost, restore it from a snapshot with talosctl bootstrap --recover-from`,
       )
     }
   }
@@ -170,6 +170,7 @@ export const bootstrap: Phase = {
         kind: 'cluster',
         name: 'etcd-bootstrap',
         title: 'Bootstrap etcd (once, on one control plane)',
+        would: (r) => `would bootstrap etcd on ${bootstrapNode(r).name} unless it runs already`,
         blocks: isCp,
         ready: (r) => {
           const node = bootstrapNode(r)
@@ -182,6 +183,7 @@ export const bootstrap: Phase = {
         kind: 'cluster',
         name: 'kubeconfig',
         title: 'Write the kubeconfig',
+        would: (r) => `would write ${r.kubeconfig}`,
         ready: (r) => {
           if (r.facts.cluster.bootstrapped === false) return { skip: 'cluster not bootstrapped yet' }
           return r.failed.has(bootstrapNode(r).name) ? `the bootstrap control plane ${bootstrapNode(r).name} failed` : true
@@ -190,7 +192,7 @@ export const bootstrap: Phase = {
       },
       // only once etcd was bootstrapped (or found running): when the bootstrap step could not run,
       // the control planes stay not-run with its cause instead of polling a node that failed
-      { kind: 'node', title: 'Control planes join etcd', applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped === true, run: joinStep(members) },
+      { kind: 'node', title: 'Control planes join etcd', would: 'would wait until it is an etcd member', applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped === true, run: joinStep(members) },
     ]
   },
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { NodeError } from '../classify.js'
 import { formatDuration } from '../duration.js'
+import { fluxHint, taskCommand } from '../hints.js'
 import { InputError } from '../errors.js'
 import type { Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
@@ -10,11 +11,9 @@ import type { Run } from '../run.js'
 import type { FluxSettings } from '../settings.js'
 import { condition, type KubeObject } from '../tools/kubectl.js'
 
-const HINT = 'see `flux get kustomizations -A` and `flux logs`, fix the repository, then run: task bootstrap:flux'
-
 function fluxSettings(run: Run): FluxSettings {
   const flux = run.settings.flux
-  if (!flux) throw new NodeError('flux', 'no flux section in bootstrap.yaml', 'add flux: {mode, kustomization, git} to bootstrap.yaml (docs/settings.md)')
+  if (!flux) throw new NodeError('flux', 'no flux section in bootstrap.yaml', `add flux: {mode, kustomization, git} to bootstrap.yaml (docs/settings.md), then run: ${taskCommand('bootstrap:flux')}`)
   return flux
 }
 
@@ -105,7 +104,7 @@ async function waitRoot(run: Run, report: StepReporter): Promise<string> {
     )
   } catch (err) {
     if (err instanceof PollTimeout) {
-      throw new NodeError('flux', `${flux.kustomization} not Ready within ${formatDuration(err.waitedMs)}: ${notReady.length ? describeNotReady(notReady) : err.lastState}`, HINT)
+      throw new NodeError('flux', `${flux.kustomization} not Ready within ${formatDuration(err.waitedMs)}: ${notReady.length ? describeNotReady(notReady) : err.lastState}`, fluxHint())
     }
     throw err
   }
@@ -123,12 +122,13 @@ export const flux: Phase = {
     }
   },
   steps: () => [
-    { kind: 'cluster', name: 'flux-secrets', title: 'Secrets before Flux', run: applySecrets },
-    { kind: 'cluster', name: 'flux-install', title: 'Install or bootstrap Flux', run: installFlux },
+    { kind: 'cluster', name: 'flux-secrets', title: 'Secrets before Flux', would: 'would apply the secrets Flux needs', run: applySecrets },
+    { kind: 'cluster', name: 'flux-install', title: 'Install or bootstrap Flux', would: (r) => `would ${r.settings.flux?.mode ?? 'install'} Flux`, run: installFlux },
     {
       kind: 'cluster',
       name: 'flux-kustomization',
       title: 'Root Kustomization Ready',
+      would: 'would wait for the root Kustomization to be Ready',
       // a failed install already names the cause; waiting on would only say it again
       ready: (run) => (run.facts.cluster.fluxInstallFailed ? 'the flux install failed' : true),
       run: waitRoot,

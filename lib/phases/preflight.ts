@@ -90,5 +90,5 @@ export const preflight: Phase = {
     const [cni, valid] = await Promise.allSettled([checkCni(run), validateConfigs(run)])
     for (const outcome of [cni, valid]) if (outcome.status === 'rejected') throw outcome.reason
   },
-  steps: () => [{ kind: 'node', title: 'Probe nodes', readOnly: true, run: probeNode }],
+  steps: () => [{ kind: 'node', title: 'Probe nodes', readOnly: true, would: 'would probe its state and install disk', run: probeNode }],
 }

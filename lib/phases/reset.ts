@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises'
 import { NodeError } from '../classify.js'
 import { InputError } from '../errors.js'
 import { formatDuration } from '../duration.js'
-import { hintFor } from '../hints.js'
+import { hintFor, taskCommand } from '../hints.js'
 import type { ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
@@ -51,7 +51,7 @@ async function guardQuorum(node: ClusterNode, run: Run, seen: { via: ClusterNode
   }
   const quorum = Math.floor(remaining / 2) + 1
   if (healthyOthers < quorum) {
-    throw new NodeError('etcd-join', `resetting ${node.name} would break etcd quorum: ${healthyOthers} healthy of ${remaining} remaining members, ${quorum} needed`, `bring the other control planes back first (task bootstrap:status), then run: task bootstrap:node NODE=${node.name} RESET=true`)
+    throw new NodeError('etcd-join', `resetting ${node.name} would break etcd quorum: ${healthyOthers} healthy of ${remaining} remaining members, ${quorum} needed`, `bring the other control planes back first (${taskCommand('bootstrap:status')}), then run: ${taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])}`)
   }
   return member
 }
@@ -102,7 +102,7 @@ async function confirm(run: Run): Promise<void> {
   if (run.options.yes || run.options.dryRun) return
   const names = run.nodes.map((n) => n.name).join(', ')
   if (!process.stdin.isTTY) {
-    throw new InputError(`RESET=true wipes ${names} and needs confirmation`, { fix: 'confirm on the command line: task bootstrap:node NODE=<name> RESET=true -- --yes' })
+    throw new InputError(`RESET=true wipes ${names} and needs confirmation`, { fix: `confirm on the command line: ${taskCommand('bootstrap:node', { NODE: run.nodes.map((n) => n.name).join(','), RESET: 'true' }, ['--yes'])}` })
   }
   const rl = createInterface({ input: process.stdin, output: process.stderr })
   try {
@@ -117,5 +117,5 @@ export const reset: Phase = {
   name: 'reset',
   title: 'Reset the node back to maintenance',
   check: confirm,
-  steps: () => [{ kind: 'node', title: 'Reset', run: resetNode }],
+  steps: () => [{ kind: 'node', title: 'Reset', would: 'would reset it to maintenance (wipe STATE and EPHEMERAL)', run: resetNode }],
 }

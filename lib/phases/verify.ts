@@ -29,8 +29,10 @@ class StageWatch {
     this.since = elapsed
   }
 
+  /** `booting for 12s`; no duration before a second reading could tell one (`not answering`, not `… for 0ms`) */
   describe(elapsed: number): string {
-    return `${this.stage} for ${formatDuration(elapsed - this.since)}`
+    const lasted = elapsed - this.since
+    return lasted >= 1000 ? `${this.stage} for ${formatDuration(lasted)}` : this.stage
   }
 }
 
@@ -103,5 +105,5 @@ function bootLoop(node: ClusterNode, watch: StageWatch): NodeError {
 export const verify: Phase = {
   name: 'verify',
   title: 'Verify nodes left maintenance and are up',
-  steps: () => [{ kind: 'node', title: 'Verify nodes', readOnly: true, run: verifyNode }],
+  steps: () => [{ kind: 'node', title: 'Verify nodes', readOnly: true, would: 'would wait until it is up on the authenticated API', run: verifyNode }],
 }

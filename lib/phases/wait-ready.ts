@@ -5,7 +5,7 @@ import { stringify } from 'yaml'
 import { NodeError } from '../classify.js'
 import { checkCni } from '../cni-compat.js'
 import { formatDuration } from '../duration.js'
-import { hintFor, hintForCniApi, hintForTalosCni } from '../hints.js'
+import { hintFor, hintForCniApi, hintForTalosCni, kubectlCommand, talosctlCommand, taskCommand } from '../hints.js'
 import { kubeNodeName, type ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
@@ -81,7 +81,7 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
     },
     { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
   ).catch((err: unknown) => {
-    if (err instanceof PollTimeout) throw new NodeError('unreachable', `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`, 'check the control planes (`talosctl -n <cp> service kube-apiserver`), then run: task bootstrap:wait-ready')
+    if (err instanceof PollTimeout) throw new NodeError('unreachable', `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`, `check the control planes (${run.inventory.nodes.filter((n) => n.role === 'controlplane').map((cp) => `\`${talosctlCommand(cp, 'service kube-apiserver')}\``).join(', ')}), then run: ${taskCommand('bootstrap:wait-ready')}`)
     throw err
   })
 }
@@ -203,7 +203,7 @@ async function readinessGates(run: Run, report: StepReporter): Promise<string> {
       { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
     )
   } catch (err) {
-    if (err instanceof PollTimeout) throw new NodeError('node-not-ready', `readiness gates not satisfied: ${pending}`, 'see the pods named above (`kubectl get pods -A`), then run: task bootstrap:wait-ready')
+    if (err instanceof PollTimeout) throw new NodeError('node-not-ready', `readiness gates not satisfied: ${pending}`, `see the pods named above (\`${kubectlCommand('get pods -A')}\`), then run: ${taskCommand('bootstrap:wait-ready')}`)
     throw err
   }
   return `${gates.length} gate(s) satisfied`
@@ -221,14 +221,14 @@ export const waitReady: Phase = {
     // without a kubeconfig (the bootstrap could not run) no later step can: they stay not-run with
     // the api step's cause instead of failing one by one on a missing file
     const apiReady = (r: Run): true | string | { skip: string } =>
-      notBootstrapped(r) ?? (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: task bootstrap:etcd)`)
+      notBootstrapped(r) ?? (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: ${taskCommand('bootstrap:etcd')})`)
     const bootstrapped = (_n: ClusterNode, r: Run): boolean => apiReady(r) === true
     return [
-      { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', blocks: all, ready: apiReady, run: waitForApi },
+      { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', would: 'would wait for /readyz', blocks: all, ready: apiReady, run: waitForApi },
       // the CNI goes in as soon as the API answers: its pods follow the nodes as they register
-      { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', blocks: all, ready: apiReady, run: installCni },
-      { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', readOnly: true, applies: bootstrapped, run: nodeReadyStep(r) },
-      { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', ready: apiReady, run: readinessGates },
+      { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', would: (r) => `would install ${r.settings.cni?.release ?? 'the CNI'} with helm`, blocks: all, ready: apiReady, run: installCni },
+      { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', readOnly: true, would: 'would wait for its kubelet, CNI pod and Ready', applies: bootstrapped, run: nodeReadyStep(r) },
+      { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', would: 'would wait for the readiness gates', ready: apiReady, run: readinessGates },
     ]
   },
 }

@@ -1,9 +1,8 @@
 import { classify, NodeError } from '../classify.js'
 import { goDuration } from '../duration.js'
+import { fluxHint } from '../hints.js'
 import type { FluxSettings } from '../settings.js'
 import type { ToolRunner } from './exec.js'
-
-const HINT = 'see `flux get kustomizations -A` and `flux logs`, fix the repository or settings, then run: task bootstrap:flux'
 
 /** The flux wrapper: explicit --kubeconfig, non-interactive (--silent), keys from files only. */
 export class Flux {
@@ -18,7 +17,7 @@ export class Flux {
     const { kind, message } = classify(result)
     // flux logs its progress (►, ✔, ◎) on stderr too; the failure is the `✗ <err>` line(s)
     const failures = `${result.stderr}\n${result.stdout}`.split('\n').filter((l) => l.trim().startsWith('✗')).map((l) => l.trim().replace(/^✗\s*/, ''))
-    throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', failures.length ? failures.join('; ') : message.replace(/^✗\s*/, ''), HINT)
+    throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', failures.length ? failures.join('; ') : message.replace(/^✗\s*/, ''), fluxHint('the repository or settings'))
   }
 
   async clientVersion(): Promise<string> {
@@ -37,7 +36,7 @@ export class Flux {
       return
     }
     const git = flux.git
-    if (!git) throw new NodeError('flux', 'flux.mode bootstrap needs flux.git', HINT)
+    if (!git) throw new NodeError('flux', 'flux.mode bootstrap needs flux.git', fluxHint('the settings'))
     const args = ['bootstrap', 'git', '--url', git.url, '--branch', git.branch, '--path', git.path, '--silent', ...timeout]
     if (privateKeyFile) args.push('--private-key-file', privateKeyFile)
     await this.call(args, true, timeoutMs + 30_000)

@@ -1,5 +1,6 @@
 import { classify, NodeError } from '../classify.js'
 import { goDuration } from '../duration.js'
+import { taskCommand } from '../hints.js'
 import type { CniSettings } from '../settings.js'
 import type { ToolRunner } from './exec.js'
 
@@ -27,7 +28,7 @@ export class Helm {
     if (result.exitCode !== 0) {
       if (/release: not found/.test(result.stderr)) return undefined
       const { kind, message } = classify(result)
-      throw new NodeError(kind, message, 'check the Kubernetes API and the release with `helm status`; then run: task bootstrap:wait-ready')
+      throw new NodeError(kind, message, `check the Kubernetes API and the release with \`helm status ${release} -n ${namespace} --kubeconfig ${this.kubeconfig}\`; then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     if (!result.stdout.trim()) return undefined
     const doc = JSON.parse(result.stdout) as { info?: { status?: string }; chart?: { metadata?: { version?: string } }; version?: number }
@@ -57,7 +58,7 @@ export class Helm {
         `check that the chart can be fetched (${cni.repo ?? cni.chart}) and the Kubernetes API answers (\`helm status ${cni.release} -n ${cni.namespace}\`), then run: task bootstrap:wait-ready`)
     }
     throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'cni', message, /another operation .* in progress/.test(message)
-      ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace}\`, then \`helm rollback\` or uninstall it, then run: task bootstrap:wait-ready`
-      : `fix the chart or its values (helm said: ${message.slice(0, 120)}), then run: task bootstrap:wait-ready`)
+      ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace} --kubeconfig ${this.kubeconfig}\`, then \`helm rollback\` or uninstall it, then run: ${taskCommand('bootstrap:wait-ready')}`
+      : `fix the chart or its values (helm said: ${message.slice(0, 120)}), then run: ${taskCommand('bootstrap:wait-ready')}`)
   }
 }

@@ -1,4 +1,5 @@
 import { classify, NodeError } from '../classify.js'
+import { phaseHint, taskCommand } from '../hints.js'
 import type { ToolResult, ToolRunner } from './exec.js'
 
 export interface KubeCondition {
@@ -37,7 +38,7 @@ export class Kubectl {
     const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, KUBECTL_TIMEOUT, ...args], mutates, dryRunStdout })
     if (result.exitCode === 0 && !result.timedOut && !result.aborted) return result
     const { kind, message } = classify(result)
-    throw new NodeError(kind, message, kind === 'unreachable' || kind === 'timeout' ? 'the Kubernetes API does not answer yet; run again once the control planes are up: task bootstrap:wait-ready' : 'see the message; then run again: task bootstrap:wait-ready')
+    throw new NodeError(kind, message, kind === 'unreachable' || kind === 'timeout' ? `the Kubernetes API does not answer yet; run again once the control planes are up: ${taskCommand('bootstrap:wait-ready')}` : phaseHint('bootstrap:wait-ready', 'see the message'))
   }
 
   async clientVersion(): Promise<string> {

@@ -182,7 +182,9 @@ export function parseMachineStatuses(stdout: string): MachineStatus[] {
       node: d.node ?? '',
       stage: d.spec?.stage ?? 'unknown',
       ready: d.spec?.status?.ready ?? false,
-      unmetConditions: d.spec?.status?.unmetConditions ?? [],
+      // Talos lists a required service that is not running twice (machine_status.go: once among all
+      // services, once among the required ones): `etcd not running, etcd not running` says it once here
+      unmetConditions: (d.spec?.status?.unmetConditions ?? []).map((c) => ({ name: c.name, reason: [...new Set(c.reason.split(', '))].join(', ') })),
     }
   })
 }

@@ -106,7 +106,7 @@ export const METHODS = {
     if (!['start', 'stop', 'restart'].includes(action)) throw rpc('Unknown', `unsupported service action: "${action}"`)
     if (!node.services.has(id)) throw rpc('NotFound', `service "${id}" is not registered`)
     if (action === 'stop') node.svc(id, 'Finished', 'Service finished successfully', null)
-    else if (id === 'kubelet' && node.ctx.faults.has(node.name, 'kubelet')) node.startKubelet()
+    else if (id === 'kubelet') node.startKubelet()
     else node.startService(id)
     node.changed()
     const verb = { start: 'started', stop: 'stopped', restart: 'restarted' }[action]

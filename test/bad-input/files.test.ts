@@ -103,11 +103,11 @@ describe('bad Flux inputs (bootstrap:flux): exit 2, file and fix, no node touche
 describe('bad recovery target (bootstrap:node): exit 2, no node touched', () => {
   it('NODE that is not in the inventory', async () => {
     const result = await bed.cluster.task('bootstrap:node', { NODE: 'wrkr-9' })
-    expectBadInput(result, bed, { file: bed.path('talconfig.yaml'), what: /^NODES names "wrkr-9", not in the inventory$/, fix: /cp-1, wrkr-1, wrkr-2/ })
+    expectBadInput(result, bed, { file: bed.path('talconfig.yaml'), what: /^NODE names "wrkr-9", not in the inventory$/, fix: /^use one name or address from the inventory: cp-1, wrkr-1, wrkr-2$/ })
   })
 
   it('NODE naming two nodes', async () => {
     const result = await bed.cluster.task('bootstrap:node', { NODE: 'wrkr-1,wrkr-2' })
-    expectBadInput(result, bed, { what: /^NODE takes one node, got "wrkr-1,wrkr-2"$/, fix: /name one node: task bootstrap:node NODE=/ })
+    expectBadInput(result, bed, { what: /^NODE takes one node, got "wrkr-1,wrkr-2"$/, fix: /name one node: task bootstrap:node NODE=<name or address>, one of: cp-1, wrkr-1, wrkr-2$/ })
   })
 })

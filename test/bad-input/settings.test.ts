@@ -29,6 +29,11 @@ describe('bad settings and flags: exit 2, where, what and fix, no node touched',
     expectBadInput(result, bed, { what: /^unknown or malformed flag --frobnicate$/, fix: /--help .*task bootstrap:verify/ })
   })
 
+  it('a mistyped flag names the nearest one (bootstrap:talos -- --fail-fsat)', async () => {
+    const result = await bed.cluster.task('bootstrap:talos', {}, ['--fail-fsat'])
+    expectBadInput(result, bed, { what: /^unknown or malformed flag --fail-fsat$/, fix: /^did you mean --fail-fast\? run with -- --help for every flag: task bootstrap:talos/ })
+  })
+
   it('a stray argument (bootstrap:etcd -- now)', async () => {
     const result = await bed.cluster.task('bootstrap:etcd', {}, ['now'])
     expectBadInput(result, bed, { what: /^unexpected argument "now"$/, fix: /flags only: task bootstrap:etcd/ })

@@ -82,7 +82,7 @@ describe('preflight, apply, verify end to end', () => {
     const report = cluster.report()
     expect(statuses(report, 'preflight')).toEqual({ 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed' })
     expect(nodeIn(report, 'preflight', 'wrkr-2')).toMatchObject({ attempts: 3, error: { kind: 'unreachable' } })
-    expect(nodeIn(report, 'preflight', 'wrkr-2').error?.hint).toMatch(/task bootstrap:node NODE=wrkr-2/)
+    expect(nodeIn(report, 'preflight', 'wrkr-2').error?.hint).toMatch(/task -d \S+ bootstrap:node CLUSTER_DIR=\S+ NODE=wrkr-2$/)
     expect(statuses(report, 'apply')).toEqual({ 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'not-run' })
     expect(statuses(report, 'verify')).toEqual({ 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'not-run' })
     expect(result.stderr).toMatch(/wrkr-2 \(127\.60\.3\.22\) failed in preflight: unreachable: .*connection refused/)

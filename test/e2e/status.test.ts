@@ -60,7 +60,7 @@ describe('task bootstrap:status', () => {
     expect(cluster.sim.node('wrkr-2')?.listener).toBe('off')
     expect(cluster.sim.node('wrkr-2')?.registered).toBe(false)
     expect(rows['wrkr-2']).toMatchObject({ STAGE: 'unreachable', READY: '-', ETCD: '-', KUBELET: '-', K8S: 'not registered', 'LAST RUN': 'failed in preflight', ERROR: 'unreachable', NOTE: 'connection refused' })
-    expect(status.stdout).toMatch(/^last run: talos of \S+: failed$/m)
+    expect(status.stdout).toMatch(/^last run: talos of \S+: failed: wrkr-2$/m)
     // read-only and batched: one MachineStatus read and one kubelet read for every node that
     // answers (through cp-1, listed first), one etcd member list; wrkr-2 alone is asked on its own
     const calls = cluster.calls().slice(before)

@@ -96,7 +96,7 @@ describe.concurrent('bootstrap faults', () => {
       const report = cluster.report()
       expectPhase(report, 'verify', { 'cp-1': 'ok', 'wrkr-1': 'failed:stuck', 'wrkr-2': 'ok' }, nodeRecovery)
       expect(nodeIn(report, 'verify', 'wrkr-1').error?.message).toMatch(/^boot-looping: rebooted 2 times after booting and never reached running$/) // the loop itself, not the verify timeout
-      expect(nodeIn(report, 'verify', 'wrkr-1').error?.hint).toContain('talosctl -n 127.92.6.21 dmesg')
+      expect(nodeIn(report, 'verify', 'wrkr-1').error?.hint).toContain('-e 127.92.6.21 -n 127.92.6.21 dmesg')
       expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'not-run', 'wrkr-2': 'ok' })
     }), ROW_TIMEOUT)
 

@@ -67,13 +67,15 @@ export function expectPhase(report: Report, phase: string, expected: Expected, r
     if (status === 'failed') {
       expect(node.error?.kind, `${name} kind in ${phase}: ${node.error?.message ?? ''}`).toBe(kind)
       if (recovery) expect(node.error?.hint, `${name} hint in ${phase}`).toContain(recovery(name))
+      if (recovery) expect(node.error?.hint, `${name} hint names the repository and the cluster`).toMatch(/task -d \S+ bootstrap:node CLUSTER_DIR=\S+ /)
     } else if (status === 'ok') {
       expect(node.error, `${name} has no error in ${phase}`).toBeUndefined()
     }
   }
 }
 
-export const nodeRecovery = (name: string): string => `task bootstrap:node NODE=${name}`
+/** the recovery command names the node (test/e2e/hints.test.ts runs each one as written) */
+export const nodeRecovery = (name: string): string => `NODE=${name}`
 
 /** ok/fail outcome of each call of one kind to one node, in order */
 export function outcomes(calls: CallRecord[], node: string, call: string): string[] {

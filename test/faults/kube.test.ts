@@ -18,7 +18,7 @@ describe.concurrent('Kubernetes faults', () => {
       expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'failed:kubelet', 'wrkr-2': 'ok' }, nodeRecovery)
       const failed = nodeIn(report, 'wait-ready', 'wrkr-1')
       expect(failed.error?.message).toMatch(/kubelet Failed.*volume mounts/)
-      expect(failed.error?.hint).toContain('talosctl -n 127.93.1.21 service kubelet')
+      expect(failed.error?.hint).toContain('-e 127.93.1.21 -n 127.93.1.21 service kubelet')
       expect(stepIn(report, 'wait-ready', 'cni').status).toBe('ok')
       expect(result.stdout).toMatch(/^wrkr-1\s+127\.93\.1\.21\s+worker\s+ok\s+ok\s+ok\s+skipped\s+failed \(kubelet\)/m)
     }), ROW_TIMEOUT)
@@ -51,7 +51,7 @@ describe.concurrent('Kubernetes faults', () => {
       expect(install.error?.message).toContain('bootstrap failed with 1 health check failure(s)')
       // the failure, not flux's progress log (► cloning …, ✔ installed components …)
       expect(install.error?.message).not.toMatch(/[►✔]/)
-      expect(install.error?.hint).toContain('task bootstrap:flux')
+      expect(install.error?.hint).toMatch(/^.*run: task -d \S+ bootstrap:flux CLUSTER_DIR=\S+$/)
       // named once: the root wait does not run after a failed install
       expect(stepIn(report, 'flux', 'flux-kustomization')).toMatchObject({ status: 'not-run', detail: 'the flux install failed' })
       expect(result.stderr).toContain(message)

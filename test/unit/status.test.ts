@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
 import type { Report } from '../../lib/report.js'
 import type { NodeResult, NodeStatus } from '../../lib/results.js'
-import { latestResults } from '../../lib/status.js'
+import { lastRunLines, latestResults } from '../../lib/status.js'
 
 let dir: string | undefined
 afterEach(() => {
@@ -59,6 +59,16 @@ it('takes each node from the newest run that selected it; dry runs and broken fi
   expect(one.used.map((u) => u.report.command)).toEqual(['talos'])
   write(join(dir, '.bootstrap', 'last-run.json'), talos)
   expect(latestResults(dir, ['wrkr-2']).lanes.get('wrkr-2')?.result).toBe('failed in preflight (unreachable)')
+})
+
+it('names the nodes that failed in the last run, not the ones that succeeded', () => {
+  const talos = report('talos', '2026-11-25T20:00:00.000Z', [result('cp-1', 'ok'), result('cp-2', 'ok'), result('wrkr-1', 'failed')])
+  expect(lastRunLines([{ report: talos, nodes: ['cp-1', 'cp-2', 'wrkr-1'] }])).toBe('last run: talos of 2026-11-25T20:00:00.000Z: failed: wrkr-1')
+  // rows from two runs: each line says which rows it gave, apart from what failed in it
+  const node = report('node', '2026-11-25T21:00:00.000Z', [result('wrkr-2', 'failed')])
+  expect(lastRunLines([{ report: node, nodes: ['wrkr-2'] }, { report: talos, nodes: ['cp-1', 'cp-2'] }])).toBe(
+    'last run: node of 2026-11-25T21:00:00.000Z: failed: wrkr-2 (the LAST RUN of wrkr-2)\nlast run: talos of 2026-11-25T20:00:00.000Z: failed: wrkr-1 (the LAST RUN of cp-1, cp-2)',
+  )
 })
 
 it('has nothing to say before the first run', () => {
