@@ -1,6 +1,6 @@
 import { chmodSync, existsSync } from 'node:fs'
 import { NodeError } from '../classify.js'
-import { hintFor, taskCommand } from '../hints.js'
+import { hintFor, talosctlCommand, taskCommand } from '../hints.js'
 import type { ClusterNode } from '../inventory.js'
 import { apiUrl, kubeconfigServer, setKubeconfigServer } from '../kubeconfig.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
@@ -130,7 +130,7 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
   await withRetry(() => run.talosctl.kubeconfig(node, run.kubeconfig), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
   if (run.options.dryRun) return run.kubeconfig
   if (!existsSync(run.kubeconfig)) {
-    throw new NodeError('unknown', `talosctl kubeconfig on ${node.name} exited 0 but wrote no file at ${run.kubeconfig}`, `run it by hand to see why: talosctl -n ${node.ip} -e ${node.ip} kubeconfig ${run.kubeconfig}; then run: task bootstrap:etcd`)
+    throw new NodeError('unknown', `talosctl kubeconfig on ${node.name} exited 0 but wrote no file at ${run.kubeconfig}`, `run it by hand to see why: ${talosctlCommand(node, `kubeconfig ${run.kubeconfig}`)}; then run: ${taskCommand('bootstrap:etcd')}`)
   }
   chmodSync(run.kubeconfig, 0o600)
   return pointKubeconfig(run)

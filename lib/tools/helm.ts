@@ -50,12 +50,12 @@ export class Helm {
     const result = await this.runner.run({ tool: 'helm', args, mutates: true, timeoutMs: timeoutMs + 30_000 })
     if (result.exitCode === 0 && !result.timedOut) return {}
     const { kind, message } = classify(result)
-    if (kind === 'interrupted') throw new NodeError(kind, message, 'run it again: task bootstrap:wait-ready')
+    if (kind === 'interrupted') throw new NodeError(kind, message, `run it again: ${taskCommand('bootstrap:wait-ready')}`)
     if (kind === 'timeout') {
       const release = await this.status(cni.release, cni.namespace).catch(() => undefined)
       if (release?.status === 'deployed') return { note: `helm said "${message}", but the release is deployed` }
       throw new NodeError('cni', `${message} (release ${cni.release}: ${release ? release.status : 'not installed'})`,
-        `check that the chart can be fetched (${cni.repo ?? cni.chart}) and the Kubernetes API answers (\`helm status ${cni.release} -n ${cni.namespace}\`), then run: task bootstrap:wait-ready`)
+        `check that the chart can be fetched (${cni.repo ?? cni.chart}) and the Kubernetes API answers (\`helm status ${cni.release} -n ${cni.namespace}\`), then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'cni', message, /another operation .* in progress/.test(message)
       ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace} --kubeconfig ${this.kubeconfig}\`, then \`helm rollback\` or uninstall it, then run: ${taskCommand('bootstrap:wait-ready')}`

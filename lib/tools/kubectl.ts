@@ -56,13 +56,13 @@ export class Kubectl {
     const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, '--request-timeout=5s', ...args], mutates: false, dryRunStdout: 'ok' })
     if (result.exitCode === 0 && !result.timedOut && !result.aborted) return result.stdout.trim() === 'ok'
     const { kind, message } = classify(result)
-    if (kind === 'interrupted') throw new NodeError(kind, message, 'run again to resume: task bootstrap:wait-ready')
+    if (kind === 'interrupted') throw new NodeError(kind, message, `run again to resume: ${taskCommand('bootstrap:wait-ready')}`)
     const text = `${result.stderr}\n${result.stdout}`
     if (/x509:|tls: |certificate/i.test(text)) {
-      throw new NodeError('pki-mismatch', `the Kubernetes API at ${server ?? 'the kubeconfig server'} presented a certificate the kubeconfig does not accept: ${message}`, 'the kubeconfig is from another cluster or stale: write it again with task bootstrap:etcd (or fix certificate-authority-data), then run: task bootstrap:wait-ready')
+      throw new NodeError('pki-mismatch', `the Kubernetes API at ${server ?? 'the kubeconfig server'} presented a certificate the kubeconfig does not accept: ${message}`, `the kubeconfig is from another cluster or stale: write it again with ${taskCommand('bootstrap:etcd')} (or fix certificate-authority-data), then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     if (/\(Unauthorized\)|\(Forbidden\)|must be logged in/i.test(text)) {
-      throw new NodeError('unauthorized', `the Kubernetes API refused the kubeconfig's credentials: ${message}`, 'write the kubeconfig again with task bootstrap:etcd, then run: task bootstrap:wait-ready')
+      throw new NodeError('unauthorized', `the Kubernetes API refused the kubeconfig's credentials: ${message}`, `write the kubeconfig again with ${taskCommand('bootstrap:etcd')}, then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     // refused, timed out, 5xx or "readyz check failed": not ready yet
     return false
