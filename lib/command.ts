@@ -150,7 +150,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   requireTools(env, ['talosctl', ...(spec.tools ?? [])])
   const state = stateDir(inventory.clusterDir)
   // nothing under .bootstrap is written through a link, and the directory must be writable: known before any node is touched
-  if (!args.dryRun) checkStateFiles(inventory.clusterDir, ['lock', 'commands.log', 'journal.json', 'last-run.json', 'runs'].map((f) => join(state, f)))
+  if (!args.dryRun) checkStateFiles(inventory.clusterDir, ['lock', 'commands.log', 'journal.json', 'last-run.json'].map((f) => join(state, f)), [join(state, 'runs')])
   if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
 
   const tools = new ToolRunner({

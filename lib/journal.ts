@@ -35,9 +35,10 @@ export class Journal {
     let text: string
     try {
       text = readFileSync(path, 'utf8')
-    } catch {
+    } catch (err) {
       // no journal yet: start afresh (the live state decides anyway)
-      return new Journal(clusterDir, path, { version: 1, nodes: {} })
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new Journal(clusterDir, path, { version: 1, nodes: {} })
+      text = ''
     }
     let problem: string | undefined
     try {

@@ -92,8 +92,9 @@ export function acquireLock(clusterDir: string, warn: (msg: string) => void): ()
       text = readFileSync(path, 'utf8')
     } catch (err) {
       // released between the two calls: try again
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue
-      throw err
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'ENOENT') continue
+      throw new InputError(`cannot read the lock (${code ?? 'error'})`, { file: path, fix: `remove it if no run is active (rm -r ${path})` })
     }
     const holder = parseLock(text)
     const gone = holder ? (holder.pid === process.pid ? undefined : goneReason(holder)) : 'it names no pid'

@@ -88,14 +88,21 @@ export class Redactor {
 
   /** A Kubernetes Secret manifest: every value of data/stringData is secret, whatever its key (sops.agekey, username). */
   private addSecretData(doc: unknown): void {
-    const secret = doc as { kind?: unknown; data?: Record<string, unknown>; stringData?: Record<string, unknown> } | null
+    const secret = doc as { kind?: unknown; items?: unknown; data?: Record<string, unknown>; stringData?: Record<string, unknown> } | null
+    // a List of manifests (kubectl get -o yaml writes one) holds its Secrets in items
+    if (Array.isArray(secret?.items)) for (const item of secret.items) this.addSecretData(item)
     if (secret?.kind !== 'Secret') return
     for (const values of [secret.data, secret.stringData]) {
       for (const value of Object.values(values ?? {})) {
         if (typeof value !== 'string' && typeof value !== 'number') continue
-        this.add(String(value), true)
         // data holds base64: its decoded form is the secret a tool would print
-        if (values === secret.data) this.add(Buffer.from(String(value), 'base64').toString('utf8'), true)
+        const plain = values === secret.data ? [String(value), Buffer.from(String(value), 'base64').toString('utf8')] : [String(value)]
+        for (const text of plain) {
+          this.add(text, true)
+          // a multi-line value (a key file, a config) can be quoted one line at a time (long lines:
+          // a short line of it, a brace, is no secret on its own)
+          for (const line of text.split('\n')) if (line !== text) this.add(line)
+        }
       }
     }
   }

@@ -28,7 +28,8 @@ export function runName(report: Pick<Report, 'startedAt' | 'command'>): string {
 /** Writes runs/<time>-<command>.json and last-run.json (atomically, never through a link), redacted. Returns the run file. */
 export function writeReport(clusterDir: string, report: Report, redactor: Redactor): string {
   const dir = stateDir(clusterDir)
-  const text = redactor.redact(JSON.stringify(report, null, 2)) + '\n'
+  // every string redacted on its own: a short secret ("1234") masks text, never a number or the JSON's shape
+  const text = JSON.stringify(report, (_key, value: unknown) => (typeof value === 'string' ? redactor.redact(value) : value), 2) + '\n'
   const runFile = join(dir, 'runs', `${runName(report)}.json`)
   writeStateFile(clusterDir, runFile, text)
   writeStateFile(clusterDir, join(dir, 'last-run.json'), text)

@@ -55,9 +55,21 @@ export function ensureStateDir(clusterDir: string, dir = stateDir(clusterDir)): 
 }
 
 /** Before a run touches any node: the state directory and the files it will write are plain, writable paths. */
-export function checkStateFiles(clusterDir: string, files: string[]): void {
+export function checkStateFiles(clusterDir: string, files: string[], dirs: string[] = []): void {
   ensureStateDir(clusterDir)
-  for (const file of files) refuseSymlink(file)
+  for (const path of [...files, ...dirs]) {
+    refuseSymlink(path)
+    const wantDir = dirs.includes(path)
+    let stat
+    try {
+      stat = lstatSync(path)
+    } catch {
+      continue // absent: created when written
+    }
+    if (wantDir ? !stat.isDirectory() : !stat.isFile()) {
+      throw new InputError(`is not a ${wantDir ? 'directory' : 'regular file'}`, { file: path, fix: `move it away; the tool recreates it` })
+    }
+  }
   const dir = stateDir(clusterDir)
   try {
     accessSync(dir, constants.W_OK)

@@ -281,9 +281,9 @@ export class Simulator {
   /** the control plane a Kubernetes listener belongs to (null for the VIP: every node's kube faults) */
   kubeNodeAt(addr) { return this.nodes.find((n) => n.ip === addr)?.name ?? null }
   /**
-   * on: kube faults acting on one request: unavailable answers 503 as kube-apiserver does while its
-   * storage is unavailable (k8s.io/apiserver pkg/endpoints/handlers/responsewriters, a Status with
-   * reason ServiceUnavailable); timeout never answers; latency delays the answer by ms.
+   * on: kube faults acting on one request: unavailable answers 503 with the Status a kube-apiserver
+   * gives while its storage is unavailable (reason and message as k8s.io/apimachinery
+   * pkg/api/errors/errors.go names StatusServiceUnavailable); timeout never answers; latency delays the answer by ms.
    */
   kubeRequestFault(addr, req, res, handle) {
     const path = (req.url ?? '/').split('?')[0]

@@ -34,7 +34,7 @@ describe.concurrent('Kubernetes API faults', () => {
       expect(kubeFaults(cluster.calls()).length).toBe(2)
     }), ROW_TIMEOUT)
 
-  it('a kubeconfig whose CA is not the cluster\'s: the api step names the certificate at once', () =>
+  it('a kubeconfig whose CA is not the cluster\'s, or that kubectl cannot load: the api step names it at once', () =>
     withCluster('127.182.3', { workers: 1 }, async (cluster) => {
       expect((await cluster.task('bootstrap:talos', {}, FAST)).code).toBe(0)
       const kubeconfig = join(cluster.clusterDir, 'kubeconfig')
@@ -47,6 +47,11 @@ describe.concurrent('Kubernetes API faults', () => {
       expect(api.error?.message).toMatch(/certificate the kubeconfig does not accept: .*x509: certificate signed by unknown authority/)
       expect(api.error?.hint).toContain('task bootstrap:etcd')
       expectPhase(cluster.report(), 'wait-ready', { 'cp-1': 'failed:pki-mismatch', 'wrkr-1': 'failed:pki-mismatch' })
+      // a kubeconfig kubectl cannot load is named the same way, not waited out
+      writeFileSync(kubeconfig, 'apiVersion: v1\nclusters: [[[\n')
+      const broken = await cluster.task('bootstrap:wait-ready', {}, FAST)
+      expect(broken.code).toBe(1)
+      expect(stepIn(cluster.report(), 'wait-ready', 'api')).toMatchObject({ status: 'failed', error: { kind: 'config-invalid', message: expect.stringContaining('error loading config file') } })
     }), ROW_TIMEOUT)
 
   it('talosctl kubeconfig exits 0 but writes no file: the kubeconfig step fails, saying so', () =>

@@ -1,7 +1,7 @@
 // Conformance: `on: kube` faults (sim/cluster.js kubeRequestFault, sim/faults.js takeKube). refused:
 // the connection is reset before TLS, as while kube-apiserver restarts; unavailable: the 503 Status
-// kube-apiserver writes while its storage is unavailable (k8s.io/apiserver
-// pkg/endpoints/handlers/responsewriters/status.go: reason ServiceUnavailable); `times` counts
+// kube-apiserver answers while its storage is unavailable (reason and message as
+// k8s.io/apimachinery pkg/api/errors/errors.go gives them for StatusServiceUnavailable); `times` counts
 // connections (refused) or requests (the others), `path` narrows to URL paths. Range 127.183.1.
 import https from 'node:https'
 import { afterAll, describe, expect, it } from 'vitest'

@@ -45,3 +45,23 @@ describe('Secret values from flux.secrets files', () => {
     })
   }
 })
+
+describe('a report with a short secret', () => {
+  it('stays valid JSON: numbers and booleans are never masked, strings are', async () => {
+    const { writeReport } = await import('../../lib/report.js')
+    const { mkdirSync, readFileSync } = await import('node:fs')
+    const r = redactorFor(secret('c', 'stringData:\n  pin: "1"\n  word: "true"\n'))
+    const cluster = dir as string
+    mkdirSync(join(cluster, '.bootstrap'), { recursive: true })
+    writeReport(cluster, { version: 1, command: 'apply', ok: true, startedAt: '2026-01-01T00:00:00.000Z', finishedAt: '2026-01-01T00:00:01.000Z', settings: { retries: 1 }, phases: [{ name: 'apply', ok: true, durationMs: 1, steps: [], nodes: [{ name: 'cp-1', ip: '127.0.0.1', role: 'controlplane', status: 'failed', attempts: 1, durationMs: 1, error: { kind: 'unknown', message: 'pin 1 is true', hint: 'h' } }] }] }, r)
+    const report = JSON.parse(readFileSync(join(cluster, '.bootstrap', 'last-run.json'), 'utf8'))
+    expect(report.ok).toBe(true)
+    expect(report.settings.retries).toBe(1)
+    expect(report.phases[0].nodes[0].error.message).toBe('pin <redacted> is <redacted>')
+  })
+
+  it('masks the Secrets of a List, and each long line of a multi-line value', () => {
+    const r = redactorFor('apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: Secret\n    metadata: { name: l }\n    stringData:\n      conf: |\n        user=admin\n        password=correct-horse-battery\n')
+    expect(r.redact('line: password=correct-horse-battery; {}')).toBe('line: <redacted>; {}')
+  })
+})

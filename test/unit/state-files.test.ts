@@ -11,6 +11,7 @@ import { Journal } from '../../lib/journal.js'
 import { acquireLock } from '../../lib/lock.js'
 import { writeReport, type Report } from '../../lib/report.js'
 import { Redactor } from '../../lib/redact.js'
+import { checkStateFiles } from '../../lib/state-files.js'
 import { ToolRunner } from '../../lib/tools/exec.js'
 
 let dir: string
@@ -162,5 +163,19 @@ describe('nothing is written through a symbolic link', () => {
     expect(readFileSync(target, 'utf8')).toBe('keep me\n')
     expect(lstatSync(join(state, 'commands.log')).isSymbolicLink()).toBe(true)
     expect(readlinkSync(join(state, 'commands.log'))).toBe(target)
+  })
+
+  it('a directory where a state file belongs, or a file where runs/ belongs, is bad input naming it', () => {
+    mkdirSync(join(state, 'journal.json'))
+    const files = ['lock', 'commands.log', 'journal.json', 'last-run.json'].map((f) => join(state, f))
+    expect(inputError(() => checkStateFiles(dir, files, [join(state, 'runs')])).format()).toMatch(new RegExp(`^${join(state, 'journal.json')}: is not a regular file \\(fix: move it away`))
+    rmSync(join(state, 'journal.json'), { recursive: true })
+    writeFileSync(join(state, 'runs'), '')
+    expect(inputError(() => checkStateFiles(dir, files, [join(state, 'runs')])).format()).toMatch(/runs: is not a directory/)
+  })
+
+  it('a lock that is a directory is bad input, not a crash', () => {
+    mkdirSync(join(state, 'lock'))
+    expect(inputError(() => acquireLock(dir, () => undefined)).format()).toMatch(/lock: cannot read the lock \(EISDIR\) \(fix: remove it if no run is active/)
   })
 })
