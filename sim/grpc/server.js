@@ -87,7 +87,27 @@ async function cosiCall(ns, call, body, purpose) {
   return m.data
 }
 
-const unary = (fn) => (call, cb) => { fn(call).then((r) => cb(null, r), (e) => cb(e)) }
+/**
+ * A call in flight holds the node's listener open (NodeServer.closeServer waits for `active`), so an
+ * answer written just before a stage change (apply, reset) reaches the client, as on the HTTP/1.1 path.
+ */
+function inFlight(ns) {
+  const entry = { writableEnded: false, writableLength: 0 }
+  ns.active.add(entry)
+  // a few ms for the written frames to leave the socket before the listener may cut it
+  return () => setTimeout(() => { entry.writableEnded = true; ns.active.delete(entry) }, 20)
+}
+const unary = (ns, fn) => (call, cb) => {
+  const done = inFlight(ns)
+  fn(call).then((r) => cb(null, r), (e) => cb(e)).finally(done)
+}
+/** server stream: `fn` writes the messages; an error ends the stream with its status */
+const streaming = (ns, fn) => (call) => {
+  const done = inFlight(ns)
+  call.on('finish', done)
+  call.on('cancelled', done)
+  fn(call).then(() => call.end(), (e) => call.emit('error', e))
+}
 const ts = (iso) => {
   const ms = Date.parse(iso)
   return Number.isNaN(ms) ? undefined : { seconds: String(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 }
@@ -99,7 +119,7 @@ const WIPE_MODES = { ALL: 'all', SYSTEM_DISK: 'system-disk', USER_DISKS: 'user-d
 
 function machineService(ns) {
   return {
-    ApplyConfiguration: unary(async (call) => {
+    ApplyConfiguration: unary(ns, async (call) => {
       const r = call.request
       const mode = APPLY_MODES[r.mode ?? 'REBOOT'] ?? 'auto'
       const body = { data: Buffer.from(r.data ?? []).toString('utf8'), mode, dryRun: !!r.dry_run,
@@ -108,25 +128,25 @@ function machineService(ns) {
         mode: r.mode ?? 'REBOOT', mode_details: d.modeDetails ?? '', warnings: d.warnings ?? [] }))
       return { messages }
     }),
-    Bootstrap: unary(async (call) => ({ messages: await machineCall(ns, call, 'machine.Bootstrap', {}, () => ({})) })),
-    EtcdMemberList: unary(async (call) => ({
+    Bootstrap: unary(ns, async (call) => ({ messages: await machineCall(ns, call, 'machine.Bootstrap', {}, () => ({})) })),
+    EtcdMemberList: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.EtcdMemberList', { queryLocal: !!call.request.query_local }, (d) => ({
         members: (d.members ?? []).map((m) => ({ id: hexToDecimal(m.id), hostname: m.hostname, peer_urls: m.peerUrls, client_urls: m.clientUrls, is_learner: !!m.isLearner })),
       })),
     })),
-    EtcdRemoveMemberByID: unary(async (call) => ({
+    EtcdRemoveMemberByID: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.EtcdRemoveMemberByID', { memberId: decimalToHex(call.request.member_id ?? '0') }, () => ({})),
     })),
-    Reboot: unary(async (call) => ({
+    Reboot: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.Reboot', { mode: String(call.request.mode ?? 'DEFAULT').toLowerCase() }, () => ({})),
     })),
-    Reset: unary(async (call) => {
+    Reset: unary(ns, async (call) => {
       const r = call.request
       const body = { graceful: !!r.graceful, reboot: !!r.reboot, wipeMode: WIPE_MODES[r.mode ?? 'ALL'] ?? 'all',
         systemLabelsToWipe: (r.system_partitions_to_wipe ?? []).filter((p) => p.wipe).map((p) => p.label), userDisksToWipe: r.user_disks_to_wipe ?? [] }
       return { messages: await machineCall(ns, call, 'machine.Reset', body, () => ({})) }
     }),
-    ServiceList: unary(async (call) => ({
+    ServiceList: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.ServiceList', {}, (d) => ({
         services: (d.services ?? []).map((s) => ({ id: s.id, state: s.state,
           events: { events: (s.events ?? []).map((e) => ({ msg: e.msg, state: e.state, ts: ts(e.ts) })) },
@@ -134,22 +154,17 @@ function machineService(ns) {
       })),
     })),
     // talosctl asks Version before most commands (a skew check whose errors it ignores): a client-internal call
-    Version: unary(async (call) => ({
+    Version: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.Version', {}, (d) => ({
         version: { tag: d.tag, sha: d.sha, built: d.built ?? '', go_version: d.goVersion, os: d.os, arch: d.arch },
         platform: { name: 'metal', mode: 'metal' }, features: { rbac: !!d.features?.rbac } }), 'version-check'),
     })),
-    Kubeconfig: (call) => {
+    Kubeconfig: streaming(ns, async (call) => {
       const { nodes } = targetsOf(call)
-      invoke(ns, call, 'machine.Kubeconfig', {}, { targets: nodes }).then((messages) => {
-        if (messages.length === 1 && !messages[0].node && messages[0].error) throw statusError(messages[0].error)
-        for (const m of messages) {
-          if (m.error) call.write({ metadata: metadataOf(m) })
-          else call.write({ metadata: metadataOf(m), bytes: kubeconfigArchive(m.data.kubeconfig) })
-        }
-        call.end()
-      }).catch((e) => call.destroy(e))
-    },
+      const messages = await invoke(ns, call, 'machine.Kubeconfig', {}, { targets: nodes })
+      if (messages.length === 1 && !messages[0].node && messages[0].error) throw statusError(messages[0].error)
+      for (const m of messages) call.write(m.error ? { metadata: metadataOf(m) } : { metadata: metadataOf(m), bytes: kubeconfigArchive(m.data.kubeconfig) })
+    }),
   }
 }
 
@@ -170,46 +185,38 @@ async function resources(ns, call, { namespace, type, id }) {
 
 function stateService(ns) {
   return {
-    Get: unary(async (call) => {
+    Get: unary(ns, async (call) => {
       const { namespace, type, id } = call.request
       const [resource] = await resources(ns, call, { namespace, type, id })
       if (!resource) throw statusError({ code: 'NotFound', message: `resource ${type}(${namespace}/${id}@undefined) doesn't exist` })
       return { resource }
     }),
-    List: (call) => {
-      resources(ns, call, call.request).then((list) => {
-        for (const resource of list) call.write({ resource })
-        call.end()
-      }).catch((e) => call.destroy(e))
-    },
+    List: streaming(ns, async (call) => {
+      for (const resource of await resources(ns, call, call.request)) call.write({ resource })
+    }),
     // initial contents, then a re-read every simulated moment: an event per changed or gone resource
-    Watch: (call) => {
+    Watch: streaming(ns, async (call) => {
       const { namespace, type, id, options } = call.request
       let known = new Map()
       let stopped = false
       call.on('cancelled', () => { stopped = true })
-      const round = async (first) => {
+      for (let first = true; !stopped; first = false) {
+        if (!first) await new Promise((r) => setTimeout(r, 250))
         const list = await resources(ns, call, { namespace, type, id })
         const now = new Map(list.map((r) => [r.metadata.id, r]))
         const events = []
         for (const [rid, r] of now) {
           const old = known.get(rid)
-          if (!old) { if (!first || options?.bootstrap_contents || id) events.push({ resource: r, event_type: 'CREATED' }) } else if (old.spec.yaml_spec !== r.spec.yaml_spec || old.metadata.version !== r.metadata.version) events.push({ resource: r, old, event_type: 'UPDATED' })
+          if (!old) events.push({ resource: r, event_type: 'CREATED' })
+          else if (old.metadata.version !== r.metadata.version || old.spec.yaml_spec !== r.spec.yaml_spec) events.push({ resource: r, old, event_type: 'UPDATED' })
         }
         for (const [rid, r] of known) if (!now.has(rid)) events.push({ resource: r, event_type: 'DESTROYED' })
+        if (first && !id && !options?.bootstrap_contents) events.length = 0
         if (first && !id && options?.bootstrap_contents) events.push({ event_type: 'BOOTSTRAPPED', resource: { metadata: { namespace, type } } })
         known = now
-        if (events.length) call.write({ event: events })
+        if (events.length && !stopped) call.write({ event: events })
       }
-      const loop = async () => {
-        await round(true)
-        while (!stopped) {
-          await new Promise((r) => setTimeout(r, 250))
-          if (!stopped) await round(false)
-        }
-      }
-      loop().catch((e) => { if (!stopped) call.destroy(e) })
-    },
+    }),
   }
 }
 
