@@ -34,10 +34,13 @@ function targetsOf(call) {
  * Runs one call through the node API handler as the JSON protocol would carry it. Resolves with
  * `{messages}` or rejects with a gRPC status error; never settles for a hung call (fault `timeout`).
  */
-function invoke(ns, call, method, body, { targets, purpose }) {
+function invoke(ns, call, method, body, { targets, purpose, words = [] }) {
   const headers = {}
   if (targets.length) headers['x-talos-nodes'] = targets.join(',')
   if (purpose) headers['x-sim-purpose'] = purpose
+  // the calls log's command and args: what the call shows on the wire (the real client sends no argv)
+  const insecure = ns.mode === 'maintenance'
+  headers['x-sim-argv'] = JSON.stringify([...words, ...(insecure ? ['--insecure'] : []), '-e', ns.node.ip, '-n', targets.join(',') || ns.node.ip])
   const req = Object.assign(Readable.from([JSON.stringify(body)]), { url: `/${method}`, headers })
   return new Promise((resolve, reject) => {
     const res = {
@@ -70,9 +73,9 @@ function metadataOf(m) {
  * Machine API call: per-node `messages[]`. A call answered locally (no `nodes`) fails as a plain
  * gRPC error; a proxied one carries the node's error in its message metadata (apid BuildError).
  */
-async function machineCall(ns, call, method, body, toMessage, purpose) {
+async function machineCall(ns, call, method, body, toMessage, { purpose, words } = {}) {
   const { nodes } = targetsOf(call)
-  const messages = await invoke(ns, call, method, body, { targets: nodes, purpose })
+  const messages = await invoke(ns, call, method, body, { targets: nodes, purpose, words: words ?? COMMAND_WORDS[method] })
   if (messages.length === 1 && !messages[0].node && messages[0].error) throw statusError(messages[0].error)
   return messages.map((m) => ({ metadata: metadataOf(m), ...(m.error ? {} : toMessage(m.data ?? {})) }))
 }
@@ -81,7 +84,9 @@ async function machineCall(ns, call, method, body, toMessage, purpose) {
 async function cosiCall(ns, call, body, purpose) {
   const { nodes, node } = targetsOf(call)
   if (nodes.length) throw statusError({ code: 'InvalidArgument', message: 'one-2-many proxying is not supported for COSI methods' })
-  const [m] = await invoke(ns, call, 'resources.Get', body, { targets: node, purpose })
+  // `get <plural type name> [id]`, as talosctl's argument would be in its canonical form
+  const words = ['get', String(body.type).split('.')[0].toLowerCase(), ...(body.id ? [body.id] : [])]
+  const [m] = await invoke(ns, call, 'resources.Get', body, { targets: node, purpose, words })
   if (!m) throw statusError({ code: 'Internal', message: 'no answer' })
   if (m.error) throw statusError(m.error)
   return m.data
@@ -97,6 +102,11 @@ function inFlight(ns) {
   // a few ms for the written frames to leave the socket before the listener may cut it
   return () => setTimeout(() => { entry.writableEnded = true; ns.active.delete(entry) }, 20)
 }
+/** the talosctl command a machine API method serves, for the calls log */
+const COMMAND_WORDS = { 'machine.ApplyConfiguration': ['apply-config'], 'machine.Bootstrap': ['bootstrap'], 'machine.EtcdMemberList': ['etcd', 'members'],
+  'machine.EtcdRemoveMemberByID': ['etcd', 'remove-member'], 'machine.Kubeconfig': ['kubeconfig'], 'machine.Reboot': ['reboot'], 'machine.Reset': ['reset'],
+  'machine.ServiceList': ['service'], 'machine.Version': ['version'] }
+
 const unary = (ns, fn) => (call, cb) => {
   const done = inFlight(ns)
   fn(call).then((r) => cb(null, r), (e) => cb(e)).finally(done)
@@ -135,7 +145,8 @@ function machineService(ns) {
       })),
     })),
     EtcdRemoveMemberByID: unary(ns, async (call) => ({
-      messages: await machineCall(ns, call, 'machine.EtcdRemoveMemberByID', { memberId: decimalToHex(call.request.member_id ?? '0') }, () => ({})),
+      messages: await machineCall(ns, call, 'machine.EtcdRemoveMemberByID', { memberId: decimalToHex(call.request.member_id ?? '0') }, () => ({}),
+        { words: ['etcd', 'remove-member', decimalToHex(call.request.member_id ?? '0')] }),
     })),
     Reboot: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.Reboot', { mode: String(call.request.mode ?? 'DEFAULT').toLowerCase() }, () => ({})),
@@ -144,7 +155,8 @@ function machineService(ns) {
       const r = call.request
       const body = { graceful: !!r.graceful, reboot: !!r.reboot, wipeMode: WIPE_MODES[r.mode ?? 'ALL'] ?? 'all',
         systemLabelsToWipe: (r.system_partitions_to_wipe ?? []).filter((p) => p.wipe).map((p) => p.label), userDisksToWipe: r.user_disks_to_wipe ?? [] }
-      return { messages: await machineCall(ns, call, 'machine.Reset', body, () => ({})) }
+      const words = ['reset', `--graceful=${body.graceful}`, ...(body.reboot ? ['--reboot'] : []), ...body.systemLabelsToWipe.flatMap((l) => ['--system-labels-to-wipe', l])]
+      return { messages: await machineCall(ns, call, 'machine.Reset', body, () => ({}), { words }) }
     }),
     ServiceList: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.ServiceList', {}, (d) => ({
@@ -157,11 +169,11 @@ function machineService(ns) {
     Version: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.Version', {}, (d) => ({
         version: { tag: d.tag, sha: d.sha, built: d.built ?? '', go_version: d.goVersion, os: d.os, arch: d.arch },
-        platform: { name: 'metal', mode: 'metal' }, features: { rbac: !!d.features?.rbac } }), 'version-check'),
+        platform: { name: 'metal', mode: 'metal' }, features: { rbac: !!d.features?.rbac } }), { purpose: 'version-check' }),
     })),
     Kubeconfig: streaming(ns, async (call) => {
       const { nodes } = targetsOf(call)
-      const messages = await invoke(ns, call, 'machine.Kubeconfig', {}, { targets: nodes })
+      const messages = await invoke(ns, call, 'machine.Kubeconfig', {}, { targets: nodes, words: COMMAND_WORDS['machine.Kubeconfig'] })
       if (messages.length === 1 && !messages[0].node && messages[0].error) throw statusError(messages[0].error)
       for (const m of messages) call.write(m.error ? { metadata: metadataOf(m) } : { metadata: metadataOf(m), bytes: kubeconfigArchive(m.data.kubeconfig) })
     }),
