@@ -6,10 +6,13 @@ import protobuf from 'protobufjs'
 import { stringify } from 'yaml'
 
 export const RD_TYPE = 'ResourceDefinitions.meta.cosi.dev'
+// the definitions' own definition (cosi-project/runtime pkg/resource/meta/resource_definition.go)
+export const RD_DEFINITION = { type: RD_TYPE, displayType: 'ResourceDefinition', namespace: 'meta', aliases: ['api-resources', 'resourcedefinition', 'rd', 'rds'],
+  columns: [{ name: 'Aliases', jsonPath: '{.aliases[:]}' }] }
 const RDSpec = new protobuf.Root().loadSync(fileURLToPath(new URL('./proto/cosi-meta.proto', import.meta.url)), { keepCase: true })
   .lookupType('cosi.resource.meta.ResourceDefinitionSpec')
 
-const timestamp = (iso) => {
+export const timestamp = (iso) => {
   const ms = Date.parse(iso)
   return Number.isNaN(ms) ? undefined : { seconds: String(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 }
 }

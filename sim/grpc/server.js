@@ -10,7 +10,7 @@ import protoLoader from '@grpc/proto-loader'
 import { handleRequest } from '../talos/server.js'
 import { dialRefused } from '../talos/errors.js'
 import { DEFINITIONS } from '../talos/resources.js'
-import { resourceDefinition, toResource, RD_TYPE } from './cosi.js'
+import { resourceDefinition, toResource, timestamp, RD_TYPE, RD_DEFINITION } from './cosi.js'
 import { kubeconfigArchive } from './archive.js'
 
 const dir = fileURLToPath(new URL('./proto/', import.meta.url))
@@ -109,6 +109,7 @@ const COMMAND_WORDS = { 'machine.ApplyConfiguration': ['apply-config'], 'machine
 
 const unary = (ns, fn) => (call, cb) => {
   const done = inFlight(ns)
+  call.on('cancelled', done) // a hung call (fault `timeout`) the client gave up on
   fn(call).then((r) => cb(null, r), (e) => cb(e)).finally(done)
 }
 /** server stream: `fn` writes the messages; an error ends the stream with its status */
@@ -117,10 +118,6 @@ const streaming = (ns, fn) => (call) => {
   call.on('finish', done)
   call.on('cancelled', done)
   fn(call).then(() => call.end(), (e) => call.emit('error', e))
-}
-const ts = (iso) => {
-  const ms = Date.parse(iso)
-  return Number.isNaN(ms) ? undefined : { seconds: String(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 }
 }
 const hexToDecimal = (hex) => BigInt(`0x${hex}`).toString(10)
 const decimalToHex = (dec) => BigInt(dec).toString(16).padStart(16, '0')
@@ -161,7 +158,7 @@ function machineService(ns) {
     ServiceList: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.ServiceList', {}, (d) => ({
         services: (d.services ?? []).map((s) => ({ id: s.id, state: s.state,
-          events: { events: (s.events ?? []).map((e) => ({ msg: e.msg, state: e.state, ts: ts(e.ts) })) },
+          events: { events: (s.events ?? []).map((e) => ({ msg: e.msg, state: e.state, ts: timestamp(e.ts) })) },
           health: { unknown: !!s.health?.unknown, healthy: !!s.health?.healthy, last_message: s.health?.lastMessage ?? '' } })),
       })),
     })),
@@ -183,15 +180,15 @@ function machineService(ns) {
 /** the `meta` namespace: ResourceDefinitions, read through the target node (reachability as any call) */
 async function definitions(ns, call) {
   await cosiCall(ns, call, { type: 'MachineTypes.config.talos.dev', namespace: 'config' }, 'resolve')
-  return DEFINITIONS.map((d) => resourceDefinition(d, ns.sim))
+  return [...DEFINITIONS, RD_DEFINITION].map((d) => resourceDefinition(d, ns.sim))
 }
 
-async function resources(ns, call, { namespace, type, id }) {
+async function resources(ns, call, { namespace, type, id }, purpose) {
   if (namespace === 'meta' && type === RD_TYPE) {
     const all = await definitions(ns, call)
     return id ? all.filter((r) => r.metadata.id === id) : all
   }
-  const data = await cosiCall(ns, call, { type, namespace, ...(id ? { id } : {}) })
+  const data = await cosiCall(ns, call, { type, namespace, ...(id ? { id } : {}) }, purpose)
   return data.resources.map(toResource)
 }
 
@@ -212,9 +209,11 @@ function stateService(ns) {
       let known = new Map()
       let stopped = false
       call.on('cancelled', () => { stopped = true })
+      call.write({ event: [] }) // the client waits for a first, empty response (cosi runtime protobuf client)
       for (let first = true; !stopped; first = false) {
         if (!first) await new Promise((r) => setTimeout(r, 250))
-        const list = await resources(ns, call, { namespace, type, id })
+        // re-reads after the first are the watch's own: logged, no call fault fires on them
+        const list = await resources(ns, call, { namespace, type, id }, first ? undefined : 'watch')
         const now = new Map(list.map((r) => [r.metadata.id, r]))
         const events = []
         for (const [rid, r] of now) {
@@ -224,7 +223,7 @@ function stateService(ns) {
         }
         for (const [rid, r] of known) if (!now.has(rid)) events.push({ resource: r, event_type: 'DESTROYED' })
         if (first && !id && !options?.bootstrap_contents) events.length = 0
-        if (first && !id && options?.bootstrap_contents) events.push({ event_type: 'BOOTSTRAPPED', resource: { metadata: { namespace, type } } })
+        if (first && !id && options?.bootstrap_contents) events.push({ event_type: 'BOOTSTRAPPED' })
         known = now
         if (events.length && !stopped) call.write({ event: events })
       }
