@@ -93,6 +93,26 @@ describe.skipIf(!!tool.skip)('the real talosctl against the simulator', () => {
     expect(viaWorker).toMatchObject({ code: 1, stderr: 'rpc error: code = PermissionDenied desc = no request forwarding\n' })
   })
 
+  it('version over mTLS; type names resolved through the meta ResourceDefinitions; get -w streams events', async () => {
+    const v = await talosctl('version', ...secure(CP1))
+    expect(v.code).toBe(0)
+    expect(v.stdout).toMatch(new RegExp(`\nServer:\n\tNODE:        ${CP1.replace(/\./g, '\\.')}\n\tTag:         v1\.12\.11\n[^]*\tEnabled:     RBAC\n$`))
+
+    const rd = await talosctl('get', 'rd', ...secure(CP1))
+    expect(rd.code).toBe(0)
+    expect(rd.stdout).toMatch(/^NODE +NAMESPACE +TYPE +ID +VERSION +ALIASES\n/)
+    expect(rd.stdout).toMatch(/ meta +ResourceDefinition +machinestatuses\.runtime\.talos\.dev +1 +machinestatus ms\n/)
+    // MachineStatus and MountStatus both abbreviate to `ms`
+    expect(await talosctl('get', 'ms', ...secure(CP1))).toMatchObject({ code: 1, stderr: expect.stringContaining('code = InvalidArgument desc = resource type "ms" is ambiguous') })
+
+    const watch = execFile(tool.path!, ['get', 'machinetype', '-w', ...secure(CP1)], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: s.dir, TALOSCONFIG: s.sim.env.TALOSCONFIG } })
+    let out = ''
+    watch.stdout?.on('data', (d: string) => { out += d })
+    for (let i = 0; i < 200 && !out.includes('controlplane'); i++) await new Promise((r) => setTimeout(r, 100))
+    watch.kill()
+    expect(out).toMatch(new RegExp(`^NODE +\\* +NAMESPACE +TYPE +ID +VERSION +TYPE\n${CP1.replace(/\./g, '\\.')} +\\+ +config +MachineType +machine-type +\\d+ +controlplane\n`))
+  })
+
   it('bootstrap: once on a control plane; not on a worker', async () => {
     expect(await talosctl('bootstrap', ...secure(W1))).toMatchObject({ code: 1,
       stderr: 'error executing bootstrap: rpc error: code = FailedPrecondition desc = bootstrap can only be performed on a control plane node\n' })
@@ -136,6 +156,12 @@ describe.skipIf(!!tool.skip)('the real talosctl against the simulator', () => {
 
   it('apply-config over mTLS on a configured node', async () => {
     expect(await talosctl('apply-config', ...secure(W1), '-f', config('wrkr-1'))).toEqual({ code: 0, stdout: '', stderr: 'Applied configuration without a reboot\n' })
+  })
+
+  it('reboot --wait=false: accepted, the node goes down and comes back running', async () => {
+    expect(await talosctl('reboot', ...secure(W1), '--wait=false')).toEqual({ code: 0, stdout: '', stderr: '' })
+    await s.sim.until(() => s.sim.node('wrkr-1')?.stage !== 'running', 20_000)
+    await s.sim.until(() => s.sim.node('wrkr-1')?.stage === 'running' && s.sim.node('wrkr-1')?.listener === 'secure', 30_000)
   })
 
   it('etcd remove-member <hex id> through a healthy control plane, then reset --wait=false', async () => {
