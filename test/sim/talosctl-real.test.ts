@@ -118,6 +118,9 @@ describe.skipIf(!!tool.skip)('the real talosctl against the simulator', () => {
       stderr: 'error executing bootstrap: rpc error: code = FailedPrecondition desc = bootstrap can only be performed on a control plane node\n' })
     expect(await talosctl('bootstrap', ...secure(CP1))).toEqual({ code: 0, stdout: '', stderr: '' })
     await s.sim.until(() => s.sim.node('cp-1')?.etcdHealthy === true && s.sim.node('cp-2')?.etcdMember != null, 30_000)
+    // again: apid's per-node error (the control plane proxies to itself), as the product's bootstrap phase reads it
+    expect(await talosctl('bootstrap', ...secure(CP1))).toEqual({ code: 1, stdout: '',
+      stderr: `error executing bootstrap: 1 error occurred:\n\t* ${CP1}: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n` })
   })
 
   it('service <id>: one block per node; a node the endpoint cannot reach is a warning', async () => {
