@@ -41,7 +41,9 @@ function invoke(ns, call, method, body, { targets, purpose, words = [] }) {
   // the calls log's command and args: what the call shows on the wire (the real client sends no argv)
   const insecure = ns.mode === 'maintenance'
   headers['x-sim-argv'] = JSON.stringify([...words, ...(insecure ? ['--insecure'] : []), '-e', ns.node.ip, '-n', targets.join(',') || ns.node.ip])
-  const req = Object.assign(Readable.from([JSON.stringify(body)]), { url: `/${method}`, headers })
+  // the client certificate the TLS connection verified (its O is the role), as on the HTTP/1.1 path
+  const socket = { getPeerCertificate: () => call.getAuthContext?.()?.sslPeerCertificate ?? {} }
+  const req = Object.assign(Readable.from([JSON.stringify(body)]), { url: `/${method}`, headers, socket })
   return new Promise((resolve, reject) => {
     const res = {
       headersSent: false,
