@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createClock } from './clock.js'
 import { createFaults, FAULT_KINDS } from './faults.js'
 import { generatePki } from './pki.js'
-import { writeClusterDir, BIN_DIR } from './writer.js'
+import { writeClusterDir } from './writer.js'
 import { Node, memberId } from './node.js'
 import { NodeServer } from './talos/server.js'
 import { startCliServer } from './cli-server.js'
@@ -42,7 +42,7 @@ export class Simulator {
     const written = await writeClusterDir(this.dir, s, this.pki, { cliServer: this.cliServer.address })
     this.clusterDir = written.clusterDir
     this.env = written.env
-    this.binDir = BIN_DIR
+    this.binDir = written.binDir // <dir>/bin (sim/writer.js)
     this.callsFile = join(this.dir, 'calls.jsonl')
     writeFileSync(this.callsFile, '')
     this.kube = await this.loadKube()

@@ -12,7 +12,7 @@ export interface ScenarioInput {
 }
 export interface Scenario { cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }; talosMinor: number; speed: number
   timings: Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni', number>; nodes: Required<ScenarioNode>[]; faults: Fault[] }
-export interface CallRecord { time: string; node: string | null; ip: string | null; tool: string; call: string; command: string; args: string[]; outcome: string }
+export interface CallRecord { time: string; node: string | null; ip: string | null; tool: string; call: string; command: string; args: string[]; outcome: string; purpose?: string }
 export interface NodeView { name: string; ip: string; role: string; image: string; stage: string; ready: boolean
   unmetConditions: { name: string; reason: string }[]; configured: boolean; installed: boolean
   listener: 'off' | 'maintenance' | 'secure' | 'pki' | 'hang'; etcdMember: string | null; etcdHealthy: boolean; apiServerUp: boolean

@@ -1,11 +1,30 @@
 // Writes <dir>/cluster (replaced whole on every start) and <dir>/env.
-import { mkdirSync, rmSync, writeFileSync, renameSync } from 'node:fs'
+import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync, renameSync } from 'node:fs'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
 import { openSshEd25519 } from './pki.js'
 
 export const BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), 'bin')
+// the real clients `task tools` provides (scripts/tools.sh)
+const REAL_BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '.tools', 'bin')
+const REAL_TOOLS = ['talosctl']
+
+/**
+ * <dir>/bin, what goes first on PATH: the real talosctl when `task tools` built it (the nodes speak
+ * its gRPC API), else the simulated one; the simulated helm and flux (real helm is not served yet).
+ */
+function writeBinDir(dir) {
+  const bin = join(dir, 'bin')
+  rmSync(bin, { recursive: true, force: true })
+  mkdirSync(bin, { recursive: true })
+  for (const tool of ['talosctl', 'helm', 'flux']) {
+    const real = join(REAL_BIN_DIR, tool)
+    if (REAL_TOOLS.includes(tool) && existsSync(real)) symlinkSync(real, join(bin, tool))
+    else writeFileSync(join(bin, tool), `#!/usr/bin/env bash\nexec '${join(BIN_DIR, tool)}' "$@"\n`, { mode: 0o755 })
+  }
+  return bin
+}
 const b64 = (s) => Buffer.from(s).toString('base64')
 const y = (o) => stringify(o, { lineWidth: 0, indent: 4 })
 const fmtDur = (ms) => (ms % 60000 === 0 ? `${ms / 60000}m` : ms % 1000 === 0 ? `${ms / 1000}s` : `${Math.round(ms)}ms`)
@@ -149,8 +168,9 @@ export async function writeClusterDir(dir, scenario, pki, { cliServer } = {}) {
   rmSync(clusterDir, { recursive: true, force: true })
   renameSync(tmp, clusterDir)
 
+  const binDir = writeBinDir(dir)
   const env = {
-    PATH: `${BIN_DIR}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+    PATH: `${binDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
     TALOSCONFIG: join(clusterDir, 'clusterconfig', 'talosconfig'),
     KUBECONFIG: join(clusterDir, 'kubeconfig'),
     CLUSTER_DIR: clusterDir,
@@ -160,10 +180,10 @@ export async function writeClusterDir(dir, scenario, pki, { cliServer } = {}) {
   }
   const q = (v) => `'${String(v).replace(/'/g, `'\\''`)}'`
   writeFileSync(join(dir, 'env'), [
-    '# source this file: simulated talosctl/helm/flux first on PATH',
-    `export PATH=${q(BIN_DIR)}:"$PATH"`,
+    '# source this file: talosctl (the real one when `task tools` built it), the simulated helm/flux first on PATH',
+    `export PATH=${q(binDir)}:"$PATH"`,
     ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR', 'SIM_TALOSCTL_VERSION', 'SIM_CLI_SERVER'].filter((k) => env[k]).map((k) => `export ${k}=${q(env[k])}`),
     '',
   ].join('\n'))
-  return { dir, clusterDir, env }
+  return { dir, clusterDir, env, binDir }
 }

@@ -5,6 +5,7 @@ import net from 'node:net'
 import { rpc, RpcError, dialRefused, unknownAuthority } from './errors.js'
 import { METHODS, MAINTENANCE_METHODS, callKind } from './methods.js'
 import { healthCheck } from './health.js'
+import { serveGrpc, ALPN } from '../grpc/server.js'
 
 export const TALOS_PORT = 50000
 
@@ -33,7 +34,7 @@ export class NodeServer {
     await this.closeServer()
     this.mode = mode
     if (mode === 'off' || this.sim.stopped) return
-    const opts = await this.tlsOptions(mode)
+    const opts = { ...(await this.tlsOptions(mode)), ALPNProtocols: ALPN }
     const server = mode === 'hang'
       ? net.createServer(() => {}) // accept and never answer: the client waits for its own deadline
       : https.createServer(opts, (req, res) => this.track(res) && handleRequest(this.sim, this.node, mode, req, res).catch((e) => {
@@ -43,6 +44,7 @@ export class NodeServer {
       }))
     server.on('connection', (s) => { this.sockets.add(s); this.connections++; s.on('close', () => this.sockets.delete(s)) })
     server.on('tlsClientError', () => {})
+    if (mode !== 'hang') serveGrpc(this, server) // ALPN h2: the real talosctl's gRPC (sim/grpc)
     server.keepAliveTimeout = 1000
     await new Promise((resolve, reject) => {
       server.once('error', reject)
@@ -114,7 +116,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const send = (res, obj) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(obj)) }
 const errText = (e) => `rpc error: code = ${e.code} desc = ${e.message}`
 
-async function handleRequest(sim, endpoint, mode, req, res) {
+export async function handleRequest(sim, endpoint, mode, req, res) {
   const method = decodeURIComponent(req.url.slice(1).split('?')[0])
   const raw = await readBody(req)
   let body = {}
@@ -124,11 +126,11 @@ async function handleRequest(sim, endpoint, mode, req, res) {
   const { command, args } = splitArgv(argv)
   const insecure = mode === 'maintenance'
   const kind = callKind(method, insecure)
-  // talosctl's own version-skew probe (errors ignored by the CLI): logged, but faults neither fire on it nor count it
+  // talosctl's own calls before the command's (version-skew probe, type resolution): logged, but faults neither fire on them nor count them
   const purpose = req.headers['x-sim-purpose'] ? String(req.headers['x-sim-purpose']) : null
   const rec = (node, outcome) => sim.record({ time: new Date().toISOString(), node: node?.name ?? null, ip: node?.ip ?? null, tool: 'talosctl',
     call: kind, command: command ?? METHOD_COMMANDS[method] ?? method, args, outcome, ...(purpose ? { purpose } : {}) })
-  const takeFault = (name) => (purpose === 'version-check' ? null : sim.takeCallFault(name, kind))
+  const takeFault = (name) => (purpose ? null : sim.takeCallFault(name, kind))
 
   // latency faults of the endpoint (every call, or one kind of call)
   const lat = sim.faults.find(endpoint.name, { kind: 'latency' }).filter((f) => f.on === 'any' || f.on === kind)

@@ -34,7 +34,8 @@ describe('recovery', () => {
     ])
     const reset = callsTo(c.calls(), 'cp-2', 'reset')
     expect(reset).toHaveLength(1)
-    expect(reset[0]?.args).toEqual(expect.arrayContaining(['--graceful=true', '--reboot', '--wait=false']))
+    // --wait=false is the client's: with it the real talosctl reads no boot id and follows no events afterwards
+    expect(reset[0]?.args).toEqual(expect.arrayContaining(['--graceful=true', '--reboot']))
     expect(c.calls().filter((call) => call.call === 'bootstrap')).toHaveLength(1) // only the first bootstrap, never again
     const after = c.sim.node('cp-2')
     expect(after?.etcdMember).toBeTruthy()

@@ -1,0 +1,256 @@
+// The Talos machine API over gRPC on a node's :50000, for the real talosctl. A connection that
+// negotiates ALPN h2 is handed to a grpc-js server; http/1.1 keeps the simulator's JSON protocol.
+// Every call is translated into that protocol's request and run through the same handler
+// (sim/talos/server.js handleRequest): faults, the calls log, apid's proxying and the node model
+// stay there; this layer only maps messages and errors the way apid and machined put them on the wire.
+import { fileURLToPath } from 'node:url'
+import { Readable } from 'node:stream'
+import grpc from '@grpc/grpc-js'
+import protoLoader from '@grpc/proto-loader'
+import { handleRequest } from '../talos/server.js'
+import { dialRefused } from '../talos/errors.js'
+import { DEFINITIONS } from '../talos/resources.js'
+import { resourceDefinition, toResource, timestamp, RD_TYPE, RD_DEFINITION } from './cosi.js'
+import { kubeconfigArchive } from './archive.js'
+
+const dir = fileURLToPath(new URL('./proto/', import.meta.url))
+const packages = grpc.loadPackageDefinition(protoLoader.loadSync(['machine.proto', 'cosi.proto'], {
+  includeDirs: [dir], keepCase: true, longs: String, enums: String, defaults: false, oneofs: true,
+}))
+
+const CODES = { OK: 0, Canceled: 1, Unknown: 2, InvalidArgument: 3, DeadlineExceeded: 4, NotFound: 5, AlreadyExists: 6,
+  PermissionDenied: 7, ResourceExhausted: 8, FailedPrecondition: 9, Aborted: 10, OutOfRange: 11, Unimplemented: 12,
+  Internal: 13, Unavailable: 14, DataLoss: 15, Unauthenticated: 16 }
+const codeOf = (name) => CODES[name] ?? CODES.Unknown
+const statusError = ({ code, message }) => Object.assign(new Error(message), { code: codeOf(code), details: message })
+
+/** `nodes` / `node` metadata as talosctl sends it (Node's HTTP/2 joins repeated values with ", ") */
+function targetsOf(call) {
+  const split = (key) => call.metadata.get(key).flatMap((v) => String(v).split(/,\s*/)).filter(Boolean)
+  return { nodes: split('nodes'), node: split('node') }
+}
+
+/**
+ * Runs one call through the node API handler as the JSON protocol would carry it. Resolves with
+ * `{messages}` or rejects with a gRPC status error; never settles for a hung call (fault `timeout`).
+ */
+function invoke(ns, call, method, body, { targets, purpose, words = [] }) {
+  const headers = {}
+  if (targets.length) headers['x-talos-nodes'] = targets.join(',')
+  if (purpose) headers['x-sim-purpose'] = purpose
+  // the calls log's command and args: what the call shows on the wire (the real client sends no argv)
+  const insecure = ns.mode === 'maintenance'
+  headers['x-sim-argv'] = JSON.stringify([...words, ...(insecure ? ['--insecure'] : []), '-e', ns.node.ip, '-n', targets.join(',') || ns.node.ip])
+  // the client certificate the TLS connection verified (its O is the role), as on the HTTP/1.1 path
+  const socket = { getPeerCertificate: () => call.getAuthContext?.()?.sslPeerCertificate ?? {} }
+  const req = Object.assign(Readable.from([JSON.stringify(body)]), { url: `/${method}`, headers, socket })
+  return new Promise((resolve, reject) => {
+    const res = {
+      headersSent: false,
+      writeHead() { this.headersSent = true; return this },
+      end(text) {
+        let answer
+        try { answer = JSON.parse(String(text ?? '')) } catch { return reject(statusError({ code: 'Internal', message: 'bad answer' })) }
+        if (answer.transportError) return reject(statusError({ code: 'Unavailable', message: dialRefused(ns.node.ip) }))
+        if (answer.error) return reject(statusError(answer.error))
+        resolve(answer.messages ?? [])
+      },
+    }
+    handleRequest(ns.sim, ns.node, ns.mode, req, res).catch((e) => {
+      ns.sim.log(`grpc ${method} on ${ns.node.ip}: ${e.stack}`)
+      reject(statusError({ code: 'Internal', message: e.message }))
+    })
+  })
+}
+
+/** apid's per-node metadata: hostname when the endpoint proxied, error and status when that node failed */
+function metadataOf(m) {
+  if (!m.node && !m.error) return undefined
+  const md = { hostname: m.node }
+  if (m.error) Object.assign(md, { error: `rpc error: code = ${m.error.code} desc = ${m.error.message}`, status: { code: codeOf(m.error.code), message: m.error.message } })
+  return md
+}
+
+/**
+ * Machine API call: per-node `messages[]`. A call answered locally (no `nodes`) fails as a plain
+ * gRPC error; a proxied one carries the node's error in its message metadata (apid BuildError).
+ */
+async function machineCall(ns, call, method, body, toMessage, { purpose, words } = {}) {
+  const { nodes } = targetsOf(call)
+  const messages = await invoke(ns, call, method, body, { targets: nodes, purpose, words: words ?? COMMAND_WORDS[method] })
+  if (messages.length === 1 && !messages[0].node && messages[0].error) throw statusError(messages[0].error)
+  return messages.map((m) => ({ metadata: metadataOf(m), ...(m.error ? {} : toMessage(m.data ?? {})) }))
+}
+
+/** COSI call: one node (`node` metadata, proxied one to one); its error is the call's error */
+async function cosiCall(ns, call, body, purpose) {
+  const { nodes, node } = targetsOf(call)
+  if (nodes.length) throw statusError({ code: 'InvalidArgument', message: 'one-2-many proxying is not supported for COSI methods' })
+  // `get <plural type name> [id]`, as talosctl's argument would be in its canonical form
+  const words = ['get', String(body.type).split('.')[0].toLowerCase(), ...(body.id ? [body.id] : [])]
+  const [m] = await invoke(ns, call, 'resources.Get', body, { targets: node, purpose, words })
+  if (!m) throw statusError({ code: 'Internal', message: 'no answer' })
+  if (m.error) throw statusError(m.error)
+  return m.data
+}
+
+/**
+ * A call in flight holds the node's listener open (NodeServer.closeServer waits for `active`), so an
+ * answer written just before a stage change (apply, reset) reaches the client, as on the HTTP/1.1 path.
+ */
+function inFlight(ns) {
+  const entry = { writableEnded: false, writableLength: 0 }
+  ns.active.add(entry)
+  // a few ms for the written frames to leave the socket before the listener may cut it
+  return () => setTimeout(() => { entry.writableEnded = true; ns.active.delete(entry) }, 20)
+}
+/** the talosctl command a machine API method serves, for the calls log */
+const COMMAND_WORDS = { 'machine.ApplyConfiguration': ['apply-config'], 'machine.Bootstrap': ['bootstrap'], 'machine.EtcdMemberList': ['etcd', 'members'],
+  'machine.EtcdRemoveMemberByID': ['etcd', 'remove-member'], 'machine.Kubeconfig': ['kubeconfig'], 'machine.Reboot': ['reboot'], 'machine.Reset': ['reset'],
+  'machine.ServiceList': ['service'], 'machine.Version': ['version'] }
+
+const unary = (ns, fn) => (call, cb) => {
+  const done = inFlight(ns)
+  call.on('cancelled', done) // a hung call (fault `timeout`) the client gave up on
+  fn(call).then((r) => cb(null, r), (e) => cb(e)).finally(done)
+}
+/** server stream: `fn` writes the messages; an error ends the stream with its status */
+const streaming = (ns, fn) => (call) => {
+  const done = inFlight(ns)
+  call.on('finish', done)
+  call.on('cancelled', done)
+  fn(call).then(() => call.end(), (e) => call.emit('error', e))
+}
+const hexToDecimal = (hex) => BigInt(`0x${hex}`).toString(10)
+const decimalToHex = (dec) => BigInt(dec).toString(16).padStart(16, '0')
+const APPLY_MODES = { REBOOT: 'reboot', AUTO: 'auto', NO_REBOOT: 'no-reboot', STAGED: 'staged', TRY: 'try' }
+const WIPE_MODES = { ALL: 'all', SYSTEM_DISK: 'system-disk', USER_DISKS: 'user-disks' }
+
+function machineService(ns) {
+  return {
+    ApplyConfiguration: unary(ns, async (call) => {
+      const r = call.request
+      const mode = APPLY_MODES[r.mode ?? 'REBOOT'] ?? 'auto'
+      const body = { data: Buffer.from(r.data ?? []).toString('utf8'), mode, dryRun: !!r.dry_run,
+        ...(r.try_mode_timeout ? { tryModeTimeoutMs: Number(r.try_mode_timeout.seconds ?? 0) * 1000 } : {}) }
+      const messages = await machineCall(ns, call, 'machine.ApplyConfiguration', body, (d) => ({
+        mode: r.mode ?? 'REBOOT', mode_details: d.modeDetails ?? '', warnings: d.warnings ?? [] }))
+      return { messages }
+    }),
+    Bootstrap: unary(ns, async (call) => ({ messages: await machineCall(ns, call, 'machine.Bootstrap', {}, () => ({})) })),
+    EtcdMemberList: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.EtcdMemberList', { queryLocal: !!call.request.query_local }, (d) => ({
+        members: (d.members ?? []).map((m) => ({ id: hexToDecimal(m.id), hostname: m.hostname, peer_urls: m.peerUrls, client_urls: m.clientUrls, is_learner: !!m.isLearner })),
+      })),
+    })),
+    EtcdRemoveMemberByID: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.EtcdRemoveMemberByID', { memberId: decimalToHex(call.request.member_id ?? '0') }, () => ({}),
+        { words: ['etcd', 'remove-member', decimalToHex(call.request.member_id ?? '0')] }),
+    })),
+    Reboot: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.Reboot', { mode: String(call.request.mode ?? 'DEFAULT').toLowerCase() }, () => ({})),
+    })),
+    Reset: unary(ns, async (call) => {
+      const r = call.request
+      const body = { graceful: !!r.graceful, reboot: !!r.reboot, wipeMode: WIPE_MODES[r.mode ?? 'ALL'] ?? 'all',
+        systemLabelsToWipe: (r.system_partitions_to_wipe ?? []).filter((p) => p.wipe).map((p) => p.label), userDisksToWipe: r.user_disks_to_wipe ?? [] }
+      const words = ['reset', `--graceful=${body.graceful}`, ...(body.reboot ? ['--reboot'] : []), ...body.systemLabelsToWipe.flatMap((l) => ['--system-labels-to-wipe', l])]
+      return { messages: await machineCall(ns, call, 'machine.Reset', body, () => ({}), { words }) }
+    }),
+    ServiceList: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.ServiceList', {}, (d) => ({
+        services: (d.services ?? []).map((s) => ({ id: s.id, state: s.state,
+          events: { events: (s.events ?? []).map((e) => ({ msg: e.msg, state: e.state, ts: timestamp(e.ts) })) },
+          health: { unknown: !!s.health?.unknown, healthy: !!s.health?.healthy, last_message: s.health?.lastMessage ?? '' } })),
+      })),
+    })),
+    // talosctl asks Version before most commands (a skew check whose errors it ignores): a client-internal call
+    Version: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.Version', {}, (d) => ({
+        version: { tag: d.tag, sha: d.sha, built: d.built ?? '', go_version: d.goVersion, os: d.os, arch: d.arch },
+        platform: { name: 'metal', mode: 'metal' }, features: { rbac: !!d.features?.rbac } }), { purpose: 'version-check' }),
+    })),
+    Kubeconfig: streaming(ns, async (call) => {
+      const { nodes } = targetsOf(call)
+      const messages = await invoke(ns, call, 'machine.Kubeconfig', {}, { targets: nodes, words: COMMAND_WORDS['machine.Kubeconfig'] })
+      if (messages.length === 1 && !messages[0].node && messages[0].error) throw statusError(messages[0].error)
+      for (const m of messages) call.write(m.error ? { metadata: metadataOf(m) } : { metadata: metadataOf(m), bytes: kubeconfigArchive(m.data.kubeconfig) })
+    }),
+  }
+}
+
+/** the `meta` namespace: ResourceDefinitions, read through the target node (reachability as any call) */
+async function definitions(ns, call) {
+  await cosiCall(ns, call, { type: 'MachineTypes.config.talos.dev', namespace: 'config' }, 'resolve')
+  return [...DEFINITIONS, RD_DEFINITION].map((d) => resourceDefinition(d, ns.sim))
+}
+
+async function resources(ns, call, { namespace, type, id }, purpose) {
+  if (namespace === 'meta' && type === RD_TYPE) {
+    const all = await definitions(ns, call)
+    return id ? all.filter((r) => r.metadata.id === id) : all
+  }
+  const data = await cosiCall(ns, call, { type, namespace, ...(id ? { id } : {}) }, purpose)
+  return data.resources.map(toResource)
+}
+
+function stateService(ns) {
+  return {
+    Get: unary(ns, async (call) => {
+      const { namespace, type, id } = call.request
+      const [resource] = await resources(ns, call, { namespace, type, id })
+      if (!resource) throw statusError({ code: 'NotFound', message: `resource ${type}(${namespace}/${id}@undefined) doesn't exist` })
+      return { resource }
+    }),
+    List: streaming(ns, async (call) => {
+      for (const resource of await resources(ns, call, call.request)) call.write({ resource })
+    }),
+    // initial contents, then a re-read every simulated moment: an event per changed or gone resource
+    Watch: streaming(ns, async (call) => {
+      const { namespace, type, id, options } = call.request
+      let known = new Map()
+      let stopped = false
+      call.on('cancelled', () => { stopped = true })
+      call.write({ event: [] }) // the client waits for a first, empty response (cosi runtime protobuf client)
+      for (let first = true; !stopped; first = false) {
+        if (!first) await new Promise((r) => setTimeout(r, 250))
+        // re-reads after the first are the watch's own: logged, no call fault fires on them
+        const list = await resources(ns, call, { namespace, type, id }, first ? undefined : 'watch')
+        const now = new Map(list.map((r) => [r.metadata.id, r]))
+        const events = []
+        for (const [rid, r] of now) {
+          const old = known.get(rid)
+          if (!old) events.push({ resource: r, event_type: 'CREATED' })
+          else if (old.metadata.version !== r.metadata.version || old.spec.yaml_spec !== r.spec.yaml_spec) events.push({ resource: r, old, event_type: 'UPDATED' })
+        }
+        for (const [rid, r] of known) if (!now.has(rid)) events.push({ resource: r, event_type: 'DESTROYED' })
+        if (first && !id && !options?.bootstrap_contents) events.length = 0
+        if (first && !id && options?.bootstrap_contents) events.push({ event_type: 'BOOTSTRAPPED' })
+        known = now
+        if (events.length && !stopped) call.write({ event: events })
+      }
+    }),
+  }
+}
+
+/**
+ * Hook for a node's TLS listener: offers h2 next to http/1.1 and sends h2 connections to the
+ * node's gRPC server (one per node server, created on first use).
+ */
+export function serveGrpc(ns, tlsServer) {
+  if (!ns.grpc) {
+    ns.grpc = new grpc.Server()
+    ns.grpc.addService(packages.machine.MachineService.service, machineService(ns))
+    ns.grpc.addService(packages.cosi.resource.State.service, stateService(ns))
+  }
+  const injector = ns.grpc.createConnectionInjector(grpc.ServerCredentials.createInsecure())
+  const http1 = tlsServer.listeners('secureConnection')
+  tlsServer.removeAllListeners('secureConnection')
+  tlsServer.on('secureConnection', (socket) => {
+    if (socket.alpnProtocol === 'h2') injector.injectConnection(socket)
+    else for (const l of http1) l.call(tlsServer, socket)
+  })
+  tlsServer.on('close', () => injector.destroy())
+}
+
+export const ALPN = ['h2', 'http/1.1']

@@ -1,0 +1,58 @@
+// `task tools` (scripts/tools.sh): the project's one way to get the real talosctl and helm.
+import { spawnSync } from 'node:child_process'
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { realTool } from '../support/real-tools.js'
+
+const SCRIPT = resolve('scripts/tools.sh')
+const temps: string[] = []
+afterEach(() => { for (const t of temps.splice(0)) rmSync(t, { recursive: true, force: true }) })
+
+/** a checkout holding only the script, with no ../shared beside it */
+function bareCheckout(): string {
+  const root = join(mkdtempSync(join(tmpdir(), 'tools-entry-')), 'repo')
+  temps.push(resolve(root, '..'))
+  mkdirSync(join(root, 'scripts'), { recursive: true })
+  copyFileSync(SCRIPT, join(root, 'scripts', 'tools.sh'))
+  return root
+}
+const run = (root: string, path: string) => spawnSync('bash', [join(root, 'scripts', 'tools.sh')], { encoding: 'utf8', env: { PATH: path, HOME: root } })
+
+describe('task tools', () => {
+  it('without the tools on PATH and nothing to build them from: exit 3 with the install instructions', () => {
+    const root = bareCheckout()
+    const r = run(root, '/usr/bin:/bin')
+    expect(r.status).toBe(3)
+    expect(r.stderr).toMatch(/^error: talosctl helm not found at a supported version \(talosctl v1\.12\.x, helm v3\) and cannot be built here\n/)
+    expect(r.stderr).toContain('(fix: install them and re-run `task tools`')
+  })
+
+  it('a script posing as talosctl on PATH (the simulated CLI) is not taken for the real one', () => {
+    const root = bareCheckout()
+    const fake = join(root, 'fake-bin')
+    mkdirSync(fake)
+    writeFileSync(join(fake, 'talosctl'), '#!/usr/bin/env bash\nprintf "Client:\\n\\tTag:         v1.12.11\\n"\n')
+    chmodSync(join(fake, 'talosctl'), 0o755)
+    const r = run(root, `${fake}:/usr/bin:/bin`)
+    expect(r.status).toBe(3)
+    expect(r.stderr).toMatch(/^error: talosctl helm not found/)
+  })
+
+  const talosctl = realTool('talosctl')
+  const helm = realTool('helm')
+  it.skipIf(!!talosctl.skip || !!helm.skip)('real binaries on PATH are linked into .tools/bin, and a second run does nothing', () => {
+    const root = bareCheckout()
+    const onPath = join(root, 'operator-bin')
+    mkdirSync(onPath)
+    symlinkSync(talosctl.path!, join(onPath, 'talosctl'))
+    symlinkSync(helm.path!, join(onPath, 'helm'))
+    const first = run(root, `${onPath}:/usr/bin:/bin`)
+    expect(first.stderr).toBe('')
+    expect(first.stdout).toBe(`talosctl: using ${onPath}/talosctl\nhelm: using ${onPath}/helm\ntalosctl v1.12.11: .tools/bin/talosctl\nhelm v3.21.4: .tools/bin/helm\n`)
+    expect(first.status).toBe(0)
+    const second = run(root, '/usr/bin:/bin') // nothing on PATH now: .tools/bin already holds them
+    expect(second).toMatchObject({ status: 0, stdout: 'talosctl v1.12.11: .tools/bin/talosctl\nhelm v3.21.4: .tools/bin/helm\n', stderr: '' })
+  })
+})
