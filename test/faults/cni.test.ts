@@ -56,7 +56,7 @@ exec '${cluster.sim.binDir}/helm' "$@"
       const cni = stepIn(report, 'wait-ready', 'cni')
       expect(cni.status, JSON.stringify(cni)).toBe('failed')
       expect(cni.error?.message).toMatch(/i\/o timeout \(release cilium: not installed\)$/)
-      expect(cni.error?.hint).toMatch(/check that the chart can be fetched .*task bootstrap:wait-ready/)
+      expect(cni.error?.hint).toMatch(/check that the chart can be fetched .*task -d \S+ bootstrap:wait-ready CLUSTER_DIR=\S+/)
       // every node carries that cause, none waits out a timeout on a CNI that was never installed
       for (const node of ['cp-1', 'wrkr-1']) expect(nodeIn(report, 'wait-ready', node).error?.message).toMatch(/^cni: .*i\/o timeout/)
     }), ROW_TIMEOUT)
@@ -82,7 +82,7 @@ if [ "$1" = upgrade ]; then echo 'Error: context deadline exceeded' >&2; exit 1;
           writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n {4}k8sServiceHost: localhost\n {4}k8sServicePort: 7445/, ''))
       await expectEveryNodeCni(cluster,
         /^not Ready within \S+: CNI pod cilium-\w+ Running not ready, restarting \(\d+ restarts\): .*Unable to initialize Kubernetes subsystem.*dial tcp 127\.96\.0\.1:443: i\/o timeout/,
-        /k8sServiceHost: localhost, k8sServicePort: 7445 .*kubectl -n kube-system logs -p cilium-\w+/)
+        /k8sServiceHost: localhost, k8sServicePort: 7445 .*kubectl --kubeconfig \S+ -n kube-system logs -p cilium-\w+/)
     }), ROW_TIMEOUT)
 
   it("nodes running Talos's flannel next to cilium: two CNIs named on each node", () =>
@@ -90,6 +90,6 @@ if [ "$1" = upgrade ]; then echo 'Error: context deadline exceeded' >&2; exit 1;
       await appliedThenRegenerated(cluster, (t) => t.replace('name: none', 'name: flannel'), (t) => t)
       await expectEveryNodeCni(cluster,
         /^two CNIs on the node: Talos's own flannel \(pod kube-flannel-\w+\) runs next to cilium\/cilium/,
-        /cluster\.network\.cni\.name: none .*kubectl -n kube-system delete daemonset kube-flannel/)
+        /cluster\.network\.cni\.name: none .*kubectl --kubeconfig \S+ -n kube-system delete daemonset kube-flannel/)
     }), ROW_TIMEOUT)
 })

@@ -172,7 +172,9 @@ describe('lifecycle faults', () => {
     // the runner does not retry a failed pre stage (machined system/service_runner.go): clearing the
     // cause alone leaves it Failed; `talosctl service kubelet restart` runs it again and it registers
     s.sim.clearFault('wrkr-1', 'kubelet')
-    await sleep(s.sim.scenario.timings.kubelet * 2000 / s.sim.scenario.speed)
+    // a kubelet that ran would register within `kubelet` simulated seconds: give it twice that on the simulator's clock
+    await (s.sim as unknown as { clock: { sleep(simSeconds: number): Promise<void> } }).clock.sleep(s.sim.scenario.timings.kubelet * 2)
+    expect(s.sim.node('wrkr-1')!.services.kubelet).toBe('Failed')
     expect(s.sim.node('wrkr-1')!.registered).toBe(false)
     await talosCall(s.sim, '127.24.13.21', 'machine.ServiceAction', { id: 'kubelet', action: 'restart' }, { secure: true, nodes: '127.24.13.21' })
     await s.sim.until(() => s.sim.node('wrkr-1')!.registered)
