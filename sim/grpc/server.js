@@ -126,6 +126,11 @@ const decimalToHex = (dec) => BigInt(dec).toString(16).padStart(16, '0')
 const APPLY_MODES = { REBOOT: 'reboot', AUTO: 'auto', NO_REBOOT: 'no-reboot', STAGED: 'staged', TRY: 'try' }
 const WIPE_MODES = { ALL: 'all', SYSTEM_DISK: 'system-disk', USER_DISKS: 'user-disks' }
 
+const serviceAction = (ns, action) => unary(ns, async (call) => ({
+  messages: await machineCall(ns, call, 'machine.ServiceAction', { id: call.request.id, action }, (d) => ({ resp: d.response ?? '' }),
+    { words: ['service', call.request.id, action] }),
+}))
+
 function machineService(ns) {
   return {
     ApplyConfiguration: unary(ns, async (call) => {
@@ -164,6 +169,10 @@ function machineService(ns) {
           health: { unknown: !!s.health?.unknown, healthy: !!s.health?.healthy, last_message: s.health?.lastMessage ?? '' } })),
       })),
     })),
+    // `talosctl service <id> start|stop|restart` (v1alpha1_server.go ServiceStart/Stop/Restart): one node model call
+    ServiceStart: serviceAction(ns, 'start'),
+    ServiceStop: serviceAction(ns, 'stop'),
+    ServiceRestart: serviceAction(ns, 'restart'),
     // talosctl asks Version before most commands (a skew check whose errors it ignores): a client-internal call
     Version: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.Version', {}, (d) => ({

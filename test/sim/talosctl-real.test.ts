@@ -134,6 +134,15 @@ describe.skipIf(!!tool.skip)('the real talosctl against the simulator', () => {
     expect(batch.stderr).toBe(`WARNING: 1 error occurred:\n\t* ${NOBODY}: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${NOBODY}:50000: connect: connection refused"\n\n\n`)
   })
 
+  it('service <id> restart: a NODE/RESPONSE table (the kubelet hint runs it)', async () => {
+    const r = await talosctl('service', 'kubelet', 'restart', ...secure(W1, CP1))
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toMatch(new RegExp(`^NODE +RESPONSE\n${W1.replace(/\./g, '\\.')} +Service "kubelet" restarted\n$`))
+    const unknown = await talosctl('service', 'nope', 'stop', ...secure(CP1))
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr).toMatch(/service "nope" is not registered/)
+  })
+
   it('etcd members: the table with the NODE column and 16-hex-digit ids', async () => {
     await s.sim.until(() => s.sim.node('cp-2')?.etcdHealthy === true, 30_000)
     const members = await talosctl('etcd', 'members', ...secure(CP1))
