@@ -151,7 +151,7 @@ export class FluxError extends Error {}
 
 export async function main(argv, { stdout = process.stdout, stderr = process.stderr, stdin = process.stdin } = {}) {
   const log = makeLogger(stderr)
-  const ctx = { log, out: (s) => stdout.write(s), stdin, argv }
+  const ctx = { log, out: (s) => stdout.write(s), err: (s) => stderr.write(s), stdin, argv }
   try {
     const { path: p, node, rest } = findCommand(argv, { sub: COMMANDS }, allSpecs(COMMANDS))
     const word = rest.find((r) => !r.startsWith('-'))
