@@ -28,8 +28,13 @@ export interface FluxGitSettings {
 }
 
 export interface FluxSettings {
-  mode: 'bootstrap' | 'install'
+  /** bootstrap: `flux bootstrap git`; existing: Flux is installed by another tool, only Secrets and the wait */
+  mode: 'bootstrap' | 'existing'
   kustomization: string
+  /** all: every Kustomization and HelmRelease Ready (default); root: the root Kustomization only */
+  handover: 'all' | 'root'
+  /** gates on what Flux deploys (a CSI driver...), checked after the handover */
+  readinessGates: ReadinessGate[]
   git?: FluxGitSettings
   secrets: string[]
   /** an age private key file, stored as Secret sops-age (key age.agekey) before Flux starts */
@@ -225,33 +230,41 @@ function readCni(file: YamlFile, raw: unknown): CniSettings {
   return cni
 }
 
-function readGates(file: YamlFile, raw: unknown): ReadinessGate[] {
+function readGates(file: YamlFile, raw: unknown, at: string[] = ['readinessGates']): ReadinessGate[] {
   if (raw === undefined || raw === null) return []
-  if (!Array.isArray(raw)) throw file.error(['readinessGates'], 'readinessGates must be a list', 'write a list of {name, namespace, selector}')
+  if (!Array.isArray(raw)) throw file.error(at, `${at.join('.')} must be a list`, 'write a list of {name, namespace, selector}')
   return raw.map((item, i) => {
-    const obj = asRecord(item, file, ['readinessGates', i])
-    rejectUnknown(file, obj, ['readinessGates', i], ['name', 'namespace', 'selector'])
-    const selector = requireString(file, obj, ['readinessGates', i], 'selector')
+    const obj = asRecord(item, file, [...at, i])
+    rejectUnknown(file, obj, [...at, i], ['name', 'namespace', 'selector'])
+    const selector = requireString(file, obj, [...at, i], 'selector')
     return {
       selector,
-      namespace: requireString(file, obj, ['readinessGates', i], 'namespace'),
-      name: requireString(file, obj, ['readinessGates', i], 'name', selector),
+      namespace: requireString(file, obj, [...at, i], 'namespace'),
+      name: requireString(file, obj, [...at, i], 'name', selector),
     }
   })
 }
 
 function readFlux(file: YamlFile, raw: unknown): FluxSettings {
   const obj = asRecord(raw, file, ['flux'])
-  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile'])
-  const mode = requireString(file, obj, ['flux'], 'mode', 'install')
-  if (mode !== 'bootstrap' && mode !== 'install') {
-    throw file.error(['flux', 'mode'], `flux.mode must be bootstrap or install, got "${mode}"`, 'set flux.mode: bootstrap (with flux.git) or install')
+  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile', 'handover', 'readinessGates'])
+  const mode = requireString(file, obj, ['flux'], 'mode', 'bootstrap')
+  if (mode === 'install') {
+    // `flux install` creates no GitRepository or Kustomization: nothing would ever hand over
+    throw file.error(['flux', 'mode'], 'flux.mode install can never hand over: `flux install` creates no GitRepository or Kustomization', 'use flux.mode: bootstrap with flux.git, or flux.mode: existing when another tool installs Flux (docs/settings.md)')
+  }
+  if (mode !== 'bootstrap' && mode !== 'existing') {
+    throw file.error(['flux', 'mode'], `flux.mode must be bootstrap or existing, got "${mode}"`, 'set flux.mode: bootstrap (with flux.git) or existing (docs/settings.md)')
+  }
+  const handover = requireString(file, obj, ['flux'], 'handover', 'all')
+  if (handover !== 'all' && handover !== 'root') {
+    throw file.error(['flux', 'handover'], `flux.handover must be all or root, got "${handover}"`, 'use all (every Kustomization and HelmRelease Ready) or root')
   }
   const kustomization = requireString(file, obj, ['flux'], 'kustomization', 'flux-system/flux-system')
   if (!/^[a-z0-9-]+\/[a-z0-9.-]+$/.test(kustomization)) {
     throw file.error(['flux', 'kustomization'], `flux.kustomization must be <namespace>/<name>, got "${kustomization}"`, 'write it as flux-system/flux-system')
   }
-  const flux: FluxSettings = { mode, kustomization, secrets: [] }
+  const flux: FluxSettings = { mode, kustomization, handover, secrets: [], readinessGates: readGates(file, obj.readinessGates, ['flux', 'readinessGates']) }
   if (obj.secrets !== undefined) {
     if (!Array.isArray(obj.secrets) || obj.secrets.some((s) => typeof s !== 'string')) {
       throw file.error(['flux', 'secrets'], 'flux.secrets must be a list of manifest file paths', 'list files relative to the cluster directory')
@@ -270,7 +283,12 @@ function readFlux(file: YamlFile, raw: unknown): FluxSettings {
     if (git.privateKeyFile !== undefined) flux.git.privateKeyFile = requireString(file, git, ['flux', 'git'], 'privateKeyFile')
   }
   if (mode === 'bootstrap' && !flux.git) {
-    throw file.error(['flux'], 'flux.mode bootstrap needs flux.git (url, branch, path)', 'add flux.git or set flux.mode: install')
+    throw file.error(['flux'], 'flux.mode bootstrap needs flux.git (url, branch, path, privateKeyFile)', 'add flux.git, or set flux.mode: existing when another tool installs Flux')
+  }
+  if (mode === 'bootstrap' && flux.git && !flux.git.privateKeyFile) {
+    // flux bootstraps over SSH; run non-interactively (--silent) it would generate a deploy key
+    // that nobody registers with the repository, and the GitRepository could never clone
+    throw file.error(['flux', 'git'], 'flux.git.privateKeyFile is required: without it flux bootstrap generates a deploy key nobody registers with the repository', 'add privateKeyFile: <a deploy key file whose public key the repository accepts>')
   }
   return flux
 }

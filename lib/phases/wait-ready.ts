@@ -9,6 +9,7 @@ import type { ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import type { Run } from '../run.js'
+import type { ReadinessGate } from '../settings.js'
 import type { ServiceStatus } from '../tools/talosctl.js'
 import { SharedReading } from '../shared-reading.js'
 import { condition, type KubeObject } from '../tools/kubectl.js'
@@ -151,7 +152,11 @@ function nodeReadyStep(r: Readings) {
 }
 
 async function readinessGates(run: Run, report: StepReporter): Promise<string> {
-  const gates = run.settings.readinessGates
+  return waitForGates(run, run.settings.readinessGates, report, 'task bootstrap:wait-ready')
+}
+
+/** Every gate's pods exist and are Ready, or the deadline; `recovery` is the command the hint names. */
+export async function waitForGates(run: Run, gates: ReadinessGate[], report: StepReporter, recovery: string): Promise<string> {
   if (gates.length === 0) return 'no readiness gates'
   let pending = ''
   try {
@@ -170,7 +175,7 @@ async function readinessGates(run: Run, report: StepReporter): Promise<string> {
       { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
     )
   } catch (err) {
-    if (err instanceof PollTimeout) throw new NodeError('node-not-ready', `readiness gates not satisfied: ${pending}`, 'see the pods named above (`kubectl get pods -A`), then run: task bootstrap:wait-ready')
+    if (err instanceof PollTimeout) throw new NodeError('node-not-ready', `readiness gates not satisfied: ${pending}`, `see the pods named above (\`kubectl get pods -A\`), then run: ${recovery}`)
     throw err
   }
   return `${gates.length} gate(s) satisfied`

@@ -1,6 +1,6 @@
 import { classify, NodeError } from '../classify.js'
 import { goDuration } from '../duration.js'
-import type { FluxSettings } from '../settings.js'
+import type { FluxGitSettings } from '../settings.js'
 import type { ToolRunner } from './exec.js'
 
 const HINT = 'see `flux get kustomizations -A` and `flux logs`, fix the repository or settings, then run: task bootstrap:flux'
@@ -30,16 +30,9 @@ export class Flux {
     await this.call(['check', '--pre'], false)
   }
 
-  async install(flux: FluxSettings, privateKeyFile: string | undefined, timeoutMs: number): Promise<void> {
-    const timeout = ['--timeout', goDuration(timeoutMs)]
-    if (flux.mode === 'install') {
-      await this.call(['install', ...timeout], true, timeoutMs + 30_000)
-      return
-    }
-    const git = flux.git
-    if (!git) throw new NodeError('flux', 'flux.mode bootstrap needs flux.git', HINT)
-    const args = ['bootstrap', 'git', '--url', git.url, '--branch', git.branch, '--path', git.path, '--silent', ...timeout]
-    if (privateKeyFile) args.push('--private-key-file', privateKeyFile)
+  /** `flux bootstrap git` over SSH with the given deploy key (settings require one). */
+  async bootstrap(git: FluxGitSettings, privateKeyFile: string, timeoutMs: number): Promise<void> {
+    const args = ['bootstrap', 'git', '--url', git.url, '--branch', git.branch, '--path', git.path, '--private-key-file', privateKeyFile, '--silent', '--timeout', goDuration(timeoutMs)]
     await this.call(args, true, timeoutMs + 30_000)
   }
 }
