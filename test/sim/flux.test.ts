@@ -81,3 +81,53 @@ describe('flux: old cluster', () => {
     expect(await run('flux', ['check', '--pre'], { env: k.env })).toMatchObject({ code: 1, stderr: '► checking prerequisites\n✗ Kubernetes version v1.32.4 does not match >=1.33.0-0\n' })
   })
 })
+
+// cmd/flux/bootstrap_git.go, pkg/bootstrap/bootstrap.go, bootstrap_plain_git.go, cmd/flux/cluster_info.go
+describe('flux: bootstrap git as flux2 v2.9 does it on a re-run', () => {
+  let k: any
+  let keyFile = ''
+  let key: { privateKey: string; publicKey: string }
+  const kubectl = (args: string[]) => run('kubectl', ['--kubeconfig', k.kubeconfig, ...args], { env: k.env })
+  beforeAll(async () => {
+    k = await startKubeForTest({ ip: '127.51.2.1', speed: 1000, nodes: [{ name: 'cp-1', ip: '127.51.2.11', role: 'controlplane' }] })
+    key = await openSshEd25519()
+    keyFile = `${k.dir}/identity`
+    fs.writeFileSync(keyFile, key.privateKey, { mode: 0o600 })
+    expect((await run('helm', ['upgrade', '--install', 'cilium', 'cilium/cilium', '-n', 'kube-system', '--wait'], { env: k.env })).code).toBe(0)
+  })
+  afterAll(async () => k?.close())
+  const boot = (url: string, path: string, extra: string[] = []) =>
+    run('flux', ['bootstrap', 'git', '--url', url, '--branch', 'main', '--path', path, '--silent', '--timeout', '20s', ...extra], { env: k.env })
+
+  it('answers URL errors with Go url.Parse and getAuthOpts texts', async () => {
+    expect((await boot('127.51.2.5:fleet.git', 'x')).stderr).toBe('✗ parse "127.51.2.5:fleet.git": first path segment in URL cannot contain colon\n')
+    expect((await boot('ssh://git@127.51.2.5:x/fleet.git', 'x')).stderr).toBe('✗ parse "ssh://git@127.51.2.5:x/fleet.git": invalid port ":x" after host\n')
+    expect((await boot('ftp://127.51.2.5/fleet.git', 'x')).stderr).toBe('✗ failed to create authentication options for ftp://127.51.2.5/fleet.git: scheme "ftp" is not supported\n')
+  })
+
+  it('syncs an https URL over ssh with the key; a re-run without a key keeps the Secret; a new path is refused', async () => {
+    const first = await boot('https://127.51.2.5/fleet.git', 'clusters/a', ['--private-key-file', keyFile])
+    expect(first.code, first.stderr).toBe(0)
+    const git = JSON.parse((await kubectl(['-n', 'flux-system', 'get', 'gitrepository', 'flux-system', '-o', 'json'])).stdout)
+    expect(git.spec.url).toBe('ssh://git@127.51.2.5/fleet.git')
+    // no key and no credentials given: ReconcileSourceSecret keeps the existing Secret
+    const again = await boot('ssh://git@127.51.2.5/fleet.git', 'clusters/a')
+    expect(again.code, again.stderr).toBe(0)
+    expect(again.stderr).toContain('► determining if source secret "flux-system/flux-system" exists\n✔ source secret up to date\n')
+    expect(again.stderr).not.toContain('installing components') // mustInstallManifests: the root applied a revision
+    const secret = JSON.parse((await kubectl(['-n', 'flux-system', 'get', 'secret', 'flux-system', '-o', 'json'])).stdout)
+    expect(Buffer.from(secret.data.identity, 'base64').toString()).toBe(key.privateKey)
+    const moved = await boot('ssh://git@127.51.2.5/fleet.git', 'clusters/b')
+    expect(moved.code).toBe(1)
+    expect(moved.stderr.endsWith('✗ sync path configuration ("./clusters/b") would overwrite path ("./clusters/a") of existing Kustomization\n')).toBe(true)
+  })
+
+  it('asks before overriding Flux installed by another tool; no answer (EOF) is promptui\'s ^D', async () => {
+    expect((await kubectl(['label', 'crd', 'gitrepositories.source.toolkit.fluxcd.io', 'app.kubernetes.io/managed-by=Helm'])).code).toBe(0)
+    const r = await boot('ssh://git@127.51.2.5/fleet.git', 'clusters/a')
+    expect(r.code).toBe(1)
+    expect(r.stderr).toContain('has been installed on this cluster with Helm!\n')
+    expect(r.stdout).toBe('Are you sure you want to override the Helm installation? Y/N? [y/N] ')
+    expect(r.stderr.endsWith('✗ ^D\n')).toBe(true)
+  })
+})
