@@ -10,7 +10,7 @@ export interface ScenarioInput {
   nodes: ScenarioNode[]
   faults?: Fault[]
   /** what the Git repository's root Kustomization applies, and the age identity its SOPS secrets are encrypted to */
-  flux?: { repository?: FluxRepoEntry[]; ageKey?: string }
+  flux?: { repository?: FluxRepoEntry[]; ageKey?: string; git?: { hostKeyScan?: 'ok' | 'refused'; deployKey?: 'accepted' | 'refused' } }
 }
 export interface FluxRepoEntry { kind: 'Kustomization' | 'HelmRelease'; name: string; namespace?: string; parent?: string; wait?: boolean; decryption?: boolean; fail?: string }
 export interface Scenario { cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }; talosMinor: number; speed: number

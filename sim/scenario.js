@@ -61,9 +61,17 @@ export function parseScenario(text, file = 'scenario.yaml') {
 // flux: what the Git repository's root Kustomization applies (sim/kube/controllers.js), and the
 // age identity its SOPS secrets are encrypted to.
 function validateFlux(f, { fail, obj, str, known, q }) {
-  if (f == null) return { repository: [] }
+  if (f == null) return { repository: [], git: { hostKeyScan: 'ok', deployKey: 'accepted' } }
   obj(f, ['flux'])
-  known(f, ['repository', 'ageKey'], ['flux'])
+  known(f, ['repository', 'ageKey', 'git'], ['flux'])
+  const git = { hostKeyScan: 'ok', deployKey: 'accepted' }
+  if (f.git != null) {
+    obj(f.git, ['flux', 'git'])
+    known(f.git, ['hostKeyScan', 'deployKey'], ['flux', 'git'])
+    if (f.git.hostKeyScan != null && !['ok', 'refused'].includes(f.git.hostKeyScan)) fail(['flux', 'git', 'hostKeyScan'], `${q(f.git.hostKeyScan)} must be ok or refused`)
+    if (f.git.deployKey != null && !['accepted', 'refused'].includes(f.git.deployKey)) fail(['flux', 'git', 'deployKey'], `${q(f.git.deployKey)} must be accepted or refused`)
+    Object.assign(git, f.git)
+  }
   if (f.ageKey != null && !/^AGE-SECRET-KEY-1[0-9A-Z]+$/.test(String(f.ageKey))) fail(['flux', 'ageKey'], `${q(f.ageKey)} is not an age identity (AGE-SECRET-KEY-1...)`)
   const list = f.repository ?? []
   if (!Array.isArray(list)) fail(['flux', 'repository'], 'must be a list')
@@ -78,7 +86,7 @@ function validateFlux(f, { fail, obj, str, known, q }) {
     if (e.fail != null) str(e.fail, [...p, 'fail'])
     return { kind: e.kind, name: e.name, namespace: e.namespace ?? 'flux-system', parent: e.parent ?? 'flux-system/flux-system', wait: e.wait ?? false, decryption: e.decryption ?? false, fail: e.fail ?? null }
   })
-  return { repository, ageKey: f.ageKey ?? null }
+  return { repository, ageKey: f.ageKey ?? null, git }
 }
 
 function validateScenario(s, { file, lineOf }) {

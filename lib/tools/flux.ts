@@ -5,6 +5,13 @@ import type { ToolRunner } from './exec.js'
 
 const HINT = 'see `flux get kustomizations -A` and `flux logs`, fix the repository or settings, then run: task bootstrap:flux'
 
+/** What to do about a failed flux call: the Git side's two usual causes get their own fix. */
+function hintFor(text: string): string {
+  if (/SSH key scan for host .* failed/.test(text)) return 'flux could not read the Git host\'s SSH key: check the host and port in flux.git.url and that they are reachable from here, then run: task bootstrap:flux'
+  if (/failed to clone repository: .*unable to authenticate/.test(text)) return 'the repository refuses the deploy key: register the public key of flux.git.privateKeyFile as a deploy key with write access, then run: task bootstrap:flux'
+  return HINT
+}
+
 /** The flux wrapper: explicit --kubeconfig, non-interactive (--silent), keys from files only. */
 export class Flux {
   constructor(
@@ -18,7 +25,8 @@ export class Flux {
     const { kind, message } = classify(result)
     // flux logs its progress (►, ✔, ◎) on stderr too; the failure is the `✗ <err>` line(s)
     const failures = `${result.stderr}\n${result.stdout}`.split('\n').filter((l) => l.trim().startsWith('✗')).map((l) => l.trim().replace(/^✗\s*/, ''))
-    throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', failures.length ? failures.join('; ') : message.replace(/^✗\s*/, ''), HINT)
+    const text = failures.length ? failures.join('; ') : message.replace(/^✗\s*/, '')
+    throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', text, hintFor(text))
   }
 
   async clientVersion(): Promise<string> {

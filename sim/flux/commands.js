@@ -387,6 +387,13 @@ export async function bootstrapGit(ctx) {
   }
   if (!['ssh', 'https', 'http'].includes(url.scheme)) throw new FluxError(`failed to create authentication options for ${f.url}: scheme ${JSON.stringify(url.scheme)} is not supported`)
   if (url.scheme === 'http' && !f['allow-insecure-http']) throw new FluxError(`failed to create authentication options for ${f.url}: scheme http is insecure, pass --allow-insecure-http=true to allow it`)
+  // the Git server is not real: the scenario's flux.git says how it answers (GET /sim/v1/git)
+  const gitServer = await client.call('GET', '/sim/v1/git').catch(() => ({}))
+  if (url.scheme === 'ssh' && f['private-key-file'] && gitServer.hostKeyScan === 'refused') {
+    // getAuthOpts -> sourcesecret.ScanHostKey (pkg/manifestgen/sourcesecret/sourcesecret.go)
+    const hostPort = /:\d+$/.test(url.host) ? url.host : `${url.host}:22`
+    throw new FluxError(`failed to create authentication options for ${f.url}: SSH key scan for host ${hostPort} failed, error: dial tcp ${hostPort}: connect: connection refused`)
+  }
   let pub = null
   let identity = null
   if (!f['token-auth']) {
@@ -426,6 +433,14 @@ export async function bootstrapGit(ctx) {
   }
 
   ctx.log.action(`cloning branch "${branch}" from Git repository "${f.url}"`)
+  if (gitServer.deployKey === 'refused' && !f['token-auth']) {
+    // bootstrap_plain_git.go: retry(1, 2s, clone) then `failed to clone repository: …` (go-git's ssh error)
+    const err = `unable to clone '${f.url}': ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey], no supported methods remain`
+    ctx.log.warning(` clone failure: ${err}`)
+    await sleep(Math.min(2000, POLL()))
+    ctx.log.warning(` clone failure: ${err}`)
+    throw new FluxError(`failed to clone repository: ${err}`)
+  }
   ctx.log.success('cloned repository')
   commitManifests('component')
   if (!existing?.status?.lastAppliedRevision) {

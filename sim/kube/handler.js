@@ -46,7 +46,7 @@ function versionInfo(kubernetesVersion) {
 
 const HEALTH_CHECKS = ['ping', 'log', 'etcd', 'etcd-readiness', 'informer-sync', 'poststarthook/start-apiserver-admission-initializer', 'poststarthook/generic-apiserver-start-informers', 'poststarthook/start-apiextensions-controllers', 'poststarthook/crd-informer-synced', 'shutdown']
 
-export function createHandler({ registry, store, clock, kubernetesVersion, record, isUp, onDelete }) {
+export function createHandler({ registry, store, clock, kubernetesVersion, record, isUp, onDelete, git = {} }) {
   const ns = (name) => registry.get('', 'v1', 'namespaces') && store.get(registry.get('', 'v1', 'namespaces'), undefined, name)
 
   function health(path, query, res) {
@@ -316,6 +316,8 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
         for (const c of Array.isArray(body) ? body : [body]) record?.(c)
         return send(res, 201, {})
       }
+      // the simulated Git server's behaviour (scenario flux.git) for the simulated flux CLI; not a Kubernetes path
+      if (path === '/sim/v1/git' && req.method === 'GET') return send(res, 200, git)
       if (/^\/(readyz|livez|healthz)(\/.*)?$/.test(path)) return health(path, query, res)
       if (!isUp()) throw unavailable('the API server is not up yet')
       if (req.method === 'GET') {

@@ -10,7 +10,8 @@
 //           Flux fault (the root and every other Kustomization fail with message('flux'),
 //           reason reason?.('flux') or BuildFailed). Both are re-asked every 60 simulated
 //           seconds, so a cleared fault heals.
-//   flux    { repository: [{kind, name, namespace?, parent?, wait?, decryption?, fail?}], ageKey? }:
+//   flux    { repository: [{kind, name, namespace?, parent?, wait?, decryption?, fail?}], ageKey?,
+//             git?: { hostKeyScan: 'ok'|'refused', deployKey: 'accepted'|'refused' } (GET /sim/v1/git) }:
 //           what the Git repository's root applies (scenario `flux`, sim/README.md)
 //   record  (callRecord) => void: writes (POST/PUT/PATCH/DELETE) are recorded with
 //           tool from the User-Agent and call "kube"; POST /sim/v1/calls appends its body.
@@ -70,7 +71,7 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     }
   })
 
-  const handle = createHandler({ registry, store, clock, kubernetesVersion, record, isUp: () => up, onDelete: (d, obj) => controllers.gc(d, obj) })
+  const handle = createHandler({ registry, store, clock, kubernetesVersion, record, isUp: () => up, onDelete: (d, obj) => controllers.gc(d, obj), git: flux?.git })
 
   function ensure(g, v, p, obj) {
     const d = def(g, v, p)

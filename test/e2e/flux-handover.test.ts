@@ -239,3 +239,22 @@ describe('Flux over a cluster that is not ready', () => {
     expect(cluster.calls().filter((c) => c.tool === 'flux')).toEqual([])
   }, SLOW)
 })
+
+describe('Flux bootstrap against a repository that refuses the deploy key', () => {
+  let cluster: E2eCluster
+  beforeAll(async () => {
+    cluster = await E2eCluster.start('127.64.4', { cps: 1, workers: 0, flux: { git: { deployKey: 'refused' } } })
+  }, SLOW)
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it('names the refused key and how to register it', async () => {
+    const result = await cluster.task('bootstrap:all')
+    expect(result.code).toBe(1)
+    const install = step(cluster.report(), 'flux-install')
+    expect(install?.error?.message).toMatch(/^failed to clone repository: unable to clone '.*': ssh: handshake failed: ssh: unable to authenticate/)
+    expect(install?.error?.hint).toBe('the repository refuses the deploy key: register the public key of flux.git.privateKeyFile as a deploy key with write access, then run: task bootstrap:flux')
+    expect(step(cluster.report(), 'flux-kustomization')).toMatchObject({ status: 'not-run', detail: 'the flux install failed' })
+  }, SLOW)
+})

@@ -131,3 +131,26 @@ describe('flux: bootstrap git as flux2 v2.9 does it on a re-run', () => {
     expect(r.stderr.endsWith('✗ ^D\n')).toBe(true)
   })
 })
+
+// The Git side the simulator has no server for, as the scenario's flux.git says it answers:
+// pkg/manifestgen/sourcesecret/sourcesecret.go ScanHostKey; bootstrap_plain_git.go clone retry
+describe('flux: a Git host whose SSH port is closed, a repository that refuses the key', () => {
+  const keyed = async (ip: string, git: Record<string, string>) => {
+    const k = await startKubeForTest({ ip, speed: 1000, flux: { git } })
+    const key = await openSshEd25519()
+    fs.writeFileSync(`${k.dir}/identity`, key.privateKey, { mode: 0o600 })
+    const r = await run('flux', ['bootstrap', 'git', '--url', 'ssh://git@127.51.3.5/fleet.git', '--path', 'x', '--private-key-file', `${k.dir}/identity`, '--silent', '--timeout', '10s'], { env: k.env })
+    await k.close()
+    return r
+  }
+  it('fails the host-key scan with flux\'s text', async () => {
+    const r = await keyed('127.51.3.1', { hostKeyScan: 'refused' })
+    expect(r).toMatchObject({ code: 1, stderr: '✗ failed to create authentication options for ssh://git@127.51.3.5/fleet.git: SSH key scan for host 127.51.3.5:22 failed, error: dial tcp 127.51.3.5:22: connect: connection refused\n' })
+  })
+  it('fails the clone twice, then `failed to clone repository`', async () => {
+    const r = await keyed('127.51.3.2', { deployKey: 'refused' })
+    expect(r.code).toBe(1)
+    const err = "unable to clone 'ssh://git@127.51.3.5/fleet.git': ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey], no supported methods remain"
+    expect(r.stderr).toBe(`► cloning branch "main" from Git repository "ssh://git@127.51.3.5/fleet.git"\n⚠️  clone failure: ${err}\n⚠️  clone failure: ${err}\n✗ failed to clone repository: ${err}\n`)
+  })
+})
