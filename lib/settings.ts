@@ -25,11 +25,22 @@ export interface FluxGitSettings {
   branch: string
   path: string
   privateKeyFile?: string
+  /** known_hosts lines for the Git host (operator mode: the deploy key Secret carries them) */
+  knownHostsFile?: string
+}
+
+/** flux-operator from its Helm chart, then a FluxInstance syncing flux.git (cluster-template since 2025) */
+export interface FluxOperatorSettings {
+  chart: string
+  version?: string
+  /** the Flux distribution the FluxInstance asks for (a semver range) */
+  fluxVersion: string
 }
 
 export interface FluxSettings {
-  /** bootstrap: `flux bootstrap git`; existing: Flux is installed by another tool, only Secrets and the wait */
-  mode: 'bootstrap' | 'existing'
+  /** bootstrap: `flux bootstrap git`; operator: flux-operator + FluxInstance; existing: installed by another tool, only Secrets and the wait */
+  mode: 'bootstrap' | 'operator' | 'existing'
+  operator?: FluxOperatorSettings
   kustomization: string
   /** all: every Kustomization and HelmRelease Ready (default); root: the root Kustomization only */
   handover: 'all' | 'root'
@@ -247,14 +258,14 @@ function readGates(file: YamlFile, raw: unknown, at: string[] = ['readinessGates
 
 function readFlux(file: YamlFile, raw: unknown): FluxSettings {
   const obj = asRecord(raw, file, ['flux'])
-  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile', 'handover', 'readinessGates'])
+  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile', 'handover', 'readinessGates', 'operator'])
   const mode = requireString(file, obj, ['flux'], 'mode', 'bootstrap')
   if (mode === 'install') {
     // `flux install` creates no GitRepository or Kustomization: nothing would ever hand over
     throw file.error(['flux', 'mode'], 'flux.mode install can never hand over: `flux install` creates no GitRepository or Kustomization', 'use flux.mode: bootstrap with flux.git, or flux.mode: existing when another tool installs Flux (docs/settings.md)')
   }
-  if (mode !== 'bootstrap' && mode !== 'existing') {
-    throw file.error(['flux', 'mode'], `flux.mode must be bootstrap or existing, got "${mode}"`, 'set flux.mode: bootstrap (with flux.git) or existing (docs/settings.md)')
+  if (mode !== 'bootstrap' && mode !== 'operator' && mode !== 'existing') {
+    throw file.error(['flux', 'mode'], `flux.mode must be bootstrap, operator or existing, got "${mode}"`, 'set flux.mode: bootstrap (with flux.git), operator or existing (docs/settings.md)')
   }
   const handover = requireString(file, obj, ['flux'], 'handover', 'all')
   if (handover !== 'all' && handover !== 'root') {
@@ -265,6 +276,15 @@ function readFlux(file: YamlFile, raw: unknown): FluxSettings {
     throw file.error(['flux', 'kustomization'], `flux.kustomization must be <namespace>/<name>, got "${kustomization}"`, 'write it as flux-system/flux-system')
   }
   const flux: FluxSettings = { mode, kustomization, handover, secrets: [], readinessGates: readGates(file, obj.readinessGates, ['flux', 'readinessGates']) }
+  if (mode === 'operator') {
+    const op = asRecord(obj.operator, file, ['flux', 'operator'])
+    rejectUnknown(file, op, ['flux', 'operator'], ['chart', 'version', 'fluxVersion'])
+    flux.operator = {
+      chart: requireString(file, op, ['flux', 'operator'], 'chart', 'oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator'),
+      fluxVersion: requireString(file, op, ['flux', 'operator'], 'fluxVersion', '2.x'),
+    }
+    if (op.version !== undefined) flux.operator.version = String(op.version)
+  }
   if (obj.secrets !== undefined) {
     if (!Array.isArray(obj.secrets) || obj.secrets.some((s) => typeof s !== 'string')) {
       throw file.error(['flux', 'secrets'], 'flux.secrets must be a list of manifest file paths', 'list files relative to the cluster directory')
@@ -274,18 +294,19 @@ function readFlux(file: YamlFile, raw: unknown): FluxSettings {
   if (obj.sopsAgeKeyFile !== undefined) flux.sopsAgeKeyFile = requireString(file, obj, ['flux'], 'sopsAgeKeyFile')
   if (obj.git !== undefined) {
     const git = asRecord(obj.git, file, ['flux', 'git'])
-    rejectUnknown(file, git, ['flux', 'git'], ['url', 'branch', 'path', 'privateKeyFile'])
+    rejectUnknown(file, git, ['flux', 'git'], ['url', 'branch', 'path', 'privateKeyFile', 'knownHostsFile'])
     flux.git = {
       url: requireString(file, git, ['flux', 'git'], 'url'),
       branch: requireString(file, git, ['flux', 'git'], 'branch', 'main'),
       path: requireString(file, git, ['flux', 'git'], 'path'),
     }
     if (git.privateKeyFile !== undefined) flux.git.privateKeyFile = requireString(file, git, ['flux', 'git'], 'privateKeyFile')
+    if (git.knownHostsFile !== undefined) flux.git.knownHostsFile = requireString(file, git, ['flux', 'git'], 'knownHostsFile')
   }
-  if (mode === 'bootstrap' && !flux.git) {
-    throw file.error(['flux'], 'flux.mode bootstrap needs flux.git (url, branch, path, privateKeyFile)', 'add flux.git, or set flux.mode: existing when another tool installs Flux')
+  if (mode !== 'existing' && !flux.git) {
+    throw file.error(['flux'], `flux.mode ${mode} needs flux.git (url, branch, path, privateKeyFile)`, 'add flux.git, or set flux.mode: existing when another tool installs Flux')
   }
-  if (mode === 'bootstrap' && flux.git && !flux.git.privateKeyFile) {
+  if (mode !== 'existing' && flux.git && !flux.git.privateKeyFile) {
     // flux bootstraps over SSH; run non-interactively (--silent) it would generate a deploy key
     // that nobody registers with the repository, and the GitRepository could never clone
     throw file.error(['flux', 'git'], 'flux.git.privateKeyFile is required: without it flux bootstrap generates a deploy key nobody registers with the repository', 'add privateKeyFile: <a deploy key file whose public key the repository accepts>')

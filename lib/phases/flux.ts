@@ -193,9 +193,66 @@ async function driftOf(run: Run, flux: FluxSettings, root: KubeObject): Promise<
   return drift
 }
 
+/**
+ * flux-operator mode (cluster-template since 2025): the deploy key Secret, the flux-operator chart,
+ * then a FluxInstance whose sync is flux.git; waits for the FluxInstance Ready.
+ */
+async function installOperator(run: Run, flux: FluxSettings, report: StepReporter): Promise<string> {
+  const git = flux.git
+  const op = flux.operator
+  if (!git?.privateKeyFile || !op) throw new NodeError('flux', 'flux.mode operator needs flux.git with privateKeyFile', `fix bootstrap.yaml (docs/settings.md), then run: ${AGAIN}`)
+  const kubectl = kube(run)
+  const { namespace, name } = rootOf(flux)
+  const b64 = (file: string): string => readFileSync(resolve(run.inventory.clusterDir, file)).toString('base64')
+  report.progress(`deploy key Secret ${namespace}/${name}`)
+  const knownHosts = git.knownHostsFile ? `  known_hosts: ${b64(git.knownHostsFile)}\n` : ''
+  await kubectl.applyServerSide(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${namespace}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: ${namespace}\ntype: Opaque\ndata:\n  identity: ${b64(git.privateKeyFile)}\n${knownHosts}`)
+  report.progress(`helm upgrade --install flux-operator ${op.chart}`)
+  await run.helm.installChart({ release: 'flux-operator', chart: op.chart, namespace, ...(op.version ? { version: op.version } : {}) }, run.settings.fluxTimeoutMs, AGAIN)
+  const instance = {
+    apiVersion: 'fluxcd.controlplane.io/v1',
+    kind: 'FluxInstance',
+    // flux-operator accepts one FluxInstance per cluster, named flux
+    metadata: { name: 'flux', namespace },
+    spec: {
+      distribution: { version: op.fluxVersion, registry: 'ghcr.io/fluxcd' },
+      components: ['source-controller', 'kustomize-controller', 'helm-controller', 'notification-controller'],
+      sync: { kind: 'GitRepository', name, url: git.url, ref: `refs/heads/${git.branch}`, path: git.path, pullSecret: name },
+    },
+  }
+  report.progress('FluxInstance flux')
+  await kubectl.applyServerSide(JSON.stringify(instance))
+  if (run.options.dryRun) return 'dry run'
+  let state = ''
+  try {
+    return await pollUntil(
+      async (): Promise<PollAnswer<string>> => {
+        const fi = await kubectl.get('fluxinstances.fluxcd.controlplane.io', 'flux', namespace)
+        const ready = condition(fi, 'Ready')
+        const current = fi?.status?.observedGeneration === fi?.metadata.generation
+        if (current && ready?.status === 'True') return { done: true, value: `flux-operator installed; FluxInstance flux Ready (${ready.message ?? ''}), syncing ${git.url} ${git.branch} ${git.path}` }
+        if (current && ready?.status === 'False') throw new NodeError('flux', `FluxInstance ${namespace}/flux: ${ready.reason ?? ''}: ${ready.message ?? ''}`, `see \`kubectl -n ${namespace} describe fluxinstance flux\` and the flux-operator logs, then run: ${AGAIN}`)
+        return { done: false, state: (state = `FluxInstance flux: ${ready?.message ?? 'not reconciled yet'}`) }
+      },
+      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.fluxTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+    )
+  } catch (err) {
+    if (err instanceof PollTimeout) throw new NodeError('flux', `FluxInstance flux not Ready within ${formatDuration(err.waitedMs)}: ${state}`, `see the flux-operator logs (\`kubectl -n ${namespace} logs deploy/flux-operator\`), then run: ${AGAIN}`)
+    throw err
+  }
+}
+
 async function installFlux(run: Run, report: StepReporter): Promise<string> {
   const flux = fluxSettings(run)
   if (flux.mode === 'existing') return 'installed by another tool (flux.mode: existing): Secrets applied, waiting for the handover'
+  if (flux.mode === 'operator') {
+    try {
+      return await installOperator(run, flux, report)
+    } catch (err) {
+      run.facts.cluster.fluxInstallFailed = true
+      throw err
+    }
+  }
   const git = flux.git
   if (!git?.privateKeyFile) throw new NodeError('flux', 'flux.mode bootstrap needs flux.git with privateKeyFile', `fix bootstrap.yaml (docs/settings.md), then run: ${AGAIN}`)
   const kubectl = kube(run)
@@ -302,7 +359,7 @@ export const flux: Phase = {
     const settings = run.settings.flux
     const bootstrapYaml = join(run.inventory.clusterDir, 'bootstrap.yaml')
     if (!settings) throw new InputError('no flux section in bootstrap.yaml', { file: bootstrapYaml, fix: 'add flux: {mode, kustomization, git} (docs/settings.md)' })
-    for (const file of [...settings.secrets, ...(settings.git?.privateKeyFile ? [settings.git.privateKeyFile] : []), ...(settings.sopsAgeKeyFile ? [settings.sopsAgeKeyFile] : [])]) {
+    for (const file of [...settings.secrets, ...(settings.git?.privateKeyFile ? [settings.git.privateKeyFile] : []), ...(settings.git?.knownHostsFile ? [settings.git.knownHostsFile] : []), ...(settings.sopsAgeKeyFile ? [settings.sopsAgeKeyFile] : [])]) {
       const path = resolve(run.inventory.clusterDir, file)
       if (!existsSync(path)) throw new InputError(`${file} named in flux settings not found`, { file: bootstrapYaml, fix: `create ${path} or fix the path` })
     }
@@ -319,7 +376,7 @@ export const flux: Phase = {
     return [
       { kind: 'cluster', name: 'flux-cluster-ready', title: 'Nodes Ready, CNI ready', ready: after(), run: clusterReady },
       { kind: 'cluster', name: 'flux-secrets', title: 'Namespaces and Secrets before Flux (server-side)', ready: after(), run: applySecrets },
-      { kind: 'cluster', name: 'flux-install', title: 'Bootstrap Flux', ready: after(), run: installFlux },
+      { kind: 'cluster', name: 'flux-install', title: 'Install Flux (bootstrap or flux-operator)', ready: after(), run: installFlux },
       { kind: 'cluster', name: 'flux-kustomization', title: 'Every Kustomization and HelmRelease Ready', ready: after(installed), run: waitHandover },
       {
         kind: 'cluster',

@@ -3,33 +3,13 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import { connect } from '../lib-kubeclient.js'
 import { FluxError, FLUX_VERSION } from './main.js'
+import { fluxObjects } from './manifests.js'
 
 const NS_DEFAULT = 'flux-system'
 const PART_OF = 'app.kubernetes.io/part-of'
 const POLL = () => Number(process.env.SIM_FLUX_POLL_MS || 250)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
-const CONTROLLER_VERSIONS = {
-  'source-controller': 'v1.9.1',
-  'kustomize-controller': 'v1.9.1',
-  'helm-controller': 'v1.6.1',
-  'notification-controller': 'v1.9.1',
-  'image-reflector-controller': 'v1.2.1',
-  'image-automation-controller': 'v1.2.1',
-  'source-watcher': 'v2.2.0',
-}
-const CRDS = [
-  ['alerts', 'notification.toolkit.fluxcd.io', 'Alert', 'v1beta3', []],
-  ['buckets', 'source.toolkit.fluxcd.io', 'Bucket', 'v1', []],
-  ['gitrepositories', 'source.toolkit.fluxcd.io', 'GitRepository', 'v1', ['gitrepo']],
-  ['helmcharts', 'source.toolkit.fluxcd.io', 'HelmChart', 'v1', ['hc']],
-  ['helmreleases', 'helm.toolkit.fluxcd.io', 'HelmRelease', 'v2', ['hr']],
-  ['helmrepositories', 'source.toolkit.fluxcd.io', 'HelmRepository', 'v1', ['helmrepo']],
-  ['kustomizations', 'kustomize.toolkit.fluxcd.io', 'Kustomization', 'v1', ['ks']],
-  ['ocirepositories', 'source.toolkit.fluxcd.io', 'OCIRepository', 'v1', ['ocirepo']],
-  ['providers', 'notification.toolkit.fluxcd.io', 'Provider', 'v1beta3', []],
-  ['receivers', 'notification.toolkit.fluxcd.io', 'Receiver', 'v1', []],
-]
 
 async function kube(ctx) {
   if (!ctx.client) {
@@ -41,45 +21,10 @@ async function kube(ctx) {
 }
 const ns = (ctx) => ctx.flags.namespace || NS_DEFAULT
 
-function labels(ctx, component) {
-  return { [PART_OF]: 'flux', 'app.kubernetes.io/instance': ns(ctx), 'app.kubernetes.io/version': FLUX_VERSION, ...(component ? { 'app.kubernetes.io/component': component, 'control-plane': 'controller' } : {}) }
-}
 
-/** The objects `flux install` applies (CRDs, the namespace, one ServiceAccount + Deployment per controller). */
+/** The objects `flux install` applies (sim/flux/manifests.js), for this command's flags. */
 function manifests(ctx, components, extraLabels = {}) {
-  const n = ns(ctx)
-  const reg = ctx.flags.registry || 'ghcr.io/fluxcd'
-  const objs = CRDS.map(([plural, group, kind, version, shortNames]) => ({
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.${group}`, labels: { ...labels(ctx), 'app.kubernetes.io/component': group.split('.')[0] + '-controller', ...extraLabels } },
-    spec: { group, names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), ...(shortNames.length ? { shortNames } : {}) }, scope: 'Namespaced', versions: [{ name: version, served: true, storage: true, subresources: { status: {} } }] },
-  }))
-  objs.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: n, labels: { ...labels(ctx), 'pod-security.kubernetes.io/warn': 'restricted', ...extraLabels } } })
-  for (const c of components) {
-    objs.push({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: c, namespace: n, labels: { ...labels(ctx), ...extraLabels } } })
-  }
-  for (const c of components) {
-    objs.push({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: c, namespace: n, labels: { ...labels(ctx, c), ...extraLabels } },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: c } },
-        template: {
-          metadata: { labels: { app: c, ...labels(ctx, c) } },
-          spec: {
-            serviceAccountName: c,
-            priorityClassName: 'system-cluster-critical',
-            tolerations: (ctx.flags['toleration-keys'] || []).map((key) => ({ key, operator: 'Exists' })),
-            containers: [{ name: 'manager', image: `${reg}/${c}:${CONTROLLER_VERSIONS[c] || 'v1.0.0'}` }],
-          },
-        },
-      },
-    })
-  }
-  return objs
+  return fluxObjects({ namespace: ns(ctx), registry: ctx.flags.registry, components, tolerationKeys: ctx.flags['toleration-keys'], extraLabels })
 }
 
 const subject = (o) => `${o.kind}/${o.metadata.namespace ? o.metadata.namespace + '/' : ''}${o.metadata.name}`

@@ -4,7 +4,7 @@
 // clone/commit/push steps are reported as flux reports them on success.
 import { parseFlags, findCommand } from '../helm/pflag.js'
 
-export const FLUX_VERSION = 'v2.9.4'
+export { FLUX_VERSION } from './manifests.js'
 
 const ROOT = {
   timeout: { type: 'duration', def: 300000 },

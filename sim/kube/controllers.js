@@ -5,6 +5,7 @@
 // so every write (ours included) simply schedules another pass.
 import { createHash } from 'node:crypto'
 import { admitCreate } from './admission.js'
+import { fluxObjects } from '../flux/manifests.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
 
 export const CNI_ANNOTATION = 'sim.talos-bootstrap.dev/cni'
@@ -25,7 +26,7 @@ export function createControllers({ store, registry, clock, timings, faults, flu
   const EVENTS = R('', 'v1', 'events')
   const DS = R('apps', 'v1', 'daemonsets'), DEPLOY = R('apps', 'v1', 'deployments')
   // Flux's kinds exist only once its CRDs are created: looked up on every pass (fluxDefs)
-  let KS, GIT, HREPO, OCI, HR
+  let KS, GIT, HREPO, OCI, HR, FI
   const fluxDefs = () => {
     KS = R('kustomize.toolkit.fluxcd.io', 'v1', 'kustomizations'); GIT = R('source.toolkit.fluxcd.io', 'v1', 'gitrepositories')
     HREPO = R('source.toolkit.fluxcd.io', 'v1', 'helmrepositories'); OCI = R('source.toolkit.fluxcd.io', 'v1', 'ocirepositories')
@@ -366,7 +367,7 @@ export function createControllers({ store, registry, clock, timings, faults, flu
   }
 
   function gitRepoDone(o) {
-    const branch = o.spec?.ref?.branch || (o.spec?.ref?.tag ? undefined : 'master')
+    const branch = o.spec?.ref?.name || o.spec?.ref?.branch || (o.spec?.ref?.tag ? undefined : 'master')
     const rev = o.spec?.ref?.tag ? `${o.spec.ref.tag}@sha1:${revisionSha(o)}` : `${branch}@sha1:${revisionSha(o)}`
     const artifact = { revision: rev, digest: `sha256:${createHash('sha256').update(rev).digest('hex')}`, path: `gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`, url: `http://source-controller.flux-system.svc.cluster.local./gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`, lastUpdateTime: now(), size: 12345 }
     fluxStatus(GIT, o, { artifact }, { status: 'True', reason: 'Succeeded', message: `stored artifact for revision '${rev}'` })
@@ -484,8 +485,45 @@ export function createControllers({ store, registry, clock, timings, faults, flu
     return Boolean(rev && rev !== k.status?.lastAppliedRevision && ready?.reason !== 'BuildFailed' && !(faults?.has(null, 'flux')))
   }
 
+  // ---- flux-operator: a FluxInstance installs Flux and its sync (controlplaneio-fluxcd/flux-operator) ----
+  function fluxInstanceDone(fi) {
+    const ns = fi.metadata.namespace
+    const spec = fi.spec || {}
+    const managed = { 'app.kubernetes.io/managed-by': 'flux-operator', 'fluxcd.controlplane.io/name': fi.metadata.name, 'fluxcd.controlplane.io/namespace': ns }
+    for (const o of fluxObjects({ namespace: ns, registry: spec.distribution?.registry, components: spec.components?.length ? spec.components : undefined, extraLabels: managed })) {
+      const def = registry.byKind(o.apiVersion, o.kind)
+      if (!def || store.get(def, o.metadata.namespace, o.metadata.name)) continue
+      admitCreate(def, o)
+      tryCreate(def, o)
+    }
+    fluxDefs()
+    const sync = spec.sync
+    if (sync && GIT && KS) {
+      const name = sync.name || ns
+      const gitSpec = { interval: '1m0s', ref: /^refs\//.test(sync.ref || '') ? { name: sync.ref } : { branch: sync.ref || 'main' }, url: sync.url, ...(sync.pullSecret ? { secretRef: { name: sync.pullSecret } } : {}) }
+      const ksSpec = { interval: '10m0s', path: sync.path || './', prune: true, sourceRef: { kind: 'GitRepository', name } }
+      for (const [def, kind, want] of [[GIT, 'GitRepository', gitSpec], [KS, 'Kustomization', ksSpec]]) {
+        const live = store.get(def, ns, name)
+        if (!live) tryCreate(def, { apiVersion: def.apiVersion, kind, metadata: { name, namespace: ns, labels: managed }, spec: want })
+        else if (!deepEqual(live.spec, { ...live.spec, ...want })) tryUpdate(def, { ...live, spec: { ...live.spec, ...want } })
+      }
+    }
+    const rev = `${spec.distribution?.version || '2.x'}@sha256:${createHash('sha256').update(JSON.stringify(spec)).digest('hex')}`
+    fluxStatus(FI, fi, { lastAppliedRevision: rev, lastAttemptedRevision: rev }, { status: 'True', reason: 'ReconciliationSucceeded', message: `Reconciliation finished in ${FLUX_RECONCILE}s` })
+  }
+
   function reconcileFlux() {
     fluxDefs()
+    FI = R('fluxcd.controlplane.io', 'v1', 'fluxinstances')
+    if (FI && store.list(DEPLOY).some((d) => d.metadata.name === 'flux-operator' && (d.status?.availableReplicas || 0) >= 1)) {
+      for (const fi of store.list(FI)) {
+        if (!needs(fi)) continue
+        const key = `flux:${fi.metadata.uid}:${fi.metadata.generation}`
+        if (timers.has(key)) continue
+        progressing(FI, fi)
+        timer(key, FLUX_RECONCILE, () => { const fresh = store.get(FI, fi.metadata.namespace, fi.metadata.name); if (fresh) fluxInstanceDone(fresh) })
+      }
+    }
     fluxKind(GIT, 'source-controller', gitRepoDone)
     fluxKind(HREPO, 'source-controller', (o) => helmRepoDone(HREPO, o))
     fluxKind(OCI, 'source-controller', (o) => helmRepoDone(OCI, o))

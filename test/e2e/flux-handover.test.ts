@@ -258,3 +258,48 @@ describe('Flux bootstrap against a repository that refuses the deploy key', () =
     expect(step(cluster.report(), 'flux-kustomization')).toMatchObject({ status: 'not-run', detail: 'the flux install failed' })
   }, SLOW)
 })
+
+describe('Flux through flux-operator and a FluxInstance (cluster-template since 2025)', () => {
+  let cluster: E2eCluster
+  beforeAll(async () => {
+    cluster = await E2eCluster.start('127.64.5', { cps: 1, workers: 0, flux: { repository: [{ kind: 'Kustomization', name: 'cluster-apps', wait: false }] } })
+    writeFileSync(join(cluster.clusterDir, 'known_hosts'), '127.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n')
+    editSettings(cluster, (s) => {
+      s.flux.mode = 'operator'
+      s.flux.operator = { version: '0.33.0' }
+      s.flux.git.knownHostsFile = 'known_hosts'
+    })
+  }, SLOW)
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it('installs flux-operator with helm, applies a FluxInstance syncing flux.git and waits for every Kustomization', async () => {
+    const result = await cluster.task('bootstrap:all')
+    expect(result.code, why(result)).toBe(0)
+    const report = cluster.report()
+    expect(step(report, 'flux-install')?.detail).toMatch(/^flux-operator installed; FluxInstance flux Ready/)
+    expect(step(report, 'flux-kustomization')?.detail).toMatch(/^handed over: 2 Kustomization\(s\)/)
+    const calls = cluster.calls()
+    expect(calls.filter((c) => c.tool === 'flux' && c.command === 'bootstrap')).toEqual([])
+    const fi = JSON.parse((await cluster.kubectl(['get', 'fluxinstance', 'flux', '-n', 'flux-system', '-o', 'json'])).stdout) as { spec: { sync: Record<string, string> } }
+    expect(fi.spec.sync).toMatchObject({ kind: 'GitRepository', url: 'ssh://git@127.0.0.1/fleet.git', ref: 'refs/heads/main', path: 'clusters/e2e', pullSecret: 'flux-system' })
+    const git = JSON.parse((await cluster.kubectl(['get', 'gitrepository', 'flux-system', '-n', 'flux-system', '-o', 'json'])).stdout) as { spec: { url: string; secretRef: { name: string } } }
+    expect(git.spec).toMatchObject({ url: 'ssh://git@127.0.0.1/fleet.git', secretRef: { name: 'flux-system' } })
+    const secret = JSON.parse((await cluster.kubectl(['get', 'secret', 'flux-system', '-n', 'flux-system', '-o', 'json'])).stdout) as { metadata: { annotations?: Record<string, string> }; data: Record<string, string> }
+    expect(Buffer.from(secret.data.identity ?? '', 'base64').toString()).toBe(readFileSync(join(cluster.clusterDir, 'flux-deploy-key'), 'utf8'))
+    expect(Buffer.from(secret.data.known_hosts ?? '', 'base64').toString()).toMatch(/^127\.0\.0\.1 ssh-ed25519 /)
+    expect(secret.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration']).toBeUndefined()
+  }, SLOW)
+
+  it('a later flux.mode: bootstrap sees Flux managed by flux-operator and does not run flux bootstrap over it', async () => {
+    editSettings(cluster, (s) => {
+      s.flux.mode = 'bootstrap'
+      delete s.flux.operator
+    })
+    const result = await cluster.task('bootstrap:flux')
+    expect(result.code).toBe(1)
+    expect(step(cluster.report(), 'flux-install')?.error?.message).toMatch(/is installed on this cluster by flux-operator/)
+    expect(cluster.calls().filter((c) => c.tool === 'flux' && c.command === 'bootstrap')).toEqual([])
+  }, SLOW)
+})
