@@ -154,3 +154,62 @@ describe('flux: a Git host whose SSH port is closed, a repository that refuses t
     expect(r.stderr).toBe(`► cloning branch "main" from Git repository "ssh://git@127.51.3.5/fleet.git"\n⚠️  clone failure: ${err}\n⚠️  clone failure: ${err}\n✗ failed to clone repository: ${err}\n`)
   })
 })
+
+// controlplaneio-fluxcd/flux-operator (FluxInstance v1) and kustomize-controller's handling of what
+// the repository holds (internal/controller/kustomization_controller.go, internal/decryptor/decryptor.go)
+describe('flux-operator and the repository content', () => {
+  let k: any
+  const identity = 'AGE-SECRET-KEY-1QYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSYV8Y0M'
+  const kubectl = (args: string[], input?: string) => run('kubectl', ['--kubeconfig', k.kubeconfig, ...args], { env: k.env, ...(input ? { input } : {}) })
+  beforeAll(async () => {
+    k = await startKubeForTest({
+      ip: '127.51.4.1',
+      speed: 1000,
+      nodes: [{ name: 'cp-1', ip: '127.51.4.11', role: 'controlplane' }],
+      flux: {
+        ageKey: identity,
+        repository: [
+          { kind: 'Kustomization', name: 'cluster-apps', namespace: 'flux-system', parent: 'flux-system/flux-system', wait: true },
+          { kind: 'Kustomization', name: 'secrets', namespace: 'flux-system', parent: 'flux-system/cluster-apps', decryption: true },
+          { kind: 'HelmRelease', name: 'podinfo', namespace: 'flux-system', parent: 'flux-system/cluster-apps' },
+        ],
+      },
+    })
+    expect((await run('helm', ['upgrade', '--install', 'cilium', 'cilium/cilium', '-n', 'kube-system', '--wait'], { env: k.env })).code).toBe(0)
+  })
+  afterAll(async () => k?.close())
+
+  it('installs flux-operator from its OCI chart; a FluxInstance installs Flux and its sync', async () => {
+    const chart = await run('helm', ['upgrade', '--install', 'flux-operator', 'oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator', '-n', 'flux-system', '--create-namespace', '--version', '0.33.0', '--wait'], { env: k.env })
+    expect(chart.code, chart.stderr).toBe(0)
+    const fi = 'apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata: {name: flux, namespace: flux-system}\nspec:\n  distribution: {version: "2.x", registry: ghcr.io/fluxcd}\n  sync: {kind: GitRepository, url: "ssh://git@127.51.4.5/fleet.git", ref: refs/heads/main, path: clusters/sim, pullSecret: flux-system}\n'
+    expect((await kubectl(['apply', '--server-side', '-f', '-'], fi)).code).toBe(0)
+    const w = await kubectl(['wait', 'fluxinstance/flux', '-n', 'flux-system', '--for=condition=Ready', '--timeout=20s'])
+    expect(w.code, w.stderr).toBe(0)
+    const crd = JSON.parse((await kubectl(['get', 'crd', 'gitrepositories.source.toolkit.fluxcd.io', '-o', 'json'])).stdout)
+    expect(crd.metadata.labels['app.kubernetes.io/managed-by']).toBe('flux-operator')
+    const git = JSON.parse((await kubectl(['get', 'gitrepository', 'flux-system', '-n', 'flux-system', '-o', 'json'])).stdout)
+    expect(git.spec).toMatchObject({ url: 'ssh://git@127.51.4.5/fleet.git', ref: { name: 'refs/heads/main' }, secretRef: { name: 'flux-system' } })
+  })
+
+  it('applies the repository\'s children; a wait: true parent fails when a child cannot decrypt, and heals with the key', async () => {
+    const root = await kubectl(['wait', 'kustomization/flux-system', '-n', 'flux-system', '--for=condition=Ready', '--timeout=20s'])
+    expect(root.code, root.stderr).toBe(0)
+    const msg = (name: string) => kubectl(['get', 'kustomization', name, '-n', 'flux-system', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].message}'])
+    for (let i = 0; i < 100 && !(await msg('secrets')).stdout; i++) await new Promise((r) => setTimeout(r, 100))
+    expect((await msg('secrets')).stdout).toBe('secrets "sops-age" not found')
+    for (let i = 0; i < 100 && !/health check failed/.test((await msg('cluster-apps')).stdout); i++) await new Promise((r) => setTimeout(r, 100))
+    expect((await msg('cluster-apps')).stdout).toBe("health check failed after 60s: timeout waiting for: [Kustomization/flux-system/secrets status: 'Failed']")
+    // the wrong identity: sops finds no key for the data key
+    const wrong = 'AGE-SECRET-KEY-1ZZZSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSYV8Y0M'
+    await kubectl(['create', 'secret', 'generic', 'sops-age', '-n', 'flux-system', `--from-literal=age.agekey=${wrong}`])
+    await kubectl(['annotate', 'kustomization', 'secrets', '-n', 'flux-system', 'reconcile.fluxcd.io/requestedAt=1'])
+    for (let i = 0; i < 100 && !/decryption failed/.test((await msg('secrets')).stdout); i++) await new Promise((r) => setTimeout(r, 100))
+    expect((await msg('secrets')).stdout).toBe("decryption failed for 'Secret.v1.[noGrp]/cluster-secrets': failed to decrypt and format 'flux-system/cluster-secrets' Secret data: Error getting data key: 0 successful groups required, got 0")
+    await kubectl(['delete', 'secret', 'sops-age', '-n', 'flux-system'])
+    await kubectl(['create', 'secret', 'generic', 'sops-age', '-n', 'flux-system', `--from-literal=age.agekey=${identity}`])
+    await kubectl(['annotate', 'kustomization', 'secrets', '-n', 'flux-system', 'reconcile.fluxcd.io/requestedAt=2', '--overwrite'])
+    const healed = await kubectl(['wait', 'kustomization/secrets', 'kustomization/cluster-apps', 'helmrelease/podinfo', '-n', 'flux-system', '--for=condition=Ready', '--timeout=30s'])
+    expect(healed.code, healed.stderr).toBe(0)
+  })
+})
