@@ -152,7 +152,13 @@ function nodeReadyStep(r: Readings) {
 }
 
 async function readinessGates(run: Run, report: StepReporter): Promise<string> {
-  return waitForGates(run, run.settings.readinessGates, report, 'task bootstrap:wait-ready')
+  try {
+    return await waitForGates(run, run.settings.readinessGates, report, 'task bootstrap:wait-ready')
+  } catch (err) {
+    // Flux must not go in over an unmet gate: its steps are not-run with this cause
+    if (err instanceof NodeError) run.facts.cluster.fluxBlocked = `the cluster is not ready: ${err.message}`
+    throw err
+  }
 }
 
 /** Every gate's pods exist and are Ready, or the deadline; `recovery` is the command the hint names. */

@@ -303,3 +303,23 @@ describe('Flux through flux-operator and a FluxInstance (cluster-template since 
     expect(cluster.calls().filter((c) => c.tool === 'flux' && c.command === 'bootstrap')).toEqual([])
   }, SLOW)
 })
+
+describe('Flux after an unmet readiness gate', () => {
+  let cluster: E2eCluster
+  beforeAll(async () => {
+    cluster = await E2eCluster.start('127.64.6', { cps: 1, workers: 0 })
+    editSettings(cluster, (s) => (s.readinessGates = [{ name: 'storage', namespace: 'kube-system', selector: 'app=csi-driver' }]))
+  }, SLOW)
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it('installs no Flux: every flux step is not-run naming the gate', async () => {
+    const result = await cluster.task('bootstrap:all', {}, ['--ready-timeout', '3s'])
+    expect(result.code).toBe(1)
+    const flux = cluster.report().phases.find((p) => p.name === 'flux')
+    expect(flux?.steps.length).toBeGreaterThan(0)
+    for (const s of flux?.steps ?? []) expect(s, s.name).toMatchObject({ status: 'not-run', detail: expect.stringContaining('readiness gates not satisfied: storage: no pods match app=csi-driver in kube-system') })
+    expect(cluster.calls().filter((c) => c.tool === 'flux')).toEqual([])
+  }, SLOW)
+})
