@@ -200,6 +200,18 @@ describe('Flux handover: failing Kustomizations under a wait: false root', () =>
     expect(ks.stdout).toBe('secrets "sops-age" not found')
   }, SLOW)
 
+  it('a Secret the API refuses is named with its file, and the hint says to run bootstrap:flux again', async () => {
+    writeFileSync(join(cluster.clusterDir, 'bad-secret.yaml'), 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: bad\n  namespace: flux-system\ndata:\n  token: not*base64\n')
+    editSettings(cluster, (s) => (s.flux.secrets = ['bad-secret.yaml']))
+    const result = await cluster.task('bootstrap:flux')
+    expect(result.code).toBe(1)
+    const secrets = step(cluster.report(), 'flux-secrets')
+    expect(secrets?.status).toBe('failed')
+    expect(secrets?.error?.message).toMatch(/^bad-secret\.yaml: .*illegal base64 data at input byte 3/)
+    expect(secrets?.error?.hint).toMatch(/run again: task bootstrap:flux$/)
+    editSettings(cluster, (s) => (s.flux.secrets = []))
+  }, SLOW)
+
   it('detects Flux installed by another tool and offers the existing mode instead of a prompt nobody answers', async () => {
     const label = await cluster.kubectl(['label', 'crd', 'gitrepositories.source.toolkit.fluxcd.io', 'app.kubernetes.io/managed-by=Helm'])
     expect(label.code, label.stderr).toBe(0)

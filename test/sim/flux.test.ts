@@ -196,16 +196,19 @@ describe('flux-operator and the repository content', () => {
     const root = await kubectl(['wait', 'kustomization/flux-system', '-n', 'flux-system', '--for=condition=Ready', '--timeout=20s'])
     expect(root.code, root.stderr).toBe(0)
     const msg = (name: string) => kubectl(['get', 'kustomization', name, '-n', 'flux-system', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].message}'])
-    for (let i = 0; i < 100 && !(await msg('secrets')).stdout; i++) await new Promise((r) => setTimeout(r, 100))
-    expect((await msg('secrets')).stdout).toBe('secrets "sops-age" not found')
-    for (let i = 0; i < 100 && !/health check failed/.test((await msg('cluster-apps')).stdout); i++) await new Promise((r) => setTimeout(r, 100))
-    expect((await msg('cluster-apps')).stdout).toBe("health check failed after 60s: timeout waiting for: [Kustomization/flux-system/secrets status: 'Failed']")
+    // the controllers work on simulated time: poll (bounded) until the message settles
+    const until = async (name: string, want: RegExp): Promise<string> => {
+      let got = ''
+      for (let i = 0; i < 200 && !want.test((got = (await msg(name)).stdout)); i++) await new Promise((r) => setTimeout(r, 100))
+      return got
+    }
+    expect(await until('secrets', /sops-age/)).toBe('secrets "sops-age" not found')
+    expect(await until('cluster-apps', /health check failed/)).toBe("health check failed after 60s: timeout waiting for: [Kustomization/flux-system/secrets status: 'Failed']")
     // the wrong identity: sops finds no key for the data key
     const wrong = 'AGE-SECRET-KEY-1ZZZSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSYV8Y0M'
     await kubectl(['create', 'secret', 'generic', 'sops-age', '-n', 'flux-system', `--from-literal=age.agekey=${wrong}`])
     await kubectl(['annotate', 'kustomization', 'secrets', '-n', 'flux-system', 'reconcile.fluxcd.io/requestedAt=1'])
-    for (let i = 0; i < 100 && !/decryption failed/.test((await msg('secrets')).stdout); i++) await new Promise((r) => setTimeout(r, 100))
-    expect((await msg('secrets')).stdout).toBe("decryption failed for 'Secret.v1.[noGrp]/cluster-secrets': failed to decrypt and format 'flux-system/cluster-secrets' Secret data: Error getting data key: 0 successful groups required, got 0")
+    expect(await until('secrets', /decryption failed/)).toBe("decryption failed for 'Secret.v1.[noGrp]/cluster-secrets': failed to decrypt and format 'flux-system/cluster-secrets' Secret data: Error getting data key: 0 successful groups required, got 0")
     await kubectl(['delete', 'secret', 'sops-age', '-n', 'flux-system'])
     await kubectl(['create', 'secret', 'generic', 'sops-age', '-n', 'flux-system', `--from-literal=age.agekey=${identity}`])
     await kubectl(['annotate', 'kustomization', 'secrets', '-n', 'flux-system', 'reconcile.fluxcd.io/requestedAt=2', '--overwrite'])

@@ -304,4 +304,9 @@ describe('kube API protocol', () => {
     expect(rest.json.metadata.continue).toBeUndefined()
     expect((await call('GET', '/api/v1/namespaces/kube-public/configmaps?limit=2&continue=bad')).status).toBe(400)
   })
+  // a Secret's data is []byte: the apiserver's JSON decoding refuses what is not base64
+  it('refuses Secret data that is not base64', async () => {
+    const bad = await call('POST', '/api/v1/namespaces/default/secrets', { body: { metadata: { name: 'b64' }, data: { a: 'not*base64' } } })
+    expect(bad.json).toMatchObject({ code: 400, reason: 'BadRequest', message: 'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 3' })
+  })
 })
