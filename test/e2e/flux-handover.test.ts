@@ -110,6 +110,16 @@ describe('Flux handover: Secrets, SOPS, every Kustomization, drift', () => {
     for (const file of filesUnder(cluster.clusterDir)) expect(readFileSync(file, 'utf8').includes(PLAIN_PASSWORD), file).toBe(false)
   }, SLOW)
 
+  it('a copy left by an earlier client-side apply is removed on the next run', async () => {
+    const csa = await cluster.kubectl(['apply', '-f', join(cluster.clusterDir, 'secrets', 'git-token.yaml')])
+    expect(csa.code, csa.stderr).toBe(0)
+    const annotation = async (): Promise<string> => (await cluster.kubectl(['get', 'secret', 'git-token', '-n', 'flux-system', '-o', 'jsonpath={.metadata.annotations}'])).stdout
+    expect(await annotation()).toContain('last-applied-configuration')
+    const again = await cluster.task('bootstrap:flux')
+    expect(again.code, why(again)).toBe(0)
+    expect(await annotation()).not.toContain('last-applied-configuration')
+  }, SLOW)
+
   it('a re-run names the drift: a branch change bootstraps again, a path change is refused with flux\'s text', async () => {
     editSettings(cluster, (s) => (s.flux.git.branch = 'release'))
     const branch = await cluster.task('bootstrap:flux')
