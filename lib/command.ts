@@ -20,6 +20,7 @@ import { checkSettingsFit, loadSettings, type Settings } from './settings.js'
 import { failureDetails, summaryTable } from './summary.js'
 import { TOOL_ENV, ToolRunner, type ToolName } from './tools/exec.js'
 import { Flux } from './tools/flux.js'
+import { Sops } from './tools/sops.js'
 import { Helm } from './tools/helm.js'
 import { Kubectl } from './tools/kubectl.js'
 import { Talosctl } from './tools/talosctl.js'
@@ -177,6 +178,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     kubectl: new Kubectl(tools, kubeconfig, inventory.nodes.map(kubeNodeName)),
     helm: new Helm(tools, kubeconfig),
     flux: new Flux(tools, kubeconfig),
+    sops: new Sops(tools, env),
     kubeconfig,
     failed: new Map(),
     journal: Journal.load(inventory.clusterDir, (message) => journalWarnings.push(message)),

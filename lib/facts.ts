@@ -19,6 +19,10 @@ export interface ClusterFacts {
   bootstrapped?: boolean
   /** flux install or bootstrap failed in this run (its failure is already named) */
   fluxInstallFailed?: boolean
+  /** why Flux must not be installed: the cluster check found it not ready (the later flux steps are not-run) */
+  fluxBlocked?: string
+  /** the handover wait failed in this run */
+  fluxNotHandedOver?: boolean
 }
 
 export class Facts {

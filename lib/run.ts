@@ -5,6 +5,7 @@ import type { Redactor } from './redact.js'
 import type { Settings } from './settings.js'
 import type { ToolRunner } from './tools/exec.js'
 import type { Flux } from './tools/flux.js'
+import type { Sops } from './tools/sops.js'
 import type { Helm } from './tools/helm.js'
 import type { Kubectl } from './tools/kubectl.js'
 import type { Talosctl } from './tools/talosctl.js'
@@ -40,6 +41,7 @@ export interface Run {
   kubectl: Kubectl
   helm: Helm
   flux: Flux
+  sops: Sops
   /** absolute path of the kubeconfig the bootstrap phase writes and later phases use */
   kubeconfig: string
   /** what earlier runs achieved per node (re-checked against the live state, which wins) */

@@ -26,11 +26,27 @@ export interface FluxGitSettings {
   branch: string
   path: string
   privateKeyFile?: string
+  /** known_hosts lines for the Git host (operator mode: the deploy key Secret carries them) */
+  knownHostsFile?: string
+}
+
+/** flux-operator from its Helm chart, then a FluxInstance syncing flux.git (cluster-template since 2025) */
+export interface FluxOperatorSettings {
+  chart: string
+  version?: string
+  /** the Flux distribution the FluxInstance asks for (a semver range) */
+  fluxVersion: string
 }
 
 export interface FluxSettings {
-  mode: 'bootstrap' | 'install'
+  /** bootstrap: `flux bootstrap git`; operator: flux-operator + FluxInstance; existing: installed by another tool, only Secrets and the wait */
+  mode: 'bootstrap' | 'operator' | 'existing'
+  operator?: FluxOperatorSettings
   kustomization: string
+  /** all: every Kustomization and HelmRelease Ready (default); root: the root Kustomization only */
+  handover: 'all' | 'root'
+  /** gates on what Flux deploys (a CSI driver...), checked after the handover */
+  readinessGates: ReadinessGate[]
   git?: FluxGitSettings
   secrets: string[]
   /** an age private key file, stored as Secret sops-age (key age.agekey) before Flux starts */
@@ -239,33 +255,50 @@ function readCni(file: YamlFile, raw: unknown): CniSettings {
   return cni
 }
 
-function readGates(file: YamlFile, raw: unknown): ReadinessGate[] {
+function readGates(file: YamlFile, raw: unknown, at: string[] = ['readinessGates']): ReadinessGate[] {
   if (raw === undefined || raw === null) return []
-  if (!Array.isArray(raw)) throw file.error(['readinessGates'], 'readinessGates must be a list', 'write a list of {name, namespace, selector}')
+  if (!Array.isArray(raw)) throw file.error(at, `${at.join('.')} must be a list`, 'write a list of {name, namespace, selector}')
   return raw.map((item, i) => {
-    const obj = asRecord(item, file, ['readinessGates', i])
-    rejectUnknown(file, obj, ['readinessGates', i], ['name', 'namespace', 'selector'])
-    const selector = requireString(file, obj, ['readinessGates', i], 'selector')
+    const obj = asRecord(item, file, [...at, i])
+    rejectUnknown(file, obj, [...at, i], ['name', 'namespace', 'selector'])
+    const selector = requireString(file, obj, [...at, i], 'selector')
     return {
       selector,
-      namespace: requireString(file, obj, ['readinessGates', i], 'namespace'),
-      name: requireString(file, obj, ['readinessGates', i], 'name', selector),
+      namespace: requireString(file, obj, [...at, i], 'namespace'),
+      name: requireString(file, obj, [...at, i], 'name', selector),
     }
   })
 }
 
 function readFlux(file: YamlFile, raw: unknown): FluxSettings {
   const obj = asRecord(raw, file, ['flux'])
-  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile'])
-  const mode = requireString(file, obj, ['flux'], 'mode', 'install')
-  if (mode !== 'bootstrap' && mode !== 'install') {
-    throw file.error(['flux', 'mode'], `flux.mode must be bootstrap or install, got "${mode}"`, 'set flux.mode: bootstrap (with flux.git) or install')
+  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile', 'handover', 'readinessGates', 'operator'])
+  const mode = requireString(file, obj, ['flux'], 'mode', 'bootstrap')
+  if (mode === 'install') {
+    // `flux install` creates no GitRepository or Kustomization: nothing would ever hand over
+    throw file.error(['flux', 'mode'], 'flux.mode install can never hand over: `flux install` creates no GitRepository or Kustomization', 'use flux.mode: bootstrap with flux.git, or flux.mode: existing when another tool installs Flux (docs/settings.md)')
+  }
+  if (mode !== 'bootstrap' && mode !== 'operator' && mode !== 'existing') {
+    throw file.error(['flux', 'mode'], `flux.mode must be bootstrap, operator or existing, got "${mode}"`, 'set flux.mode: bootstrap (with flux.git), operator or existing (docs/settings.md)')
+  }
+  const handover = requireString(file, obj, ['flux'], 'handover', 'all')
+  if (handover !== 'all' && handover !== 'root') {
+    throw file.error(['flux', 'handover'], `flux.handover must be all or root, got "${handover}"`, 'use all (every Kustomization and HelmRelease Ready) or root')
   }
   const kustomization = requireString(file, obj, ['flux'], 'kustomization', 'flux-system/flux-system')
   if (!/^[a-z0-9-]+\/[a-z0-9.-]+$/.test(kustomization)) {
     throw file.error(['flux', 'kustomization'], `flux.kustomization must be <namespace>/<name>, got "${kustomization}"`, 'write it as flux-system/flux-system')
   }
-  const flux: FluxSettings = { mode, kustomization, secrets: [] }
+  const flux: FluxSettings = { mode, kustomization, handover, secrets: [], readinessGates: readGates(file, obj.readinessGates, ['flux', 'readinessGates']) }
+  if (mode === 'operator') {
+    const op = asRecord(obj.operator, file, ['flux', 'operator'])
+    rejectUnknown(file, op, ['flux', 'operator'], ['chart', 'version', 'fluxVersion'])
+    flux.operator = {
+      chart: requireString(file, op, ['flux', 'operator'], 'chart', 'oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator'),
+      fluxVersion: requireString(file, op, ['flux', 'operator'], 'fluxVersion', '2.x'),
+    }
+    if (op.version !== undefined) flux.operator.version = String(op.version)
+  }
   if (obj.secrets !== undefined) {
     if (!Array.isArray(obj.secrets) || obj.secrets.some((s) => typeof s !== 'string')) {
       throw file.error(['flux', 'secrets'], 'flux.secrets must be a list of manifest file paths', 'list files relative to the cluster directory')
@@ -275,16 +308,22 @@ function readFlux(file: YamlFile, raw: unknown): FluxSettings {
   if (obj.sopsAgeKeyFile !== undefined) flux.sopsAgeKeyFile = requireString(file, obj, ['flux'], 'sopsAgeKeyFile')
   if (obj.git !== undefined) {
     const git = asRecord(obj.git, file, ['flux', 'git'])
-    rejectUnknown(file, git, ['flux', 'git'], ['url', 'branch', 'path', 'privateKeyFile'])
+    rejectUnknown(file, git, ['flux', 'git'], ['url', 'branch', 'path', 'privateKeyFile', 'knownHostsFile'])
     flux.git = {
       url: requireString(file, git, ['flux', 'git'], 'url'),
       branch: requireString(file, git, ['flux', 'git'], 'branch', 'main'),
       path: requireString(file, git, ['flux', 'git'], 'path'),
     }
     if (git.privateKeyFile !== undefined) flux.git.privateKeyFile = requireString(file, git, ['flux', 'git'], 'privateKeyFile')
+    if (git.knownHostsFile !== undefined) flux.git.knownHostsFile = requireString(file, git, ['flux', 'git'], 'knownHostsFile')
   }
-  if (mode === 'bootstrap' && !flux.git) {
-    throw file.error(['flux'], 'flux.mode bootstrap needs flux.git (url, branch, path)', 'add flux.git or set flux.mode: install')
+  if (mode !== 'existing' && !flux.git) {
+    throw file.error(['flux'], `flux.mode ${mode} needs flux.git (url, branch, path, privateKeyFile)`, 'add flux.git, or set flux.mode: existing when another tool installs Flux')
+  }
+  if (mode !== 'existing' && flux.git && !flux.git.privateKeyFile) {
+    // flux bootstraps over SSH; run non-interactively (--silent) it would generate a deploy key
+    // that nobody registers with the repository, and the GitRepository could never clone
+    throw file.error(['flux', 'git'], 'flux.git.privateKeyFile is required: without it flux bootstrap generates a deploy key nobody registers with the repository', 'add privateKeyFile: <a deploy key file whose public key the repository accepts>')
   }
   return flux
 }

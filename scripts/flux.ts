@@ -5,6 +5,6 @@ import { runCommand } from '../lib/command.js'
 process.exitCode = await runCommand({
   command: 'flux',
   phases: ['flux'],
-  tools: ['kubectl', 'flux'],
+  tools: ['kubectl', 'helm', 'flux'],
   usage: 'task bootstrap:flux [CLUSTER_DIR=dir] [NODES=a,b] [CONCURRENCY=n] [DRY_RUN=true] [-- --fail-fast --retries N ...]',
 })

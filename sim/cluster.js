@@ -70,7 +70,7 @@ export class Simulator {
       const mod = await import(pathToFileURL(file).href)
       const faults = { has: (node, kind) => this.faults.has(node, kind), message: (kind) => this.faults.message(kind) }
       return mod.createKube({ clock: this.clock, kubernetesVersion: this.scenario.cluster.kubernetesVersion, timings: this.timings,
-        faults, record: (r) => this.record(r), network: { of: (name) => networkOf(this.lookup(name)?.config) } })
+        faults, flux: this.scenario.flux, record: (r) => this.record(r), network: { of: (name) => networkOf(this.lookup(name)?.config) } })
     } catch (e) {
       this.log(`sim/kube failed to load, Kubernetes API answers 503: ${e.message}`)
       return null

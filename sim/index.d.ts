@@ -9,7 +9,10 @@ export interface ScenarioInput {
   timings?: Partial<Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni', number>>
   nodes: ScenarioNode[]
   faults?: Fault[]
+  /** what the Git repository's root Kustomization applies, and the age identity its SOPS secrets are encrypted to */
+  flux?: { repository?: FluxRepoEntry[]; ageKey?: string; git?: { hostKeyScan?: 'ok' | 'refused'; deployKey?: 'accepted' | 'refused' } }
 }
+export interface FluxRepoEntry { kind: 'Kustomization' | 'HelmRelease'; name: string; namespace?: string; parent?: string; wait?: boolean; decryption?: boolean; fail?: string }
 export interface Scenario { cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }; talosMinor: number; speed: number
   timings: Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni', number>; nodes: Required<ScenarioNode>[]; faults: Fault[] }
 export interface CallRecord { time: string; node: string | null; ip: string | null; tool: string; call: string; command: string; args: string[]; outcome: string; purpose?: string }

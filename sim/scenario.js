@@ -58,6 +58,37 @@ export function parseScenario(text, file = 'scenario.yaml') {
   return validateScenario(doc.toJS() ?? {}, { file, lineOf })
 }
 
+// flux: what the Git repository's root Kustomization applies (sim/kube/controllers.js), and the
+// age identity its SOPS secrets are encrypted to.
+function validateFlux(f, { fail, obj, str, known, q }) {
+  if (f == null) return { repository: [], git: { hostKeyScan: 'ok', deployKey: 'accepted' } }
+  obj(f, ['flux'])
+  known(f, ['repository', 'ageKey', 'git'], ['flux'])
+  const git = { hostKeyScan: 'ok', deployKey: 'accepted' }
+  if (f.git != null) {
+    obj(f.git, ['flux', 'git'])
+    known(f.git, ['hostKeyScan', 'deployKey'], ['flux', 'git'])
+    if (f.git.hostKeyScan != null && !['ok', 'refused'].includes(f.git.hostKeyScan)) fail(['flux', 'git', 'hostKeyScan'], `${q(f.git.hostKeyScan)} must be ok or refused`)
+    if (f.git.deployKey != null && !['accepted', 'refused'].includes(f.git.deployKey)) fail(['flux', 'git', 'deployKey'], `${q(f.git.deployKey)} must be accepted or refused`)
+    Object.assign(git, f.git)
+  }
+  if (f.ageKey != null && !/^AGE-SECRET-KEY-1[0-9A-Z]+$/.test(String(f.ageKey))) fail(['flux', 'ageKey'], `${q(f.ageKey)} is not an age identity (AGE-SECRET-KEY-1...)`)
+  const list = f.repository ?? []
+  if (!Array.isArray(list)) fail(['flux', 'repository'], 'must be a list')
+  const repository = list.map((e, i) => {
+    const p = ['flux', 'repository', i]
+    obj(e, p)
+    known(e, ['kind', 'name', 'namespace', 'parent', 'wait', 'decryption', 'fail'], p)
+    if (!['Kustomization', 'HelmRelease'].includes(e.kind)) fail([...p, 'kind'], `${q(e.kind)} must be Kustomization or HelmRelease`)
+    str(e.name, [...p, 'name'])
+    if (e.parent != null && !/^[a-z0-9-]+\/[a-z0-9-]+$/.test(String(e.parent))) fail([...p, 'parent'], `${q(e.parent)} must be namespace/name of a Kustomization`)
+    for (const k of ['wait', 'decryption']) if (e[k] != null && typeof e[k] !== 'boolean') fail([...p, k], `must be true or false, got ${q(e[k])}`)
+    if (e.fail != null) str(e.fail, [...p, 'fail'])
+    return { kind: e.kind, name: e.name, namespace: e.namespace ?? 'flux-system', parent: e.parent ?? 'flux-system/flux-system', wait: e.wait ?? false, decryption: e.decryption ?? false, fail: e.fail ?? null }
+  })
+  return { repository, ageKey: f.ageKey ?? null, git }
+}
+
 function validateScenario(s, { file, lineOf }) {
   const fail = (path, msg) => {
     const field = path.reduce((acc, k) => (typeof k === 'number' ? `${acc}[${k}]` : acc ? `${acc}.${k}` : k), '')
@@ -71,7 +102,7 @@ function validateScenario(s, { file, lineOf }) {
   const loop = (v, path) => { if (!isLoopback(v)) fail(path, `${q(v)} is not in 127.0.0.0/8`); return v }
 
   obj(s, [])
-  known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults'], [])
+  known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults', 'flux'], [])
   const c = obj(s.cluster, ['cluster'])
   known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip'], ['cluster'])
   str(c.name, ['cluster', 'name'])
@@ -177,6 +208,6 @@ function validateScenario(s, { file, lineOf }) {
 
   return {
     cluster: { name: c.name, endpoint, talosVersion, kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0', vip },
-    talosMinor: minor, speed, timings, nodes, faults,
+    talosMinor: minor, speed, timings, nodes, faults, flux: validateFlux(s.flux, { fail, obj, str, known, q }),
   }
 }

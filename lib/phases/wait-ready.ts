@@ -10,6 +10,7 @@ import { kubeNodeName, type ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import type { Run } from '../run.js'
+import type { ReadinessGate } from '../settings.js'
 import type { ServiceStatus } from '../tools/talosctl.js'
 import { SharedReading } from '../shared-reading.js'
 import { condition, type KubeObject } from '../tools/kubectl.js'
@@ -184,7 +185,17 @@ function nodeReadyStep(r: Readings) {
 }
 
 async function readinessGates(run: Run, report: StepReporter): Promise<string> {
-  const gates = run.settings.readinessGates
+  try {
+    return await waitForGates(run, run.settings.readinessGates, report, 'bootstrap:wait-ready')
+  } catch (err) {
+    // Flux must not go in over an unmet gate: its steps are not-run with this cause
+    if (err instanceof NodeError) run.facts.cluster.fluxBlocked = `the cluster is not ready: ${err.message}`
+    throw err
+  }
+}
+
+/** Every gate's pods exist and are Ready, or the deadline; `recoveryTask` is the task the hint names. */
+export async function waitForGates(run: Run, gates: ReadinessGate[], report: StepReporter, recoveryTask: string): Promise<string> {
   if (gates.length === 0) return 'no readiness gates'
   let pending = ''
   try {
@@ -203,7 +214,7 @@ async function readinessGates(run: Run, report: StepReporter): Promise<string> {
       { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
     )
   } catch (err) {
-    if (err instanceof PollTimeout) throw new NodeError('node-not-ready', `readiness gates not satisfied: ${pending}`, `see the pods named above (\`${kubectlCommand('get pods -A')}\`), then run: ${taskCommand('bootstrap:wait-ready')}`)
+    if (err instanceof PollTimeout) throw new NodeError('node-not-ready', `readiness gates not satisfied: ${pending}`, `see the pods named above (\`${kubectlCommand('get pods -A')}\`), then run: ${taskCommand(recoveryTask)}`)
     throw err
   }
   return `${gates.length} gate(s) satisfied`

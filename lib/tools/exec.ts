@@ -3,10 +3,10 @@ import { ToolMissingError } from '../errors.js'
 import type { Redactor } from '../redact.js'
 import { appendStateFile } from '../state-files.js'
 
-export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'flux'
+export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'flux' | 'sops'
 
 /** Environment variable that overrides each tool's binary (DESIGN.md). */
-export const TOOL_ENV: Record<ToolName, string> = { talosctl: 'TALOSCTL', kubectl: 'KUBECTL', helm: 'HELM', flux: 'FLUX' }
+export const TOOL_ENV: Record<ToolName, string> = { talosctl: 'TALOSCTL', kubectl: 'KUBECTL', helm: 'HELM', flux: 'FLUX', sops: 'SOPS' }
 
 export interface ToolCall {
   tool: ToolName
@@ -21,6 +21,8 @@ export interface ToolCall {
   timeoutMs?: number
   /** extra environment for this call (merged over the process environment) */
   env?: Record<string, string>
+  /** standard input (a decrypted manifest: it never touches the disk); never logged */
+  input?: string
   /**
    * What the call answers in a dry run, where nothing is run: the happy path's output, so the
    * phases walk the same code and the plan lists every command they would run.
@@ -99,7 +101,7 @@ export class ToolRunner {
         // no stdin: a tool never needs input here, and bash, started with a socket as stdin (node's
         // pipes are socketpairs) and SHLVL unset or 0, sources ~/.bashrc as if run by sshd: pyenv or
         // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
-        stdio: ['ignore', 'pipe', 'pipe'],
+        ...(call.input !== undefined ? { input: call.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
       })`${this.binary(call.tool)} ${call.args}`
       const result: ToolResult = {
         call,

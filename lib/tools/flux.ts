@@ -1,8 +1,15 @@
 import { classify, NodeError } from '../classify.js'
 import { goDuration } from '../duration.js'
-import { fluxHint } from '../hints.js'
-import type { FluxSettings } from '../settings.js'
+import { fluxHint, taskCommand } from '../hints.js'
+import type { FluxGitSettings } from '../settings.js'
 import type { ToolRunner } from './exec.js'
+
+/** What to do about a failed flux call: the Git side's two usual causes get their own fix. */
+function hintFor(text: string): string {
+  if (/SSH key scan for host .* failed/.test(text)) return `flux could not read the Git host's SSH key: check the host and port in flux.git.url and that they are reachable from here, then run: ${taskCommand('bootstrap:flux')}`
+  if (/failed to clone repository: .*unable to authenticate/.test(text)) return `the repository refuses the deploy key: register the public key of flux.git.privateKeyFile as a deploy key with write access, then run: ${taskCommand('bootstrap:flux')}`
+  return fluxHint('the repository or settings')
+}
 
 /** The flux wrapper: explicit --kubeconfig, non-interactive (--silent), keys from files only. */
 export class Flux {
@@ -17,7 +24,8 @@ export class Flux {
     const { kind, message } = classify(result)
     // flux logs its progress (►, ✔, ◎) on stderr too; the failure is the `✗ <err>` line(s)
     const failures = `${result.stderr}\n${result.stdout}`.split('\n').filter((l) => l.trim().startsWith('✗')).map((l) => l.trim().replace(/^✗\s*/, ''))
-    throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', failures.length ? failures.join('; ') : message.replace(/^✗\s*/, ''), fluxHint('the repository or settings'))
+    const text = failures.length ? failures.join('; ') : message.replace(/^✗\s*/, '')
+    throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', text, hintFor(text))
   }
 
   async clientVersion(): Promise<string> {
@@ -29,16 +37,9 @@ export class Flux {
     await this.call(['check', '--pre'], false)
   }
 
-  async install(flux: FluxSettings, privateKeyFile: string | undefined, timeoutMs: number): Promise<void> {
-    const timeout = ['--timeout', goDuration(timeoutMs)]
-    if (flux.mode === 'install') {
-      await this.call(['install', ...timeout], true, timeoutMs + 30_000)
-      return
-    }
-    const git = flux.git
-    if (!git) throw new NodeError('flux', 'flux.mode bootstrap needs flux.git', fluxHint('the settings'))
-    const args = ['bootstrap', 'git', '--url', git.url, '--branch', git.branch, '--path', git.path, '--silent', ...timeout]
-    if (privateKeyFile) args.push('--private-key-file', privateKeyFile)
+  /** `flux bootstrap git` over SSH with the given deploy key (settings require one). */
+  async bootstrap(git: FluxGitSettings, privateKeyFile: string, timeoutMs: number): Promise<void> {
+    const args = ['bootstrap', 'git', '--url', git.url, '--branch', git.branch, '--path', git.path, '--private-key-file', privateKeyFile, '--silent', '--timeout', goDuration(timeoutMs)]
     await this.call(args, true, timeoutMs + 30_000)
   }
 }

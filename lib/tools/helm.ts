@@ -35,6 +35,15 @@ export class Helm {
     return { status: doc.info?.status ?? 'unknown', ...(doc.chart?.metadata?.version ? { chartVersion: doc.chart.metadata.version } : {}), ...(doc.version ? { revision: doc.version } : {}) }
   }
 
+  /** helm upgrade --install of a chart other than the CNI (flux-operator); failures hint `recovery`. */
+  async installChart(chart: { release: string; chart: string; namespace: string; version?: string }, timeoutMs: number, recovery: string): Promise<void> {
+    const args = ['upgrade', '--install', chart.release, chart.chart, '--namespace', chart.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--wait', '--timeout', goDuration(timeoutMs), ...(chart.version ? ['--version', chart.version] : [])]
+    const result = await this.runner.run({ tool: 'helm', args, mutates: true, timeoutMs: timeoutMs + 30_000 })
+    if (result.exitCode === 0 && !result.timedOut) return
+    const { kind, message } = classify(result)
+    throw new NodeError(kind === 'unreachable' || kind === 'timeout' ? kind : 'flux', message, `check the chart (\`helm status ${chart.release} -n ${chart.namespace}\`), then run: ${recovery}`)
+  }
+
   /**
    * Installs or upgrades the release without `--wait`: the nodes' CNI pods are waited for one by
    * one afterwards (each node named with its own cause). Timeout-like text (`i/o timeout`,

@@ -16,6 +16,11 @@ export interface KubeObject {
 }
 
 const KUBECTL_TIMEOUT = '--request-timeout=20s'
+/** what kubectl says for a kind the API does not serve (its CRD is not installed) */
+const NOT_SERVED = /the server doesn't have a resource type/
+/** the field manager of what this tool applies server-side */
+export const FIELD_MANAGER = 'talos-bootstrap'
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
 
 /** The kubectl wrapper: always an explicit --kubeconfig, JSON out, a request timeout. */
 export class Kubectl {
@@ -24,7 +29,14 @@ export class Kubectl {
     private readonly kubeconfig: string,
     /** node names, for the happy answers a dry run plans with */
     private readonly nodeNames: string[] = [],
+    /** the task a failure's hint tells the user to run again */
+    private readonly recoveryTask = 'bootstrap:wait-ready',
   ) {}
+
+  /** The same client, its failures hinting `task` (the phase using it). */
+  withRecovery(task: string): Kubectl {
+    return new Kubectl(this.runner, this.kubeconfig, this.nodeNames, task)
+  }
 
   /** What a healthy cluster would answer, so a dry run walks every step once. */
   private dryItems(resource: string): KubeObject[] {
@@ -34,11 +46,11 @@ export class Kubectl {
     return []
   }
 
-  private async call(args: string[], mutates: boolean, dryRunStdout = ''): Promise<ToolResult> {
-    const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, KUBECTL_TIMEOUT, ...args], mutates, dryRunStdout })
+  private async call(args: string[], mutates: boolean, dryRunStdout = '', input?: string): Promise<ToolResult> {
+    const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, KUBECTL_TIMEOUT, ...args], mutates, dryRunStdout, ...(input !== undefined ? { input } : {}) })
     if (result.exitCode === 0 && !result.timedOut && !result.aborted) return result
     const { kind, message } = classify(result)
-    throw new NodeError(kind, message, kind === 'unreachable' || kind === 'timeout' ? `the Kubernetes API does not answer yet; run again once the control planes are up: ${taskCommand('bootstrap:wait-ready')}` : phaseHint('bootstrap:wait-ready', 'see the message'))
+    throw new NodeError(kind, message, kind === 'unreachable' || kind === 'timeout' ? `the Kubernetes API does not answer yet; run again once the control planes are up: ${taskCommand(this.recoveryTask)}` : phaseHint(this.recoveryTask, 'see the message'))
   }
 
   async clientVersion(): Promise<string> {
@@ -78,6 +90,35 @@ export class Kubectl {
     if (options.selector) args.push('-l', options.selector)
     const result = await this.call(args, false, JSON.stringify({ items: this.dryItems(resource) }))
     return (JSON.parse(result.stdout) as { items: KubeObject[] }).items
+  }
+
+  /** Lists a kind the API may not serve (its CRD not installed yet): undefined then, any other failure thrown. */
+  async listServed(resource: string, options: { namespace?: string; selector?: string; allNamespaces?: boolean } = {}): Promise<KubeObject[] | undefined> {
+    try {
+      return await this.list(resource, options)
+    } catch (err) {
+      if (err instanceof NodeError && NOT_SERVED.test(err.message)) return undefined
+      throw err
+    }
+  }
+
+  /**
+   * Server-side apply of manifests given on stdin (never written to disk). Unlike client-side
+   * apply it keeps no last-applied-configuration copy of the object (for a Secret: its values in
+   * plain text); one left by an earlier client-side apply is removed. The settings own these
+   * objects, so their fields are taken over from another manager (--force-conflicts).
+   */
+  async applyServerSide(manifests: string): Promise<KubeObject[]> {
+    const result = await this.call(['apply', '--server-side', `--field-manager=${FIELD_MANAGER}`, '--force-conflicts', '-o', 'json', '-f', '-'], true, '{"items":[]}', manifests)
+    const out = JSON.parse(result.stdout || '{}') as KubeObject & { items?: KubeObject[]; kind?: string }
+    const objects = out.items ?? (out.metadata ? [out] : [])
+    for (const o of objects) {
+      const annotations = (o.metadata as { annotations?: Record<string, string> }).annotations
+      if (annotations?.[LAST_APPLIED] === undefined) continue
+      const kind = (o as { kind?: string }).kind ?? ''
+      await this.call(['annotate', kind.toLowerCase(), o.metadata.name, ...(o.metadata.namespace ? ['-n', o.metadata.namespace] : []), `${LAST_APPLIED}-`], true)
+    }
+    return objects
   }
 
   async get(resource: string, name: string, namespace?: string): Promise<KubeObject | undefined> {

@@ -3,33 +3,13 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import { connect } from '../lib-kubeclient.js'
 import { FluxError, FLUX_VERSION } from './main.js'
+import { fluxObjects } from './manifests.js'
 
 const NS_DEFAULT = 'flux-system'
 const PART_OF = 'app.kubernetes.io/part-of'
 const POLL = () => Number(process.env.SIM_FLUX_POLL_MS || 250)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
-const CONTROLLER_VERSIONS = {
-  'source-controller': 'v1.9.1',
-  'kustomize-controller': 'v1.9.1',
-  'helm-controller': 'v1.6.1',
-  'notification-controller': 'v1.9.1',
-  'image-reflector-controller': 'v1.2.1',
-  'image-automation-controller': 'v1.2.1',
-  'source-watcher': 'v2.2.0',
-}
-const CRDS = [
-  ['alerts', 'notification.toolkit.fluxcd.io', 'Alert', 'v1beta3'],
-  ['buckets', 'source.toolkit.fluxcd.io', 'Bucket', 'v1'],
-  ['gitrepositories', 'source.toolkit.fluxcd.io', 'GitRepository', 'v1'],
-  ['helmcharts', 'source.toolkit.fluxcd.io', 'HelmChart', 'v1'],
-  ['helmreleases', 'helm.toolkit.fluxcd.io', 'HelmRelease', 'v2'],
-  ['helmrepositories', 'source.toolkit.fluxcd.io', 'HelmRepository', 'v1'],
-  ['kustomizations', 'kustomize.toolkit.fluxcd.io', 'Kustomization', 'v1'],
-  ['ocirepositories', 'source.toolkit.fluxcd.io', 'OCIRepository', 'v1'],
-  ['providers', 'notification.toolkit.fluxcd.io', 'Provider', 'v1beta3'],
-  ['receivers', 'notification.toolkit.fluxcd.io', 'Receiver', 'v1'],
-]
 
 async function kube(ctx) {
   if (!ctx.client) {
@@ -41,45 +21,10 @@ async function kube(ctx) {
 }
 const ns = (ctx) => ctx.flags.namespace || NS_DEFAULT
 
-function labels(ctx, component) {
-  return { [PART_OF]: 'flux', 'app.kubernetes.io/instance': ns(ctx), 'app.kubernetes.io/version': FLUX_VERSION, ...(component ? { 'app.kubernetes.io/component': component, 'control-plane': 'controller' } : {}) }
-}
 
-/** The objects `flux install` applies (CRDs, the namespace, one ServiceAccount + Deployment per controller). */
+/** The objects `flux install` applies (sim/flux/manifests.js), for this command's flags. */
 function manifests(ctx, components, extraLabels = {}) {
-  const n = ns(ctx)
-  const reg = ctx.flags.registry || 'ghcr.io/fluxcd'
-  const objs = CRDS.map(([plural, group, kind, version]) => ({
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.${group}`, labels: { ...labels(ctx), 'app.kubernetes.io/component': group.split('.')[0] + '-controller', ...extraLabels } },
-    spec: { group, names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() }, scope: 'Namespaced', versions: [{ name: version, served: true, storage: true, subresources: { status: {} } }] },
-  }))
-  objs.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: n, labels: { ...labels(ctx), 'pod-security.kubernetes.io/warn': 'restricted', ...extraLabels } } })
-  for (const c of components) {
-    objs.push({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: c, namespace: n, labels: { ...labels(ctx), ...extraLabels } } })
-  }
-  for (const c of components) {
-    objs.push({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: c, namespace: n, labels: { ...labels(ctx, c), ...extraLabels } },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: c } },
-        template: {
-          metadata: { labels: { app: c, ...labels(ctx, c) } },
-          spec: {
-            serviceAccountName: c,
-            priorityClassName: 'system-cluster-critical',
-            tolerations: (ctx.flags['toleration-keys'] || []).map((key) => ({ key, operator: 'Exists' })),
-            containers: [{ name: 'manager', image: `${reg}/${c}:${CONTROLLER_VERSIONS[c] || 'v1.0.0'}` }],
-          },
-        },
-      },
-    })
-  }
-  return objs
+  return fluxObjects({ namespace: ns(ctx), registry: ctx.flags.registry, components, tolerationKeys: ctx.flags['toleration-keys'], extraLabels })
 }
 
 const subject = (o) => `${o.kind}/${o.metadata.namespace ? o.metadata.namespace + '/' : ''}${o.metadata.name}`
@@ -276,7 +221,38 @@ function publicKeyOf(text) {
   return `ssh-rsa ${Buffer.concat([s('ssh-rsa'), mpint(jwk.e), mpint(jwk.n)]).toString('base64')}`
 }
 
-/** promptui's confirm prompt, answered from stdin; no answer (EOF) is a refusal. */
+/**
+ * Go's net/url.Parse as flux calls it: the scheme, user, host and path, or its error text
+ * (`parse "<url>": first path segment in URL cannot contain colon`, `missing protocol scheme`, ...).
+ */
+function goParseURL(raw) {
+  const fail = (why) => { throw new FluxError(`parse ${JSON.stringify(raw)}: ${why}`) }
+  if ([...raw].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) fail('net/url: invalid control character in URL')
+  let rest = raw
+  let scheme = ''
+  const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(raw)
+  if (m) { scheme = m[1].toLowerCase(); rest = raw.slice(m[0].length) }
+  else if (raw.startsWith(':')) fail('missing protocol scheme')
+  if (!scheme) {
+    const colon = rest.indexOf(':')
+    const slash = rest.indexOf('/')
+    if (colon >= 0 && (slash < 0 || colon < slash)) fail('first path segment in URL cannot contain colon')
+    return { scheme: '', user: '', host: '', path: rest }
+  }
+  if (!rest.startsWith('//')) return { scheme, user: '', host: '', path: rest }
+  rest = rest.slice(2)
+  const end = rest.search(/[/?#]/)
+  const authority = end < 0 ? rest : rest.slice(0, end)
+  const path = end < 0 ? '' : rest.slice(end).replace(/[?#].*$/, '')
+  const at = authority.lastIndexOf('@')
+  const user = at >= 0 ? authority.slice(0, at).split(':')[0] : ''
+  const host = at >= 0 ? authority.slice(at + 1) : authority
+  const port = /^(?:\[[^\]]*\]|[^:]*)(:.*)?$/.exec(host)?.[1]
+  if (port && !/^:\d*$/.test(port)) fail(`invalid port ${JSON.stringify(port)} after host`)
+  return { scheme, user, host, path }
+}
+
+/** promptui's confirm prompt, answered from stdin: true (y), false (anything else), null (EOF, promptui's ^D). */
 function confirm(ctx, label) {
   ctx.out(`${label}? [y/N] `)
   return new Promise((resolve) => {
@@ -292,7 +268,7 @@ function confirm(ctx, label) {
       buf += d
       if (buf.includes('\n')) done(/^y(es)?$/i.test(buf.split('\n')[0].trim()))
     })
-    ctx.stdin.on('end', () => done(/^y(es)?$/i.test(buf.trim())))
+    ctx.stdin.on('end', () => done(buf.trim() ? /^y(es)?$/i.test(buf.trim()) : null))
     ctx.stdin.on('error', () => done(false))
     ctx.stdin.resume()
   })
@@ -306,7 +282,11 @@ async function waitReconciled(ctx, kind, name, deadline) {
   for (;;) {
     obj = await client.getOrNull(kind, ns(ctx), name)
     const ready = condition(obj, 'Ready')
-    if (ready?.status === 'True' && (ready.observedGeneration ?? obj.status?.observedGeneration) === obj.metadata.generation) return null
+    const current = obj && (obj.status?.observedGeneration === undefined || obj.status.observedGeneration === obj.metadata.generation)
+    if (obj?.spec?.suspend) return `${kind} '${ns(ctx)}/${name}' is suspended`
+    if (current && ready?.status === 'True') return null
+    // objectReconciled (pkg/bootstrap/bootstrap.go): Ready=False at the current generation ends the wait
+    if (current && ready?.status === 'False') return ready.message
     if (Date.now() + POLL() > deadline) break
     await sleep(POLL())
   }
@@ -332,15 +312,33 @@ export async function bootstrapGit(ctx) {
     if (pw === null) throw new FluxError('could not read token: EOF')
     f.password = pw.replace(/[\r\n]+$/, '')
   }
-  let url
-  try {
-    url = new URL(f.url)
-  } catch {
-    throw new FluxError(`parse ${JSON.stringify(f.url)}: empty url`)
-  }
+  const url = goParseURL(f.url)
   const client = await kube(ctx)
   const n = ns(ctx)
   const branch = f.branch
+  // cmd/flux/bootstrap.go confirmBootstrap, cluster_info.go: Flux installed by another tool
+  // (the GitRepository CRD labelled app.kubernetes.io/managed-by) asks before overriding it
+  if (!f.force) {
+    const crd = await client.getOrNull('CustomResourceDefinition', undefined, 'gitrepositories.source.toolkit.fluxcd.io').catch((e) => {
+      throw new FluxError(`cluster info unavailable: ${e.message}`)
+    })
+    const managedBy = crd?.metadata?.labels?.['app.kubernetes.io/managed-by']
+    if (crd && managedBy && managedBy !== 'flux') {
+      ctx.err(`Flux ${crd.metadata.labels['app.kubernetes.io/version'] || ''} has been installed on this cluster with ${managedBy}!\n`)
+      const answer = await confirm(ctx, `Are you sure you want to override the ${managedBy} installation? Y/N`)
+      if (answer === null) throw new FluxError('^D')
+      if (!answer) throw new FluxError('bootstrap cancelled')
+    }
+  }
+  if (!['ssh', 'https', 'http'].includes(url.scheme)) throw new FluxError(`failed to create authentication options for ${f.url}: scheme ${JSON.stringify(url.scheme)} is not supported`)
+  if (url.scheme === 'http' && !f['allow-insecure-http']) throw new FluxError(`failed to create authentication options for ${f.url}: scheme http is insecure, pass --allow-insecure-http=true to allow it`)
+  // the Git server is not real: the scenario's flux.git says how it answers (GET /sim/v1/git)
+  const gitServer = await client.call('GET', '/sim/v1/git').catch(() => ({}))
+  if (url.scheme === 'ssh' && f['private-key-file'] && gitServer.hostKeyScan === 'refused') {
+    // getAuthOpts -> sourcesecret.ScanHostKey (pkg/manifestgen/sourcesecret/sourcesecret.go)
+    const hostPort = /:\d+$/.test(url.host) ? url.host : `${url.host}:22`
+    throw new FluxError(`failed to create authentication options for ${f.url}: SSH key scan for host ${hostPort} failed, error: dial tcp ${hostPort}: connect: connection refused`)
+  }
   let pub = null
   let identity = null
   if (!f['token-auth']) {
@@ -355,11 +353,21 @@ export async function bootstrapGit(ctx) {
       identity = crypto.generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey.export({ format: 'pem', type: 'pkcs8' })
     }
     pub = publicKeyOf(identity)
-    url.protocol = 'ssh:'
-    if (!url.username) url.username = f.username
+    // bootstrap_git.go: the sync URL is ssh:// whatever the scheme given, with the user set
+    if (!url.user || f.username !== 'git') url.user = f.username
+    url.scheme = 'ssh'
+  } else {
+    url.user = ''
+    if (url.scheme !== 'https' && url.scheme !== 'http') url.host = url.host.replace(/:\d+$/, '')
+    if (!f['allow-insecure-http']) url.scheme = 'https'
   }
-  const repoURL = url.toString().replace(/\/$/, '')
+  const repoURL = `${url.scheme}://${url.user ? `${url.user}@` : ''}${url.host}${url.path}`
+  // mustInstallManifests (bootstrap.go): the root has applied a revision already
   const existing = await client.getOrNull('Kustomization', n, n).catch(() => null)
+  const path = f.path ? `./${f.path.replace(/^\.\//, '')}` : './'
+  // kustomizationPathDiffers (bootstrap.go), checked before the sync manifests are written
+  const normalize = (p) => `./${(p.length > 2 ? p.replace(/\/$/, '') : p).replace(/^\.\//, '')}`
+  const pathDiffers = existing && normalize(existing.spec?.path || '') !== normalize(f.path || '')
   // flux's lines for generating a set of manifests and committing it (a rerun finds them up to date)
   const commitManifests = (what) => {
     ctx.log.action(`generating ${what} manifests`)
@@ -370,15 +378,31 @@ export async function bootstrapGit(ctx) {
   }
 
   ctx.log.action(`cloning branch "${branch}" from Git repository "${f.url}"`)
+  if (gitServer.deployKey === 'refused' && !f['token-auth']) {
+    // bootstrap_plain_git.go: retry(1, 2s, clone) then `failed to clone repository: …` (go-git's ssh error)
+    const err = `unable to clone '${f.url}': ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey], no supported methods remain`
+    ctx.log.warning(` clone failure: ${err}`)
+    await sleep(Math.min(2000, POLL()))
+    ctx.log.warning(` clone failure: ${err}`)
+    throw new FluxError(`failed to clone repository: ${err}`)
+  }
   ctx.log.success('cloned repository')
   commitManifests('component')
-  ctx.log.action(`installing components in "${n}" namespace`)
-  await installComponents(ctx, { extraLabels: { 'kustomize.toolkit.fluxcd.io/name': n, 'kustomize.toolkit.fluxcd.io/namespace': n } })
-  ctx.log.success('installed components')
+  if (!existing?.status?.lastAppliedRevision) {
+    ctx.log.action(`installing components in "${n}" namespace`)
+    await installComponents(ctx, { extraLabels: { 'kustomize.toolkit.fluxcd.io/name': n, 'kustomize.toolkit.fluxcd.io/namespace': n } })
+    ctx.log.success('installed components')
+  }
   ctx.log.success('reconciled components')
 
   const secretName = f['secret-name']
   ctx.log.action(`determining if source secret "${n}/${secretName}" exists`)
+  const secretExists = Boolean(await client.getOrNull('Secret', n, secretName))
+  // ReconcileSourceSecret: an existing Secret is kept unless a key or credentials were given
+  const custom = Boolean(f['private-key-file']) || Boolean(f['token-auth'] && (f.username + f.password))
+  if (secretExists && !custom) ctx.log.success('source secret up to date')
+  else await writeSourceSecret()
+  async function writeSourceSecret() {
   ctx.log.action('generating source secret')
   const data = {}
   if (f['token-auth']) {
@@ -397,13 +421,14 @@ export async function bootstrapGit(ctx) {
   }
   ctx.log.action(`applying source secret "${n}/${secretName}"`)
   const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: secretName, namespace: n }, type: 'Opaque', data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) }
-  if (await client.getOrNull('Secret', n, secretName)) await client.replace({ ...secret, metadata: { ...secret.metadata } }).catch(() => client.patch('Secret', n, secretName, { data: secret.data }))
+  if (secretExists) await client.patch('Secret', n, secretName, { data: secret.data })
   else await client.create(secret)
   ctx.log.success('reconciled source secret')
+  }
 
+  if (pathDiffers) throw new FluxError(`sync path configuration (${JSON.stringify(path)}) would overwrite path (${JSON.stringify(existing.spec.path)}) of existing Kustomization`)
   commitManifests('sync')
   ctx.log.action('applying sync manifests')
-  const path = f.path ? `./${f.path.replace(/^\.\//, '')}` : './'
   await apply(client, [
     { apiVersion: 'source.toolkit.fluxcd.io/v1', kind: 'GitRepository', metadata: { name: n, namespace: n }, spec: { interval: '1m0s', ref: { branch }, secretRef: { name: secretName }, url: repoURL } },
     { apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', metadata: { name: n, namespace: n }, spec: { interval: '10m0s', path, prune: true, sourceRef: { kind: 'GitRepository', name: n } } },

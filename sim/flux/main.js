@@ -4,7 +4,7 @@
 // clone/commit/push steps are reported as flux reports them on success.
 import { parseFlags, findCommand } from '../helm/pflag.js'
 
-export const FLUX_VERSION = 'v2.9.4'
+export { FLUX_VERSION } from './manifests.js'
 
 const ROOT = {
   timeout: { type: 'duration', def: 300000 },
@@ -151,7 +151,7 @@ export class FluxError extends Error {}
 
 export async function main(argv, { stdout = process.stdout, stderr = process.stderr, stdin = process.stdin } = {}) {
   const log = makeLogger(stderr)
-  const ctx = { log, out: (s) => stdout.write(s), stdin, argv }
+  const ctx = { log, out: (s) => stdout.write(s), err: (s) => stderr.write(s), stdin, argv }
   try {
     const { path: p, node, rest } = findCommand(argv, { sub: COMMANDS }, allSpecs(COMMANDS))
     const word = rest.find((r) => !r.startsWith('-'))

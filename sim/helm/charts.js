@@ -27,6 +27,16 @@ const CATALOGUE = {
     },
     render: renderCilium,
   },
+  // cluster-template's Flux: flux-operator from its OCI chart, then a FluxInstance (sim/kube/controllers.js)
+  'flux-operator': {
+    repo: 'controlplaneio-fluxcd',
+    url: 'oci://ghcr.io/controlplaneio-fluxcd/charts',
+    description: 'A Helm chart for deploying the Flux Operator',
+    versions: ['0.33.0', '0.32.0'],
+    appVersions: { '0.33.0': 'v0.33.0', '0.32.0': 'v0.32.0' },
+    defaults: { image: { repository: 'ghcr.io/controlplaneio-fluxcd/flux-operator', tag: '' }, installCRDs: true },
+    render: renderFluxOperator,
+  },
   coredns: {
     repo: 'coredns',
     url: 'https://coredns.github.io/helm',
@@ -77,7 +87,14 @@ function satisfies(version, constraint) {
 export function locateChart(ref, { repo, version } = {}) {
   let entry
   let where
-  if (repo) {
+  if (ref.startsWith('oci://')) {
+    // an OCI reference names the chart itself: oci://<registry>/<path>/<chart>
+    const base = ref.slice(0, ref.lastIndexOf('/'))
+    const chartName = ref.slice(ref.lastIndexOf('/') + 1)
+    entry = Object.entries(CATALOGUE).find(([name, c]) => name === chartName && c.url === base)
+    if (!entry) throw new ChartError(`failed to perform "FetchReference" on source: ${ref.slice('oci://'.length)}:${version || 'latest'}: not found`)
+    where = base
+  } else if (repo) {
     entry = Object.entries(CATALOGUE).find(([name, c]) => name === ref && c.url.replace(/\/+$/, '') === repo.replace(/\/+$/, ''))
     if (!entry) {
       const known = Object.values(CATALOGUE).some((c) => c.url.replace(/\/+$/, '') === repo.replace(/\/+$/, ''))
@@ -251,3 +268,37 @@ function renderCoredns(rel, v, version, appVersion) {
 }
 
 export { ChartError }
+
+function renderFluxOperator(rel, v, version, appVersion) {
+  const ns = rel.namespace
+  const labels = { 'app.kubernetes.io/name': 'flux-operator', 'app.kubernetes.io/instance': rel.name }
+  const crd = (plural, kind) => ({
+    source: 'flux-operator/templates/crds.yaml',
+    obj: {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: meta(`${plural}.fluxcd.controlplane.io`, undefined, labels),
+      spec: { group: 'fluxcd.controlplane.io', names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() }, scope: 'Namespaced', versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} } }] },
+    },
+  })
+  return [
+    ...(v.installCRDs ? [crd('fluxinstances', 'FluxInstance'), crd('fluxreports', 'FluxReport')] : []),
+    { source: 'flux-operator/templates/serviceaccount.yaml', obj: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(rel.name, ns, labels) } },
+    {
+      source: 'flux-operator/templates/deployment.yaml',
+      obj: {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: meta(rel.name, ns, labels),
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: { serviceAccountName: rel.name, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'manager', image: `${v.image.repository}:${v.image.tag || appVersion}` }] },
+          },
+        },
+      },
+    },
+  ]
+}

@@ -15,7 +15,7 @@ export const BIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url))
  * Start an API on `ip`:6443. nodes: [{name, ip, role}] registered at once (their kubelets started).
  * faults: a mutable Set of strings `<node>:cni` or `flux`; fluxMessage: the flux fault's text.
  */
-export async function startKubeForTest({ ip, speed = 1000, nodes = [], faults = new Set(), fluxMessage, timings = {}, kubernetesVersion = 'v1.35.0', network }) {
+export async function startKubeForTest({ ip, speed = 1000, nodes = [], faults = new Set(), fluxMessage, timings = {}, kubernetesVersion = 'v1.35.0', network, flux }) {
   const pki = await generatePki({ nodes: nodes.length ? nodes : [{ name: 'cp-1', ip, role: 'controlplane' }], vip: ip })
   const calls = []
   const kube = createKube({
@@ -28,6 +28,7 @@ export async function startKubeForTest({ ip, speed = 1000, nodes = [], faults = 
     },
     record: (c) => calls.push(c),
     network, // optional: what each node's machine config says (sim/kube/index.js)
+    flux,
   })
   kube.bootstrap()
   for (const n of nodes) kube.registerNode(n)

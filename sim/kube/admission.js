@@ -1,11 +1,25 @@
 // What kube-apiserver's registry strategies do to an object on create/update: defaults,
 // Secret stringData folding, status handling for kinds with a status subresource.
 
+import { ApiError } from './status.js'
+
 let serviceIp = 0
 // Simulated cluster IPs stay inside loopback, like every address in this project.
 const nextServiceIp = () => { serviceIp++; return `127.96.${Math.floor(serviceIp / 250) % 250}.${(serviceIp % 250) + 1}` }
 
+// A Secret's data is []byte: JSON decoding rejects a value that is not base64
+// (encoding/base64 CorruptInputError, as the apiserver's decoder reports it).
+function checkBase64(obj) {
+  for (const v of Object.values(obj.data || {})) {
+    const text = String(v)
+    const bad = [...text].findIndex((c) => !/[A-Za-z0-9+/=]/.test(c))
+    const at = bad >= 0 ? bad : text.length % 4 ? text.length - (text.length % 4) : -1
+    if (at >= 0) throw new ApiError(400, 'BadRequest', `Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte ${at}`, {})
+  }
+}
+
 function foldStringData(obj) {
+  checkBase64(obj)
   if (obj.stringData) {
     obj.data = { ...(obj.data || {}) }
     for (const [k, v] of Object.entries(obj.stringData)) obj.data[k] = Buffer.from(String(v)).toString('base64')

@@ -5,6 +5,7 @@
 // so every write (ours included) simply schedules another pass.
 import { createHash } from 'node:crypto'
 import { admitCreate } from './admission.js'
+import { fluxObjects } from '../flux/manifests.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
 
 export const CNI_ANNOTATION = 'sim.talos-bootstrap.dev/cni'
@@ -19,14 +20,18 @@ const templateHash = (tpl) => [...createHash('sha256').update(JSON.stringify(tpl
 
 const DEFAULT_FLUX_MESSAGE = "kustomize build failed: accumulating resources: accumulation err='accumulating resources from './apps': open /tmp/kustomization-1820734512/apps: no such file or directory'"
 
-export function createControllers({ store, registry, clock, timings, faults, network, isLost = () => false }) {
+export function createControllers({ store, registry, clock, timings, faults, network, flux = {}, isLost = () => false }) {
   const R = (g, v, p) => registry.get(g, v, p)
   const NODES = R('', 'v1', 'nodes'), PODS = R('', 'v1', 'pods'), NS = R('', 'v1', 'namespaces'), SA = R('', 'v1', 'serviceaccounts')
   const EVENTS = R('', 'v1', 'events')
   const DS = R('apps', 'v1', 'daemonsets'), DEPLOY = R('apps', 'v1', 'deployments')
-  const KS = R('kustomize.toolkit.fluxcd.io', 'v1', 'kustomizations'), GIT = R('source.toolkit.fluxcd.io', 'v1', 'gitrepositories')
-  const HREPO = R('source.toolkit.fluxcd.io', 'v1', 'helmrepositories'), OCI = R('source.toolkit.fluxcd.io', 'v1', 'ocirepositories')
-  const HR = R('helm.toolkit.fluxcd.io', 'v2', 'helmreleases')
+  // Flux's kinds exist only once its CRDs are created: looked up on every pass (fluxDefs)
+  let KS, GIT, HREPO, OCI, HR, FI
+  const fluxDefs = () => {
+    KS = R('kustomize.toolkit.fluxcd.io', 'v1', 'kustomizations'); GIT = R('source.toolkit.fluxcd.io', 'v1', 'gitrepositories')
+    HREPO = R('source.toolkit.fluxcd.io', 'v1', 'helmrepositories'); OCI = R('source.toolkit.fluxcd.io', 'v1', 'ocirepositories')
+    HR = R('helm.toolkit.fluxcd.io', 'v2', 'helmreleases')
+  }
   const JOBS = R('batch', 'v1', 'jobs')
 
   const timers = new Map() // key -> cancel
@@ -395,7 +400,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
   }
 
   function gitRepoDone(o) {
-    const branch = o.spec?.ref?.branch || (o.spec?.ref?.tag ? undefined : 'master')
+    const branch = o.spec?.ref?.name || o.spec?.ref?.branch || (o.spec?.ref?.tag ? undefined : 'master')
     const rev = o.spec?.ref?.tag ? `${o.spec.ref.tag}@sha1:${revisionSha(o)}` : `${branch}@sha1:${revisionSha(o)}`
     const artifact = { revision: rev, digest: `sha256:${createHash('sha256').update(rev).digest('hex')}`, path: `gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`, url: `http://source-controller.flux-system.svc.cluster.local./gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`, lastUpdateTime: now(), size: 12345 }
     fluxStatus(GIT, o, { artifact }, { status: 'True', reason: 'Succeeded', message: `stored artifact for revision '${rev}'` })
@@ -423,16 +428,82 @@ export function createControllers({ store, registry, clock, timings, faults, net
       const other = store.get(KS, dep.namespace || k.metadata.namespace, dep.name)
       if (!other || cond(other, 'Ready')?.status !== 'True') return fluxStatus(KS, k, {}, { status: 'False', reason: 'DependencyNotReady', message: `dependency '${dep.namespace || k.metadata.namespace}/${dep.name}' is not ready` })
     }
+    const entry = repoEntry(k)
+    // decryption (kustomize-controller internal/decryptor/decryptor.go ImportKeys, DecryptResource)
+    const decryptionError = entry?.decryption ? decrypt(k) : null
+    if (decryptionError) {
+      fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: 'BuildFailed', message: decryptionError })
+      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
+      return
+    }
+    if (entry?.fail) {
+      fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: 'BuildFailed', message: entry.fail })
+      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
+      return
+    }
     // Cluster-wide fault: faults.has(null, 'flux'); the message (and optional reason) come from the scenario.
     if (faults?.has(null, 'flux')) {
       fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: faults.reason?.('flux') || 'BuildFailed', message: faults.message?.('flux') || DEFAULT_FLUX_MESSAGE })
       timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
       return
     }
+    applyChildren(k)
+    // spec.wait: Ready only once what it applied is Ready (kustomization_controller.go checkHealth)
+    if (k.spec?.wait) {
+      const kids = childrenOf(k).map((c) => store.get(c.kind === 'HelmRelease' ? HR : KS, c.namespace, c.name))
+      const failed = kids.find((o) => o && cond(o, 'Ready')?.status === 'False' && cond(o, 'Ready')?.reason !== 'DependencyNotReady')
+      if (failed) {
+        const ref = `${failed.kind}/${failed.metadata.namespace}/${failed.metadata.name}`
+        fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: 'HealthCheckFailed', message: `health check failed after ${RECHECK}s: timeout waiting for: [${ref} status: 'Failed']` })
+        timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
+        return
+      }
+      if (!kids.every((o) => o && cond(o, 'Ready')?.status === 'True')) {
+        timer(`flux-health:${k.metadata.uid}`, FLUX_RECONCILE, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
+        return
+      }
+    }
     fluxStatus(KS, k, { lastAppliedRevision: srcRev, lastAttemptedRevision: srcRev }, { status: 'True', reason: 'ReconciliationSucceeded', message: `Applied revision: ${srcRev}` })
   }
 
+  // ---- the Git repository's content (scenario flux.repository) -----------------------
+  // Each entry is a Kustomization or HelmRelease that its parent Kustomization applies (the root,
+  // flux-system/flux-system, by default); cluster-template's shape is a root applying
+  // `cluster-apps` with wait: false, which applies the apps.
+  const repo = (flux.repository || []).map((e) => ({ namespace: 'flux-system', parent: 'flux-system/flux-system', ...e }))
+  const repoEntry = (o) => repo.find((e) => e.kind === o.kind && e.name === o.metadata.name && e.namespace === o.metadata.namespace)
+  const childrenOf = (k) => repo.filter((e) => e.parent === `${k.metadata.namespace}/${k.metadata.name}`)
+
+  function applyChildren(k) {
+    for (const e of childrenOf(k)) {
+      const def = e.kind === 'HelmRelease' ? HR : KS
+      if (!def || store.get(def, e.namespace, e.name)) continue
+      const labels = { 'kustomize.toolkit.fluxcd.io/name': k.metadata.name, 'kustomize.toolkit.fluxcd.io/namespace': k.metadata.namespace }
+      const spec = e.kind === 'HelmRelease'
+        ? { interval: '1h', chart: { spec: { chart: e.name, sourceRef: { kind: 'HelmRepository', name: e.name } } } }
+        : { interval: '1h', path: `./${e.name}`, prune: true, wait: Boolean(e.wait), sourceRef: { kind: 'GitRepository', name: 'flux-system', namespace: 'flux-system' },
+          ...(e.decryption ? { decryption: { provider: 'sops', secretRef: { name: 'sops-age' } } } : {}) }
+      tryCreate(def, { apiVersion: def.apiVersion, kind: e.kind, metadata: { name: e.name, namespace: e.namespace, labels }, spec })
+    }
+  }
+
+  // The sops-age Secret must hold the age identity the repository's secrets are encrypted to.
+  function decrypt(k) {
+    const ref = k.spec?.decryption?.secretRef?.name
+    if (!ref) return `Secret/${k.metadata.namespace}/cluster-secrets is SOPS encrypted, configuring decryption is required for this secret to be reconciled`
+    const secret = store.get(R('', 'v1', 'secrets'), k.metadata.namespace, ref)
+    if (!secret) return `secrets "${ref}" not found`
+    const keys = Object.entries(secret.data || {}).filter(([name]) => name.endsWith('.agekey')).map(([, v]) => Buffer.from(v, 'base64').toString('utf8'))
+    if (flux.ageKey && keys.some((t) => t.split('\n').map((l) => l.trim()).includes(flux.ageKey))) return null
+    return `decryption failed for 'Secret.v1.[noGrp]/cluster-secrets': failed to decrypt and format '${k.metadata.namespace}/cluster-secrets' Secret data: Error getting data key: 0 successful groups required, got 0`
+  }
+
   function helmReleaseDone(h) {
+    const entry = repoEntry(h)
+    if (entry?.fail) {
+      fluxStatus(HR, h, {}, { status: 'False', reason: 'InstallFailed', message: entry.fail })
+      return
+    }
     const chart = h.spec?.chart?.spec?.chart || h.spec?.chartRef?.name || h.metadata.name
     const version = h.spec?.chart?.spec?.version || '1.0.0'
     const release = `${h.spec?.targetNamespace || h.metadata.namespace}/${h.spec?.releaseName || h.metadata.name}`
@@ -447,7 +518,45 @@ export function createControllers({ store, registry, clock, timings, faults, net
     return Boolean(rev && rev !== k.status?.lastAppliedRevision && ready?.reason !== 'BuildFailed' && !(faults?.has(null, 'flux')))
   }
 
+  // ---- flux-operator: a FluxInstance installs Flux and its sync (controlplaneio-fluxcd/flux-operator) ----
+  function fluxInstanceDone(fi) {
+    const ns = fi.metadata.namespace
+    const spec = fi.spec || {}
+    const managed = { 'app.kubernetes.io/managed-by': 'flux-operator', 'fluxcd.controlplane.io/name': fi.metadata.name, 'fluxcd.controlplane.io/namespace': ns }
+    for (const o of fluxObjects({ namespace: ns, registry: spec.distribution?.registry, components: spec.components?.length ? spec.components : undefined, extraLabels: managed })) {
+      const def = registry.byKind(o.apiVersion, o.kind)
+      if (!def || store.get(def, o.metadata.namespace, o.metadata.name)) continue
+      admitCreate(def, o)
+      tryCreate(def, o)
+    }
+    fluxDefs()
+    const sync = spec.sync
+    if (sync && GIT && KS) {
+      const name = sync.name || ns
+      const gitSpec = { interval: '1m0s', ref: /^refs\//.test(sync.ref || '') ? { name: sync.ref } : { branch: sync.ref || 'main' }, url: sync.url, ...(sync.pullSecret ? { secretRef: { name: sync.pullSecret } } : {}) }
+      const ksSpec = { interval: '10m0s', path: sync.path || './', prune: true, sourceRef: { kind: 'GitRepository', name } }
+      for (const [def, kind, want] of [[GIT, 'GitRepository', gitSpec], [KS, 'Kustomization', ksSpec]]) {
+        const live = store.get(def, ns, name)
+        if (!live) tryCreate(def, { apiVersion: def.apiVersion, kind, metadata: { name, namespace: ns, labels: managed }, spec: want })
+        else if (!deepEqual(live.spec, { ...live.spec, ...want })) tryUpdate(def, { ...live, spec: { ...live.spec, ...want } })
+      }
+    }
+    const rev = `${spec.distribution?.version || '2.x'}@sha256:${createHash('sha256').update(JSON.stringify(spec)).digest('hex')}`
+    fluxStatus(FI, fi, { lastAppliedRevision: rev, lastAttemptedRevision: rev }, { status: 'True', reason: 'ReconciliationSucceeded', message: `Reconciliation finished in ${FLUX_RECONCILE}s` })
+  }
+
   function reconcileFlux() {
+    fluxDefs()
+    FI = R('fluxcd.controlplane.io', 'v1', 'fluxinstances')
+    if (FI && store.list(DEPLOY).some((d) => d.metadata.name === 'flux-operator' && (d.status?.availableReplicas || 0) >= 1)) {
+      for (const fi of store.list(FI)) {
+        if (!needs(fi)) continue
+        const key = `flux:${fi.metadata.uid}:${fi.metadata.generation}`
+        if (timers.has(key)) continue
+        progressing(FI, fi)
+        timer(key, FLUX_RECONCILE, () => { const fresh = store.get(FI, fi.metadata.namespace, fi.metadata.name); if (fresh) fluxInstanceDone(fresh) })
+      }
+    }
     fluxKind(GIT, 'source-controller', gitRepoDone)
     fluxKind(HREPO, 'source-controller', (o) => helmRepoDone(HREPO, o))
     fluxKind(OCI, 'source-controller', (o) => helmRepoDone(OCI, o))

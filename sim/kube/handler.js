@@ -7,6 +7,7 @@ import { decodeProtobufObject } from './protobuf.js'
 import { parseFieldSelector, parseLabelSelector } from './selectors.js'
 import { alreadyExists, ApiError, badRequest, invalid, methodNotAllowed, noRoute, notFound, unavailable } from './status.js'
 import { toTable } from './tables.js'
+import { afterUpdate, apply as serverSideApply, managerOf } from './managed-fields.js'
 import { clone, jsonPatch, mergePatch, strategicMergePatch, randomHex, randomSuffix, rfc3339 } from './util.js'
 
 const GIT_COMMIT = randomHex(40)
@@ -45,7 +46,7 @@ function versionInfo(kubernetesVersion) {
 
 const HEALTH_CHECKS = ['ping', 'log', 'etcd', 'etcd-readiness', 'informer-sync', 'poststarthook/start-apiserver-admission-initializer', 'poststarthook/generic-apiserver-start-informers', 'poststarthook/start-apiextensions-controllers', 'poststarthook/crd-informer-synced', 'shutdown']
 
-export function createHandler({ registry, store, clock, kubernetesVersion, record, isUp, onDelete }) {
+export function createHandler({ registry, store, clock, kubernetesVersion, record, isUp, onDelete, git = {} }) {
   const ns = (name) => registry.get('', 'v1', 'namespaces') && store.get(registry.get('', 'v1', 'namespaces'), undefined, name)
 
   function health(path, query, res) {
@@ -74,7 +75,8 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     if (!plural || (nsPath ? rest.length > 5 : rest.length > 3)) return null
     let def = registry.get(group, version, plural)
     // A write of a kind this server has never heard of: accept it as an opaque object.
-    if (!def && body?.kind && ['POST', 'PUT', 'PATCH'].includes(method) && (body.apiVersion || '') === (group ? `${group}/${version}` : version)) {
+    // (never a CRD-defined group such as Flux's: those 404 until their CRDs exist, as on a real API server)
+    if (!def && body?.kind && !group.endsWith('.fluxcd.io') && ['POST', 'PUT', 'PATCH'].includes(method) && (body.apiVersion || '') === (group ? `${group}/${version}` : version)) {
       def = registry.register({ group, version, plural, kind: body.kind, namespaced: Boolean(namespace), status: false, hasGeneration: Boolean(group) })
     }
     if (!def) return null
@@ -96,9 +98,33 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
 
   function list(req, res, r, query) {
     const match = matcher(query)
-    const items = store.list(r.def, r.namespace).filter(match)
-    if (wantsTable(req)) return send(res, 200, toTable(r.def, items, tableOpts(query)))
-    send(res, 200, { kind: `${r.def.kind}List`, apiVersion: r.def.apiVersion, metadata: { resourceVersion: store.rv }, items })
+    const all = store.list(r.def, r.namespace).filter(match)
+    const { items, metadata } = paginate(all, query)
+    if (wantsTable(req)) return send(res, 200, { ...toTable(r.def, items, tableOpts(query)), metadata })
+    send(res, 200, { kind: `${r.def.kind}List`, apiVersion: r.def.apiVersion, metadata, items })
+  }
+
+  // limit/continue (apiserver's storage pagination): items in namespace/name order; the token
+  // names the resourceVersion and the last key served, and says how many remain.
+  function paginate(all, query) {
+    const keyOf = (o) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`
+    all.sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0))
+    let start = 0
+    let rv = store.rv
+    const token = query.get('continue')
+    if (token) {
+      let t
+      try { t = JSON.parse(Buffer.from(token, 'base64').toString('utf8')) } catch { t = null }
+      if (!t || t.v !== 'meta.k8s.io/v1' || typeof t.start !== 'string') throw badRequest(`continue key is not valid: ${t ? 'incorrect encoded start resourceVersion (version meta.k8s.io/v1)' : 'illegal base64 data at input byte 0'}`)
+      start = all.findIndex((o) => keyOf(o) > t.start)
+      if (start < 0) start = all.length
+      rv = t.rv
+    }
+    const limit = Number(query.get('limit') || 0)
+    if (!(limit > 0) || start + limit >= all.length) return { items: all.slice(start), metadata: { resourceVersion: rv } }
+    const items = all.slice(start, start + limit)
+    const next = Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start: keyOf(items[items.length - 1]) })).toString('base64')
+    return { items, metadata: { resourceVersion: rv, continue: next, remainingItemCount: all.length - start - limit } }
   }
 
   function watch(req, res, r, query) {
@@ -148,14 +174,16 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     return obj
   }
 
-  function create(r, body, dryRun) {
+  function create(r, body, dryRun, manager, managedFields) {
     const obj = prepareNew(r, body)
     if (store.get(r.def, r.namespace, obj.metadata.name)) throw alreadyExists(r.def, obj.metadata.name)
+    obj.metadata.managedFields = managedFields ?? afterUpdate(r.def, null, obj, manager, clock.now())
     if (dryRun) return { ...obj, apiVersion: r.def.apiVersion, kind: r.def.kind, metadata: { ...obj.metadata, creationTimestamp: rfc3339(clock.now()), uid: crypto.randomUUID() } }
     return store.create(r.def, obj)
   }
 
-  function update(r, old, next, dryRun, checkVersion = true) {
+  function update(r, old, next, dryRun, manager, managedFields) {
+    old = clone(old) // a patch's result may share nested objects with it
     if (!next || typeof next !== 'object') throw badRequest('the body of the request was in an unknown format')
     next.metadata ||= {}
     if (next.metadata.name && next.metadata.name !== r.name) throw badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${r.name})`)
@@ -163,30 +191,40 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     if (r.namespace) next.metadata.namespace = r.namespace
     delete next.metadata.managedFields
     admitUpdate(r.def, next, old, r.sub)
+    if (!r.sub) next.metadata.managedFields = managedFields ?? afterUpdate(r.def, old, next, manager, clock.now())
     if (dryRun) return { ...next, metadata: { ...next.metadata, uid: old.metadata.uid, creationTimestamp: old.metadata.creationTimestamp, resourceVersion: old.metadata.resourceVersion } }
-    return store.update(r.def, next, { checkVersion })
+    return store.update(r.def, next, { checkVersion: true })
   }
 
-  function patch(req, r, text, dryRun) {
+  function patch(req, r, text, dryRun, query) {
     const type = (req.headers['content-type'] || '').split(';')[0].trim()
     let body
     try { body = type === 'application/apply-patch+yaml' ? YAML.parse(text) : JSON.parse(text) } catch (e) { throw badRequest(`error decoding patch: ${e.message}`) }
     const old = store.get(r.def, r.namespace, r.name)
-    if (!old) {
-      if (type === 'application/apply-patch+yaml' && !r.sub) {
-        if (body?.metadata?.name && body.metadata.name !== r.name) throw badRequest(`the name of the object (${body.metadata.name}) does not match the name on the URL (${r.name})`)
-        return { code: 201, obj: create(r, { ...body, metadata: { ...(body?.metadata || {}), name: r.name } }, dryRun) }
+    const manager = managerOf(query, req.headers['user-agent'])
+    if (type === 'application/apply-patch+yaml' && !r.sub) {
+      // server-side apply: managedFields decide conflicts and removals (managed-fields.js)
+      if (!query.get('fieldManager')) throw new ApiError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch', {})
+      if (body?.metadata?.name && body.metadata.name !== r.name) throw badRequest(`the name of the object (${body.metadata.name}) does not match the name on the URL (${r.name})`)
+      const applied = { ...body, metadata: { ...(body?.metadata || {}), name: r.name } }
+      const force = ['true', '1'].includes(query.get('force') || '')
+      if (!old) {
+        const fresh = serverSideApply(r.def, null, applied, manager, force, clock.now())
+        return { code: 201, obj: create(r, fresh, dryRun, manager, fresh.metadata.managedFields) }
       }
-      throw notFound(r.def, r.name)
+      const next = serverSideApply(r.def, old, applied, manager, force, clock.now())
+      const managed = next.metadata.managedFields
+      return { code: 200, obj: update(r, old, next, dryRun, manager, managed) }
     }
+    if (!old) throw notFound(r.def, r.name)
     let next
     try {
       if (type === 'application/json-patch+json') next = jsonPatch(old, body)
       else if (type === 'application/strategic-merge-patch+json') next = strategicMergePatch(old, body)
-      else if (['application/merge-patch+json', 'application/apply-patch+yaml'].includes(type)) next = mergePatch(old, body)
+      else if (type === 'application/merge-patch+json') next = mergePatch(old, body)
       else throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`, {})
     } catch (e) { if (e instanceof ApiError) throw e; throw new ApiError(422, 'Invalid', e.message, {}) }
-    return { code: 200, obj: update(r, old, next, dryRun) }
+    return { code: 200, obj: update(r, old, next, dryRun, manager) }
   }
 
   function remove(r, dryRun) {
@@ -246,13 +284,13 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
         if (r.watch || ['true', '1'].includes(query.get('watch'))) return watch(req, res, r, query)
         return list(req, res, r, query)
       } else if (method === 'POST' && !r.name) {
-        out = create(r, body, dryRun); code = 201
+        out = create(r, body, dryRun, managerOf(query, req.headers['user-agent'])); code = 201
       } else if (method === 'PUT' && r.name) {
         const old = store.get(r.def, r.namespace, r.name)
         if (!old) throw notFound(r.def, r.name)
-        out = update(r, old, body, dryRun)
+        out = update(r, old, body, dryRun, managerOf(query, req.headers['user-agent']))
       } else if (method === 'PATCH' && r.name) {
-        ({ code, obj: out } = patch(req, r, text, dryRun))
+        ({ code, obj: out } = patch(req, r, text, dryRun, query))
       } else if (method === 'DELETE' && r.name) {
         out = remove(r, dryRun)
       } else if (method === 'DELETE') {
@@ -278,6 +316,8 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
         for (const c of Array.isArray(body) ? body : [body]) record?.(c)
         return send(res, 201, {})
       }
+      // the simulated Git server's behaviour (scenario flux.git) for the simulated flux CLI; not a Kubernetes path
+      if (path === '/sim/v1/git' && req.method === 'GET') return send(res, 200, git)
       if (/^\/(readyz|livez|healthz)(\/.*)?$/.test(path)) return health(path, query, res)
       if (!isUp()) throw unavailable('the API server is not up yet')
       if (req.method === 'GET') {

@@ -10,6 +10,9 @@
 //           Flux fault (the root and every other Kustomization fail with message('flux'),
 //           reason reason?.('flux') or BuildFailed). Both are re-asked every 60 simulated
 //           seconds, so a cleared fault heals.
+//   flux    { repository: [{kind, name, namespace?, parent?, wait?, decryption?, fail?}], ageKey?,
+//             git?: { hostKeyScan: 'ok'|'refused', deployKey: 'accepted'|'refused' } (GET /sim/v1/git) }:
+//           what the Git repository's root applies (scenario `flux`, sim/README.md)
 //   record  (callRecord) => void: writes (POST/PUT/PATCH/DELETE) are recorded with
 //           tool from the User-Agent and call "kube"; POST /sim/v1/calls appends its body.
 //
@@ -52,11 +55,11 @@ export function createRealtimeClock({ speed = 1, start = new Date() } = {}) {
   }
 }
 
-export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {}, faults, record, historyLimit, network } = {}) {
+export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {}, faults, record, historyLimit, network, flux } = {}) {
   if (!clock) clock = createRealtimeClock()
   const registry = createRegistry()
   const store = createStore({ clock, historyLimit })
-  const controllers = createControllers({ store, registry, clock, timings: { cni: 20, ...timings }, faults, network, record, isLost: (name) => lost.has(name) })
+  const controllers = createControllers({ store, registry, clock, timings: { cni: 20, ...timings }, faults, network, flux, record, isLost: (name) => lost.has(name) })
   let up = false
   const lost = new Set() // nodes whose kubelet stopped
   const def = (g, v, p) => registry.get(g, v, p)
@@ -72,7 +75,7 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     }
   })
 
-  const handle = createHandler({ registry, store, clock, kubernetesVersion, record, isUp: () => up, onDelete: (d, obj) => controllers.gc(d, obj) })
+  const handle = createHandler({ registry, store, clock, kubernetesVersion, record, isUp: () => up, onDelete: (d, obj) => controllers.gc(d, obj), git: flux?.git })
 
   function ensure(g, v, p, obj) {
     const d = def(g, v, p)

@@ -95,7 +95,7 @@ describe('bad Flux inputs (bootstrap:flux): exit 2, file and fix, no node touche
   it('flux.mode bootstrap without flux.git, plus a machine config error: only the first input read is reported, nothing run', async () => {
     const file = bed.edit(SETTINGS, /^ {2}git:\n(?: {4}.*\n)+/m, '')
     const result = await bed.cluster.task('bootstrap:all')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'mode: bootstrap'), what: /^flux\.mode bootstrap needs flux\.git \(url, branch, path\)$/, fix: /add flux\.git or set flux\.mode: install/ })
+    expectBadInput(result, bed, { file, line: lineOf(file, 'mode: bootstrap'), what: /^flux\.mode bootstrap needs flux\.git \(url, branch, path, privateKeyFile\)$/, fix: /add flux\.git, or set flux\.mode: existing/ })
     expect(inputErrors(result.stderr)).toHaveLength(1)
   })
 })

@@ -111,6 +111,6 @@ describe('bad settings and flags: exit 2, where, what and fix, no node touched',
   it('flux.mode with a value it does not know (bootstrap:flux)', async () => {
     const file = bed.edit(SETTINGS, 'mode: bootstrap', 'mode: gitops')
     const result = await bed.cluster.task('bootstrap:flux')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'mode: gitops'), what: /^flux\.mode must be bootstrap or install, got "gitops"$/, fix: /flux\.mode: bootstrap/ })
+    expectBadInput(result, bed, { file, line: lineOf(file, 'mode: gitops'), what: /^flux\.mode must be bootstrap, operator or existing, got "gitops"$/, fix: /flux\.mode: bootstrap/ })
   })
 })

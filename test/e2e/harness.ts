@@ -21,6 +21,7 @@ export interface ClusterShape {
   faults?: Fault[]
   speed?: number
   timings?: ScenarioInput['timings']
+  flux?: ScenarioInput['flux']
 }
 
 /** cps at <range>.11.., workers at <range>.21.., the VIP at <range>.10 */
@@ -44,6 +45,7 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
       ...Array.from({ length: workers }, (_, i) => ({ name: `wrkr-${i + 1}`, ip: `${range}.${21 + i}`, role: 'worker' as const, image: shape.image ?? 'iso', disks })),
     ],
     faults: shape.faults ?? [],
+    ...(shape.flux ? { flux: shape.flux } : {}),
   }
 }
 

@@ -47,7 +47,8 @@ describe.concurrent('Kubernetes faults', () => {
       // flux bootstrap itself waits for the root and fails on it: named with the message too
       const install = stepIn(report, 'flux', 'flux-install')
       expect(install).toMatchObject({ status: 'failed', error: { kind: 'flux' } })
-      expect(install.error?.message).toContain(`kustomization 'flux-system/flux-system' not ready: '${message}'`)
+      // pkg/bootstrap/bootstrap.go objectReconciled: Ready=False at the current generation ends flux's wait at once
+      expect(install.error?.message).toContain(`error while waiting for Kustomization to be ready: '${message}'`)
       expect(install.error?.message).toContain('bootstrap failed with 1 health check failure(s)')
       // the failure, not flux's progress log (► cloning …, ✔ installed components …)
       expect(install.error?.message).not.toMatch(/[►✔]/)

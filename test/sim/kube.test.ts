@@ -53,6 +53,18 @@ metadata: {name: flux-system, namespace: flux-system}
 spec: {interval: 10m0s, path: ./clusters/sim, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}
 `
 
+// Flux's CRDs (as `flux install` applies them): before these, the API serves no Flux kind.
+const crd = (plural: string, group: string, kind: string, short: string): string => `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: ${plural}.${group}}
+spec:
+  group: ${group}
+  names: {kind: ${kind}, listKind: ${kind}List, plural: ${plural}, singular: ${kind.toLowerCase()}, shortNames: [${short}]}
+  scope: Namespaced
+  versions: [{name: v1, served: true, storage: true, subresources: {status: {}}}]
+`
+const FLUX_CRDS = [crd('gitrepositories', 'source.toolkit.fluxcd.io', 'GitRepository', 'gitrepo'), crd('kustomizations', 'kustomize.toolkit.fluxcd.io', 'Kustomization', 'ks')].join('---\n')
+
 const SECRET = `apiVersion: v1
 kind: Secret
 metadata: {name: app-credentials, namespace: flux-system}
@@ -229,6 +241,10 @@ describe('kube API with kubectl: apply, secrets and Flux', () => {
   })
 
   it('reconciles Flux: Kustomization Ready after the controllers are available', async () => {
+    // sim/kube/resources.js: Flux kinds are served only once their CRDs exist (apiextensions-apiserver)
+    const before = await k.kubectl(['get', 'kustomizations', '-A'])
+    expect(before).toMatchObject({ code: 1, stderr: `error: the server doesn't have a resource type "kustomizations"\n` })
+    expect(await k.kubectl(['apply', '-f', await k.writeManifest('flux-crds.yaml', FLUX_CRDS)])).toMatchObject({ code: 0 })
     const applied = await k.kubectl(['apply', '-f', await k.writeManifest('flux.yaml', FLUX)])
     expect(applied.code).toBe(0)
     expect(applied.stdout).toContain('kustomization.kustomize.toolkit.fluxcd.io/flux-system created')

@@ -48,11 +48,13 @@ describe('settings', () => {
 
   it('reads the cni, gates and flux sections', () => {
     const dir = clusterDir(threeNodes, {
-      settings: 'cni: { chart: cilium/cilium, version: 1.18.4 }\nreadinessGates:\n  - { namespace: kube-system, selector: k8s-app=kube-dns }\nflux:\n  mode: bootstrap\n  git: { url: ssh://git@127.0.0.1/fleet.git, path: clusters/x }\n',
+      settings: 'cni: { chart: cilium/cilium, version: 1.18.4 }\nreadinessGates:\n  - { namespace: kube-system, selector: k8s-app=kube-dns }\nflux:\n  mode: bootstrap\n  git: { url: ssh://git@127.0.0.1/fleet.git, path: clusters/x, privateKeyFile: deploy-key }\n  readinessGates:\n    - { namespace: storage, selector: app=csi }\n',
     })
     const s = loadSettings({ clusterDir: dir, env: {}, flags: {} })
     expect(s.cni).toEqual({ chart: 'cilium/cilium', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium' })
     expect(s.readinessGates).toEqual([{ name: 'k8s-app=kube-dns', namespace: 'kube-system', selector: 'k8s-app=kube-dns' }])
-    expect(s.flux).toMatchObject({ mode: 'bootstrap', kustomization: 'flux-system/flux-system', git: { branch: 'main', path: 'clusters/x' } })
+    expect(s.flux).toMatchObject({ mode: 'bootstrap', kustomization: 'flux-system/flux-system', handover: 'all', git: { branch: 'main', path: 'clusters/x', privateKeyFile: 'deploy-key' } })
+    // post-Flux gates: on what Flux deploys (issue 12 item 5)
+    expect(s.flux?.readinessGates).toEqual([{ name: 'app=csi', namespace: 'storage', selector: 'app=csi' }])
   })
 })
