@@ -30,6 +30,7 @@ export class Simulator {
     this.kubeListeners = new Map() // address -> https.Server
     this.pendingKubelet = new Set()
     this.waiters = new Set()
+    this.certWaiters = new Set() // workers whose apid waits for a certificate from trustd
   }
 
   async start() {
@@ -131,6 +132,7 @@ export class Simulator {
   // ---- node hooks ----
   changed(n) {
     if (this.stopped) return
+    this.issueApiCerts()
     this.servers?.get(n.name)?.setMode(this.listenerMode(n))
     this.reconcileKube()
     for (const w of this.waiters) w()
@@ -163,6 +165,40 @@ export class Simulator {
       this.waiters.add(check)
       check()
     })
+  }
+
+  // ---- a worker's API certificate (secrets/api.go generateJoin) ----
+  /** a worker asks trustd on a control plane for its apid certificate (every boot: it is kept in memory) */
+  requestApiCert(n) {
+    n.wantsCert = true
+    this.certWaiters.add(n)
+    this.issueApiCerts()
+  }
+  /**
+   * The control plane whose trustd a worker can reach, or null. The worker dials the addresses of
+   * ControlPlaneEndpoints: the cluster endpoint's host (k8s/static_endpoint.go) and, with discovery,
+   * every control plane member. trustd runs from StartAllServices, before etcd; a VIP is up only
+   * once etcd is (network/operator/vip.go campaigns through etcd), on a control plane running etcd.
+   */
+  trustdFor() {
+    const host = new URL(this.scenario.cluster.endpoint).hostname
+    const down = (cp) => this.faults.find(cp.name, { on: 'any' }).some((f) => f.times == null && ['unreachable', 'timeout'].includes(f.kind))
+    const cps = this.nodes.filter((cp) => cp.role === 'controlplane' && cp.configured && cp.trustdUp && !down(cp))
+    const direct = cps.find((cp) => cp.ip === host)
+    if (direct) return direct
+    if (this.scenario.cluster.discovery === 'enabled' && cps.length) return cps[0]
+    const vip = this.scenario.cluster.vip
+    if (vip && vip.address === host && vip.up === 'after-bootstrap') return cps.find((cp) => cp.etcdHealthy && cp.apiServerUp) ?? null
+    return null
+  }
+  issueApiCerts() {
+    if (!this.certWaiters.size) return
+    for (const w of [...this.certWaiters]) {
+      if (!w.wantsCert) { this.certWaiters.delete(w); continue }
+      if (!this.trustdFor()) return
+      this.certWaiters.delete(w)
+      w.after(0.01, () => w.apiCertIssued())
+    }
   }
 
   etcdHealthyMembers() { return this.nodes.filter((n) => n.etcdHealthy && n.etcdMember && this.etcd.has(n.etcdMember)) }

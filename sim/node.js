@@ -5,7 +5,6 @@ import { rpc } from './talos/errors.js'
 import { parseConfig, validateConfig, validationText, selectorExpression, diskMatches } from './talos/validate.js'
 
 const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
-const BASE_SERVICES = ['apid', 'auditd', 'containerd', 'cri', 'dashboard', 'kubelet', 'machined', 'syslogd', 'udevd']
 export const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
 
 export class Node {
@@ -30,7 +29,8 @@ export class Node {
 
   resetFlags() {
     Object.assign(this, { criUp: false, bootDone: false, etcdMember: null, etcdHealthy: false, apiServerUp: false,
-      joining: false, registered: false, kubeletFailed: false, bootId: randomUUID(), installFailed: null })
+      joining: false, registered: false, kubeletFailed: false, bootId: randomUUID(), installFailed: null,
+      trustdUp: false, apiCert: false, wantsCert: false })
   }
 
   get configured() { return this.config != null }
@@ -180,11 +180,19 @@ export class Node {
   bootConfigured() {
     const { boot } = this.ctx.timings
     this.bootId = randomUUID()
-    for (const id of BASE_SERVICES) if (!['apid', 'machined', 'udevd', 'syslogd'].includes(id)) this.svc(id, 'Waiting', id === 'kubelet' || id === 'cri' ? 'Waiting for service "containerd" to be "up"' : 'Waiting for service "machined" to be "up"')
-    for (const id of ['apid', 'machined', 'udevd', 'syslogd', 'auditd', 'containerd', 'dashboard']) this.startService(id)
-    if (this.role === 'controlplane') { this.svc('etcd', 'Waiting', 'Waiting for service "cri" to be "up"'); this.svc('trustd', 'Waiting', 'Waiting for service "containerd" to be "up"') }
-    this.setStage('booting', 'secure')
+    // before StartAllServices only what machined starts itself is registered: cri, kubelet, trustd and
+    // etcd are loaded there (v1alpha1_sequencer_tasks.go), so `talosctl service etcd` first says
+    // "not registered" (cmd/talosctl/cmd/talos/service.go)
+    for (const id of ['auditd', 'dashboard']) this.svc(id, 'Waiting', 'Waiting for service "machined" to be "up"')
+    for (const id of ['machined', 'udevd', 'syslogd', 'auditd', 'containerd', 'dashboard']) this.startService(id)
+    const worker = this.role === 'worker'
+    // a worker's apid needs its certificate from a control plane's trustd first (secrets/api.go)
+    if (worker) this.svc('apid', 'Waiting', 'Waiting for service "machined" to be "up", api certificates')
+    else this.startService('apid')
+    this.setStage('booting', worker ? 'off' : 'secure')
+    if (worker) this.ctx.requestApiCert(this)
     const loop = this.ctx.faults.take(this.name, { kind: 'boot-loop' })
+    this.after(boot / 2, () => this.startAllServices())
     // CRI (and with it bootstrap and the kubelet) is up when the boot time is over: a worker then runs,
     // a control plane waits in booting for etcd, so boot + etcd stays a lower bound (DESIGN's critical path)
     this.after(boot, () => {
@@ -195,12 +203,35 @@ export class Node {
     })
   }
 
+  /** StartAllServices: cri, the kubelet (loaded, not started) and, on a control plane, trustd and etcd */
+  startAllServices() {
+    this.talosLog('task startAllServices (1/1): starting')
+    for (const id of ['cri', 'kubelet']) this.svc(id, 'Waiting', 'Waiting for service "containerd" to be "up"')
+    if (this.role === 'controlplane') {
+      this.startService('trustd')
+      this.trustdUp = true
+      this.svc('etcd', 'Waiting', 'Waiting for service "cri" to be "up"')
+    }
+    this.changed()
+  }
+
+  /** trustd on a control plane signed this worker's API certificate: apid starts, :50000 opens */
+  apiCertIssued() {
+    if (!this.wantsCert || !this.configured || !['booting', 'installing', 'running'].includes(this.stage)) return
+    this.wantsCert = false
+    this.apiCert = true
+    this.talosLog('api certificate issued by trustd, apid starting')
+    this.startService('apid')
+    this.listener = 'secure'
+    this.changed()
+    this.maybeRunning()
+  }
+
   criReady() {
     this.criUp = true
     this.criUpAt = this.ctx.clock.now().getTime()
     this.startService('cri')
     if (this.role === 'controlplane') {
-      this.startService('trustd')
       this.svc('etcd', 'Preparing', 'Running pre state')
       if (this.etcdMember) this.ctx.etcdRestart(this)
       else {
@@ -238,6 +269,8 @@ export class Node {
   maybeRunning() {
     if (this.stage !== 'booting' || !this.bootDone) return
     if (this.role === 'controlplane' && !this.etcdHealthy) return
+    // StartAllServices waits for every service, apid included: a worker without its certificate keeps booting
+    if (this.role === 'worker' && !this.apiCert) return
     this.talosLog('boot sequence: done')
     this.setStage('running')
     this.ctx.nodeRunning(this)

@@ -73,12 +73,15 @@ function validateScenario(s, { file, lineOf }) {
   obj(s, [])
   known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults'], [])
   const c = obj(s.cluster, ['cluster'])
-  known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip'], ['cluster'])
+  known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip', 'discovery'], ['cluster'])
   str(c.name, ['cluster', 'name'])
   if (!NAME_RE.test(c.name)) fail(['cluster', 'name'], `${q(c.name)} is not a valid cluster name (lower-case letters, digits, '-')`)
   for (const k of ['talosVersion', 'kubernetesVersion']) {
     if (c[k] != null && !/^v\d+\.\d+\.\d+$/.test(String(c[k]))) fail(['cluster', k], `${q(c[k])} is not a version like v1.12.0`)
   }
+  // cluster discovery (the generated configs say the same): off unless asked for
+  const discovery = c.discovery ?? 'disabled'
+  if (!['enabled', 'disabled'].includes(discovery)) fail(['cluster', 'discovery'], `${q(discovery)} must be enabled or disabled`)
   const talosVersion = c.talosVersion ?? 'v1.12.11'
   const minor = Number(talosVersion.split('.')[1])
   if (minor < 11 || minor > 13) fail(['cluster', 'talosVersion'], `${q(talosVersion)}: the simulator emulates v1.11 to v1.13`)
@@ -173,7 +176,7 @@ function validateScenario(s, { file, lineOf }) {
   })
 
   return {
-    cluster: { name: c.name, endpoint, talosVersion, kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0', vip },
+    cluster: { name: c.name, endpoint, talosVersion, kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0', vip, discovery },
     talosMinor: minor, speed, timings, nodes, faults,
   }
 }

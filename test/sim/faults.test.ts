@@ -20,8 +20,8 @@ describe('transport faults', () => {
   })
 
   it("talosctl's version-skew probe neither triggers nor consumes a call fault, and is logged with its purpose", async () => {
-    const s = await start(15, [{ node: 'wrkr-1', on: 'get', kind: 'refused', times: 1 }], { image: 'disk' })
-    await applyInsecure(s.sim, 'wrkr-1')
+    const s = await start(15, [{ node: 'wrkr-1', on: 'get', kind: 'refused', times: 1 }], { image: 'disk', vip: false })
+    await applyInsecure(s.sim, 'cp-1'); await applyInsecure(s.sim, 'wrkr-1')
     await s.sim.until(() => s.sim.node('wrkr-1')!.listener === 'secure')
     const https = await import('node:https')
     const { talosCreds } = await import('./helpers.js')
@@ -84,7 +84,7 @@ describe('transport faults', () => {
   })
 
   it('pki-mismatch: a control plane proxying to the node reports the Go x509 text with the candidate authority', async () => {
-    const s = await start(6, [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }], { image: 'disk' })
+    const s = await start(6, [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }], { image: 'disk', vip: false })
     await applyInsecure(s.sim, 'cp-1'); await applyInsecure(s.sim, 'wrkr-1')
     await s.sim.until(() => s.sim.node('cp-1')!.listener === 'secure' && s.sim.node('wrkr-1')!.listener === 'pki')
     const r = await talosCall(s.sim, '127.24.6.11', 'machine.Version', {}, { secure: true, nodes: '127.24.6.21' })
@@ -111,8 +111,9 @@ describe('apply-time faults', () => {
 
 describe('lifecycle faults', () => {
   it('crash (on install, times 1): back to maintenance, a second apply installs', async () => {
-    const s = await start(9, [{ node: 'wrkr-1', on: 'install', kind: 'crash', times: 1 }])
+    const s = await start(9, [{ node: 'wrkr-1', on: 'install', kind: 'crash', times: 1 }], { vip: false })
     const log = stageLog(s.sim, 'wrkr-1')
+    await applyInsecure(s.sim, 'cp-1')
     await applyInsecure(s.sim, 'wrkr-1')
     await s.sim.until(() => log.length > 3 && s.sim.node('wrkr-1')!.stage === 'maintenance')
     expect(log).toEqual(['maintenance', 'booting', 'installing', 'rebooting', 'booting', 'maintenance'])
