@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
+import { parseAllDocuments } from 'yaml'
 import { InputError, InputErrors } from './errors.js'
 import { YamlFile } from './yaml-file.js'
 
@@ -14,6 +15,11 @@ export interface ClusterNode {
   configFile: string
   installDisk?: string
   installDiskSelector?: Record<string, unknown>
+  /**
+   * the config enables cluster discovery with the service registry: the node finds the control
+   * planes without the endpoint (a worker's apid then gets its certificate before the bootstrap)
+   */
+  discovery?: boolean
 }
 
 export interface Inventory {
@@ -165,6 +171,7 @@ function build(
       return
     }
     const node: ClusterNode = { name: n.name, ip: n.ip, role: n.controlPlane ? 'controlplane' : 'worker', configFile: n.configFile }
+    if (discoveryEnabled(n.configFile)) node.discovery = true
     if (typeof n.installDisk === 'string') node.installDisk = n.installDisk
     if (n.installDiskSelector && typeof n.installDiskSelector === 'object') node.installDiskSelector = n.installDiskSelector as Record<string, unknown>
     nodes.push(node)
@@ -200,6 +207,25 @@ function machineConfigSyntax(path: string): InputError | undefined {
   }
   const error = YamlFile.checkSyntax(path, text)
   return error && new InputError(error.message, { file: path, ...(error.line ? { line: error.line } : {}), fix })
+}
+
+/**
+ * cluster.discovery.enabled with the service registry on (Talos's default when absent: off,
+ * v1alpha1_discoveryconfig.go). The kubernetes registry needs the API, so it finds nobody before the bootstrap.
+ */
+function discoveryEnabled(path: string): boolean {
+  let docs: unknown[]
+  try {
+    docs = parseAllDocuments(readFileSync(path, 'utf8')).map((d) => d.toJS() as unknown)
+  } catch {
+    return false // unreadable: the syntax check reports it
+  }
+  for (const doc of docs) {
+    const config = doc as { cluster?: { discovery?: { enabled?: unknown; registries?: { service?: { disabled?: unknown } } } } } | null
+    const discovery = config?.cluster?.discovery
+    if (discovery) return discovery.enabled === true && discovery.registries?.service?.disabled !== true
+  }
+  return false
 }
 
 /** A talosconfig must parse and hold a context with credentials, or every authenticated call fails later. */

@@ -28,7 +28,7 @@ export class Node {
   }
 
   resetFlags() {
-    Object.assign(this, { criUp: false, bootDone: false, etcdMember: null, etcdHealthy: false, apiServerUp: false,
+    Object.assign(this, { criUp: false, bootDone: false, etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false,
       joining: false, registered: false, kubeletFailed: false, bootId: randomUUID(), installFailed: null,
       trustdUp: false, apiCert: false, wantsCert: false })
   }
@@ -166,7 +166,7 @@ export class Node {
   /** rebooting (nothing listens) for `reboot` seconds, then boot again */
   reboot({ thenMaintenance = false } = {}) {
     this.newLifecycle()
-    this.etcdHealthy = false; this.apiServerUp = false; this.criUp = false; this.bootDone = false
+    this.etcdHealthy = false; this.etcdRunning = false; this.apiServerUp = false; this.criUp = false; this.bootDone = false
     this.setStage('rebooting', 'off')
     this.after(this.ctx.timings.reboot, () => {
       const wasMember = this.etcdMember
@@ -285,7 +285,9 @@ export class Node {
       throw this.minor <= 12 ? rpc('FailedPrecondition', 'bootstrap can only be performed on a control plane node')
         : rpc('Unimplemented', 'bootstrap is only available on control plane nodes')
     }
-    if (this.etcdMember || this.joining) throw rpc('AlreadyExists', 'etcd data directory is not empty')
+    // the only check is an empty data directory (v1alpha1_server.go Bootstrap): a control plane still
+    // joining has none yet, so bootstrapping it starts a second etcd cluster
+    if (this.ctx.etcdHasData(this)) throw rpc('AlreadyExists', 'etcd data directory is not empty')
     this.ctx.etcdBootstrap(this)
   }
 

@@ -4,13 +4,22 @@ import type { ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { withRetry } from '../retry.js'
 import type { Run } from '../run.js'
+import { appliedAndWaiting } from './verify.js'
 
 async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
   const retry = { settings: run.settings, signal: run.signal, onRetry: (e: { attempt: number; error: NodeError; delayMs: number }) => report.retrying(e.attempt, e.error, e.delayMs) }
   if (!facts.state || facts.state === 'unreachable') {
     report.progress('probing')
-    facts.state = (await withRetry(() => run.talosctl.probe(node), retry)).value.state
+    try {
+      facts.state = (await withRetry(() => run.talosctl.probe(node), retry)).value.state
+    } catch (err) {
+      // applied before, its API waiting for the control plane: configured (--reapply must wait for the bootstrap)
+      const waits = err instanceof NodeError && err.transient ? await appliedAndWaiting(node, run) : undefined
+      if (!waits) throw err
+      const error = new NodeError('configured', `the node took its config before and is not answering yet: ${waits}`, hintFor('configured', node))
+      return { status: 'skipped', detail: 'already configured', error }
+    }
   }
   if (facts.state === 'configured') {
     if (!run.options.reapply) {

@@ -8,6 +8,8 @@ import { mapLimit } from '../map-limit.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { withRetry } from '../retry.js'
 import type { Run } from '../run.js'
+import type { SharedReading } from '../shared-reading.js'
+import { appliedAndWaiting, endpointReading } from './verify.js'
 
 /** Validations at a time per CPU: each is mostly a process start and a file read, a fraction of a core. */
 const VALIDATIONS_PER_CPU = 4
@@ -31,7 +33,7 @@ async function validateConfigs(run: Run): Promise<void> {
 }
 
 /** Reachability and state of one node, retried while it does not answer. */
-async function probeNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
+async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endpoint: SharedReading<boolean>): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
   // verified in an earlier run: one authenticated read confirms it; if it disagrees, the full probe decides
   if (run.journal.done(node.name, 'verify') && !run.options.reset) {
@@ -47,6 +49,12 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     facts.state = value.state
   } catch (err) {
     if (err instanceof NodeError && (err.kind === 'unreachable' || err.kind === 'timeout')) {
+      // applied before, and its API waits for the control plane (the VIP is not up): configured, not down
+      const waits = await appliedAndWaiting(node, run, endpoint)
+      if (waits) {
+        facts.state = 'configured'
+        return { status: 'ok', detail: `configured before, not answering: ${waits}` }
+      }
       facts.state = 'unreachable'
       // a node about to be reset may well be down or boot-looping: the reset decides
       if (run.options.reset) return { status: 'ok', detail: `not answering (${err.kind}); the reset follows` }
@@ -87,5 +95,8 @@ export const preflight: Phase = {
     }
     await validateConfigs(run)
   },
-  steps: () => [{ kind: 'node', title: 'Probe nodes', run: probeNode }],
+  steps: (run) => {
+    const endpoint = endpointReading(run)
+    return [{ kind: 'node', title: 'Probe nodes', run: (node, r, report) => probeNode(node, r, report, endpoint) }]
+  },
 }

@@ -213,20 +213,27 @@ export function parseServiceBlock(stdout: string, id: string): ServiceStatus {
   return { id, state: field('STATE') || 'unknown', health: field('HEALTH') || '?', lastEvent: event }
 }
 
-/** `talosctl etcd members` table (reference §3.8); NODE column optional. */
+/**
+ * `talosctl etcd members` table (reference §3.8); NODE column optional. Cells are cut at the header's
+ * column offsets (tabwriter aligns them): a learner that has not started has an empty HOSTNAME and
+ * CLIENT URLS, which splitting on whitespace would shift.
+ */
 export function parseEtcdMembers(stdout: string): EtcdMember[] {
   const lines = stdout.split('\n').filter((l) => l.trim())
   const header = lines.shift()
   if (!header) return []
-  const hasNode = header.trimStart().startsWith('NODE')
-  return lines.map((line) => {
-    const cells = line.trim().split(/\s{2,}|\t/)
-    const offset = hasNode ? 1 : 0
-    return {
-      id: cells[offset] ?? '',
-      hostname: cells[offset + 1] ?? '',
-      peerUrls: (cells[offset + 2] ?? '').split(','),
-      isLearner: (cells[offset + 4] ?? '') === 'true',
-    }
-  })
+  const names = ['NODE', 'ID', 'HOSTNAME', 'PEER URLS', 'CLIENT URLS', 'LEARNER']
+  const starts = names.map((name) => new RegExp(`(^|\\s)${name}(\\s|$)`).exec(header)).map((m) => (m ? m.index + m[1]!.length : -1))
+  const column = (line: string, i: number): string => {
+    const from = starts[i] ?? -1
+    if (from < 0) return ''
+    const to = starts.slice(i + 1).find((x) => x > from) ?? line.length
+    return line.slice(from, to).trim()
+  }
+  return lines.map((line) => ({
+    id: column(line, 1),
+    hostname: column(line, 2),
+    peerUrls: column(line, 3).split(',').filter(Boolean),
+    isLearner: column(line, 5) === 'true',
+  }))
 }

@@ -38,7 +38,7 @@ function listResources(sim, node, d) {
     case 'Nodename': return node.configured ? [resource(node, d, 'nodename', { nodename: node.name, hostnameVersion: '1', skipNodeRegistration: false }, { owner: 'k8s.NodenameController' })] : []
     case 'MachineConfig': return node.configured ? [resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } })] : []
     case 'MachineType': return [resource(node, d, 'machine-type', node.configured ? node.role : 'unknown')]
-    case 'EtcdMember': return node.etcdMember ? [resource(node, d, 'local', { memberID: node.etcdMember }, { owner: 'etcd.MemberController' })] : []
+    case 'EtcdMember': return node.etcdMember && node.etcdRunning ? [resource(node, d, 'local', { memberID: node.etcdMember }, { owner: 'etcd.MemberController' })] : []
     case 'Service': return [...node.services.values()].sort((a, b) => a.id.localeCompare(b.id)).map((s) =>
       resource(node, d, s.id, { running: s.state === 'Running', healthy: s.healthy === true, unknown: s.healthy == null }))
     case 'HostnameStatus': return [resource(node, d, 'hostname', { hostname: node.configured ? node.name : `talos-${node.ip.replace(/\./g, '-')}`, domainname: '' })]
@@ -113,10 +113,11 @@ export const METHODS = {
     return { response: `Service "${id}" ${verb}` }
   },
 
-  'machine.EtcdMemberList'(sim, node) {
+  // talosctl asks the local etcd (queryLocal); while it is down the client waits for a connection
+  async 'machine.EtcdMemberList'(sim, node, body, { signal }) {
     if (node.role !== 'controlplane') throw rpc('Unimplemented', 'member list is only available on control plane nodes')
-    etcdNodeOnly(node, 'member list')
-    return { members: sim.etcdMembers(node).map((m) => ({ id: m.id, hostname: m.hostname, peerUrls: [`https://${m.ip}:2380`], clientUrls: [`https://${m.ip}:2379`], isLearner: false })) }
+    await sim.etcdReachable(node, signal)
+    return { members: sim.etcdMembers(node).map((m) => ({ id: m.id, hostname: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner })) }
   },
 
   'machine.EtcdStatus'(sim, node) {
@@ -124,7 +125,7 @@ export const METHODS = {
     etcdNodeOnly(node, 'etcd status')
     const members = sim.etcdMembers(node)
     return { memberId: node.etcdMember, dbSize: 4096000 + members.length * 20480, dbSizeInUse: 1835008, leader: members[0]?.id ?? node.etcdMember,
-      raftIndex: 1000 + node.rev, raftTerm: 2, raftAppliedIndex: 1000 + node.rev, isLearner: false, protocol: '3.6.5', storage: '3.6.0', errors: [] }
+      raftIndex: 1000 + node.rev, raftTerm: 2, raftAppliedIndex: 1000 + node.rev, isLearner: !!sim.etcdMemberOf(node)?.isLearner, protocol: '3.6.5', storage: '3.6.0', errors: [] }
   },
 
   'machine.EtcdRemoveMemberByID'(sim, node, body) {

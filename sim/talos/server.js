@@ -168,9 +168,12 @@ async function handleRequest(sim, endpoint, mode, req, res) {
     return healthCheck(sim, endpoint, body, req, res)
   }
 
+  // a call whose client went away (deadline, Ctrl-C) cancels what still waits for it
+  const gone = new AbortController()
+  res.on('close', () => gone.abort())
   const messages = []
   for (const { str, node } of list) {
-    const ctx = { insecure, maintenance: insecure }
+    const ctx = { insecure, maintenance: insecure, signal: gone.signal }
     try {
       if (!node) throw rpc('Unavailable', /^\d+\.\d+\.\d+\.\d+$/.test(str) ? dialRefused(str) : `connection error: desc = "transport: Error while dialing: dial tcp: lookup ${str}: no such host"`)
       if (node !== endpoint) {
@@ -192,6 +195,7 @@ async function handleRequest(sim, endpoint, mode, req, res) {
       rec(node, 'ok')
       messages.push({ node: str, error: null, data })
     } catch (e) {
+      if (gone.signal.aborted) return // nobody to answer
       if (!(e instanceof RpcError)) throw e
       if (insecure) return topError(e, node ?? endpoint)
       rec(node ?? { name: null, ip: str }, `error: ${errText(e)}`)

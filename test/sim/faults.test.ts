@@ -149,8 +149,11 @@ describe('lifecycle faults', () => {
     expect(s.sim.node('cp-2')!.stage).toBe('booting')
     const m = await talosCall(s.sim, '127.24.12.11', 'machine.EtcdMemberList', {}, { secure: true, nodes: '127.24.12.11' })
     expect(m.messages![0]!.data.members.map((x: any) => x.hostname)).toEqual(['cp-1'])
-    // joining counts as a non-empty data dir: bootstrapping it would not split the cluster
-    expect((await talosCall(s.sim, '127.24.12.12', 'machine.Bootstrap', {}, { secure: true, nodes: '127.24.12.12' })).messages?.[0]?.error?.code).toBe('AlreadyExists')
+    // its data dir is empty: Bootstrap's only check (v1alpha1_server.go), so it starts a second etcd cluster
+    expect((await talosCall(s.sim, '127.24.12.12', 'machine.Bootstrap', {}, { secure: true, nodes: '127.24.12.12' })).messages?.[0]?.error).toBeNull()
+    await s.sim.until(() => s.sim.node('cp-2')!.etcdHealthy)
+    const split = await talosCall(s.sim, '127.24.12.11', 'machine.EtcdMemberList', {}, { secure: true, nodes: '127.24.12.11,127.24.12.12' })
+    expect(split.messages!.map((x) => x.data.members.map((y: any) => y.hostname))).toEqual([['cp-1'], ['cp-2']])
   })
 
   it('kubelet: the service fails with a volume mount error, the node never registers', async () => {
