@@ -37,7 +37,7 @@ export class Simulator {
     const s = this.scenario
     this.clock = createClock(s.speed)
     this.faults = createFaults(s.faults)
-    this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null })
+    this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null, role: s.cluster.talosconfigRole })
     this.cliServer = await startCliServer()
     const written = await writeClusterDir(this.dir, s, this.pki, { cliServer: this.cliServer.address })
     this.clusterDir = written.clusterDir

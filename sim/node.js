@@ -205,6 +205,7 @@ export class Node {
 
   /** StartAllServices: cri, the kubelet (loaded, not started) and, on a control plane, trustd and etcd */
   startAllServices() {
+    if (this.criUp) return // already past it in this boot
     this.talosLog('task startAllServices (1/1): starting')
     for (const id of ['cri', 'kubelet']) this.svc(id, 'Waiting', 'Waiting for service "containerd" to be "up"')
     if (this.role === 'controlplane') {

@@ -158,6 +158,16 @@ export const METHODS = {
   'machine.Dmesg'(sim, node) { return { lines: node.logs.map((l) => ({ ...l, ts: sim.displayTime(l.ts).toISOString() })) } },
 }
 
+// roles allowed per method (internal/app/machined/pkg/system/services/machined.go rules); others: PermissionDenied
+const READ = ['os:admin', 'os:operator', 'os:reader']
+export const ROLES = {
+  'resources.Get': READ, 'machine.Version': READ, 'machine.ServiceList': READ, 'machine.Dmesg': READ, 'cluster.HealthCheck': READ,
+  'machine.EtcdMemberList': [...READ, 'os:etcd:backup'], 'machine.EtcdStatus': [...READ, 'os:etcd:backup'],
+  'machine.ServiceAction': ['os:admin', 'os:operator'], 'machine.Reboot': ['os:admin', 'os:operator'],
+  'machine.ApplyConfiguration': ['os:admin'], 'machine.Bootstrap': ['os:admin'], 'machine.Kubeconfig': ['os:admin'], 'machine.Reset': ['os:admin'],
+  'machine.EtcdRemoveMemberByID': ['os:admin'], 'machine.EtcdLeaveCluster': ['os:admin'],
+}
+
 // methods the maintenance API serves (everything else: Unimplemented)
 export const MAINTENANCE_METHODS = new Set(['resources.Get', 'machine.ApplyConfiguration', 'machine.Version', 'machine.Reset'])
 

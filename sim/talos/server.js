@@ -3,7 +3,7 @@
 import https from 'node:https'
 import net from 'node:net'
 import { rpc, RpcError, dialRefused, unknownAuthority } from './errors.js'
-import { METHODS, MAINTENANCE_METHODS, callKind } from './methods.js'
+import { METHODS, MAINTENANCE_METHODS, ROLES, callKind } from './methods.js'
 import { healthCheck } from './health.js'
 
 export const TALOS_PORT = 50000
@@ -150,6 +150,11 @@ async function handleRequest(sim, endpoint, mode, req, res) {
   }
 
   if (insecure && !MAINTENANCE_METHODS.has(method)) return topError(rpc('Unimplemented', 'API is not implemented in maintenance mode'))
+  // the client certificate's role (its Organization) against the method's rules, checked by apid first
+  if (!insecure) {
+    const roles = String(req.socket.getPeerCertificate?.()?.subject?.O ?? '').split(/\n|,/).map((r) => r.trim())
+    if (!roles.some((r) => (ROLES[method] ?? ['os:admin']).includes(r))) return topError(rpc('PermissionDenied', 'not authorized'))
+  }
 
   // which nodes the call targets (x-talos-nodes; none => this node, unnamed)
   const header = insecure ? '' : String(req.headers['x-talos-nodes'] ?? '').trim()
