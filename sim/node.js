@@ -12,8 +12,8 @@ export class Node {
   constructor(spec, ctx) {
     Object.assign(this, { name: spec.name, ip: spec.ip, image: spec.image, spec, ctx })
     this.role = spec.role            // effective role once configured (from the applied config)
-    this.disks = spec.disks.map((d) => ({ ...d, id: d.dev.replace('/dev/', ''), cdrom: false }))
-    if (spec.image === 'iso') this.disks.push({ id: 'sr0', dev: '/dev/sr0', size: 1073741824, model: 'QEMU DVD-ROM', serial: '', type: 'hdd', transport: 'ata', rotational: true, readonly: true, wwid: '', cdrom: true })
+    this.disks = spec.disks.map((d) => { const id = d.dev.replace('/dev/', ''); return { ...d, id, cdrom: false, busPath: `/pci0000:00/0000:00:0${id.length}.0/virtio${id.charCodeAt(id.length - 1) - 97}` } })
+    if (spec.image === 'iso') this.disks.push({ id: 'sr0', dev: '/dev/sr0', size: 1073741824, model: 'QEMU DVD-ROM', serial: '', type: 'hdd', transport: 'ata', rotational: true, readonly: true, wwid: '', cdrom: true, busPath: '/pci0000:00/0000:00:01.1/ata2/host1/target1:0:0/1:0:0:0' })
     this.installed = spec.image === 'disk'
     this.stage = 'unknown'
     this.configText = null; this.config = null
@@ -28,7 +28,7 @@ export class Node {
   }
 
   resetFlags() {
-    Object.assign(this, { criUp: false, bootDone: false, etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false,
+    Object.assign(this, { rebootPending: false, criUp: false, bootDone: false, etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false,
       joining: false, registered: false, kubeletFailed: false, bootId: randomUUID(), installFailed: null,
       trustdUp: false, apiCert: false, wantsCert: false })
   }
@@ -127,6 +127,38 @@ export class Node {
     const details = minor <= 12 ? '' : mode === 'try'
       ? 'Applied configuration without a reboot\nThe config is applied in \'try\' mode and will be automatically reverted back in 1m0s'
       : 'Applied configuration without a reboot'
+    return { modeDetails: details, warnings: [] }
+  }
+
+  /**
+   * ApplyConfiguration on a configured node (v1alpha1_server.go): validated (InvalidArgument), then by
+   * mode: auto applies live when it can (Runtime.CanApplyImmediate) and reboots otherwise; no-reboot
+   * refuses a change that needs one; reboot always reboots; staged waits for the next reboot; try applies live.
+   */
+  applyConfigured({ data, mode = 'auto', dryRun = false }) {
+    if (['rebooting', 'installing'].includes(this.stage) || this.rebootPending) {
+      throw rpc('FailedPrecondition', 'configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot')
+    }
+    const cfg = parseConfig(data, { maintenance: false, minor: this.minor })
+    const errs = validateConfig(cfg, { requireInstall: this.minor <= 12 })
+    if (errs.length) throw rpc('InvalidArgument', validationText(errs))
+    const live = canApplyImmediate(this.config, cfg)
+    let details
+    let reboot = false
+    if (mode === 'staged') details = 'Staged configuration to be applied after the next reboot'
+    else if (mode === 'no-reboot' || mode === 'try') {
+      if (!live) throw rpc('InvalidArgument', "this config change can't be applied in immediate mode\ndiff: machine configuration changed outside the fields applied live")
+      details = mode === 'try' ? "Applied configuration without a reboot\nThe config is applied in 'try' mode and will be automatically reverted back in 1m0s" : 'Applied configuration without a reboot'
+    } else if (mode === 'reboot' || !live) { details = 'Applied configuration with a reboot'; reboot = true } else details = 'Applied configuration without a reboot'
+    if (dryRun) return { modeDetails: `Dry run summary:\n${details} (skipped in dry-run).\nConfig diff:\n\n${live ? 'No changes.' : '(changes)'}`, warnings: [] }
+    if (mode === 'staged') { this.stagedConfig = { data, cfg }; return { modeDetails: details, warnings: [] } }
+    this.configText = data; this.config = cfg
+    if (reboot) {
+      this.rebootPending = true
+      this.talosLog('apply config request: rebooting to apply the configuration')
+      // the reboot sequence stops services first: the API still answers `running` for a while
+      this.after(Math.min(10, this.ctx.timings.reboot / 4), () => { this.rebootPending = false; this.reboot({}) })
+    }
     return { modeDetails: details, warnings: [] }
   }
 
@@ -359,3 +391,21 @@ export class Node {
 }
 
 export const memberId = () => randomBytes(8).toString('hex')
+
+// the fields Runtime.CanApplyImmediate takes from the new config as they are (applied live); any
+// other difference needs a reboot (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_runtime.go)
+const LIVE_MACHINE = ['ca', 'acceptedCAs', 'time', 'certSANs', 'install', 'network', 'sysfs', 'sysctls', 'logging', 'controlPlane', 'kubelet',
+  'kernel', 'registries', 'pods', 'seccompProfiles', 'nodeAnnotations', 'nodeLabels', 'nodeTaints']
+const LIVE_FEATURES = ['kubernetesTalosAPIAccess', 'kubePrism', 'hostDNS', 'imageCache', 'nodeAddressSortAlgorithm']
+function canApplyImmediate(current, next) {
+  if (!current) return false
+  const strip = (cfg) => {
+    const c = structuredClone(cfg)
+    delete c.cluster; delete c.debug
+    for (const k of LIVE_MACHINE) delete c.machine?.[k]
+    for (const k of LIVE_FEATURES) delete c.machine?.features?.[k]
+    return c
+  }
+  const sorted = (v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])])) : Array.isArray(v) ? v.map(sorted) : v)
+  return JSON.stringify(sorted(strip(current))) === JSON.stringify(sorted(strip(next)))
+}

@@ -27,9 +27,11 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
       return { status: 'skipped', detail: 'already configured', error }
     }
     report.progress('applying over the authenticated API')
-    await withRetry(() => run.talosctl.applySecure(node), retry)
+    const { value } = await withRetry(() => run.talosctl.applySecure(node), retry)
     facts.applied = true
-    return { status: 'ok', detail: 're-applied' }
+    // Talos reboots to apply this change: verify must see it go down and come back, not a `running` from before
+    if (value.reboots) facts.rebootAfterApply = true
+    return { status: 'ok', detail: value.reboots ? 're-applied; the node reboots to apply it' : 're-applied' }
   }
   report.progress('applying config (insecure, maintenance mode)')
   try {

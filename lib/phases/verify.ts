@@ -127,9 +127,17 @@ async function verifyNode(node: ClusterNode, run: Run, report: StepReporter, end
     watch.answered = true
     watch.maintenanceSightings = 0
     watch.see(status.stage, elapsed)
+    // re-applied with a reboot: an answer from before it went down is not the new config running
+    if (run.facts.of(node.name).rebootAfterApply) {
+      if (!watch.wentDown && status.stage !== 'rebooting') return { done: false, state: `${status.stage}, waiting for the reboot that applies its config` }
+      if (status.stage === 'rebooting') watch.wentDown = true
+    }
     if (watch.rebootsAfterBoot >= BOOT_LOOP_REBOOTS) throw bootLoop(node, watch)
     const done = await verified(node, run, status)
-    if (done) return { done: true, value: done }
+    if (done) {
+      delete run.facts.of(node.name).rebootAfterApply
+      return { done: true, value: done }
+    }
     const unmet = status.unmetConditions.map((c) => `${c.name}: ${c.reason}`).join('; ')
     return { done: false, state: `${watch.describe(elapsed)}${unmet ? ` (${unmet})` : ''}` }
   }

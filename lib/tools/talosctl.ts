@@ -19,6 +19,9 @@ export interface Disk {
   model: string
   serial: string
   wwid: string
+  uuid: string
+  modalias: string
+  busPath: string
   transport: string
   rotational: boolean
   readonly: boolean
@@ -118,15 +121,17 @@ export class Talosctl {
 
   async disks(node: ClusterNode): Promise<Disk[]> {
     const result = await this.call(node, ['get', 'disks', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], false, '')
-    return parseJsonStream(result.stdout).map(toDisk)
+    return parseDisks(result.stdout)
   }
 
   async applyInsecure(node: ClusterNode): Promise<void> {
     await this.call(node, ['apply-config', '--insecure', '-n', node.ip, '-e', node.ip, '-f', node.configFile], true)
   }
 
-  async applySecure(node: ClusterNode): Promise<void> {
-    await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile], true)
+  /** Over the authenticated API (mode auto): true when the node reboots to apply it (talosctl prints the mode's details). */
+  async applySecure(node: ClusterNode): Promise<{ reboots: boolean }> {
+    const result = await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile], true)
+    return { reboots: /Applied configuration with a reboot/.test(`${result.stderr}\n${result.stdout}`) }
   }
 
   async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {
@@ -187,6 +192,11 @@ export function parseMachineStatuses(stdout: string): MachineStatus[] {
   })
 }
 
+/** `talosctl get disks -o json`: one resource per disk (empty fields are omitted by the node). */
+export function parseDisks(stdout: string): Disk[] {
+  return parseJsonStream(stdout).map(toDisk)
+}
+
 function toDisk(doc: unknown): Disk {
   const d = doc as { metadata?: { id?: string }; spec?: Record<string, unknown> }
   const spec = d.spec ?? {}
@@ -199,6 +209,9 @@ function toDisk(doc: unknown): Disk {
     model: str('model'),
     serial: str('serial'),
     wwid: str('wwid'),
+    uuid: str('uuid'),
+    modalias: str('modalias'),
+    busPath: str('bus_path'),
     transport: str('transport'),
     rotational: spec.rotational === true,
     readonly: spec.readonly === true,

@@ -11,6 +11,11 @@ const prettySize = (b) => {
   return `${b} B`
 }
 
+const OMITEMPTY = ['model', 'serial', 'wwid', 'bus_path', 'transport', 'rotational']
+const omitEmpty = (spec) => Object.fromEntries(Object.entries(spec).filter(([k, v]) => !(OMITEMPTY.includes(k) && (v === '' || v === false || v == null))))
+// the squashfs loop device every Talos node lists (no transport: never an install disk)
+const LOOP0 = { id: 'loop0', dev: '/dev/loop0', size: 75763712, model: '', serial: '', wwid: '', busPath: '', transport: '', rotational: false, readonly: true, cdrom: false }
+
 function resource(node, d, id, spec, extra = {}) {
   const show = (t) => node.ctx.displayTime(t).toISOString().replace(/\.\d+Z$/, 'Z')
   return {
@@ -25,11 +30,12 @@ function listResources(sim, node, d) {
   const cluster = sim.scenario.cluster
   switch (d.displayType) {
     case 'MachineStatus': return [resource(node, d, 'machine', node.machineStatus(), { owner: 'runtime.MachineStatusController' })]
-    case 'Disk': return node.disks.map((x) => resource(node, d, x.id, {
+    // empty fields are omitted (pkg/machinery/resources/block/disk.go omitempty), loop devices listed
+    case 'Disk': return [...node.disks, LOOP0].map((x) => resource(node, d, x.id, omitEmpty({
       dev_path: x.dev, size: x.size, pretty_size: prettySize(x.size), io_size: 512, sector_size: 512, readonly: x.readonly,
-      cdrom: x.cdrom, model: x.model, serial: x.serial, wwid: x.wwid, transport: x.transport, rotational: x.rotational,
-      bus_path: `/pci0000:00/0000:00:0${x.id.length}.0/virtio${x.id.charCodeAt(x.id.length - 1) - 97}`, sub_system: '/sys/class/block',
-    }, { owner: 'block.DisksController' }))
+      cdrom: x.cdrom, model: x.model, serial: x.serial, wwid: x.wwid, bus_path: x.busPath, transport: x.transport, rotational: x.rotational,
+      sub_system: '/sys/class/block',
+    }), { owner: 'block.DisksController' }))
     case 'SystemDisk': {
       if (!node.installed || !node.configured || node.stage === 'maintenance') return []
       const dev = node.config?.machine?.install?.disk ?? node.disks[0].dev
@@ -78,14 +84,7 @@ export const METHODS = {
   },
 
   'machine.ApplyConfiguration'(sim, node, body, { maintenance }) {
-    if (maintenance) return node.applyMaintenance(body)
-    // normal mode on a configured node: accepted; a changed machine type would need a reboot
-    if (['rebooting', 'installing'].includes(node.stage)) throw rpc('FailedPrecondition', 'configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot')
-    const mode = body.mode ?? 'auto'
-    if (body.dryRun) return { modeDetails: 'Dry run summary:\nApplied configuration without a reboot (skipped in dry-run).\nConfig diff:\n\nNo changes.', warnings: [] }
-    if (mode === 'staged') return { modeDetails: 'Staged configuration to be applied after the next reboot', warnings: [] }
-    node.configText = body.data
-    return { modeDetails: mode === 'reboot' ? 'Applied configuration with a reboot' : 'Applied configuration without a reboot', warnings: [] }
+    return maintenance ? node.applyMaintenance(body) : node.applyConfigured(body)
   },
 
   'machine.Bootstrap'(sim, node) { node.bootstrap(); return {} },
