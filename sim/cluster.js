@@ -254,7 +254,7 @@ export class Simulator {
     const now = this.clock.now().getTime()
     const from = Math.max(this.etcdStartedAt ?? now, n.criUpAt ?? now)
     // at least a short learner time once added: start, catch up, be promoted (never instant on a real cluster)
-    const delay = Math.max((from - now) / 1000 + this.timings.etcd, Math.min(5, this.timings.etcd / 4))
+    const delay = Math.max((from - now) / 1000 + this.timings.etcd, Math.min(2, this.timings.etcd / 10))
     const gen = n.joinGen = (n.joinGen ?? 0) + 1
     n.after(delay / 2, () => {
       if (gen !== n.joinGen || !target.members.has(learner.id)) return

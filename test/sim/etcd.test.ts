@@ -23,7 +23,7 @@ const talosctl = (c: Started, args: string[]): Promise<{ code: number; stdout: s
 
 describe('learners', () => {
   it('a joining control plane is a learner with an empty name and client URLs, then started, then promoted', async () => {
-    c = await startOn('127.34.1', { cps: 2, workers: 0, image: 'disk', vip: false, speed: 10, timings: { boot: 6, etcd: 20 } })
+    c = await startOn('127.34.1', { cps: 2, workers: 0, image: 'disk', vip: false, speed: 4, timings: { boot: 6, etcd: 20 } })
     for (const n of ['cp-1', 'cp-2']) await applyInsecure(c.sim, n)
     expect((await bootstrapWhenReady(c.sim, 'cp-1', 4000)).messages?.[0]?.error).toBeNull()
     await c.sim.until(() => c!.sim.node('cp-1')!.etcdHealthy, 20000)
@@ -62,7 +62,7 @@ describe('learners', () => {
 
 describe('bootstrap on a control plane that has not joined', () => {
   it('is accepted while it joins (empty data dir) and starts a second etcd cluster: each side lists only itself', async () => {
-    c = await startOn('127.34.3', { cps: 2, workers: 0, image: 'disk', vip: false, speed: 10, timings: { boot: 10, etcd: 20 } })
+    c = await startOn('127.34.3', { cps: 2, workers: 0, image: 'disk', vip: false, speed: 4, timings: { boot: 6, etcd: 20 } })
     for (const n of ['cp-1', 'cp-2']) await applyInsecure(c.sim, n)
     expect((await bootstrapWhenReady(c.sim, 'cp-1', 4000)).messages?.[0]?.error).toBeNull()
     // cp-2 was added as a learner but its etcd has not started: nothing in its data dir yet
