@@ -157,9 +157,12 @@ export class Talosctl {
 
   async etcdMembers(node: ClusterNode): Promise<EtcdMember[]> {
     // dry run: the happy answer, every control plane a member
-    const dry = ['ID   HOSTNAME   PEER URLS   CLIENT URLS   LEARNER']
-      .concat(this.inventory.nodes.filter((n) => n.role === 'controlplane').map((n, i) => `${String(i + 1).padStart(16, '0')}   ${n.name}   https://${n.ip}:2380   https://${n.ip}:2379   false`))
-      .join('\n')
+    const rows = [['ID', 'HOSTNAME', 'PEER URLS', 'CLIENT URLS', 'LEARNER']].concat(
+      this.inventory.nodes.filter((n) => n.role === 'controlplane').map((n, i) => [String(i + 1).padStart(16, '0'), n.name, `https://${n.ip}:2380`, `https://${n.ip}:2379`, 'false']),
+    )
+    // aligned as talosctl's tabwriter does (the parser reads columns at the header's offsets)
+    const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
+    const dry = rows.map((r) => r.map((cell, c) => (c < r.length - 1 ? cell.padEnd(widths[c]! + 3) : cell)).join('')).join('\n')
     const result = await this.call(node, ['etcd', 'members', ...this.secureArgs(node)], false, dry)
     return parseEtcdMembers(result.stdout)
   }
