@@ -58,7 +58,7 @@ const RULES: readonly Rule[] = [
   { kind: 'unauthorized', pattern: /code = PermissionDenied desc = not authorized/ },
   { kind: 'disk-mismatch', pattern: /no disks matched the expression/ },
   { kind: 'wrong-node', pattern: /bootstrap can only be performed on a control plane node|bootstrap is only available on control plane nodes|only available on control plane nodes/ },
-  { kind: 'not-ready-yet', pattern: /bootstrap is not available yet|time is not in sync yet|another apply configuration is already in progress|failed to create etcd client|etcd is not running/ },
+  { kind: 'not-ready-yet', pattern: /bootstrap is not available yet|time is not in sync yet|another apply configuration is already in progress|failed to create etcd client|etcd is not running|is not registered on any nodes/ },
   {
     kind: 'config-invalid',
     pattern: /configuration validation failed|code = InvalidArgument|install instructions are required|either install disk or diskSelector|can't be used together|failed to parse config|unknown machine type|doesn't contain v1alpha1 config/,

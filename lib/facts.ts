@@ -11,6 +11,10 @@ export interface NodeFacts {
   applied?: boolean
   /** the etcd service state last read on this node during this run */
   etcd?: string
+  /** a re-apply made the node reboot: it is verified only once seen down and back */
+  rebootAfterApply?: boolean
+  /** verify left this worker waiting for a control plane's trustd (why): the bootstrap completes it */
+  awaitingControlPlane?: string
 }
 
 /** What the run learned about the cluster as a whole. */

@@ -26,15 +26,20 @@ export function installTarget(node: ClusterNode): InstallTarget {
   return { ...(node.installDisk ? { disk: node.installDisk } : {}), ...(node.installDiskSelector ? { selector: node.installDiskSelector } : {}) }
 }
 
-const SIZE_UNITS: Record<string, number> = { '': 1, B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12, KIB: 1024, MIB: 1024 ** 2, GIB: 1024 ** 3, TIB: 1024 ** 4 }
-
-function parseSize(text: string): number | undefined {
-  const m = /^\s*([\d.]+)\s*([a-zA-Z]*)\s*$/.exec(text)
-  if (!m) return undefined
-  const unit = SIZE_UNITS[(m[2] ?? '').toUpperCase()]
-  return unit === undefined ? undefined : Number(m[1]) * unit
+// go-humanize ParseBytes (Talos parses the selector's size with it): SI and IEC units, case-insensitive
+const SIZE_UNITS: Record<string, number> = {
+  '': 1, B: 1, K: 1e3, KB: 1e3, M: 1e6, MB: 1e6, G: 1e9, GB: 1e9, T: 1e12, TB: 1e12, P: 1e15, PB: 1e15,
+  KI: 1024, KIB: 1024, MI: 1024 ** 2, MIB: 1024 ** 2, GI: 1024 ** 3, GIB: 1024 ** 3, TI: 1024 ** 4, TIB: 1024 ** 4, PI: 1024 ** 5, PIB: 1024 ** 5,
 }
 
+function parseSize(text: string): number | undefined {
+  const m = /^\s*([\d.]+)\s*([a-zA-Z]*)\s*$/.exec(text.replace(/,/g, ''))
+  if (!m) return undefined
+  const unit = SIZE_UNITS[(m[2] ?? '').toUpperCase()]
+  return unit === undefined ? undefined : Math.trunc(Number(m[1]) * unit)
+}
+
+/** `disk.size <op> <uint>`: no operator means `==`, an exact comparison as Talos's CEL does. */
 function sizeMatches(expr: string, size: number): boolean {
   const m = /^\s*(>=|<=|>|<|==)?\s*(.+)$/.exec(expr)
   const bound = m ? parseSize(m[2] ?? '') : undefined
@@ -49,26 +54,23 @@ function sizeMatches(expr: string, size: number): boolean {
     case '<':
       return size < bound
     default:
-      // an exact size matches within 1% (vendors round)
-      return Math.abs(size - bound) <= bound * 0.01
+      return size === bound
   }
 }
 
+/** ryanuber/go-glob, the selector's glob: `*` matches any run of characters, nothing else is special. */
 function glob(pattern: string, value: string): boolean {
-  const regex = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`)
+  const regex = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's')
   return regex.test(value)
 }
 
-function diskType(disk: Disk): string {
-  if (disk.cdrom) return 'cd'
-  if (disk.transport === 'nvme') return 'nvme'
-  if (disk.id.startsWith('mmcblk')) return 'sd'
-  return disk.rotational ? 'hdd' : 'ssd'
-}
-
-/** Talos' diskSelector fields (size, model, serial, wwid, type, busPath, modalias) against one disk. */
+/**
+ * Talos's diskSelector, as InstallConfig.DiskMatchExpression builds it (pkg/machinery/config/types/v1alpha1/
+ * v1alpha1_provider.go): every field given must match, and always `disk.transport != ""`,
+ * `!disk.readonly`, `!disk.cdrom`. `type: sd` means transport `mmc`; `name` is not supported (no disk).
+ */
 export function selectorMatches(selector: Record<string, unknown>, disk: Disk): boolean {
-  if (disk.readonly || disk.cdrom) return false
+  if (disk.readonly || disk.cdrom || disk.transport === '') return false
   for (const [key, raw] of Object.entries(selector)) {
     const value = String(raw)
     switch (key) {
@@ -78,16 +80,22 @@ export function selectorMatches(selector: Record<string, unknown>, disk: Disk): 
       case 'model':
       case 'serial':
       case 'wwid':
-        if (!glob(value, disk[key])) return false
+      case 'uuid':
+      case 'modalias':
+      case 'busPath':
+        if (value !== '' && !glob(value, disk[key])) return false
         break
       case 'type':
-        if (diskType(disk) !== value) return false
+        if (value === 'nvme' && disk.transport !== 'nvme') return false
+        if (value === 'sd' && disk.transport !== 'mmc') return false
+        if (value === 'hdd' && !disk.rotational) return false
+        if (value === 'ssd' && disk.rotational) return false
+        if (!['nvme', 'sd', 'hdd', 'ssd', ''].includes(value)) return false // unsupported disk type
         break
       case 'name':
-        if (!glob(value, disk.devPath)) return false
+        if (value !== '') return false // "selector on name is not supported"
         break
       default:
-        // fields we cannot check here (busPath, modalias, uuid) are left to the node
         break
     }
   }

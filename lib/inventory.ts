@@ -20,6 +20,11 @@ export interface ClusterNode {
   configFile: string
   installDisk?: string
   installDiskSelector?: Record<string, unknown>
+  /**
+   * the config enables cluster discovery with the service registry: the node finds the control
+   * planes without the endpoint (a worker's apid then gets its certificate before the bootstrap)
+   */
+  discovery?: boolean
   /** the Kubernetes node name when it is not `name` (an FQDN hostname registers by its first label) */
   kubeName?: string
 }
@@ -282,6 +287,7 @@ function build(
     const node: ClusterNode = { name: n.name, ip: parsed.addresses[0] as string, addresses: parsed.addresses, role, configFile: n.configFile, ...install.fields }
     const kubeName = kubernetesNodeName(config.hostname ?? n.name, config.registerWithFQDN)
     if (kubeName !== n.name) node.kubeName = kubeName
+    if (discoveryEnabled(n.configFile)) node.discovery = true
     nodes.push(node)
   })
   if (raw.length > 0 && errors.length === 0 && !nodes.some((n) => n.role === 'controlplane')) {
@@ -409,6 +415,25 @@ function machineConfigProblems(path: string, name: string, role: Role, schema: '
   // the hostname Talos takes: the v1alpha1 one, else a HostnameConfig document's (Talos 1.12 multi-doc)
   const hostname = [config.getIn(['machine', 'network', 'hostname']), hostnameDoc].find((h): h is string => typeof h === 'string' && h !== '')
   return { ...(hostname ? { hostname } : {}), registerWithFQDN: config.getIn(['machine', 'kubelet', 'registerWithFQDN']) === true }
+}
+
+/**
+ * cluster.discovery.enabled with the service registry on (Talos's default when absent: off,
+ * v1alpha1_discoveryconfig.go). The kubernetes registry needs the API, so it finds nobody before the bootstrap.
+ */
+function discoveryEnabled(path: string): boolean {
+  let docs: unknown[]
+  try {
+    docs = parseAllDocuments(readFileSync(path, 'utf8')).map((d) => d.toJS() as unknown)
+  } catch {
+    return false // unreadable: the syntax check reports it
+  }
+  for (const doc of docs) {
+    const config = doc as { cluster?: { discovery?: { enabled?: unknown; registries?: { service?: { disabled?: unknown } } } } } | null
+    const discovery = config?.cluster?.discovery
+    if (discovery) return discovery.enabled === true && discovery.registries?.service?.disabled !== true
+  }
+  return false
 }
 
 /** A talosconfig must parse and hold a context with credentials, or every authenticated call fails later. */

@@ -27,17 +27,18 @@ export class Simulator {
     this.log = log ?? (() => {})
     this.stopped = false
     this.callsLog = []
-    this.etcd = new Map() // member id -> {id, hostname, ip}
+    this.etcdClusters = [] // [{id, members: Map<member id, member>}] (see etcdClusterOf)
     this.kubeListeners = new Map() // address -> https.Server
     this.pendingKubelet = new Set()
     this.waiters = new Set()
+    this.certWaiters = new Set() // workers whose apid waits for a certificate from trustd
   }
 
   async start() {
     const s = this.scenario
     this.clock = createClock(s.speed)
     this.faults = createFaults(s.faults)
-    this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null })
+    this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null, role: s.cluster.talosconfigRole })
     this.cliServer = await startCliServer()
     const written = await writeClusterDir(this.dir, s, this.pki, { cliServer: this.cliServer.address })
     this.clusterDir = written.clusterDir
@@ -140,6 +141,7 @@ export class Simulator {
   // ---- node hooks ----
   changed(n) {
     if (this.stopped) return
+    this.issueApiCerts()
     this.servers?.get(n.name)?.setMode(this.listenerMode(n))
     this.reconcileKube()
     for (const w of this.waiters) w()
@@ -174,49 +176,129 @@ export class Simulator {
     })
   }
 
-  etcdHealthyMembers() { return this.nodes.filter((n) => n.etcdHealthy && n.etcdMember && this.etcd.has(n.etcdMember)) }
-  etcdMembers() { return [...this.etcd.values()] }
+  // ---- a worker's API certificate (secrets/api.go generateJoin) ----
+  /** a worker asks trustd on a control plane for its apid certificate (every boot: it is kept in memory) */
+  requestApiCert(n) {
+    n.wantsCert = true
+    this.certWaiters.add(n)
+    this.issueApiCerts()
+  }
+  /**
+   * The control plane whose trustd a worker can reach, or null. The worker dials the addresses of
+   * ControlPlaneEndpoints: the cluster endpoint's host (k8s/static_endpoint.go) and, with discovery,
+   * every control plane member. trustd runs from StartAllServices, before etcd; a VIP is up only
+   * once etcd is (network/operator/vip.go campaigns through etcd), on a control plane running etcd.
+   */
+  trustdFor() {
+    const host = new URL(this.scenario.cluster.endpoint).hostname
+    const down = (cp) => this.faults.find(cp.name, { on: 'any' }).some((f) => f.times == null && ['unreachable', 'timeout'].includes(f.kind))
+    const cps = this.nodes.filter((cp) => cp.role === 'controlplane' && cp.configured && cp.trustdUp && !down(cp))
+    const direct = cps.find((cp) => cp.ip === host)
+    if (direct) return direct
+    if (this.scenario.cluster.discovery === 'enabled' && cps.length) return cps[0]
+    const vip = this.scenario.cluster.vip
+    if (vip && vip.address === host && vip.up === 'after-bootstrap') return cps.find((cp) => cp.etcdHealthy && cp.apiServerUp) ?? null
+    return null
+  }
+  issueApiCerts() {
+    if (!this.certWaiters.size) return
+    for (const w of [...this.certWaiters]) {
+      if (!w.wantsCert) { this.certWaiters.delete(w); continue }
+      if (!this.trustdFor()) return
+      this.certWaiters.delete(w)
+      w.after(0.01, () => w.apiCertIssued())
+    }
+  }
 
+  // ---- etcd: clusters of members (more than one after a bootstrap on a control plane not joined yet) ----
+  // A member is {id (16 hex digits), name, ip, peerUrls, clientUrls, isLearner, started}: a joining one
+  // is added as a learner and promoted later (internal/pkg/etcd/etcd.go MemberAddAsLearner); until it
+  // starts, its name and client URLs are empty, as etcd's member list says.
+  etcdClusterOf(n) { return n.etcdMember ? this.etcdClusters.find((c) => c.members.has(n.etcdMember)) ?? null : null }
+  etcdMemberOf(n) { return this.etcdClusterOf(n)?.members.get(n.etcdMember) ?? null }
+  /** the members of the cluster this node belongs to (empty when it belongs to none) */
+  etcdMembers(n) { return [...(this.etcdClusterOf(n)?.members.values() ?? [])] }
+  etcdHealthyMembers() { return this.nodes.filter((n) => n.etcdHealthy && this.etcdMemberOf(n)?.started) }
+  /** etcd's data directory holds data: the member started at least once (the Bootstrap RPC's only check) */
+  etcdHasData(n) { return !!this.etcdMemberOf(n)?.started }
+  newMember(n, { learner }) {
+    const started = !learner
+    return { id: memberId(), name: started ? n.name : '', ip: n.ip, peerUrls: [`https://${n.ip}:2380`], clientUrls: started ? [`https://${n.ip}:2379`] : [], isLearner: learner, started }
+  }
+  startMember(n) {
+    const m = this.etcdMemberOf(n)
+    if (m) Object.assign(m, { started: true, name: n.name, clientUrls: [`https://${n.ip}:2379`] })
+  }
+
+  /** the Bootstrap RPC: a new etcd cluster of this one member, whatever other control planes run */
   etcdBootstrap(n) {
     this.etcdStartedAt = this.clock.now().getTime()
-    n.etcdMember = memberId()
-    this.etcd.set(n.etcdMember, { id: n.etcdMember, hostname: n.name, ip: n.ip })
+    n.joining = false; n.joinGen = (n.joinGen ?? 0) + 1 // a pending join is abandoned: this etcd bootstraps
+    const member = this.newMember(n, { learner: false })
+    this.etcdClusters.push({ id: memberId(), members: new Map([[member.id, member]]) })
+    n.etcdMember = member.id
+    n.etcdRunning = true
     n.svc('etcd', 'Finished', 'Bootstrap requested')
     n.startService('etcd', { healthy: false })
     n.talosLog('bootstrap request received')
     n.after(this.timings.etcd, () => n.etcdUp())
     n.changed()
   }
-  /** a control plane whose CRI is up joins once the cluster has a healthy etcd */
+  /** a control plane whose CRI is up joins once a cluster has a healthy etcd: learner, started, promoted */
   maybeJoin(n) {
-    if (!n.criUp || n.etcdMember || n.joining || !this.etcdHealthyMembers().length) return
+    if (!n.criUp || this.etcdHasData(n) || n.joining) return
+    const target = this.etcdClusters.find((c) => this.etcdHealthyMembers().some((h) => c.members.has(h.etcdMember)))
+    if (!target) return
     n.joining = true
     if (this.faults.has(n.name, 'etcd-join')) {
       n.svc('etcd', 'Preparing', 'Running pre state')
       n.talosLog('etcd: failed to join the cluster: etcdserver: re-configuration failed due to not enough started members')
       return
     }
+    const learner = this.newMember(n, { learner: true })
+    target.members.set(learner.id, learner)
+    n.etcdMember = learner.id
     // a joining control plane takes the same `etcd` time, counted from when it could start: the
     // bootstrap call, or its own CRI if that came later (so joins run alongside the first member)
     const now = this.clock.now().getTime()
     const from = Math.max(this.etcdStartedAt ?? now, n.criUpAt ?? now)
-    const delay = Math.max(0, (from - now) / 1000 + this.timings.etcd)
-    n.after(delay, () => {
-      n.joining = false
-      n.etcdMember = memberId()
-      this.etcd.set(n.etcdMember, { id: n.etcdMember, hostname: n.name, ip: n.ip })
+    // at least a short learner time once added: start, catch up, be promoted (never instant on a real cluster)
+    const delay = Math.max((from - now) / 1000 + this.timings.etcd, Math.min(2, this.timings.etcd / 10))
+    const gen = n.joinGen = (n.joinGen ?? 0) + 1
+    n.after(delay / 2, () => {
+      if (gen !== n.joinGen || !target.members.has(learner.id)) return
+      this.startMember(n)
+      n.etcdRunning = true
       n.startService('etcd', { healthy: false })
+      n.changed()
+    })
+    n.after(delay, () => {
+      if (gen !== n.joinGen || !target.members.has(learner.id)) return
+      n.joining = false
+      learner.isLearner = false // promoted once caught up
       n.etcdUp()
     })
   }
   etcdRestart(n) {
     n.after(this.timings.etcd, () => {
-      if (n.etcdMember && this.etcd.has(n.etcdMember)) { n.startService('etcd', { healthy: false }); n.etcdUp() } else { n.etcdMember = null; this.maybeJoin(n) }
+      if (this.etcdHasData(n)) { n.etcdRunning = true; n.startService('etcd', { healthy: false }); n.etcdUp() } else { n.etcdMember = null; this.maybeJoin(n) }
     })
   }
   etcdRemove(id) {
-    this.etcd.delete(id)
-    for (const n of this.nodes) if (n.etcdMember === id) { n.etcdMember = null; n.etcdHealthy = false; n.apiServerUp = false; n.changed() }
+    for (const c of this.etcdClusters) c.members.delete(id)
+    for (const n of this.nodes) if (n.etcdMember === id) { n.etcdMember = null; n.etcdHealthy = false; n.etcdRunning = false; n.apiServerUp = false; n.joining = false; n.changed() }
+  }
+  /**
+   * etcd's client on this node waits for a connection to the local etcd (clientv3, no deadline from
+   * talosctl): resolves once it runs, or rejects when the caller goes away.
+   */
+  etcdReachable(n, signal) {
+    if (n.etcdRunning) return Promise.resolve()
+    return new Promise((resolvePromise, reject) => {
+      const check = () => { if (n.etcdRunning) { this.waiters.delete(check); resolvePromise() } }
+      this.waiters.add(check)
+      signal?.addEventListener('abort', () => { this.waiters.delete(check); reject(new Error('client went away')) }, { once: true })
+    })
   }
   apiServerUp(n) {
     if (!this.kubeBootstrapped) { this.kubeBootstrapped = true; try { this.kube?.bootstrap?.() } catch (e) { this.log(`kube.bootstrap: ${e.message}`) } }
@@ -239,8 +321,8 @@ export class Simulator {
     })
   }
   nodeReset(n, { graceful }) {
-    if (graceful && n.etcdMember) this.etcd.delete(n.etcdMember)
-    n.etcdMember = null; n.etcdHealthy = false; n.apiServerUp = false
+    if (graceful && n.etcdMember) for (const c of this.etcdClusters) c.members.delete(n.etcdMember)
+    n.etcdMember = null; n.etcdHealthy = false; n.etcdRunning = false; n.apiServerUp = false; n.joining = false
     this.pendingKubelet.delete(n)
     if (n.registered) { n.registered = false; try { this.kube?.removeNode?.(n.name) } catch { /* ignore */ } }
     n.changed() // its API server is gone: close 6443 (and the VIP if it was the last)

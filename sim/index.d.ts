@@ -4,7 +4,7 @@ export interface ScenarioNode { name: string; ip: string; role: 'controlplane' |
   installDisk?: string; installDiskSelector?: Record<string, unknown> }
 export interface Fault { node?: string | null; on?: string; kind: string; times?: number | null; ms?: number | null; message?: string | null; path?: string | null }
 export interface ScenarioInput {
-  cluster: { name: string; endpoint?: string; talosVersion?: string; kubernetesVersion?: string; vip?: { address: string; up?: 'after-bootstrap' | 'never' } }
+  cluster: { name: string; endpoint?: string; talosVersion?: string; kubernetesVersion?: string; vip?: { address: string; up?: 'after-bootstrap' | 'never' }; discovery?: 'enabled' | 'disabled'; talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup' }
   speed?: number
   timings?: Partial<Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni', number>>
   nodes: ScenarioNode[]

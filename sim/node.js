@@ -5,7 +5,6 @@ import { rpc } from './talos/errors.js'
 import { parseConfig, validateConfig, validationText, selectorExpression, diskMatches } from './talos/validate.js'
 
 const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
-const BASE_SERVICES = ['apid', 'auditd', 'containerd', 'cri', 'dashboard', 'kubelet', 'machined', 'syslogd', 'udevd']
 export const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
 
 export class Node {
@@ -13,8 +12,8 @@ export class Node {
   constructor(spec, ctx) {
     Object.assign(this, { name: spec.name, ip: spec.ip, image: spec.image, spec, ctx })
     this.role = spec.role            // effective role once configured (from the applied config)
-    this.disks = spec.disks.map((d) => ({ ...d, id: d.dev.replace('/dev/', ''), cdrom: false }))
-    if (spec.image === 'iso') this.disks.push({ id: 'sr0', dev: '/dev/sr0', size: 1073741824, model: 'QEMU DVD-ROM', serial: '', type: 'hdd', transport: 'ata', rotational: true, readonly: true, wwid: '', cdrom: true })
+    this.disks = spec.disks.map((d) => { const id = d.dev.replace('/dev/', ''); return { ...d, id, cdrom: false, busPath: `/pci0000:00/0000:00:0${id.length}.0/virtio${id.charCodeAt(id.length - 1) - 97}` } })
+    if (spec.image === 'iso') this.disks.push({ id: 'sr0', dev: '/dev/sr0', size: 1073741824, model: 'QEMU DVD-ROM', serial: '', type: 'hdd', transport: 'ata', rotational: true, readonly: true, wwid: '', cdrom: true, busPath: '/pci0000:00/0000:00:01.1/ata2/host1/target1:0:0/1:0:0:0' })
     this.installed = spec.image === 'disk'
     this.stage = 'unknown'
     this.configText = null; this.config = null
@@ -29,8 +28,9 @@ export class Node {
   }
 
   resetFlags() {
-    Object.assign(this, { criUp: false, bootDone: false, etcdMember: null, etcdHealthy: false, apiServerUp: false,
-      joining: false, registered: false, kubeletFailed: false, bootId: randomUUID(), installFailed: null })
+    Object.assign(this, { rebootPending: false, criUp: false, bootDone: false, etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false,
+      joining: false, registered: false, kubeletFailed: false, bootId: randomUUID(), installFailed: null,
+      trustdUp: false, apiCert: false, wantsCert: false })
   }
 
   get configured() { return this.config != null }
@@ -130,6 +130,38 @@ export class Node {
     return { modeDetails: details, warnings: [] }
   }
 
+  /**
+   * ApplyConfiguration on a configured node (v1alpha1_server.go): validated (InvalidArgument), then by
+   * mode: auto applies live when it can (Runtime.CanApplyImmediate) and reboots otherwise; no-reboot
+   * refuses a change that needs one; reboot always reboots; staged waits for the next reboot; try applies live.
+   */
+  applyConfigured({ data, mode = 'auto', dryRun = false }) {
+    if (['rebooting', 'installing'].includes(this.stage) || this.rebootPending) {
+      throw rpc('FailedPrecondition', 'configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot')
+    }
+    const cfg = parseConfig(data, { maintenance: false, minor: this.minor })
+    const errs = validateConfig(cfg, { requireInstall: this.minor <= 12 })
+    if (errs.length) throw rpc('InvalidArgument', validationText(errs))
+    const live = canApplyImmediate(this.config, cfg)
+    let details
+    let reboot = false
+    if (mode === 'staged') details = 'Staged configuration to be applied after the next reboot'
+    else if (mode === 'no-reboot' || mode === 'try') {
+      if (!live) throw rpc('InvalidArgument', "this config change can't be applied in immediate mode\ndiff: machine configuration changed outside the fields applied live")
+      details = mode === 'try' ? "Applied configuration without a reboot\nThe config is applied in 'try' mode and will be automatically reverted back in 1m0s" : 'Applied configuration without a reboot'
+    } else if (mode === 'reboot' || !live) { details = 'Applied configuration with a reboot'; reboot = true } else details = 'Applied configuration without a reboot'
+    if (dryRun) return { modeDetails: `Dry run summary:\n${details} (skipped in dry-run).\nConfig diff:\n\n${live ? 'No changes.' : '(changes)'}`, warnings: [] }
+    if (mode === 'staged') { this.stagedConfig = { data, cfg }; return { modeDetails: details, warnings: [] } }
+    this.configText = data; this.config = cfg
+    if (reboot) {
+      this.rebootPending = true
+      this.talosLog('apply config request: rebooting to apply the configuration')
+      // the reboot sequence stops services first: the API still answers `running` for a while
+      this.after(Math.min(10, this.ctx.timings.reboot / 4), () => { this.rebootPending = false; this.reboot({}) })
+    }
+    return { modeDetails: details, warnings: [] }
+  }
+
   acceptConfig(data, cfg) {
     this.configText = data; this.config = cfg
     this.role = cfg.machine.type === 'worker' ? 'worker' : 'controlplane'
@@ -166,7 +198,7 @@ export class Node {
   /** rebooting (nothing listens) for `reboot` seconds, then boot again */
   reboot({ thenMaintenance = false } = {}) {
     this.newLifecycle()
-    this.etcdHealthy = false; this.apiServerUp = false; this.criUp = false; this.bootDone = false
+    this.etcdHealthy = false; this.etcdRunning = false; this.apiServerUp = false; this.criUp = false; this.bootDone = false
     this.setStage('rebooting', 'off')
     this.after(this.ctx.timings.reboot, () => {
       const wasMember = this.etcdMember
@@ -180,11 +212,19 @@ export class Node {
   bootConfigured() {
     const { boot } = this.ctx.timings
     this.bootId = randomUUID()
-    for (const id of BASE_SERVICES) if (!['apid', 'machined', 'udevd', 'syslogd'].includes(id)) this.svc(id, 'Waiting', id === 'kubelet' || id === 'cri' ? 'Waiting for service "containerd" to be "up"' : 'Waiting for service "machined" to be "up"')
-    for (const id of ['apid', 'machined', 'udevd', 'syslogd', 'auditd', 'containerd', 'dashboard']) this.startService(id)
-    if (this.role === 'controlplane') { this.svc('etcd', 'Waiting', 'Waiting for service "cri" to be "up"'); this.svc('trustd', 'Waiting', 'Waiting for service "containerd" to be "up"') }
-    this.setStage('booting', 'secure')
+    // before StartAllServices only what machined starts itself is registered: cri, kubelet, trustd and
+    // etcd are loaded there (v1alpha1_sequencer_tasks.go), so `talosctl service etcd` first says
+    // "not registered" (cmd/talosctl/cmd/talos/service.go)
+    for (const id of ['auditd', 'dashboard']) this.svc(id, 'Waiting', 'Waiting for service "machined" to be "up"')
+    for (const id of ['machined', 'udevd', 'syslogd', 'auditd', 'containerd', 'dashboard']) this.startService(id)
+    const worker = this.role === 'worker'
+    // a worker's apid needs its certificate from a control plane's trustd first (secrets/api.go)
+    if (worker) this.svc('apid', 'Waiting', 'Waiting for service "machined" to be "up", api certificates')
+    else this.startService('apid')
+    this.setStage('booting', worker ? 'off' : 'secure')
+    if (worker) this.ctx.requestApiCert(this)
     const loop = this.ctx.faults.take(this.name, { kind: 'boot-loop' })
+    this.after(boot / 2, () => this.startAllServices())
     // CRI (and with it bootstrap and the kubelet) is up when the boot time is over: a worker then runs,
     // a control plane waits in booting for etcd, so boot + etcd stays a lower bound (DESIGN's critical path)
     this.after(boot, () => {
@@ -195,12 +235,36 @@ export class Node {
     })
   }
 
+  /** StartAllServices: cri, the kubelet (loaded, not started) and, on a control plane, trustd and etcd */
+  startAllServices() {
+    if (this.criUp) return // already past it in this boot
+    this.talosLog('task startAllServices (1/1): starting')
+    for (const id of ['cri', 'kubelet']) this.svc(id, 'Waiting', 'Waiting for service "containerd" to be "up"')
+    if (this.role === 'controlplane') {
+      this.startService('trustd')
+      this.trustdUp = true
+      this.svc('etcd', 'Waiting', 'Waiting for service "cri" to be "up"')
+    }
+    this.changed()
+  }
+
+  /** trustd on a control plane signed this worker's API certificate: apid starts, :50000 opens */
+  apiCertIssued() {
+    if (!this.wantsCert || !this.configured || !['booting', 'installing', 'running'].includes(this.stage)) return
+    this.wantsCert = false
+    this.apiCert = true
+    this.talosLog('api certificate issued by trustd, apid starting')
+    this.startService('apid')
+    this.listener = 'secure'
+    this.changed()
+    this.maybeRunning()
+  }
+
   criReady() {
     this.criUp = true
     this.criUpAt = this.ctx.clock.now().getTime()
     this.startService('cri')
     if (this.role === 'controlplane') {
-      this.startService('trustd')
       this.svc('etcd', 'Preparing', 'Running pre state')
       if (this.etcdMember) this.ctx.etcdRestart(this)
       else {
@@ -242,6 +306,8 @@ export class Node {
   maybeRunning() {
     if (this.stage !== 'booting' || !this.bootDone) return
     if (this.role === 'controlplane' && !this.etcdHealthy) return
+    // StartAllServices waits for every service, apid included: a worker without its certificate keeps booting
+    if (this.role === 'worker' && !this.apiCert) return
     this.talosLog('boot sequence: done')
     this.setStage('running')
     this.ctx.nodeRunning(this)
@@ -256,7 +322,9 @@ export class Node {
       throw this.minor <= 12 ? rpc('FailedPrecondition', 'bootstrap can only be performed on a control plane node')
         : rpc('Unimplemented', 'bootstrap is only available on control plane nodes')
     }
-    if (this.etcdMember || this.joining) throw rpc('AlreadyExists', 'etcd data directory is not empty')
+    // the only check is an empty data directory (v1alpha1_server.go Bootstrap): a control plane still
+    // joining has none yet, so bootstrapping it starts a second etcd cluster
+    if (this.ctx.etcdHasData(this)) throw rpc('AlreadyExists', 'etcd data directory is not empty')
     this.ctx.etcdBootstrap(this)
   }
 
@@ -327,3 +395,21 @@ export class Node {
 }
 
 export const memberId = () => randomBytes(8).toString('hex')
+
+// the fields Runtime.CanApplyImmediate takes from the new config as they are (applied live); any
+// other difference needs a reboot (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_runtime.go)
+const LIVE_MACHINE = ['ca', 'acceptedCAs', 'time', 'certSANs', 'install', 'network', 'sysfs', 'sysctls', 'logging', 'controlPlane', 'kubelet',
+  'kernel', 'registries', 'pods', 'seccompProfiles', 'nodeAnnotations', 'nodeLabels', 'nodeTaints']
+const LIVE_FEATURES = ['kubernetesTalosAPIAccess', 'kubePrism', 'hostDNS', 'imageCache', 'nodeAddressSortAlgorithm']
+function canApplyImmediate(current, next) {
+  if (!current) return false
+  const strip = (cfg) => {
+    const c = structuredClone(cfg)
+    delete c.cluster; delete c.debug
+    for (const k of LIVE_MACHINE) delete c.machine?.[k]
+    for (const k of LIVE_FEATURES) delete c.machine?.features?.[k]
+    return c
+  }
+  const sorted = (v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])])) : Array.isArray(v) ? v.map(sorted) : v)
+  return JSON.stringify(sorted(strip(current))) === JSON.stringify(sorted(strip(next)))
+}

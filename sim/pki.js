@@ -60,7 +60,7 @@ const token = (a, b) => {
  * Everything a scenario start needs.
  * nodes: [{name, ip, role}], vip: address or null.
  */
-export async function generatePki({ nodes, vip }) {
+export async function generatePki({ nodes, vip, role = 'os:admin' }) {
   const [talosCA, kubeCA, etcdCA, aggregatorCA, saKeys, maintKeys] = await Promise.all([
     makeCA('O=talos', ED), makeCA('O=kubernetes', EC), makeCA('O=etcd', EC),
     makeCA('CN=aggregator', EC), genKey(EC), genKey(ED),
@@ -72,7 +72,7 @@ export async function generatePki({ nodes, vip }) {
   const [apid, talosAdmin, kubeServer, kubeAdmin] = await Promise.all([
     issue(talosCA, { subject: 'CN=apid', usages: ['server', 'client'],
       sans: [...nodes.flatMap((n) => [dnsSan(n.name), ipSan(n.ip)]), ...(vip ? [ipSan(vip)] : [])] }),
-    issue(talosCA, { subject: 'O=os:admin', usages: ['client'] }),
+    issue(talosCA, { subject: `O=${role}`, usages: ['client'] }), // the talosconfig's role (scenario cluster.talosconfigRole)
     issue(kubeCA, { subject: 'CN=kube-apiserver', usages: ['server'],
       sans: [dnsSan('kubernetes'), dnsSan('kubernetes.default'), dnsSan('kubernetes.default.svc'),
         dnsSan('kubernetes.default.svc.cluster.local'), dnsSan('localhost'), ipSan('127.0.0.1'),

@@ -13,6 +13,7 @@ export class ScenarioError extends Error {
   }
 }
 
+export const TALOS_ROLES = ['os:admin', 'os:operator', 'os:reader', 'os:etcd:backup']
 export const DEFAULT_TIMINGS = { maintenance: 3, install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20 }
 const NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
 const SIZE_RE = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?$/i
@@ -104,12 +105,18 @@ function validateScenario(s, { file, lineOf }) {
   obj(s, [])
   known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults', 'flux'], [])
   const c = obj(s.cluster, ['cluster'])
-  known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip'], ['cluster'])
+  known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip', 'discovery', 'talosconfigRole'], ['cluster'])
   str(c.name, ['cluster', 'name'])
   if (!NAME_RE.test(c.name)) fail(['cluster', 'name'], `${q(c.name)} is not a valid cluster name (lower-case letters, digits, '-')`)
   for (const k of ['talosVersion', 'kubernetesVersion']) {
     if (c[k] != null && !/^v\d+\.\d+\.\d+$/.test(String(c[k]))) fail(['cluster', k], `${q(c[k])} is not a version like v1.12.0`)
   }
+  // cluster discovery (the generated configs say the same): off unless asked for
+  const discovery = c.discovery ?? 'disabled'
+  if (!['enabled', 'disabled'].includes(discovery)) fail(['cluster', 'discovery'], `${q(discovery)} must be enabled or disabled`)
+  // the role in the talosconfig's client certificate (internal/app/machined/pkg/system/services/machined.go rules)
+  const talosconfigRole = c.talosconfigRole ?? 'os:admin'
+  if (!TALOS_ROLES.includes(talosconfigRole)) fail(['cluster', 'talosconfigRole'], `${q(talosconfigRole)} must be one of ${TALOS_ROLES.join(', ')}`)
   const talosVersion = c.talosVersion ?? 'v1.12.11'
   const minor = Number(talosVersion.split('.')[1])
   if (minor < 11 || minor > 13) fail(['cluster', 'talosVersion'], `${q(talosVersion)}: the simulator emulates v1.11 to v1.13`)
@@ -207,7 +214,7 @@ function validateScenario(s, { file, lineOf }) {
   })
 
   return {
-    cluster: { name: c.name, endpoint, talosVersion, kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0', vip },
+    cluster: { name: c.name, endpoint, talosVersion, kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0', vip, discovery, talosconfigRole },
     talosMinor: minor, speed, timings, nodes, faults, flux: validateFlux(s.flux, { fail, obj, str, known, q }),
   }
 }

@@ -75,7 +75,8 @@ function renderMachineConfig(scenario, pki, node) {
     network: { cni: { name: 'none' }, dnsDomain: 'cluster.local', podSubnets: ['127.244.0.0/16'], serviceSubnets: ['127.96.0.0/12'] },
     token: pki.secrets.bootstrapToken,
     ca: { crt: b64(pki.kube.ca.cert), key: cp ? b64(pki.kube.ca.key) : '' },
-    discovery: { enabled: true, registries: { kubernetes: { disabled: true }, service: { disabled: true } } },
+    // as the scenario says: a worker with discovery finds the control planes' trustd without the endpoint
+    discovery: cluster.discovery === 'enabled' ? { enabled: true, registries: { kubernetes: { disabled: true }, service: {} } } : { enabled: false },
   }
   if (cp) {
     Object.assign(c, {

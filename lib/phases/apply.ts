@@ -4,13 +4,22 @@ import type { ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { withRetry } from '../retry.js'
 import type { Run } from '../run.js'
+import { appliedAndWaiting } from './verify.js'
 
 async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
   const retry = { settings: run.settings, signal: run.signal, onRetry: (e: { attempt: number; error: NodeError; delayMs: number }) => report.retrying(e.attempt, e.error, e.delayMs) }
   if (!facts.state || facts.state === 'unreachable') {
     report.progress('probing')
-    facts.state = (await withRetry(() => run.talosctl.probe(node), retry)).value.state
+    try {
+      facts.state = (await withRetry(() => run.talosctl.probe(node), retry)).value.state
+    } catch (err) {
+      // applied before, its API waiting for the control plane: configured (--reapply must wait for the bootstrap)
+      const waits = err instanceof NodeError && err.transient ? await appliedAndWaiting(node, run) : undefined
+      if (!waits) throw err
+      const error = new NodeError('configured', `the node took its config before and is not answering yet: ${waits}`, hintFor('configured', node))
+      return { status: 'skipped', detail: 'already configured', error }
+    }
   }
   if (facts.state === 'configured') {
     if (!run.options.reapply) {
@@ -18,9 +27,11 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
       return { status: 'skipped', detail: 'already configured', error }
     }
     report.progress('applying over the authenticated API')
-    await withRetry(() => run.talosctl.applySecure(node), retry)
+    const { value } = await withRetry(() => run.talosctl.applySecure(node), retry)
     facts.applied = true
-    return { status: 'ok', detail: 're-applied' }
+    // Talos reboots to apply this change: verify must see it go down and come back, not a `running` from before
+    if (value.reboots) facts.rebootAfterApply = true
+    return { status: 'ok', detail: value.reboots ? 're-applied; the node reboots to apply it' : 're-applied' }
   }
   report.progress('applying config (insecure, maintenance mode)')
   try {

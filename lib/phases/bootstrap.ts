@@ -23,14 +23,15 @@ export function bootstrapNode(run: Run): ClusterNode {
 
 /**
  * etcd runs on some control plane already: the cluster was bootstrapped (never bootstrap twice).
- * Control planes this run just saw waiting for the bootstrap are not asked again; the others are
- * asked all at once.
+ * Every control plane is asked now, all at once, even one seen waiting earlier in this run: another
+ * run may have bootstrapped it since, and Talos accepts a bootstrap on any control plane whose etcd
+ * data directory is empty, joining ones included (a second etcd cluster).
  */
 async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<ClusterNode | undefined> {
-  const waiting = (cp: ClusterNode): boolean => ['Preparing', 'Waiting'].includes(run.facts.of(cp.name).etcd ?? '')
-  const unknown = controlPlanes(run).filter((cp) => !run.failed.has(cp.name) && !waiting(cp))
+  const cps = controlPlanes(run)
+  const errors = new Map<string, NodeError>()
   const states = await Promise.all(
-    unknown.map(async (cp) => {
+    cps.map(async (cp) => {
       try {
         const etcd = await run.talosctl.serviceStatus(cp, 'etcd')
         run.facts.of(cp.name).etcd = etcd.state
@@ -38,19 +39,26 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
       } catch (err) {
         if (!(err instanceof NodeError)) throw err
         // a control plane that does not answer cannot tell; the others can
+        delete run.facts.of(cp.name).etcd
+        errors.set(cp.name, err)
         return 'unknown'
       }
     }),
   )
-  report.progress(unknown.map((cp, i) => `etcd on ${cp.name}: ${states[i]}`).join(', ') || 'every control plane waits for the bootstrap')
-  return unknown.find((_, i) => states[i] === 'Running')
+  report.progress(cps.map((cp, i) => `etcd on ${cp.name}: ${states[i]}`).join(', '))
+  // nobody can tell whether etcd runs: never read as "not bootstrapped" (transient: retried)
+  if (errors.size === cps.length) {
+    const why = cps.map((cp) => `${cp.name} (${errors.get(cp.name)?.kind ?? 'unknown'}: ${errors.get(cp.name)?.message ?? ''})`).join('; ')
+    throw new NodeError('unreachable', `no control plane answered whether etcd runs: ${why}`, `bring a control plane back (task bootstrap:status shows them), then run the same command again`)
+  }
+  return cps.find((_, i) => states[i] === 'Running')
 }
 
 async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   if (!run.options.dryRun) {
-    const running = await etcdRunningSomewhere(run, report)
+    const { value: running } = await withRetry(() => etcdRunningSomewhere(run, report), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
     run.facts.cluster.bootstrapped = running !== undefined
-    if (running) return `already bootstrapped (etcd running on ${running.name})`
+    if (running) return alreadyBootstrapped(run, running)
     // recovering a node never bootstraps the cluster: there is nothing to rejoin yet
     if (run.options.recover) return 'cluster not bootstrapped yet: nothing to rejoin'
     // bootstrapped before and some control plane cannot say: it may hold the running etcd, and a
@@ -67,8 +75,16 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   }
   const node = bootstrapNode(run)
   report.progress(`talosctl bootstrap on ${node.name}`)
+  let running: ClusterNode | undefined
   try {
-    await withRetry(() => run.talosctl.bootstrap(node), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
+    await withRetry(
+      async (attempt) => {
+        // asked again before every retry: another run may have bootstrapped a control plane meanwhile
+        if (attempt > 1 && !run.options.dryRun && (running = await etcdRunningSomewhere(run, report))) return
+        await run.talosctl.bootstrap(node)
+      },
+      { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) },
+    )
   } catch (err) {
     // AlreadyExists: etcd's data directory is not empty, so it was bootstrapped (or joined) before
     if (err instanceof NodeError && /etcd data directory is not empty/.test(err.message)) {
@@ -78,8 +94,19 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
     throw err
   }
   run.facts.cluster.bootstrapped = true
-  return `bootstrapped on ${node.name}`
+  return running ? alreadyBootstrapped(run, running) : `bootstrapped on ${node.name}`
 }
+
+/** etcd runs on `running`: never bootstrap elsewhere (Talos would start a second etcd cluster there). */
+function alreadyBootstrapped(run: Run, running: ClusterNode): string {
+  const chosen = bootstrapNode(run)
+  return chosen.name === running.name || !run.settings.bootstrapNode
+    ? `already bootstrapped (etcd running on ${running.name})`
+    : `already bootstrapped (etcd running on ${running.name}); not bootstrapping ${chosen.name}: it would start a second etcd cluster`
+}
+
+/** Why the steps after the bootstrap cannot run: a cluster fact, so not-run (never skipped). */
+export const NOT_BOOTSTRAPPED = 'cluster not bootstrapped yet: no control plane runs etcd (bootstrap it with task bootstrap:talos)'
 
 /** Every control plane an etcd member (not a learner), read through the bootstrap node once per poll. */
 function memberReading(run: Run): SharedReading<EtcdMember[]> {
@@ -171,7 +198,8 @@ export const bootstrap: Phase = {
         name: 'etcd-bootstrap',
         title: 'Bootstrap etcd (once, on one control plane)',
         would: (r) => `would bootstrap etcd on ${bootstrapNode(r).name} unless it runs already`,
-        blocks: isCp,
+        // recovering a node: it cannot rejoin while nobody can say whether etcd runs
+        blocks: (n, r) => isCp(n) || r.options.recover,
         ready: (r) => {
           const node = bootstrapNode(r)
           return r.failed.has(node.name) ? `the bootstrap control plane ${node.name} failed in ${r.failed.get(node.name)}` : true
@@ -185,7 +213,8 @@ export const bootstrap: Phase = {
         title: 'Write the kubeconfig',
         would: (r) => `would write ${r.kubeconfig}`,
         ready: (r) => {
-          if (r.facts.cluster.bootstrapped === false) return { skip: 'cluster not bootstrapped yet' }
+          if (r.facts.cluster.bootstrapped === false) return NOT_BOOTSTRAPPED
+          if (r.facts.cluster.bootstrapped === undefined && !r.options.dryRun) return 'the etcd bootstrap step did not complete'
           return r.failed.has(bootstrapNode(r).name) ? `the bootstrap control plane ${bootstrapNode(r).name} failed` : true
         },
         run: writeKubeconfig,

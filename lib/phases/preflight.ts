@@ -9,6 +9,8 @@ import { mapLimit } from '../map-limit.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { withRetry } from '../retry.js'
 import type { Run } from '../run.js'
+import type { SharedReading } from '../shared-reading.js'
+import { appliedAndWaiting, endpointReading } from './verify.js'
 
 /** Validations at a time per CPU: each is mostly a process start and a file read, a fraction of a core. */
 const VALIDATIONS_PER_CPU = 4
@@ -32,7 +34,7 @@ async function validateConfigs(run: Run): Promise<void> {
 }
 
 /** Reachability and state of one node, retried while it does not answer. */
-async function probeNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
+async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endpoint: SharedReading<boolean>): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
   // verified in an earlier run: one authenticated read confirms it; if it disagrees, the full probe decides
   if (run.journal.done(node.name, 'verify') && !run.options.reset) {
@@ -48,6 +50,12 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     facts.state = value.state
   } catch (err) {
     if (err instanceof NodeError && (err.kind === 'unreachable' || err.kind === 'timeout')) {
+      // applied before, and its API waits for the control plane (the VIP is not up): configured, not down
+      const waits = await appliedAndWaiting(node, run, endpoint)
+      if (waits) {
+        facts.state = 'configured'
+        return { status: 'ok', detail: `configured before, not answering: ${waits}` }
+      }
       facts.state = 'unreachable'
       // a node about to be reset may well be down or boot-looping: the reset decides
       if (run.options.reset) return { status: 'ok', detail: `not answering (${err.kind}); the reset follows` }
@@ -90,5 +98,8 @@ export const preflight: Phase = {
     const [cni, valid] = await Promise.allSettled([checkCni(run), validateConfigs(run)])
     for (const outcome of [cni, valid]) if (outcome.status === 'rejected') throw outcome.reason
   },
-  steps: () => [{ kind: 'node', title: 'Probe nodes', readOnly: true, would: 'would probe its state and install disk', run: probeNode }],
+  steps: (run) => {
+    const endpoint = endpointReading(run)
+    return [{ kind: 'node', title: 'Probe nodes', readOnly: true, would: 'would probe its state and install disk', run: (node, r, report) => probeNode(node, r, report, endpoint) }]
+  },
 }

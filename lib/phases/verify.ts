@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { NodeError } from '../classify.js'
 import { formatDuration } from '../duration.js'
 import { hintFor } from '../hints.js'
@@ -5,6 +6,7 @@ import type { ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import type { Run } from '../run.js'
+import { SharedReading } from '../shared-reading.js'
 import type { MachineStatus } from '../tools/talosctl.js'
 
 /** Kinds that mean "not up yet" while a node installs and reboots: keep waiting. */
@@ -36,18 +38,65 @@ class StageWatch {
   }
 }
 
+/**
+ * Why a worker's authenticated API cannot answer yet by Talos's design, or undefined. Its apid starts
+ * once trustd on a control plane signs its certificate (secrets/api.go), dialled at the endpoint's
+ * host or, with discovery, at any control plane: behind a VIP with discovery off, that is only once
+ * the VIP is up, after the etcd bootstrap.
+ */
+export function waitsForControlPlane(node: ClusterNode, run: Run): string | undefined {
+  const vip = run.inventory.vip
+  if (node.role !== 'worker' || !vip || node.discovery === true) return undefined
+  return `authenticated API starts once a control plane's trustd is reachable through ${vip} (the endpoint's VIP, up after the etcd bootstrap; cluster discovery is disabled)`
+}
+
+/** The endpoint's API answers (a kubeconfig exists and /readyz is ok there): the VIP is up. */
+export function endpointReading(run: Run): SharedReading<boolean> {
+  return new SharedReading(async () => {
+    if (!existsSync(run.kubeconfig)) return false
+    return run.kubectl.readyz(run.inventory.endpoint).catch(() => false)
+  }, run.settings.pollIntervalMs / 2)
+}
+
+/**
+ * A node that does not answer but took its config in an earlier run, and whose API waits for the
+ * control plane (the endpoint does not answer yet): why, else undefined. Not down, just not up yet.
+ */
+export async function appliedAndWaiting(node: ClusterNode, run: Run, endpoint: SharedReading<boolean> = endpointReading(run)): Promise<string | undefined> {
+  const waits = waitsForControlPlane(node, run)
+  if (!waits || !run.journal.done(node.name, 'apply') || run.options.reset) return undefined
+  return (await endpoint.get()) ? undefined : waits
+}
+
+/** The node took its config: applied in this run or an earlier one. */
+const configAccepted = (node: ClusterNode, run: Run): boolean => run.facts.of(node.name).applied === true || run.journal.done(node.name, 'apply')
+
 /** Verified: a worker running; a control plane running, or booting with etcd waiting for its bootstrap. */
 async function verified(node: ClusterNode, run: Run, status: MachineStatus): Promise<string | undefined> {
   if (status.stage === 'running') return status.ready ? 'running, ready' : 'running'
   if (node.role !== 'controlplane' || status.stage !== 'booting') return undefined
-  const etcd = await run.talosctl.serviceStatus(node, 'etcd')
+  let etcd
+  try {
+    etcd = await run.talosctl.serviceStatus(node, 'etcd')
+  } catch (err) {
+    // etcd is registered only once the boot reaches StartAllServices: not yet, as any transient error
+    if (err instanceof NodeError && err.transient) return undefined
+    throw err
+  }
   run.facts.of(node.name).etcd = etcd.state
   if (etcd.state === 'Preparing' || etcd.state === 'Waiting') return 'booting, etcd waiting for bootstrap'
   return undefined
 }
 
-async function verifyNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
+/**
+ * Polls the node until it is verified. `endpoint`: verify's own run, where a worker whose API waits
+ * for the control plane (waitsForControlPlane) is done once it took its config and left maintenance;
+ * without it (after the bootstrap) that worker must answer like any other node.
+ */
+async function verifyNode(node: ClusterNode, run: Run, report: StepReporter, endpoint?: SharedReading<boolean>): Promise<NodeOutcome> {
   const watch = new StageWatch()
+  const waits = waitsForControlPlane(node, run)
+  let silentPolls = 0
   const check = async (elapsed: number): Promise<PollAnswer<string>> => {
     let status: MachineStatus
     try {
@@ -57,7 +106,13 @@ async function verifyNode(node: ClusterNode, run: Run, report: StepReporter): Pr
       if (WAITABLE.has(err.kind)) {
         watch.wentDown = true
         watch.see('not answering', elapsed)
+        // out of maintenance (nothing answers there) twice a poll apart, and the VIP is not up yet
+        if (waits && endpoint && configAccepted(node, run) && ++silentPolls >= 2 && !(await endpoint.get())) {
+          run.facts.of(node.name).awaitingControlPlane = waits
+          return { done: true, value: `config accepted, out of maintenance; waiting for the control plane: ${waits}` }
+        }
       } else if (err.kind === 'maintenance') {
+        silentPolls = 0
         // seen twice a poll apart: the node is really in maintenance (crashed back or never applied)
         if (++watch.maintenanceSightings >= 2) {
           const wasApplied = watch.answered || watch.wentDown || run.facts.of(node.name).applied === true
@@ -74,9 +129,17 @@ async function verifyNode(node: ClusterNode, run: Run, report: StepReporter): Pr
     watch.answered = true
     watch.maintenanceSightings = 0
     watch.see(status.stage, elapsed)
+    // re-applied with a reboot: an answer from before it went down is not the new config running
+    if (run.facts.of(node.name).rebootAfterApply) {
+      if (!watch.wentDown && status.stage !== 'rebooting') return { done: false, state: `${status.stage}, waiting for the reboot that applies its config` }
+      if (status.stage === 'rebooting') watch.wentDown = true
+    }
     if (watch.rebootsAfterBoot >= BOOT_LOOP_REBOOTS) throw bootLoop(node, watch)
     const done = await verified(node, run, status)
-    if (done) return { done: true, value: done }
+    if (done) {
+      delete run.facts.of(node.name).rebootAfterApply
+      return { done: true, value: done }
+    }
     const unmet = status.unmetConditions.map((c) => `${c.name}: ${c.reason}`).join('; ')
     return { done: false, state: `${watch.describe(elapsed)}${unmet ? ` (${unmet})` : ''}` }
   }
@@ -91,9 +154,10 @@ async function verifyNode(node: ClusterNode, run: Run, report: StepReporter): Pr
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err
     const kind = watch.answered ? 'stuck' : 'unreachable'
+    const after = run.facts.of(node.name).awaitingControlPlane
     const message = watch.answered
       ? `not verified within ${formatDuration(run.settings.verifyTimeoutMs)}: ${err.lastState}`
-      : `never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}`
+      : `never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}${after ? ` after the bootstrap; its ${after}` : ''}`
     throw new NodeError(kind, message, hintFor(kind, node))
   }
 }
@@ -102,8 +166,18 @@ function bootLoop(node: ClusterNode, watch: StageWatch): NodeError {
   return new NodeError('stuck', `boot-looping: rebooted ${watch.rebootsAfterBoot} times after booting and never reached running`, hintFor('stuck', node))
 }
 
+/** After the bootstrap: a worker verify left waiting for the control plane answers and runs. */
+export async function completeVerification(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
+  const outcome = await verifyNode(node, run, report)
+  delete run.facts.of(node.name).awaitingControlPlane
+  return { ...outcome, detail: `${outcome.detail ?? 'running'} (authenticated API up after the bootstrap)` }
+}
+
 export const verify: Phase = {
   name: 'verify',
   title: 'Verify nodes left maintenance and are up',
-  steps: () => [{ kind: 'node', title: 'Verify nodes', readOnly: true, would: 'would wait until it is up on the authenticated API', run: verifyNode }],
+  steps: (run) => {
+    const endpoint = endpointReading(run)
+    return [{ kind: 'node', title: 'Verify nodes', readOnly: true, would: 'would wait until it is up on the authenticated API', run: (node, r, report) => verifyNode(node, r, report, endpoint) }]
+  },
 }

@@ -14,7 +14,8 @@ import type { ReadinessGate } from '../settings.js'
 import type { ServiceStatus } from '../tools/talosctl.js'
 import { SharedReading } from '../shared-reading.js'
 import { condition, type KubeObject } from '../tools/kubectl.js'
-import { aimKubeconfig, bootstrapNode } from './bootstrap.js'
+import { aimKubeconfig, bootstrapNode, NOT_BOOTSTRAPPED } from './bootstrap.js'
+import { completeVerification } from './verify.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
@@ -228,7 +229,7 @@ export const waitReady: Phase = {
   steps: (run) => {
     const r = readings(run)
     const all = (): boolean => true
-    const notBootstrapped = (r: Run): { skip: string } | undefined => (r.facts.cluster.bootstrapped === false ? { skip: 'cluster not bootstrapped yet' } : undefined)
+    const notBootstrapped = (r: Run): string | undefined => (r.facts.cluster.bootstrapped === false ? NOT_BOOTSTRAPPED : undefined)
     // without a kubeconfig (the bootstrap could not run) no later step can: they stay not-run with
     // the api step's cause instead of failing one by one on a missing file
     const apiReady = (r: Run): true | string | { skip: string } =>
@@ -238,6 +239,15 @@ export const waitReady: Phase = {
       { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', would: 'would wait for /readyz', blocks: all, ready: apiReady, run: waitForApi },
       // the CNI goes in as soon as the API answers: its pods follow the nodes as they register
       { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', would: (r) => `would install ${r.settings.cni?.release ?? 'the CNI'} with helm`, blocks: all, ready: apiReady, run: installCni },
+      // workers verify left waiting for a control plane's trustd: answering and running, before their kubelet
+      {
+        kind: 'node',
+        title: 'Workers that waited for the control plane answer on the authenticated API',
+        readOnly: true,
+        would: 'would wait until it answers on the authenticated API',
+        applies: (n, r) => bootstrapped(n, r) && r.facts.of(n.name).awaitingControlPlane !== undefined,
+        run: completeVerification,
+      },
       { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', readOnly: true, would: 'would wait for its kubelet, CNI pod and Ready', applies: bootstrapped, run: nodeReadyStep(r) },
       { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', would: 'would wait for the readiness gates', ready: apiReady, run: readinessGates },
     ]

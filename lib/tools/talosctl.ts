@@ -19,6 +19,9 @@ export interface Disk {
   model: string
   serial: string
   wwid: string
+  uuid: string
+  modalias: string
+  busPath: string
   transport: string
   rotational: boolean
   readonly: boolean
@@ -118,15 +121,17 @@ export class Talosctl {
 
   async disks(node: ClusterNode): Promise<Disk[]> {
     const result = await this.call(node, ['get', 'disks', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], false, '')
-    return parseJsonStream(result.stdout).map(toDisk)
+    return parseDisks(result.stdout)
   }
 
   async applyInsecure(node: ClusterNode): Promise<void> {
     await this.call(node, ['apply-config', '--insecure', '-n', node.ip, '-e', node.ip, '-f', node.configFile], true)
   }
 
-  async applySecure(node: ClusterNode): Promise<void> {
-    await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile], true)
+  /** Over the authenticated API (mode auto): true when the node reboots to apply it (talosctl prints the mode's details). */
+  async applySecure(node: ClusterNode): Promise<{ reboots: boolean }> {
+    const result = await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile], true)
+    return { reboots: /Applied configuration with a reboot/.test(`${result.stderr}\n${result.stdout}`) }
   }
 
   async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {
@@ -152,9 +157,12 @@ export class Talosctl {
 
   async etcdMembers(node: ClusterNode): Promise<EtcdMember[]> {
     // dry run: the happy answer, every control plane a member
-    const dry = ['ID   HOSTNAME   PEER URLS   CLIENT URLS   LEARNER']
-      .concat(this.inventory.nodes.filter((n) => n.role === 'controlplane').map((n, i) => `${String(i + 1).padStart(16, '0')}   ${n.name}   https://${n.ip}:2380   https://${n.ip}:2379   false`))
-      .join('\n')
+    const rows = [['ID', 'HOSTNAME', 'PEER URLS', 'CLIENT URLS', 'LEARNER']].concat(
+      this.inventory.nodes.filter((n) => n.role === 'controlplane').map((n, i) => [String(i + 1).padStart(16, '0'), n.name, `https://${n.ip}:2380`, `https://${n.ip}:2379`, 'false']),
+    )
+    // aligned as talosctl's tabwriter does (the parser reads columns at the header's offsets)
+    const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
+    const dry = rows.map((r) => r.map((cell, c) => (c < r.length - 1 ? cell.padEnd(widths[c]! + 3) : cell)).join('')).join('\n')
     const result = await this.call(node, ['etcd', 'members', ...this.secureArgs(node)], false, dry)
     return parseEtcdMembers(result.stdout)
   }
@@ -189,6 +197,11 @@ export function parseMachineStatuses(stdout: string): MachineStatus[] {
   })
 }
 
+/** `talosctl get disks -o json`: one resource per disk (empty fields are omitted by the node). */
+export function parseDisks(stdout: string): Disk[] {
+  return parseJsonStream(stdout).map(toDisk)
+}
+
 function toDisk(doc: unknown): Disk {
   const d = doc as { metadata?: { id?: string }; spec?: Record<string, unknown> }
   const spec = d.spec ?? {}
@@ -201,6 +214,9 @@ function toDisk(doc: unknown): Disk {
     model: str('model'),
     serial: str('serial'),
     wwid: str('wwid'),
+    uuid: str('uuid'),
+    modalias: str('modalias'),
+    busPath: str('bus_path'),
     transport: str('transport'),
     rotational: spec.rotational === true,
     readonly: spec.readonly === true,
@@ -215,20 +231,27 @@ export function parseServiceBlock(stdout: string, id: string): ServiceStatus {
   return { id, state: field('STATE') || 'unknown', health: field('HEALTH') || '?', lastEvent: event }
 }
 
-/** `talosctl etcd members` table (reference §3.8); NODE column optional. */
+/**
+ * `talosctl etcd members` table (reference §3.8); NODE column optional. Cells are cut at the header's
+ * column offsets (tabwriter aligns them): a learner that has not started has an empty HOSTNAME and
+ * CLIENT URLS, which splitting on whitespace would shift.
+ */
 export function parseEtcdMembers(stdout: string): EtcdMember[] {
   const lines = stdout.split('\n').filter((l) => l.trim())
   const header = lines.shift()
   if (!header) return []
-  const hasNode = header.trimStart().startsWith('NODE')
-  return lines.map((line) => {
-    const cells = line.trim().split(/\s{2,}|\t/)
-    const offset = hasNode ? 1 : 0
-    return {
-      id: cells[offset] ?? '',
-      hostname: cells[offset + 1] ?? '',
-      peerUrls: (cells[offset + 2] ?? '').split(','),
-      isLearner: (cells[offset + 4] ?? '') === 'true',
-    }
-  })
+  const names = ['NODE', 'ID', 'HOSTNAME', 'PEER URLS', 'CLIENT URLS', 'LEARNER']
+  const starts = names.map((name) => new RegExp(`(^|\\s)${name}(\\s|$)`).exec(header)).map((m) => (m ? m.index + m[1]!.length : -1))
+  const column = (line: string, i: number): string => {
+    const from = starts[i] ?? -1
+    if (from < 0) return ''
+    const to = starts.slice(i + 1).find((x) => x > from) ?? line.length
+    return line.slice(from, to).trim()
+  }
+  return lines.map((line) => ({
+    id: column(line, 1),
+    hostname: column(line, 2),
+    peerUrls: column(line, 3).split(',').filter(Boolean),
+    isLearner: column(line, 5) === 'true',
+  }))
 }

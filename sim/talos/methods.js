@@ -11,6 +11,11 @@ const prettySize = (b) => {
   return `${b} B`
 }
 
+const OMITEMPTY = ['model', 'serial', 'wwid', 'bus_path', 'transport', 'rotational']
+const omitEmpty = (spec) => Object.fromEntries(Object.entries(spec).filter(([k, v]) => !(OMITEMPTY.includes(k) && (v === '' || v === false || v == null))))
+// the squashfs loop device every Talos node lists (no transport: never an install disk)
+const LOOP0 = { id: 'loop0', dev: '/dev/loop0', size: 75763712, model: '', serial: '', wwid: '', busPath: '', transport: '', rotational: false, readonly: true, cdrom: false }
+
 function resource(node, d, id, spec, extra = {}) {
   const show = (t) => node.ctx.displayTime(t).toISOString().replace(/\.\d+Z$/, 'Z')
   return {
@@ -25,11 +30,12 @@ function listResources(sim, node, d) {
   const cluster = sim.scenario.cluster
   switch (d.displayType) {
     case 'MachineStatus': return [resource(node, d, 'machine', node.machineStatus(), { owner: 'runtime.MachineStatusController' })]
-    case 'Disk': return node.disks.map((x) => resource(node, d, x.id, {
+    // empty fields are omitted (pkg/machinery/resources/block/disk.go omitempty), loop devices listed
+    case 'Disk': return [...node.disks, LOOP0].map((x) => resource(node, d, x.id, omitEmpty({
       dev_path: x.dev, size: x.size, pretty_size: prettySize(x.size), io_size: 512, sector_size: 512, readonly: x.readonly,
-      cdrom: x.cdrom, model: x.model, serial: x.serial, wwid: x.wwid, transport: x.transport, rotational: x.rotational,
-      bus_path: `/pci0000:00/0000:00:0${x.id.length}.0/virtio${x.id.charCodeAt(x.id.length - 1) - 97}`, sub_system: '/sys/class/block',
-    }, { owner: 'block.DisksController' }))
+      cdrom: x.cdrom, model: x.model, serial: x.serial, wwid: x.wwid, bus_path: x.busPath, transport: x.transport, rotational: x.rotational,
+      sub_system: '/sys/class/block',
+    }), { owner: 'block.DisksController' }))
     case 'SystemDisk': {
       if (!node.installed || !node.configured || node.stage === 'maintenance') return []
       const dev = node.config?.machine?.install?.disk ?? node.disks[0].dev
@@ -38,7 +44,7 @@ function listResources(sim, node, d) {
     case 'Nodename': return node.configured ? [resource(node, d, 'nodename', { nodename: node.name, hostnameVersion: '1', skipNodeRegistration: false }, { owner: 'k8s.NodenameController' })] : []
     case 'MachineConfig': return node.configured ? [resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } })] : []
     case 'MachineType': return [resource(node, d, 'machine-type', node.configured ? node.role : 'unknown')]
-    case 'EtcdMember': return node.etcdMember ? [resource(node, d, 'local', { memberID: node.etcdMember }, { owner: 'etcd.MemberController' })] : []
+    case 'EtcdMember': return node.etcdMember && node.etcdRunning ? [resource(node, d, 'local', { memberID: node.etcdMember }, { owner: 'etcd.MemberController' })] : []
     case 'Service': return [...node.services.values()].sort((a, b) => a.id.localeCompare(b.id)).map((s) =>
       resource(node, d, s.id, { running: s.state === 'Running', healthy: s.healthy === true, unknown: s.healthy == null }))
     case 'HostnameStatus': return [resource(node, d, 'hostname', { hostname: node.configured ? node.name : `talos-${node.ip.replace(/\./g, '-')}`, domainname: '' })]
@@ -78,14 +84,7 @@ export const METHODS = {
   },
 
   'machine.ApplyConfiguration'(sim, node, body, { maintenance }) {
-    if (maintenance) return node.applyMaintenance(body)
-    // normal mode on a configured node: accepted; a changed machine type would need a reboot
-    if (['rebooting', 'installing'].includes(node.stage)) throw rpc('FailedPrecondition', 'configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot')
-    const mode = body.mode ?? 'auto'
-    if (body.dryRun) return { modeDetails: 'Dry run summary:\nApplied configuration without a reboot (skipped in dry-run).\nConfig diff:\n\nNo changes.', warnings: [] }
-    if (mode === 'staged') return { modeDetails: 'Staged configuration to be applied after the next reboot', warnings: [] }
-    node.configText = body.data
-    return { modeDetails: mode === 'reboot' ? 'Applied configuration with a reboot' : 'Applied configuration without a reboot', warnings: [] }
+    return maintenance ? node.applyMaintenance(body) : node.applyConfigured(body)
   },
 
   'machine.Bootstrap'(sim, node) { node.bootstrap(); return {} },
@@ -113,10 +112,11 @@ export const METHODS = {
     return { response: `Service "${id}" ${verb}` }
   },
 
-  'machine.EtcdMemberList'(sim, node) {
+  // talosctl asks the local etcd (queryLocal); while it is down the client waits for a connection
+  async 'machine.EtcdMemberList'(sim, node, body, { signal }) {
     if (node.role !== 'controlplane') throw rpc('Unimplemented', 'member list is only available on control plane nodes')
-    etcdNodeOnly(node, 'member list')
-    return { members: sim.etcdMembers(node).map((m) => ({ id: m.id, hostname: m.hostname, peerUrls: [`https://${m.ip}:2380`], clientUrls: [`https://${m.ip}:2379`], isLearner: false })) }
+    await sim.etcdReachable(node, signal)
+    return { members: sim.etcdMembers(node).map((m) => ({ id: m.id, hostname: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner })) }
   },
 
   'machine.EtcdStatus'(sim, node) {
@@ -124,7 +124,7 @@ export const METHODS = {
     etcdNodeOnly(node, 'etcd status')
     const members = sim.etcdMembers(node)
     return { memberId: node.etcdMember, dbSize: 4096000 + members.length * 20480, dbSizeInUse: 1835008, leader: members[0]?.id ?? node.etcdMember,
-      raftIndex: 1000 + node.rev, raftTerm: 2, raftAppliedIndex: 1000 + node.rev, isLearner: false, protocol: '3.6.5', storage: '3.6.0', errors: [] }
+      raftIndex: 1000 + node.rev, raftTerm: 2, raftAppliedIndex: 1000 + node.rev, isLearner: !!sim.etcdMemberOf(node)?.isLearner, protocol: '3.6.5', storage: '3.6.0', errors: [] }
   },
 
   'machine.EtcdRemoveMemberByID'(sim, node, body) {
@@ -155,6 +155,16 @@ export const METHODS = {
   },
 
   'machine.Dmesg'(sim, node) { return { lines: node.logs.map((l) => ({ ...l, ts: sim.displayTime(l.ts).toISOString() })) } },
+}
+
+// roles allowed per method (internal/app/machined/pkg/system/services/machined.go rules); others: PermissionDenied
+const READ = ['os:admin', 'os:operator', 'os:reader']
+export const ROLES = {
+  'resources.Get': READ, 'machine.Version': READ, 'machine.ServiceList': READ, 'machine.Dmesg': READ, 'cluster.HealthCheck': READ,
+  'machine.EtcdMemberList': [...READ, 'os:etcd:backup'], 'machine.EtcdStatus': [...READ, 'os:etcd:backup'],
+  'machine.ServiceAction': ['os:admin', 'os:operator'], 'machine.Reboot': ['os:admin', 'os:operator'],
+  'machine.ApplyConfiguration': ['os:admin'], 'machine.Bootstrap': ['os:admin'], 'machine.Kubeconfig': ['os:admin'], 'machine.Reset': ['os:admin'],
+  'machine.EtcdRemoveMemberByID': ['os:admin'], 'machine.EtcdLeaveCluster': ['os:admin'],
 }
 
 // methods the maintenance API serves (everything else: Unimplemented)

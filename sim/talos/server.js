@@ -3,7 +3,7 @@
 import https from 'node:https'
 import net from 'node:net'
 import { rpc, RpcError, dialRefused, unknownAuthority } from './errors.js'
-import { METHODS, MAINTENANCE_METHODS, callKind } from './methods.js'
+import { METHODS, MAINTENANCE_METHODS, ROLES, callKind } from './methods.js'
 import { healthCheck } from './health.js'
 import { serveGrpc, ALPN } from '../grpc/server.js'
 
@@ -152,6 +152,11 @@ export async function handleRequest(sim, endpoint, mode, req, res) {
   }
 
   if (insecure && !MAINTENANCE_METHODS.has(method)) return topError(rpc('Unimplemented', 'API is not implemented in maintenance mode'))
+  // the client certificate's role (its Organization) against the method's rules, checked by apid first
+  if (!insecure) {
+    const roles = String(req.socket.getPeerCertificate?.()?.subject?.O ?? '').split(/\n|,/).map((r) => r.trim())
+    if (!roles.some((r) => (ROLES[method] ?? ['os:admin']).includes(r))) return topError(rpc('PermissionDenied', 'not authorized'))
+  }
 
   // which nodes the call targets (x-talos-nodes; none => this node, unnamed)
   const header = insecure ? '' : String(req.headers['x-talos-nodes'] ?? '').trim()
@@ -170,9 +175,12 @@ export async function handleRequest(sim, endpoint, mode, req, res) {
     return healthCheck(sim, endpoint, body, req, res)
   }
 
+  // a call whose client went away (deadline, Ctrl-C) cancels what still waits for it
+  const gone = new AbortController()
+  res.on('close', () => gone.abort())
   const messages = []
   for (const { str, node } of list) {
-    const ctx = { insecure, maintenance: insecure }
+    const ctx = { insecure, maintenance: insecure, signal: gone.signal }
     try {
       if (!node) throw rpc('Unavailable', /^\d+\.\d+\.\d+\.\d+$/.test(str) ? dialRefused(str) : `connection error: desc = "transport: Error while dialing: dial tcp: lookup ${str}: no such host"`)
       if (node !== endpoint) {
@@ -194,6 +202,7 @@ export async function handleRequest(sim, endpoint, mode, req, res) {
       rec(node, 'ok')
       messages.push({ node: str, error: null, data })
     } catch (e) {
+      if (gone.signal.aborted) return // nobody to answer
       if (!(e instanceof RpcError)) throw e
       if (insecure) return topError(e, node ?? endpoint)
       rec(node ?? { name: null, ip: str }, `error: ${errText(e)}`)

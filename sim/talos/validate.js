@@ -62,7 +62,8 @@ export function selectorExpression(sel) {
   return parts.join(' && ')
 }
 
-const glob = (pattern, s) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`).test(s ?? '')
+// ryanuber/go-glob (Talos's CEL glob): only `*` is special
+const glob = (pattern, s) => new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's').test(s ?? '')
 
 export function diskMatches(sel, d) {
   if (d.cdrom || d.readonly || !d.transport) return false
@@ -74,8 +75,12 @@ export function diskMatches(sel, d) {
   if (sel.model && !glob(sel.model, d.model)) return false
   if (sel.serial && !glob(sel.serial, d.serial)) return false
   if (sel.wwid && !glob(sel.wwid, d.wwid)) return false
+  if (sel.busPath && !glob(sel.busPath, d.busPath)) return false
+  if (sel.name) return false // "selector on name is not supported" (v1alpha1_provider.go DiskMatchExpression)
+  // type as DiskMatchExpression: nvme/sd are transports (sd = mmc), hdd/ssd rotational or not
   if (sel.type === 'nvme' && d.transport !== 'nvme') return false
+  if (sel.type === 'sd' && d.transport !== 'mmc') return false
   if (sel.type === 'hdd' && !d.rotational) return false
-  if ((sel.type === 'ssd' || sel.type === 'sd') && d.rotational) return false
+  if (sel.type === 'ssd' && d.rotational) return false
   return true
 }

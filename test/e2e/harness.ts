@@ -18,6 +18,8 @@ export interface ClusterShape {
   image?: 'iso' | 'disk'
   talosVersion?: string
   vip?: 'after-bootstrap' | 'never' | false
+  discovery?: 'enabled' | 'disabled'
+  talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
   faults?: Fault[]
   speed?: number
   timings?: ScenarioInput['timings']
@@ -37,6 +39,8 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
       talosVersion: shape.talosVersion ?? 'v1.12.11',
       kubernetesVersion: 'v1.35.0',
       ...(vip === false ? {} : { vip: { address: `${range}.10`, up: vip } }),
+      ...(shape.discovery ? { discovery: shape.discovery } : {}),
+      ...(shape.talosconfigRole ? { talosconfigRole: shape.talosconfigRole } : {}),
     },
     speed: shape.speed ?? 600,
     timings: { install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20, ...shape.timings },

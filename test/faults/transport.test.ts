@@ -58,7 +58,8 @@ describe.concurrent('transport faults', () => {
     }), ROW_TIMEOUT)
 
   it('PKI mismatch after regenerated secrets: named with the talosconfig hint, not retried', () =>
-    withCluster('127.90.5', { faults: [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }] }, async (cluster) => {
+    // discovery on: the worker's apid answers before the bootstrap, with the foreign identity
+    withCluster('127.90.5', { discovery: 'enabled', faults: [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }] }, async (cluster) => {
       const result = await cluster.task('bootstrap:talos', {}, FAST)
       expect(result.code).toBe(1)
       const report = cluster.report()

@@ -20,8 +20,8 @@ describe('transport faults', () => {
   })
 
   it("talosctl's version-skew probe neither triggers nor consumes a call fault, and is logged with its purpose", async () => {
-    const s = await start(15, [{ node: 'wrkr-1', on: 'get', kind: 'refused', times: 1 }], { image: 'disk' })
-    await applyInsecure(s.sim, 'wrkr-1')
+    const s = await start(15, [{ node: 'wrkr-1', on: 'get', kind: 'refused', times: 1 }], { image: 'disk', vip: false })
+    await applyInsecure(s.sim, 'cp-1'); await applyInsecure(s.sim, 'wrkr-1')
     await s.sim.until(() => s.sim.node('wrkr-1')!.listener === 'secure')
     const https = await import('node:https')
     const { talosCreds } = await import('./helpers.js')
@@ -84,7 +84,7 @@ describe('transport faults', () => {
   })
 
   it('pki-mismatch: a control plane proxying to the node reports the Go x509 text with the candidate authority', async () => {
-    const s = await start(6, [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }], { image: 'disk' })
+    const s = await start(6, [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }], { image: 'disk', vip: false })
     await applyInsecure(s.sim, 'cp-1'); await applyInsecure(s.sim, 'wrkr-1')
     await s.sim.until(() => s.sim.node('cp-1')!.listener === 'secure' && s.sim.node('wrkr-1')!.listener === 'pki')
     const r = await talosCall(s.sim, '127.24.6.11', 'machine.Version', {}, { secure: true, nodes: '127.24.6.21' })
@@ -111,8 +111,9 @@ describe('apply-time faults', () => {
 
 describe('lifecycle faults', () => {
   it('crash (on install, times 1): back to maintenance, a second apply installs', async () => {
-    const s = await start(9, [{ node: 'wrkr-1', on: 'install', kind: 'crash', times: 1 }])
+    const s = await start(9, [{ node: 'wrkr-1', on: 'install', kind: 'crash', times: 1 }], { vip: false })
     const log = stageLog(s.sim, 'wrkr-1')
+    await applyInsecure(s.sim, 'cp-1')
     await applyInsecure(s.sim, 'wrkr-1')
     await s.sim.until(() => log.length > 3 && s.sim.node('wrkr-1')!.stage === 'maintenance')
     expect(log).toEqual(['maintenance', 'booting', 'installing', 'rebooting', 'booting', 'maintenance'])
@@ -150,8 +151,11 @@ describe('lifecycle faults', () => {
     expect(s.sim.node('cp-2')!.stage).toBe('booting')
     const m = await talosCall(s.sim, '127.24.12.11', 'machine.EtcdMemberList', {}, { secure: true, nodes: '127.24.12.11' })
     expect(m.messages![0]!.data.members.map((x: any) => x.hostname)).toEqual(['cp-1'])
-    // joining counts as a non-empty data dir: bootstrapping it would not split the cluster
-    expect((await talosCall(s.sim, '127.24.12.12', 'machine.Bootstrap', {}, { secure: true, nodes: '127.24.12.12' })).messages?.[0]?.error?.code).toBe('AlreadyExists')
+    // its data dir is empty: Bootstrap's only check (v1alpha1_server.go), so it starts a second etcd cluster
+    expect((await talosCall(s.sim, '127.24.12.12', 'machine.Bootstrap', {}, { secure: true, nodes: '127.24.12.12' })).messages?.[0]?.error).toBeNull()
+    await s.sim.until(() => s.sim.node('cp-2')!.etcdHealthy)
+    const split = await talosCall(s.sim, '127.24.12.11', 'machine.EtcdMemberList', {}, { secure: true, nodes: '127.24.12.11,127.24.12.12' })
+    expect(split.messages!.map((x) => x.data.members.map((y: any) => y.hostname))).toEqual([['cp-1'], ['cp-2']])
   })
 
   it('kubelet: the service fails with a volume mount error, the node never registers', async () => {

@@ -12,6 +12,7 @@ export type { Simulator }
 export interface ClusterOpts {
   cps?: number; workers?: number; image?: 'iso' | 'disk'; workerImage?: 'iso' | 'disk'
   speed?: number; talosVersion?: string; faults?: Fault[]; vip?: boolean; timings?: ScenarioInput['timings']
+  discovery?: 'enabled' | 'disabled'
 }
 
 /** a scenario on `range` (three octets, e.g. "127.23.1"): cps at .11.., workers at .21.., VIP .10 */
@@ -23,7 +24,7 @@ export function scenarioOn(range: string, o: ClusterOpts = {}): ScenarioInput {
   ]
   return {
     cluster: { name: 'test', talosVersion: o.talosVersion ?? 'v1.12.11', endpoint: `https://${o.vip === false ? `${range}.11` : `${range}.10`}:6443`,
-      ...(o.vip === false ? {} : { vip: { address: `${range}.10`, up: 'after-bootstrap' as const } }) },
+      ...(o.vip === false ? {} : { vip: { address: `${range}.10`, up: 'after-bootstrap' as const } }), ...(o.discovery ? { discovery: o.discovery } : {}) },
     speed: o.speed ?? 1000,
     timings: { maintenance: 2, install: 60, reboot: 20, boot: 30, etcd: 20, kubelet: 15, cni: 20, ...o.timings },
     nodes, faults: o.faults ?? [],

@@ -11,10 +11,11 @@ const ms = async (sim: Started['sim'], ip: string, secure = true) => {
 
 describe('ISO and disk-image nodes', () => {
   it('ISO: maintenance -> booting -> installing -> rebooting -> booting -> running; v1.12 refuses while installing', async () => {
-    c = await startOn('127.23.1', { cps: 1, workers: 1, timings: { install: 300 } })
+    c = await startOn('127.23.1', { cps: 1, workers: 1, vip: false, timings: { install: 300 } })
     const { sim } = c
     expect(await ms(sim, '127.23.1.21', false)).toEqual({ stage: 'maintenance', status: { ready: true, unmetConditions: [] } })
     const log = stageLog(sim, 'wrkr-1')
+    await applyInsecure(sim, 'cp-1') // its trustd signs the worker's API certificate
     const r = await applyInsecure(sim, 'wrkr-1')
     expect(r.messages?.[0]).toEqual({ node: '', error: null, data: { modeDetails: '', warnings: [] } })
     await sim.until(() => sim.node('wrkr-1')!.stage === 'installing')
@@ -29,7 +30,7 @@ describe('ISO and disk-image nodes', () => {
   })
 
   it('disk image: maintenance -> booting -> running, no install; the control plane waits in booting for bootstrap', async () => {
-    c = await startOn('127.23.2', { cps: 2, workers: 1, image: 'disk' })
+    c = await startOn('127.23.2', { cps: 2, workers: 1, image: 'disk', vip: false })
     const { sim } = c
     const wl = stageLog(sim, 'wrkr-1'), cl = stageLog(sim, 'cp-1')
     for (const n of ['cp-1', 'cp-2', 'wrkr-1']) expect((await applyInsecure(sim, n)).messages?.[0]?.error).toBeNull()
@@ -86,7 +87,7 @@ describe('critical path', () => {
 
 describe('bootstrap checks (§3.2)', () => {
   it('not available before CRI; worker texts per version', async () => {
-    c = await startOn('127.23.3', { cps: 1, workers: 1, image: 'disk', timings: { boot: 600 } }) // CRI up after 600 ms real
+    c = await startOn('127.23.3', { cps: 1, workers: 1, image: 'disk', vip: false, timings: { boot: 600 } }) // CRI up after 600 ms real
     const { sim } = c
     await applyInsecure(sim, 'cp-1'); await applyInsecure(sim, 'wrkr-1')
     await sim.until(() => sim.node('cp-1')!.listener === 'secure' && sim.node('wrkr-1')!.listener === 'secure')
@@ -97,10 +98,11 @@ describe('bootstrap checks (§3.2)', () => {
   })
 
   it('v1.13: worker bootstrap is Unimplemented, apply reports without a reboot, version works in maintenance', async () => {
-    c = await startOn('127.23.4', { cps: 1, workers: 1, talosVersion: 'v1.13.9', timings: { install: 800 } }) // installing lasts ~0.8 s real
+    c = await startOn('127.23.4', { cps: 1, workers: 1, vip: false, talosVersion: 'v1.13.9', timings: { install: 800 } }) // installing lasts ~0.8 s real
     const { sim } = c
     const v = await talosCall(sim, '127.23.4.21', 'machine.Version')
     expect(v.messages?.[0]?.data).toMatchObject({ tag: 'v1.13.9', os: 'linux', arch: 'amd64' })
+    await applyInsecure(sim, 'cp-1')
     const r = await applyInsecure(sim, 'wrkr-1')
     expect(r.messages?.[0]?.data.modeDetails).toBe('Applied configuration without a reboot')
     // apid stays up and switches to mTLS, even while installing
@@ -167,9 +169,9 @@ describe('reset, reboot, proxying, health', () => {
   })
 
   it('reset of an ISO node: a full wipe installs again after the next apply, a STATE/EPHEMERAL wipe does not', async () => {
-    c = await startOn('127.23.10', { cps: 1, workers: 2, image: 'iso' })
+    c = await startOn('127.23.10', { cps: 1, workers: 2, image: 'iso', vip: false })
     const { sim } = c
-    for (const n of ['wrkr-1', 'wrkr-2']) await applyInsecure(sim, n)
+    for (const n of ['cp-1', 'wrkr-1', 'wrkr-2']) await applyInsecure(sim, n)
     await sim.until(() => ['wrkr-1', 'wrkr-2'].every((n) => sim.node(n)!.stage === 'running'))
     await talosCall(sim, '127.23.10.21', 'machine.Reset', { graceful: false, reboot: true }, { secure: true })
     await talosCall(sim, '127.23.10.22', 'machine.Reset', { graceful: false, reboot: true, systemLabelsToWipe: ['STATE', 'EPHEMERAL'] }, { secure: true })
@@ -182,7 +184,7 @@ describe('reset, reboot, proxying, health', () => {
   })
 
   it('proxying: node strings as given, no forwarding via a worker, per-node transport errors, calls logged', async () => {
-    c = await startOn('127.23.8', { cps: 1, workers: 2, image: 'disk' })
+    c = await startOn('127.23.8', { cps: 1, workers: 2, image: 'disk', vip: false })
     const { sim } = c
     await applyInsecure(sim, 'cp-1'); await applyInsecure(sim, 'wrkr-1')
     await sim.until(() => sim.node('cp-1')!.listener === 'secure' && sim.node('wrkr-1')!.listener === 'secure')
