@@ -134,7 +134,7 @@ describe('Flux handover: Secrets, SOPS, every Kustomization, drift', () => {
     expect(install?.error?.message).toContain('git.path (live ./clusters/e2e, settings clusters/other)')
     // pkg/bootstrap/bootstrap_plain_git.go ReconcileSyncConfig
     expect(install?.error?.message).toContain('sync path configuration ("./clusters/other") would overwrite path ("./clusters/e2e") of existing Kustomization')
-    expect(install?.error?.hint).toContain('task bootstrap:flux')
+    expect(install?.error?.hint).toMatch(/task -d \S+ bootstrap:flux CLUSTER_DIR=\S+/)
 
     editSettings(cluster, (s) => (s.flux.git.path = 'clusters/e2e'))
     const again = await cluster.task('bootstrap:flux')
@@ -203,7 +203,7 @@ describe('Flux handover: failing Kustomizations under a wait: false root', () =>
     const handover = step(report, 'flux-kustomization')
     expect(handover?.status).toBe('failed')
     expect(handover?.error?.message).toContain(`flux-system/apps: BuildFailed: ${message}`)
-    expect(handover?.error?.hint).toContain('task bootstrap:flux')
+    expect(handover?.error?.hint).toMatch(/task -d \S+ bootstrap:flux CLUSTER_DIR=\S+/)
     expect(step(report, 'flux-readiness-gates')).toMatchObject({ status: 'not-run' })
     // kustomize-controller internal/decryptor/decryptor.go: the decryption Secret is missing
     const ks = await cluster.kubectl(['get', 'kustomization', 'cluster-secrets', '-n', 'flux-system', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].message}'])
@@ -218,7 +218,7 @@ describe('Flux handover: failing Kustomizations under a wait: false root', () =>
     const secrets = step(cluster.report(), 'flux-secrets')
     expect(secrets?.status).toBe('failed')
     expect(secrets?.error?.message).toMatch(/^bad-secret\.yaml: .*illegal base64 data at input byte 3/)
-    expect(secrets?.error?.hint).toMatch(/run again: task bootstrap:flux$/)
+    expect(secrets?.error?.hint).toMatch(/run again: task -d \S+ bootstrap:flux CLUSTER_DIR=\S+$/)
     editSettings(cluster, (s) => (s.flux.secrets = []))
   }, SLOW)
 
@@ -256,7 +256,7 @@ describe('Flux over a cluster that is not ready', () => {
     const check = step(report, 'flux-cluster-ready')
     expect(check?.status).toBe('failed')
     expect(check?.error?.message).toMatch(/the cluster is not ready for Flux: .*wrkr-1 NotReady/)
-    expect(check?.error?.hint).toContain('task bootstrap:wait-ready')
+    expect(check?.error?.hint).toMatch(/task -d \S+ bootstrap:wait-ready CLUSTER_DIR=\S+/)
     for (const name of ['flux-secrets', 'flux-install', 'flux-kustomization']) expect(step(report, name)?.status, name).toBe('not-run')
     expect(cluster.calls().filter((c) => c.tool === 'flux')).toEqual([])
   }, SLOW)
@@ -276,7 +276,7 @@ describe('Flux bootstrap against a repository that refuses the deploy key', () =
     expect(result.code).toBe(1)
     const install = step(cluster.report(), 'flux-install')
     expect(install?.error?.message).toMatch(/^failed to clone repository: unable to clone '.*': ssh: handshake failed: ssh: unable to authenticate/)
-    expect(install?.error?.hint).toBe('the repository refuses the deploy key: register the public key of flux.git.privateKeyFile as a deploy key with write access, then run: task bootstrap:flux')
+    expect(install?.error?.hint).toMatch(/^the repository refuses the deploy key: register the public key of flux\.git\.privateKeyFile as a deploy key with write access, then run: task -d \S+ bootstrap:flux CLUSTER_DIR=\S+$/)
     expect(step(cluster.report(), 'flux-kustomization')).toMatchObject({ status: 'not-run', detail: 'the flux install failed' })
   }, SLOW)
 })
