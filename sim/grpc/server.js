@@ -5,6 +5,7 @@
 // stay there; this layer only maps messages and errors the way apid and machined put them on the wire.
 import { fileURLToPath } from 'node:url'
 import { Readable } from 'node:stream'
+import { EventEmitter } from 'node:events'
 import grpc from '@grpc/grpc-js'
 import protoLoader from '@grpc/proto-loader'
 import { handleRequest } from '../talos/server.js'
@@ -45,17 +46,21 @@ function invoke(ns, call, method, body, { targets, purpose, words = [] }) {
   const socket = { getPeerCertificate: () => call.getAuthContext?.()?.sslPeerCertificate ?? {} }
   const req = Object.assign(Readable.from([JSON.stringify(body)]), { url: `/${method}`, headers, socket })
   return new Promise((resolve, reject) => {
-    const res = {
+    // an http.ServerResponse's events as the handler uses them: 'finish' once answered, 'close' when
+    // the exchange is over or the client went away (a cancelled call ends a waiting `etcd members`)
+    const res = Object.assign(new EventEmitter(), {
       headersSent: false,
       writeHead() { this.headersSent = true; return this },
       end(text) {
+        setImmediate(() => { res.emit('finish'); res.emit('close') })
         let answer
         try { answer = JSON.parse(String(text ?? '')) } catch { return reject(statusError({ code: 'Internal', message: 'bad answer' })) }
         if (answer.transportError) return reject(statusError({ code: 'Unavailable', message: dialRefused(ns.node.ip) }))
         if (answer.error) return reject(statusError(answer.error))
         resolve(answer.messages ?? [])
       },
-    }
+    })
+    call.on('cancelled', () => res.emit('close'))
     handleRequest(ns.sim, ns.node, ns.mode, req, res).catch((e) => {
       ns.sim.log(`grpc ${method} on ${ns.node.ip}: ${e.stack}`)
       reject(statusError({ code: 'Internal', message: e.message }))

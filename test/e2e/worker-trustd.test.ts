@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { nodeIn } from './harness.js'
 import { expectPhase, FAST, fastWith, nodeRecovery, ROW_TIMEOUT, withCluster } from '../faults/helpers.js'
 
-const WAITING = /^config accepted, out of maintenance; waiting for the control plane: authenticated API starts once a control plane's trustd is reachable through 127\.87\.\d+\.10 /
+const WAITING = /^config accepted, out of maintenance; waiting for the control plane: authenticated API starts once a control plane's trustd is reachable through 127\.94\.\d+\.10 /
 
 describe.concurrent('workers waiting for the control plane', () => {
   it('VIP endpoint, discovery disabled: bootstrap:talos verifies the workers after the bootstrap and exits 0', () =>
@@ -38,7 +38,7 @@ describe.concurrent('workers waiting for the control plane', () => {
       expect(nodeIn(cluster.report(), 'verify', 'wrkr-1').detail).toMatch(WAITING)
       const alone = await cluster.task('bootstrap:verify', { NODES: 'cp-1,wrkr-1' }, FAST)
       expect(alone.code, alone.stderr).toBe(0)
-      expect(alone.stdout + alone.stderr).toMatch(/waiting for the control plane: authenticated API starts once a control plane's trustd is reachable through 127\.87\.3\.10/)
+      expect(alone.stdout + alone.stderr).toMatch(/waiting for the control plane: authenticated API starts once a control plane's trustd is reachable through 127\.94\.3\.10/)
       expect(cluster.sim.node('cp-1')!.etcdMember).toBeNull() // nothing was bootstrapped
     }), ROW_TIMEOUT)
 
@@ -50,6 +50,6 @@ describe.concurrent('workers waiting for the control plane', () => {
       const report = cluster.report()
       expect(nodeIn(report, 'verify', 'wrkr-2').detail).toMatch(WAITING)
       expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed:unreachable' }, nodeRecovery)
-      expect(nodeIn(report, 'wait-ready', 'wrkr-2').error?.message).toMatch(/^never answered on the authenticated API within 8\.0s after the bootstrap; its authenticated API starts once a control plane's trustd is reachable through 127\.87\.4\.10/)
+      expect(nodeIn(report, 'wait-ready', 'wrkr-2').error?.message).toMatch(/^never answered on the authenticated API within 8\.0s after the bootstrap; its authenticated API starts once a control plane's trustd is reachable through 127\.94\.4\.10/)
     }), ROW_TIMEOUT)
 })

@@ -29,7 +29,8 @@ describe.skipIf(!!tool.skip)('the real talosctl against the simulator', () => {
   const config = (name: string): string => join(s.sim.clusterDir, 'clusterconfig', `test-${name}.yaml`)
   const json = (text: string): Array<Record<string, any>> => text.split(/\n(?=\{)/).filter((t) => t.trim()).map((t) => JSON.parse(t))
 
-  beforeAll(async () => { s = await startOn(R, { cps: 2, workers: 1, speed: 1000 }) })
+  // discovery on: the worker's apid gets its certificate from a booting control plane, before the bootstrap (secrets/api.go)
+  beforeAll(async () => { s = await startOn(R, { cps: 2, workers: 1, speed: 1000, discovery: 'enabled' }) })
   afterAll(async () => { await s?.stop() })
 
   it('is the real build the tools entry point gives (not the simulated CLI)', async () => {
