@@ -15,30 +15,6 @@ export interface RetryOptions {
   onRetry?: (event: RetryEvent) => void
 }
 
-const FACTOR = 2
-
-/** Resolves after ms; rejects with the signal's reason when the run is aborted. */
-function wait(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    signal.throwIfAborted()
-    const onAbort = (): void => {
-      clearTimeout(timer)
-      reject(signal.reason)
-    }
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
-}
-
-/** Exponential backoff with full-range jitter (x1 to x2), capped at the max delay: the delay before attempt n+1. */
-export function backoffDelay(attempt: number, settings: RetryOptions['settings']): number {
-  const jitter = 1 + Math.random()
-  return Math.min(Math.round(jitter * settings.retryDelayMs * FACTOR ** (attempt - 1)), settings.retryMaxDelayMs)
-}
-
 /**
  * The one retry policy: exponential backoff with jitter, only for transient kinds
  * (unreachable, timeout, not-ready-yet); anything else fails at once.
@@ -53,15 +29,18 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, options: 
     },
     {
       retries: options.settings.retries,
-      // the backoff is waited here, in onFailedAttempt, so the delay reported is the one waited
-      minTimeout: 0,
+      // p-retry's backoff: retryDelayMs x 2^(n-1), jittered by 1-2x (randomize), capped at retryMaxDelayMs
+      minTimeout: options.settings.retryDelayMs,
+      factor: 2,
+      maxTimeout: options.settings.retryMaxDelayMs,
+      randomize: true,
       signal: options.signal,
       shouldRetry: ({ error }) => error instanceof NodeError && error.transient,
-      onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
+      // called before shouldRetry, so only a transient error with retries left is reported; retryDelay
+      // is the delay p-retry then waits (no maxRetryTime shortens it)
+      onFailedAttempt: ({ error, attemptNumber, retriesLeft, retryDelay }) => {
         if (!(error instanceof NodeError) || !error.transient || retriesLeft === 0) return
-        const delayMs = backoffDelay(attemptNumber, options.settings)
-        options.onRetry?.({ attempt: attemptNumber, error, delayMs })
-        await wait(delayMs, options.signal)
+        options.onRetry?.({ attempt: attemptNumber, error, delayMs: retryDelay })
       },
     },
   ).catch((err: unknown) => {
