@@ -5,6 +5,7 @@
 // so every write (ours included) simply schedules another pass.
 import { createHash } from 'node:crypto'
 import { admitCreate } from './admission.js'
+import { syncReplicaSet } from './replicasets.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
 
 export const CNI_ANNOTATION = 'sim.talos-bootstrap.dev/cni'
@@ -23,7 +24,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
   const R = (g, v, p) => registry.get(g, v, p)
   const NODES = R('', 'v1', 'nodes'), PODS = R('', 'v1', 'pods'), NS = R('', 'v1', 'namespaces'), SA = R('', 'v1', 'serviceaccounts')
   const EVENTS = R('', 'v1', 'events')
-  const DS = R('apps', 'v1', 'daemonsets'), DEPLOY = R('apps', 'v1', 'deployments')
+  const DS = R('apps', 'v1', 'daemonsets'), DEPLOY = R('apps', 'v1', 'deployments'), RS = R('apps', 'v1', 'replicasets')
   const KS = R('kustomize.toolkit.fluxcd.io', 'v1', 'kustomizations'), GIT = R('source.toolkit.fluxcd.io', 'v1', 'gitrepositories')
   const HREPO = R('source.toolkit.fluxcd.io', 'v1', 'helmrepositories'), OCI = R('source.toolkit.fluxcd.io', 'v1', 'ocirepositories')
   const HR = R('helm.toolkit.fluxcd.io', 'v2', 'helmreleases')
@@ -318,6 +319,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
       if (pod) owned.push(pod)
     }
     const available = owned.filter(podReady).length
+    syncReplicaSet({ store, def: RS, d, hash, pods: owned, ready: available })
     const status = { observedGeneration: d.metadata.generation || 1, replicas: owned.length, updatedReplicas: owned.length }
     if (available) { status.readyReplicas = available; status.availableReplicas = available }
     if (owned.length - available > 0) status.unavailableReplicas = owned.length - available
