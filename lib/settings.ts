@@ -7,7 +7,10 @@ import { YamlFile } from './yaml-file.js'
 
 export interface CniSettings {
   chart: string
+  /** the chart repository's URL, given to helm as --repo (never a `helm repo add` alias) */
   repo?: string
+  /** a CA bundle for the repository's TLS (helm --ca-file), absolute */
+  caFile?: string
   version?: string
   release: string
   namespace: string
@@ -184,7 +187,7 @@ export function loadSettings(input: SettingsInput): Settings {
     ...(values as Record<ScalarKey, never>),
     readinessGates: file ? readGates(file, fromFile.readinessGates) : [],
   } as Settings
-  if (file && fromFile.cni !== undefined) settings.cni = readCni(file, fromFile.cni)
+  if (file && fromFile.cni !== undefined) settings.cni = readCni(file, fromFile.cni, input.clusterDir)
   if (file && fromFile.flux !== undefined) settings.flux = readFlux(file, fromFile.flux)
   return settings
 }
@@ -222,9 +225,12 @@ function rejectUnknown(file: YamlFile, obj: Record<string, unknown>, path: Array
   }
 }
 
-function readCni(file: YamlFile, raw: unknown): CniSettings {
+/** the public cilium chart repository: where chart `cilium` comes from when no repo is set */
+export const CILIUM_REPO = 'https://helm.cilium.io/'
+
+function readCni(file: YamlFile, raw: unknown, clusterDir: string): CniSettings {
   const obj = asRecord(raw, file, ['cni'])
-  rejectUnknown(file, obj, ['cni'], ['chart', 'repo', 'version', 'release', 'namespace', 'values', 'daemonset'])
+  rejectUnknown(file, obj, ['cni'], ['chart', 'repo', 'caFile', 'version', 'release', 'namespace', 'values', 'daemonset'])
   const chart = requireString(file, obj, ['cni'], 'chart')
   const release = requireString(file, obj, ['cni'], 'release', chart.split('/').pop() ?? chart)
   const cni: CniSettings = {
@@ -234,6 +240,18 @@ function readCni(file: YamlFile, raw: unknown): CniSettings {
     daemonset: requireString(file, obj, ['cni'], 'daemonset', release),
   }
   if (obj.repo !== undefined) cni.repo = requireString(file, obj, ['cni'], 'repo')
+  else if (chart === 'cilium') cni.repo = CILIUM_REPO
+  else if (/^[\w.-]+\/[\w.-]+$/.test(chart) && !existsSync(resolve(clusterDir, chart))) {
+    // `alias/name` resolves only through `helm repo add` state on the operator's machine
+    const name = chart.split('/')[1] ?? chart
+    throw file.error(['cni', 'chart'], `cni.chart "${chart}" names a chart through a \`helm repo add\` alias, which this tool does not rely on`,
+      `write chart: ${name} and repo: ${name === 'cilium' ? CILIUM_REPO : '<the chart repository URL>'} under cni (docs/settings.md)`)
+  }
+  if (obj.caFile !== undefined) {
+    const caFile = resolve(clusterDir, requireString(file, obj, ['cni'], 'caFile'))
+    if (!existsSync(caFile)) throw file.error(['cni', 'caFile'], `cni.caFile ${caFile} not found`, 'write the chart repository\'s CA certificate (PEM) there or fix the path')
+    cni.caFile = caFile
+  }
   if (obj.version !== undefined) cni.version = String(obj.version)
   if (obj.values !== undefined) cni.values = asRecord(obj.values, file, ['cni', 'values'])
   return cni

@@ -44,6 +44,7 @@ export class Helm {
   async upgradeInstall(cni: CniSettings, valuesFile: string | undefined, timeoutMs: number): Promise<{ note?: string }> {
     const args = ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--timeout', goDuration(timeoutMs)]
     if (cni.repo) args.push('--repo', cni.repo)
+    if (cni.caFile) args.push('--ca-file', cni.caFile)
     if (cni.version) args.push('--version', cni.version)
     if (valuesFile) args.push('--values', valuesFile)
     // helm's own --timeout bounds its operations; our deadline is a little longer
@@ -56,6 +57,13 @@ export class Helm {
       if (release?.status === 'deployed') return { note: `helm said "${message}", but the release is deployed` }
       throw new NodeError('cni', `${message} (release ${cni.release}: ${release ? release.status : 'not installed'})`,
         `check that the chart can be fetched (${cni.repo ?? cni.chart}) and the Kubernetes API answers (\`helm status ${cni.release} -n ${cni.namespace}\`), then run: ${taskCommand('bootstrap:wait-ready')}`)
+    }
+    // helm's text for an index.yaml it could not get (pkg/repo/chartrepo.go FindChartInRepoURL)
+    if (/is not a valid chart repository or cannot be reached/.test(message)) {
+      const fix = /x509: certificate signed by unknown authority/.test(message)
+        ? `the chart repository's certificate is not trusted: set cni.caFile in bootstrap.yaml to its CA certificate (PEM)`
+        : `check cni.repo in bootstrap.yaml (${cni.repo ?? cni.chart}) and that it answers from here`
+      throw new NodeError('cni', message, `${fix}, then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'cni', message, /another operation .* in progress/.test(message)
       ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace} --kubeconfig ${this.kubeconfig}\`, then \`helm rollback\` or uninstall it, then run: ${taskCommand('bootstrap:wait-ready')}`

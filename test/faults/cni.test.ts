@@ -56,9 +56,30 @@ exec '${cluster.sim.binDir}/helm' "$@"
       const cni = stepIn(report, 'wait-ready', 'cni')
       expect(cni.status, JSON.stringify(cni)).toBe('failed')
       expect(cni.error?.message).toMatch(/i\/o timeout \(release cilium: not installed\)$/)
-      expect(cni.error?.hint).toMatch(/check that the chart can be fetched .*task bootstrap:wait-ready/)
+      expect(cni.error?.hint).toMatch(/check that the chart can be fetched .*task .*bootstrap:wait-ready/)
       // every node carries that cause, none waits out a timeout on a CNI that was never installed
       for (const node of ['cp-1', 'wrkr-1']) expect(nodeIn(report, 'wait-ready', node).error?.message).toMatch(/^cni: .*i\/o timeout/)
+    }), ROW_TIMEOUT)
+
+  it('the chart repository served with a CA helm is not given (no cni.caFile): the real helm refuses it, the CNI step names the repository and caFile', () =>
+    withCluster('127.87.6', { workers: 1 }, async (cluster) => {
+      const settings = join(cluster.clusterDir, 'bootstrap.yaml')
+      writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n  caFile: charts-ca\.crt/, ''))
+      const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
+      expect(result.code).toBe(1)
+      const cni = stepIn(cluster.report(), 'wait-ready', 'cni')
+      expect(cni.status).toBe('failed')
+      expect(cni.error?.message).toMatch(/^Error: looks like "https:\/\/127\.0\.0\.1:\d+\/" is not a valid chart repository or cannot be reached: .*x509: certificate signed by unknown authority/)
+      expect(cni.error?.hint).toMatch(/cni\.caFile .*bootstrap\.yaml.*task .*bootstrap:wait-ready/)
+      expect(cluster.sim.chartRepo.requests).toEqual([])
+    }), ROW_TIMEOUT)
+
+  it('the chart comes from the repository in the settings, with its CA: index.yaml, then the chart archive', () =>
+    withCluster('127.87.7', { workers: 1 }, async (cluster) => {
+      const result = await cluster.task('bootstrap:talos', {}, [])
+      expect(result.code, result.stderr).toBe(0)
+      expect(stepIn(cluster.report(), 'wait-ready', 'cni').detail).toBe('cilium installed')
+      expect(cluster.sim.chartRepo.requests).toEqual(['GET /index.yaml', 'GET /cilium-1.18.4.tgz'])
     }), ROW_TIMEOUT)
 
   it('helm printing a timeout although the release went in: read back, deployed, ok', () =>
@@ -82,14 +103,14 @@ if [ "$1" = upgrade ]; then echo 'Error: context deadline exceeded' >&2; exit 1;
           writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n {4}k8sServiceHost: localhost\n {4}k8sServicePort: 7445/, ''))
       await expectEveryNodeCni(cluster,
         /^not Ready within \S+: CNI pod cilium-\w+ Running not ready, restarting \(\d+ restarts\): .*Unable to initialize Kubernetes subsystem.*dial tcp 127\.96\.0\.1:443: i\/o timeout/,
-        /k8sServiceHost: localhost, k8sServicePort: 7445 .*kubectl -n kube-system logs -p cilium-\w+/)
+        /k8sServiceHost: localhost, k8sServicePort: 7445 .*kubectl .*-n kube-system logs -p cilium-\w+/)
     }), ROW_TIMEOUT)
 
   it("nodes running Talos's flannel next to cilium: two CNIs named on each node", () =>
     withCluster('127.87.5', { workers: 1, image: 'disk' }, async (cluster) => {
       await appliedThenRegenerated(cluster, (t) => t.replace('name: none', 'name: flannel'), (t) => t)
       await expectEveryNodeCni(cluster,
-        /^two CNIs on the node: Talos's own flannel \(pod kube-flannel-\w+\) runs next to cilium\/cilium/,
-        /cluster\.network\.cni\.name: none .*kubectl -n kube-system delete daemonset kube-flannel/)
+        /^two CNIs on the node: Talos's own flannel \(pod kube-flannel-\w+\) runs next to cilium;/,
+        /cluster\.network\.cni\.name: none .*kubectl .*-n kube-system delete daemonset kube-flannel/)
     }), ROW_TIMEOUT)
 })
