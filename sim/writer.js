@@ -13,7 +13,8 @@ const REAL_TOOLS = ['talosctl', 'helm']
 /**
  * <dir>/bin, what goes first on PATH: the real talosctl and helm when `task tools` built them (the
  * nodes speak talosctl's gRPC API; the Kubernetes API and chart repository serve real helm), else
- * the simulated ones; the simulated flux (the real one cannot be built offline).
+ * the simulated talosctl and no helm (there is no simulated one: `task tools` gets it); the
+ * simulated flux (the real one cannot be built offline).
  */
 function writeBinDir(dir) {
   const bin = join(dir, 'bin')
@@ -22,7 +23,7 @@ function writeBinDir(dir) {
   for (const tool of ['talosctl', 'helm', 'flux']) {
     const real = join(REAL_BIN_DIR, tool)
     if (REAL_TOOLS.includes(tool) && existsSync(real)) symlinkSync(real, join(bin, tool))
-    else writeFileSync(join(bin, tool), `#!/usr/bin/env bash\nexec '${join(BIN_DIR, tool)}' "$@"\n`, { mode: 0o755 })
+    else if (existsSync(join(BIN_DIR, tool))) writeFileSync(join(bin, tool), `#!/usr/bin/env bash\nexec '${join(BIN_DIR, tool)}' "$@"\n`, { mode: 0o755 })
   }
   return bin
 }

@@ -6,7 +6,8 @@ import type { ToolRunner } from './exec.js'
 
 export interface ReleaseStatus {
   status: string
-  chartVersion?: string
+  /** `<chart name>-<chart version>`, as helm list prints it */
+  chart?: string
   revision?: number
 }
 
@@ -22,17 +23,23 @@ export class Helm {
     return result.stdout.trim().split('+')[0] || 'unknown'
   }
 
-  /** undefined when the release does not exist */
+  /**
+   * undefined when the release does not exist. Read with `helm list`: `helm status -o json` leaves
+   * the chart out (cmd/helm/status.go strips rel.Chart), and its version is what says whether an
+   * upgrade is due. --all: a pending or failed release is listed too.
+   */
   async status(release: string, namespace: string): Promise<ReleaseStatus | undefined> {
-    const result = await this.runner.run({ tool: 'helm', args: ['status', release, '--namespace', namespace, '--kubeconfig', this.kubeconfig, '-o', 'json'], mutates: false, dryRunStdout: '' })
+    const filter = `^${release.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`
+    const result = await this.runner.run({ tool: 'helm', args: ['list', '--namespace', namespace, '--kubeconfig', this.kubeconfig, '--filter', filter, '--all', '-o', 'json'], mutates: false, dryRunStdout: '' })
     if (result.exitCode !== 0) {
-      if (/release: not found/.test(result.stderr)) return undefined
       const { kind, message } = classify(result)
       throw new NodeError(kind, message, `check the Kubernetes API and the release with \`helm status ${release} -n ${namespace} --kubeconfig ${this.kubeconfig}\`; then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     if (!result.stdout.trim()) return undefined
-    const doc = JSON.parse(result.stdout) as { info?: { status?: string }; chart?: { metadata?: { version?: string } }; version?: number }
-    return { status: doc.info?.status ?? 'unknown', ...(doc.chart?.metadata?.version ? { chartVersion: doc.chart.metadata.version } : {}), ...(doc.version ? { revision: doc.version } : {}) }
+    const rows = JSON.parse(result.stdout) as Array<{ name?: string; status?: string; chart?: string; revision?: string }>
+    const row = rows.find((r) => r.name === release)
+    if (!row) return undefined
+    return { status: row.status ?? 'unknown', ...(row.chart ? { chart: row.chart } : {}), ...(row.revision ? { revision: Number(row.revision) } : {}) }
   }
 
   /**

@@ -2,7 +2,7 @@
 import fs from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 // @ts-ignore plain JS test kit
-import { startKubeForTest, run } from '../../sim/helm/testkit.js'
+import { startKubeForTest, run } from '../../sim/testkit.js'
 // @ts-ignore plain JS
 import { openSshEd25519 } from '../../sim/pki.js'
 
@@ -15,7 +15,7 @@ describe('flux: bootstrap git, get, reconcile', () => {
     key = await openSshEd25519()
     keyFile = `${k.dir}/identity`
     fs.writeFileSync(keyFile, key.privateKey, { mode: 0o600 })
-    const cni = await run('helm', ['upgrade', '--install', 'cilium', 'cilium/cilium', '-n', 'kube-system', '--wait'], { env: k.env })
+    const cni = await run('helm', ['upgrade', '--install', 'cilium', ...k.chart, '-n', 'kube-system', '--set', 'operator.replicas=1', '--wait'], { env: k.env })
     expect(cni.code).toBe(0)
   })
   afterAll(async () => k?.close())
