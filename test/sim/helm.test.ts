@@ -78,18 +78,35 @@ describe.skipIf(!!tool.skip)('the real helm: cilium from the chart repository on
     expect(secrets.stdout).toBe('sh.helm.release.v1.cilium.v1 helm.sh/release.v1 superseded\nsh.helm.release.v1.cilium.v2 helm.sh/release.v1 deployed\n')
   })
 
+  it('changed values: helm patches the objects (strategic merge); the DaemonSet rolls to a new generation, the Deployment to a new ReplicaSet, and --wait waits for both', async () => {
+    const before = JSON.parse((await kubectl(k, '-n', 'kube-system', 'get', 'ds', 'cilium', '-o', 'json')).stdout) as { metadata: { generation: number } }
+    const r = await helm(...withChart(install), '--set', 'image.tag=v1.18.4-patched', '--set', 'operator.image.tag=v1.18.4-patched', '--set', 'ipam.mode=kubernetes')
+    expect(r.stderr).toBe('')
+    expect(r.stdout.replace(/^.*\n/, '').match(DEPLOYED)?.[1]).toBe('3')
+    const patches = (k.calls as Call[]).filter((c) => c.call === 'kube' && c.command.startsWith('PATCH')).map((c) => `${c.command} ${c.outcome}`)
+    expect(patches).toEqual(expect.arrayContaining(['PATCH /apis/apps/v1/namespaces/kube-system/daemonsets/cilium ok', 'PATCH /api/v1/namespaces/kube-system/configmaps/cilium-config ok']))
+    const ds = JSON.parse((await kubectl(k, '-n', 'kube-system', 'get', 'ds', 'cilium', '-o', 'json')).stdout) as { metadata: { generation: number }; spec: { template: { spec: { containers: Array<{ image: string; env: unknown[] }> } } }; status: { observedGeneration: number; updatedNumberScheduled: number; desiredNumberScheduled: number } }
+    expect(ds.metadata.generation).toBe(before.metadata.generation + 1)
+    expect(ds.status.observedGeneration).toBe(ds.metadata.generation)
+    expect(ds.spec.template.spec.containers[0]!.image).toBe('quay.io/cilium/cilium:v1.18.4-patched')
+    expect(ds.spec.template.spec.containers[0]!.env).toHaveLength(2)
+    expect((await kubectl(k, '-n', 'kube-system', 'get', 'cm', 'cilium-config', '-o', 'jsonpath={.data.ipam}')).stdout).toBe('kubernetes')
+    const sets = (await kubectl(k, '-n', 'kube-system', 'get', 'rs', '-l', 'io.cilium/app=operator', '-o', 'jsonpath={range .items[*]}{.spec.template.spec.containers[0].image} {.spec.replicas} {.status.readyReplicas}{"\\n"}{end}')).stdout
+    expect(sets.trim().split('\n').sort()).toEqual(['quay.io/cilium/operator-generic:v1.18.4 0 ', 'quay.io/cilium/operator-generic:v1.18.4-patched 1 1'])
+  })
+
   it('status, list (-o json with --filter, as lib/tools/helm.ts reads the release), get values, history', async () => {
     expect((await helm('status', 'cilium', '-n', 'kube-system')).stdout).toMatch(DEPLOYED)
     // status -o json strips the chart (cmd/helm/status.go): the chart version comes from list
     const json = JSON.parse((await helm('status', 'cilium', '-n', 'kube-system', '-o', 'json')).stdout) as { info: { status: string }; chart?: unknown; version: number }
-    expect([json.info.status, json.chart, json.version]).toEqual(['deployed', undefined, 2])
+    expect([json.info.status, json.chart, json.version]).toEqual(['deployed', undefined, 3])
     const listed = JSON.parse((await helm('list', '-n', 'kube-system', '--filter', '^cilium$', '--all', '-o', 'json')).stdout) as unknown[]
-    expect(listed).toEqual([expect.objectContaining({ name: 'cilium', namespace: 'kube-system', revision: '2', status: 'deployed', chart: 'cilium-1.18.4', app_version: '1.18.4' })])
+    expect(listed).toEqual([expect.objectContaining({ name: 'cilium', namespace: 'kube-system', revision: '3', status: 'deployed', chart: 'cilium-1.18.4', app_version: '1.18.4' })])
     const lines = (await helm('list', '-A')).stdout.split('\n')
     expect(lines[0]).toMatch(/^NAME  \tNAMESPACE  \tREVISION\tUPDATED +\tSTATUS  \tCHART        \tAPP VERSION$/)
-    expect(lines[1]).toMatch(/^cilium\tkube-system\t2       \t\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \+0000 UTC\tdeployed\tcilium-1\.18\.4\t1\.18\.4     $/)
-    expect((await helm('get', 'values', 'cilium', '-n', 'kube-system', '-o', 'json')).stdout).toBe('{"k8sServiceHost":"localhost","k8sServicePort":7445,"operator":{"replicas":1}}\n')
-    expect((await helm('history', 'cilium', '-n', 'kube-system')).stdout.split('\n').map((l) => l.split('\t').map((c) => c.trim())).slice(1, 3).map((c) => [c[0], c[2], c[5]])).toEqual([['1', 'superseded', 'Install complete'], ['2', 'deployed', 'Upgrade complete']])
+    expect(lines[1]).toMatch(/^cilium\tkube-system\t3       \t\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \+0000 UTC\tdeployed\tcilium-1\.18\.4\t1\.18\.4     $/)
+    expect((await helm('get', 'values', 'cilium', '-n', 'kube-system', '-o', 'json')).stdout).toBe('{"image":{"tag":"v1.18.4-patched"},"ipam":{"mode":"kubernetes"},"k8sServiceHost":"localhost","k8sServicePort":7445,"operator":{"image":{"tag":"v1.18.4-patched"},"replicas":1}}\n')
+    expect((await helm('history', 'cilium', '-n', 'kube-system')).stdout.split('\n').map((l) => l.split('\t').map((c) => c.trim())).slice(1, 4).map((c) => [c[0], c[2], c[5]])).toEqual([['1', 'superseded', 'Install complete'], ['2', 'superseded', 'Upgrade complete'], ['3', 'deployed', 'Upgrade complete']])
     expect(await helm('status', 'nope', '-n', 'kube-system')).toEqual({ code: 1, stdout: '', stderr: 'Error: release: not found\n' })
   })
 
@@ -101,6 +118,7 @@ describe.skipIf(!!tool.skip)('the real helm: cilium from the chart repository on
       'DELETE /api/v1/namespaces/kube-system/configmaps/cilium-config ok',
       'DELETE /api/v1/namespaces/kube-system/secrets/sh.helm.release.v1.cilium.v1 ok',
       'DELETE /api/v1/namespaces/kube-system/secrets/sh.helm.release.v1.cilium.v2 ok',
+      'DELETE /api/v1/namespaces/kube-system/secrets/sh.helm.release.v1.cilium.v3 ok',
       'DELETE /api/v1/namespaces/kube-system/serviceaccounts/cilium ok',
       'DELETE /api/v1/namespaces/kube-system/serviceaccounts/cilium-operator ok',
       'DELETE /apis/apps/v1/namespaces/kube-system/daemonsets/cilium ok',
