@@ -1,9 +1,9 @@
 // The cilium chart the simulator's repository serves: Go templates real helm renders, covering
 // what the real chart's install creates that the product or `helm --wait` looks at (the agent
-// DaemonSet, the operator Deployment, their ServiceAccounts, cilium-config) and the values the
-// product passes (k8sServiceHost/Port become the agent's KUBERNETES_SERVICE_HOST/PORT, as the real
-// chart's templates/cilium-agent/daemonset.yaml does; sim/kube/controllers.js decides the agent's
-// readiness from that env).
+// DaemonSet, the operator Deployment, their ServiceAccounts, cilium-config, the hubble-peer
+// Service) and the values the product passes (k8sServiceHost/Port become the agent's
+// KUBERNETES_SERVICE_HOST/PORT, as the real chart's templates/cilium-agent/daemonset.yaml does;
+// sim/kube/controllers.js decides the agent's readiness from that env).
 import { stringify } from 'yaml'
 
 export const CILIUM_VERSIONS = ['1.18.4', '1.17.9', '1.16.16'] // newest first; appVersion = version
@@ -139,6 +139,27 @@ ${LABELS('cilium-operator', 8)}
         image: "{{ .Values.operator.image.repository }}:{{ .Values.operator.image.tag | default (printf "v%s" .Chart.AppVersion) }}"
 `
 
+// the real chart's templates/hubble/peer-service.yaml (hubble is on by default): a ClusterIP
+// Service, which helm's --wait checks for a cluster IP (pkg/kube/ready.go serviceReady)
+const HUBBLE_PEER = `apiVersion: v1
+kind: Service
+metadata:
+  name: hubble-peer
+  namespace: {{ .Release.Namespace }}
+  labels:
+    k8s-app: cilium
+${LABELS('hubble-peer', 4)}
+spec:
+  selector:
+    k8s-app: cilium
+  ports:
+  - name: peer-service
+    port: 443
+    protocol: TCP
+    targetPort: 4244
+  internalTrafficPolicy: Local
+`
+
 const NOTES = `You have successfully installed {{ title .Chart.Name }}.
 
 Your release version is {{ .Chart.Version }}.
@@ -155,5 +176,6 @@ export function ciliumChartFiles(version) {
     ['cilium/templates/cilium-configmap.yaml', CONFIGMAP],
     ['cilium/templates/cilium-agent/daemonset.yaml', DAEMONSET],
     ['cilium/templates/cilium-operator/deployment.yaml', DEPLOYMENT],
+    ['cilium/templates/hubble/peer-service.yaml', HUBBLE_PEER],
   ]
 }

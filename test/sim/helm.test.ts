@@ -53,6 +53,8 @@ describe.skipIf(!!tool.skip)('the real helm: cilium from the chart repository on
     // the chart's values reached the agent as the env its readiness depends on (sim/kube/controllers.js)
     const env = await kubectl(k, '-n', 'kube-system', 'get', 'ds', 'cilium', '-o', 'jsonpath={.spec.template.spec.containers[0].env}')
     expect(JSON.parse(env.stdout)).toEqual([{ name: 'KUBERNETES_SERVICE_HOST', value: 'localhost' }, { name: 'KUBERNETES_SERVICE_PORT', value: '7445' }])
+    // the Service --wait checked: given a cluster IP from the service range (pkg/kube/ready.go serviceReady)
+    expect((await kubectl(k, '-n', 'kube-system', 'get', 'svc', 'hubble-peer', '-o', 'jsonpath={.spec.type} {.spec.clusterIP}')).stdout).toMatch(/^ClusterIP 127\.96\.\d+\.\d+$/)
     const deadline = Date.now() + 10_000
     while (!(k.kube.nodeReady('cp-1') && k.kube.nodeReady('wrkr-1')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
     expect([k.kube.nodeReady('cp-1'), k.kube.nodeReady('wrkr-1')]).toEqual([true, true])
@@ -121,11 +123,12 @@ describe.skipIf(!!tool.skip)('the real helm: cilium from the chart repository on
       'DELETE /api/v1/namespaces/kube-system/secrets/sh.helm.release.v1.cilium.v3 ok',
       'DELETE /api/v1/namespaces/kube-system/serviceaccounts/cilium ok',
       'DELETE /api/v1/namespaces/kube-system/serviceaccounts/cilium-operator ok',
+      'DELETE /api/v1/namespaces/kube-system/services/hubble-peer ok',
       'DELETE /apis/apps/v1/namespaces/kube-system/daemonsets/cilium ok',
       'DELETE /apis/apps/v1/namespaces/kube-system/deployments/cilium-operator ok',
     ])
-    const left = (await kubectl(k, '-n', 'kube-system', 'get', 'ds,deploy,rs,secrets,sa,cm', '-o', 'name')).stdout.split('\n')
-    expect(left.filter((n) => /cilium|sh\.helm/.test(n))).toEqual([])
+    const left = (await kubectl(k, '-n', 'kube-system', 'get', 'ds,deploy,rs,secrets,sa,cm,svc', '-o', 'name')).stdout.split('\n')
+    expect(left.filter((n) => /cilium|hubble|sh\.helm/.test(n))).toEqual([])
     expect(left).toContain('deployment.apps/coredns') // what the cluster made stays
     expect(await helm('uninstall', 'cilium', '-n', 'kube-system')).toEqual({ code: 1, stdout: '', stderr: 'Error: uninstall: Release not loaded: cilium: release: not found\n' })
   })
