@@ -5,6 +5,7 @@
 // Deployment's selector, controlled by its uid, template equal ignoring the hash) and reads the
 // ready count from the ReplicaSet, not the Deployment: without one a Deployment never counts
 // as ready. Older ReplicaSets of the Deployment are scaled to 0, as a finished rollout leaves them.
+// Known difference: the pods stay owned by the Deployment (controllers.js), not by the ReplicaSet.
 import { clone, deepEqual } from './util.js'
 
 /** Create or update `d`'s ReplicaSet for `hash`; `pods` are the Deployment's current pods. */
