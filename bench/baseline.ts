@@ -5,14 +5,14 @@
 // usage: node --import tsx bench/baseline.ts --cluster-dir <dir>
 import { execFile } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { parse, stringify } from 'yaml'
 
 interface Node { name: string; ip: string; cp: boolean; config: string }
 interface Talconfig { clusterName: string; nodes: { hostname: string; ipAddress: string; controlPlane?: boolean }[] }
-interface Settings { retries?: number; retryDelay?: string; pollInterval?: string; cni?: { chart: string; version?: string; release: string; namespace: string; values?: Record<string, unknown> } }
+interface Settings { retries?: number; retryDelay?: string; pollInterval?: string; cni?: { chart: string; repo?: string; caFile?: string; version?: string; release: string; namespace: string; values?: Record<string, unknown> } }
 
 const { values } = parseArgs({ options: { 'cluster-dir': { type: 'string' } } })
 const dir = values['cluster-dir'] ?? process.env.CLUSTER_DIR
@@ -90,7 +90,8 @@ if (cni) {
   // the chart's values as the product passes them (kube-proxy-free cilium needs k8sServiceHost)
   const valuesFile = join(dir, '.bootstrap-baseline-values.yaml')
   writeFileSync(valuesFile, stringify(cni.values ?? {}))
-  await retry('helm', () => sh('helm', ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', kubeconfig, '--wait', '--timeout', '10m', '--values', valuesFile, ...(cni.version ? ['--version', cni.version] : [])]))
+  await retry('helm', () => sh('helm', ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', kubeconfig, '--wait', '--timeout', '10m', '--values', valuesFile,
+    ...(cni.repo ? ['--repo', cni.repo] : []), ...(cni.caFile ? ['--ca-file', resolve(dir, cni.caFile)] : []), ...(cni.version ? ['--version', cni.version] : [])]))
 }
 await until('nodes Ready', async () => {
   const r = await sh('kubectl', ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'json'])

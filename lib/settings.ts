@@ -7,7 +7,10 @@ import { YamlFile } from './yaml-file.js'
 
 export interface CniSettings {
   chart: string
+  /** the chart repository's URL, given to helm as --repo (never a `helm repo add` alias) */
   repo?: string
+  /** a CA bundle for the repository's TLS (helm --ca-file), absolute */
+  caFile?: string
   version?: string
   release: string
   namespace: string
@@ -33,6 +36,10 @@ export interface FluxGitSettings {
 /** flux-operator from its Helm chart, then a FluxInstance syncing flux.git (cluster-template since 2025) */
 export interface FluxOperatorSettings {
   chart: string
+  /** a chart repository URL (`helm --repo`); without it `chart` is an OCI reference */
+  repo?: string
+  /** the repository's CA certificate (`helm --ca-file`) */
+  caFile?: string
   version?: string
   /** the Flux distribution the FluxInstance asks for (a semver range) */
   fluxVersion: string
@@ -200,8 +207,8 @@ export function loadSettings(input: SettingsInput): Settings {
     ...(values as Record<ScalarKey, never>),
     readinessGates: file ? readGates(file, fromFile.readinessGates) : [],
   } as Settings
-  if (file && fromFile.cni !== undefined) settings.cni = readCni(file, fromFile.cni)
-  if (file && fromFile.flux !== undefined) settings.flux = readFlux(file, fromFile.flux)
+  if (file && fromFile.cni !== undefined) settings.cni = readCni(file, fromFile.cni, input.clusterDir)
+  if (file && fromFile.flux !== undefined) settings.flux = readFlux(file, fromFile.flux, input.clusterDir)
   return settings
 }
 
@@ -238,9 +245,20 @@ function rejectUnknown(file: YamlFile, obj: Record<string, unknown>, path: Array
   }
 }
 
-function readCni(file: YamlFile, raw: unknown): CniSettings {
+/** the public cilium chart repository: where chart `cilium` comes from when no repo is set */
+export const CILIUM_REPO = 'https://helm.cilium.io/'
+
+/** A chart repository's CA certificate (`caFile`, relative to the cluster directory), which must exist. */
+function readCaFile(file: YamlFile, obj: Record<string, unknown>, at: string[], clusterDir: string): string | undefined {
+  if (obj.caFile === undefined) return undefined
+  const caFile = resolve(clusterDir, requireString(file, obj, at, 'caFile'))
+  if (!existsSync(caFile)) throw file.error([...at, 'caFile'], `${at.join('.')}.caFile ${caFile} not found`, 'write the chart repository\'s CA certificate (PEM) there or fix the path')
+  return caFile
+}
+
+function readCni(file: YamlFile, raw: unknown, clusterDir: string): CniSettings {
   const obj = asRecord(raw, file, ['cni'])
-  rejectUnknown(file, obj, ['cni'], ['chart', 'repo', 'version', 'release', 'namespace', 'values', 'daemonset'])
+  rejectUnknown(file, obj, ['cni'], ['chart', 'repo', 'caFile', 'version', 'release', 'namespace', 'values', 'daemonset'])
   const chart = requireString(file, obj, ['cni'], 'chart')
   const release = requireString(file, obj, ['cni'], 'release', chart.split('/').pop() ?? chart)
   const cni: CniSettings = {
@@ -250,6 +268,15 @@ function readCni(file: YamlFile, raw: unknown): CniSettings {
     daemonset: requireString(file, obj, ['cni'], 'daemonset', release),
   }
   if (obj.repo !== undefined) cni.repo = requireString(file, obj, ['cni'], 'repo')
+  else if (chart === 'cilium') cni.repo = CILIUM_REPO
+  else if (/^[\w.-]+\/[\w.-]+$/.test(chart) && !existsSync(resolve(clusterDir, chart))) {
+    // `alias/name` resolves only through `helm repo add` state on the operator's machine
+    const name = chart.split('/')[1] ?? chart
+    throw file.error(['cni', 'chart'], `cni.chart "${chart}" names a chart through a \`helm repo add\` alias, which this tool does not rely on`,
+      `write chart: ${name} and repo: ${name === 'cilium' ? CILIUM_REPO : '<the chart repository URL>'} under cni (docs/settings.md)`)
+  }
+  const caFile = readCaFile(file, obj, ['cni'], clusterDir)
+  if (caFile) cni.caFile = caFile
   if (obj.version !== undefined) cni.version = String(obj.version)
   if (obj.values !== undefined) cni.values = asRecord(obj.values, file, ['cni', 'values'])
   return cni
@@ -270,7 +297,7 @@ function readGates(file: YamlFile, raw: unknown, at: string[] = ['readinessGates
   })
 }
 
-function readFlux(file: YamlFile, raw: unknown): FluxSettings {
+function readFlux(file: YamlFile, raw: unknown, clusterDir: string): FluxSettings {
   const obj = asRecord(raw, file, ['flux'])
   rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile', 'handover', 'readinessGates', 'operator'])
   const mode = requireString(file, obj, ['flux'], 'mode', 'bootstrap')
@@ -292,12 +319,16 @@ function readFlux(file: YamlFile, raw: unknown): FluxSettings {
   const flux: FluxSettings = { mode, kustomization, handover, secrets: [], readinessGates: readGates(file, obj.readinessGates, ['flux', 'readinessGates']) }
   if (mode === 'operator') {
     const op = asRecord(obj.operator, file, ['flux', 'operator'])
-    rejectUnknown(file, op, ['flux', 'operator'], ['chart', 'version', 'fluxVersion'])
+    rejectUnknown(file, op, ['flux', 'operator'], ['chart', 'repo', 'caFile', 'version', 'fluxVersion'])
     flux.operator = {
       chart: requireString(file, op, ['flux', 'operator'], 'chart', 'oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator'),
       fluxVersion: requireString(file, op, ['flux', 'operator'], 'fluxVersion', '2.x'),
     }
     if (op.version !== undefined) flux.operator.version = String(op.version)
+    // a chart repository instead of the OCI registry (a mirror, or the simulator's loopback repository)
+    if (op.repo !== undefined) flux.operator.repo = requireString(file, op, ['flux', 'operator'], 'repo')
+    const caFile = readCaFile(file, op, ['flux', 'operator'], clusterDir)
+    if (caFile) flux.operator.caFile = caFile
   }
   if (obj.secrets !== undefined) {
     if (!Array.isArray(obj.secrets) || obj.secrets.some((s) => typeof s !== 'string')) {

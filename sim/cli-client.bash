@@ -1,10 +1,9 @@
-# The thin client behind sim/bin/talosctl and sim/bin/helm (sourced; $tool names the CLI). With a
+# The thin client behind sim/bin/talosctl (sourced; $tool names the CLI). With a
 # simulator running, its env file sets SIM_CLI_SERVER and the simulator runs the command
 # (sim/cli-server.js, which documents the protocol): this relays the output and the exit code, so a
 # call costs a bash start, near what the real Go binary costs, rather than a node start. Without
-# one, or for input on stdin (helm -f -), node runs the same code as a process: sim/$tool/cli.js.
+# one, node runs the same code as a process: sim/$tool/cli.js.
 own_process() { exec node "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/$tool/cli.js" "$@"; }
-[[ $tool == helm ]] && for arg; do [[ $arg == - || $arg == --values=- ]] && own_process "$@"; done
 [[ -n ${SIM_CLI_SERVER:-} ]] && { exec 3<>"/dev/tcp/${SIM_CLI_SERVER%:*}/${SIM_CLI_SERVER##*:}"; } 2>/dev/null || own_process "$@"
 {
   printf '%s\0%s\0%s\0' "$tool" "$PWD" "$#"
@@ -13,17 +12,11 @@ own_process() { exec node "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/$tool
   printf '\0'
 } >&3
 LC_ALL=C # frame sizes are bytes
-if [[ $tool == talosctl ]]; then
-  # talosctl: the first signal makes the simulator cancel the calls in flight (talosctl prints why
-  # and fails them as a cancelled context); a second ends it here
-  signalled=
-  on_signal() { [[ -n $signalled ]] && exit 1; signalled=1; printf c >&3; }
-  trap on_signal INT TERM
-else
-  # helm: killed by the signal, as the node process is; the closed connection cancels the run
-  trap 'exec 3>&-; trap - INT; kill -INT $$' INT
-  trap 'exec 3>&-; trap - TERM; kill -TERM $$' TERM
-fi
+# talosctl: the first signal makes the simulator cancel the calls in flight (talosctl prints why
+# and fails them as a cancelled context); a second ends it here
+signalled=
+on_signal() { [[ -n $signalled ]] && exit 1; signalled=1; printf c >&3; }
+trap on_signal INT TERM
 # a chunk of exactly $1 bytes into $chunk, across interruptions by a signal
 read_chunk() {
   local part status

@@ -1,4 +1,4 @@
-// Runs simulated talosctl and helm commands inside the simulator for the thin client
+// Runs simulated talosctl commands inside the simulator for the thin client
 // sim/cli-client.bash, so a call costs a bash start instead of a node start (~0.15 s of CPU each,
 // several times what the real Go binaries take: enough to make a benchmark measure node start-ups
 // rather than the bootstrap). The same code as the node processes (sim/<tool>/cli.js) runs, with
@@ -6,7 +6,7 @@
 // the same texts and exit codes.
 //
 // Protocol, on a loopback TCP connection (bash can open one: /dev/tcp):
-//   client → server: NUL-terminated fields: tool ("talosctl" | "helm"), cwd, argc, argv…, then env
+//   client → server: NUL-terminated fields: tool ("talosctl"), cwd, argc, argv…, then env
 //                    entries ("K=V") up to an empty field; afterwards each byte "c" is a signal
 //                    (talosctl's SIGINT/SIGTERM handling).
 //   server → client: frames "out <n>\n<n bytes>" and "err <n>\n<n bytes>", then "exit <code>\n".
@@ -18,10 +18,6 @@ const TOOLS = {
   async talosctl(argv) {
     const { main } = await import('./talosctl/main.js')
     return main(argv)
-  },
-  async helm(argv, run) {
-    const { main } = await import('./helm/main.js')
-    return main(argv, { stdout: run.stdout, stderr: run.stderr })
   },
 }
 

@@ -8,6 +8,7 @@ import { createClock } from './clock.js'
 import { createFaults, FAULT_KINDS } from './faults.js'
 import { generatePki } from './pki.js'
 import { writeClusterDir } from './writer.js'
+import { startChartRepo } from './charts/repo.js'
 import { Node, memberId } from './node.js'
 import { NodeServer } from './talos/server.js'
 import { startCliServer } from './cli-server.js'
@@ -40,7 +41,9 @@ export class Simulator {
     this.faults = createFaults(s.faults)
     this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null, role: s.cluster.talosconfigRole })
     this.cliServer = await startCliServer()
-    const written = await writeClusterDir(this.dir, s, this.pki, { cliServer: this.cliServer.address })
+    // the chart repository real helm installs the CNI from (any free port on 127.0.0.1)
+    this.chartRepo = await startChartRepo({ cert: this.pki.charts.server.cert, key: this.pki.charts.server.key })
+    const written = await writeClusterDir(this.dir, s, this.pki, { cliServer: this.cliServer.address, chartRepo: this.chartRepo.url })
     this.clusterDir = written.clusterDir
     this.env = written.env
     this.binDir = written.binDir // <dir>/bin (sim/writer.js)
@@ -388,6 +391,7 @@ export class Simulator {
     this.kubeListeners.clear()
     try { await this.kube?.stop?.() } catch { /* ignore */ }
     await this.cliServer?.close()
+    await this.chartRepo?.close()
   }
 }
 

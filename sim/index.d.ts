@@ -22,11 +22,16 @@ export interface NodeView { name: string; ip: string; role: string; image: strin
   registered: boolean; bootId: string; services: Record<string, string> }
 export interface Pki { talos: { ca: { cert: string; key: string }; apid: { cert: string; key: string }; admin: { cert: string; key: string } }
   kube: { ca: { cert: string; key: string }; server: { cert: string; key: string }; admin: { cert: string; key: string } }
-  maintenance: Map<string, { cert: string; key: string }> }
+  maintenance: Map<string, { cert: string; key: string }>
+  /** the chart repository's CA (helm --ca-file) and its server certificate for 127.0.0.1 */
+  charts: { ca: { cert: string; key: string }; server: { cert: string; key: string } } }
+/** sim/charts/repo.js: the chart repository real helm installs the CNI from */
+export interface ChartRepo { url: string; requests: string[]; close(): Promise<void> }
 export interface Simulator {
   scenario: Scenario; pki: Pki; dir: string; binDir: string; clusterDir: string; talosMinor: number
   env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string; SIM_TALOSCTL_VERSION: string; /** where sim/bin/talosctl and sim/bin/helm send their commands (host:port on loopback) */ SIM_CLI_SERVER?: string }
   kube: unknown
+  chartRepo: ChartRepo
   calls(): CallRecord[]
   node(name: string): NodeView | null
   criticalPathSeconds(): number

@@ -90,6 +90,9 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
     maintenance.set(n.name, { cert: cert.toString('pem') })
   }))
   const maintKey = await keyPem(maintKeys.privateKey)
+  // the chart repository (sim/charts/repo.js) on 127.0.0.1: its own CA, given to helm with --ca-file
+  const chartsCA = await makeCA('O=charts', EC)
+  const chartsServer = await issue(chartsCA, { subject: 'CN=charts', usages: ['server'], sans: [ipSan('127.0.0.1')] })
   for (const m of maintenance.values()) m.key = maintKey
 
   // pki-mismatch: the node's identity and trust come from another CA (made on demand)
@@ -111,6 +114,7 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
     kube: { ca: pair(kubeCA), server: kubeServer, admin: kubeAdmin },
     etcd: { ca: pair(etcdCA) },
     aggregator: { ca: pair(aggregatorCA) },
+    charts: { ca: pair(chartsCA), server: chartsServer },
     serviceAccount: { key: await keyPem(saKeys.privateKey) },
     maintenance,
     otherIdentity,

@@ -8,11 +8,13 @@ import { openSshEd25519 } from './pki.js'
 export const BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), 'bin')
 // the real clients `task tools` provides (scripts/tools.sh)
 const REAL_BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '.tools', 'bin')
-const REAL_TOOLS = ['talosctl']
+const REAL_TOOLS = ['talosctl', 'helm']
 
 /**
- * <dir>/bin, what goes first on PATH: the real talosctl when `task tools` built it (the nodes speak
- * its gRPC API), else the simulated one; the simulated helm and flux (real helm is not served yet).
+ * <dir>/bin, what goes first on PATH: the real talosctl and helm when `task tools` built them (the
+ * nodes speak talosctl's gRPC API; the Kubernetes API and chart repository serve real helm), else
+ * the simulated talosctl and no helm (there is no simulated one: `task tools` gets it); the
+ * simulated flux (the real one cannot be built offline).
  */
 function writeBinDir(dir) {
   const bin = join(dir, 'bin')
@@ -21,7 +23,7 @@ function writeBinDir(dir) {
   for (const tool of ['talosctl', 'helm', 'flux']) {
     const real = join(REAL_BIN_DIR, tool)
     if (REAL_TOOLS.includes(tool) && existsSync(real)) symlinkSync(real, join(bin, tool))
-    else writeFileSync(join(bin, tool), `#!/usr/bin/env bash\nexec '${join(BIN_DIR, tool)}' "$@"\n`, { mode: 0o755 })
+    else if (existsSync(join(BIN_DIR, tool))) writeFileSync(join(bin, tool), `#!/usr/bin/env bash\nexec '${join(BIN_DIR, tool)}' "$@"\n`, { mode: 0o755 })
   }
   return bin
 }
@@ -129,7 +131,7 @@ export const CILIUM_VALUES = {
 }
 
 /** the product's settings, with waits scaled by speed (never below what a process needs) */
-export function bootstrapSettings(scenario) {
+export function bootstrapSettings(scenario, { chartRepo } = {}) {
   const s = scenario.speed
   const scaled = (ms, min) => fmtDur(Math.max(min, Math.round(ms / s)))
   return {
@@ -144,14 +146,16 @@ export function bootstrapSettings(scenario) {
     readyTimeout: scaled(600000, 60000),
     fluxTimeout: scaled(600000, 60000),
     kubeconfig: 'kubeconfig',
-    cni: { chart: 'cilium/cilium', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium', values: CILIUM_VALUES },
+    // the simulator's own chart repository (sim/charts/repo.js) and its CA; never the public one
+    cni: { chart: 'cilium', repo: chartRepo ?? 'https://helm.cilium.io/', ...(chartRepo ? { caFile: 'charts-ca.crt' } : {}),
+      version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium', values: CILIUM_VALUES },
     flux: { mode: 'bootstrap', kustomization: 'flux-system/flux-system',
       git: { url: 'ssh://git@127.0.0.1/fleet.git', branch: 'main', path: `clusters/${scenario.cluster.name}`, privateKeyFile: 'flux-deploy-key' } },
   }
 }
 
 /** write <dir>/cluster whole (via a temp dir and rename) and <dir>/env; returns the paths */
-export async function writeClusterDir(dir, scenario, pki, { cliServer } = {}) {
+export async function writeClusterDir(dir, scenario, pki, { cliServer, chartRepo } = {}) {
   dir = resolve(dir)
   mkdirSync(dir, { recursive: true })
   const clusterDir = join(dir, 'cluster')
@@ -162,7 +166,8 @@ export async function writeClusterDir(dir, scenario, pki, { cliServer } = {}) {
     writeFileSync(join(tmp, 'clusterconfig', `${scenario.cluster.name}-${n.name}.yaml`), machineConfig(scenario, pki, n), { mode: 0o600 })
   }
   writeFileSync(join(tmp, 'clusterconfig', 'talosconfig'), talosconfig(scenario, pki), { mode: 0o600 })
-  writeFileSync(join(tmp, 'bootstrap.yaml'), `# written by the simulator: waits scaled for speed ${scenario.speed}\n${stringify(bootstrapSettings(scenario), { lineWidth: 0 })}`)
+  writeFileSync(join(tmp, 'bootstrap.yaml'), `# written by the simulator: waits scaled for speed ${scenario.speed}\n${stringify(bootstrapSettings(scenario, { chartRepo }), { lineWidth: 0 })}`)
+  writeFileSync(join(tmp, 'charts-ca.crt'), pki.charts.ca.cert)
   const deployKey = await openSshEd25519(`flux-${scenario.cluster.name}`)
   writeFileSync(join(tmp, 'flux-deploy-key'), deployKey.privateKey, { mode: 0o600 })
   writeFileSync(join(tmp, 'flux-deploy-key.pub'), deployKey.publicKey)
@@ -181,7 +186,7 @@ export async function writeClusterDir(dir, scenario, pki, { cliServer } = {}) {
   }
   const q = (v) => `'${String(v).replace(/'/g, `'\\''`)}'`
   writeFileSync(join(dir, 'env'), [
-    '# source this file: talosctl (the real one when `task tools` built it), the simulated helm/flux first on PATH',
+    '# source this file: talosctl and helm (the real ones when `task tools` built them), the simulated flux first on PATH',
     `export PATH=${q(binDir)}:"$PATH"`,
     ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR', 'SIM_TALOSCTL_VERSION', 'SIM_CLI_SERVER'].filter((k) => env[k]).map((k) => `export ${k}=${q(env[k])}`),
     '',

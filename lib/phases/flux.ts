@@ -210,7 +210,7 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
   const knownHosts = git.knownHostsFile ? `  known_hosts: ${b64(git.knownHostsFile)}\n` : ''
   await kubectl.applyServerSide(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${namespace}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: ${namespace}\ntype: Opaque\ndata:\n  identity: ${b64(git.privateKeyFile)}\n${knownHosts}`)
   report.progress(`helm upgrade --install flux-operator ${op.chart}`)
-  await run.helm.installChart({ release: 'flux-operator', chart: op.chart, namespace, ...(op.version ? { version: op.version } : {}) }, run.settings.fluxTimeoutMs, again())
+  await run.helm.installChart({ release: 'flux-operator', chart: op.chart, namespace, ...(op.version ? { version: op.version } : {}), ...(op.repo ? { repo: op.repo } : {}), ...(op.caFile ? { caFile: op.caFile } : {}) }, run.settings.fluxTimeoutMs, again())
   const instance = {
     apiVersion: 'fluxcd.controlplane.io/v1',
     kind: 'FluxInstance',

@@ -6,7 +6,8 @@ import type { ToolRunner } from './exec.js'
 
 export interface ReleaseStatus {
   status: string
-  chartVersion?: string
+  /** `<chart name>-<chart version>`, as helm list prints it */
+  chart?: string
   revision?: number
 }
 
@@ -22,22 +23,29 @@ export class Helm {
     return result.stdout.trim().split('+')[0] || 'unknown'
   }
 
-  /** undefined when the release does not exist */
+  /**
+   * undefined when the release does not exist. Read with `helm list`: `helm status -o json` leaves
+   * the chart out (cmd/helm/status.go strips rel.Chart), and its version is what says whether an
+   * upgrade is due. --all: a pending or failed release is listed too.
+   */
   async status(release: string, namespace: string): Promise<ReleaseStatus | undefined> {
-    const result = await this.runner.run({ tool: 'helm', args: ['status', release, '--namespace', namespace, '--kubeconfig', this.kubeconfig, '-o', 'json'], mutates: false, dryRunStdout: '' })
+    const filter = `^${release.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`
+    const result = await this.runner.run({ tool: 'helm', args: ['list', '--namespace', namespace, '--kubeconfig', this.kubeconfig, '--filter', filter, '--all', '-o', 'json'], mutates: false, dryRunStdout: '' })
     if (result.exitCode !== 0) {
-      if (/release: not found/.test(result.stderr)) return undefined
       const { kind, message } = classify(result)
       throw new NodeError(kind, message, `check the Kubernetes API and the release with \`helm status ${release} -n ${namespace} --kubeconfig ${this.kubeconfig}\`; then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     if (!result.stdout.trim()) return undefined
-    const doc = JSON.parse(result.stdout) as { info?: { status?: string }; chart?: { metadata?: { version?: string } }; version?: number }
-    return { status: doc.info?.status ?? 'unknown', ...(doc.chart?.metadata?.version ? { chartVersion: doc.chart.metadata.version } : {}), ...(doc.version ? { revision: doc.version } : {}) }
+    const rows = JSON.parse(result.stdout) as Array<{ name?: string; status?: string; chart?: string; revision?: string }>
+    const row = rows.find((r) => r.name === release)
+    if (!row) return undefined
+    return { status: row.status ?? 'unknown', ...(row.chart ? { chart: row.chart } : {}), ...(row.revision ? { revision: Number(row.revision) } : {}) }
   }
 
   /** helm upgrade --install of a chart other than the CNI (flux-operator); failures hint `recovery`. */
-  async installChart(chart: { release: string; chart: string; namespace: string; version?: string }, timeoutMs: number, recovery: string): Promise<void> {
-    const args = ['upgrade', '--install', chart.release, chart.chart, '--namespace', chart.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--wait', '--timeout', goDuration(timeoutMs), ...(chart.version ? ['--version', chart.version] : [])]
+  async installChart(chart: { release: string; chart: string; namespace: string; version?: string; repo?: string; caFile?: string }, timeoutMs: number, recovery: string): Promise<void> {
+    const args = ['upgrade', '--install', chart.release, chart.chart, '--namespace', chart.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--wait', '--timeout', goDuration(timeoutMs),
+      ...(chart.version ? ['--version', chart.version] : []), ...(chart.repo ? ['--repo', chart.repo] : []), ...(chart.caFile ? ['--ca-file', chart.caFile] : [])]
     const result = await this.runner.run({ tool: 'helm', args, mutates: true, timeoutMs: timeoutMs + 30_000 })
     if (result.exitCode === 0 && !result.timedOut) return
     const { kind, message } = classify(result)
@@ -53,6 +61,7 @@ export class Helm {
   async upgradeInstall(cni: CniSettings, valuesFile: string | undefined, timeoutMs: number): Promise<{ note?: string }> {
     const args = ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--timeout', goDuration(timeoutMs)]
     if (cni.repo) args.push('--repo', cni.repo)
+    if (cni.caFile) args.push('--ca-file', cni.caFile)
     if (cni.version) args.push('--version', cni.version)
     if (valuesFile) args.push('--values', valuesFile)
     // helm's own --timeout bounds its operations; our deadline is a little longer
@@ -65,6 +74,13 @@ export class Helm {
       if (release?.status === 'deployed') return { note: `helm said "${message}", but the release is deployed` }
       throw new NodeError('cni', `${message} (release ${cni.release}: ${release ? release.status : 'not installed'})`,
         `check that the chart can be fetched (${cni.repo ?? cni.chart}) and the Kubernetes API answers (\`helm status ${cni.release} -n ${cni.namespace}\`), then run: ${taskCommand('bootstrap:wait-ready')}`)
+    }
+    // helm's text for an index.yaml it could not get (pkg/repo/chartrepo.go FindChartInRepoURL)
+    if (/is not a valid chart repository or cannot be reached/.test(message)) {
+      const fix = /x509: certificate signed by unknown authority/.test(message)
+        ? `the chart repository's certificate is not trusted: set cni.caFile in bootstrap.yaml to its CA certificate (PEM)`
+        : `check cni.repo in bootstrap.yaml (${cni.repo ?? cni.chart}) and that it answers from here`
+      throw new NodeError('cni', message, `${fix}, then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'cni', message, /another operation .* in progress/.test(message)
       ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace} --kubeconfig ${this.kubeconfig}\`, then \`helm rollback\` or uninstall it, then run: ${taskCommand('bootstrap:wait-ready')}`

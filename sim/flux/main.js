@@ -2,7 +2,7 @@
 // reconcile, version. Messages go to stderr with flux's ►/✚/◎/✔/⚠️/✗ prefixes; errors print as
 // `✗ <err>` and exit 1. It never contacts the Git URL (there is no Git server on loopback): the
 // clone/commit/push steps are reported as flux reports them on success.
-import { parseFlags, findCommand } from '../helm/pflag.js'
+import { parseFlags, findCommand } from './pflag.js'
 
 export { FLUX_VERSION } from './manifests.js'
 

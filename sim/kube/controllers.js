@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto'
 import { admitCreate } from './admission.js'
 import { fluxObjects } from '../flux/manifests.js'
+import { syncReplicaSet } from './replicasets.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
 
 export const CNI_ANNOTATION = 'sim.talos-bootstrap.dev/cni'
@@ -24,7 +25,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
   const R = (g, v, p) => registry.get(g, v, p)
   const NODES = R('', 'v1', 'nodes'), PODS = R('', 'v1', 'pods'), NS = R('', 'v1', 'namespaces'), SA = R('', 'v1', 'serviceaccounts')
   const EVENTS = R('', 'v1', 'events')
-  const DS = R('apps', 'v1', 'daemonsets'), DEPLOY = R('apps', 'v1', 'deployments')
+  const DS = R('apps', 'v1', 'daemonsets'), DEPLOY = R('apps', 'v1', 'deployments'), RS = R('apps', 'v1', 'replicasets')
   // Flux's kinds exist only once its CRDs are created: looked up on every pass (fluxDefs)
   let KS, GIT, HREPO, OCI, HR, FI
   const fluxDefs = () => {
@@ -323,6 +324,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
       if (pod) owned.push(pod)
     }
     const available = owned.filter(podReady).length
+    syncReplicaSet({ store, def: RS, d, hash, pods: owned, ready: available })
     const status = { observedGeneration: d.metadata.generation || 1, replicas: owned.length, updatedReplicas: owned.length }
     if (available) { status.readyReplicas = available; status.availableReplicas = available }
     if (owned.length - available > 0) status.unavailableReplicas = owned.length - available

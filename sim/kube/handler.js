@@ -3,7 +3,7 @@
 import YAML from 'yaml'
 import { admitCreate, admitUpdate } from './admission.js'
 import { aggregatedDiscovery, aggregatedVersion, legacyApiVersions, legacyGroup, legacyGroupList, openapiV3, resourceList } from './discovery.js'
-import { decodeProtobufObject } from './protobuf.js'
+import { decodeDeleteOptions, decodeProtobufObject } from './protobuf.js'
 import { parseFieldSelector, parseLabelSelector } from './selectors.js'
 import { alreadyExists, ApiError, badRequest, invalid, methodNotAllowed, noRoute, notFound, unavailable } from './status.js'
 import { toTable } from './tables.js'
@@ -260,12 +260,23 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     record?.({ time: clock.now().toISOString(), node: null, ip: null, tool, call: 'kube', command: `${req.method} ${path}`, args: req.headers['kubectl-command'] ? [String(req.headers['kubectl-command'])] : [], outcome })
   }
 
+  /** a DELETE's optional DeleteOptions body: protobuf from client-go's typed clients, else JSON */
+  function deleteOptions(req, raw, text) {
+    if (!raw.length) return undefined
+    if ((req.headers['content-type'] || '').includes('protobuf')) {
+      try { return decodeDeleteOptions(raw) } catch (e) { throw badRequest(e.message) }
+    }
+    try { return JSON.parse(text) } catch { throw badRequest('the body of the request was in an unknown format') }
+  }
+
   async function handleResource(req, res, path, query) {
     const method = req.method
-    const raw = ['POST', 'PUT', 'PATCH'].includes(method) ? await readBody(req) : Buffer.alloc(0)
+    const raw = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) ? await readBody(req) : Buffer.alloc(0)
     const text = raw.toString('utf8')
     let body
-    if ((req.headers['content-type'] || '').includes('protobuf') && method !== 'PATCH') {
+    if (method === 'DELETE') {
+      body = deleteOptions(req, raw, text)
+    } else if ((req.headers['content-type'] || '').includes('protobuf') && method !== 'PATCH') {
       try { body = decodeProtobufObject(raw) } catch (e) { throw new ApiError(415, 'UnsupportedMediaType', e.message, {}) }
     } else if (text && method !== 'PATCH') {
       try { body = JSON.parse(text) } catch { try { body = YAML.parse(text) } catch { throw badRequest('the body of the request was in an unknown format') } }
@@ -273,7 +284,7 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     if (method === 'PATCH' && (req.headers['content-type'] || '').includes('apply-patch')) { try { body = YAML.parse(text) } catch { /* reported by patch() */ } }
     const r = route(path, method, body)
     if (!r) throw noRoute()
-    const dryRun = query.getAll('dryRun').includes('All')
+    const dryRun = query.getAll('dryRun').includes('All') || (method === 'DELETE' && (body?.dryRun || []).includes('All'))
     const write = method !== 'GET'
     if (r.sub === 'scale') return scale(req, res, r, path, text, body, dryRun)
     try {

@@ -91,3 +91,19 @@ export function decodeProtobufObject(buf) {
   const meta = fs.find((x) => x.no === 1)
   return { apiVersion, kind, metadata: meta ? objectMeta(meta.bytes) : {}, ...decode(fs) }
 }
+
+// The DeleteOptions body client-go's typed clients send with a DELETE (helm's release Secrets on
+// uninstall, its resources with PropagationPolicy Background: pkg/kube/client.go deleteResource).
+// Fields from k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto: gracePeriodSeconds 1,
+// propagationPolicy 4, dryRun 5. Returns the JSON form.
+export function decodeDeleteOptions(buf) {
+  if (buf.length < 4 || buf.subarray(0, 4).toString('latin1') !== 'k8s\u0000') throw new Error('provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]')
+  const unknown = fields(buf.subarray(4))
+  const raw = unknown.find((x) => x.no === 2)
+  const fs = raw ? fields(raw.bytes) : []
+  const o = { kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/v1' }
+  const grace = fs.find((x) => x.no === 1 && x.value !== undefined); if (grace) o.gracePeriodSeconds = Number(BigInt.asIntN(64, grace.value))
+  const prop = fs.find((x) => x.no === 4 && x.bytes); if (prop) o.propagationPolicy = str(prop)
+  const dry = fs.filter((x) => x.no === 5 && x.bytes).map(str); if (dry.length) o.dryRun = dry
+  return o
+}

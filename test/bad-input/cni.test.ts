@@ -22,7 +22,7 @@ describe('machine configs against the CNI settings: exit 2 before any node is to
     expectBadInput(result, bed, {
       file,
       line: lineOf(file, 'name: flannel'),
-      what: /^cp-1: cluster\.network\.cni\.name is flannel: Talos installs its own flannel next to cilium\/cilium from bootstrap\.yaml, two CNIs on every node$/,
+      what: /^cp-1: cluster\.network\.cni\.name is flannel: Talos installs its own flannel next to cilium from bootstrap\.yaml, two CNIs on every node$/,
       fix: /set cluster\.network\.cni\.name: none .*or remove cni: from bootstrap\.yaml/,
     })
   })
@@ -68,10 +68,10 @@ describe('machine configs against the CNI settings: exit 2 before any node is to
   })
 
   it('a chart that is not cilium: the CNI name is still checked; the checks skipped are named', async () => {
-    bed.edit(SETTINGS, 'chart: cilium/cilium', 'chart: projectcalico/tigera-operator')
+    bed.edit(SETTINGS, 'chart: cilium', 'chart: tigera-operator')
     const file = bed.edit(CP, 'name: none', 'name: flannel')
     const result = await bed.cluster.task('bootstrap:preflight')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'name: flannel'), what: /Talos installs its own flannel next to projectcalico\/tigera-operator/, fix: /cni\.name: none/ })
-    expect(result.stderr).toMatch(/CNI check: chart projectcalico\/tigera-operator is not cilium: checked the CNI name only; .* not checked/)
+    expectBadInput(result, bed, { file, line: lineOf(file, 'name: flannel'), what: /Talos installs its own flannel next to tigera-operator/, fix: /cni\.name: none/ })
+    expect(result.stderr).toMatch(/CNI check: chart tigera-operator is not cilium: checked the CNI name only; .* not checked/)
   })
 })

@@ -52,7 +52,7 @@ describe('bad settings and flags: exit 2, where, what and fix, no node touched',
   })
 
   it('an unknown key in a section of bootstrap.yaml (bootstrap:wait-ready)', async () => {
-    const file = bed.edit(SETTINGS, 'chart: cilium/cilium', 'chrat: cilium/cilium')
+    const file = bed.edit(SETTINGS, 'chart: cilium', 'chrat: cilium')
     const result = await bed.cluster.task('bootstrap:wait-ready')
     expectBadInput(result, bed, { file, line: lineOf(file, 'chrat:'), what: /^unknown setting "cni\.chrat"$/, fix: /chart/ })
   })

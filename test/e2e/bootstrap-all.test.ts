@@ -57,7 +57,8 @@ describe('bootstrap:all', () => {
     const calls = cluster.calls().slice(before)
     expect(calls.filter((c) => c.call === 'apply')).toEqual([])
     expect(calls.filter((c) => c.call === 'bootstrap')).toEqual([])
-    expect(calls.filter((c) => c.tool === 'helm' && c.command === 'upgrade')).toEqual([])
+    // the real helm's writes reach the calls log as Kubernetes API writes by its user agent
+    expect(calls.filter((c) => c.tool === 'helm')).toEqual([])
     expect(calls.filter((c) => c.tool === 'flux' && ['bootstrap', 'install'].includes(c.command))).toEqual([])
     expect(calls.filter((c) => c.tool === 'kubectl')).toEqual([]) // kubectl writes are recorded; there are none
     const report = cluster.report()

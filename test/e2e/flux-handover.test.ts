@@ -288,7 +288,8 @@ describe('Flux through flux-operator and a FluxInstance (cluster-template since 
     writeFileSync(join(cluster.clusterDir, 'known_hosts'), '127.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n')
     editSettings(cluster, (s) => {
       s.flux.mode = 'operator'
-      s.flux.operator = { version: '0.33.0' }
+      // the chart from the simulator's loopback repository (the default is flux-operator's OCI registry)
+      s.flux.operator = { chart: 'flux-operator', repo: s.cni.repo, caFile: s.cni.caFile, version: '0.33.0' }
       s.flux.git.knownHostsFile = 'known_hosts'
     })
   }, SLOW)

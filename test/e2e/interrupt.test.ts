@@ -86,7 +86,7 @@ describe('interruptions', () => {
     expect(result.stdout).not.toMatch(/config accepted|bootstrapped on|cilium installed|\b\d+ ok\b/)
     expect(result.stdout).toMatch(/^wrkr-1:\n(  .*\n)*  talosctl apply-config --insecure -n 127\.62\.4\.21 -e 127\.62\.4\.21 -f \S+e2e-wrkr-1\.yaml$/m)
     expect(result.stdout).toMatch(/^cp-1:\n(  .*\n)*  talosctl bootstrap --talosconfig \S+ -e 127\.62\.4\.11 -n 127\.62\.4\.11$/m)
-    expect(result.stdout).toMatch(/^  helm upgrade --install cilium cilium\/cilium /m)
+    expect(result.stdout).toMatch(/^  helm upgrade --install cilium cilium --namespace kube-system .* --repo https:\/\/127\.0\.0\.1:\d+\/ --ca-file \S+\/charts-ca\.crt /m)
     expect(result.stdout).toMatch(/^  flux bootstrap git --url /m)
     expect(callsTo(cluster.calls(), 'wrkr-1')).toEqual([])
   })

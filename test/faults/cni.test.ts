@@ -61,6 +61,27 @@ exec '${cluster.sim.binDir}/helm' "$@"
       for (const node of ['cp-1', 'wrkr-1']) expect(nodeIn(report, 'wait-ready', node).error?.message).toMatch(/^cni: .*i\/o timeout/)
     }), ROW_TIMEOUT)
 
+  it('the chart repository served with a CA helm is not given (no cni.caFile): the real helm refuses it, the CNI step names the repository and caFile', () =>
+    withCluster('127.87.6', { workers: 1 }, async (cluster) => {
+      const settings = join(cluster.clusterDir, 'bootstrap.yaml')
+      writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n  caFile: charts-ca\.crt/, ''))
+      const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
+      expect(result.code).toBe(1)
+      const cni = stepIn(cluster.report(), 'wait-ready', 'cni')
+      expect(cni.status).toBe('failed')
+      expect(cni.error?.message).toMatch(/^Error: looks like "https:\/\/127\.0\.0\.1:\d+\/" is not a valid chart repository or cannot be reached: .*x509: certificate signed by unknown authority/)
+      expect(cni.error?.hint).toMatch(/cni\.caFile .*bootstrap\.yaml.*task .*bootstrap:wait-ready/)
+      expect(cluster.sim.chartRepo.requests).toEqual([])
+    }), ROW_TIMEOUT)
+
+  it('the chart comes from the repository in the settings, with its CA: index.yaml, then the chart archive', () =>
+    withCluster('127.87.7', { workers: 1 }, async (cluster) => {
+      const result = await cluster.task('bootstrap:talos', {}, [])
+      expect(result.code, result.stderr).toBe(0)
+      expect(stepIn(cluster.report(), 'wait-ready', 'cni').detail).toBe('cilium installed')
+      expect(cluster.sim.chartRepo.requests).toEqual(['GET /index.yaml', 'GET /cilium-1.18.4.tgz'])
+    }), ROW_TIMEOUT)
+
   it('helm printing a timeout although the release went in: read back, deployed, ok', () =>
     withCluster('127.87.3', { workers: 1 }, async (cluster) => {
       const bin = mkdtempSync(join(tmpdir(), 'tb-helm-'))
@@ -89,7 +110,7 @@ if [ "$1" = upgrade ]; then echo 'Error: context deadline exceeded' >&2; exit 1;
     withCluster('127.87.5', { workers: 1, image: 'disk' }, async (cluster) => {
       await appliedThenRegenerated(cluster, (t) => t.replace('name: none', 'name: flannel'), (t) => t)
       await expectEveryNodeCni(cluster,
-        /^two CNIs on the node: Talos's own flannel \(pod kube-flannel-\w+\) runs next to cilium\/cilium/,
+        /^two CNIs on the node: Talos's own flannel \(pod kube-flannel-\w+\) runs next to cilium;/,
         /cluster\.network\.cni\.name: none .*kubectl --kubeconfig \S+ -n kube-system delete daemonset kube-flannel/)
     }), ROW_TIMEOUT)
 })

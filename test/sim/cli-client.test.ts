@@ -1,4 +1,4 @@
-// sim/bin/talosctl and sim/bin/helm as the product runs them: thin clients whose commands the
+// sim/bin/talosctl as the product runs it: a thin client whose commands the
 // simulator runs (sim/cli-server.js). They must print what the node processes print
 // (sim/<tool>/cli.js), byte for byte, with the same exit codes, stream by stream, and handle
 // signals as the tools do.
@@ -10,7 +10,6 @@ import { join, resolve } from 'node:path'
 import { startOn, type Started } from './helpers.js'
 
 const CLIENT = resolve(__dirname, '../../sim/bin/talosctl')
-const HELM = resolve(__dirname, '../../sim/bin/helm')
 const CP = '127.26.1.11'
 const WORKER = '127.26.1.21'
 
@@ -63,30 +62,6 @@ describe('sim/bin/talosctl served by the simulator', () => {
     expect(served.code).toBe(1)
     expect(served.stderr).toMatch(/^unknown flag: --bogus\n\nUsage:/)
     expect(served.stdout).toBe('')
-  })
-
-  it('helm: prints what the node process prints, and reads files from the caller\'s directory', async () => {
-    const cwd = join(s.dir, 'helm-work')
-    mkdirSync(cwd, { recursive: true })
-    writeFileSync(join(cwd, 'values.yaml'), 'ipam:\n  mode: kubernetes\n')
-    const cases = [
-      ['version', '--short'],
-      ['version'],
-      ['status', 'cilium', '--namespace', 'kube-system', '--kubeconfig', 'missing-kubeconfig'],
-      ['upgrade', '--install', 'cilium', 'cilium/cilium', '-f', 'missing.yaml', '--kubeconfig', 'missing-kubeconfig'],
-      ['bogus'],
-      ['list', '--output', 'xml'],
-    ]
-    for (const args of cases) {
-      const [served, own] = await Promise.all([talosctl(args, { bin: HELM, cwd }), talosctl(args, { bin: HELM, cwd, server: false })])
-      expect({ args, ...served }).toEqual({ args, ...own })
-    }
-    // a relative kubeconfig is read from the caller's directory: helm gets as far as dialling the
-    // (not yet answering) API instead of failing to find the file
-    writeFileSync(join(cwd, 'kc'), ['apiVersion: v1', 'kind: Config', 'clusters: [{name: c, cluster: {server: "https://127.26.1.10:6443", insecure-skip-tls-verify: true}}]',
-      'users: [{name: u, user: {token: abc}}]', 'contexts: [{name: x, context: {cluster: c, user: u}}]', 'current-context: x', ''].join('\n'))
-    const r = await talosctl(['status', 'cilium', '--kubeconfig', 'kc'], { bin: HELM, cwd })
-    expect(r).toEqual({ code: 1, stdout: '', stderr: 'Error: Kubernetes cluster unreachable: Get "https://127.26.1.10:6443/version": dial tcp 127.26.1.10:6443: connect: connection refused\n' })
   })
 
   it('resolves file arguments against the caller\'s working directory, not the simulator\'s', async () => {

@@ -12,7 +12,7 @@
 // Addresses: 127.38.0.0/16, one /24 per case.
 import { afterEach, describe, expect, it } from 'vitest'
 // @ts-ignore plain JS test kit
-import { startKubeForTest, run } from '../../sim/helm/testkit.js'
+import { startKubeForTest, run } from '../../sim/testkit.js'
 // @ts-ignore plain JS
 import { networkOf } from '../../sim/talos/network.js'
 
@@ -52,7 +52,7 @@ const until = async (what: string, check: () => boolean): Promise<void> => {
   }
   throw new Error(`never happened: ${what}`)
 }
-const install = (k: Kit, extra: string[]) => run('helm', ['upgrade', '--install', 'cilium', 'cilium/cilium', '-n', 'kube-system', ...extra], { env: k.env })
+const install = (k: Kit, extra: string[]) => run('helm', ['upgrade', '--install', 'cilium', ...k.chart, '-n', 'kube-system', ...extra], { env: k.env })
 
 describe('a CNI held to what a Talos node needs', () => {
   it('kube-proxy disabled, cilium without k8sServiceHost: the agents restart, unable to reach the API server; nodes stay NotReady', async () => {

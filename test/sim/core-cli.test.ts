@@ -62,9 +62,10 @@ describe('sim cli', () => {
     expect(statSync(join(dir, 'cluster/clusterconfig/talosconfig')).mode & 0o777).toBe(0o600)
     const settings = parse(readFileSync(join(dir, 'cluster/bootstrap.yaml'), 'utf8'))
     expect(settings).toMatchObject({ pollInterval: '200ms', retryDelay: '50ms', callTimeout: '30s', verifyTimeout: '1m',
-      cni: { chart: 'cilium/cilium', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium' },
+      cni: { chart: 'cilium', repo: expect.stringMatching(/^https:\/\/127\.0\.0\.1:\d+\/$/), caFile: 'charts-ca.crt', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium' },
       flux: { mode: 'bootstrap', kustomization: 'flux-system/flux-system', git: { url: 'ssh://git@127.0.0.1/fleet.git', branch: 'main', path: 'clusters/clitest', privateKeyFile: 'flux-deploy-key' } } })
     expect(readFileSync(join(dir, 'cluster/flux-deploy-key'), 'utf8')).toMatch(/^-----BEGIN OPENSSH PRIVATE KEY-----\n/)
+    expect(readFileSync(join(dir, 'cluster/charts-ca.crt'), 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----\n/)
     // the daemon serves: first probe of wrkr-1 is refused by the fault (counted), the second answers
     expect((await probe('127.25.1.21', ['get', 'machinestatus', '--insecure', '-n', '127.25.1.21'])).transportError).toBe('refused')
     const ok = await probe('127.25.1.21', ['get', 'machinestatus', '--insecure', '-n', '127.25.1.21'])

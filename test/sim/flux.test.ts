@@ -2,7 +2,7 @@
 import fs from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 // @ts-ignore plain JS test kit
-import { startKubeForTest, run } from '../../sim/helm/testkit.js'
+import { startKubeForTest, run } from '../../sim/testkit.js'
 // @ts-ignore plain JS
 import { openSshEd25519 } from '../../sim/pki.js'
 
@@ -15,7 +15,7 @@ describe('flux: bootstrap git, get, reconcile', () => {
     key = await openSshEd25519()
     keyFile = `${k.dir}/identity`
     fs.writeFileSync(keyFile, key.privateKey, { mode: 0o600 })
-    const cni = await run('helm', ['upgrade', '--install', 'cilium', 'cilium/cilium', '-n', 'kube-system', '--wait'], { env: k.env })
+    const cni = await run('helm', ['upgrade', '--install', 'cilium', ...k.chart, '-n', 'kube-system', '--set', 'operator.replicas=1', '--wait'], { env: k.env })
     expect(cni.code).toBe(0)
   })
   afterAll(async () => k?.close())
@@ -93,7 +93,7 @@ describe('flux: bootstrap git as flux2 v2.9 does it on a re-run', () => {
     key = await openSshEd25519()
     keyFile = `${k.dir}/identity`
     fs.writeFileSync(keyFile, key.privateKey, { mode: 0o600 })
-    expect((await run('helm', ['upgrade', '--install', 'cilium', 'cilium/cilium', '-n', 'kube-system', '--wait'], { env: k.env })).code).toBe(0)
+    expect((await run('helm', ['upgrade', '--install', 'cilium', ...k.chart, '-n', 'kube-system', '--wait'], { env: k.env })).code).toBe(0)
   })
   afterAll(async () => k?.close())
   const boot = (url: string, path: string, extra: string[] = []) =>
@@ -175,12 +175,12 @@ describe('flux-operator and the repository content', () => {
         ],
       },
     })
-    expect((await run('helm', ['upgrade', '--install', 'cilium', 'cilium/cilium', '-n', 'kube-system', '--wait'], { env: k.env })).code).toBe(0)
+    expect((await run('helm', ['upgrade', '--install', 'cilium', ...k.chart, '-n', 'kube-system', '--wait'], { env: k.env })).code).toBe(0)
   })
   afterAll(async () => k?.close())
 
-  it('installs flux-operator from its OCI chart; a FluxInstance installs Flux and its sync', async () => {
-    const chart = await run('helm', ['upgrade', '--install', 'flux-operator', 'oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator', '-n', 'flux-system', '--create-namespace', '--version', '0.33.0', '--wait'], { env: k.env })
+  it('installs flux-operator from a chart repository (its OCI registry stands in loopback here); a FluxInstance installs Flux and its sync', async () => {
+    const chart = await run('helm', ['upgrade', '--install', 'flux-operator', 'flux-operator', '--repo', k.repo.url, '--ca-file', k.repo.caFile, '-n', 'flux-system', '--create-namespace', '--version', '0.33.0', '--wait'], { env: k.env })
     expect(chart.code, chart.stderr).toBe(0)
     const fi = 'apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata: {name: flux, namespace: flux-system}\nspec:\n  distribution: {version: "2.x", registry: ghcr.io/fluxcd}\n  sync: {kind: GitRepository, url: "ssh://git@127.51.4.5/fleet.git", ref: refs/heads/main, path: clusters/sim, pullSecret: flux-system}\n'
     expect((await kubectl(['apply', '--server-side', '-f', '-'], fi)).code).toBe(0)

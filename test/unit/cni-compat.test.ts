@@ -43,7 +43,7 @@ async function cluster(nodes: Record<string, NodeShape & { role?: 'controlplane'
   return { dir, result: await checkClusterCni(list, loaded.cni, dir), file: (n) => join(dir, n === 'settings' ? 'bootstrap.yaml' : `demo-${n}.yaml`) }
 }
 
-const cilium = (values = GUIDE_VALUES, chart = 'cilium/cilium'): string => `cni:\n  chart: ${chart}\n  release: cilium\n  values:\n${values}`
+const cilium = (values = GUIDE_VALUES, chart = 'cilium'): string => `cni:\n  chart: ${chart}\n  release: cilium\n  values:\n${values}`
 const lineOf = (file: string, text: string): number => readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes(text)) + 1
 
 function only(result: CniCheckResult): { file: string | undefined; line: number | undefined; message: string; fix: string } {
@@ -64,7 +64,7 @@ describe('machine configs against the CNI settings', async () => {
     const e = only(result)
     expect(e.file).toBe(file('cp-1'))
     expect(e.line).toBe(lineOf(file('cp-1'), 'name: flannel'))
-    expect(e.message).toMatch(/cluster\.network\.cni\.name is flannel: Talos installs its own flannel next to cilium\/cilium/)
+    expect(e.message).toMatch(/cluster\.network\.cni\.name is flannel: Talos installs its own flannel next to cilium from/)
     expect(e.fix).toMatch(/set cluster\.network\.cni\.name: none/)
   })
 
@@ -159,9 +159,9 @@ describe('machine configs against the CNI settings', async () => {
   })
 
   it('a chart that is not cilium: the CNI name is checked, the cilium checks are said to be skipped', async () => {
-    const { result, file } = await cluster({ 'cp-1': { cni: 'flannel' } }, 'cni:\n  chart: projectcalico/tigera-operator\n  release: calico\n')
+    const { result, file } = await cluster({ 'cp-1': { cni: 'flannel' } }, 'cni:\n  chart: tigera-operator\n  repo: https://docs.tigera.io/calico/charts\n  release: calico\n')
     expect(only(result).file).toBe(file('cp-1'))
-    expect(result.skipped).toEqual([expect.stringMatching(/chart projectcalico\/tigera-operator is not cilium: checked the CNI name only; kube-proxy .*k8sServiceHost\/k8sServicePort and KubePrism .* not checked/)])
+    expect(result.skipped).toEqual([expect.stringMatching(/chart tigera-operator is not cilium: checked the CNI name only; kube-proxy .*k8sServiceHost\/k8sServicePort and KubePrism .* not checked/)])
   })
 })
 

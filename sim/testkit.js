@@ -1,15 +1,21 @@
 // Test support for the helm and flux CLI tests: a simulated Kubernetes API (sim/kube) behind a real
-// TLS listener with client certificates on a loopback address, a kubeconfig for it, and a runner
-// for the CLIs as child processes. Used by test/sim/helm*.test.ts and test/sim/flux*.test.ts.
+// TLS listener with client certificates on a loopback address, a kubeconfig for it, the chart
+// repository (sim/charts/repo.js) with its CA, and a runner for the CLIs as child processes: the
+// real helm from `task tools` (.tools/bin), the simulated flux (sim/bin). Used by test/sim/helm,
+// flux and cni-network tests.
 import { execFile } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { generatePki } from '../pki.js'
-import { createKube, createKubeServer, createRealtimeClock } from '../kube/index.js'
+import { generatePki } from './pki.js'
+import { createKube, createKubeServer, createRealtimeClock } from './kube/index.js'
+import { startChartRepo } from './charts/repo.js'
 
-export const BIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin')
+const HERE = path.dirname(fileURLToPath(import.meta.url))
+export const BIN_DIR = path.resolve(HERE, 'bin')
+/** where `task tools` (scripts/tools.sh) puts the real talosctl and helm */
+export const REAL_BIN_DIR = path.resolve(HERE, '..', '.tools', 'bin')
 
 /**
  * Start an API on `ip`:6443. nodes: [{name, ip, role}] registered at once (their kubelets started).
@@ -40,6 +46,9 @@ export async function startKubeForTest({ ip, speed = 1000, nodes = [], faults = 
   })
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-kube-'))
   const kubeconfig = path.join(dir, 'kubeconfig')
+  const repo = await startChartRepo({ cert: pki.charts.server.cert, key: pki.charts.server.key })
+  const caFile = path.join(dir, 'charts-ca.crt')
+  fs.writeFileSync(caFile, pki.charts.ca.cert)
   const b64 = (s) => Buffer.from(s).toString('base64')
   fs.writeFileSync(
     kubeconfig,
@@ -63,19 +72,25 @@ export async function startKubeForTest({ ip, speed = 1000, nodes = [], faults = 
     dir,
     kubeconfig,
     faults,
-    env: { ...process.env, KUBECONFIG: kubeconfig, SIM_HELM_POLL_MS: '100', SIM_FLUX_POLL_MS: '100' },
+    /** the chart repository and its CA; `chart`: the cilium chart's arguments for helm */
+    repo: { url: repo.url, caFile, requests: repo.requests },
+    chart: ['cilium', '--repo', repo.url, '--ca-file', caFile],
+    // helm's caches and config in the test's directory, not the user's
+    env: { ...process.env, KUBECONFIG: kubeconfig, SIM_FLUX_POLL_MS: '100', HELM_CACHE_HOME: path.join(dir, 'helm-cache'), HELM_CONFIG_HOME: path.join(dir, 'helm-config'), HELM_DATA_HOME: path.join(dir, 'helm-data') },
     async close() {
       kube.stop()
       await srv.close()
+      await repo.close()
       fs.rmSync(dir, { recursive: true, force: true })
     },
   }
 }
 
-/** Run a simulated CLI (`helm`, `flux`) and collect { code, stdout, stderr }. */
+/** Run a CLI (the real `helm`, the simulated `flux`, kubectl from PATH) and collect { code, stdout, stderr }. */
 export function run(tool, args, { env = process.env, input, timeoutMs = 60000 } = {}) {
   return new Promise((resolve) => {
-    const bin = fs.existsSync(path.join(BIN_DIR, tool)) ? path.join(BIN_DIR, tool) : tool // kubectl: the real one
+    const real = path.join(REAL_BIN_DIR, tool)
+    const bin = fs.existsSync(real) ? real : fs.existsSync(path.join(BIN_DIR, tool)) ? path.join(BIN_DIR, tool) : tool
     const child = execFile(bin, args, { env, timeout: timeoutMs }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr })
     })
