@@ -48,6 +48,8 @@ function invoke(ns, call, method, body, { targets, purpose, words = [] }) {
     const res = {
       headersSent: false,
       writeHead() { this.headersSent = true; return this },
+      // 'close': the client went away (deadline, Ctrl-C), which cancels what still waits for it
+      on(event, fn) { if (event === 'close') call.on('cancelled', fn); return this },
       end(text) {
         let answer
         try { answer = JSON.parse(String(text ?? '')) } catch { return reject(statusError({ code: 'Internal', message: 'bad answer' })) }
