@@ -82,6 +82,14 @@ describe('reset safety', () => {
     expect(removes.map((r) => [r.node, r.args[r.args.indexOf('remove-member') + 1]])).toEqual([['cp-1', old]])
     expect(await memberIds(c, '127.116.3.11')).not.toContain(old)
     expect(nodeIn(c.report(), 'reset', 'cp-2').error?.kind).toBe('unreachable')
+    // sim conformance (v1alpha1_server.go EtcdRemoveMemberByID): the same remove again, as a retry whose
+    // first reply was lost, meets etcd's ErrMemberNotFound as NotFound; the v1.12 CLI parses a hex ID only
+    const again = await run('talosctl', ['etcd', 'remove-member', old!, '-e', '127.116.3.11', '-n', '127.116.3.11'], c.env())
+    expect(again.code).toBe(1)
+    expect(again.stderr).toContain('rpc error: code = NotFound desc = etcdserver: member not found')
+    const byName = await run('talosctl', ['etcd', 'remove-member', 'cp-2', '-e', '127.116.3.11', '-n', '127.116.3.11'], c.env())
+    expect(byName.code).toBe(1)
+    expect(byName.stderr).toContain('invalid syntax')
   })
 
   it('resets a live worker gracefully when its status read times out once (never --graceful=false)', async () => {
