@@ -255,6 +255,8 @@ export class Simulator {
       n.talosLog('etcd: failed to join the cluster: etcdserver: re-configuration failed due to not enough started members')
       return
     }
+    // a member with this node's name is removed first (services/etcd.go addMember: a stale entry)
+    for (const [id, m] of target.members) if (m.name === n.name) target.members.delete(id)
     const learner = this.newMember(n, { learner: true })
     target.members.set(learner.id, learner)
     n.etcdMember = learner.id
@@ -321,7 +323,9 @@ export class Simulator {
     })
   }
   nodeReset(n, { graceful }) {
-    if (graceful && n.etcdMember) for (const c of this.etcdClusters) c.members.delete(n.etcdMember)
+    // LeaveEtcd (v1alpha1_sequencer_tasks.go) leaves only while the etcd service runs: a stopped
+    // etcd leaves its member behind, stale, until the rejoin removes it by name
+    if (graceful && n.etcdMember && n.etcdRunning) for (const c of this.etcdClusters) c.members.delete(n.etcdMember)
     n.etcdMember = null; n.etcdHealthy = false; n.etcdRunning = false; n.apiServerUp = false; n.joining = false
     this.pendingKubelet.delete(n)
     if (n.registered) { n.registered = false; try { this.kube?.removeNode?.(n.name) } catch { /* ignore */ } }

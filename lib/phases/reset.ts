@@ -114,6 +114,8 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
   if (facts.state === 'maintenance') return { status: 'skipped', detail: 'already in maintenance' }
   const retry = { settings: run.settings, signal: run.signal, onRetry: (e: { attempt: number; error: NodeError; delayMs: number }) => report.retrying(e.attempt, e.error, e.delayMs) }
   const etcd = await guardQuorum(node, run)
+  // the rejoin is proven by a new member ID and this one gone (a leave can leave it behind)
+  if (etcd?.member) facts.replacedEtcdMember = etcd.member.id
   if (await answers(node, run, retry)) {
     report.progress('talosctl reset --graceful (leaves etcd), wiping STATE and EPHEMERAL, rebooting')
     await withRetry(() => run.talosctl.reset(node, true), retry)

@@ -28,7 +28,8 @@ function faultAfterPreflight(c: E2eCluster, node: string, fault: Fault): () => v
 }
 
 const memberIds = async (c: E2eCluster, ip: string): Promise<string[]> =>
-  (await talosctl(c, ip, ['etcd', 'members'])).split('\n').slice(1).map((l) => l.trim().split(/\s+/)[0] ?? '').filter(Boolean)
+  // rows are NODE ID HOSTNAME …: the 16-hex-digit ID of each
+  (await talosctl(c, ip, ['etcd', 'members'])).split('\n').slice(1).map((l) => /\b[0-9a-f]{16}\b/.exec(l)?.[0] ?? '').filter(Boolean)
 
 describe('reset safety', () => {
   it('refuses to reset a control plane when the other members run no etcd (quorum), wiping nothing', async () => {
@@ -90,6 +91,28 @@ describe('reset safety', () => {
     const byName = await run('talosctl', ['etcd', 'remove-member', 'cp-2', '-e', '127.116.3.11', '-n', '127.116.3.11'], c.env())
     expect(byName.code).toBe(1)
     expect(byName.stderr).toContain('invalid syntax')
+  })
+
+  it('rejoin after a reset whose leave found etcd stopped: the stale member goes, done only under a new started ID', async () => {
+    cluster = await E2eCluster.start('127.116.6', { cps: 3, workers: 0 })
+    const c = cluster
+    { const b = await c.task('bootstrap:talos'); expect(b.code, b.stderr + b.stdout).toBe(0) }
+    const old = c.sim.node('cp-2')?.etcdMember
+    expect(old).toMatch(/^[0-9a-f]{16}$/)
+    // the graceful leave does nothing while etcd is not running (LeaveEtcd): its member stays behind
+    await talosctl(c, '127.116.6.12', ['service', 'etcd', 'stop'])
+
+    const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes'])
+    expect(result.code, result.stderr).toBe(0)
+    const now = c.sim.node('cp-2')?.etcdMember
+    expect(now).toMatch(/^[0-9a-f]{16}$/)
+    expect(now).not.toBe(old)
+    const ids = await memberIds(c, '127.116.6.11')
+    expect(ids).toHaveLength(3)
+    expect(ids).toContain(now)
+    expect(ids).not.toContain(old)
+    // the join step named the new ID, not the stale one it found first
+    expect(nodeIn(c.report(), 'bootstrap', 'cp-2').detail).toBe(`etcd member ${now} (was ${old})`)
   })
 
   it('resets a live worker gracefully when its status read times out once (never --graceful=false)', async () => {
