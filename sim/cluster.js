@@ -286,6 +286,20 @@ export class Simulator {
       if (this.etcdHasData(n)) { n.etcdRunning = true; n.startService('etcd', { healthy: false }); n.etcdUp() } else { n.etcdMember = null; this.maybeJoin(n) }
     })
   }
+  /**
+   * Why etcd refuses this node's leave (MemberRemove), or null: strict reconfiguration wants a
+   * quorum of the remaining voters started (etcd server.go mayRemoveMember); learners do not vote.
+   * Talos retries it, then aborts the reset (internal/pkg/etcd/etcd.go, v1alpha1_sequencer_tasks.go LeaveEtcd).
+   */
+  etcdLeaveRefusal(n) {
+    if (this.faults.take(n.name, { kind: 'etcd-leave' })) return 'etcdserver: re-configuration failed due to not enough started members'
+    const me = this.etcdMemberOf(n)
+    if (!me || me.isLearner) return null
+    const others = this.etcdMembers(n).filter((m) => !m.isLearner && m !== me)
+    const running = others.filter((m) => this.nodes.some((x) => x.etcdMember === m.id && x.etcdRunning)).length
+    if (others.length && running < Math.floor(others.length / 2) + 1) return 'etcdserver: re-configuration failed due to not enough started members'
+    return null
+  }
   etcdRemove(id) {
     for (const c of this.etcdClusters) c.members.delete(id)
     for (const n of this.nodes) if (n.etcdMember === id) { n.etcdMember = null; n.etcdHealthy = false; n.etcdRunning = false; n.apiServerUp = false; n.joining = false; n.changed() }

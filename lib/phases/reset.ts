@@ -141,8 +141,19 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
       { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.verifyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
     )
   } catch (err) {
-    if (err instanceof PollTimeout) throw new NodeError('stuck', `not back in maintenance within ${formatDuration(err.waitedMs)} after the reset (${err.lastState})`, hintFor('stuck', node))
-    throw err
+    if (!(err instanceof PollTimeout)) throw err
+    const status = await run.talosctl.machineStatus(node).catch(() => undefined)
+    if (status?.stage === 'resetting' || status?.stage === 'running') {
+      // a graceful reset aborts when its etcd leave fails (etcd's strict reconfiguration checks),
+      // after the cordon, the drain and the kubelet stop: half done, and --wait=false said success
+      const again = taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])
+      throw new NodeError(
+        node.role === 'controlplane' ? 'etcd-join' : 'stuck',
+        `the reset stopped half-way: ${node.name} is still configured (stage ${status.stage}) ${formatDuration(err.waitedMs)} after it, cordoned with its kubelet stopped${node.role === 'controlplane' ? '; its etcd leave was likely refused (etcdserver: re-configuration failed due to not enough started members)' : ''}`,
+        `see why in \`${talosctlCommand(node, 'dmesg')}\`${node.role === 'controlplane' ? ` and the members (\`${talosctlCommand(node, 'etcd members')}\`)` : ''}; either put it back in service (\`${talosctlCommand(node, 'service kubelet start')}\`, then \`kubectl uncordon ${node.name}\`), or fix the cause (the other members' etcd) and run: ${again}`,
+      )
+    }
+    throw new NodeError('stuck', `not back in maintenance within ${formatDuration(err.waitedMs)} after the reset (${err.lastState})`, hintFor('stuck', node))
   }
   facts.state = 'maintenance'
   facts.status = undefined

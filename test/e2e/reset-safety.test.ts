@@ -115,6 +115,23 @@ describe('reset safety', () => {
     expect(nodeIn(c.report(), 'bootstrap', 'cp-2').detail).toBe(`etcd member ${now} (was ${old})`)
   })
 
+  it('names a reset whose etcd leave was refused: half done, still configured, the way out', async () => {
+    cluster = await E2eCluster.start('127.116.7', { cps: 3, workers: 0 })
+    const c = cluster
+    { const b = await c.task('bootstrap:talos'); expect(b.code, b.stderr + b.stdout).toBe(0) }
+    const old = c.sim.node('cp-2')?.etcdMember
+    // etcd refuses the leave's MemberRemove (strict reconfiguration), as after a member failed since the guard read
+    c.sim.addFault({ node: 'cp-2', kind: 'etcd-leave' })
+
+    const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--verify-timeout', '4s'])
+    expect(result.code).toBe(1)
+    const failed = nodeIn(c.report(), 'reset', 'cp-2')
+    expect(failed.error).toMatchObject({ kind: 'etcd-join', message: expect.stringMatching(/the reset stopped half-way: cp-2 is still configured \(stage resetting\).*cordoned.*re-configuration failed/) })
+    expect(failed.error?.hint).toMatch(/kubectl uncordon cp-2.*RESET=true -- --yes/)
+    expect(c.sim.node('cp-2')).toMatchObject({ stage: 'resetting', configured: true })
+    expect(await memberIds(c, '127.116.7.11')).toContain(old)
+  })
+
   it('resets a live worker gracefully when its status read times out once (never --graceful=false)', async () => {
     cluster = await E2eCluster.start('127.116.4', { cps: 1, workers: 1 })
     const c = cluster
