@@ -350,7 +350,7 @@ export class Node {
       this.resetFlags()
       this.services.clear()
       if (reboot) {
-        this.setStage('rebooting', 'off')
+        this.setStage('resetting', 'off') // the reboot is the reset sequence's own phase: machinestatus stays resetting (controllers/runtime/machine_status.go)
         this.after(this.ctx.timings.reboot, () => this.powerOn())
       } else {
         this.poweredOff = true
