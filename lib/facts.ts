@@ -15,6 +15,8 @@ export interface NodeFacts {
   rebootAfterApply?: boolean
   /** verify left this worker waiting for a control plane's trustd (why): the bootstrap completes it */
   awaitingControlPlane?: string
+  /** the etcd member ID this control plane had before this run reset it: its rejoin needs a new one */
+  replacedEtcdMember?: string
 }
 
 /** What the run learned about the cluster as a whole. */

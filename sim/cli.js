@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `node sim/cli.js up|down|status|calls|critical-path|clear-fault` (the Taskfile's sim:* tasks call this).
+// `node sim/cli.js up|down|status|calls|critical-path|add-fault|clear-fault` (the Taskfile's sim:* tasks call this).
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
@@ -15,6 +15,7 @@ const USAGE = `usage: node sim/cli.js <command> [flags]
   status [--dir .sim]                              each node's stage, readiness and listener (JSON lines)
   calls [--dir .sim]                               the calls the nodes received (JSON lines)
   critical-path [--scenario <file>] [--dir .sim]   the scenario's critical path in real seconds
+  add-fault --node <name> --kind <kind> [--on <call>] [--times N] [--dir .sim]   a fault starts now
   clear-fault --node <name> --kind <kind> [--dir .sim]
 `
 process.stdout.on('error', (e) => { if (e.code === 'EPIPE') process.exit(0); throw e })
@@ -24,7 +25,7 @@ let parsed
 try {
   parsed = parseArgs({ allowPositionals: true, options: {
     scenario: { type: 'string' }, dir: { type: 'string', default: process.env.SIM_DIR ?? '.sim' }, speed: { type: 'string' },
-    node: { type: 'string' }, kind: { type: 'string' }, help: { type: 'boolean', short: 'h' } } })
+    node: { type: 'string' }, kind: { type: 'string' }, on: { type: 'string' }, times: { type: 'string' }, help: { type: 'boolean', short: 'h' } } })
 } catch (e) { die(`${e.message}\n\n${USAGE}`, 2) }
 const { values, positionals } = parsed
 const cmd = positionals[0]
@@ -123,6 +124,15 @@ switch (cmd) {
       const r = await control({ op: 'criticalPath' }).catch((e) => die(e.message))
       process.stdout.write(`${r.seconds.toFixed(3)}\n`)
     }
+    break
+  }
+  case 'add-fault': {
+    if (!values.kind) die(`--kind is required\n\n${USAGE}`, 2)
+    const times = values.times == null ? undefined : Number(values.times)
+    if (times !== undefined && !(Number.isInteger(times) && times > 0)) die(`--times must be a positive whole number, not "${values.times}"`, 2)
+    const fault = { node: values.node ?? null, kind: values.kind, ...(values.on ? { on: values.on } : {}), ...(times ? { times } : {}) }
+    const r = await control({ op: 'addFault', fault }).catch((e) => die(e.message))
+    if (!r.ok) die(r.error, 2)
     break
   }
   case 'clear-fault': {

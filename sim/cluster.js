@@ -258,6 +258,8 @@ export class Simulator {
       n.talosLog('etcd: failed to join the cluster: etcdserver: re-configuration failed due to not enough started members')
       return
     }
+    // a member with this node's name is removed first (services/etcd.go addMember: a stale entry)
+    for (const [id, m] of target.members) if (m.name === n.name) target.members.delete(id)
     const learner = this.newMember(n, { learner: true })
     target.members.set(learner.id, learner)
     n.etcdMember = learner.id
@@ -286,6 +288,20 @@ export class Simulator {
     n.after(this.timings.etcd, () => {
       if (this.etcdHasData(n)) { n.etcdRunning = true; n.startService('etcd', { healthy: false }); n.etcdUp() } else { n.etcdMember = null; this.maybeJoin(n) }
     })
+  }
+  /**
+   * Why etcd refuses this node's leave (MemberRemove), or null: strict reconfiguration wants a
+   * quorum of the remaining voters started (etcd server.go mayRemoveMember); learners do not vote.
+   * Talos retries it, then aborts the reset (internal/pkg/etcd/etcd.go, v1alpha1_sequencer_tasks.go LeaveEtcd).
+   */
+  etcdLeaveRefusal(n) {
+    if (this.faults.take(n.name, { kind: 'etcd-leave' })) return 'etcdserver: re-configuration failed due to not enough started members'
+    const me = this.etcdMemberOf(n)
+    if (!me || me.isLearner) return null
+    const others = this.etcdMembers(n).filter((m) => !m.isLearner && m !== me)
+    const running = others.filter((m) => this.nodes.some((x) => x.etcdMember === m.id && x.etcdRunning)).length
+    if (others.length && running < Math.floor(others.length / 2) + 1) return 'etcdserver: re-configuration failed due to not enough started members'
+    return null
   }
   etcdRemove(id) {
     for (const c of this.etcdClusters) c.members.delete(id)
@@ -324,7 +340,9 @@ export class Simulator {
     })
   }
   nodeReset(n, { graceful }) {
-    if (graceful && n.etcdMember) for (const c of this.etcdClusters) c.members.delete(n.etcdMember)
+    // LeaveEtcd (v1alpha1_sequencer_tasks.go) leaves only while the etcd service runs: a stopped
+    // etcd leaves its member behind, stale, until the rejoin removes it by name
+    if (graceful && n.etcdMember && n.etcdRunning) for (const c of this.etcdClusters) c.members.delete(n.etcdMember)
     n.etcdMember = null; n.etcdHealthy = false; n.etcdRunning = false; n.apiServerUp = false; n.joining = false
     this.pendingKubelet.delete(n)
     if (n.registered) { n.registered = false; try { this.kube?.removeNode?.(n.name) } catch { /* ignore */ } }

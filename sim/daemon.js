@@ -1,6 +1,6 @@
 // The background simulator `cli.js up` starts: runs one scenario until SIGTERM.
 // Writes <dir>/sim.ready (JSON) once every node is in maintenance, and answers JSON-line
-// requests on the unix socket <dir>/sim.sock ({op: 'status' | 'clearFault' | 'criticalPath'}).
+// requests on the unix socket <dir>/sim.sock ({op: 'status' | 'addFault' | 'clearFault' | 'criticalPath'}).
 import net from 'node:net'
 import { writeFileSync, renameSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -49,6 +49,7 @@ control = net.createServer((c) => {
       try {
         const req = JSON.parse(line)
         if (req.op === 'status') reply = { ok: true, nodes: sim.allNodes().map((n) => sim.node(n.name)) }
+        else if (req.op === 'addFault') { sim.addFault(req.fault); reply = { ok: true } }
         else if (req.op === 'clearFault') { sim.clearFault(req.node ?? null, req.kind); reply = { ok: true } }
         else if (req.op === 'criticalPath') reply = { ok: true, seconds: sim.criticalPathSeconds() }
         else reply = { ok: false, error: `unknown op ${req.op}` }

@@ -22,6 +22,7 @@ export const FAULT_KINDS = {
   'boot-loop': { on: ['boot'], def: 'boot' },
   'bootstrap-not-ready': { on: ['bootstrap'], def: 'bootstrap' },
   'etcd-join': { on: ['etcd-join'], def: 'etcd-join' },
+  'etcd-leave': { on: ['etcd-leave'], def: 'etcd-leave' },
   kubelet: { on: ['kubelet'], def: 'kubelet' },
   cni: { on: ['cni'], def: 'cni' },
   flux: { on: ['flux'], def: 'flux' },

@@ -334,6 +334,15 @@ export class Node {
     const wipesSystem = ['all', 'system-disk'].includes(wipeMode || 'all') && !(systemLabelsToWipe?.length)
     this.newLifecycle()
     this.setStage('resetting')
+    // the graceful sequence cordons, drains and stops the kubelet before it leaves etcd; a refused
+    // leave aborts it there: still configured, stage resetting (v1alpha1_sequencer.go Reset)
+    const refused = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcdLeaveRefusal(this) : null
+    if (refused) {
+      if (this.services.has('kubelet')) this.svc('kubelet', 'Finished', 'Service finished successfully', null)
+      this.talosLog(`reset: leave etcd: ${refused}`)
+      this.changed()
+      return
+    }
     this.ctx.nodeReset(this, { graceful })
     this.after(2, () => {
       this.configText = null; this.config = null; this.role = this.spec.role
@@ -341,7 +350,7 @@ export class Node {
       this.resetFlags()
       this.services.clear()
       if (reboot) {
-        this.setStage('rebooting', 'off')
+        this.setStage('resetting', 'off') // the reboot is the reset sequence's own phase: machinestatus stays resetting (controllers/runtime/machine_status.go)
         this.after(this.ctx.timings.reboot, () => this.powerOn())
       } else {
         this.poweredOff = true

@@ -125,9 +125,14 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
             if (err instanceof NodeError && err.transient) return { done: false, state: `etcd members unavailable (${err.kind})` }
             throw err
           }
-          const member = list.find((m) => m.hostname === node.name || m.peerUrls.some((u) => u.includes(`//${node.ip}:`)))
-          if (member && !member.isLearner) return { done: true, value: `etcd member ${member.id}` }
-          return { done: false, state: member ? 'etcd learner, not promoted yet' : `not an etcd member yet (${list.length} members)` }
+          // after a reset: a new, started voter, and the old ID gone (a stale one is not a rejoin)
+          const old = run.facts.of(node.name).replacedEtcdMember
+          const mine = list.filter((m) => m.id !== old && (m.hostname === node.name || m.peerUrls.some((u) => u.includes(`//${node.ip}:`))))
+          const member = mine.find((m) => !m.isLearner && m.hostname) ?? mine[0]
+          const stale = old !== undefined && list.some((m) => m.id === old)
+          if (member && !member.isLearner && member.hostname && !stale) return { done: true, value: `etcd member ${member.id}${old ? ` (was ${old})` : ''}` }
+          if (stale) return { done: false, state: `the old etcd member ${old} is still listed${member ? `; new member ${member.id}${member.isLearner ? ' (learner)' : ''}` : ''}` }
+          return { done: false, state: member ? (member.isLearner ? 'etcd learner, not promoted yet' : 'etcd member not started yet') : `not an etcd member yet (${list.length} members)` }
         },
         { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.bootstrapTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
       )

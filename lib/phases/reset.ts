@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises'
 import { NodeError } from '../classify.js'
 import { InputError } from '../errors.js'
 import { formatDuration } from '../duration.js'
-import { hintFor, taskCommand } from '../hints.js'
+import { hintFor, talosctlCommand, taskCommand } from '../hints.js'
 import type { ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
@@ -14,65 +14,117 @@ function isMember(node: ClusterNode, m: EtcdMember): boolean {
   return m.hostname === node.name || m.peerUrls.some((u) => u.includes(`//${node.ip}:`))
 }
 
-/** The etcd members as another, healthy control plane sees them (undefined: no other answers). */
-async function membersSeenByOthers(node: ClusterNode, run: Run): Promise<{ via: ClusterNode; members: EtcdMember[] } | undefined> {
-  for (const cp of run.inventory.nodes.filter((n) => n.role === 'controlplane' && n.name !== node.name)) {
-    try {
-      return { via: cp, members: await run.talosctl.etcdMembers(cp) }
-    } catch (err) {
-      if (!(err instanceof NodeError)) throw err
-    }
+interface MemberList {
+  via: ClusterNode
+  members: EtcdMember[]
+}
+
+const snapshotHint = 'restore etcd from a snapshot instead (talosctl bootstrap --recover-from)'
+
+/**
+ * Each control plane's etcd service, the others first and this node last: whose etcd runs (and
+ * can count toward a quorum), and in that order whom to ask for the member list (a stopped etcd
+ * leaves the list call waiting for a connection). An unanswered read is its reason.
+ */
+async function etcdServices(node: ClusterNode, run: Run): Promise<{ cp: ClusterNode; running: boolean; why: string }[]> {
+  const cps = run.inventory.nodes.filter((n) => n.role === 'controlplane')
+  const order = [...cps.filter((n) => n.name !== node.name), ...cps.filter((n) => n.name === node.name)]
+  const out: { cp: ClusterNode; running: boolean; why: string }[] = []
+  for (const cp of order) {
+    const etcd = await run.talosctl.serviceStatus(cp, 'etcd').catch((err: unknown) => {
+      if (err instanceof NodeError) return err
+      throw err
+    })
+    if (etcd instanceof NodeError) out.push({ cp, running: false, why: etcd.message })
+    else out.push({ cp, running: etcd.state === 'Running' && etcd.health !== 'Fail', why: `etcd ${etcd.state}` })
   }
-  return undefined
+  return out
 }
 
 /**
- * Refuses to take away the last etcd member, or one whose loss leaves fewer healthy members than
- * a quorum of what remains.
+ * A control plane is reset only when a member list was read and taking its member away keeps a
+ * quorum: etcd counts voting members only (a learner never votes, never counts as healthy), and
+ * refuses a removal leaving fewer started voters than a quorum of the rest (strict reconfiguration).
  */
-async function guardQuorum(node: ClusterNode, run: Run, seen: { via: ClusterNode; members: EtcdMember[] } | undefined): Promise<EtcdMember | undefined> {
+async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberList; member: EtcdMember | undefined } | undefined> {
   if (node.role !== 'controlplane') return undefined
-  if (!seen) {
-    // no other control plane answers: if this node is the only one left, resetting it destroys etcd
-    const others = run.inventory.nodes.filter((n) => n.role === 'controlplane' && n.name !== node.name)
-    if (others.length === 0) throw new NodeError('etcd-join', `${node.name} is the only control plane: resetting it destroys the cluster's etcd`, 'restore etcd from a snapshot instead (talosctl bootstrap --recover-from)')
-    return undefined
+  const others = run.inventory.nodes.filter((n) => n.role === 'controlplane' && n.name !== node.name)
+  if (others.length === 0) throw new NodeError('etcd-join', `${node.name} is the only control plane: resetting it destroys the cluster's etcd`, snapshotHint)
+  const services = await etcdServices(node, run)
+  let list: MemberList | undefined
+  const failures = services.filter((s) => !s.running).map((s) => `${s.cp.name}: ${s.why}`)
+  for (const s of services.filter((x) => x.running)) {
+    try {
+      list = { via: s.cp, members: await run.talosctl.etcdMembers(s.cp) }
+      break
+    } catch (err) {
+      if (!(err instanceof NodeError)) throw err
+      failures.push(`${s.cp.name}: ${err.message}`)
+    }
   }
-  const member = seen.members.find((m) => isMember(node, m))
-  if (!member) return undefined
-  const remaining = seen.members.length - 1
-  if (remaining === 0) throw new NodeError('etcd-join', `${node.name} is the last etcd member: resetting it destroys the cluster's data`, 'restore etcd from a snapshot instead (talosctl bootstrap --recover-from)')
-  let healthyOthers = 0
-  for (const m of seen.members.filter((x) => x !== member)) {
-    const cp = run.inventory.nodes.find((n) => isMember(n, m))
-    if (!cp) continue
-    const etcd = await run.talosctl.serviceStatus(cp, 'etcd').catch(() => undefined)
-    if (etcd?.state === 'Running') healthyOthers++
+  const again = taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])
+  if (!list) {
+    const ask = others.map((cp) => `\`${talosctlCommand(cp, 'service etcd')}\``).join(', ')
+    throw new NodeError(
+      'etcd-join',
+      `no etcd member list could be read (${failures.join('; ')}): without one a reset of ${node.name} could wipe the last running etcd member`,
+      `check etcd on the other control planes (${ask}); once one answers \`${talosctlCommand(others[0]!, 'etcd members')}\`, run: ${again}`,
+    )
   }
-  const quorum = Math.floor(remaining / 2) + 1
-  if (healthyOthers < quorum) {
-    throw new NodeError('etcd-join', `resetting ${node.name} would break etcd quorum: ${healthyOthers} healthy of ${remaining} remaining members, ${quorum} needed`, `bring the other control planes back first (${taskCommand('bootstrap:status')}), then run: ${taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])}`)
+  const member = list.members.find((m) => isMember(node, m))
+  // not a member, or a learner: its removal changes no quorum
+  if (!member || member.isLearner) return { list, member }
+  const voters = list.members.filter((m) => !m.isLearner && m !== member)
+  if (voters.length === 0) throw new NodeError('etcd-join', `${node.name} is the last etcd member: resetting it destroys the cluster's data`, snapshotHint)
+  // a voter counts when its etcd runs and it started (a member that never started holds no data)
+  const healthy = voters.filter((m) => m.hostname && services.some((s) => s.running && isMember(s.cp, m))).length
+  const quorum = Math.floor(voters.length / 2) + 1
+  if (healthy < quorum) {
+    throw new NodeError(
+      'etcd-join',
+      `resetting ${node.name} would break etcd quorum: ${healthy} healthy of ${voters.length} remaining voting members, ${quorum} needed (${failures.join('; ') || 'members not in the inventory'})`,
+      `bring the other control planes' etcd back first (${taskCommand('bootstrap:status')}, \`${talosctlCommand(list.via, 'etcd members')}\`), then run: ${again}`,
+    )
   }
-  return member
+  return { list, member }
+}
+
+/**
+ * Whether the node answers: true, or false only when it is classified unreachable after the
+ * retries. Anything else (a timeout, an unknown answer) refuses: a live node wiped without its
+ * graceful leave and drain loses etcd data and ignores disruption budgets.
+ */
+async function answers(node: ClusterNode, run: Run, retry: Parameters<typeof withRetry>[1]): Promise<boolean> {
+  try {
+    await withRetry(() => run.talosctl.machineStatus(node), retry)
+    return true
+  } catch (err) {
+    if (!(err instanceof NodeError)) throw err
+    if (err.kind === 'unreachable') return false
+    throw new NodeError(
+      err.kind,
+      `not reset: ${node.name} did not answer its status read (${err.message}), and a forced reset (--graceful=false) is only for an unreachable node`,
+      `check the node (\`${talosctlCommand(node, 'get machinestatus')}\`, \`${talosctlCommand(node, 'dmesg')}\`), then run: ${taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])}`,
+    )
+  }
 }
 
 async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
   if (facts.state === 'maintenance') return { status: 'skipped', detail: 'already in maintenance' }
   const retry = { settings: run.settings, signal: run.signal, onRetry: (e: { attempt: number; error: NodeError; delayMs: number }) => report.retrying(e.attempt, e.error, e.delayMs) }
-  const seen = await membersSeenByOthers(node, run)
-  const member = await guardQuorum(node, run, seen)
-  const answers = await run.talosctl.machineStatus(node).then(
-    () => true,
-    () => false,
-  )
-  if (answers) {
+  const etcd = await guardQuorum(node, run)
+  // the rejoin is proven by a new member ID and this one gone (a leave can leave it behind)
+  if (etcd?.member) facts.replacedEtcdMember = etcd.member.id
+  if (await answers(node, run, retry)) {
     report.progress('talosctl reset --graceful (leaves etcd), wiping STATE and EPHEMERAL, rebooting')
     await withRetry(() => run.talosctl.reset(node, true), retry)
   } else {
-    if (member && seen) {
-      report.progress(`removing etcd member ${member.id} through ${seen.via.name}`)
-      await withRetry(() => run.talosctl.etcdRemoveMember(seen.via, member.id), retry)
+    if (etcd?.member) {
+      const { member, list } = etcd
+      report.progress(`removing etcd member ${member.id} through ${list.via.name}`)
+      // a retry whose first reply was lost meets NotFound: the member is gone, which is what was asked
+      await withRetry(() => run.talosctl.etcdRemoveMember(list.via, member.id), retry)
     }
     report.progress('talosctl reset --graceful=false')
     await withRetry(() => run.talosctl.reset(node, false), retry)
@@ -89,8 +141,19 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
       { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.verifyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
     )
   } catch (err) {
-    if (err instanceof PollTimeout) throw new NodeError('stuck', `not back in maintenance within ${formatDuration(err.waitedMs)} after the reset (${err.lastState})`, hintFor('stuck', node))
-    throw err
+    if (!(err instanceof PollTimeout)) throw err
+    const status = await run.talosctl.machineStatus(node).catch(() => undefined)
+    if (status?.stage === 'resetting' || status?.stage === 'running') {
+      // a graceful reset aborts when its etcd leave fails (etcd's strict reconfiguration checks),
+      // after the cordon, the drain and the kubelet stop: half done, and --wait=false said success
+      const again = taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])
+      throw new NodeError(
+        node.role === 'controlplane' ? 'etcd-join' : 'stuck',
+        `the reset stopped half-way: ${node.name} is still configured (stage ${status.stage}) ${formatDuration(err.waitedMs)} after it, cordoned with its kubelet stopped${node.role === 'controlplane' ? '; its etcd leave was likely refused (etcdserver: re-configuration failed due to not enough started members)' : ''}`,
+        `see why in \`${talosctlCommand(node, 'dmesg')}\`${node.role === 'controlplane' ? ` and the members (\`${talosctlCommand(node, 'etcd members')}\`)` : ''}; either put it back in service (\`${talosctlCommand(node, 'service kubelet start')}\`, then \`kubectl uncordon ${node.name}\`), or fix the cause (the other members' etcd) and run: ${again}`,
+      )
+    }
+    throw new NodeError('stuck', `not back in maintenance within ${formatDuration(err.waitedMs)} after the reset (${err.lastState})`, hintFor('stuck', node))
   }
   facts.state = 'maintenance'
   facts.status = undefined

@@ -173,9 +173,16 @@ export class Talosctl {
     await this.call(node, args, true)
   }
 
-  /** Removes a member that cannot leave by itself, through a healthy control plane. */
-  async etcdRemoveMember(via: ClusterNode, memberId: string): Promise<void> {
-    await this.call(via, ['etcd', 'remove-member', memberId, ...this.secureArgs(via)], true)
+  /**
+   * Removes a member that cannot leave by itself, through a healthy control plane; the ID is hex
+   * (the v1.12 CLI has no hostname form). NotFound (a retry whose first reply was lost, or a member
+   * already gone) is done: 'gone' (machined v1alpha1_server.go EtcdRemoveMemberByID).
+   */
+  async etcdRemoveMember(via: ClusterNode, memberId: string): Promise<'removed' | 'gone'> {
+    const result = await this.runner.run({ tool: 'talosctl', args: ['etcd', 'remove-member', memberId, ...this.secureArgs(via)], node: via.name, mutates: true })
+    if (result.exitCode === 0 && !result.timedOut && !result.aborted) return 'removed'
+    if (!result.timedOut && !result.aborted && /code = NotFound desc = etcdserver: member not found/.test(result.stderr)) return 'gone'
+    throw this.failure(via, result)
   }
 
   async kubeconfig(node: ClusterNode, path: string): Promise<void> {

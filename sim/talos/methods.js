@@ -104,7 +104,11 @@ export const METHODS = {
     const { id, action } = body
     if (!['start', 'stop', 'restart'].includes(action)) throw rpc('Unknown', `unsupported service action: "${action}"`)
     if (!node.services.has(id)) throw rpc('NotFound', `service "${id}" is not registered`)
-    if (action === 'stop') node.svc(id, 'Finished', 'Service finished successfully', null)
+    if (action === 'stop') {
+      node.svc(id, 'Finished', 'Service finished successfully', null)
+      // a stopped etcd serves no member list and counts for no quorum
+      if (id === 'etcd') { node.etcdRunning = false; node.etcdHealthy = false }
+    } else if (id === 'etcd') sim.etcdRestart(node)
     else if (id === 'kubelet') node.startKubelet()
     else node.startService(id)
     node.changed()
@@ -129,6 +133,8 @@ export const METHODS = {
 
   'machine.EtcdRemoveMemberByID'(sim, node, body) {
     etcdNodeOnly(node, 'etcd')
+    // an unknown ID is etcd's ErrMemberNotFound, answered as NotFound (v1alpha1_server.go EtcdRemoveMemberByID)
+    if (!sim.etcdMembers(node).some((m) => m.id === body.memberId)) throw rpc('NotFound', 'etcdserver: member not found')
     sim.etcdRemove(body.memberId)
     return {}
   },

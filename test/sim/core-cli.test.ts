@@ -1,4 +1,4 @@
-// `node sim/cli.js up|down|calls|critical-path` as the Taskfile runs it. Range 127.25.x.y.
+// `node sim/cli.js up|down|calls|critical-path|add-fault` as the Taskfile runs it. Range 127.25.x.y.
 import { afterAll, describe, expect, it } from 'vitest'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -89,6 +89,18 @@ describe('sim cli', () => {
     expect(existsSync(join(dir, 'cluster', 'leftover'))).toBe(false)
     expect(readFileSync(join(dir, 'calls.jsonl'), 'utf8')).toBe('')
     expect(alive(Number(pid1))).toBe(false)
+  })
+
+  it('add-fault starts a fault in the running simulator (the counterpart of clear-fault); a bad one exits 2', async () => {
+    expect((await probe('127.25.1.11', ['get', 'machinestatus', '--insecure'])).messages).toBeDefined()
+    const r = cli('add-fault', '--node', 'cp-1', '--kind', 'refused', '--on', 'probe', '--times', '1', '--dir', dir)
+    expect(r.status, r.stderr).toBe(0)
+    expect(await probe('127.25.1.11', ['get', 'machinestatus', '--insecure'])).toEqual({ transportError: 'refused' })
+    expect((await probe('127.25.1.11', ['get', 'machinestatus', '--insecure'])).messages).toBeDefined() // times: 1 used up
+    const bad = cli('add-fault', '--node', 'cp-1', '--kind', 'crash', '--on', 'probe', '--dir', dir)
+    expect(bad.status).toBe(2)
+    expect(bad.stderr).toMatch(/crash on probe is not a fault kind/)
+    expect(cli('add-fault', '--node', 'cp-1', '--kind', 'refused', '--times', 'x', '--dir', dir).status).toBe(2)
   })
 
   it('down stops it and is fine when nothing runs', async () => {
