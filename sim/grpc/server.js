@@ -51,8 +51,6 @@ function invoke(ns, call, method, body, { targets, purpose, words = [] }) {
     const res = Object.assign(new EventEmitter(), {
       headersSent: false,
       writeHead() { this.headersSent = true; return this },
-      // 'close': the client went away (deadline, Ctrl-C), which cancels what still waits for it
-      on(event, fn) { if (event === 'close') call.on('cancelled', fn); return this },
       end(text) {
         setImmediate(() => { res.emit('finish'); res.emit('close') })
         let answer
