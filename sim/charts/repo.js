@@ -7,7 +7,7 @@ import https from 'node:https'
 import { stringify } from 'yaml'
 import { ciliumChartFiles, CILIUM_DESCRIPTION, CILIUM_VERSIONS } from './cilium.js'
 import { fluxOperatorChartFiles, FLUX_OPERATOR_DESCRIPTION, FLUX_OPERATOR_VERSIONS } from './flux-operator.js'
-import { tgz } from './tgz.js'
+import { tgz } from '../tgz.js'
 
 const CREATED = '2025-11-20T00:00:00Z'
 
