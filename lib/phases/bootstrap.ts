@@ -76,8 +76,8 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   const node = bootstrapNode(run)
   report.progress(`talosctl bootstrap on ${node.name}`)
   let running: ClusterNode | undefined
-  try {
-    await withRetry(
+  const attempts = (): Promise<unknown> =>
+    withRetry(
       async (attempt) => {
         // asked again before every retry: another run may have bootstrapped a control plane meanwhile
         if (attempt > 1 && !run.options.dryRun && (running = await etcdRunningSomewhere(run, report))) return
@@ -85,7 +85,27 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
       },
       { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) },
     )
+  // "bootstrap is not available yet" is a booting control plane, not a failure: a slow boot may
+  // outlast the retries, so only bootstrapTimeout ends that wait
+  let notYet: NodeError | undefined
+  try {
+    // any other failure (the retries spent) ends the wait at once, as it did without it
+    const failed = await pollUntil(
+      async () => {
+        try {
+          await attempts()
+          return { done: true, value: undefined }
+        } catch (err) {
+          if (!(err instanceof NodeError) || err.kind !== 'not-ready-yet') return { done: true, value: err }
+          notYet = err
+          return { done: false, state: err.message }
+        }
+      },
+      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.bootstrapTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+    )
+    if (failed !== undefined) throw failed
   } catch (err) {
+    if (err instanceof PollTimeout && notYet) throw notYet
     // AlreadyExists: etcd's data directory is not empty, so it was bootstrapped (or joined) before
     if (err instanceof NodeError && /etcd data directory is not empty/.test(err.message)) {
       run.facts.cluster.bootstrapped = true

@@ -29,6 +29,15 @@ describe.concurrent('bootstrap faults', () => {
       ])
     }), ROW_TIMEOUT)
 
+  it('bootstrap not available for longer than the retries last: waited for until bootstrapTimeout, not failed', () =>
+    withCluster('127.92.8', { workers: 0, faults: [{ node: 'cp-1', on: 'bootstrap', kind: 'bootstrap-not-ready', times: 6 }] }, async (cluster) => {
+      // --retries 1: two attempts per round; six refusals outlast them, the booting node is still waited for
+      const result = await cluster.task('bootstrap:talos', {}, fastWith('--retries', '1'))
+      expect(result.code, result.stderr).toBe(0)
+      expect(stepIn(cluster.report(), 'bootstrap', 'etcd-bootstrap')).toMatchObject({ status: 'ok', detail: 'bootstrapped on cp-1' })
+      expect(outcomes(cluster.calls(), 'cp-1', 'bootstrap')).toEqual([...Array(6).fill('error'), 'ok'])
+    }), ROW_TIMEOUT)
+
   it('bootstrap already done: success, not repeated', () =>
     withCluster('127.92.2', { workers: 1 }, async (cluster) => {
       expect((await cluster.task('bootstrap:talos', {}, FAST)).code).toBe(0)
