@@ -97,6 +97,9 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'ip' |
       // (machined services/etcd.go, buildInitialCluster): the node must be wiped to rejoin
       return `${ask}; once the cause is gone, a control plane that gave up joining etcd does not retry by itself: wipe it and let it rejoin with: ${reset}`
     }
+    case 'drain-blocked':
+      // Talos's Drain gives up after DrainTimeout and the reset goes on (pkg/kubernetes/kubernetes.go)
+      return `see the budgets (\`${kubectlCommand('get pdb -A')}\`) and the pods left on the node (\`${kubectlCommand(`get pods -A -o wide --field-selector spec.nodeName=${node.name}`)}\`); let them move (scale the workload up, or relax the budget); Talos ends the drain after 5m, removes the pods regardless and goes on: once the node is back in maintenance (\`${talosctlInsecure(node, 'get machinestatus')}\`), run: ${recover}`
     case 'kubelet':
       // a kubelet that failed its pre stage is not started again by Talos (machined
       // system/service_runner.go: only the process is restarted): restart it once the cause is gone

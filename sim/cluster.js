@@ -17,9 +17,6 @@ import { networkOf } from './talos/network.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 export const KUBE_PORT = 6443
-// kube-controller-manager --node-monitor-grace-period default (50s since Kubernetes v1.32): a Node
-// whose kubelet stopped posting keeps its last status that long, then reads Ready=Unknown
-const NODE_MONITOR_GRACE = 50
 const CALL_FAULTS = ['refused', 'unreachable', 'timeout', 'unavailable']
 
 export class Simulator {
@@ -364,8 +361,12 @@ export class Simulator {
     if (!n.registered) return { evicted: 0, blocked: [] }
     try { return this.kube?.drain?.(n.name, { blocked }) ?? { evicted: 0, blocked: [] } } catch (e) { this.log(`kube.drain: ${e.message}`); return { evicted: 0, blocked: [] } }
   }
-  /** the reset's cleanup stopped the kubelet: the Node goes Unknown after node-monitor-grace-period */
-  kubeletStopped(n) { if (n.registered) try { this.kube?.kubeletStopped?.(n.name, NODE_MONITOR_GRACE) } catch (e) { this.log(`kube.kubeletStopped: ${e.message}`) } }
+  /**
+   * the reset's cleanup stopped the kubelet: a Node whose kubelet stopped posting keeps its last
+   * status for kube-controller-manager's --node-monitor-grace-period (timings.nodeMonitorGrace,
+   * default 50 s since Kubernetes v1.32), then reads Ready=Unknown
+   */
+  kubeletStopped(n) { if (n.registered) try { this.kube?.kubeletStopped?.(n.name, this.timings.nodeMonitorGrace) } catch (e) { this.log(`kube.kubeletStopped: ${e.message}`) } }
 
   // ---- Kubernetes listeners ----
   reconcileKube() {
