@@ -217,7 +217,11 @@ const TALOS_CORDONED = 'talos.dev/cordoned'
 function cordoned(self: KubeObject | undefined, node: ClusterNode, run: Run): (Stage & { byTalos: boolean; hint: string }) | undefined {
   if (run.options.dryRun || self?.spec?.unschedulable !== true) return undefined
   const byTalos = self.metadata.annotations?.[TALOS_CORDONED] !== undefined
-  const hint = `if it should take pods again: \`${kubectlCommand(`uncordon ${kubeNodeName(node)}`)}\`${byTalos ? `; see why Talos keeps it cordoned in \`${talosctlCommand(node, 'get machinestatus')}\`` : ''}`
+  const uncordon = `\`${kubectlCommand(`uncordon ${kubeNodeName(node)}`)}\``
+  const recover = taskCommand('bootstrap:node', { NODE: node.name })
+  const hint = byTalos
+    ? `see why Talos keeps it cordoned (\`${talosctlCommand(node, 'get machinestatus')}\`); to put it back in service by hand: ${uncordon}, then run: ${recover}`
+    : `if it should take pods again, uncordon it: ${uncordon}, then run: ${recover}`
   const why = byTalos
     ? `Ready, still cordoned by Talos (${TALOS_CORDONED}): waiting for Talos to uncordon it`
     : `Ready but cordoned (spec.unschedulable), not by Talos (no ${TALOS_CORDONED} annotation): Talos will not uncordon it`
