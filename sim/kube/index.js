@@ -123,11 +123,11 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     controllers.schedule()
   }
 
-  function registerNode({ name, ip, role = 'worker', kubeletVersion = kubernetesVersion, osImage = 'Talos (v1.12.0)', bootId = crypto.randomUUID() }) {
+  function registerNode({ name, ip, role = 'worker', kubeletVersion = kubernetesVersion, osImage = 'Talos (v1.12.0)', bootId }) {
     let existing = store.get(NODES, undefined, name)
     if (existing) {
       // the kubelet registers the existing Node again (same name) with its boot's ID
-      if (existing.status?.nodeInfo?.bootID !== bootId) {
+      if (bootId && existing.status?.nodeInfo?.bootID !== bootId) {
         existing = store.update(NODES, { ...existing, status: { ...existing.status, nodeInfo: { ...existing.status?.nodeInfo, bootID: bootId } } }, { checkVersion: false })
       }
       const wasStopped = stopped.has(name)
@@ -165,7 +165,7 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
         ],
         addresses: [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }],
         daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
-        nodeInfo: { machineID: randomHex(32), systemUUID: crypto.randomUUID(), bootID: bootId, kernelVersion: '6.18.2-talos', osImage, containerRuntimeVersion: 'containerd://2.1.5', kubeletVersion, operatingSystem: 'linux', architecture: 'amd64' },
+        nodeInfo: { machineID: randomHex(32), systemUUID: crypto.randomUUID(), bootID: bootId ?? crypto.randomUUID(), kernelVersion: '6.18.2-talos', osImage, containerRuntimeVersion: 'containerd://2.1.5', kubeletVersion, operatingSystem: 'linux', architecture: 'amd64' },
       },
     })
     if (cp) talosManifests(name)
