@@ -128,12 +128,18 @@ async function nodeBeforeReset(node: ClusterNode, run: Run): Promise<NodeFacts['
   return self ? { ...(bootId ? { bootId } : {}), readySince: condition(self, 'Ready')?.lastTransitionTime } : undefined
 }
 
-/** Pods a budget keeps on the node while it is still configured: read only once it is cordoned. */
+/**
+ * Pods a budget keeps on the node while Talos drains it: the node cordoned and its kubelet still
+ * running (the reset's cleanup stops the kubelet once the drain is over; the pods' objects stay).
+ */
 async function drainBlockedNow(node: ClusterNode, run: Run): Promise<BlockedEviction[]> {
   if (run.options.dryRun || !existsSync(run.kubeconfig)) return []
   try {
     const self = await run.kubectl.get('node', kubeNodeName(node))
-    return self?.spec?.unschedulable === true ? await blockedEvictions(run.kubectl, kubeNodeName(node)) : []
+    const blocked = self?.spec?.unschedulable === true ? await blockedEvictions(run.kubectl, kubeNodeName(node)) : []
+    if (blocked.length === 0) return []
+    const kubelet = await run.talosctl.serviceStatus(node, 'kubelet')
+    return kubelet.state === 'Running' ? blocked : []
   } catch (err) {
     if (err instanceof NodeError) return []
     throw err

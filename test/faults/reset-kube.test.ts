@@ -84,6 +84,18 @@ describe('reset: a drain blocked by a PodDisruptionBudget', () => {
     expect(failed.error?.hint).toMatch(/task -d \S+ bootstrap:node CLUSTER_DIR=\S+ NODE=wrkr-1/)
   })
 
+  it('once the drain is over (kubelet stopped) the pods left behind are not a blocked drain: a refused etcd leave is named', async () => {
+    const c = await bootstrapped('127.161.5', { ...slow, cps: 3, workers: 0 })
+    c.sim.addFault({ node: 'cp-2', kind: 'drain-blocked' })
+    c.sim.addFault({ node: 'cp-2', kind: 'etcd-leave' })
+
+    // past the 5m drain, inside the 5m of leave retries
+    const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--reset-timeout', '8s'])
+    expect(result.code).toBe(1)
+    const failed = nodeIn(c.report(), 'reset', 'cp-2')
+    expect(failed.error).toMatchObject({ kind: 'etcd-join', message: expect.stringMatching(/the reset stopped half-way: cp-2 is still configured \(stage resetting\)/) })
+  })
+
   it('a reset that outlasts the blocked drain (Talos gives up on it after 5m) completes, and says the budget was not kept', async () => {
     const c = await bootstrapped('127.161.4', slow)
     c.sim.addFault({ node: 'wrkr-1', kind: 'drain-blocked' })
