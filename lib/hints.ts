@@ -124,6 +124,18 @@ export function hintForCniApi(pod: { name: string; namespace: string }): string 
   return `the CNI cannot reach the API server: with cluster.proxy.disabled set cni.values kubeProxyReplacement: true, k8sServiceHost: localhost, k8sServicePort: 7445 (KubePrism, machine.features.kubePrism) in bootstrap.yaml, check it with \`${taskCommand('bootstrap:preflight')}\`, then run: ${taskCommand('bootstrap:wait-ready')} (its log: \`${kubectlCommand(`-n ${pod.namespace} logs -p ${pod.name}`)}\`)`
 }
 
+/**
+ * A Ready node still cordoned: Talos uncordons only what it cordoned (annotation talos.dev/cordoned);
+ * anyone else's cordon is lifted by hand.
+ */
+export function hintForCordoned(node: Pick<ClusterNode, 'name' | 'ip'> & { kubeName: string }, byTalos: boolean): string {
+  const uncordon = `\`${kubectlCommand(`uncordon ${node.kubeName}`)}\``
+  const recover = taskCommand('bootstrap:node', { NODE: node.name })
+  return byTalos
+    ? `see why Talos keeps it cordoned (\`${talosctlCommand(node, 'get machinestatus')}\`); to put it back in service by hand: ${uncordon}, then run: ${recover}`
+    : `if it should take pods again, uncordon it: ${uncordon}, then run: ${recover}`
+}
+
 /** Talos runs its own CNI next to the configured one. */
 export function hintForTalosCni(node: Pick<ClusterNode, 'name' | 'configFile'>): string {
   return `set cluster.network.cni.name: none in ${node.configFile} and every other config, re-apply them (${taskCommand('bootstrap:apply', {}, ['--reapply'])}), remove Talos's flannel (\`${kubectlCommand('-n kube-system delete daemonset kube-flannel')}\`), then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`

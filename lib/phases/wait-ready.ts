@@ -5,7 +5,7 @@ import { stringify } from 'yaml'
 import { NodeError } from '../classify.js'
 import { checkCni } from '../cni-compat.js'
 import { formatDuration } from '../duration.js'
-import { hintFor, hintForCniApi, hintForTalosCni, kubectlCommand, talosctlCommand, taskCommand } from '../hints.js'
+import { hintFor, hintForCniApi, hintForCordoned, hintForTalosCni, kubectlCommand, talosctlCommand, taskCommand } from '../hints.js'
 import { kubeNodeName, type ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
@@ -181,7 +181,7 @@ function nodeReadyStep(r: Readings) {
           stage = cordon
           if (!cordon.byTalos && run.facts.of(node.name).resetInRun) throw new NodeError(cordon.kind, cordon.why, cordon.hint)
           if (cordon.byTalos) return { done: false, state: cordon.why }
-          return { done: true, value: { status: 'ok', detail: `kubelet running, Ready (${cordon.why})` } }
+          return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready; cordoned (not by Talos)' } }
         }
         return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready' } }
       }
@@ -217,11 +217,7 @@ const TALOS_CORDONED = 'talos.dev/cordoned'
 function cordoned(self: KubeObject | undefined, node: ClusterNode, run: Run): (Stage & { byTalos: boolean; hint: string }) | undefined {
   if (run.options.dryRun || self?.spec?.unschedulable !== true) return undefined
   const byTalos = self.metadata.annotations?.[TALOS_CORDONED] !== undefined
-  const uncordon = `\`${kubectlCommand(`uncordon ${kubeNodeName(node)}`)}\``
-  const recover = taskCommand('bootstrap:node', { NODE: node.name })
-  const hint = byTalos
-    ? `see why Talos keeps it cordoned (\`${talosctlCommand(node, 'get machinestatus')}\`); to put it back in service by hand: ${uncordon}, then run: ${recover}`
-    : `if it should take pods again, uncordon it: ${uncordon}, then run: ${recover}`
+  const hint = hintForCordoned({ ...node, kubeName: kubeNodeName(node) }, byTalos)
   const why = byTalos
     ? `Ready, still cordoned by Talos (${TALOS_CORDONED}): waiting for Talos to uncordon it`
     : `Ready but cordoned (spec.unschedulable), not by Talos (no ${TALOS_CORDONED} annotation): Talos will not uncordon it`
