@@ -3,7 +3,8 @@
 // and Talos uncordons only a node it cordoned; the drain and a budget-blocked drain. Range 127.162.x.
 // Sources (Talos v1.12): controllers/k8s/node_cordoned_spec.go and node_apply.go (ApplyCordoned),
 // runtime/v1alpha1/v1alpha1_sequencer.go (Reset: drain errors only logged) and _tasks.go
-// (CordonAndDrainNode, stopAndRemoveAllPods, LeaveEtcd), pkg/kubernetes/kubernetes.go (Drain, DrainTimeout).
+// (CordonAndDrainNode, stopAndRemoveAllPods, LeaveEtcd), pkg/kubernetes/kubernetes.go (Drain, DrainTimeout),
+// internal/pkg/etcd/etcd.go (LeaveCluster retried 5 min).
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Kube, KubeObject } from '../../sim/kube/index.js'
 import { applyInsecure, bootstrapWhenReady, startOn, talosCall, type Started } from './helpers.js'
@@ -129,5 +130,27 @@ describe('reset, Kubernetes side', () => {
     expect(k.store.get(PODS, 'default', 'web-1')).toBeUndefined()
     expect(at - t0).toBeGreaterThanOrEqual(30_000) // timings.drain
     await sim.until(() => sim.node('wrkr-1')!.stage === 'maintenance')
+  })
+
+  it('a refused etcd leave is retried for 5 minutes before the reset sequence fails (still configured, resetting)', async () => {
+    c = await startOn('127.162.5', { cps: 1, workers: 0, image: 'disk', speed: 1000, faults: [{ node: 'cp-1', kind: 'etcd-leave' }] })
+    const s = c
+    const { sim } = s
+    await applyInsecure(sim, 'cp-1')
+    await bootstrapWhenReady(sim, 'cp-1')
+    await sim.until(() => sim.node('cp-1')!.registered && sim.node('cp-1')!.stage === 'running')
+    const k = kubeOf(s)
+    const stopped = whenKubeletStops(s, 'cp-1', '127.162.5.11')
+    await reset(s, '127.162.5.11')
+    const { at } = await stopped
+    // the abort is logged when the retries are spent
+    let said = 0
+    while (said === 0) {
+      const d = await talosCall(sim, '127.162.5.11', 'machine.Dmesg', {}, { secure: true, nodes: '127.162.5.11' })
+      if (JSON.stringify(d.messages).includes('reset: leave etcd: etcdserver: re-configuration failed')) said = k.clock.now().getTime()
+      else await new Promise((r) => setTimeout(r, 20))
+    }
+    expect(said - at).toBeGreaterThanOrEqual(300_000)
+    expect(sim.node('cp-1')).toMatchObject({ stage: 'resetting', configured: true })
   })
 })
