@@ -13,6 +13,7 @@ export type ErrorKind =
   | 'not-ready-yet'
   | 'wrong-node'
   | 'stuck'
+  | 'drain-blocked'
   | 'etcd-join'
   | 'kubelet'
   | 'node-not-ready'

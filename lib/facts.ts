@@ -17,6 +17,13 @@ export interface NodeFacts {
   awaitingControlPlane?: string
   /** the etcd member ID this control plane had before this run reset it: its rejoin needs a new one */
   replacedEtcdMember?: string
+  /** this run reset the node: it must end uncordoned */
+  resetInRun?: boolean
+  /**
+   * its Kubernetes Node before this run reset it (the object stays): the kubelet's boot ID and when
+   * Ready last changed; wait-ready takes the Node as registered only once its kubelet wrote a new one
+   */
+  kubeBeforeReset?: { bootId?: string; readySince?: string }
 }
 
 /** What the run learned about the cluster as a whole. */

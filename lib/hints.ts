@@ -97,6 +97,9 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'ip' |
       // (machined services/etcd.go, buildInitialCluster): the node must be wiped to rejoin
       return `${ask}; once the cause is gone, a control plane that gave up joining etcd does not retry by itself: wipe it and let it rejoin with: ${reset}`
     }
+    case 'drain-blocked':
+      // Talos's Drain gives up after DrainTimeout and the reset goes on (pkg/kubernetes/kubernetes.go)
+      return `see the budgets (\`${kubectlCommand('get pdb -A')}\`) and the pods left on the node (\`${kubectlCommand(`get pods -A -o wide --field-selector spec.nodeName=${node.name}`)}\`); let them move (scale the workload up, or relax the budget); Talos ends the drain after 5m, removes the pods regardless and goes on: once the node is back in maintenance (\`${talosctlInsecure(node, 'get machinestatus')}\`), run: ${recover}`
     case 'kubelet':
       // a kubelet that failed its pre stage is not started again by Talos (machined
       // system/service_runner.go: only the process is restarted): restart it once the cause is gone
@@ -119,6 +122,18 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'ip' |
 /** A CNI agent that cannot reach the API server: with kube-proxy disabled it needs KubePrism. */
 export function hintForCniApi(pod: { name: string; namespace: string }): string {
   return `the CNI cannot reach the API server: with cluster.proxy.disabled set cni.values kubeProxyReplacement: true, k8sServiceHost: localhost, k8sServicePort: 7445 (KubePrism, machine.features.kubePrism) in bootstrap.yaml, check it with \`${taskCommand('bootstrap:preflight')}\`, then run: ${taskCommand('bootstrap:wait-ready')} (its log: \`${kubectlCommand(`-n ${pod.namespace} logs -p ${pod.name}`)}\`)`
+}
+
+/**
+ * A Ready node still cordoned: Talos uncordons only what it cordoned (annotation talos.dev/cordoned);
+ * anyone else's cordon is lifted by hand.
+ */
+export function hintForCordoned(node: Pick<ClusterNode, 'name' | 'ip'> & { kubeName: string }, byTalos: boolean): string {
+  const uncordon = `\`${kubectlCommand(`uncordon ${node.kubeName}`)}\``
+  const recover = taskCommand('bootstrap:node', { NODE: node.name })
+  return byTalos
+    ? `see why Talos keeps it cordoned (\`${talosctlCommand(node, 'get machinestatus')}\`); to put it back in service by hand: ${uncordon}, then run: ${recover}`
+    : `if it should take pods again, uncordon it: ${uncordon}, then run: ${recover}`
 }
 
 /** Talos runs its own CNI next to the configured one. */

@@ -71,6 +71,7 @@ export interface Settings {
   bootstrapTimeoutMs: number
   readyTimeoutMs: number
   fluxTimeoutMs: number
+  resetTimeoutMs: number
   bootstrapNode?: string
   kubeconfig: string
   /** talhelper's config file (genconfig -c), relative to CLUSTER_DIR */
@@ -106,6 +107,8 @@ export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
   { key: 'bootstrapTimeoutMs', file: 'bootstrapTimeout', env: 'BOOTSTRAP_BOOTSTRAP_TIMEOUT', flag: 'bootstrap-timeout', kind: 'duration', default: 300_000 },
   { key: 'readyTimeoutMs', file: 'readyTimeout', env: 'BOOTSTRAP_READY_TIMEOUT', flag: 'ready-timeout', kind: 'duration', default: 600_000 },
   { key: 'fluxTimeoutMs', file: 'fluxTimeout', env: 'BOOTSTRAP_FLUX_TIMEOUT', flag: 'flux-timeout', kind: 'duration', default: 600_000 },
+  // a graceful reset: up to 1 min for the cordon, 5 min of drain, 5 min of etcd leave retries, then the reboot
+  { key: 'resetTimeoutMs', file: 'resetTimeout', env: 'BOOTSTRAP_RESET_TIMEOUT', flag: 'reset-timeout', kind: 'duration', default: 900_000 },
   { key: 'bootstrapNode', file: 'bootstrapNode', env: 'BOOTSTRAP_NODE', flag: 'bootstrap-node', kind: 'string', default: undefined },
   { key: 'kubeconfig', file: 'kubeconfig', env: 'BOOTSTRAP_KUBECONFIG', flag: 'kubeconfig', kind: 'string', default: 'kubeconfig' },
   { key: 'talconfig', file: 'talconfig', env: 'BOOTSTRAP_TALCONFIG', flag: 'talconfig', kind: 'string', default: undefined },

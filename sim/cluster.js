@@ -334,7 +334,12 @@ export class Simulator {
     n.after(this.timings.kubelet, () => {
       if (n.kubeletFailed || n.registered) return
       n.registered = true
-      try { this.kube?.registerNode?.({ name: n.name, ip: n.ip, role: n.role, kubeletVersion: this.scenario.cluster.kubernetesVersion, osImage: `Talos (${this.scenario.cluster.talosVersion})` }) } catch (e) { this.log(`kube.registerNode: ${e.message}`) }
+      try {
+        // the same name as before a reset: the kubelet takes the existing Node over with this boot's ID
+        this.kube?.registerNode?.({ name: n.name, ip: n.ip, role: n.role, kubeletVersion: this.scenario.cluster.kubernetesVersion, osImage: `Talos (${this.scenario.cluster.talosVersion})`, bootId: n.bootId })
+        // booting/running: NodeCordonedSpecController drops the cordon, NodeApplyController uncordons a node it cordoned
+        this.kube?.uncordon?.(n.name)
+      } catch (e) { this.log(`kube.registerNode: ${e.message}`) }
       n.talosLog(`kubelet: node "${n.name}" registered`)
       n.changed()
     })
@@ -345,9 +350,23 @@ export class Simulator {
     if (graceful && n.etcdMember && n.etcdRunning) for (const c of this.etcdClusters) c.members.delete(n.etcdMember)
     n.etcdMember = null; n.etcdHealthy = false; n.etcdRunning = false; n.apiServerUp = false; n.joining = false
     this.pendingKubelet.delete(n)
-    if (n.registered) { n.registered = false; try { this.kube?.removeNode?.(n.name) } catch { /* ignore */ } }
+    // the Kubernetes Node stays (cordoned, going Unknown): its kubelet registers it again after the reset
+    n.registered = false
     n.changed() // its API server is gone: close 6443 (and the VIP if it was the last)
   }
+  /** stage resetting: NodeCordonedSpecController asks for the cordon, NodeApplyController applies it */
+  kubeCordon(n) { if (n.registered) try { this.kube?.cordon?.(n.name) } catch (e) { this.log(`kube.cordon: ${e.message}`) } }
+  /** Talos's drain of this node: { evicted, blocked } (nothing when the kubelet never registered) */
+  kubeDrain(n, { blocked }) {
+    if (!n.registered) return { evicted: 0, blocked: [] }
+    try { return this.kube?.drain?.(n.name, { blocked }) ?? { evicted: 0, blocked: [] } } catch (e) { this.log(`kube.drain: ${e.message}`); return { evicted: 0, blocked: [] } }
+  }
+  /**
+   * the reset's cleanup stopped the kubelet: a Node whose kubelet stopped posting keeps its last
+   * status for kube-controller-manager's --node-monitor-grace-period (timings.nodeMonitorGrace,
+   * default 50 s since Kubernetes v1.32), then reads Ready=Unknown
+   */
+  kubeletStopped(n) { if (n.registered) try { this.kube?.kubeletStopped?.(n.name, this.timings.nodeMonitorGrace) } catch (e) { this.log(`kube.kubeletStopped: ${e.message}`) } }
 
   // ---- Kubernetes listeners ----
   reconcileKube() {

@@ -23,6 +23,7 @@ export const FAULT_KINDS = {
   'bootstrap-not-ready': { on: ['bootstrap'], def: 'bootstrap' },
   'etcd-join': { on: ['etcd-join'], def: 'etcd-join' },
   'etcd-leave': { on: ['etcd-leave'], def: 'etcd-leave' },
+  'drain-blocked': { on: ['drain'], def: 'drain' },
   kubelet: { on: ['kubelet'], def: 'kubelet' },
   cni: { on: ['cni'], def: 'cni' },
   flux: { on: ['flux'], def: 'flux' },

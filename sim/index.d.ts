@@ -6,7 +6,7 @@ export interface Fault { node?: string | null; on?: string; kind: string; times?
 export interface ScenarioInput {
   cluster: { name: string; endpoint?: string; talosVersion?: string; kubernetesVersion?: string; vip?: { address: string; up?: 'after-bootstrap' | 'never' }; discovery?: 'enabled' | 'disabled'; talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup' }
   speed?: number
-  timings?: Partial<Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni', number>>
+  timings?: Partial<Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>>
   nodes: ScenarioNode[]
   faults?: Fault[]
   /** what the Git repository's root Kustomization applies, and the age identity its SOPS secrets are encrypted to */
@@ -14,7 +14,7 @@ export interface ScenarioInput {
 }
 export interface FluxRepoEntry { kind: 'Kustomization' | 'HelmRelease'; name: string; namespace?: string; parent?: string; wait?: boolean; decryption?: boolean; fail?: string }
 export interface Scenario { cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }; talosMinor: number; speed: number
-  timings: Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni', number>; nodes: Required<ScenarioNode>[]; faults: Fault[] }
+  timings: Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>; nodes: Required<ScenarioNode>[]; faults: Fault[] }
 export interface CallRecord { time: string; node: string | null; ip: string | null; tool: string; call: string; command: string; args: string[]; outcome: string; purpose?: string }
 export interface NodeView { name: string; ip: string; role: string; image: string; stage: string; ready: boolean
   unmetConditions: { name: string; reason: string }[]; configured: boolean; installed: boolean

@@ -5,6 +5,9 @@ import { rpc } from './talos/errors.js'
 import { parseConfig, validateConfig, validationText, selectorExpression, diskMatches } from './talos/validate.js'
 
 const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
+// Talos's DrainTimeout (pkg/kubernetes/kubernetes.go) and LeaveCluster's retry (internal/pkg/etcd/etcd.go), simulated seconds
+const DRAIN_TIMEOUT = 300
+const ETCD_LEAVE_RETRY = 300
 export const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
 
 export class Node {
@@ -328,34 +331,53 @@ export class Node {
     this.ctx.etcdBootstrap(this)
   }
 
-  /** machine.Reset: graceful leaves etcd; --reboot ends in maintenance, else powered off */
+  /**
+   * machine.Reset, as the Reset sequence runs it (v1alpha1_sequencer.go): stage resetting cordons the
+   * Node (controllers/k8s/node_cordoned_spec.go); graceful: wait for the cordon (1 min at most), drain
+   * (DrainTimeout 5 min, pkg/kubernetes/kubernetes.go; its errors only logged), stop the kubelet
+   * (RemoveAllPods), leave etcd (retried 5 min, internal/pkg/etcd/etcd.go; a failure aborts the
+   * sequence), wipe; --reboot ends in maintenance, else powered off.
+   */
   reset({ graceful = true, reboot = false, wipeMode = 'all', systemLabelsToWipe = [] } = {}) {
     // wiping the system disk (all / system-disk, no label subset) removes what an ISO node installed
     const wipesSystem = ['all', 'system-disk'].includes(wipeMode || 'all') && !(systemLabelsToWipe?.length)
     this.newLifecycle()
     this.setStage('resetting')
-    // the graceful sequence cordons, drains and stops the kubelet before it leaves etcd; a refused
-    // leave aborts it there: still configured, stage resetting (v1alpha1_sequencer.go Reset)
-    const refused = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcdLeaveRefusal(this) : null
-    if (refused) {
-      if (this.services.has('kubelet')) this.svc('kubelet', 'Finished', 'Service finished successfully', null)
-      this.talosLog(`reset: leave etcd: ${refused}`)
-      this.changed()
-      return
-    }
-    this.ctx.nodeReset(this, { graceful })
-    this.after(2, () => {
-      this.configText = null; this.config = null; this.role = this.spec.role
-      if (this.spec.image === 'iso' && wipesSystem) this.installed = false
-      this.resetFlags()
-      this.services.clear()
-      if (reboot) {
-        this.setStage('resetting', 'off') // the reboot is the reset sequence's own phase: machinestatus stays resetting (controllers/runtime/machine_status.go)
-        this.after(this.ctx.timings.reboot, () => this.powerOn())
-      } else {
-        this.poweredOff = true
-        this.setStage('shutting down', 'off')
+    this.ctx.kubeCordon(this)
+    let drainTime = 0
+    if (graceful) {
+      const drained = this.ctx.kubeDrain(this, { blocked: !!this.ctx.faults.take(this.name, { kind: 'drain-blocked' }) })
+      // a budget-blocked eviction is retried every 5 s until DrainTimeout; Drain then logs and returns nil
+      drainTime = drained.blocked.length ? DRAIN_TIMEOUT : drained.evicted ? this.ctx.timings.drain : 0
+      if (drained.blocked.length) {
+        this.after(DRAIN_TIMEOUT, () => { for (const b of drained.blocked) this.talosLog(`WARNING: failed to evict pod: failed to evict pod ${b.pod}: context deadline exceeded`) })
       }
+    }
+    this.after(drainTime, () => {
+      // cleanup (RemoveAllPods / StopAllPods) stops the kubelet: the Node object stays, unposted
+      if (this.services.has('kubelet')) this.svc('kubelet', 'Finished', 'Service finished successfully', null)
+      this.ctx.kubeletStopped(this)
+      this.changed()
+      // LeaveEtcd: a refused MemberRemove is retried for 5 min, then fails the sequence: still configured, stage resetting
+      const refused = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcdLeaveRefusal(this) : null
+      if (refused) {
+        this.after(ETCD_LEAVE_RETRY, () => { this.talosLog(`reset: leave etcd: ${refused}`); this.changed() })
+        return
+      }
+      this.ctx.nodeReset(this, { graceful })
+      this.after(2, () => {
+        this.configText = null; this.config = null; this.role = this.spec.role
+        if (this.spec.image === 'iso' && wipesSystem) this.installed = false
+        this.resetFlags()
+        this.services.clear()
+        if (reboot) {
+          this.setStage('resetting', 'off') // the reboot is the reset sequence's own phase: machinestatus stays resetting (controllers/runtime/machine_status.go)
+          this.after(this.ctx.timings.reboot, () => this.powerOn())
+        } else {
+          this.poweredOff = true
+          this.setStage('shutting down', 'off')
+        }
+      })
     })
   }
 

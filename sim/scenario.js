@@ -14,7 +14,7 @@ export class ScenarioError extends Error {
 }
 
 export const TALOS_ROLES = ['os:admin', 'os:operator', 'os:reader', 'os:etcd:backup']
-export const DEFAULT_TIMINGS = { maintenance: 3, install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20 }
+export const DEFAULT_TIMINGS = { maintenance: 3, install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20, drain: 10, nodeMonitorGrace: 50 }
 const NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
 const SIZE_RE = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?$/i
 const UNITS = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4 }

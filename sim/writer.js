@@ -145,6 +145,7 @@ export function bootstrapSettings(scenario, { chartRepo } = {}) {
     bootstrapTimeout: scaled(300000, 60000),
     readyTimeout: scaled(600000, 60000),
     fluxTimeout: scaled(600000, 60000),
+    resetTimeout: scaled(900000, 60000),
     kubeconfig: 'kubeconfig',
     // the simulator's own chart repository (sim/charts/repo.js) and its CA; never the public one
     cni: { chart: 'cilium', repo: chartRepo ?? 'https://helm.cilium.io/', ...(chartRepo ? { caFile: 'charts-ca.crt' } : {}),

@@ -1,13 +1,17 @@
+import { existsSync } from 'node:fs'
 import { createInterface } from 'node:readline/promises'
 import { NodeError } from '../classify.js'
+import { blockedEvictions, describeBlocked, TALOS_DRAIN_TIMEOUT, type BlockedEviction } from '../drain.js'
 import { InputError } from '../errors.js'
 import { formatDuration } from '../duration.js'
 import { hintFor, talosctlCommand, taskCommand } from '../hints.js'
-import type { ClusterNode } from '../inventory.js'
+import type { NodeFacts } from '../facts.js'
+import { kubeNodeName, type ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import { withRetry } from '../retry.js'
 import type { Run } from '../run.js'
+import { condition } from '../tools/kubectl.js'
 import type { EtcdMember } from '../tools/talosctl.js'
 
 function isMember(node: ClusterNode, m: EtcdMember): boolean {
@@ -109,6 +113,39 @@ async function answers(node: ClusterNode, run: Run, retry: Parameters<typeof wit
   }
 }
 
+/**
+ * The Kubernetes Node as it is before the reset: a reset keeps the object (cordoned, then Unknown),
+ * so wait-ready needs what its kubelet registers after the reset to tell the two apart.
+ */
+async function nodeBeforeReset(node: ClusterNode, run: Run): Promise<NodeFacts['kubeBeforeReset']> {
+  if (run.options.dryRun || !existsSync(run.kubeconfig)) return undefined
+  const self = await run.kubectl.get('node', kubeNodeName(node)).catch((err: unknown) => {
+    // an API that does not answer cannot say; wait-ready then has only the kubelet to go by
+    if (err instanceof NodeError) return undefined
+    throw err
+  })
+  const bootId = (self?.status as { nodeInfo?: { bootID?: string } } | undefined)?.nodeInfo?.bootID
+  return self ? { ...(bootId ? { bootId } : {}), readySince: condition(self, 'Ready')?.lastTransitionTime } : undefined
+}
+
+/**
+ * Pods a budget keeps on the node while Talos drains it: the node cordoned and its kubelet still
+ * running (the reset's cleanup stops the kubelet once the drain is over; the pods' objects stay).
+ */
+async function drainBlockedNow(node: ClusterNode, run: Run): Promise<BlockedEviction[]> {
+  if (run.options.dryRun || !existsSync(run.kubeconfig)) return []
+  try {
+    const self = await run.kubectl.get('node', kubeNodeName(node))
+    const blocked = self?.spec?.unschedulable === true ? await blockedEvictions(run.kubectl, kubeNodeName(node)) : []
+    if (blocked.length === 0) return []
+    const kubelet = await run.talosctl.serviceStatus(node, 'kubelet')
+    return kubelet.state === 'Running' ? blocked : []
+  } catch (err) {
+    if (err instanceof NodeError) return []
+    throw err
+  }
+}
+
 async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
   if (facts.state === 'maintenance') return { status: 'skipped', detail: 'already in maintenance' }
@@ -116,6 +153,8 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
   const etcd = await guardQuorum(node, run)
   // the rejoin is proven by a new member ID and this one gone (a leave can leave it behind)
   if (etcd?.member) facts.replacedEtcdMember = etcd.member.id
+  facts.kubeBeforeReset = await nodeBeforeReset(node, run)
+  facts.resetInRun = true
   if (await answers(node, run, retry)) {
     report.progress('talosctl reset --graceful (leaves etcd), wiping STATE and EPHEMERAL, rebooting')
     await withRetry(() => run.talosctl.reset(node, true), retry)
@@ -129,6 +168,8 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     report.progress('talosctl reset --graceful=false')
     await withRetry(() => run.talosctl.reset(node, false), retry)
   }
+  // a budget-blocked drain seen while it was still configured (Talos gives up on it after 5m)
+  let blocked: BlockedEviction[] = []
   try {
     await pollUntil(
       async (): Promise<PollAnswer<true>> => {
@@ -136,13 +177,25 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
           if (err instanceof NodeError && err.transient) return undefined
           throw err
         })
-        return probe?.state === 'maintenance' ? { done: true, value: true } : { done: false, state: probe ? 'still configured' : 'rebooting' }
+        if (probe?.state === 'maintenance') return { done: true, value: true }
+        if (!probe) return { done: false, state: 'rebooting' }
+        const now = await drainBlockedNow(node, run)
+        if (now.length > 0) blocked = now
+        return { done: false, state: now.length > 0 ? `still configured, draining: ${describeBlocked(now)}` : 'still configured' }
       },
-      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.verifyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.resetTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
     )
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err
     const status = await run.talosctl.machineStatus(node).catch(() => undefined)
+    const still = status ? await drainBlockedNow(node, run) : []
+    if (still.length > 0) {
+      throw new NodeError(
+        'drain-blocked',
+        `the reset's drain of ${node.name} is blocked: ${describeBlocked(still)} (evictions refused); still configured (stage ${status?.stage ?? 'unknown'}) ${formatDuration(err.waitedMs)} after the reset, cordoned`,
+        hintFor('drain-blocked', node),
+      )
+    }
     if (status?.stage === 'resetting' || status?.stage === 'running') {
       // a graceful reset aborts when its etcd leave fails (etcd's strict reconfiguration checks),
       // after the cordon, the drain and the kubelet stop: half done, and --wait=false said success
@@ -158,7 +211,9 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
   facts.state = 'maintenance'
   facts.status = undefined
   run.journal.forget(node.name)
-  return { status: 'ok', detail: 'reset to maintenance' }
+  // Talos's drain gave up after its timeout and removed those pods anyway: the budget was not kept
+  const drained = blocked.length > 0 ? `; the drain was blocked (${describeBlocked(blocked)}): Talos removed the pods after its ${TALOS_DRAIN_TIMEOUT} drain timeout regardless` : ''
+  return { status: 'ok', detail: `reset to maintenance${drained}` }
 }
 
 async function confirm(run: Run): Promise<void> {

@@ -5,10 +5,11 @@ import { stringify } from 'yaml'
 import { NodeError } from '../classify.js'
 import { checkCni } from '../cni-compat.js'
 import { formatDuration } from '../duration.js'
-import { hintFor, hintForCniApi, hintForTalosCni, kubectlCommand, talosctlCommand, taskCommand } from '../hints.js'
+import { hintFor, hintForCniApi, hintForCordoned, hintForTalosCni, kubectlCommand, talosctlCommand, taskCommand } from '../hints.js'
 import { kubeNodeName, type ClusterNode } from '../inventory.js'
 import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
+import type { NodeFacts } from '../facts.js'
 import type { Run } from '../run.js'
 import type { ReadinessGate } from '../settings.js'
 import type { ServiceStatus } from '../tools/talosctl.js'
@@ -149,10 +150,12 @@ function nodeReadyStep(r: Readings) {
       const self = nodes.find((n) => n.metadata.name === kubeNodeName(node))
       if (!registered) {
         const kubeletState = kubelet ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}` : 'kubelet not readable'
-        registered = self !== undefined && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
+        const stale = self !== undefined && fromBeforeReset(self, run.facts.of(node.name).kubeBeforeReset)
+        registered = self !== undefined && !stale && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
         if (registered) r.registered.add(node.name)
         if (!registered) {
-          stage = { kind: 'kubelet', why: `${kubeletState}; ${self ? 'registered' : 'not registered'}` }
+          const nodeState = stale ? 'the Node object is from before the reset (its kubelet has not registered it again)' : self ? 'registered' : 'not registered'
+          stage = { kind: 'kubelet', why: `${kubeletState}; ${nodeState}` }
           return { done: false, state: stage.why }
         }
       }
@@ -173,6 +176,13 @@ function nodeReadyStep(r: Readings) {
         if (flannel && run.settings.cni) {
           throw new NodeError('cni', `two CNIs on the node: Talos's own flannel (pod ${flannel.metadata.name}) runs next to ${run.settings.cni.chart}; the machine configs' cluster.network.cni.name is not none`, hintForTalosCni(node))
         }
+        const cordon = cordoned(self, node, run)
+        if (cordon) {
+          stage = cordon
+          if (!cordon.byTalos && run.facts.of(node.name).resetInRun) throw new NodeError(cordon.kind, cordon.why, cordon.hint)
+          if (cordon.byTalos) return { done: false, state: cordon.why }
+          return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready; cordoned (not by Talos)' } }
+        }
         return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready' } }
       }
       stage = { kind: 'node-not-ready', why: `NotReady: ${ready?.message ?? ready?.reason ?? 'no Ready condition'}` }
@@ -181,10 +191,37 @@ function nodeReadyStep(r: Readings) {
     try {
       return await pollUntil(check, { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) })
     } catch (err) {
-      if (err instanceof PollTimeout) throw new NodeError(stage.kind, `not Ready within ${formatDuration(err.waitedMs)}: ${stage.why}`, stage.hint ?? hintFor(stage.kind, node))
+      if (err instanceof PollTimeout) throw new NodeError(stage.kind, `${'byTalos' in stage ? 'not in service' : 'not Ready'} within ${formatDuration(err.waitedMs)}: ${stage.why}`, stage.hint ?? hintFor(stage.kind, node))
       throw err
     }
   }
+}
+
+/**
+ * A reset keeps the Node object: until its kubelet registers it again, it is the one from before
+ * (the kubelet's boot ID, else when Ready last changed, as read before the reset).
+ */
+function fromBeforeReset(self: KubeObject, before: NodeFacts['kubeBeforeReset']): boolean {
+  if (!before) return false
+  const bootId = (self.status as { nodeInfo?: { bootID?: string } } | undefined)?.nodeInfo?.bootID
+  if (before.bootId) return bootId === before.bootId
+  return before.readySince !== undefined && condition(self, 'Ready')?.lastTransitionTime === before.readySince
+}
+
+const TALOS_CORDONED = 'talos.dev/cordoned'
+
+/**
+ * A Ready node that is still cordoned: Talos uncordons only a node it cordoned itself (its
+ * annotation; machined controllers/k8s/node_apply.go ApplyCordoned), anyone else's cordon stays.
+ */
+function cordoned(self: KubeObject | undefined, node: ClusterNode, run: Run): (Stage & { byTalos: boolean; hint: string }) | undefined {
+  if (run.options.dryRun || self?.spec?.unschedulable !== true) return undefined
+  const byTalos = self.metadata.annotations?.[TALOS_CORDONED] !== undefined
+  const hint = hintForCordoned({ ...node, kubeName: kubeNodeName(node) }, byTalos)
+  const why = byTalos
+    ? `Ready, still cordoned by Talos (${TALOS_CORDONED}): waiting for Talos to uncordon it`
+    : `Ready but cordoned (spec.unschedulable), not by Talos (no ${TALOS_CORDONED} annotation): Talos will not uncordon it`
+  return { kind: 'node-not-ready', why, hint, byTalos }
 }
 
 async function readinessGates(run: Run, report: StepReporter): Promise<string> {

@@ -7,10 +7,20 @@ export interface KubeCondition {
   status: string
   reason?: string
   message?: string
+  lastTransitionTime?: string
 }
 
 export interface KubeObject {
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; generation?: number }
+  metadata: {
+    name: string
+    namespace?: string
+    labels?: Record<string, string>
+    annotations?: Record<string, string>
+    generation?: number
+    uid?: string
+    deletionTimestamp?: string
+    ownerReferences?: Array<{ kind: string; name: string; controller?: boolean }>
+  }
   spec?: Record<string, unknown> & { nodeName?: string }
   status?: Record<string, unknown> & { conditions?: KubeCondition[]; phase?: string; observedGeneration?: number }
 }
@@ -83,11 +93,12 @@ export class Kubectl {
     return false
   }
 
-  async list(resource: string, options: { namespace?: string; selector?: string; allNamespaces?: boolean } = {}): Promise<KubeObject[]> {
+  async list(resource: string, options: { namespace?: string; selector?: string; fieldSelector?: string; allNamespaces?: boolean } = {}): Promise<KubeObject[]> {
     const args = ['get', resource, '-o', 'json']
     if (options.allNamespaces) args.push('-A')
     else if (options.namespace) args.push('-n', options.namespace)
     if (options.selector) args.push('-l', options.selector)
+    if (options.fieldSelector) args.push('--field-selector', options.fieldSelector)
     const result = await this.call(args, false, JSON.stringify({ items: this.dryItems(resource) }))
     return (JSON.parse(result.stdout) as { items: KubeObject[] }).items
   }

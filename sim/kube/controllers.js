@@ -207,7 +207,8 @@ export function createControllers({ store, registry, clock, timings, faults, net
   const nodeIp = (node) => (node.status?.addresses || []).find((a) => a.type === 'InternalIP')?.address
 
   const tolerates = (pod, taint) => (pod.spec.tolerations || []).some((t) => t.operator === 'Exists' && !t.key ? true : t.key === taint.key && (!t.effect || t.effect === taint.effect))
-  const fits = (pod, node) => (node.spec?.taints || []).every((t) => t.effect === 'PreferNoSchedule' || tolerates(pod, t)) &&
+  // a cordoned node (spec.unschedulable) takes no new pods (kube-scheduler's NodeUnschedulable plugin)
+  const fits = (pod, node) => !node.spec?.unschedulable && (node.spec?.taints || []).every((t) => t.effect === 'PreferNoSchedule' || tolerates(pod, t)) &&
     Object.entries(pod.spec.nodeSelector || {}).every(([k, v]) => node.metadata.labels?.[k] === v)
 
   function schedulePods(pods, nodes) {
@@ -219,7 +220,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
       // Strict taints first; when nothing fits, any Ready node (the simulated cluster has no
       // way to untaint control planes, and small clusters are all control planes).
       let candidates = nodes.filter((n) => fits(pod, n))
-      if (!candidates.length) candidates = nodes.filter((n) => nodeIsReady(n) && Object.entries(pod.spec.nodeSelector || {}).every(([k, v]) => n.metadata.labels?.[k] === v))
+      if (!candidates.length) candidates = nodes.filter((n) => nodeIsReady(n) && !n.spec?.unschedulable && Object.entries(pod.spec.nodeSelector || {}).every(([k, v]) => n.metadata.labels?.[k] === v))
       candidates.sort((a, b) => (load.get(a.metadata.name) || 0) - (load.get(b.metadata.name) || 0))
       if (candidates[0]) { const bound = bindPod(pod, candidates[0]); if (bound) { placed.set(bound.metadata.uid, bound.spec.nodeName); load.set(bound.spec.nodeName, (load.get(bound.spec.nodeName) || 0) + 1) } continue }
       if (cond(pod, 'PodScheduled')?.status !== 'False') {

@@ -10,8 +10,12 @@ export interface ResourceDef { key: string; group: string; version: string; plur
 export interface Kube {
   handle(req: IncomingMessage, res: ServerResponse): void
   bootstrap(): void
-  registerNode(node: { name: string; ip: string; role?: 'controlplane' | 'worker' | string; kubeletVersion?: string; osImage?: string }): void
+  registerNode(node: { name: string; ip: string; role?: 'controlplane' | 'worker' | string; kubeletVersion?: string; osImage?: string; bootId?: string }): void
   removeNode(name: string): void
+  kubeletStopped(name: string, graceSeconds: number): void
+  cordon(name: string): void
+  uncordon(name: string): void
+  drain(name: string, opts?: { blocked?: boolean }): { evicted: number; blocked: Array<{ pod: string; pdb: string }> }
   nodeLost(name: string): void
   nodeReady(name: string): boolean
   readonly apiUp: boolean
@@ -31,6 +35,7 @@ export interface Kube {
 
 export const NOT_READY_MESSAGE: string
 export const CNI_ANNOTATION: string
+export const CORDONED: string
 export function createRealtimeClock(opts?: { speed?: number; start?: Date }): SimClock & { speed: number }
 export function createKube(opts?: { clock?: SimClock; kubernetesVersion?: string; timings?: { cni?: number; [k: string]: number | undefined }; faults?: KubeFaults; record?: (c: CallRecord) => void; historyLimit?: number }): Kube
 export function createKubeServer(opts: { kube: Kube; tls?: { key: string | Buffer; cert: string | Buffer; ca?: string | Buffer; requestCert?: boolean }; host?: string; port?: number }): Promise<{ server: Server; url: string; close(): Promise<void> }>

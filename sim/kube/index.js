@@ -19,12 +19,21 @@
 // kube.handle(req, res)      one already-authenticated request (node:http(s) req/res)
 // kube.bootstrap()           etcd is up: namespaces, coredns; the API answers from now on
 // kube.apiUp / setApiUp(b)   before bootstrap (or when set false) health checks fail, the rest 503s
-// kube.registerNode({ name, ip, role, kubeletVersion, osImage? })   kubelet started: Node NotReady;
+// kube.registerNode({ name, ip, role, kubeletVersion, osImage?, bootId? })   kubelet started: Node NotReady;
+//                            an existing Node takes the new boot ID (status.nodeInfo.bootID);
 //                            a control plane applies Talos's manifests (flannel, kube-proxy) per its config
 // network   optional { of(nodeName) -> { cni, proxy, kubePrism: { enabled, port } } | undefined }: what
 //           a node's machine config says (sim/cluster.js); without it no Talos manifests, and every
 //           CNI agent reaches the API server
-// kube.removeNode(name)      reset: the Node and its pods go
+// kube.removeNode(name)      the Node and its pods go (kubectl delete node)
+// kube.cordon(name) / kube.uncordon(name)   Talos's NodeApplyController (ApplyCordoned): cordons
+//                            with the talos.dev/cordoned annotation, uncordons only a node it cordoned
+// kube.drain(name, { blocked }) -> { evicted, blocked: [{ pod, pdb }] }   Talos's Drain: evicts the
+//                            node's controller-owned pods (not mirror or DaemonSet pods); an eviction
+//                            a PodDisruptionBudget refuses (429) stays. `blocked` first puts a
+//                            budget-guarded pod there (the drain-blocked fault)
+// kube.kubeletStopped(name, graceSeconds)   reset: the kubelet stopped; Ready=Unknown after the
+//                            node-monitor grace period; the Node object stays
 // kube.nodeLost(name)        kubelet stopped (reboot): Ready=Unknown until registerNode(name) again,
 //                            then NotReady until the node's CNI pod has restarted
 // kube.nodeReady(name)       the Node's Ready condition is True
@@ -39,6 +48,10 @@ import { createStore } from './store.js'
 import { randomHex, randomSuffix } from './util.js'
 
 export { CNI_ANNOTATION }
+
+/** Talos's annotation on a node it cordoned (pkg/machinery/constants AnnotationCordonedKey) */
+export const CORDONED = 'talos.dev/cordoned'
+const UNSCHEDULABLE_TAINT = 'node.kubernetes.io/unschedulable'
 
 export const NOT_READY_MESSAGE = 'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized'
 
@@ -62,6 +75,7 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
   const controllers = createControllers({ store, registry, clock, timings: { cni: 20, ...timings }, faults, network, flux, record, isLost: (name) => lost.has(name) })
   let up = false
   const lost = new Set() // nodes whose kubelet stopped
+  const stopped = new Map() // node -> cancel: kubelet stopped by a reset, Unknown after the grace period
   const def = (g, v, p) => registry.get(g, v, p)
   const NODES = def('', 'v1', 'nodes')
 
@@ -109,11 +123,17 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     controllers.schedule()
   }
 
-  function registerNode({ name, ip, role = 'worker', kubeletVersion = kubernetesVersion, osImage = 'Talos (v1.12.0)' }) {
-    const existing = store.get(NODES, undefined, name)
+  function registerNode({ name, ip, role = 'worker', kubeletVersion = kubernetesVersion, osImage = 'Talos (v1.12.0)', bootId }) {
+    let existing = store.get(NODES, undefined, name)
     if (existing) {
-      // The kubelet came back (after nodeLost): NotReady until its CNI pod has restarted.
-      if (lost.delete(name)) {
+      // the kubelet registers the existing Node again (same name) with its boot's ID
+      if (bootId && existing.status?.nodeInfo?.bootID !== bootId) {
+        existing = store.update(NODES, { ...existing, status: { ...existing.status, nodeInfo: { ...existing.status?.nodeInfo, bootID: bootId } } }, { checkVersion: false })
+      }
+      const wasStopped = stopped.has(name)
+      if (wasStopped) { stopped.get(name)(); stopped.delete(name) }
+      // The kubelet came back (after nodeLost, or a reset that stopped it): NotReady until its CNI pod has restarted.
+      if (lost.delete(name) || wasStopped) {
         setReady(existing, { status: 'False', reason: 'KubeletNotReady', message: NOT_READY_MESSAGE })
         const PODS = def('', 'v1', 'pods')
         for (const p of store.list(PODS)) {
@@ -145,7 +165,7 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
         ],
         addresses: [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }],
         daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
-        nodeInfo: { machineID: randomHex(32), systemUUID: crypto.randomUUID(), bootID: crypto.randomUUID(), kernelVersion: '6.18.2-talos', osImage, containerRuntimeVersion: 'containerd://2.1.5', kubeletVersion, operatingSystem: 'linux', architecture: 'amd64' },
+        nodeInfo: { machineID: randomHex(32), systemUUID: crypto.randomUUID(), bootID: bootId ?? crypto.randomUUID(), kernelVersion: '6.18.2-talos', osImage, containerRuntimeVersion: 'containerd://2.1.5', kubeletVersion, operatingSystem: 'linux', architecture: 'amd64' },
       },
     })
     if (cp) talosManifests(name)
@@ -199,8 +219,89 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     setReady(node, { status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.' })
   }
 
+  // The kubelet stopped for good (a reset's cleanup): nothing posts the Node's status any more, so the
+  // node-lifecycle controller marks it Unknown once node-monitor-grace-period has passed; until then
+  // the last status (Ready) stands. The Node object stays.
+  function kubeletStopped(name, graceSeconds) {
+    if (!store.get(NODES, undefined, name) || stopped.has(name)) return
+    stopped.set(name, clock.after(graceSeconds, () => nodeLost(name)))
+  }
+
+  // Talos's NodeApplyController.ApplyCordoned (machined controllers/k8s/node_apply.go): a node it
+  // cordons gets the talos.dev/cordoned annotation; an already unschedulable node is left as it is
+  function cordon(name) {
+    const node = store.get(NODES, undefined, name)
+    if (!node || node.spec?.unschedulable) return
+    store.update(NODES, { ...node, metadata: { ...node.metadata, annotations: { ...node.metadata.annotations, [CORDONED]: 'true' } },
+      spec: { ...node.spec, unschedulable: true, taints: [...(node.spec?.taints || []).filter((t) => t.key !== UNSCHEDULABLE_TAINT), { key: UNSCHEDULABLE_TAINT, effect: 'NoSchedule' }] } }, { checkVersion: false })
+  }
+  // ...and uncordons only a node that carries its annotation (one cordoned by someone else stays)
+  function uncordon(name) {
+    const node = store.get(NODES, undefined, name)
+    if (!node?.spec?.unschedulable || node.metadata.annotations?.[CORDONED] === undefined) return
+    const { [CORDONED]: _, ...annotations } = node.metadata.annotations
+    const { unschedulable: __, ...spec } = node.spec
+    const taints = (spec.taints || []).filter((t) => t.key !== UNSCHEDULABLE_TAINT)
+    if (taints.length) spec.taints = taints; else delete spec.taints
+    store.update(NODES, { ...node, metadata: { ...node.metadata, annotations }, spec }, { checkVersion: false })
+    controllers.schedule()
+  }
+
+  // Talos's Drain (pkg/kubernetes/kubernetes.go): every pod on the node except mirror pods, pods
+  // without a controller and DaemonSet pods is evicted. The eviction API refuses (429) a pod a
+  // PodDisruptionBudget covers while it allows no disruption; Talos retries that every 5 s until
+  // its DrainTimeout (the caller's time). An allowed eviction deletes the pod.
+  function drain(name, { blocked = false } = {}) {
+    const PODS = def('', 'v1', 'pods')
+    const PDBS = def('policy', 'v1', 'poddisruptionbudgets')
+    if (blocked) guardedPod(name)
+    const out = { evicted: 0, blocked: [] }
+    for (const pod of store.list(PODS)) {
+      if (pod.spec.nodeName !== name || pod.metadata.annotations?.['kubernetes.io/config.mirror']) continue
+      const owner = (pod.metadata.ownerReferences || []).find((r) => r.controller)
+      if (!owner || owner.kind === 'DaemonSet') continue
+      const pdb = store.list(PDBS).find((b) => b.metadata.namespace === pod.metadata.namespace && selects(b.spec?.selector, pod) && disruptionsAllowed(b, store.list(PODS)) < 1)
+      if (pdb) { out.blocked.push({ pod: `${pod.metadata.namespace}/${pod.metadata.name}`, pdb: `${pdb.metadata.namespace}/${pdb.metadata.name}` }); continue }
+      try { store.remove(PODS, pod.metadata.namespace, pod.metadata.name); out.evicted++ } catch { /* gone */ }
+    }
+    controllers.schedule()
+    return out
+  }
+
+  // the drain-blocked fault: one Running pod of a ReplicaSet on the node, covered by a budget with
+  // minAvailable 1 (so no eviction is allowed), as an operator's single-replica workload would be
+  function guardedPod(name) {
+    const PODS = def('', 'v1', 'pods')
+    const PDBS = def('policy', 'v1', 'poddisruptionbudgets')
+    const labels = { app: 'guarded' }
+    const podName = `guarded-${randomSuffix()}`
+    const ts = clock.now().toISOString().replace(/\.\d{3}Z$/, 'Z')
+    store.create(PODS, { metadata: { name: podName, namespace: 'default', labels, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'guarded-7d4b9c', uid: crypto.randomUUID(), controller: true, blockOwnerDeletion: true }] },
+      spec: { nodeName: name, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] },
+      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: ts }], containerStatuses: [{ name: 'app', ready: true, started: true, restartCount: 0, state: { running: { startedAt: ts } } }] } })
+    if (!store.get(PDBS, 'default', 'guarded')) store.create(PDBS, { metadata: { name: 'guarded', namespace: 'default' }, spec: { minAvailable: 1, selector: { matchLabels: labels } },
+      status: { observedGeneration: 1, disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 } })
+  }
+
+  function selects(selector, pod) {
+    if (!selector) return false
+    return Object.entries(selector.matchLabels || {}).every(([k, v]) => pod.metadata.labels?.[k] === v)
+  }
+
+  // as the disruption controller computes status.disruptionsAllowed from integer minAvailable /
+  // maxUnavailable and the healthy (Ready) pods it selects
+  function disruptionsAllowed(pdb, pods) {
+    const mine = pods.filter((p) => p.metadata.namespace === pdb.metadata.namespace && selects(pdb.spec?.selector, p))
+    const healthy = mine.filter((p) => (p.status?.conditions || []).some((c) => c.type === 'Ready' && c.status === 'True')).length
+    const { minAvailable, maxUnavailable } = pdb.spec || {}
+    if (typeof minAvailable === 'number') return healthy - minAvailable
+    if (typeof maxUnavailable === 'number') return maxUnavailable - (mine.length - healthy)
+    return pdb.status?.disruptionsAllowed ?? 0
+  }
+
   function removeNode(name) {
     lost.delete(name)
+    if (stopped.has(name)) { stopped.get(name)(); stopped.delete(name) }
     const node = store.get(NODES, undefined, name)
     if (!node) return
     const gone = store.remove(NODES, undefined, name)
@@ -217,6 +318,10 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     bootstrap,
     registerNode,
     removeNode,
+    kubeletStopped,
+    cordon,
+    uncordon,
+    drain,
     nodeLost,
     nodeReady,
     get apiUp() { return up },

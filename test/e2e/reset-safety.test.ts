@@ -123,7 +123,7 @@ describe('reset safety', () => {
     // etcd refuses the leave's MemberRemove (strict reconfiguration), as after a member failed since the guard read
     c.sim.addFault({ node: 'cp-2', kind: 'etcd-leave' })
 
-    const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--verify-timeout', '4s'])
+    const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--reset-timeout', '4s'])
     expect(result.code).toBe(1)
     const failed = nodeIn(c.report(), 'reset', 'cp-2')
     expect(failed.error).toMatchObject({ kind: 'etcd-join', message: expect.stringMatching(/the reset stopped half-way: cp-2 is still configured \(stage resetting\).*cordoned.*re-configuration failed/) })
