@@ -8,6 +8,7 @@ import { createClock } from './clock.js'
 import { createFaults, FAULT_KINDS } from './faults.js'
 import { generatePki } from './pki.js'
 import { writeClusterDir } from './writer.js'
+import { observe as observeEvents } from './talos/events.js'
 import { startChartRepo } from './charts/repo.js'
 import { Node, memberId } from './node.js'
 import { NodeServer } from './talos/server.js'
@@ -142,6 +143,7 @@ export class Simulator {
   // ---- node hooks ----
   changed(n) {
     if (this.stopped) return
+    if (n) observeEvents(n) // machined's event stream (sim/talos/events.js)
     this.issueApiCerts()
     this.servers?.get(n.name)?.setMode(this.listenerMode(n))
     this.reconcileKube()
