@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { scenarioOn, startOn, sleep, type Started } from './helpers.js'
+import { CNI_DAEMONSET, scenarioOn, startOn, sleep, type Started } from './helpers.js'
 import { startSimulator } from '../../sim/index.js'
 import { realTool } from '../support/real-tools.js'
 
@@ -23,16 +23,6 @@ const R = '127.31.1'
 const CP1 = `${R}.11`, CP2 = `${R}.12`, W1 = `${R}.21`, NOBODY = `${R}.99`
 const esc = (s: string) => s.replace(/\./g, '\\.')
 
-// kube-proxy-free cilium as the configs need it (test/sim/kube-cluster.test.ts): the nodes turn Ready
-const CNI = `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system, annotations: {sim.talos-bootstrap.dev/cni: "true"}}
-spec:
-  selector: {matchLabels: {k8s-app: cilium}}
-  template:
-    metadata: {labels: {k8s-app: cilium}}
-    spec: {hostNetwork: true, tolerations: [{operator: Exists}], containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.18.4", env: [{name: KUBERNETES_SERVICE_HOST, value: localhost}, {name: KUBERNETES_SERVICE_PORT, value: "7445"}]}]}
-`
 
 interface Run { code: number; stdout: string; stderr: string }
 
@@ -62,7 +52,7 @@ describe.skipIf(!!tool.skip)('the real talosctl: what an operator runs by hand',
     expect(boot?.code).toBe(0)
     await s.sim.until(() => ['cp-1', 'cp-2', 'wrkr-1'].every((n) => s.sim.node(n)?.registered), 30_000)
     expect(await talosctl('-e', CP1, '-n', CP1, 'kubeconfig', join(s.dir, 'kubeconfig'), '--merge=false', '--force')).toMatchObject({ code: 0 })
-    writeFileSync(join(s.dir, 'cni.yaml'), CNI)
+    writeFileSync(join(s.dir, 'cni.yaml'), CNI_DAEMONSET)
     expect(await run('kubectl', ['apply', '-f', join(s.dir, 'cni.yaml')])).toMatchObject({ code: 0 })
     await ready(['cp-1', 'cp-2', 'wrkr-1'])
   }, 120_000)
