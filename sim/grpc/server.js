@@ -140,8 +140,8 @@ async function follow(ns, call, target, tick) {
   call.on('cancelled', () => { gone = true })
   while (!gone && !ns.sim.stopped && ns.wanted === 'secure') {
     await sleep(100)
+    tick() // what the node wrote before it went down still arrives
     if (target !== ns.node && ns.sim.listenerMode(target) !== 'secure') throw statusError({ code: 'Unavailable', message: 'error reading from server: EOF' })
-    tick()
   }
 }
 
