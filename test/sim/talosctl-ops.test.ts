@@ -153,6 +153,17 @@ describe.skipIf(!!tool.skip)('the real talosctl: what an operator runs by hand',
     expect(svc).toEqual({ code: 1, stdout: '', stderr: `error listing services: 1 error occurred:\n\t* ${W1}: rpc error: code = Unavailable desc = error reading from server: EOF\n\n\n` })
   })
 
+  it('reset (--wait) of a worker without --reboot: done at stopAllServices, the node powers off', async () => {
+    s.sim.addFault({ node: 'wrkr-1', on: 'reset', kind: 'latency', ms: 300, times: 1 })
+    const r = await talosctl('-e', CP1, '-n', W1, 'reset')
+    expect(r.code, r.stderr).toBe(0)
+    const q = `"${W1}": `
+    // a worker leaves no etcd; without --reboot there is no post check
+    expect(r.stderr).not.toContain('leaveEtcd')
+    expect(r.stderr).toMatch(new RegExp(`${q}phase: dbus action: STOP\n${q}phase: preReset action: START\n[^]*${q}phase: stopEverything action: START\n${q}events check condition met\n$`))
+    await s.sim.until(() => s.sim.node('wrkr-1')?.stage === 'shutting down', 10_000)
+  })
+
   // the tracker opens its event stream and sends the reset without waiting for each other (action/node.go
   // run): a real reset's drain and cleanup take seconds before the events it waits for; here the node
   // model runs them at once, so the reset call answers 300 ms late (a latency fault) to leave the stream time
