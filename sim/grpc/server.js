@@ -131,6 +131,8 @@ async function machineStream(ns, call, method, body, send, { purpose, words } = 
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+/** the --wait tracker calls with a single `node` (action/tracker.go client.WithNode); `talosctl events`/`read` with `nodes` */
+const byTracker = (call) => targetsOf(call).node.length > 0
 /**
  * A followed stream (dmesg -f, logs -f, events): `tick` every 100 ms until the client goes away or
  * the node stops answering (a proxied target that went down ends the stream as apid's does).
@@ -286,7 +288,7 @@ function machineService(ns) {
     // only the boot ID: talosctl's reboot/reset --wait reads it before and after (action/tracker.go getBootID)
     Read: streaming(ns, (call) => machineStream(ns, call, 'machine.Read', { path: call.request.path ?? '' }, async (data, write) => {
       write({ bytes: Buffer.from(data.bytes ?? '') })
-    }, { purpose: call.request.path === '/proc/sys/kernel/random/boot_id' ? 'wait' : undefined, words: ['read', call.request.path ?? ''] })),
+    }, { purpose: byTracker(call) && call.request.path === '/proc/sys/kernel/random/boot_id' ? 'wait' : undefined, words: ['read', call.request.path ?? ''] })),
     // machined's events: an empty hello, the tail asked for, then each new event (v1alpha1_server.go Events)
     Events: streaming(ns, (call) => machineStream(ns, call, 'machine.Events', {}, async (data, write, target) => {
       const r = call.request
@@ -300,7 +302,7 @@ function machineService(ns) {
       ev.emitter.on('event', onEvent)
       // readiness also follows the Kubernetes side: look again while someone listens
       try { await follow(ns, call, target, () => observeEvents(target)) } finally { ev.emitter.off('event', onEvent) }
-    }, { purpose: 'wait' })),
+    }, { purpose: byTracker(call) ? 'wait' : undefined })),
     Kubeconfig: streaming(ns, async (call) => {
       const { nodes } = targetsOf(call)
       const messages = await invoke(ns, call, 'machine.Kubeconfig', {}, { targets: nodes, words: COMMAND_WORDS['machine.Kubeconfig'] })
