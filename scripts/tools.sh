@@ -19,7 +19,7 @@ supported() {
     helm) "$2" version --short 2>/dev/null | grep -Eq '^v3\.' ;;
   esac
 }
-# a real client is a compiled program: the simulator's own talosctl/helm (bash scripts) never count
+# a real client is a compiled program: a wrapper script never counts
 real() { [ -x "$1" ] && [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
 
 found_on_path() {

@@ -7,6 +7,7 @@ import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadScenario, ScenarioError } from './scenario.js'
+import { realTools, ToolsMissingError } from './writer.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const USAGE = `usage: node sim/cli.js <command> [flags]
@@ -75,6 +76,8 @@ switch (cmd) {
     const scenarioFile = resolve(values.scenario ?? '')
     const s = validate(values.scenario)
     if (values.speed != null && !(Number(values.speed) > 0)) die(`--speed: "${values.speed}" must be a number > 0`, 2)
+    // the real talosctl and helm are what the nodes serve: without them nothing starts (exit 3)
+    try { realTools() } catch (e) { if (e instanceof ToolsMissingError) die(`simulator not started: ${e.message}`, e.exitCode); throw e }
     mkdirSync(dir, { recursive: true })
     if (await down()) process.stdout.write('stopped the previous simulator\n')
     rmSync(join(dir, 'sim.failed'), { force: true })

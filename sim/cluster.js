@@ -8,10 +8,10 @@ import { createClock } from './clock.js'
 import { createFaults, FAULT_KINDS } from './faults.js'
 import { generatePki } from './pki.js'
 import { writeClusterDir } from './writer.js'
+import { observe as observeEvents } from './talos/events.js'
 import { startChartRepo } from './charts/repo.js'
 import { Node, memberId } from './node.js'
 import { NodeServer } from './talos/server.js'
-import { startCliServer } from './cli-server.js'
 import { kubeconfigYaml } from './talos/methods.js'
 import { networkOf } from './talos/network.js'
 
@@ -40,10 +40,9 @@ export class Simulator {
     this.clock = createClock(s.speed)
     this.faults = createFaults(s.faults)
     this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null, role: s.cluster.talosconfigRole })
-    this.cliServer = await startCliServer()
     // the chart repository real helm installs the CNI from (any free port on 127.0.0.1)
     this.chartRepo = await startChartRepo({ cert: this.pki.charts.server.cert, key: this.pki.charts.server.key })
-    const written = await writeClusterDir(this.dir, s, this.pki, { cliServer: this.cliServer.address, chartRepo: this.chartRepo.url })
+    const written = await writeClusterDir(this.dir, s, this.pki, { chartRepo: this.chartRepo.url })
     this.clusterDir = written.clusterDir
     this.env = written.env
     this.binDir = written.binDir // <dir>/bin (sim/writer.js)
@@ -144,6 +143,7 @@ export class Simulator {
   // ---- node hooks ----
   changed(n) {
     if (this.stopped) return
+    if (n) observeEvents(n) // machined's event stream (sim/talos/events.js)
     this.issueApiCerts()
     this.servers?.get(n.name)?.setMode(this.listenerMode(n))
     this.reconcileKube()
@@ -427,7 +427,6 @@ export class Simulator {
     await Promise.all([...this.kubeListeners.values()].map(closeServer))
     this.kubeListeners.clear()
     try { await this.kube?.stop?.() } catch { /* ignore */ }
-    await this.cliServer?.close()
     await this.chartRepo?.close()
   }
 }

@@ -29,7 +29,7 @@ export interface Pki { talos: { ca: { cert: string; key: string }; apid: { cert:
 export interface ChartRepo { url: string; requests: string[]; close(): Promise<void> }
 export interface Simulator {
   scenario: Scenario; pki: Pki; dir: string; binDir: string; clusterDir: string; talosMinor: number
-  env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string; SIM_TALOSCTL_VERSION: string; /** where sim/bin/talosctl and sim/bin/helm send their commands (host:port on loopback) */ SIM_CLI_SERVER?: string }
+  env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string }
   kube: unknown
   chartRepo: ChartRepo
   calls(): CallRecord[]

@@ -1,5 +1,6 @@
 // Writes <dir>/cluster (replaced whole on every start) and <dir>/env.
-import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync, renameSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync, renameSync } from 'node:fs'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
@@ -8,23 +9,57 @@ import { openSshEd25519 } from './pki.js'
 export const BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), 'bin')
 // the real clients `task tools` provides (scripts/tools.sh)
 const REAL_BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '.tools', 'bin')
-const REAL_TOOLS = ['talosctl', 'helm']
+// what `task tools` accepts as supported (scripts/tools.sh `supported`)
+const SUPPORTED = {
+  talosctl: { args: ['version', '--client'], ok: /^\s*Tag:\s*v1\.12\./m },
+  helm: { args: ['version', '--short'], ok: /^v3\./ },
+}
+
+/** the simulator's start fails without the real clients: there is no simulated talosctl or helm */
+export class ToolsMissingError extends Error {
+  constructor(missing) {
+    super(`${missing.join(' and ')} not found: the simulator needs the real talosctl (v1.12.x) and helm (v3) ` +
+      `(fix: run \`task tools\`, which puts them into .tools/bin, or put them on PATH)`)
+    this.exitCode = 3 // DESIGN.md: a required tool is missing
+  }
+}
+
+const isElf = (file) => {
+  try { return readFileSync(file).subarray(0, 4).toString('latin1') === '\x7fELF' } catch { return false }
+}
+/** a real (compiled) client at a supported version, as `task tools` would accept it */
+function supported(tool, file) {
+  if (!isElf(file)) return false
+  try { return SUPPORTED[tool].ok.test(execFileSync(file, SUPPORTED[tool].args, { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'ignore'] })) } catch { return false }
+}
+
+/** the real talosctl and helm: .tools/bin (`task tools`), else the first supported one on PATH; throws ToolsMissingError */
+export function realTools(pathEnv = process.env.PATH ?? '') {
+  const found = {}
+  for (const tool of Object.keys(SUPPORTED)) {
+    const fromTools = join(REAL_BIN_DIR, tool)
+    if (isElf(fromTools)) { found[tool] = realpathSync(fromTools); continue }
+    for (const d of pathEnv.split(':').filter(Boolean)) {
+      const file = join(d, tool)
+      if (existsSync(file) && supported(tool, file)) { found[tool] = realpathSync(file); break }
+    }
+  }
+  const missing = Object.keys(SUPPORTED).filter((t) => !found[t])
+  if (missing.length) throw new ToolsMissingError(missing)
+  return found
+}
 
 /**
- * <dir>/bin, what goes first on PATH: the real talosctl and helm when `task tools` built them (the
- * nodes speak talosctl's gRPC API; the Kubernetes API and chart repository serve real helm), else
- * the simulated talosctl and no helm (there is no simulated one: `task tools` gets it); the
- * simulated flux (the real one cannot be built offline).
+ * <dir>/bin, what goes first on PATH: the real talosctl and helm (the nodes speak talosctl's gRPC
+ * API; the Kubernetes API and chart repository serve real helm) and the simulated flux (the real one
+ * cannot be built offline).
  */
-function writeBinDir(dir) {
+function writeBinDir(dir, tools) {
   const bin = join(dir, 'bin')
   rmSync(bin, { recursive: true, force: true })
   mkdirSync(bin, { recursive: true })
-  for (const tool of ['talosctl', 'helm', 'flux']) {
-    const real = join(REAL_BIN_DIR, tool)
-    if (REAL_TOOLS.includes(tool) && existsSync(real)) symlinkSync(real, join(bin, tool))
-    else if (existsSync(join(BIN_DIR, tool))) writeFileSync(join(bin, tool), `#!/usr/bin/env bash\nexec '${join(BIN_DIR, tool)}' "$@"\n`, { mode: 0o755 })
-  }
+  for (const [tool, file] of Object.entries(tools)) symlinkSync(file, join(bin, tool))
+  writeFileSync(join(bin, 'flux'), `#!/usr/bin/env bash\nexec '${join(BIN_DIR, 'flux')}' "$@"\n`, { mode: 0o755 })
   return bin
 }
 const b64 = (s) => Buffer.from(s).toString('base64')
@@ -156,7 +191,7 @@ export function bootstrapSettings(scenario, { chartRepo } = {}) {
 }
 
 /** write <dir>/cluster whole (via a temp dir and rename) and <dir>/env; returns the paths */
-export async function writeClusterDir(dir, scenario, pki, { cliServer, chartRepo } = {}) {
+export async function writeClusterDir(dir, scenario, pki, { chartRepo, tools = realTools() } = {}) {
   dir = resolve(dir)
   mkdirSync(dir, { recursive: true })
   const clusterDir = join(dir, 'cluster')
@@ -175,21 +210,18 @@ export async function writeClusterDir(dir, scenario, pki, { cliServer, chartRepo
   rmSync(clusterDir, { recursive: true, force: true })
   renameSync(tmp, clusterDir)
 
-  const binDir = writeBinDir(dir)
+  const binDir = writeBinDir(dir, tools)
   const env = {
     PATH: `${binDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
     TALOSCONFIG: join(clusterDir, 'clusterconfig', 'talosconfig'),
     KUBECONFIG: join(clusterDir, 'kubeconfig'),
     CLUSTER_DIR: clusterDir,
-    SIM_TALOSCTL_VERSION: scenario.cluster.talosVersion,
-    // where sim/bin/talosctl and sim/bin/helm send their commands (sim/cli-server.js)
-    ...(cliServer ? { SIM_CLI_SERVER: cliServer } : {}),
   }
   const q = (v) => `'${String(v).replace(/'/g, `'\\''`)}'`
   writeFileSync(join(dir, 'env'), [
-    '# source this file: talosctl and helm (the real ones when `task tools` built them), the simulated flux first on PATH',
+    '# source this file: the real talosctl and helm (`task tools`) and the simulated flux first on PATH',
     `export PATH=${q(binDir)}:"$PATH"`,
-    ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR', 'SIM_TALOSCTL_VERSION', 'SIM_CLI_SERVER'].filter((k) => env[k]).map((k) => `export ${k}=${q(env[k])}`),
+    ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR'].filter((k) => env[k]).map((k) => `export ${k}=${q(env[k])}`),
     '',
   ].join('\n'))
   return { dir, clusterDir, env, binDir }

@@ -4,20 +4,26 @@
 // (sim/talos/server.js handleRequest): faults, the calls log, apid's proxying and the node model
 // stay there; this layer only maps messages and errors the way apid and machined put them on the wire.
 import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { EventEmitter } from 'node:events'
 import grpc from '@grpc/grpc-js'
 import protoLoader from '@grpc/proto-loader'
+import protobuf from 'protobufjs'
 import { handleRequest } from '../talos/server.js'
+import { METHODS } from '../talos/methods.js'
+import { eventsOf, observe as observeEvents } from '../talos/events.js'
 import { dialRefused } from '../talos/errors.js'
 import { DEFINITIONS } from '../talos/resources.js'
 import { resourceDefinition, toResource, timestamp, RD_TYPE, RD_DEFINITION } from './cosi.js'
 import { kubeconfigArchive } from './archive.js'
 
 const dir = fileURLToPath(new URL('./proto/', import.meta.url))
-const packages = grpc.loadPackageDefinition(protoLoader.loadSync(['machine.proto', 'cosi.proto'], {
+const packages = grpc.loadPackageDefinition(protoLoader.loadSync(['machine.proto', 'cosi.proto', 'cluster.proto', 'storage.proto'], {
   includeDirs: [dir], keepCase: true, longs: String, enums: String, defaults: false, oneofs: true,
 }))
+// the event payloads, encoded into Event.data (google.protobuf.Any) as machined does (runtime/events.go ToMachineEvent)
+const eventTypes = new protobuf.Root().loadSync(join(dir, 'machine.proto'), { keepCase: true })
 
 const CODES = { OK: 0, Canceled: 1, Unknown: 2, InvalidArgument: 3, DeadlineExceeded: 4, NotFound: 5, AlreadyExists: 6,
   PermissionDenied: 7, ResourceExhausted: 8, FailedPrecondition: 9, Aborted: 10, OutOfRange: 11, Unimplemented: 12,
@@ -35,7 +41,7 @@ function targetsOf(call) {
  * Runs one call through the node API handler as the JSON protocol would carry it. Resolves with
  * `{messages}` or rejects with a gRPC status error; never settles for a hung call (fault `timeout`).
  */
-function invoke(ns, call, method, body, { targets, purpose, words = [] }) {
+function invoke(ns, call, method, body, { targets, purpose, words = [], onLine }) {
   const headers = {}
   if (targets.length) headers['x-talos-nodes'] = targets.join(',')
   if (purpose) headers['x-sim-purpose'] = purpose
@@ -44,15 +50,25 @@ function invoke(ns, call, method, body, { targets, purpose, words = [] }) {
   headers['x-sim-argv'] = JSON.stringify([...words, ...(insecure ? ['--insecure'] : []), '-e', ns.node.ip, '-n', targets.join(',') || ns.node.ip])
   // the client certificate the TLS connection verified (its O is the role), as on the HTTP/1.1 path
   const socket = { getPeerCertificate: () => call.getAuthContext?.()?.sslPeerCertificate ?? {} }
-  const req = Object.assign(Readable.from([JSON.stringify(body)]), { url: `/${method}`, headers, socket })
+  // the request closes only when the client goes away (a streamed health check watches it)
+  const req = Object.assign(Readable.from([JSON.stringify(body)], { autoDestroy: false }), { url: `/${method}`, headers, socket })
+  call.on('cancelled', () => req.emit('close'))
   return new Promise((resolve, reject) => {
     // an http.ServerResponse's events as the handler uses them: 'finish' once answered, 'close' when
     // the exchange is over or the client went away (a cancelled call ends a waiting `etcd members`)
+    let lines = ''
     const res = Object.assign(new EventEmitter(), {
       headersSent: false,
       writeHead() { this.headersSent = true; return this },
+      // a streamed answer (health): JSON lines
+      write(chunk) {
+        lines += chunk
+        for (let i; (i = lines.indexOf('\n')) >= 0; lines = lines.slice(i + 1)) onLine?.(JSON.parse(lines.slice(0, i)))
+        return true
+      },
       end(text) {
         setImmediate(() => { res.emit('finish'); res.emit('close') })
+        if (onLine && res.headersSent) { if (text) res.write(text); return resolve([]) }
         let answer
         try { answer = JSON.parse(String(text ?? '')) } catch { return reject(statusError({ code: 'Internal', message: 'bad answer' })) }
         if (answer.transportError) return reject(statusError({ code: 'Unavailable', message: dialRefused(ns.node.ip) }))
@@ -77,14 +93,69 @@ function metadataOf(m) {
 }
 
 /**
- * Machine API call: per-node `messages[]`. A call answered locally (no `nodes`) fails as a plain
- * gRPC error; a proxied one carries the node's error in its message metadata (apid BuildError).
+ * apid's director: `nodes` is one-2-many (each answer carries its node's metadata), a single `node`
+ * one-2-one (the target's answer passed through as it is; talosctl's --wait tracker calls so), none local.
+ */
+function routing(call) {
+  const { nodes, node } = targetsOf(call)
+  if (nodes.length) return { targets: nodes, one2one: false }
+  return { targets: node, one2one: true }
+}
+
+/**
+ * Machine API call: per-node `messages[]`. A call answered locally (no `nodes`) or one-2-one fails as
+ * a plain gRPC error; a one-2-many one carries the node's error in its message metadata (apid BuildError).
  */
 async function machineCall(ns, call, method, body, toMessage, { purpose, words } = {}) {
-  const { nodes } = targetsOf(call)
-  const messages = await invoke(ns, call, method, body, { targets: nodes, purpose, words: words ?? COMMAND_WORDS[method] })
-  if (messages.length === 1 && !messages[0].node && messages[0].error) throw statusError(messages[0].error)
+  const { targets, one2one } = routing(call)
+  const messages = await invoke(ns, call, method, body, { targets, purpose, words: words ?? COMMAND_WORDS[method] })
+  if ((one2one || (messages.length === 1 && !messages[0].node)) && messages[0]?.error) throw statusError(messages[0].error)
+  if (one2one) return messages.map((m) => toMessage(m.data ?? {}))
   return messages.map((m) => ({ metadata: metadataOf(m), ...(m.error ? {} : toMessage(m.data ?? {})) }))
+}
+
+/**
+ * Machine API stream: `send(data, write, target)` writes each target node's messages. One-2-many
+ * (`nodes`): every message carries its node's hostname, a node that failed one message with its error.
+ */
+async function machineStream(ns, call, method, body, send, { purpose, words } = {}) {
+  const { targets, one2one } = routing(call)
+  const messages = await invoke(ns, call, method, body, { targets, purpose, words: words ?? COMMAND_WORDS[method] })
+  const plain = one2one || (messages.length === 1 && !messages[0].node)
+  if (plain && messages[0]?.error) throw statusError(messages[0].error)
+  await Promise.all(messages.map(async (m) => {
+    if (m.error) { call.write({ metadata: metadataOf(m) }); return }
+    const write = (msg) => { if (!call.cancelled && !call.writableEnded) call.write(plain ? msg : { ...msg, metadata: { hostname: m.node } }) }
+    await send(m.data ?? {}, write, (m.node && ns.sim.lookup(m.node)) || ns.node)
+  }))
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+/** the --wait tracker calls with a single `node` (action/tracker.go client.WithNode); `talosctl events`/`read` with `nodes` */
+const byTracker = (call) => targetsOf(call).node.length > 0
+/**
+ * A followed stream (dmesg -f, logs -f, events): `tick` every 100 ms until the client goes away or
+ * the node stops answering (a proxied target that went down ends the stream as apid's does).
+ */
+async function follow(ns, call, target, tick) {
+  let gone = false
+  call.on('cancelled', () => { gone = true })
+  while (!gone && !ns.sim.stopped && ns.wanted === 'secure') {
+    await sleep(100)
+    tick() // what the node wrote before it went down still arrives
+    if (target !== ns.node && ns.sim.listenerMode(target) !== 'secure') throw statusError({ code: 'Unavailable', message: 'error reading from server: EOF' })
+  }
+}
+
+/** Go's RFC3339Nano: trailing zeros of the fraction dropped */
+const rfc3339Nano = (iso) => iso.replace(/\.(\d*?)0*Z$/, (_, f) => (f ? `.${f}Z` : 'Z'))
+/** one kernel log record as machined streams it (v1alpha1_server.go Dmesg: "%s: %7s: [%s]: %s") */
+const dmesgRecord = (l) => ({ bytes: Buffer.from(`${l.facility}: ${String(l.priority).padStart(7)}: [${rfc3339Nano(l.ts)}]: ${l.text}\n`) })
+
+/** an event of the node's buffer as machine.Event (data: the payload as google.protobuf.Any) */
+function toEvent(e) {
+  const type = eventTypes.lookupType(`machine.${e.type}`)
+  return { data: { type_url: `talos/runtime/machine.${e.type}`, value: type.encode(type.fromObject(e.payload)).finish() }, id: e.id, actor_id: e.actorId }
 }
 
 /** COSI call: one node (`node` metadata, proxied one to one); its error is the call's error */
@@ -111,6 +182,7 @@ function inFlight(ns) {
 }
 /** the talosctl command a machine API method serves, for the calls log */
 const COMMAND_WORDS = { 'machine.ApplyConfiguration': ['apply-config'], 'machine.Bootstrap': ['bootstrap'], 'machine.EtcdMemberList': ['etcd', 'members'],
+  'machine.Dmesg': ['dmesg'], 'machine.Events': ['events'], 'cluster.HealthCheck': ['health'], 'storage.Disks': ['disks'],
   'machine.EtcdRemoveMemberByID': ['etcd', 'remove-member'], 'machine.Kubeconfig': ['kubeconfig'], 'machine.Reboot': ['reboot'], 'machine.Reset': ['reset'],
   'machine.ServiceList': ['service'], 'machine.Version': ['version'] }
 
@@ -158,14 +230,14 @@ function machineService(ns) {
         { words: ['etcd', 'remove-member', decimalToHex(call.request.member_id ?? '0')] }),
     })),
     Reboot: unary(ns, async (call) => ({
-      messages: await machineCall(ns, call, 'machine.Reboot', { mode: String(call.request.mode ?? 'DEFAULT').toLowerCase() }, () => ({})),
+      messages: await machineCall(ns, call, 'machine.Reboot', { mode: String(call.request.mode ?? 'DEFAULT').toLowerCase() }, (d) => ({ actor_id: d.actorId ?? '' })),
     })),
     Reset: unary(ns, async (call) => {
       const r = call.request
       const body = { graceful: !!r.graceful, reboot: !!r.reboot, wipeMode: WIPE_MODES[r.mode ?? 'ALL'] ?? 'all',
         systemLabelsToWipe: (r.system_partitions_to_wipe ?? []).filter((p) => p.wipe).map((p) => p.label), userDisksToWipe: r.user_disks_to_wipe ?? [] }
       const words = ['reset', `--graceful=${body.graceful}`, ...(body.reboot ? ['--reboot'] : []), ...body.systemLabelsToWipe.flatMap((l) => ['--system-labels-to-wipe', l])]
-      return { messages: await machineCall(ns, call, 'machine.Reset', body, () => ({}), { words }) }
+      return { messages: await machineCall(ns, call, 'machine.Reset', body, (d) => ({ actor_id: d.actorId ?? '' }), { words }) }
     }),
     ServiceList: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.ServiceList', {}, (d) => ({
@@ -184,12 +256,97 @@ function machineService(ns) {
         version: { tag: d.tag, sha: d.sha, built: d.built ?? '', go_version: d.goVersion, os: d.os, arch: d.arch },
         platform: { name: 'metal', mode: 'metal' }, features: { rbac: !!d.features?.rbac } }), { purpose: 'version-check' }),
     })),
+    // kernel log records, then (--follow) what the node logs from then on (v1alpha1_server.go Dmesg)
+    Dmesg: streaming(ns, (call) => machineStream(ns, call, 'machine.Dmesg', {}, async (data, write, target) => {
+      if (!call.request.tail) for (const l of data.lines ?? []) write(dmesgRecord(l))
+      if (!call.request.follow) return
+      let last = target.logs.at(-1)
+      await follow(ns, call, target, () => {
+        const fresh = target.logs.slice(target.logs.lastIndexOf(last) + 1)
+        if (!fresh.length) return
+        last = fresh.at(-1)
+        for (const l of fresh) write(dmesgRecord({ ...l, ts: ns.sim.displayTime(l.ts).toISOString() }))
+      })
+    })),
+    // a service's log (v1alpha1_server.go Logs: the system namespace and the kubelet from machined's buffers)
+    Logs: streaming(ns, (call) => {
+      const { id = '', tail_lines: tail = -1, follow: following } = call.request
+      return machineStream(ns, call, 'machine.Logs', { id }, async (data, write, target) => {
+        const lines = data.lines ?? []
+        const shown = Number(tail) >= 0 ? lines.slice(Math.max(0, lines.length - Number(tail))) : lines
+        for (const l of shown) write({ bytes: Buffer.from(`${l}\n`) })
+        if (!following) return
+        let sent = lines.length
+        await follow(ns, call, target, () => {
+          let now = []
+          try { now = METHODS['machine.Logs'](ns.sim, target, { id }).lines } catch { return }
+          for (const l of now.slice(sent)) write({ bytes: Buffer.from(`${l}\n`) })
+          sent = Math.max(sent, now.length)
+        })
+      }, { words: ['logs', id] })
+    }),
+    // only the boot ID: talosctl's reboot/reset --wait reads it before and after (action/tracker.go getBootID)
+    Read: streaming(ns, (call) => machineStream(ns, call, 'machine.Read', { path: call.request.path ?? '' }, async (data, write) => {
+      write({ bytes: Buffer.from(data.bytes ?? '') })
+    }, { purpose: byTracker(call) && call.request.path === '/proc/sys/kernel/random/boot_id' ? 'wait' : undefined, words: ['read', call.request.path ?? ''] })),
+    // machined's events: an empty hello, the tail asked for, then each new event (v1alpha1_server.go Events)
+    Events: streaming(ns, (call) => machineStream(ns, call, 'machine.Events', {}, async (data, write, target) => {
+      const r = call.request
+      const wanted = (e) => !r.with_actor_id || e.actorId === r.with_actor_id
+      observeEvents(target)
+      const ev = eventsOf(target)
+      write({ data: { type_url: '', value: Buffer.alloc(0) }, actor_id: r.with_actor_id ?? '' })
+      const tail = Number(r.tail_events ?? 0)
+      for (const e of tail < 0 ? ev.list : tail > 0 ? ev.list.slice(-tail) : []) if (wanted(e)) write(toEvent(e))
+      const onEvent = (e) => { if (wanted(e)) write(toEvent(e)) }
+      ev.emitter.on('event', onEvent)
+      // readiness also follows the Kubernetes side: look again while someone listens
+      try { await follow(ns, call, target, () => observeEvents(target)) } finally { ev.emitter.off('event', onEvent) }
+    }, { purpose: byTracker(call) ? 'wait' : undefined })),
     Kubeconfig: streaming(ns, async (call) => {
       const { nodes } = targetsOf(call)
       const messages = await invoke(ns, call, 'machine.Kubeconfig', {}, { targets: nodes, words: COMMAND_WORDS['machine.Kubeconfig'] })
       if (messages.length === 1 && !messages[0].node && messages[0].error) throw statusError(messages[0].error)
       for (const m of messages) call.write(m.error ? { metadata: metadataOf(m) } : { metadata: metadataOf(m), bytes: kubeconfigArchive(m.data.kubeconfig) })
     }),
+  }
+}
+
+/** ClusterService.HealthCheck: talosctl health runs it on the server by default (cmd/talosctl/cmd/talos/health.go --server) */
+function clusterService(ns) {
+  return {
+    HealthCheck: streaming(ns, async (call) => {
+      const r = call.request
+      const { targets, one2one } = routing(call)
+      const info = r.cluster_info ?? {}
+      const timeout = r.wait_timeout ? Number(r.wait_timeout.seconds ?? 0) * 1000 + Math.round((r.wait_timeout.nanos ?? 0) / 1e6) : undefined
+      const body = { ...(timeout ? { waitTimeoutMs: timeout } : {}), controlPlaneNodes: info.control_plane_nodes ?? [], workerNodes: info.worker_nodes ?? [], forceEndpoint: info.force_endpoint ?? '' }
+      // one-2-many adds the node's metadata; a worker answers a call for itself locally (apid director)
+      const md = one2one || ns.node.role === 'worker' ? undefined : { hostname: targets[0] }
+      let failed
+      const write = (msg) => { if (!call.cancelled) call.write(md ? { metadata: md, ...msg } : msg) }
+      const messages = await invoke(ns, call, 'cluster.HealthCheck', body, { targets, words: COMMAND_WORDS['cluster.HealthCheck'], onLine: (o) => {
+        if (o.line) write({ message: o.line })
+        if (o.error) failed = o.error
+      } })
+      const err = failed ?? messages.find((m) => m.error)?.error
+      if (!err) return
+      // one-2-many: the node's error as message metadata (apid); otherwise the call's status
+      if (md) write({ metadata: metadataOf({ node: targets[0], error: err }) })
+      else throw statusError(err)
+    }),
+  }
+}
+
+function storageService(ns) {
+  const TYPES = new Set(['UNKNOWN', 'SSD', 'HDD', 'NVME', 'SD', 'CD'])
+  return {
+    Disks: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'storage.Disks', {}, (d) => ({
+        disks: (d.disks ?? []).map((x) => ({ size: String(x.size), model: x.model, device_name: x.deviceName, serial: x.serial, wwid: x.wwid,
+          type: TYPES.has(x.type) ? x.type : 'UNKNOWN', bus_path: x.busPath, system_disk: !!x.systemDisk, subsystem: x.subsystem, readonly: !!x.readonly })),
+      }), { purpose: 'wait' }),
+    })),
   }
 }
 
@@ -256,6 +413,8 @@ export function serveGrpc(ns, tlsServer) {
     ns.grpc = new grpc.Server()
     ns.grpc.addService(packages.machine.MachineService.service, machineService(ns))
     ns.grpc.addService(packages.cosi.resource.State.service, stateService(ns))
+    ns.grpc.addService(packages.cluster.ClusterService.service, clusterService(ns))
+    ns.grpc.addService(packages.storage.StorageService.service, storageService(ns))
   }
   const injector = ns.grpc.createConnectionInjector(grpc.ServerCredentials.createInsecure())
   const http1 = tlsServer.listeners('secureConnection')

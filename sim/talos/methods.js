@@ -3,6 +3,7 @@
 import { stringify } from 'yaml'
 import { rpc } from './errors.js'
 import { DEFINITIONS, resolveType, publicDefinition, notFound } from './resources.js'
+import { startAction } from './events.js'
 
 const GO_VERSION = 'go1.25.5'
 const sha = (tag) => Buffer.from(tag).toString('hex').padEnd(8, '0').slice(0, 8)
@@ -149,18 +150,58 @@ export const METHODS = {
     if (maintenance) throw sim.talosMinor <= 12 ? rpc('Unimplemented', 'API is not implemented in maintenance mode') : rpc('PermissionDenied', 'not authorized')
     const wipeMode = body.wipeMode ?? 'all'
     if (!['all', 'system-disk', 'user-disks'].includes(wipeMode)) throw rpc('InvalidArgument', `unknown wipe mode "${wipeMode}"`)
-    node.ctx.clock.after(0.01, () => node.reset({ graceful: body.graceful !== false, reboot: !!body.reboot, wipeMode, systemLabelsToWipe: body.systemLabelsToWipe ?? [] }))
-    return {}
+    const graceful = body.graceful !== false
+    const actorId = startAction(node, 'reset', { graceful })
+    node.ctx.clock.after(0.01, () => node.reset({ graceful, reboot: !!body.reboot, wipeMode, systemLabelsToWipe: body.systemLabelsToWipe ?? [] }))
+    return { actorId }
   },
 
   'machine.Reboot'(sim, node, body) {
     const mode = body.mode ?? 'default'
     if (!['default', 'powercycle', 'force', ''].includes(mode)) throw rpc('Unknown', `invalid reboot mode: "${mode}"`)
+    const actorId = startAction(node, 'reboot')
     node.ctx.clock.after(0.01, () => node.reboot({}))
-    return {}
+    return { actorId }
   },
 
   'machine.Dmesg'(sim, node) { return { lines: node.logs.map((l) => ({ ...l, ts: sim.displayTime(l.ts).toISOString() })) } },
+
+  // a service's log exists once its process started in this boot (logging/circular.go: only the
+  // runner's Writer registers it); what the process printed is not modelled beyond its start line
+  'machine.Logs'(sim, node, body) {
+    const s = node.services.get(body.id)
+    const starts = (s?.events ?? []).filter((e) => e.state === 'Running' && e.msg.startsWith('Started task'))
+    if (!starts.length) throw rpc('Unknown', `log ${JSON.stringify(body.id)} was not registered`)
+    return { lines: starts.map((e) => serviceStartLine(sim, body.id, sim.displayTime(e.ts))) }
+  },
+
+  // Read serves the one file talosctl reads by itself: the boot ID its reboot/reset --wait compares
+  'machine.Read'(sim, node, body) {
+    if (body.path !== '/proc/sys/kernel/random/boot_id') throw rpc('Unknown', `open ${body.path}: no such file or directory`)
+    return { bytes: `${node.bootId}\n` }
+  },
+
+  // the Events stream's start (the stream itself: sim/grpc/server.js follows the node's event buffer)
+  'machine.Events'() { return {} },
+
+  // storaged's Disks (internal/app/storaged/server.go), also on the maintenance API: reset --reboot --wait's post check
+  'storage.Disks'(sim, node) {
+    return { disks: node.disks.map((d) => ({ size: d.size, model: d.model ?? '', deviceName: d.dev, serial: d.serial ?? '', wwid: d.wwid ?? '',
+      type: d.cdrom ? 'CD' : d.transport === 'nvme' ? 'NVME' : d.transport === 'mmc' ? 'SD' : d.rotational ? 'HDD' : d.transport ? 'SSD' : 'UNKNOWN',
+      busPath: d.busPath ?? '', systemDisk: false, subsystem: '/sys/class/block', readonly: !!d.readonly })) }
+  },
+}
+
+/** the first line a started service's process writes (texts chosen to read like the real ones) */
+function serviceStartLine(sim, id, at) {
+  const k8s = sim.scenario.cluster.kubernetesVersion
+  if (id === 'kubelet') {
+    const p2 = (n) => String(n).padStart(2, '0')
+    const klog = `${p2(at.getUTCMonth() + 1)}${p2(at.getUTCDate())} ${p2(at.getUTCHours())}:${p2(at.getUTCMinutes())}:${p2(at.getUTCSeconds())}.${String(at.getUTCMilliseconds() * 1000).padStart(6, '0')}`
+    return `I${klog}    2456 server.go:526] "Kubelet version" kubeletVersion="${k8s}"`
+  }
+  if (id === 'etcd') return `{"level":"info","ts":"${at.toISOString()}","caller":"etcdmain/etcd.go:64","msg":"Running: ","args":["/usr/local/bin/etcd"]}`
+  return `${at.toISOString()} ${id} started`
 }
 
 // roles allowed per method (internal/app/machined/pkg/system/services/machined.go rules); others: PermissionDenied
@@ -168,17 +209,18 @@ const READ = ['os:admin', 'os:operator', 'os:reader']
 export const ROLES = {
   'resources.Get': READ, 'machine.Version': READ, 'machine.ServiceList': READ, 'machine.Dmesg': READ, 'cluster.HealthCheck': READ,
   'machine.EtcdMemberList': [...READ, 'os:etcd:backup'], 'machine.EtcdStatus': [...READ, 'os:etcd:backup'],
+  'machine.Logs': READ, 'machine.Events': READ, 'storage.Disks': READ, 'machine.Read': ['os:admin'],
   'machine.ServiceAction': ['os:admin', 'os:operator'], 'machine.Reboot': ['os:admin', 'os:operator'],
   'machine.ApplyConfiguration': ['os:admin'], 'machine.Bootstrap': ['os:admin'], 'machine.Kubeconfig': ['os:admin'], 'machine.Reset': ['os:admin'],
   'machine.EtcdRemoveMemberByID': ['os:admin'], 'machine.EtcdLeaveCluster': ['os:admin'],
 }
 
 // methods the maintenance API serves (everything else: Unimplemented)
-export const MAINTENANCE_METHODS = new Set(['resources.Get', 'machine.ApplyConfiguration', 'machine.Version', 'machine.Reset'])
+export const MAINTENANCE_METHODS = new Set(['resources.Get', 'machine.ApplyConfiguration', 'machine.Version', 'machine.Reset', 'storage.Disks'])
 
 /** `on:` kind of a call for faults and the calls log */
 export function callKind(method, insecure) {
-  if (insecure && (method === 'resources.Get' || method === 'machine.Version')) return 'probe'
+  if (insecure && (method === 'resources.Get' || method === 'machine.Version' || method === 'storage.Disks')) return 'probe'
   return {
     'machine.ApplyConfiguration': 'apply', 'machine.Bootstrap': 'bootstrap', 'machine.Kubeconfig': 'kubeconfig',
     'machine.ServiceAction': 'service', 'machine.Reset': 'reset', 'machine.Reboot': 'reboot', 'cluster.HealthCheck': 'health',

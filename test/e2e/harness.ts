@@ -82,8 +82,6 @@ export class E2eCluster {
       PATH: [this.sim.binDir, GO_BIN, process.env.PATH ?? ''].join(delimiter),
       TALOSCONFIG: this.sim.env.TALOSCONFIG,
       KUBECONFIG: this.sim.env.KUBECONFIG,
-      SIM_TALOSCTL_VERSION: this.sim.env.SIM_TALOSCTL_VERSION,
-      SIM_CLI_SERVER: this.sim.env.SIM_CLI_SERVER,
       CLUSTER_DIR: this.clusterDir,
       NO_COLOR: '1',
       ...extra,

@@ -1,9 +1,9 @@
 // `node sim/cli.js up|down|calls|critical-path|add-fault` as the Taskfile runs it. Range 127.25.x.y.
 import { afterAll, describe, expect, it } from 'vitest'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import https from 'node:https'
 import { parse } from 'yaml'
 
@@ -41,8 +41,12 @@ describe('sim cli', () => {
     expect(env).toContain(`export TALOSCONFIG='${join(dir, 'cluster', 'clusterconfig', 'talosconfig')}'`)
     expect(env).toContain(`export KUBECONFIG='${join(dir, 'cluster', 'kubeconfig')}'`)
     expect(env).toContain(`export CLUSTER_DIR='${join(dir, 'cluster')}'`)
-    expect(env).toContain("export SIM_TALOSCTL_VERSION='v1.13.9'")
     expect(env).toContain(`export PATH='${join(dir, 'bin')}':"$PATH"`)
+    // the talosctl and helm first on that PATH are the real builds (`task tools`), not the simulator's own programs
+    const versions = execFileSync('bash', ['-c', `source ${join(dir, 'env')} && talosctl version --client && helm version`], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin', HOME: tmp } })
+    expect(versions).toMatch(/^Client:\n\tTag: +v1\.12\.11\n/)
+    expect(versions).toMatch(/\nversion\.BuildInfo\{Version:"v3\.21\.4",/)
+    for (const tool of ['talosctl', 'helm']) expect(readFileSync(join(dir, 'bin', tool)).subarray(0, 4).toString('latin1')).toBe('\x7fELF')
     const tc = parse(readFileSync(join(dir, 'cluster/clusterconfig/talosconfig'), 'utf8'))
     expect(tc.context).toBe('clitest')
     expect(tc.contexts.clitest.endpoints).toEqual([])
@@ -110,6 +114,20 @@ describe('sim cli', () => {
     expect((await probe('127.25.1.11', ['get'])).socketError).toBe('ECONNREFUSED')
     const again = cli('down', '--dir', dir)
     expect([again.status, again.stdout]).toEqual([0, 'simulator not running\n'])
+  })
+
+  it('without the real talosctl and helm (no .tools/bin, none on PATH) up exits 3 naming `task tools`; nothing starts', () => {
+    // a copy of sim/ with no .tools next to it, run with a PATH that holds only node
+    const bare = join(tmp, 'bare')
+    cpSync('sim', join(bare, 'sim'), { recursive: true })
+    symlinkSync(resolve('node_modules'), join(bare, 'node_modules'))
+    writeFileSync(join(bare, 'package.json'), readFileSync('package.json'))
+    const r = spawnSync(process.execPath, [join(bare, 'sim', 'cli.js'), 'up', '--scenario', scenario, '--dir', join(tmp, 'bare-dir')],
+      { encoding: 'utf8', timeout: 60000, env: { PATH: dirname(process.execPath), HOME: tmp } })
+    expect(r.status).toBe(3)
+    expect(r.stderr).toBe('simulator not started: talosctl and helm not found: the simulator needs the real talosctl (v1.12.x) and helm (v3) ' +
+      '(fix: run `task tools`, which puts them into .tools/bin, or put them on PATH)\n')
+    expect(existsSync(join(tmp, 'bare-dir', 'sim.pid'))).toBe(false)
   })
 
   it('an invalid scenario exits 2 naming the field; nothing starts', () => {

@@ -4,7 +4,7 @@
 // (Bootstrap: the only check is an empty etcd data directory; EtcdMemberList through a local client,
 // which waits for a connection while etcd is down).
 import { execFile } from 'node:child_process'
-import { resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { applyInsecure, bootstrapWhenReady, startOn, talosCall, type Started } from './helpers.js'
 
@@ -16,9 +16,10 @@ const members = async (c: Started, ip: string, timeoutMs?: number): Promise<Memb
   const r = await talosCall(c.sim, ip, 'machine.EtcdMemberList', { queryLocal: true }, { secure: true, nodes: ip, ...(timeoutMs ? { timeoutMs } : {}) })
   return r.socketError ?? r.messages?.[0]?.error?.message ?? r.messages![0]!.data.members
 }
+// the real talosctl (`task tools`), as .sim/env puts it on PATH
 const talosctl = (c: Started, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-  new Promise((done) => execFile(resolve(__dirname, '../../sim/bin/talosctl'), args,
-    { env: { PATH: process.env.PATH!, HOME: c.dir, TALOSCONFIG: c.sim.env.TALOSCONFIG, SIM_CLI_SERVER: c.sim.env.SIM_CLI_SERVER ?? '' } },
+  new Promise((done) => execFile(join(c.sim.binDir, 'talosctl'), args,
+    { env: { PATH: process.env.PATH!, HOME: c.dir, TALOSCONFIG: c.sim.env.TALOSCONFIG } },
     (err: any, stdout, stderr) => done({ code: err ? err.code : 0, stdout, stderr })))
 
 describe('learners', () => {

@@ -1,5 +1,6 @@
 // Shared helpers for simulator tests: build a scenario on a 127.x.y range, start it in a temp
-// dir, and talk to a node's API directly over HTTPS (as sim/talosctl does).
+// dir, and talk to a node's API directly over HTTPS (the JSON protocol sim/grpc translates the real
+// talosctl's calls into; ARCHITECTURE.md). The real talosctl and helm: `sim.binDir` (task tools).
 import https from 'node:https'
 import tls from 'node:tls'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -111,3 +112,15 @@ export function stageLog(sim: Simulator, node: string): string[] {
   return log
 }
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** a CNI agent DaemonSet sim/kube makes nodes Ready with (kube-proxy-free: it reaches the API through
+ *  KubePrism, as the generated configs need; test/sim/cni-network.test.ts) */
+export const CNI_DAEMONSET = `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: cilium, namespace: kube-system, annotations: {sim.talos-bootstrap.dev/cni: "true"}}
+spec:
+  selector: {matchLabels: {k8s-app: cilium}}
+  template:
+    metadata: {labels: {k8s-app: cilium}}
+    spec: {hostNetwork: true, tolerations: [{operator: Exists}], containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.16.5", env: [{name: KUBERNETES_SERVICE_HOST, value: localhost}, {name: KUBERNETES_SERVICE_PORT, value: "7445"}]}]}
+`

@@ -7,18 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { applyInsecure, bootstrapWhenReady, startOn, talosCall, type Started } from './helpers.js'
-
-// the configs say kube-proxy disabled: the agent reaches the API through KubePrism (test/sim/cni-network.test.ts)
-const CNI = `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system, annotations: {sim.talos-bootstrap.dev/cni: "true"}}
-spec:
-  selector: {matchLabels: {k8s-app: cilium}}
-  template:
-    metadata: {labels: {k8s-app: cilium}}
-    spec: {hostNetwork: true, tolerations: [{operator: Exists}], containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.16.5", env: [{name: KUBERNETES_SERVICE_HOST, value: localhost}, {name: KUBERNETES_SERVICE_PORT, value: "7445"}]}]}
-`
+import { applyInsecure, bootstrapWhenReady, CNI_DAEMONSET as CNI, startOn, talosCall, type Started } from './helpers.js'
 
 describe('kube API inside the simulator', () => {
   let c: Started

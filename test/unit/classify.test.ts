@@ -38,6 +38,16 @@ const CASES: Array<[string, ErrorKind]> = [
   ['Error: Kubernetes cluster unreachable: Get "https://127.0.0.2:6443/version": dial tcp 127.0.0.2:6443: connect: connection refused', 'unreachable'],
   ['error: timed out waiting for the condition on nodes/wrkr-1', 'timeout'],
   ['something nobody has seen before', 'unknown'],
+  // as the real talosctl v1.12.11 and helm v3.21.4 print them against the simulator
+  // (test/sim/talosctl-ops.test.ts, test/sim/talosctl-real.test.ts, test/sim/helm.test.ts)
+  [`${unavailable('transport: Error while dialing: dial tcp 127.31.1.99:50000: connect: connection refused')}\n`, 'unreachable'],
+  ['1 error occurred:\n\t* rpc error: code = DeadlineExceeded desc = context deadline exceeded\n\n\n', 'timeout'],
+  ['error listing services: 1 error occurred:\n\t* 127.31.1.21: rpc error: code = Unavailable desc = error reading from server: EOF\n\n\n', 'unreachable'],
+  ['error executing reset: rpc error: code = PermissionDenied desc = not authorized\n', 'unauthorized'],
+  // not retried: the bootstrap phase reads it as "already bootstrapped" (lib/phases/bootstrap.ts)
+  ['error executing bootstrap: 1 error occurred:\n\t* 127.37.1.11: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n', 'unknown'],
+  ['Error: release: not found\n', 'unknown'],
+  ['Error: uninstall: Release not loaded: cilium: release: not found\n', 'unknown'],
 ]
 
 describe('classify', () => {
