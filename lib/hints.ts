@@ -103,7 +103,7 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'ip' |
     case 'kubelet':
       // a kubelet that failed its pre stage is not started again by Talos (machined
       // system/service_runner.go: only the process is restarted): restart it once the cause is gone
-      return `check the kubelet (\`${talosctlCommand(node, 'service kubelet')}\`, \`${talosctlCommand(node, 'logs kubelet')}\`); once the cause is fixed, restart it (Talos does not retry a kubelet that failed to start) and recover the node, run: ${talosctlCommand(node, 'service kubelet restart')} && ${recover}`
+      return `check the kubelet (\`${talosctlCommand(node, 'service kubelet')}\`; a kubelet that failed before it started has no log of its own, machined's console has the cause: \`${talosctlCommand(node, 'dmesg')}\`); once the cause is fixed, restart it (Talos does not retry a kubelet that failed to start) and recover the node, run: ${talosctlCommand(node, 'service kubelet restart')} && ${recover}`
     case 'node-not-ready':
       return `see why with \`${kubectlCommand(`describe node ${node.name}`)}\`, then run: ${recover}`
     case 'cni':

@@ -1,7 +1,7 @@
 // Fault matrix, the Kubernetes rows: a worker kubelet failing on its volume mount, the CNI pod never
 // ready on one node, the root Kustomization failing. Each row on its own range 127.93.<row>.0/24.
 import { describe, expect, it } from 'vitest'
-import { nodeIn } from '../e2e/harness.js'
+import { nodeIn, run } from '../e2e/harness.js'
 import { expectPhase, fastWith, nodeRecovery, stepIn, ROW_TIMEOUT, withCluster } from './helpers.js'
 
 // a healthy node is Ready about 1 s into wait-ready at speed 600; a failing one sits out this wait
@@ -19,6 +19,14 @@ describe.concurrent('Kubernetes faults', () => {
       const failed = nodeIn(report, 'wait-ready', 'wrkr-1')
       expect(failed.error?.message).toMatch(/kubelet Failed.*volume mounts/)
       expect(failed.error?.hint).toContain('-e 127.93.1.21 -n 127.93.1.21 service kubelet')
+      // a kubelet that failed before it started has no log (`logs kubelet`: not registered); the
+      // hint's console command, run as written, shows the cause
+      expect(failed.error?.hint).not.toContain('logs kubelet')
+      const dmesg = /`(talosctl [^`]* dmesg)`/.exec(failed.error?.hint ?? '')?.[1]
+      expect(dmesg).toBeDefined()
+      const shown = await run('bash', ['-c', dmesg ?? 'false'], cluster.env())
+      expect(shown.code).toBe(0)
+      expect(shown.stdout).toMatch(/service\[kubelet\]\(Failed\).*volume mounts/)
       expect(stepIn(report, 'wait-ready', 'cni').status).toBe('ok')
       expect(result.stdout).toMatch(/^wrkr-1\s+127\.93\.1\.21\s+worker\s+ok\s+ok\s+ok\s+skipped\s+failed \(kubelet\)/m)
     }), ROW_TIMEOUT)
