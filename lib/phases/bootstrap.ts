@@ -8,7 +8,7 @@ import { pollUntil, PollTimeout } from '../poll.js'
 import { withRetry } from '../retry.js'
 import type { Run } from '../run.js'
 import { SharedReading } from '../shared-reading.js'
-import type { EtcdMember } from '../tools/talosctl.js'
+import type { EtcdMember, NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
 
 const controlPlanes = (run: Run): ClusterNode[] => run.inventory.nodes.filter((n) => n.role === 'controlplane')
 
@@ -30,10 +30,15 @@ export function bootstrapNode(run: Run): ClusterNode {
 async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<ClusterNode | undefined> {
   const cps = controlPlanes(run)
   const errors = new Map<string, NodeError>()
+  // one batched read through the bootstrap node; a node it could not tell about (the endpoint
+  // down, or no etcd registered there yet) is asked alone
+  const batched = cps.length > 1 ? await run.talosctl.serviceStatuses(cps, bootstrapNode(run), 'etcd') : new Map<string, NodeAnswer<ServiceStatus>>()
   const states = await Promise.all(
     cps.map(async (cp) => {
       try {
-        const etcd = await run.talosctl.serviceStatus(cp, 'etcd')
+        const answer = batched.get(cp.ip)
+        if (answer?.error) throw answer.error
+        const etcd = answer?.value ?? (await run.talosctl.serviceStatus(cp, 'etcd'))
         run.facts.of(cp.name).etcd = etcd.state
         return etcd.state
       } catch (err) {
