@@ -81,14 +81,17 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   const node = bootstrapNode(run)
   report.progress(`talosctl bootstrap on ${node.name}`)
   let running: ClusterNode | undefined
+  let calls = 0
   const attempts = (): Promise<unknown> =>
     withRetry(
-      async (attempt) => {
-        // asked again before every retry: another run may have bootstrapped a control plane meanwhile
-        if (attempt > 1 && !run.options.dryRun && (running = await etcdRunningSomewhere(run, report))) return
+      async () => {
+        // asked again before every call after the first: another run may have bootstrapped a control plane meanwhile
+        if (calls++ > 0 && !run.options.dryRun && (running = await etcdRunningSomewhere(run, report))) return
         await run.talosctl.bootstrap(node)
       },
-      { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) },
+      // "not available yet" is asked again every poll interval below, not after a growing backoff:
+      // the boot's end is on the critical path
+      { settings: run.settings, signal: run.signal, retries: (e) => e.kind !== 'not-ready-yet', onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) },
     )
   // "bootstrap is not available yet" is a booting control plane, not a failure: a slow boot may
   // outlast the retries, so only bootstrapTimeout ends that wait
