@@ -8,6 +8,7 @@ import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import type { Run } from '../run.js'
 import { BatchedReading, SharedReading } from '../shared-reading.js'
 import type { MachineStatus, NodeAnswer } from '../tools/talosctl.js'
+import { bootstrapNode } from './bootstrap.js'
 
 /** Kinds that mean "not up yet" while a node installs and reboots: keep waiting. */
 const WAITABLE = new Set(['unreachable', 'timeout'])
@@ -91,10 +92,14 @@ export class StatusReads {
   private seedDown = false
   private readonly batch: BatchedReading<ClusterNode, NodeAnswer<MachineStatus>>
 
-  /** `seed`: a control plane known to answer before any read here (after the bootstrap: the bootstrap node) */
+  /**
+   * `seed`: a control plane known to answer before any read here (after the bootstrap: the bootstrap
+   * node); `spared`: the node to borrow last (the bootstrap node: etcd's reads go through it too).
+   */
   constructor(
     private readonly run: Run,
     private readonly seed: () => ClusterNode | undefined = () => undefined,
+    private readonly spared: () => ClusterNode | undefined = () => undefined,
   ) {
     // a round's nodes ask within a few ms of each other (the same poll tick), more under load
     this.batch = new BatchedReading((nodes) => this.readBatch(nodes), Math.min(100, run.settings.pollIntervalMs / 8))
@@ -153,9 +158,12 @@ export class StatusReads {
       if (!entry) return true
       return now - entry.readAt >= interval || (now - entry.askedAt < interval && !this.spare.has(name))
     }
+    // the spared node and the endpoint last: other reads of the run go through them
+    const spared = this.spared()
+    const rank = (n: ClusterNode): number => (n === spared ? 2 : n === via ? 1 : 0)
     const borrowable = [...this.seen.values()]
       .filter((e) => e.up && !this.run.failed.has(e.node.name) && !nodes.includes(e.node) && free(e.node.name))
-      .sort((a, b) => a.readAt - b.readAt)
+      .sort((a, b) => rank(a.node) - rank(b.node) || a.readAt - b.readAt)
     return borrowable[0]?.node ?? (free(via.name) && !nodes.includes(via) ? via : undefined)
   }
 
@@ -291,12 +299,21 @@ export async function completeVerification(node: ClusterNode, run: Run, report: 
   return { ...outcome, detail: `${outcome.detail ?? 'running'} (authenticated API up after the bootstrap)` }
 }
 
+/** The bootstrap node, or undefined when the bootstrapNode setting names no control plane (the bootstrap phase says so). */
+export function bootstrapNodeIfAny(run: Run): ClusterNode | undefined {
+  try {
+    return bootstrapNode(run)
+  } catch {
+    return undefined
+  }
+}
+
 export const verify: Phase = {
   name: 'verify',
   title: 'Verify nodes left maintenance and are up',
   steps: (run) => {
     const endpoint = endpointReading(run)
-    const reads = new StatusReads(run)
+    const reads = new StatusReads(run, undefined, () => bootstrapNodeIfAny(run))
     return [{ kind: 'node', title: 'Verify nodes', readOnly: true, would: 'would wait until it is up on the authenticated API', run: (node, r, report) => verifyNode(node, r, report, reads, endpoint) }]
   },
 }

@@ -15,7 +15,7 @@ import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
 import { SharedReading } from '../shared-reading.js'
 import { condition, type KubeObject } from '../tools/kubectl.js'
 import { aimKubeconfig, bootstrapNode, NOT_BOOTSTRAPPED } from './bootstrap.js'
-import { completeVerification, StatusReads } from './verify.js'
+import { bootstrapNodeIfAny, completeVerification, StatusReads } from './verify.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
@@ -235,7 +235,7 @@ export const waitReady: Phase = {
   steps: (run) => {
     const r = readings(run)
     // the workers' reads go through the control plane etcd was bootstrapped on (it answers by now)
-    const reads = new StatusReads(run, () => (run.facts.cluster.bootstrapped === true ? bootstrapNode(run) : undefined))
+    const reads = new StatusReads(run, () => (run.facts.cluster.bootstrapped === true ? bootstrapNode(run) : undefined), () => bootstrapNodeIfAny(run))
     const all = (): boolean => true
     const notBootstrapped = (r: Run): string | undefined => (r.facts.cluster.bootstrapped === false ? NOT_BOOTSTRAPPED : undefined)
     // without a kubeconfig (the bootstrap could not run) no later step can: they stay not-run with
