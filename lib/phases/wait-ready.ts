@@ -15,7 +15,8 @@ import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
 import { SharedReading } from '../shared-reading.js'
 import { condition, type KubeObject } from '../tools/kubectl.js'
 import { aimKubeconfig, bootstrapNode, NOT_BOOTSTRAPPED } from './bootstrap.js'
-import { bootstrapNodeIfAny, completeVerification, StatusReads } from './verify.js'
+import { StatusReads } from '../status-reads.js'
+import { bootstrapNodeIfAny, completeVerification } from './verify.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest'
 import { loadInventory } from '../../lib/inventory.js'
 import type { Run } from '../../lib/run.js'
-import { StatusReads } from '../../lib/phases/verify.js'
+import { StatusReads } from '../../lib/status-reads.js'
 import type { ToolCall, ToolResult, ToolRunner } from '../../lib/tools/exec.js'
 import { Talosctl } from '../../lib/tools/talosctl.js'
 import { clusterDir, type FixtureNode } from './fixtures.js'
