@@ -149,8 +149,14 @@ function nodeReadyStep(r: Readings) {
     let stage: Stage = { kind: 'kubelet', why: 'not checked yet' }
     let registered = false
     const check = async (): Promise<PollAnswer<NodeOutcome>> => {
-      // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once
-      const [kubelet, nodes, pods] = await Promise.all([registered ? undefined : kubeletOf(node, run, r), r.nodes.get(), r.cniPods?.get()])
+      // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once; once
+      // registered, Talos's flannel too (what Ready then needs, without a read after it)
+      const [kubelet, nodes, pods, early] = await Promise.all([
+        registered ? undefined : kubeletOf(node, run, r),
+        r.nodes.get(),
+        r.cniPods?.get(),
+        registered ? r.talosFlannel?.get().catch(() => undefined) : undefined,
+      ])
       const self = nodes.find((n) => n.metadata.name === kubeNodeName(node))
       if (!registered) {
         const kubeletState = kubelet ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}` : 'kubelet not readable'
@@ -171,7 +177,7 @@ function nodeReadyStep(r: Readings) {
       const ready = condition(self, 'Ready')
       if (ready?.status === 'True') {
         // a failed read is "not yet", as every read of a wait
-        const flannelPods = r.talosFlannel ? await r.talosFlannel.get().catch(() => undefined) : []
+        const flannelPods = r.talosFlannel ? (early ?? (await r.talosFlannel.get().catch(() => undefined))) : []
         if (!flannelPods) return { done: false, state: "Ready; looking for Talos's own CNI" }
         // a dry run's reads answer as a healthy cluster would: every pod list holds a pod per node
         const flannel = run.options.dryRun ? undefined : flannelPods.find((p) => p.spec?.nodeName === kubeNodeName(node))
