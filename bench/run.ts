@@ -7,7 +7,7 @@
 //   npm run bench -- --cases 300x16 --no-baseline --merge --out bench/results.json   (re-measure one case)
 //   --deadline-x N: interrupt a case at N times its critical path (default 8)
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -61,6 +61,18 @@ if (!existsSync('/usr/bin/time')) {
   process.exit(2)
 }
 
+/** a compiled program (the real clients are Go binaries; a script answering to the name is not one) */
+function isElf(path: string): boolean {
+  const fd = openSync(path, 'r')
+  try {
+    const head = Buffer.alloc(4)
+    readSync(fd, head, 0, 4, 0)
+    return head.toString('latin1') === '\x7fELF'
+  } finally {
+    closeSync(fd)
+  }
+}
+
 /**
  * The real talosctl and helm `task tools` put in .tools/bin (the simulator's env puts them first on
  * PATH): without them the bench would time whatever else answers to those names, so it stops.
@@ -68,7 +80,7 @@ if (!existsSync('/usr/bin/time')) {
 function realClients(): { talosctl: string; helm: string } {
   const version = (tool: string, args: string[], pattern: RegExp): string | undefined => {
     const bin = join(ROOT, '.tools', 'bin', tool)
-    if (!existsSync(bin) || readFileSync(bin).subarray(0, 4).toString('latin1') !== '\x7fELF') return undefined
+    if (!existsSync(bin) || !isElf(bin)) return undefined
     try {
       return pattern.exec(execFileSync(bin, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }))?.[1]
     } catch {
