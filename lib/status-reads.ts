@@ -29,7 +29,8 @@ export class StatusReads {
 
   /**
    * `seed`: a control plane known to answer before any read here (after the bootstrap: the bootstrap
-   * node); `spared`: the node to borrow last (the bootstrap node: etcd's reads go through it too).
+   * node); `spared`: a node never borrowed (during verify the bootstrap node: etcd's checks and
+   * member lists go through it next, as many reads as its own polls leave room for).
    */
   constructor(
     private readonly run: Run,
@@ -93,13 +94,12 @@ export class StatusReads {
       if (!entry) return true
       return now - entry.readAt >= interval || (now - entry.askedAt < interval && !this.spare.has(name))
     }
-    // the spared node and the endpoint last: other reads of the run go through them
+    // the endpoint last: the batches' other calls go through it
     const spared = this.spared()
-    const rank = (n: ClusterNode): number => (n === spared ? 2 : n === via ? 1 : 0)
     const borrowable = [...this.seen.values()]
-      .filter((e) => e.up && !this.run.failed.has(e.node.name) && !nodes.includes(e.node) && free(e.node.name))
-      .sort((a, b) => rank(a.node) - rank(b.node) || a.readAt - b.readAt)
-    return borrowable[0]?.node ?? (free(via.name) && !nodes.includes(via) ? via : undefined)
+      .filter((e) => e.up && e.node !== spared && !this.run.failed.has(e.node.name) && !nodes.includes(e.node) && free(e.node.name))
+      .sort((a, b) => Number(a.node === via) - Number(b.node === via) || a.readAt - b.readAt)
+    return borrowable[0]?.node ?? (via !== spared && free(via.name) && !nodes.includes(via) ? via : undefined)
   }
 
   private async readBatch(nodes: ClusterNode[]): Promise<Map<ClusterNode, NodeAnswer<MachineStatus>>> {

@@ -176,7 +176,7 @@ export async function completeVerification(node: ClusterNode, run: Run, report: 
 }
 
 /** The bootstrap node, or undefined when the bootstrapNode setting names no control plane (the bootstrap phase says so). */
-export function bootstrapNodeIfAny(run: Run): ClusterNode | undefined {
+function bootstrapNodeIfAny(run: Run): ClusterNode | undefined {
   try {
     return bootstrapNode(run)
   } catch {

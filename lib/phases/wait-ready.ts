@@ -16,7 +16,7 @@ import { SharedReading } from '../shared-reading.js'
 import { condition, type KubeObject } from '../tools/kubectl.js'
 import { aimKubeconfig, bootstrapNode, NOT_BOOTSTRAPPED } from './bootstrap.js'
 import { StatusReads } from '../status-reads.js'
-import { bootstrapNodeIfAny, completeVerification } from './verify.js'
+import { completeVerification } from './verify.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
@@ -242,7 +242,7 @@ export const waitReady: Phase = {
   steps: (run) => {
     const r = readings(run)
     // the workers' reads go through the control plane etcd was bootstrapped on (it answers by now)
-    const reads = new StatusReads(run, () => (run.facts.cluster.bootstrapped === true ? bootstrapNode(run) : undefined), () => bootstrapNodeIfAny(run))
+    const reads = new StatusReads(run, () => (run.facts.cluster.bootstrapped === true ? bootstrapNode(run) : undefined))
     const all = (): boolean => true
     const notBootstrapped = (r: Run): string | undefined => (r.facts.cluster.bootstrapped === false ? NOT_BOOTSTRAPPED : undefined)
     // without a kubeconfig (the bootstrap could not run) no later step can: they stay not-run with

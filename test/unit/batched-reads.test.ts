@@ -147,3 +147,21 @@ describe('large batches', () => {
     expect(services.size).toBe(0) // the fake answers every call with MachineStatus rows: no service blocks
   })
 })
+
+describe('StatusReads: the spared node', () => {
+  it('is never borrowed to resolve a batch: another control plane is, else each node is read alone', async () => {
+    const nodes2: FixtureNode[] = [...NODES.slice(0, 1), { hostname: 'cp-2', ip: '127.0.0.12', cp: true }, ...NODES.slice(1)]
+    const inventory = loadInventory(clusterDir(nodes2))
+    const { runner, calls } = fakeRunner((args) => ({ exitCode: 0, stdout: nodesArg(args).map((ip) => row(ip, 'running')).join('\n'), stderr: '' }))
+    const node = (name: string) => inventory.nodes.find((n) => n.name === name) ?? expect.fail(name)
+    const reads = new StatusReads(runOf(new Talosctl(runner, inventory)), undefined, () => node('cp-1'))
+    await reads.read(node('cp-1'))
+    await reads.read(node('wrkr-1'))
+    // only the spared cp-1 answered so far: the worker was read alone
+    expect(calls.map(nodesArg)).toEqual([['127.0.0.11'], ['127.0.0.21']])
+    await reads.read(node('cp-2'))
+    await reads.read(node('wrkr-2'))
+    // the batch for wrkr-2 resolves through cp-2 (it answered), never through cp-1
+    expect(calls.at(-1) && nodesArg(calls.at(-1) ?? [])).toEqual(['127.0.0.12', '127.0.0.22'])
+  })
+})
