@@ -7,7 +7,7 @@
 //   npm run bench -- --cases 300x16 --no-baseline --merge --out bench/results.json   (re-measure one case)
 //   --deadline-x N: interrupt a case at N times its critical path (default 8)
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -61,9 +61,44 @@ if (!existsSync('/usr/bin/time')) {
   process.exit(2)
 }
 
+/** a compiled program (the real clients are Go binaries; a script answering to the name is not one) */
+function isElf(path: string): boolean {
+  const fd = openSync(path, 'r')
+  try {
+    const head = Buffer.alloc(4)
+    readSync(fd, head, 0, 4, 0)
+    return head.toString('latin1') === '\x7fELF'
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/**
+ * The real talosctl and helm `task tools` put in .tools/bin (the simulator's env puts them first on
+ * PATH): without them the bench would time whatever else answers to those names, so it stops.
+ */
+function realClients(): { talosctl: string; helm: string } {
+  const version = (tool: string, args: string[], pattern: RegExp): string | undefined => {
+    const bin = join(ROOT, '.tools', 'bin', tool)
+    if (!existsSync(bin) || !isElf(bin)) return undefined
+    try {
+      return pattern.exec(execFileSync(bin, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }))?.[1]
+    } catch {
+      return undefined
+    }
+  }
+  const talosctl = version('talosctl', ['version', '--client'], /Tag:\s+(v1\.12\.\S+)/)
+  const helm = version('helm', ['version', '--short'], /^(v3\.[^+\s]+)/)
+  if (!talosctl || !helm) {
+    process.stderr.write(`npm run bench measures the real talosctl (v1.12) and helm (v3) in .tools/bin; missing: ${[talosctl ? '' : 'talosctl', helm ? '' : 'helm'].filter(Boolean).join(', ')} (fix: run \`task tools\` first)\n`)
+    process.exit(3)
+  }
+  return { talosctl, helm }
+}
+
 const machine = {
   cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, memGB: round(os.totalmem() / 2 ** 30, 1),
-  os: `${os.type()} ${os.release()}`, node: process.version,
+  os: `${os.type()} ${os.release()}`, node: process.version, ...realClients(),
 }
 
 function perNode(calls: CallRecord[], nodes: number): Record<string, number> {
@@ -109,7 +144,7 @@ function cpuFigures(m: RunMeasure) {
 }
 
 const header = `${'nodes'.padStart(5)} ${'conc'.padStart(4)} ${'wall s'.padStart(7)} ${'crit s'.padStart(7)} ${'ratio'.padStart(6)} ${'cpu s'.padStart(6)} ${'all s'.padStart(6)} ${'rss MB'.padStart(7)} ${'sim s'.padStart(6)} ${'load'.padStart(9)}  status/node/interval  calls per node`
-process.stdout.write(`bench on ${machine.cpu} x${machine.cores}, ${machine.memGB} GB, ${machine.os}, node ${machine.node}\n${header}\n`)
+process.stdout.write(`bench on ${machine.cpu} x${machine.cores}, ${machine.memGB} GB, ${machine.os}, node ${machine.node}, talosctl ${machine.talosctl}, helm ${machine.helm}\n${header}\n`)
 
 // --merge: keep the cases (and baseline) of an earlier run that this one does not measure again
 const earlier = values.merge && existsSync(outFile) ? (JSON.parse(readFileSync(outFile, 'utf8')) as { cases: Record<string, unknown>[]; baseline?: Record<string, unknown> }) : undefined

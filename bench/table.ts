@@ -9,12 +9,12 @@ interface Row {
   cpuS: number; cpuAllS: number; toolCpuS: number; peakRssMB: number; simCpuS: number; toolCpuPerInvocationMs: number
   invocations: Record<string, number>; statusReadsPerNodePerInterval: { max: number; mean: number }; loadAvg: { before: number; after: number }
 }
-interface Results { machine: { cpu: string; cores: number; memGB: number; os: string; node: string }; date: string; cases: Row[]; baseline?: { nodes: number; wallS: number; speedup?: number; speedupAgainst?: string; cpuAllS: number } }
+interface Results { machine: { cpu: string; cores: number; memGB: number; os: string; node: string; talosctl?: string; helm?: string }; date: string; cases: Row[]; baseline?: { nodes: number; wallS: number; speedup?: number; speedupAgainst?: string; cpuAllS: number } }
 
 const r = JSON.parse(readFileSync(process.argv[2] ?? join(ROOT, 'bench', 'results.json'), 'utf8')) as Results
 const m = r.machine
 const lines = [
-  `Last case measured ${r.date.slice(0, 16).replace('T', ' ')} UTC, on ${m.cpu} ×${m.cores}, ${m.memGB} GB, ${m.os}, Node ${m.node}.`,
+  `Last case measured ${r.date.slice(0, 16).replace('T', ' ')} UTC, on ${m.cpu} ×${m.cores}, ${m.memGB} GB, ${m.os}, Node ${m.node}, ${m.talosctl ? `the real talosctl ${m.talosctl} and helm ${m.helm ?? '?'}` : 'clients not recorded'}.`,
   '',
   '| nodes | CONCURRENCY | wall s | critical path s | ratio | orchestrator CPU s | CPU s incl. tools | simulator CPU s | tool processes | peak RSS MB | status reads / node / interval | load avg (1 min) | exit | product |',
   '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |',

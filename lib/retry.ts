@@ -13,6 +13,8 @@ export interface RetryOptions {
   settings: Pick<Settings, 'retries' | 'retryDelayMs' | 'retryMaxDelayMs'>
   signal: AbortSignal
   onRetry?: (event: RetryEvent) => void
+  /** which transient errors are retried here (default: all); the others go back to the caller at once */
+  retries?: (error: NodeError) => boolean
 }
 
 /**
@@ -35,11 +37,11 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, options: 
       maxTimeout: options.settings.retryMaxDelayMs,
       randomize: true,
       signal: options.signal,
-      shouldRetry: ({ error }) => error instanceof NodeError && error.transient,
+      shouldRetry: ({ error }) => retried(error, options),
       // called before shouldRetry, so only a transient error with retries left is reported; retryDelay
       // is the delay p-retry then waits (no maxRetryTime shortens it)
       onFailedAttempt: ({ error, attemptNumber, retriesLeft, retryDelay }) => {
-        if (!(error instanceof NodeError) || !error.transient || retriesLeft === 0) return
+        if (!retried(error, options) || retriesLeft === 0 || !(error instanceof NodeError)) return
         options.onRetry?.({ attempt: attemptNumber, error, delayMs: retryDelay })
       },
     },
@@ -48,4 +50,8 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, options: 
     throw err
   })
   return { value, attempts }
+}
+
+function retried(error: unknown, options: RetryOptions): boolean {
+  return error instanceof NodeError && error.transient && (options.retries?.(error) ?? true)
 }

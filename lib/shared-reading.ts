@@ -30,3 +30,35 @@ export class SharedReading<T> {
     return entry.value
   }
 }
+
+/**
+ * Reads of many keys asked for within `windowMs` of each other go out as one batched read of
+ * exactly those keys (the nodes of a poll round asking together: one talosctl process, not one
+ * each). Each ask reads its key once, so a node polled once per interval is read once per interval.
+ * A key the batch did not answer, or a batch that failed, resolves undefined: the caller reads it alone.
+ */
+export class BatchedReading<K, V> {
+  private queue: Map<K, Array<(value: V | undefined) => void>> | undefined
+
+  constructor(
+    private readonly read: (keys: K[]) => Promise<Map<K, V>>,
+    private readonly windowMs: number,
+  ) {}
+
+  get(key: K): Promise<V | undefined> {
+    if (!this.queue) {
+      const queue = new Map<K, Array<(value: V | undefined) => void>>()
+      this.queue = queue
+      setTimeout(() => void this.flush(queue), this.windowMs)
+    }
+    const waiting = this.queue.get(key) ?? []
+    this.queue.set(key, waiting)
+    return new Promise((resolve) => waiting.push(resolve))
+  }
+
+  private async flush(queue: Map<K, Array<(value: V | undefined) => void>>): Promise<void> {
+    if (this.queue === queue) this.queue = undefined
+    const answers = await this.read([...queue.keys()]).catch(() => new Map<K, V>())
+    for (const [key, waiting] of queue) for (const resolve of waiting) resolve(answers.get(key))
+  }
+}

@@ -96,11 +96,11 @@ export async function machineReadings(tools: StatusTools, nodes: ClusterNode[]):
   for (const cp of controlPlanes.slice(0, 3)) {
     const ordered = [cp, ...nodes.filter((n) => n.ip !== cp.ip)]
     const statuses = await tools.talosctl.machineStatuses(ordered, cp)
-    const got = [...statuses.values()].filter((s) => s !== undefined).length
+    const got = [...statuses.values()].filter((s) => s.value !== undefined).length
     if (got === 0) continue
     via = cp
     for (const node of nodes) {
-      const status = statuses.get(node.ip)
+      const status = statuses.get(node.ip)?.value
       if (status) readings.set(node.name, { state: 'status', status })
     }
     break

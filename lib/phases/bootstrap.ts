@@ -8,7 +8,7 @@ import { pollUntil, PollTimeout } from '../poll.js'
 import { withRetry } from '../retry.js'
 import type { Run } from '../run.js'
 import { SharedReading } from '../shared-reading.js'
-import type { EtcdMember } from '../tools/talosctl.js'
+import type { EtcdMember, NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
 
 const controlPlanes = (run: Run): ClusterNode[] => run.inventory.nodes.filter((n) => n.role === 'controlplane')
 
@@ -30,10 +30,15 @@ export function bootstrapNode(run: Run): ClusterNode {
 async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<ClusterNode | undefined> {
   const cps = controlPlanes(run)
   const errors = new Map<string, NodeError>()
+  // one batched read through the bootstrap node; a node it could not tell about (the endpoint
+  // down, or no etcd registered there yet) is asked alone
+  const batched = cps.length > 1 ? await run.talosctl.serviceStatuses(cps, bootstrapNode(run), 'etcd') : new Map<string, NodeAnswer<ServiceStatus>>()
   const states = await Promise.all(
     cps.map(async (cp) => {
       try {
-        const etcd = await run.talosctl.serviceStatus(cp, 'etcd')
+        const answer = batched.get(cp.ip)
+        if (answer?.error) throw answer.error
+        const etcd = answer?.value ?? (await run.talosctl.serviceStatus(cp, 'etcd'))
         run.facts.of(cp.name).etcd = etcd.state
         return etcd.state
       } catch (err) {
@@ -76,14 +81,17 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   const node = bootstrapNode(run)
   report.progress(`talosctl bootstrap on ${node.name}`)
   let running: ClusterNode | undefined
+  let calls = 0
   const attempts = (): Promise<unknown> =>
     withRetry(
-      async (attempt) => {
-        // asked again before every retry: another run may have bootstrapped a control plane meanwhile
-        if (attempt > 1 && !run.options.dryRun && (running = await etcdRunningSomewhere(run, report))) return
+      async () => {
+        // asked again before every call after the first: another run may have bootstrapped a control plane meanwhile
+        if (calls++ > 0 && !run.options.dryRun && (running = await etcdRunningSomewhere(run, report))) return
         await run.talosctl.bootstrap(node)
       },
-      { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) },
+      // "not available yet" is asked again every poll interval below, not after a growing backoff:
+      // the boot's end is on the critical path
+      { settings: run.settings, signal: run.signal, retries: (e) => e.kind !== 'not-ready-yet', onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) },
     )
   // "bootstrap is not available yet" is a booting control plane, not a failure: a slow boot may
   // outlast the retries, so only bootstrapTimeout ends that wait

@@ -7,7 +7,9 @@ import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import type { Run } from '../run.js'
 import { SharedReading } from '../shared-reading.js'
+import { StatusReads } from '../status-reads.js'
 import type { MachineStatus } from '../tools/talosctl.js'
+import { bootstrapNode } from './bootstrap.js'
 
 /** Kinds that mean "not up yet" while a node installs and reboots: keep waiting. */
 const WAITABLE = new Set(['unreachable', 'timeout'])
@@ -93,14 +95,14 @@ async function verified(node: ClusterNode, run: Run, status: MachineStatus): Pro
  * for the control plane (waitsForControlPlane) is done once it took its config and left maintenance;
  * without it (after the bootstrap) that worker must answer like any other node.
  */
-async function verifyNode(node: ClusterNode, run: Run, report: StepReporter, endpoint?: SharedReading<boolean>): Promise<NodeOutcome> {
+async function verifyNode(node: ClusterNode, run: Run, report: StepReporter, reads: StatusReads, endpoint?: SharedReading<boolean>): Promise<NodeOutcome> {
   const watch = new StageWatch()
   const waits = waitsForControlPlane(node, run)
   let silentPolls = 0
   const check = async (elapsed: number): Promise<PollAnswer<string>> => {
     let status: MachineStatus
     try {
-      status = await run.talosctl.machineStatus(node)
+      status = await reads.read(node)
     } catch (err) {
       if (!(err instanceof NodeError)) throw err
       if (WAITABLE.has(err.kind)) {
@@ -167,10 +169,19 @@ function bootLoop(node: ClusterNode, watch: StageWatch): NodeError {
 }
 
 /** After the bootstrap: a worker verify left waiting for the control plane answers and runs. */
-export async function completeVerification(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
-  const outcome = await verifyNode(node, run, report)
+export async function completeVerification(node: ClusterNode, run: Run, report: StepReporter, reads: StatusReads): Promise<NodeOutcome> {
+  const outcome = await verifyNode(node, run, report, reads)
   delete run.facts.of(node.name).awaitingControlPlane
   return { ...outcome, detail: `${outcome.detail ?? 'running'} (authenticated API up after the bootstrap)` }
+}
+
+/** The bootstrap node, or undefined when the bootstrapNode setting names no control plane (the bootstrap phase says so). */
+function bootstrapNodeIfAny(run: Run): ClusterNode | undefined {
+  try {
+    return bootstrapNode(run)
+  } catch {
+    return undefined
+  }
 }
 
 export const verify: Phase = {
@@ -178,6 +189,7 @@ export const verify: Phase = {
   title: 'Verify nodes left maintenance and are up',
   steps: (run) => {
     const endpoint = endpointReading(run)
-    return [{ kind: 'node', title: 'Verify nodes', readOnly: true, would: 'would wait until it is up on the authenticated API', run: (node, r, report) => verifyNode(node, r, report, endpoint) }]
+    const reads = new StatusReads(run, undefined, () => bootstrapNodeIfAny(run))
+    return [{ kind: 'node', title: 'Verify nodes', readOnly: true, would: 'would wait until it is up on the authenticated API', run: (node, r, report) => verifyNode(node, r, report, reads, endpoint) }]
   },
 }

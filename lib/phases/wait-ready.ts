@@ -12,17 +12,18 @@ import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import type { NodeFacts } from '../facts.js'
 import type { Run } from '../run.js'
 import type { ReadinessGate } from '../settings.js'
-import type { ServiceStatus } from '../tools/talosctl.js'
+import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
 import { SharedReading } from '../shared-reading.js'
 import { condition, type KubeObject } from '../tools/kubectl.js'
 import { aimKubeconfig, bootstrapNode, NOT_BOOTSTRAPPED } from './bootstrap.js'
+import { StatusReads } from '../status-reads.js'
 import { completeVerification } from './verify.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
   nodes: SharedReading<KubeObject[]>
   cniPods: SharedReading<KubeObject[]> | undefined
-  kubelets: SharedReading<Map<string, ServiceStatus | undefined>>
+  kubelets: SharedReading<Map<string, NodeAnswer<ServiceStatus>>>
   /** pods of Talos's own flannel (a config whose CNI is not none), read as nodes turn Ready */
   talosFlannel: SharedReading<KubeObject[]> | undefined
   /** nodes whose kubelet runs and which registered: no longer asked */
@@ -35,7 +36,7 @@ function readings(run: Run): Readings {
   const registered = new Set<string>()
   // every node of the run still going whose kubelet has not been seen registered, through the
   // control plane the cluster was bootstrapped on (its API answers by now)
-  const kubeletReader = (): Promise<Map<string, ServiceStatus | undefined>> =>
+  const kubeletReader = (): Promise<Map<string, NodeAnswer<ServiceStatus>>> =>
     run.talosctl.serviceStatuses(run.nodes.filter((n) => !run.failed.has(n.name) && !registered.has(n.name)), bootstrapNode(run), 'kubelet')
   return {
     nodes: new SharedReading(() => run.kubectl.list('nodes'), age),
@@ -47,14 +48,18 @@ function readings(run: Run): Readings {
   }
 }
 
-/** A node's kubelet from the shared batched read; a node the batch missed is asked alone. */
+/**
+ * A node's kubelet from the shared batched read, its own error there counted as its own read's;
+ * a node the batch could not tell (the batch failed whole) is asked alone.
+ */
 async function kubeletOf(node: ClusterNode, run: Run, r: Readings): Promise<ServiceStatus | undefined> {
   const batched = (await r.kubelets.get().catch(() => undefined))?.get(node.ip)
-  if (batched) return batched
-  return run.talosctl.serviceStatus(node, 'kubelet').catch((err: unknown) => {
+  const notYet = (err: unknown): undefined => {
     if (err instanceof NodeError && err.transient) return undefined
     throw err
-  })
+  }
+  if (batched) return batched.error ? notYet(batched.error) : batched.value
+  return run.talosctl.serviceStatus(node, 'kubelet').catch(notYet)
 }
 
 /** Reads the pods of the CNI's DaemonSet, found through its own selector (read once, then kept). */
@@ -145,8 +150,14 @@ function nodeReadyStep(r: Readings) {
     let stage: Stage = { kind: 'kubelet', why: 'not checked yet' }
     let registered = false
     const check = async (): Promise<PollAnswer<NodeOutcome>> => {
-      // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once
-      const [kubelet, nodes, pods] = await Promise.all([registered ? undefined : kubeletOf(node, run, r), r.nodes.get(), r.cniPods?.get()])
+      // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once; once
+      // registered, Talos's flannel too (what Ready then needs, without a read after it)
+      const [kubelet, nodes, pods, early] = await Promise.all([
+        registered ? undefined : kubeletOf(node, run, r),
+        r.nodes.get(),
+        r.cniPods?.get(),
+        registered ? r.talosFlannel?.get().catch(() => undefined) : undefined,
+      ])
       const self = nodes.find((n) => n.metadata.name === kubeNodeName(node))
       if (!registered) {
         const kubeletState = kubelet ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}` : 'kubelet not readable'
@@ -169,7 +180,7 @@ function nodeReadyStep(r: Readings) {
       const ready = condition(self, 'Ready')
       if (ready?.status === 'True') {
         // a failed read is "not yet", as every read of a wait
-        const flannelPods = r.talosFlannel ? await r.talosFlannel.get().catch(() => undefined) : []
+        const flannelPods = r.talosFlannel ? (early ?? (await r.talosFlannel.get().catch(() => undefined))) : []
         if (!flannelPods) return { done: false, state: "Ready; looking for Talos's own CNI" }
         // a dry run's reads answer as a healthy cluster would: every pod list holds a pod per node
         const flannel = run.options.dryRun ? undefined : flannelPods.find((p) => p.spec?.nodeName === kubeNodeName(node))
@@ -267,6 +278,8 @@ export const waitReady: Phase = {
   check: (run) => checkCni(run),
   steps: (run) => {
     const r = readings(run)
+    // the workers' reads go through the control plane etcd was bootstrapped on (it answers by now)
+    const reads = new StatusReads(run, () => (run.facts.cluster.bootstrapped === true ? bootstrapNode(run) : undefined))
     const all = (): boolean => true
     const notBootstrapped = (r: Run): string | undefined => (r.facts.cluster.bootstrapped === false ? NOT_BOOTSTRAPPED : undefined)
     // without a kubeconfig (the bootstrap could not run) no later step can: they stay not-run with
@@ -285,7 +298,7 @@ export const waitReady: Phase = {
         readOnly: true,
         would: 'would wait until it answers on the authenticated API',
         applies: (n, r) => bootstrapped(n, r) && r.facts.of(n.name).awaitingControlPlane !== undefined,
-        run: completeVerification,
+        run: (node, r, report) => completeVerification(node, r, report, reads),
       },
       { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', readOnly: true, would: 'would wait for its kubelet, CNI pod and Ready', applies: bootstrapped, run: nodeReadyStep(r) },
       { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', would: 'would wait for the readiness gates', ready: apiReady, run: readinessGates },

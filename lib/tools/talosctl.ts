@@ -42,6 +42,9 @@ export interface ServiceStatus {
   lastEvent: string
 }
 
+/** One node's part of a batched read: its answer, or its own error (classified as a read of that node alone). */
+export type NodeAnswer<T> = { value: T; error?: undefined } | { error: NodeError; value?: undefined }
+
 /** Result of the insecure maintenance probe (works on v1.12 and v1.13: reference §2.5). */
 export type ProbeResult = { state: 'maintenance' } | { state: 'configured' }
 
@@ -109,19 +112,49 @@ export class Talosctl {
   }
 
   /**
-   * One batched MachineStatus read through `via` for many nodes. A node with no row failed
-   * (talosctl names no node in batched errors): those come back as undefined to be asked one by one.
+   * One batched MachineStatus read through the endpoint `via` (apid proxies one List per node, in
+   * order). talosctl resolves the type through the first node: put one that answers first (`via`
+   * itself will do); a batch whose first node is down fails whole. Each node answers with its
+   * status or its own error; a node absent from the map could not be told (the batch failed whole).
    */
-  async machineStatuses(nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, MachineStatus | undefined>> {
-    const args = ['get', 'machinestatus', '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', nodes.map((n) => n.ip).join(','), '-o', 'json']
-    const result = await this.runner.run({ tool: 'talosctl', args, mutates: false, dryRunStdout: nodes.map((n) => DRY_MACHINESTATUS(n.ip, 'running')).join('\n') })
-    const byIp = new Map(parseMachineStatuses(result.stdout).map((s) => [s.node, s]))
-    return new Map(nodes.map((n) => [n.ip, byIp.get(n.ip)]))
+  async machineStatuses(order: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<MachineStatus>>> {
+    const [first, ...rest] = order
+    if (!first) return new Map()
+    // each chunk resolves the type through the same first node
+    return merged(chunks(rest).map((chunk) => this.machineStatusChunk([first, ...chunk], via)))
+  }
+
+  private async machineStatusChunk(order: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<MachineStatus>>> {
+    const args = ['get', 'machinestatus', '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', order.map((n) => n.ip).join(','), '-o', 'json']
+    const result = await this.runner.run({ tool: 'talosctl', args, mutates: false, dryRunStdout: order.map((n) => DRY_MACHINESTATUS(n.ip, 'running')).join('\n') })
+    const answers = new Map<string, NodeAnswer<MachineStatus>>()
+    if (result.timedOut || result.aborted) return answers
+    for (const status of parseMachineStatuses(result.stdout)) answers.set(status.node, { value: status })
+    // `get` collects each node's List error in node order and names no node (get.go, helpers/resources.go
+    // ForEachResource): the nodes without a row, in order, are those errors when the counts agree
+    const missing = order.filter((n) => !answers.has(n.ip))
+    const errors = missing.length > 0 ? multiErrors(result.stderr) : []
+    if (errors.length === missing.length) missing.forEach((n, i) => answers.set(n.ip, { error: this.failure(n, { ...result, stdout: '', stderr: errors[i] ?? '' }) }))
+    return answers
   }
 
   async disks(node: ClusterNode): Promise<Disk[]> {
     const result = await this.call(node, ['get', 'disks', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], false, '')
     return parseDisks(result.stdout)
+  }
+
+  /**
+   * The probe and the disks in one process: only the maintenance API answers an insecure read (a
+   * configured node's apid wants a client certificate: "certificate required"), so the disks
+   * answering is maintenance (reference/talosctl.md §2.5, §4.1).
+   */
+  async probeDisks(node: ClusterNode): Promise<{ state: 'maintenance'; disks: Disk[] } | { state: 'configured' }> {
+    try {
+      return { state: 'maintenance', disks: await this.disks(node) }
+    } catch (err) {
+      if (err instanceof NodeError && err.kind === 'configured') return { state: 'configured' }
+      throw err
+    }
   }
 
   async applyInsecure(node: ClusterNode): Promise<void> {
@@ -141,14 +174,29 @@ export class Talosctl {
 
   /**
    * One batched `talosctl service <id>` through `via` for many nodes (one block per node). A node
-   * with no block failed (talosctl names no node in batched errors): undefined, to be asked alone.
+   * the endpoint could not reach is named in apid's per-node error (`* <node>: rpc error …`,
+   * exit 0); a node absent from the map could not be told (the endpoint failed whole): ask it alone.
    */
-  async serviceStatuses(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, ServiceStatus | undefined>> {
+  async serviceStatuses(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, NodeAnswer<ServiceStatus>>> {
+    if (nodes.length === 0) return new Map()
+    return merged(chunks(nodes).map((chunk) => this.serviceChunk(chunk, via, service)))
+  }
+
+  private async serviceChunk(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, NodeAnswer<ServiceStatus>>> {
     const args = ['service', service, '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', nodes.map((n) => n.ip).join(',')]
     const result = await this.runner.run({ tool: 'talosctl', args, mutates: false, dryRunStdout: nodes.map((n) => DRY_SERVICE(n.ip, service)).join('') })
-    const blocks = result.stdout.split(/^(?=NODE\s)/m).filter((b) => b.trim())
-    const byIp = new Map(blocks.map((b) => [/^NODE\s+(\S+)/.exec(b)?.[1] ?? '', parseServiceBlock(b, service)]))
-    return new Map(nodes.map((n) => [n.ip, byIp.get(n.ip)]))
+    const answers = new Map<string, NodeAnswer<ServiceStatus>>()
+    if (result.timedOut || result.aborted) return answers
+    for (const block of result.stdout.split(/^(?=NODE\s)/m).filter((b) => b.trim())) {
+      const ip = /^NODE\s+(\S+)/.exec(block)?.[1]
+      if (ip) answers.set(ip, { value: parseServiceBlock(block, service) })
+    }
+    for (const line of multiErrors(result.stderr)) {
+      const ip = /^(\S+?): /.exec(line)?.[1]
+      const node = nodes.find((n) => n.ip === ip)
+      if (node && !answers.has(node.ip)) answers.set(node.ip, { error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.ip.length + 2) }) })
+    }
+    return answers
   }
 
   async bootstrap(node: ClusterNode): Promise<void> {
@@ -188,6 +236,28 @@ export class Talosctl {
   async kubeconfig(node: ClusterNode, path: string): Promise<void> {
     await this.call(node, ['kubeconfig', path, ...this.secureArgs(node), '--merge=false', '--force'], true)
   }
+}
+
+/**
+ * Nodes per batched call: every node travels in the call's metadata (a header entry each), and a
+ * `get` asks them one after the other; larger batches go out as several calls at once.
+ */
+const BATCH_NODES = 50
+
+function chunks(nodes: ClusterNode[]): ClusterNode[][] {
+  const out: ClusterNode[][] = []
+  for (let i = 0; i < nodes.length; i += BATCH_NODES) out.push(nodes.slice(i, i + BATCH_NODES))
+  return out.length > 0 ? out : [[]]
+}
+
+async function merged<T>(parts: Array<Promise<Map<string, T>>>): Promise<Map<string, T>> {
+  return new Map((await Promise.all(parts)).flatMap((part) => [...part]))
+}
+
+/** The items of a go-multierror (`N errors occurred:` then `\t* <error>` lines), [] when stderr holds none. */
+export function multiErrors(stderr: string): string[] {
+  if (!/\d+ errors? occurred:/.test(stderr)) return []
+  return [...stderr.matchAll(/^\t\* (.*)$/gm)].map((m) => m[1] ?? '')
 }
 
 export function parseMachineStatuses(stdout: string): MachineStatus[] {

@@ -35,6 +35,21 @@ describe('withRetry', () => {
     ])
   })
 
+  it('`retries` keeps a transient kind for the caller: not-ready-yet goes back at once, unreachable is retried', async () => {
+    const errors = [new NodeError('unreachable', 'connection refused', 'hint'), new NodeError('not-ready-yet', 'bootstrap is not available yet', 'hint')]
+    let calls = 0
+    const promise = withRetry(
+      async () => {
+        throw errors[calls++] ?? new Error('called too often')
+      },
+      { settings, signal: new AbortController().signal, retries: (e) => e.kind !== 'not-ready-yet' },
+    )
+    const settled = expect(promise).rejects.toMatchObject({ kind: 'not-ready-yet', attempts: 2 })
+    await vi.advanceTimersByTimeAsync(1500)
+    await settled
+    expect(calls).toBe(2)
+  })
+
   it('reports the delay it waits, whatever the jitter draws', async () => {
     const draws = [0.1, 0.9]
     vi.spyOn(Math, 'random').mockImplementation(() => draws.shift() ?? 0)
