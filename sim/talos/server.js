@@ -81,8 +81,14 @@ export class NodeServer {
       await new Promise((r) => setTimeout(r, 10))
     }
     this.active.clear()
-    for (const sock of this.sockets) sock.destroy()
+    // machined stops its gRPC servers gracefully (pkg/grpc/factory ServerGracefulStop): an answer
+    // already written reaches the client. End each connection (its written bytes flushed first),
+    // and cut only what has not closed after a moment (a hung call's connection)
+    const open = [...this.sockets]
     this.sockets.clear()
+    for (const sock of open) sock.end()
+    for (let i = 0; i < 30 && open.some((sock) => !sock.destroyed); i++) await new Promise((r) => setTimeout(r, 10))
+    for (const sock of open) sock.destroy()
     await new Promise((resolve) => (s.listening ? s.close(() => resolve()) : resolve()))
   }
 
