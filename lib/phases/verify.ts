@@ -91,6 +91,22 @@ async function verified(node: ClusterNode, run: Run, status: MachineStatus): Pro
 }
 
 /**
+ * A booting control plane's etcd service: waiting for the bootstrap, not registered yet (it answered:
+ * etcd is registered at StartAllServices), or anything else (down, another state), which its status
+ * read then tells.
+ */
+async function etcdWhileBooting(node: ClusterNode, run: Run): Promise<'waiting' | 'not registered' | 'other'> {
+  try {
+    const etcd = await run.talosctl.serviceStatus(node, 'etcd')
+    run.facts.of(node.name).etcd = etcd.state
+    return etcd.state === 'Preparing' || etcd.state === 'Waiting' ? 'waiting' : 'other'
+  } catch (err) {
+    if (!(err instanceof NodeError)) throw err
+    return err.kind === 'not-ready-yet' ? 'not registered' : 'other'
+  }
+}
+
+/**
  * Polls the node until it is verified. `endpoint`: verify's own run, where a worker whose API waits
  * for the control plane (waitsForControlPlane) is done once it took its config and left maintenance;
  * without it (after the bootstrap) that worker must answer like any other node.
@@ -100,6 +116,13 @@ async function verifyNode(node: ClusterNode, run: Run, report: StepReporter, rea
   const waits = waitsForControlPlane(node, run)
   let silentPolls = 0
   const check = async (elapsed: number): Promise<PollAnswer<string>> => {
+    // a control plane seen booting: its etcd service alone says whether it waits for the bootstrap,
+    // one read a round instead of its status and then its etcd
+    if (node.role === 'controlplane' && watch.stage === 'booting' && !run.facts.of(node.name).rebootAfterApply) {
+      const etcd = await etcdWhileBooting(node, run)
+      if (etcd === 'waiting') return { done: true, value: 'booting, etcd waiting for bootstrap' }
+      if (etcd === 'not registered') return { done: false, state: watch.describe(elapsed) }
+    }
     let status: MachineStatus
     try {
       status = await reads.read(node)
