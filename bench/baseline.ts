@@ -1,6 +1,6 @@
 // The seed's approach, as the baseline of the benchmark: apply one node, wait until it is up, then
-// the next; then bootstrap etcd, wait for the members, fetch the kubeconfig, install the CNI and
-// wait until every node is Ready. The same talosctl/kubectl/helm calls the product makes, one at a
+// the next (the control planes, then bootstrap etcd and wait for the members, then the workers);
+// then fetch the kubeconfig, install the CNI and wait until every node is Ready. The same talosctl/kubectl/helm calls the product makes, one at a
 // time, with the same retry delay and poll interval (from the cluster's bootstrap.yaml).
 // usage: node --import tsx bench/baseline.ts --cluster-dir <dir>
 import { execFile } from 'node:child_process'
@@ -71,18 +71,24 @@ async function up(n: Node): Promise<boolean> {
 const started = performance.now()
 const log = (msg: string): void => { process.stdout.write(`[${((performance.now() - started) / 1000).toFixed(1)}s] ${msg}\n`) }
 
-for (const n of nodes) {
+async function applyAndWait(n: Node): Promise<void> {
   await retry(`apply ${n.name}`, () => sh('talosctl', ['apply-config', '--insecure', '-n', n.ip, '-e', n.ip, '-f', n.config]))
   await until(`${n.name} up`, () => up(n))
   log(`${n.name} applied and up`)
 }
-await retry('bootstrap', () => sh('talosctl', ['bootstrap', ...secure(first)]))
+
+// the control planes first: behind a VIP with discovery off a worker's API comes up only once etcd
+// is bootstrapped (its apid waits for trustd through the VIP), so one node at a time in inventory
+// order would wait on the first worker for ever
 const cps = nodes.filter((n) => n.cp)
+for (const n of cps) await applyAndWait(n)
+await retry('bootstrap', () => sh('talosctl', ['bootstrap', ...secure(first)]))
 await until('etcd members', async () => {
   const r = await sh('talosctl', ['etcd', 'members', ...secure(first)])
   return r.ok && cps.every((c) => new RegExp(`\\s${c.name}\\s.*\\sfalse\\s*$`, 'm').test(r.out))
 })
 log('etcd bootstrapped, every control plane a member')
+for (const n of nodes.filter((m) => !m.cp)) await applyAndWait(n)
 await retry('kubeconfig', () => sh('talosctl', ['kubeconfig', kubeconfig, ...secure(first), '--merge=false', '--force']))
 await until('API', async () => (await sh('kubectl', ['--kubeconfig', kubeconfig, 'get', '--raw', '/readyz'])).ok)
 const cni = settings.cni
