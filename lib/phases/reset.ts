@@ -11,7 +11,7 @@ import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
 import { pollUntil, PollTimeout, type PollAnswer } from '../poll.js'
 import { withRetry } from '../retry.js'
 import type { Run } from '../run.js'
-import { condition } from '../tools/kubectl.js'
+import { bootIdOf, condition } from '../tools/kubectl.js'
 import type { EtcdMember } from '../tools/talosctl.js'
 
 function isMember(node: ClusterNode, m: EtcdMember): boolean {
@@ -124,7 +124,7 @@ async function nodeBeforeReset(node: ClusterNode, run: Run): Promise<NodeFacts['
     if (err instanceof NodeError) return undefined
     throw err
   })
-  const bootId = (self?.status as { nodeInfo?: { bootID?: string } } | undefined)?.nodeInfo?.bootID
+  const bootId = bootIdOf(self)
   return self ? { ...(bootId ? { bootId } : {}), readySince: condition(self, 'Ready')?.lastTransitionTime } : undefined
 }
 

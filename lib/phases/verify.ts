@@ -77,23 +77,15 @@ const configAccepted = (node: ClusterNode, run: Run): boolean => run.facts.of(no
 async function verified(node: ClusterNode, run: Run, status: MachineStatus): Promise<string | undefined> {
   if (status.stage === 'running') return status.ready ? 'running, ready' : 'running'
   if (node.role !== 'controlplane' || status.stage !== 'booting') return undefined
-  let etcd
-  try {
-    etcd = await run.talosctl.serviceStatus(node, 'etcd')
-  } catch (err) {
-    // etcd is registered only once the boot reaches StartAllServices: not yet, as any transient error
-    if (err instanceof NodeError && err.transient) return undefined
-    throw err
-  }
-  run.facts.of(node.name).etcd = etcd.state
-  if (etcd.state === 'Preparing' || etcd.state === 'Waiting') return 'booting, etcd waiting for bootstrap'
-  return undefined
+  return (await etcdWhileBooting(node, run)) === 'waiting' ? BOOTING_VERIFIED : undefined
 }
+
+const BOOTING_VERIFIED = 'booting, etcd waiting for bootstrap'
 
 /**
  * A booting control plane's etcd service: waiting for the bootstrap, not registered yet (it answered:
- * etcd is registered at StartAllServices), or anything else (down, another state), which its status
- * read then tells.
+ * etcd is registered at StartAllServices), or something else (another state, down): its status read
+ * tells. A failure that is not transient is thrown.
  */
 async function etcdWhileBooting(node: ClusterNode, run: Run): Promise<'waiting' | 'not registered' | 'other'> {
   try {
@@ -101,7 +93,7 @@ async function etcdWhileBooting(node: ClusterNode, run: Run): Promise<'waiting' 
     run.facts.of(node.name).etcd = etcd.state
     return etcd.state === 'Preparing' || etcd.state === 'Waiting' ? 'waiting' : 'other'
   } catch (err) {
-    if (!(err instanceof NodeError)) throw err
+    if (!(err instanceof NodeError) || !err.transient) throw err
     return err.kind === 'not-ready-yet' ? 'not registered' : 'other'
   }
 }
@@ -119,8 +111,12 @@ async function verifyNode(node: ClusterNode, run: Run, report: StepReporter, rea
     // a control plane seen booting: its etcd service alone says whether it waits for the bootstrap,
     // one read a round instead of its status and then its etcd
     if (node.role === 'controlplane' && watch.stage === 'booting' && !run.facts.of(node.name).rebootAfterApply) {
-      const etcd = await etcdWhileBooting(node, run)
-      if (etcd === 'waiting') return { done: true, value: 'booting, etcd waiting for bootstrap' }
+      // any failure here is for its status read to classify (maintenance twice, a reboot, …)
+      const etcd = await etcdWhileBooting(node, run).catch((err: unknown) => {
+        if (err instanceof NodeError) return 'other' as const
+        throw err
+      })
+      if (etcd === 'waiting') return { done: true, value: BOOTING_VERIFIED }
       if (etcd === 'not registered') return { done: false, state: watch.describe(elapsed) }
     }
     let status: MachineStatus

@@ -14,7 +14,7 @@ import type { Run } from '../run.js'
 import type { ReadinessGate } from '../settings.js'
 import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
 import { SharedReading } from '../shared-reading.js'
-import { condition, type KubeObject } from '../tools/kubectl.js'
+import { bootIdOf, condition, type KubeObject } from '../tools/kubectl.js'
 import { aimKubeconfig, bootstrapNode, NOT_BOOTSTRAPPED } from './bootstrap.js'
 import { StatusReads } from '../status-reads.js'
 import { completeVerification } from './verify.js'
@@ -214,8 +214,7 @@ function nodeReadyStep(r: Readings) {
  */
 function fromBeforeReset(self: KubeObject, before: NodeFacts['kubeBeforeReset']): boolean {
   if (!before) return false
-  const bootId = (self.status as { nodeInfo?: { bootID?: string } } | undefined)?.nodeInfo?.bootID
-  if (before.bootId) return bootId === before.bootId
+  if (before.bootId) return bootIdOf(self) === before.bootId
   return before.readySince !== undefined && condition(self, 'Ready')?.lastTransitionTime === before.readySince
 }
 

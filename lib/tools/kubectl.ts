@@ -148,3 +148,8 @@ export class Kubectl {
 export function condition(obj: KubeObject | undefined, type: string): KubeCondition | undefined {
   return obj?.status?.conditions?.find((c) => c.type === type)
 }
+
+/** The boot ID a Node's kubelet last reported: a new one means the kubelet registered it again. */
+export function bootIdOf(node: KubeObject | undefined): string | undefined {
+  return (node?.status as { nodeInfo?: { bootID?: string } } | undefined)?.nodeInfo?.bootID
+}
