@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --import tsx
 // task bootstrap:node NODE=<name or address> [RESET=true]
-import { runCommand } from '../lib/command.js'
+import { runCommand } from '../lib/commands/run-command.js'
 
 process.exitCode = await runCommand({
   command: 'node',

@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --import tsx
 // task bootstrap:preflight
-import { runCommand } from '../lib/command.js'
+import { runCommand } from '../lib/commands/run-command.js'
 
 process.exitCode = await runCommand({
   command: 'preflight',

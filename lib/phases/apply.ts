@@ -1,9 +1,9 @@
-import { NodeError } from '../classify.js'
-import { hintFor } from '../hints.js'
-import type { ClusterNode } from '../inventory.js'
-import type { NodeOutcome, Phase, StepReporter } from '../phase.js'
-import { withRetry } from '../retry.js'
-import type { Run } from '../run.js'
+import { NodeError } from '../tools/classify.js'
+import { hintFor } from '../cli/hints.js'
+import type { ClusterNode } from '../input/inventory.js'
+import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
+import { withRetry } from '../wait/retry.js'
+import type { Run } from '../engine/run.js'
 import { appliedAndWaiting } from './verify.js'
 
 async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {

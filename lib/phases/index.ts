@@ -1,5 +1,5 @@
-import type { Phase } from '../phase.js'
-import type { PhaseName } from '../results.js'
+import type { Phase } from '../engine/phase.js'
+import type { PhaseName } from '../core/results.js'
 import { apply } from './apply.js'
 import { bootstrap } from './bootstrap.js'
 import { flux } from './flux.js'

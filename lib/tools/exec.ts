@@ -1,7 +1,7 @@
 import { $ } from 'zx'
-import { ToolMissingError } from '../errors.js'
-import type { Redactor } from '../redact.js'
-import { appendStateFile } from '../state-files.js'
+import { ToolMissingError } from '../core/errors.js'
+import type { Redactor } from '../input/redact.js'
+import { appendStateFile } from '../state/state-files.js'
 
 export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'flux' | 'sops'
 

@@ -1,7 +1,7 @@
-import { classify, NodeError } from '../classify.js'
-import { goDuration } from '../duration.js'
-import { fluxHint, taskCommand } from '../hints.js'
-import type { FluxGitSettings } from '../settings.js'
+import { classify, NodeError } from './classify.js'
+import { goDuration } from '../core/duration.js'
+import { fluxHint, taskCommand } from '../cli/hints.js'
+import type { FluxGitSettings } from '../input/settings.js'
 import type { ToolRunner } from './exec.js'
 
 /** What to do about a failed flux call: the Git side's two usual causes get their own fix. */

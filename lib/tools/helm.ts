@@ -1,7 +1,7 @@
-import { classify, NodeError } from '../classify.js'
-import { goDuration } from '../duration.js'
-import { taskCommand } from '../hints.js'
-import type { CniSettings } from '../settings.js'
+import { classify, NodeError } from './classify.js'
+import { goDuration } from '../core/duration.js'
+import { taskCommand } from '../cli/hints.js'
+import type { CniSettings } from '../input/settings.js'
 import type { ToolRunner } from './exec.js'
 
 export interface ReleaseStatus {

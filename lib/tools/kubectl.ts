@@ -1,5 +1,5 @@
-import { classify, NodeError } from '../classify.js'
-import { phaseHint, taskCommand } from '../hints.js'
+import { classify, NodeError } from './classify.js'
+import { phaseHint, taskCommand } from '../cli/hints.js'
 import type { ToolResult, ToolRunner } from './exec.js'
 
 export interface KubeCondition {

@@ -1,6 +1,6 @@
-import { classify, NodeError } from '../classify.js'
-import { hintFor } from '../hints.js'
-import type { ClusterNode, Inventory } from '../inventory.js'
+import { classify, NodeError } from './classify.js'
+import { hintFor } from '../cli/hints.js'
+import type { ClusterNode, Inventory } from '../input/inventory.js'
 import type { ToolResult, ToolRunner } from './exec.js'
 import { parseJsonStream } from './json-stream.js'
 

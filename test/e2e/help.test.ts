@@ -2,7 +2,7 @@
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { SCALAR_SETTINGS } from '../../lib/settings.js'
+import { SCALAR_SETTINGS } from '../../lib/input/settings.js'
 import { goBin } from '../support/go-bin.js'
 import { ROOT, run } from './harness.js'
 

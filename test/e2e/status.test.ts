@@ -14,7 +14,7 @@ afterEach(async () => {
 const COLUMNS = ['NODE', 'IP', 'ROLE', 'STAGE', 'READY', 'ETCD', 'KUBELET', 'K8S', 'LAST RUN', 'ERROR', 'NOTE'] as const
 type Row = Record<(typeof COLUMNS)[number], string>
 
-/** The status table by node name (cells are at least three spaces apart, as lib/table.ts writes them). */
+/** The status table by node name (cells are at least three spaces apart, as lib/cli/table.ts writes them). */
 function table(stdout: string): Record<string, Row> {
   const lines = stdout.split('\n')
   const start = lines.findIndex((l) => l.startsWith('NODE '))

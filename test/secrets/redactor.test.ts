@@ -1,9 +1,9 @@
 // The secrets audit, one level down: every form of every input secret the audit searches for is masked by
-// the product's Redactor (lib/redact.ts), fed as lib/command.ts feeds it, so a tool that echoes one
+// the product's Redactor (lib/input/redact.ts), fed as lib/commands/run-command.ts feeds it, so a tool that echoes one
 // (an error quoting a config, a decoded PEM, a base64-encoded token) cannot carry it into an output.
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Redactor } from '../../lib/redact.js'
+import { Redactor } from '../../lib/input/redact.js'
 import { E2eCluster } from '../e2e/harness.js'
 import { clusterSecrets, type Secret } from './secrets.js'
 

@@ -1,6 +1,6 @@
 // The real talosctl v1.12.11 (`task tools`) against the simulator for what the README and the
 // product's hints tell an operator to run by hand: dmesg, logs <svc>, health, reboot and reset with
-// their default --wait, and the error texts lib/classify.ts reads. What the nodes serve follows:
+// their default --wait, and the error texts lib/tools/classify.ts reads. What the nodes serve follows:
 // internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go (Dmesg, Logs, Read, Events,
 // Reboot, Reset), v1alpha1_cluster.go (HealthCheck), internal/app/storaged/server.go (Disks, also in
 // maintenance), internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_controller.go and
@@ -134,7 +134,7 @@ describe.skipIf(!!tool.skip)('the real talosctl: what an operator runs by hand',
     expect(r.stderr).not.toContain('post check passed')
   })
 
-  // what lib/classify.ts reads (test/unit/classify.test.ts has these texts as rows)
+  // what lib/tools/classify.ts reads (test/unit/classify.test.ts has these texts as rows)
   it('error texts: refused, DeadlineExceeded, another CA, Unavailable from a proxied node, unknown authority of a maintenance node', async () => {
     expect(await talosctl('-e', NOBODY, '-n', NOBODY, 'get', 'machinestatus')).toEqual({ code: 1, stdout: '',
       stderr: `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${NOBODY}:50000: connect: connection refused"\n` })

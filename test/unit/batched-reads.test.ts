@@ -6,9 +6,9 @@
 // in apid's per-node error (`* <node>: rpc error …`, exit 0); an endpoint that cannot be reached is
 // one plain error.
 import { describe, expect, it } from 'vitest'
-import { loadInventory } from '../../lib/inventory.js'
-import type { Run } from '../../lib/run.js'
-import { StatusReads } from '../../lib/status-reads.js'
+import { loadInventory } from '../../lib/input/inventory.js'
+import type { Run } from '../../lib/engine/run.js'
+import { StatusReads } from '../../lib/wait/status-reads.js'
 import type { ToolCall, ToolResult, ToolRunner } from '../../lib/tools/exec.js'
 import { Talosctl } from '../../lib/tools/talosctl.js'
 import { clusterDir, type FixtureNode } from './fixtures.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { classify, essence, isTransient, type ErrorKind } from '../../lib/classify.js'
+import { classify, essence, isTransient, type ErrorKind } from '../../lib/tools/classify.js'
 import type { ToolResult } from '../../lib/tools/exec.js'
 
 function failed(stderr: string, extra: Partial<ToolResult> = {}): ToolResult {

@@ -1,13 +1,13 @@
-// Issue 17: the machine configs and the CNI settings checked against each other, offline (lib/cni-compat.ts).
+// Issue 17: the machine configs and the CNI settings checked against each other, offline (lib/input/cni-compat.ts).
 // Each case writes configs shaped as `talosctl gen config` writes them and a bootstrap.yaml, and
 // expects the error at the file and line that must change, with the fix.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { checkClusterCni, type CniCheckResult } from '../../lib/cni-compat.js'
-import type { ClusterNode } from '../../lib/inventory.js'
-import { loadSettings } from '../../lib/settings.js'
+import { checkClusterCni, type CniCheckResult } from '../../lib/input/cni-compat.js'
+import type { ClusterNode } from '../../lib/input/inventory.js'
+import { loadSettings } from '../../lib/input/settings.js'
 
 interface NodeShape {
   cni?: string | null // null: no cni section (Talos: flannel)

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { InputError, InputErrors } from '../../lib/errors.js'
+import { InputError, InputErrors } from '../../lib/core/errors.js'
 
 const pem = (label: string): string => Buffer.from(`-----BEGIN ${label}-----\nMIIBfakefakefakefake${label.replace(/\s/g, '')}\n-----END ${label}-----\n`).toString('base64')
 

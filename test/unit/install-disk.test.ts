@@ -3,7 +3,7 @@
 // ryanuber/go-glob), on `talosctl get disks -o json` as a real node prints it: empty fields omitted
 // (pkg/machinery/resources/block/disk.go omitempty), loop devices listed.
 import { describe, expect, it } from 'vitest'
-import { findInstallDisk, selectorMatches } from '../../lib/install-disk.js'
+import { findInstallDisk, selectorMatches } from '../../lib/input/install-disk.js'
 import { parseDisks, type Disk } from '../../lib/tools/talosctl.js'
 
 // the shapes of a real `get disks -o json`: loop0 has no transport, sda no serial/wwid/rotational

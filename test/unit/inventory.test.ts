@@ -1,7 +1,7 @@
 import { copyFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { loadInventory, selectNodes } from '../../lib/inventory.js'
+import { loadInventory, selectNodes } from '../../lib/input/inventory.js'
 import { clusterDir, inputErrors, threeNodes } from './fixtures.js'
 
 describe('inventory', () => {

@@ -1,7 +1,7 @@
 // Issue 19 item 7: no noise or contradictions in what the operator reads.
 import { describe, expect, it } from 'vitest'
-import type { PhaseResult } from '../../lib/results.js'
-import { summaryLine } from '../../lib/runner.js'
+import type { PhaseResult } from '../../lib/core/results.js'
+import { summaryLine } from '../../lib/engine/runner.js'
 import { parseMachineStatuses } from '../../lib/tools/talosctl.js'
 
 const node = (name: string, status: 'ok' | 'failed' | 'not-run' | 'skipped', detail?: string) => ({ name, ip: '127.0.0.1', role: 'worker' as const, status, attempts: 1, durationMs: 0, ...(detail ? { detail } : {}) })

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { NodeError } from '../../lib/classify.js'
-import { withRetry, type RetryEvent } from '../../lib/retry.js'
+import { NodeError } from '../../lib/tools/classify.js'
+import { withRetry, type RetryEvent } from '../../lib/wait/retry.js'
 
 const settings = { retries: 3, retryDelayMs: 1000, retryMaxDelayMs: 3000 }
 

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import { NodeError } from '../../lib/classify.js'
-import type { ClusterNode } from '../../lib/inventory.js'
-import type { Phase } from '../../lib/phase.js'
-import type { Run } from '../../lib/run.js'
-import { runPhases } from '../../lib/runner.js'
+import { NodeError } from '../../lib/tools/classify.js'
+import type { ClusterNode } from '../../lib/input/inventory.js'
+import type { Phase } from '../../lib/engine/phase.js'
+import type { Run } from '../../lib/engine/run.js'
+import { runPhases } from '../../lib/engine/runner.js'
 
 function nodes(count: number): ClusterNode[] {
   return Array.from({ length: count }, (_, i) => ({ name: `n-${i + 1}`, ip: `127.0.0.${i + 1}`, role: i === 0 ? 'controlplane' : 'worker', configFile: '/dev/null' }))

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { InputError } from '../../lib/errors.js'
-import { loadSettings } from '../../lib/settings.js'
+import { InputError } from '../../lib/core/errors.js'
+import { loadSettings } from '../../lib/input/settings.js'
 import { clusterDir, threeNodes } from './fixtures.js'
 
 function inputError(fn: () => unknown): string {

@@ -1,7 +1,7 @@
 // SharedReading: one read serves every caller while it is in flight and for maxAgeMs after it answered.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import { SharedReading } from '../../lib/shared-reading.js'
+import { SharedReading } from '../../lib/wait/shared-reading.js'
 
 describe('SharedReading', () => {
   it('shares a read slower than maxAgeMs with every caller that asks while it is in flight', async () => {

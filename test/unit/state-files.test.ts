@@ -6,12 +6,12 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { InputError } from '../../lib/errors.js'
-import { Journal } from '../../lib/journal.js'
-import { acquireLock } from '../../lib/lock.js'
-import { writeReport, type Report } from '../../lib/report.js'
-import { Redactor } from '../../lib/redact.js'
-import { checkStateFiles } from '../../lib/state-files.js'
+import { InputError } from '../../lib/core/errors.js'
+import { Journal } from '../../lib/state/journal.js'
+import { acquireLock } from '../../lib/state/lock.js'
+import { writeReport, type Report } from '../../lib/report/report.js'
+import { Redactor } from '../../lib/input/redact.js'
+import { checkStateFiles } from '../../lib/state/state-files.js'
 import { ToolRunner } from '../../lib/tools/exec.js'
 
 let dir: string

@@ -7,9 +7,9 @@ import { chmodSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { canonicalAddress, loadInventory, selectNodes } from '../../lib/inventory.js'
-import { loadSettings } from '../../lib/settings.js'
-import { parseDotenv, renderFilename, substituteEnv } from '../../lib/talhelper.js'
+import { canonicalAddress, loadInventory, selectNodes } from '../../lib/input/inventory.js'
+import { loadSettings } from '../../lib/input/settings.js'
+import { parseDotenv, renderFilename, substituteEnv } from '../../lib/input/talhelper.js'
 import { clusterDir, inputErrors, threeNodes } from './fixtures.js'
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/talhelper')

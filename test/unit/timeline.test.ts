@@ -3,10 +3,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Report } from '../../lib/report.js'
-import type { NodeResult, PhaseResult } from '../../lib/results.js'
-import { barWidth, locateReport, reportCommand } from '../../lib/run-picture.js'
-import { buildTimeline, cellsOf, renderSvg, renderText, tickLabel, tickStep } from '../../lib/timeline.js'
+import type { Report } from '../../lib/report/report.js'
+import type { NodeResult, PhaseResult } from '../../lib/core/results.js'
+import { barWidth, locateReport, reportCommand } from '../../lib/commands/report-command.js'
+import { buildTimeline, cellsOf, renderSvg, renderText, tickLabel, tickStep } from '../../lib/report/timeline.js'
 
 const node = (name: string, ip: string, role: 'controlplane' | 'worker', rest: Partial<NodeResult>): NodeResult => ({
   name,

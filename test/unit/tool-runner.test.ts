@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync, existsSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { Redactor } from '../../lib/redact.js'
+import { Redactor } from '../../lib/input/redact.js'
 import { ToolRunner } from '../../lib/tools/exec.js'
 
 const home = mkdtempSync(join(tmpdir(), 'tb-home-'))

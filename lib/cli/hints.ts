@@ -1,0 +1,158 @@
+import { resolve } from 'node:path'
+import type { ErrorKind } from '../tools/classify.js'
+import type { ClusterNode } from '../input/inventory.js'
+
+/** The repository (its Taskfile): `task -d <repo>` runs from wherever the operator stands. */
+const REPO = resolve(import.meta.dirname, '..')
+
+/** What every hint needs to be runnable as written: where the cluster is and how to reach it. */
+export interface HintContext {
+  /** absolute CLUSTER_DIR */
+  clusterDir: string
+  talosconfig: string
+  kubeconfig: string
+  /** control planes in bootstrap order: the bootstrap node first */
+  controlPlanes: Array<Pick<ClusterNode, 'name' | 'ip'>>
+}
+
+let context: HintContext | undefined
+
+/** Set once per command, when the cluster is loaded; every hint after that names it. */
+export function setHintContext(next: HintContext): void {
+  context = next
+}
+
+/** A word as the shell reads it back: quoted only when it must be. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
+}
+
+/**
+ * The one way a hint names a task: `task -d <repo> <task> CLUSTER_DIR=<abs> VAR=… [-- flags]`, so it
+ * runs as written in a fresh shell, from any directory, without CLUSTER_DIR exported.
+ */
+export function taskCommand(task: string, vars: Record<string, string> = {}, flags: string[] = []): string {
+  const words = ['task', '-d', REPO, task]
+  if (context) words.push(`CLUSTER_DIR=${context.clusterDir}`)
+  for (const [name, value] of Object.entries(vars)) words.push(`${name}=${value}`)
+  if (flags.length > 0) words.push('--', ...flags)
+  return words.map(shellWord).join(' ')
+}
+
+/** talosctl with the cluster's talosconfig, through `via` (a working node) to `node`. */
+export function talosctlCommand(node: Pick<ClusterNode, 'ip'>, args: string, via: Pick<ClusterNode, 'ip'> = node): string {
+  const config = context ? ` --talosconfig ${shellWord(context.talosconfig)}` : ''
+  return `talosctl${config} -e ${via.ip} -n ${node.ip} ${args}`
+}
+
+/** talosctl against a node in maintenance: no talosconfig, the node is the endpoint (talosctl's WithClientMaintenance). */
+function talosctlInsecure(node: Pick<ClusterNode, 'ip'>, args: string): string {
+  return `talosctl ${args} --insecure -n ${node.ip}`
+}
+
+/** kubectl with the kubeconfig the bootstrap wrote. */
+export function kubectlCommand(args: string): string {
+  return context ? `kubectl --kubeconfig ${shellWord(context.kubeconfig)} ${args}` : `kubectl ${args}`
+}
+
+/** A control plane other than `node` to ask about the cluster (the bootstrap node first). */
+function workingControlPlane(node: Pick<ClusterNode, 'name' | 'ip'>): Pick<ClusterNode, 'name' | 'ip'> | undefined {
+  return context?.controlPlanes.find((cp) => cp.name !== node.name)
+}
+
+/** The next thing an operator should do about a node's failure: always a command they can run. */
+export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'ip' | 'configFile'>): string {
+  const recover = taskCommand('bootstrap:node', { NODE: node.name })
+  const reset = taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])
+  const dmesg = `\`${talosctlCommand(node, 'dmesg')}\``
+  switch (kind) {
+    case 'unreachable':
+      return `check that ${node.ip} is powered on and port 50000 is reachable, then run: ${recover}`
+    case 'timeout':
+      return `${node.ip} did not answer in time; check its console (${dmesg}), then run: ${recover}`
+    case 'configured':
+      return `the node already has a config; to apply it again over the authenticated API run: ${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}`
+    case 'maintenance':
+      return `the node is in maintenance mode (never applied, or it dropped back during install); run: ${recover}`
+    case 'pki-mismatch':
+      return `the node trusts another CA than the talosconfig (secrets regenerated?): regenerate the configs from the original secrets and run ${recover}, or wipe the node (STATE and EPHEMERAL) and apply again with: ${reset}`
+    case 'unauthorized':
+      return `the talosconfig's certificate lacks the os:admin role: point the inventory at the talosconfig generated with the machine configs, then run: ${recover}`
+    case 'config-invalid':
+      return `fix ${node.configFile} (check it with: talosctl validate --mode metal -c ${node.configFile ? shellWord(node.configFile) : '<config>'}), then run: ${recover}`
+    case 'disk-mismatch':
+      return `no disk matches the install disk or selector: list the node's disks with \`${talosctlInsecure(node, 'get disks')}\`, fix installDisk/installDiskSelector, regenerate the config, then run: ${recover}`
+    case 'not-ready-yet':
+      return `the node was not ready for this call within the retries; run again: ${recover}`
+    case 'wrong-node':
+      return `bootstrap must target a control plane: set bootstrapNode in ${context ? shellWord(`${context.clusterDir}/bootstrap.yaml`) : 'bootstrap.yaml'} to one of ${context?.controlPlanes.map((cp) => cp.name).join(', ') || 'the control planes'}, then run: ${taskCommand('bootstrap:etcd')}`
+    case 'stuck':
+      return `read the node's console with ${dmesg}, fix the cause, then run: ${recover}`
+    case 'etcd-join': {
+      const via = workingControlPlane(node)
+      const ask = via
+        ? `ask a working control plane: \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(node, 'service etcd', via)}\``
+        : `check etcd: \`${talosctlCommand(node, 'service etcd')}\``
+      // Talos gives up joining after EtcdJoinTimeout and does not try again by itself
+      // (machined services/etcd.go, buildInitialCluster): the node must be wiped to rejoin
+      return `${ask}; once the cause is gone, a control plane that gave up joining etcd does not retry by itself: wipe it and let it rejoin with: ${reset}`
+    }
+    case 'drain-blocked':
+      // Talos's Drain gives up after DrainTimeout and the reset goes on (pkg/kubernetes/kubernetes.go)
+      return `see the budgets (\`${kubectlCommand('get pdb -A')}\`) and the pods left on the node (\`${kubectlCommand(`get pods -A -o wide --field-selector spec.nodeName=${node.name}`)}\`); let them move (scale the workload up, or relax the budget); Talos ends the drain after 5m, removes the pods regardless and goes on: once the node is back in maintenance (\`${talosctlInsecure(node, 'get machinestatus')}\`), run: ${recover}`
+    case 'kubelet':
+      // a kubelet that failed its pre stage is not started again by Talos (machined
+      // system/service_runner.go: only the process is restarted): restart it once the cause is gone
+      return `check the kubelet (\`${talosctlCommand(node, 'service kubelet')}\`; a kubelet that failed before it started has no log of its own, machined's console has the cause: \`${talosctlCommand(node, 'dmesg')}\`); once the cause is fixed, restart it (Talos does not retry a kubelet that failed to start) and recover the node, run: ${talosctlCommand(node, 'service kubelet restart')} && ${recover}`
+    case 'node-not-ready':
+      return `see why with \`${kubectlCommand(`describe node ${node.name}`)}\`, then run: ${recover}`
+    case 'cni':
+      return `the CNI pod on ${node.name} is not ready: \`${kubectlCommand(`-n kube-system get pods -o wide --field-selector spec.nodeName=${node.name}`)}\`, then run: ${recover}`
+    case 'flux':
+      return fluxHint()
+    case 'tool-missing':
+      return 'install the missing tool or point its environment variable (TALOSCTL, KUBECTL, HELM, FLUX) at it'
+    case 'interrupted':
+      return `run the same command again: it resumes where it stopped (for this node: ${recover})`
+    case 'unknown':
+      return `read the message above and the node's console (${dmesg}), then run: ${recover}`
+  }
+}
+
+/** A CNI agent that cannot reach the API server: with kube-proxy disabled it needs KubePrism. */
+export function hintForCniApi(pod: { name: string; namespace: string }): string {
+  return `the CNI cannot reach the API server: with cluster.proxy.disabled set cni.values kubeProxyReplacement: true, k8sServiceHost: localhost, k8sServicePort: 7445 (KubePrism, machine.features.kubePrism) in bootstrap.yaml, check it with \`${taskCommand('bootstrap:preflight')}\`, then run: ${taskCommand('bootstrap:wait-ready')} (its log: \`${kubectlCommand(`-n ${pod.namespace} logs -p ${pod.name}`)}\`)`
+}
+
+/**
+ * A Ready node still cordoned: Talos uncordons only what it cordoned (annotation talos.dev/cordoned);
+ * anyone else's cordon is lifted by hand.
+ */
+export function hintForCordoned(node: Pick<ClusterNode, 'name' | 'ip'> & { kubeName: string }, byTalos: boolean): string {
+  const uncordon = `\`${kubectlCommand(`uncordon ${node.kubeName}`)}\``
+  const recover = taskCommand('bootstrap:node', { NODE: node.name })
+  return byTalos
+    ? `see why Talos keeps it cordoned (\`${talosctlCommand(node, 'get machinestatus')}\`); to put it back in service by hand: ${uncordon}, then run: ${recover}`
+    : `if it should take pods again, uncordon it: ${uncordon}, then run: ${recover}`
+}
+
+/** Talos runs its own CNI next to the configured one. */
+export function hintForTalosCni(node: Pick<ClusterNode, 'name' | 'configFile'>): string {
+  return `set cluster.network.cni.name: none in ${node.configFile} and every other config, re-apply them (${taskCommand('bootstrap:apply', {}, ['--reapply'])}), remove Talos's flannel (\`${kubectlCommand('-n kube-system delete daemonset kube-flannel')}\`), then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
+}
+
+/** A Kustomization or Flux install that failed: the repository is the usual cause. */
+export function fluxHint(what = 'the repository'): string {
+  const kubeconfig = context ? ` --kubeconfig ${shellWord(context.kubeconfig)}` : ''
+  return `see \`flux get kustomizations -A${kubeconfig}\` and \`flux logs${kubeconfig}\`, fix ${what}, then run: ${taskCommand('bootstrap:flux')}`
+}
+
+/** The task that runs a phase (the bootstrap phase is `bootstrap:etcd`). */
+export function phaseTask(phase: string): string {
+  return `bootstrap:${phase === 'bootstrap' ? 'etcd' : phase}`
+}
+
+/** A cluster-wide step of a phase that failed: run the phase's task again. */
+export function phaseHint(task: string, first = 'read the message above'): string {
+  return `${first}, then run again: ${taskCommand(task)}`
+}

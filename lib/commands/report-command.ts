@@ -1,0 +1,87 @@
+// task bootstrap:report: draws a run report as a timeline, in the terminal and as an SVG beside it.
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
+import { helpText, parseCommandArgs } from '../cli/args.js'
+import { ExitCode, InputError } from '../core/errors.js'
+import { formatDuration } from '../core/duration.js'
+import { output } from '../cli/output.js'
+import { runName, stateDir, type Report } from '../report/report.js'
+import { writeStateFile } from '../state/state-files.js'
+import { buildTimeline, renderSvg, renderText, type Timeline } from '../report/timeline.js'
+
+export const REPORT_USAGE = 'task bootstrap:report [CLUSTER_DIR=dir] [RUN=<report file, or its name under .bootstrap/runs>]'
+
+/** The report to draw and where its SVG goes: runs/<same name>.svg. */
+export function locateReport(clusterDir: string, run: string | undefined): { file: string; svg: (report: Report) => string } {
+  const runs = join(stateDir(clusterDir), 'runs')
+  if (!run) {
+    const file = join(stateDir(clusterDir), 'last-run.json')
+    if (!existsSync(file)) {
+      throw new InputError('no run recorded yet', { file: stateDir(clusterDir), fix: 'run a bootstrap task first (e.g. task bootstrap:talos), or name a report with RUN=<file>' })
+    }
+    // last-run.json is a copy of runs/<startedAt>-<command>.json (lib/report/report.ts writeReport)
+    return { file, svg: (r) => join(runs, `${runName(r)}.svg`) }
+  }
+  const candidates = [resolve(run), join(runs, run), join(runs, `${run}.json`)]
+  const file = candidates.find((f) => existsSync(f) && f.endsWith('.json'))
+  if (!file) {
+    const known = existsSync(runs) ? readdirSync(runs).filter((f) => f.endsWith('.json')).sort().slice(-5) : []
+    throw new InputError(`no report ${JSON.stringify(run)}`, { file: runs, fix: known.length ? `name one of: ${known.join(', ')}` : 'run a bootstrap task first' })
+  }
+  return { file, svg: () => join(dirname(file), `${basename(file, '.json')}.svg`) }
+}
+
+export function readReport(file: string): Report {
+  let doc: unknown
+  try {
+    doc = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (err) {
+    throw new InputError(`not a JSON report: ${err instanceof Error ? err.message : String(err)}`, { file, fix: 'name a report written by a bootstrap task (.bootstrap/runs/*.json)' })
+  }
+  const r = doc as Partial<Report> | null
+  if (!r || r.version !== 1 || !Array.isArray(r.phases) || typeof r.startedAt !== 'string') {
+    throw new InputError('not a bootstrap report (version 1 with phases expected)', { file, fix: 'name a report written by a bootstrap task (.bootstrap/runs/*.json)' })
+  }
+  return r as Report
+}
+
+/** Bar columns that fit `columns`: the node names and the result column take the rest. */
+export function barWidth(timeline: Timeline, columns: number): number {
+  const name = Math.max(4, ...timeline.lanes.map((l) => l.name.length)) + 2
+  const result = Math.max(6, ...timeline.lanes.map((l) => l.result.length)) + 3
+  return Math.min(120, Math.max(20, columns - name - result))
+}
+
+export function headline(timeline: Timeline): string {
+  const outcome = timeline.interrupted ? 'interrupted' : timeline.ok ? 'ok' : 'failed'
+  const failed = timeline.lanes.filter((l) => l.failed).map((l) => l.name)
+  return `${timeline.command} run of ${timeline.startedAt}: ${outcome} in ${formatDuration(timeline.totalMs)}${failed.length ? `; failed: ${failed.join(', ')}` : ''}`
+}
+
+/** The body of scripts/report.ts. Read-only but for the SVG it writes; no lock. */
+export function reportCommand(argv: string[], env: NodeJS.ProcessEnv): number {
+  try {
+    const args = parseCommandArgs(argv, env, REPORT_USAGE)
+    if (args.help) {
+      output.info(helpText(REPORT_USAGE))
+      return ExitCode.ok
+    }
+    const { file, svg } = locateReport(args.clusterDir, args.run)
+    const report = readReport(file)
+    const timeline = buildTimeline(report)
+    const colour = process.stdout.isTTY === true && !env.NO_COLOR && env.TERM !== 'dumb'
+    const columns = process.stdout.isTTY === true ? (process.stdout.columns ?? 100) : 100
+    const svgFile = svg(report)
+    writeStateFile(args.clusterDir, svgFile, renderSvg(timeline, headline(timeline)))
+    output.table([headline(timeline), '', renderText(timeline, { width: barWidth(timeline, columns), colour }), ''].join('\n'))
+    output.info(`report: ${file}`)
+    output.info(`svg: ${svgFile}`)
+    return ExitCode.ok
+  } catch (err) {
+    if (err instanceof InputError) {
+      output.plainError(err.format())
+      return ExitCode.badInput
+    }
+    throw err
+  }
+}

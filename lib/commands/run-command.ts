@@ -1,0 +1,283 @@
+import { join, resolve } from 'node:path'
+import { which } from 'zx'
+import { helpText, parseCommandArgs, type CommandArgs } from '../cli/args.js'
+import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from '../core/errors.js'
+import { Facts } from '../engine/facts.js'
+import { setHintContext } from '../cli/hints.js'
+import { kubeNodeName, loadInventory, selectNodes, type Inventory } from '../input/inventory.js'
+import { Journal } from '../state/journal.js'
+import { acquireLock } from '../state/lock.js'
+import { output } from '../cli/output.js'
+import type { Phase } from '../engine/phase.js'
+import { phasesFor } from '../phases/index.js'
+import { Redactor, redactProcessOutput } from '../input/redact.js'
+import { stateDir, writeReport, type Report } from '../report/report.js'
+import { checkStateFiles } from '../state/state-files.js'
+import type { PhaseName, PhaseResult } from '../core/results.js'
+import type { Run } from '../engine/run.js'
+import { runPhases } from '../engine/runner.js'
+import { checkSettingsFit, loadSettings, type Settings } from '../input/settings.js'
+import { failureDetails, summaryTable } from '../report/summary.js'
+import { TOOL_ENV, ToolRunner, type ToolName } from '../tools/exec.js'
+import { Flux } from '../tools/flux.js'
+import { Sops } from '../tools/sops.js'
+import { Helm } from '../tools/helm.js'
+import { Kubectl } from '../tools/kubectl.js'
+import { Talosctl } from '../tools/talosctl.js'
+
+export interface CommandSpec {
+  /** name in reports: a phase name, or talos / all / node */
+  command: string
+  phases: PhaseName[]
+  /** tools this command needs besides talosctl */
+  tools?: ToolName[]
+  /** bootstrap:node: one node (--node), recovered into a running cluster; RESET=true adds the reset phase */
+  recover?: boolean
+  usage: string
+}
+
+/** Stops the run on Ctrl-C / SIGTERM, and when the parent (go-task) went away without telling us. */
+function interruptions(controller: AbortController): () => void {
+  const parent = process.ppid
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (controller.signal.aborted) process.exit(ExitCode.interrupted)
+    output.warn(`${signal} received: stopping (in-flight calls aborted, report and journal written)`)
+    controller.abort(new InterruptedError(`interrupted by ${signal}`))
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  process.on('SIGHUP', onSignal)
+  const orphanCheck = setInterval(() => {
+    if (process.ppid !== parent && !controller.signal.aborted) {
+      output.warn('the parent process is gone: stopping')
+      controller.abort(new InterruptedError('orphaned: parent process exited'))
+    }
+  }, 500)
+  orphanCheck.unref()
+  return () => {
+    clearInterval(orphanCheck)
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+    process.off('SIGHUP', onSignal)
+  }
+}
+
+function requireTools(env: NodeJS.ProcessEnv, tools: ToolName[]): void {
+  for (const tool of tools) {
+    const binary = env[TOOL_ENV[tool]] || tool
+    if (!which.sync(binary, { nothrow: true, path: env.PATH ?? '' })) throw new ToolMissingError(tool, binary, TOOL_ENV[tool])
+  }
+}
+
+/** The body of every script: parse, load, lock, run the phases as one tree, summarise, report, exit. */
+export async function runCommand(spec: CommandSpec, argv = process.argv.slice(2), env = process.env): Promise<number> {
+  const controller = new AbortController()
+  const stopListening = interruptions(controller)
+  let release: (() => void) | undefined
+  try {
+    const args = parseCommandArgs(argv, env, spec.usage)
+    if (args.help) {
+      output.info(helpText(spec.usage))
+      return ExitCode.ok
+    }
+    return await execute(spec, args, env, controller, (r) => (release = r))
+  } catch (err) {
+    return reportFatal(err)
+  } finally {
+    release?.()
+    stopListening()
+  }
+}
+
+/** Prints an error that ended a command before or outside the phases, and returns its exit code. */
+export function reportFatal(err: unknown): number {
+  // input errors read `<path>:<line>: <what is wrong> (fix: <what to do>)`, unprefixed
+  if (err instanceof InputError) {
+    output.plainError(err.format())
+    return ExitCode.badInput
+  }
+  if (err instanceof InputErrors) {
+    for (const e of err.errors) output.plainError(e.format())
+    return ExitCode.badInput
+  }
+  if (err instanceof ToolMissingError) {
+    output.error(err.message)
+    return ExitCode.toolMissing
+  }
+  if (err instanceof InterruptedError) {
+    output.error(err.message)
+    return ExitCode.interrupted
+  }
+  output.error(`unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
+  return ExitCode.nodeFailed
+}
+
+/** What every command loads first: settings, the inventory, and a redactor that knows their secrets. */
+export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags'>, env: NodeJS.ProcessEnv): { settings: Settings; inventory: Inventory; redactor: Redactor } {
+  const input = { clusterDir: args.clusterDir, env, flags: args.settingFlags }
+  const settings = loadSettings(input)
+  const inventory = loadInventory(args.clusterDir, {
+    env,
+    ...(settings.talconfig ? { talconfig: settings.talconfig } : {}),
+    ...(settings.talhelperOutDir ? { talhelperOutDir: settings.talhelperOutDir } : {}),
+  })
+  checkSettingsFit(input, settings, inventory)
+  const redactor = new Redactor()
+  redactor.addFromYamlFile(inventory.talosconfig)
+  for (const node of inventory.nodes) redactor.addFromYamlFile(node.configFile)
+  if (settings.flux?.git?.privateKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.git.privateKeyFile))
+  if (settings.flux?.sopsAgeKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.sopsAgeKeyFile))
+  // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
+  for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(inventory.clusterDir, file))
+  const controlPlanes = inventory.nodes.filter((n) => n.role === 'controlplane')
+  const first = controlPlanes.find((n) => n.name === settings.bootstrapNode || n.ip === settings.bootstrapNode)
+  setHintContext({
+    clusterDir: inventory.clusterDir,
+    talosconfig: inventory.talosconfig,
+    kubeconfig: resolve(inventory.clusterDir, settings.kubeconfig),
+    controlPlanes: first ? [first, ...controlPlanes.filter((n) => n !== first)] : controlPlanes,
+  })
+  return { settings, inventory, redactor }
+}
+
+async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.ProcessEnv, controller: AbortController, onLock: (release: () => void) => void): Promise<number> {
+  const startedAt = new Date()
+  const { settings, inventory, redactor } = loadCluster(args, env)
+  redactProcessOutput(redactor)
+  const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node, inventory), 'NODE') : selectNodes(inventory, args.nodes)
+  const names = spec.recover && args.reset ? spec.phases.flatMap((p) => (p === 'preflight' ? [p, 'reset' as const] : [p])) : spec.phases
+  const phases: Phase[] = phasesFor(names)
+
+  requireTools(env, ['talosctl', ...(spec.tools ?? [])])
+  const state = stateDir(inventory.clusterDir)
+  // nothing under .bootstrap is written through a link, and the directory must be writable: known before any node is touched
+  if (!args.dryRun) checkStateFiles(inventory.clusterDir, ['lock', 'commands.log', 'journal.json', 'last-run.json'].map((f) => join(state, f)), [join(state, 'runs')])
+  if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
+
+  const tools = new ToolRunner({
+    env,
+    callTimeoutMs: settings.callTimeoutMs,
+    signal: controller.signal,
+    dryRun: args.dryRun,
+    redactor,
+    ...(args.dryRun ? {} : { logFile: join(stateDir(inventory.clusterDir), 'commands.log') }),
+  })
+  const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
+  const journalWarnings: string[] = []
+  const run: Run = {
+    command: spec.command,
+    settings,
+    inventory,
+    nodes,
+    options: { dryRun: args.dryRun, failFast: args.failFast, reapply: args.reapply, recover: spec.recover ?? false, reset: args.reset, yes: args.yes },
+    signal: controller.signal,
+    facts: new Facts(),
+    redactor,
+    tools,
+    talosctl: new Talosctl(tools, inventory),
+    kubectl: new Kubectl(tools, kubeconfig, inventory.nodes.map(kubeNodeName)),
+    helm: new Helm(tools, kubeconfig),
+    flux: new Flux(tools, kubeconfig),
+    sops: new Sops(tools, env),
+    kubeconfig,
+    failed: new Map(),
+    journal: Journal.load(inventory.clusterDir, (message) => journalWarnings.push(message)),
+    warn: output.warn,
+  }
+
+  // the versions and the offline checks are independent local work: both at once; the header
+  // still comes first, so warnings from the checks wait for it
+  const held: string[] = [...journalWarnings]
+  run.warn = (message) => held.push(message)
+  // a journal of the wrong shape was ignored: rewrite it now, not only after the first phase
+  if (run.journal.discarded && !args.dryRun) run.journal.save()
+  const checks = (async () => {
+    for (const phase of phases) await phase.check?.(run)
+  })()
+  checks.catch(() => undefined) // awaited below, once the header is out
+  const versions = await toolVersions(run, spec.tools ?? [])
+  output.info(`${versions}; cluster ${inventory.clusterName} (${inventory.endpoint}); ${nodes.length} node(s); concurrency ${settings.concurrency}${args.dryRun ? '; DRY RUN: nothing is run' : ''}`)
+  run.warn = output.warn
+  for (const message of held) run.warn(message)
+  await checks
+
+  let results: PhaseResult[] = []
+  let interrupted = false
+  try {
+    results = await runPhases(run, phases)
+  } catch (err) {
+    if (!controller.signal.aborted) throw err
+    interrupted = true
+  }
+  interrupted ||= controller.signal.aborted
+  if (interrupted && !args.dryRun) {
+    // the phase in flight when the run stopped: keep what its nodes finished
+    for (const phase of results) run.journal.record(phase)
+    run.journal.save()
+  }
+
+  const ok = !interrupted && results.length === phases.length && results.every((p) => p.ok)
+  const report: Report = {
+    version: 1,
+    command: spec.command,
+    ok,
+    ...(interrupted ? { interrupted: true } : {}),
+    ...(args.dryRun ? { dryRun: true, plan: tools.plan } : {}),
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    settings: { ...settings },
+    phases: results,
+  }
+  if (args.dryRun) {
+    output.table(redactor.redact(summaryTable(nodes, results, true)))
+    output.table(redactor.redact(planText(tools.plan)))
+  } else {
+    const file = writeReport(inventory.clusterDir, report, redactor)
+    output.table(redactor.redact(summaryTable(nodes, results)))
+    for (const line of failureDetails(results)) output.error(redactor.redact(line))
+    output.info(`report: ${file}`)
+  }
+  if (interrupted) return ExitCode.interrupted
+  return ok ? ExitCode.ok : ExitCode.nodeFailed
+}
+
+/** Each tool's client version (asked all at once), and a warning when talosctl's minor differs from the cluster's Talos. */
+async function toolVersions(run: Run, tools: ToolName[]): Promise<string> {
+  const clientVersion = (tool: ToolName): Promise<string> =>
+    tool === 'kubectl' ? run.kubectl.clientVersion() : tool === 'helm' ? run.helm.clientVersion() : tool === 'flux' ? run.flux.clientVersion() : run.talosctl.clientVersion()
+  const others = tools.filter((tool) => tool !== 'talosctl')
+  const [talosctl = '', ...versions] = await Promise.all(['talosctl' as const, ...others].map(clientVersion))
+  const wanted = run.inventory.talosVersion
+  const minor = (v: string): string | undefined => /^v?(\d+\.\d+)/.exec(v)?.[1]
+  if (wanted && minor(talosctl) && minor(wanted) && minor(talosctl) !== minor(wanted)) {
+    output.warn(`talosctl ${talosctl} but the cluster's talosVersion is ${wanted}: use a talosctl of the same minor version (flags and outputs differ between minors)`)
+  }
+  return [`talosctl ${talosctl}`, ...others.map((tool, i) => `${tool} ${versions[i] ?? ''}`)].join(', ')
+}
+
+function requireNode(node: string | undefined, inventory: Inventory): string {
+  if (!node || node.includes(',')) {
+    const names = inventory.nodes.map((n) => n.name).join(', ')
+    throw new InputError(node ? `NODE takes one node, got "${node}"` : 'NODE is required', { fix: `name one node: task bootstrap:node NODE=<name or address>, one of: ${names}` })
+  }
+  return node
+}
+
+/** The dry run's plan: per node (cluster-wide commands first), every command in order. */
+function planText(plan: ToolRunner['plan']): string {
+  const byNode = new Map<string, string[]>()
+  for (const step of plan) {
+    const key = step.node ?? 'cluster'
+    const commands = byNode.get(key) ?? []
+    // a poll repeats its command; the plan lists it once in a row
+    if (commands[commands.length - 1] !== step.command) commands.push(step.command)
+    byNode.set(key, commands)
+  }
+  const lines = ['PLAN (dry run: nothing was run; these commands would run)']
+  const keys = [...byNode.keys()].sort((a, b) => (a === 'cluster' ? -1 : b === 'cluster' ? 1 : 0))
+  for (const key of keys) {
+    lines.push(`${key}:`, ...(byNode.get(key) ?? []).map((c) => `  ${c}`))
+  }
+  return lines.join('\n')
+}
+

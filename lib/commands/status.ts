@@ -1,0 +1,293 @@
+// task bootstrap:status: one table of every node's live state and its last run's result.
+// Read-only (no lock, no command log). Few calls: one batched MachineStatus read and one batched
+// kubelet read through a control plane, one etcd member list, one `kubectl get nodes`; only nodes
+// the batch could not read are asked one by one. Every call has a short deadline, so an
+// unreachable or hung node costs seconds, not the 30 s callTimeout.
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { NodeError } from '../tools/classify.js'
+import { kubeNodeName, type ClusterNode, type Inventory } from '../input/inventory.js'
+import { mapLimit } from '../wait/map-limit.js'
+import { stateDir, type Report } from '../report/report.js'
+import { formatTable } from '../cli/table.js'
+import { buildTimeline, type Lane } from '../report/timeline.js'
+import type { ToolRunner } from '../tools/exec.js'
+import { parseJsonStream } from '../tools/json-stream.js'
+import { condition, type Kubectl } from '../tools/kubectl.js'
+import type { EtcdMember, MachineStatus, Talosctl } from '../tools/talosctl.js'
+
+/** Deadline of one status call (capped by callTimeout): long enough for a loaded node, short enough to stay live. */
+export const STATUS_DEADLINE_MS = 3_000
+/** Nodes asked one by one at a time when the batch had no row for them. */
+const PARALLEL = 8
+
+export interface StatusTools {
+  inventory: Inventory
+  runner: ToolRunner
+  talosctl: Talosctl
+  kubectl: Kubectl
+  /** absolute kubeconfig path; Kubernetes is not asked while it does not exist */
+  kubeconfig: string
+  /** the deadline every call runs with */
+  deadlineMs: number
+}
+
+/** What the node API said about a node. */
+export type MachineReading =
+  | { state: 'status'; status: MachineStatus }
+  | { state: 'maintenance' }
+  | { state: 'error'; kind: string; message: string }
+
+export interface NodeRow {
+  node: ClusterNode
+  /** MachineStatus stage, or maintenance / unreachable / timeout / error (<kind>) */
+  stage: string
+  ready: string
+  etcd: string
+  kubelet: string
+  kubernetes: string
+  lastRun: string
+  lastError: string
+  note: string
+  /** running, Ready on the node API and in Kubernetes */
+  healthy: boolean
+}
+
+export interface StatusTable {
+  rows: NodeRow[]
+  /** "last run: talos of <time>: failed", one line per run the rows come from; undefined when none was recorded */
+  lastRun: string | undefined
+  /** cluster-wide readings that failed (etcd members, Kubernetes API) */
+  warnings: string[]
+}
+
+const failure = (err: unknown): { state: 'error'; kind: string; message: string } =>
+  err instanceof NodeError ? { state: 'error', kind: err.kind, message: err.message } : { state: 'error', kind: 'unknown', message: err instanceof Error ? err.message : String(err) }
+
+/** One node on its own: the authenticated read, then (unless it hung) the insecure probe to tell maintenance from unreachable. */
+async function readOne(tools: StatusTools, node: ClusterNode): Promise<MachineReading> {
+  let secure: MachineReading
+  try {
+    return { state: 'status', status: await tools.talosctl.machineStatus(node) }
+  } catch (err) {
+    secure = failure(err)
+  }
+  // a hung node would hang the probe too: say so now rather than wait a second deadline
+  if (secure.state === 'error' && secure.kind === 'timeout') return secure
+  try {
+    const probe = await tools.talosctl.probe(node)
+    // configured but the authenticated read failed (e.g. pki-mismatch): the secure error says why
+    return probe.state === 'maintenance' ? { state: 'maintenance' } : secure
+  } catch (err) {
+    const probed = failure(err)
+    return probed.kind === 'unreachable' || probed.kind === 'timeout' ? probed : secure
+  }
+}
+
+/**
+ * Every node's MachineStatus: one batched call through a control plane (listed first: a batched
+ * `get` fails whole when its first node fails), trying the next control plane when one gives no
+ * row; nodes without a row are asked one by one. Returns the readings and the control plane that answered.
+ */
+export async function machineReadings(tools: StatusTools, nodes: ClusterNode[]): Promise<{ readings: Map<string, MachineReading>; via: ClusterNode | undefined }> {
+  const readings = new Map<string, MachineReading>()
+  let via: ClusterNode | undefined
+  const controlPlanes = tools.inventory.nodes.filter((n) => n.role === 'controlplane')
+  for (const cp of controlPlanes.slice(0, 3)) {
+    const ordered = [cp, ...nodes.filter((n) => n.ip !== cp.ip)]
+    const statuses = await tools.talosctl.machineStatuses(ordered, cp)
+    const got = [...statuses.values()].filter((s) => s.value !== undefined).length
+    if (got === 0) continue
+    via = cp
+    for (const node of nodes) {
+      const status = statuses.get(node.ip)?.value
+      if (status) readings.set(node.name, { state: 'status', status })
+    }
+    break
+  }
+  const missing = nodes.filter((n) => !readings.has(n.name))
+  const singles = await mapLimit(missing, PARALLEL, (node) => readOne(tools, node))
+  missing.forEach((node, i) => readings.set(node.name, singles[i] as MachineReading))
+  if (!via) {
+    via = controlPlanes.find((cp) => readings.get(cp.name)?.state === 'status')
+  }
+  return { readings, via }
+}
+
+export interface KubeletReading {
+  running: boolean
+  healthy: boolean
+  unknown: boolean
+}
+
+/** `talosctl get services kubelet -n a,b,… -e <via> -o json`: one COSI read for many nodes (reference §3.3). */
+export async function kubeletReadings(tools: StatusTools, nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, KubeletReading>> {
+  const ordered = [via, ...nodes.filter((n) => n.ip !== via.ip)].filter((n) => nodes.includes(n))
+  if (ordered.length === 0) return new Map()
+  const args = ['get', 'services', 'kubelet', '--talosconfig', tools.inventory.talosconfig, '-e', via.ip, '-n', ordered.map((n) => n.ip).join(','), '-o', 'json']
+  const result = await tools.runner.run({ tool: 'talosctl', args, mutates: false })
+  const byIp = new Map<string, KubeletReading>()
+  for (const doc of parseJsonStream(result.stdout)) {
+    const d = doc as { node?: string; spec?: { running?: boolean; healthy?: boolean; unknown?: boolean } }
+    if (d.node) byIp.set(d.node, { running: d.spec?.running === true, healthy: d.spec?.healthy === true, unknown: d.spec?.unknown === true })
+  }
+  return new Map(nodes.flatMap((n) => (byIp.has(n.ip) ? [[n.name, byIp.get(n.ip) as KubeletReading]] : [])))
+}
+
+export interface KubeNode {
+  ready: 'Ready' | 'NotReady' | 'Unknown'
+  reason?: string
+}
+
+/** `kubectl get nodes -o json`, by node name and by InternalIP. */
+export async function kubeNodes(tools: StatusTools): Promise<Map<string, KubeNode>> {
+  const out = new Map<string, KubeNode>()
+  for (const obj of await tools.kubectl.list('nodes')) {
+    const c = condition(obj, 'Ready')
+    const reading: KubeNode = { ready: c?.status === 'True' ? 'Ready' : c?.status === 'False' ? 'NotReady' : 'Unknown', ...(c?.message ? { reason: c.message } : {}) }
+    out.set(obj.metadata.name, reading)
+    const addresses = (obj.status?.addresses ?? []) as Array<{ type: string; address: string }>
+    for (const a of addresses) if (a.type === 'InternalIP') out.set(a.address, reading)
+  }
+  return out
+}
+
+function readReportFile(file: string): Report | undefined {
+  try {
+    const report = JSON.parse(readFileSync(file, 'utf8')) as Report
+    return report.version === 1 && Array.isArray(report.phases) && !report.dryRun ? report : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** How many recent reports to look through for nodes the last run did not select. */
+const RUNS_SCANNED = 30
+
+/**
+ * Each node's latest result: last-run.json, and for nodes it did not select (a bootstrap:node
+ * run names one node) the newest report in runs/ that has them. Dry runs do not count.
+ */
+export function latestResults(clusterDir: string, names: string[]): { lanes: Map<string, Lane>; used: Array<{ report: Report; nodes: string[] }> } {
+  const lanes = new Map<string, Lane>()
+  const used: Array<{ report: Report; nodes: string[] }> = []
+  const runs = join(stateDir(clusterDir), 'runs')
+  const recent = existsSync(runs) ? readdirSync(runs).filter((f) => f.endsWith('.json')).sort().reverse().slice(0, RUNS_SCANNED).map((f) => join(runs, f)) : []
+  const seen = new Set<string>()
+  for (const file of [join(stateDir(clusterDir), 'last-run.json'), ...recent]) {
+    if (names.every((n) => lanes.has(n))) break
+    if (!existsSync(file)) continue
+    const report = readReportFile(file)
+    // last-run.json is also in runs/: count each run once
+    if (!report || seen.has(`${report.startedAt} ${report.command}`)) continue
+    seen.add(`${report.startedAt} ${report.command}`)
+    const nodes: string[] = []
+    for (const lane of buildTimeline(report).lanes) {
+      if (!names.includes(lane.name) || lanes.has(lane.name)) continue
+      lanes.set(lane.name, lane)
+      nodes.push(lane.name)
+    }
+    if (nodes.length > 0) used.push({ report, nodes })
+  }
+  return { lanes, used }
+}
+
+function etcdCell(node: ClusterNode, members: EtcdMember[] | undefined): string {
+  if (node.role !== 'controlplane') return '-'
+  if (!members) return '?'
+  const member = members.find((m) => m.hostname === node.name || m.peerUrls.some((u) => u.includes(`//${node.ip}:`)))
+  if (!member) return 'no'
+  return member.isLearner ? 'learner' : 'member'
+}
+
+function kubeletCell(reading: KubeletReading | undefined, machine: MachineReading | undefined): string {
+  if (machine?.state !== 'status') return '-'
+  if (!reading) return '?'
+  if (!reading.running) return 'not running'
+  return reading.healthy || reading.unknown ? 'running' : 'unhealthy'
+}
+
+function stageCell(reading: MachineReading | undefined): string {
+  if (!reading) return '?'
+  if (reading.state === 'status') return reading.status.stage
+  if (reading.state === 'maintenance') return 'maintenance'
+  if (reading.kind === 'unreachable' || reading.kind === 'timeout') return reading.kind
+  return `error (${reading.kind})`
+}
+
+/** Reads everything and builds the rows: `nodes` are the selected nodes, in inventory order. */
+export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Promise<StatusTable> {
+  const warnings: string[] = []
+  const kube = existsSync(tools.kubeconfig)
+    ? kubeNodes(tools).catch((err: unknown) => {
+        warnings.push(`Kubernetes API: ${failure(err).message}`)
+        return undefined
+      })
+    : Promise.resolve(undefined)
+  const { readings, via } = await machineReadings(tools, nodes)
+
+  const answering = nodes.filter((n) => readings.get(n.name)?.state === 'status')
+  const etcdVia = via && readings.get(via.name)?.state === 'status' ? via : undefined
+  const [members, kubelets, kubeByName] = await Promise.all([
+    etcdVia && nodes.some((n) => n.role === 'controlplane')
+      ? tools.talosctl.etcdMembers(etcdVia).catch((err: unknown) => {
+          warnings.push(`etcd members (via ${etcdVia.name}): ${failure(err).message}`)
+          return undefined
+        })
+      : Promise.resolve(undefined),
+    via && answering.length > 0 ? kubeletReadings(tools, answering, via) : Promise.resolve(new Map<string, KubeletReading>()),
+    kube,
+  ])
+  if (!etcdVia && nodes.some((n) => n.role === 'controlplane')) warnings.push('etcd members: no control plane answered')
+
+  const { lanes, used } = latestResults(tools.inventory.clusterDir, nodes.map((n) => n.name))
+
+  const rows = nodes.map((node): NodeRow => {
+    const machine = readings.get(node.name)
+    const status = machine?.state === 'status' ? machine.status : undefined
+    const k8s = kubeByName?.get(kubeNodeName(node)) ?? kubeByName?.get(node.ip)
+    const kubernetes = !existsSync(tools.kubeconfig) ? '-' : !kubeByName ? '?' : k8s ? k8s.ready : 'not registered'
+    const lane = lanes.get(node.name)
+    const notes: string[] = []
+    if (status && status.unmetConditions.length > 0) notes.push(`unmet: ${status.unmetConditions.map((c) => `${c.name} (${c.reason})`).join(', ')}`)
+    if (machine?.state === 'error' && !['unreachable', 'timeout'].includes(machine.kind)) notes.push(machine.message)
+    if (machine?.state === 'error' && machine.kind === 'timeout') notes.push(`no answer within ${Math.round(tools.deadlineMs / 1000)}s`)
+    if (machine?.state === 'error' && machine.kind === 'unreachable') notes.push(/connect: ([^"]+)/.exec(machine.message)?.[1] ?? 'no connection')
+    return {
+      node,
+      stage: stageCell(machine),
+      ready: status ? (status.ready ? 'yes' : 'no') : '-',
+      etcd: etcdCell(node, members),
+      kubelet: kubeletCell(kubelets.get(node.name), machine),
+      kubernetes,
+      lastRun: lane ? lane.result.replace(/ \([^)]*\)$/, '') : '-',
+      lastError: lane?.failed?.kind ?? '-',
+      note: notes.join('; '),
+      healthy: status?.stage === 'running' && status.ready && kubernetes === 'Ready',
+    }
+  })
+  return { rows, lastRun: lastRunLines(used), warnings }
+}
+
+/**
+ * One line per run the LAST RUN column comes from: its outcome names what failed in it (nodes, or
+ * cluster steps), never the nodes that succeeded; with several runs, which rows each one gave.
+ */
+export function lastRunLines(used: Array<{ report: Report; nodes: string[] }>): string | undefined {
+  if (used.length === 0) return undefined
+  const outcome = (r: Report): string => {
+    if (r.interrupted) return 'interrupted'
+    if (r.ok) return 'ok'
+    const nodes = [...new Set(r.phases.flatMap((p) => p.nodes.filter((n) => n.status === 'failed').map((n) => n.name)))]
+    const steps = r.phases.flatMap((p) => p.steps.filter((s) => s.status === 'failed').map((s) => `${p.name}/${s.name}`))
+    const what = nodes.length > 0 ? nodes : steps
+    return what.length > 0 ? `failed: ${what.join(', ')}` : 'failed'
+  }
+  return used.map((u) => `last run: ${u.report.command} of ${u.report.startedAt}: ${outcome(u.report)}${used.length > 1 ? ` (the LAST RUN of ${u.nodes.join(', ')})` : ''}`).join('\n')
+}
+
+export function statusTable(table: StatusTable): string {
+  const header = ['NODE', 'IP', 'ROLE', 'STAGE', 'READY', 'ETCD', 'KUBELET', 'K8S', 'LAST RUN', 'ERROR', 'NOTE']
+  const rows = table.rows.map((r) => [r.node.name, r.node.ip, r.node.role, r.stage, r.ready, r.etcd, r.kubelet, r.kubernetes, r.lastRun, r.lastError, r.note])
+  return formatTable(header, rows)
+}

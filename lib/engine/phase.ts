@@ -1,0 +1,71 @@
+import type { NodeError } from '../tools/classify.js'
+import type { ClusterNode } from '../input/inventory.js'
+import type { PhaseName } from '../core/results.js'
+import type { Run } from './run.js'
+
+/** What a node step reports back: done, or nothing needed doing (skipped), with a short detail. */
+export interface NodeOutcome {
+  status: 'ok' | 'skipped'
+  detail?: string
+  error?: NodeError
+}
+
+/** Handed to every step: live progress for the display and retry bookkeeping for the report. */
+export interface StepReporter {
+  /** one line under the node's task (stage, what it waits for) */
+  progress(text: string): void
+  /** a transient failure that will be retried */
+  retrying(attempt: number, error: NodeError, delayMs: number): void
+}
+
+/** Nodes read at once by a read-only step: an unreachable node costs its retries once, not once per node. */
+export const READ_ONLY_LIMIT = 16
+
+export interface NodeStep {
+  kind: 'node'
+  title: string
+  /**
+   * Only reads (probes, status): runs for up to READ_ONLY_LIMIT nodes at once whatever CONCURRENCY,
+   * which bounds the steps that change nodes.
+   */
+  readOnly?: boolean
+  /** what a dry run says for each node ("would apply the config"); default: would run "<title>" */
+  would?: string
+  /** the nodes this step acts on; the others pass through unchanged */
+  applies?: (node: ClusterNode, run: Run) => boolean
+  run: (node: ClusterNode, run: Run, report: StepReporter) => Promise<NodeOutcome | void>
+}
+
+export interface ClusterStep {
+  kind: 'cluster'
+  /** name in the report's steps list */
+  name: string
+  title: string
+  /** what a dry run says ("would bootstrap etcd on cp-1"); default: would run "<title>" */
+  would?: string | ((run: Run) => string)
+  /** nodes that cannot go on when this step fails (they fail with its cause) */
+  blocks?: (node: ClusterNode, run: Run) => boolean
+  /**
+   * true: run it. A string: it cannot run (not-run; the nodes it blocks are not-run with that
+   * reason). `{ skip }`: nothing to do here (skipped; nobody is blocked).
+   */
+  ready?: (run: Run) => true | string | { skip: string }
+  run: (run: Run, report: StepReporter) => Promise<string | void>
+}
+
+export type Step = NodeStep | ClusterStep
+
+/** A dry run's wording for a step: nothing ran, so say what would. */
+export function wouldText(step: Step, run: Run): string {
+  const would = typeof step.would === 'function' ? step.would(run) : step.would
+  return would ?? `would run "${step.title}"`
+}
+
+/** A phase says what to do, per node and cluster-wide, and nothing else. */
+export interface Phase {
+  name: PhaseName
+  title: string
+  /** offline input checks before any node is touched; throws InputError (exit 2) */
+  check?: (run: Run) => Promise<void>
+  steps: (run: Run) => Step[]
+}

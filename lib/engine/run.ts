@@ -1,0 +1,53 @@
+import type { Facts } from './facts.js'
+import type { Journal } from '../state/journal.js'
+import type { ClusterNode, Inventory } from '../input/inventory.js'
+import type { Redactor } from '../input/redact.js'
+import type { Settings } from '../input/settings.js'
+import type { ToolRunner } from '../tools/exec.js'
+import type { Flux } from '../tools/flux.js'
+import type { Sops } from '../tools/sops.js'
+import type { Helm } from '../tools/helm.js'
+import type { Kubectl } from '../tools/kubectl.js'
+import type { Talosctl } from '../tools/talosctl.js'
+
+export interface RunOptions {
+  dryRun: boolean
+  failFast: boolean
+  /** apply again, over the authenticated API, to nodes that already have a config */
+  reapply: boolean
+  /**
+   * recovering nodes of a running cluster (bootstrap:node): never bootstrap etcd, only rejoin;
+   * keep an existing kubeconfig
+   */
+  recover: boolean
+  /** wipe the selected node back to maintenance first (bootstrap:node RESET=true) */
+  reset: boolean
+  /** confirmation for destructive steps given on the command line */
+  yes: boolean
+}
+
+/** Everything a phase may use: settings, the selected nodes, the tools, the facts, the abort signal. */
+export interface Run {
+  command: string
+  settings: Settings
+  inventory: Inventory
+  nodes: ClusterNode[]
+  options: RunOptions
+  signal: AbortSignal
+  facts: Facts
+  redactor: Redactor
+  tools: ToolRunner
+  talosctl: Talosctl
+  kubectl: Kubectl
+  helm: Helm
+  flux: Flux
+  sops: Sops
+  /** absolute path of the kubeconfig the bootstrap phase writes and later phases use */
+  kubeconfig: string
+  /** what earlier runs achieved per node (re-checked against the live state, which wins) */
+  journal: Journal
+  /** node name -> the phase it failed in (filled by the runner; later phases skip these nodes) */
+  failed: Map<string, string>
+  /** prints a warning line (stderr) */
+  warn: (message: string) => void
+}

@@ -1,0 +1,116 @@
+import { readFileSync } from 'node:fs'
+import { parseAllDocuments } from 'yaml'
+import type { ClusterNode } from './inventory.js'
+import type { Disk } from '../tools/talosctl.js'
+
+export interface InstallTarget {
+  disk?: string
+  selector?: Record<string, unknown>
+}
+
+/** The install disk or selector the node's machine config asks for (falls back to the inventory). */
+export function installTarget(node: ClusterNode): InstallTarget {
+  try {
+    for (const doc of parseAllDocuments(readFileSync(node.configFile, 'utf8'))) {
+      const config = doc.toJS() as { machine?: { install?: { disk?: unknown; diskSelector?: unknown } } } | null
+      const install = config?.machine?.install
+      if (!install) continue
+      const target: InstallTarget = {}
+      if (typeof install.disk === 'string' && install.disk) target.disk = install.disk
+      if (install.diskSelector && typeof install.diskSelector === 'object') target.selector = install.diskSelector as Record<string, unknown>
+      if (target.disk || target.selector) return target
+    }
+  } catch {
+    // validation reports unreadable configs
+  }
+  return { ...(node.installDisk ? { disk: node.installDisk } : {}), ...(node.installDiskSelector ? { selector: node.installDiskSelector } : {}) }
+}
+
+// go-humanize ParseBytes (Talos parses the selector's size with it): SI and IEC units, case-insensitive
+const SIZE_UNITS: Record<string, number> = {
+  '': 1, B: 1, K: 1e3, KB: 1e3, M: 1e6, MB: 1e6, G: 1e9, GB: 1e9, T: 1e12, TB: 1e12, P: 1e15, PB: 1e15,
+  KI: 1024, KIB: 1024, MI: 1024 ** 2, MIB: 1024 ** 2, GI: 1024 ** 3, GIB: 1024 ** 3, TI: 1024 ** 4, TIB: 1024 ** 4, PI: 1024 ** 5, PIB: 1024 ** 5,
+}
+
+function parseSize(text: string): number | undefined {
+  const m = /^\s*([\d.]+)\s*([a-zA-Z]*)\s*$/.exec(text.replace(/,/g, ''))
+  if (!m) return undefined
+  const unit = SIZE_UNITS[(m[2] ?? '').toUpperCase()]
+  return unit === undefined ? undefined : Math.trunc(Number(m[1]) * unit)
+}
+
+/** `disk.size <op> <uint>`: no operator means `==`, an exact comparison as Talos's CEL does. */
+function sizeMatches(expr: string, size: number): boolean {
+  const m = /^\s*(>=|<=|>|<|==)?\s*(.+)$/.exec(expr)
+  const bound = m ? parseSize(m[2] ?? '') : undefined
+  if (!m || bound === undefined) return false
+  switch (m[1]) {
+    case '>=':
+      return size >= bound
+    case '<=':
+      return size <= bound
+    case '>':
+      return size > bound
+    case '<':
+      return size < bound
+    default:
+      return size === bound
+  }
+}
+
+/** ryanuber/go-glob, the selector's glob: `*` matches any run of characters, nothing else is special. */
+function glob(pattern: string, value: string): boolean {
+  const regex = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's')
+  return regex.test(value)
+}
+
+/**
+ * Talos's diskSelector, as InstallConfig.DiskMatchExpression builds it (pkg/machinery/config/types/v1alpha1/
+ * v1alpha1_provider.go): every field given must match, and always `disk.transport != ""`,
+ * `!disk.readonly`, `!disk.cdrom`. `type: sd` means transport `mmc`; `name` is not supported (no disk).
+ */
+export function selectorMatches(selector: Record<string, unknown>, disk: Disk): boolean {
+  if (disk.readonly || disk.cdrom || disk.transport === '') return false
+  for (const [key, raw] of Object.entries(selector)) {
+    const value = String(raw)
+    switch (key) {
+      case 'size':
+        if (!sizeMatches(value, disk.sizeBytes)) return false
+        break
+      case 'model':
+      case 'serial':
+      case 'wwid':
+      case 'uuid':
+      case 'modalias':
+      case 'busPath':
+        if (value !== '' && !glob(value, disk[key])) return false
+        break
+      case 'type':
+        if (value === 'nvme' && disk.transport !== 'nvme') return false
+        if (value === 'sd' && disk.transport !== 'mmc') return false
+        if (value === 'hdd' && !disk.rotational) return false
+        if (value === 'ssd' && disk.rotational) return false
+        if (!['nvme', 'sd', 'hdd', 'ssd', ''].includes(value)) return false // unsupported disk type
+        break
+      case 'name':
+        if (value !== '') return false // "selector on name is not supported"
+        break
+      default:
+        break
+    }
+  }
+  return true
+}
+
+/** Which disk the node would install to; undefined when nothing matches. */
+export function findInstallDisk(target: InstallTarget, disks: Disk[]): Disk | undefined {
+  if (target.disk) return disks.find((d) => d.devPath === target.disk || `/dev/${d.id}` === target.disk)
+  if (target.selector) return disks.find((d) => selectorMatches(target.selector as Record<string, unknown>, d))
+  return undefined
+}
+
+export function describeTarget(target: InstallTarget): string {
+  if (target.disk) return `install disk ${target.disk}`
+  if (target.selector) return `install disk selector ${JSON.stringify(target.selector)}`
+  return 'no install disk'
+}

@@ -1,0 +1,535 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
+import { join, resolve } from 'node:path'
+import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document } from 'yaml'
+import { InputError, InputErrors } from '../core/errors.js'
+import { DEFAULT_FILENAME_TMPL, isDomain, isHostname, renderFilename, splitAddresses, substituteEnv, talhelperEnv, talosVersionOf } from './talhelper.js'
+import { documentToJS, YamlFile } from './yaml-file.js'
+
+export type Role = 'controlplane' | 'worker'
+
+export interface ClusterNode {
+  /** the hostname as written (talhelper accepts FQDNs) */
+  name: string
+  /** the address the tool talks to: the first of the node's addresses (an IP address or a DNS name) */
+  ip: string
+  /** every address of the node (talhelper's comma-separated ipAddress), `ip` first; absent: just `ip` */
+  addresses?: string[]
+  role: Role
+  /** absolute path of the node's machine config */
+  configFile: string
+  installDisk?: string
+  installDiskSelector?: Record<string, unknown>
+  /**
+   * the config enables cluster discovery with the service registry: the node finds the control
+   * planes without the endpoint (a worker's apid then gets its certificate before the bootstrap)
+   */
+  discovery?: boolean
+  /** the Kubernetes node name when it is not `name` (an FQDN hostname registers by its first label) */
+  kubeName?: string
+}
+
+/** The name the node registers under in Kubernetes. */
+export function kubeNodeName(node: ClusterNode): string {
+  return node.kubeName ?? node.name
+}
+
+export interface Inventory {
+  clusterDir: string
+  /** the file the nodes came from (talconfig.yaml or nodes.yaml) */
+  source: string
+  clusterName: string
+  endpoint: string
+  /** the Talos version the configs were generated for (talconfig talosVersion), when known */
+  talosVersion?: string
+  /** host of the endpoint when it is not a node address (a VIP or a DNS name) */
+  vip?: string
+  talosconfig: string
+  nodes: ClusterNode[]
+}
+
+export interface InventoryOptions {
+  /** talhelper's config file (genconfig -c), relative to the cluster directory; default talconfig.yaml */
+  talconfig?: string
+  /** talhelper's output folder (genconfig -o), relative to the cluster directory; default clusterconfig */
+  talhelperOutDir?: string
+  /** the environment `${VAR}` placeholders are taken from (with talenv.yaml over it) */
+  env?: NodeJS.ProcessEnv
+}
+
+const DEMO_FIX = 'point CLUSTER_DIR at your cluster, or try `task demo`'
+
+/** Reads CLUSTER_DIR: talhelper's talconfig.yaml + clusterconfig/, or nodes.yaml for `talosctl gen config` clusters (docs/inventory.md). */
+export function loadInventory(clusterDir: string, options: InventoryOptions = {}): Inventory {
+  const dir = resolve(clusterDir)
+  if (!existsSync(dir)) {
+    throw new InputError('cluster directory not found', { file: dir, fix: DEMO_FIX })
+  }
+  const talconfig = resolve(dir, options.talconfig ?? 'talconfig.yaml')
+  const nodesFile = join(dir, 'nodes.yaml')
+  if (existsSync(talconfig)) return fromTalconfig(dir, talconfig, options)
+  if (options.talconfig !== undefined) {
+    throw new InputError('the talconfig file set in the settings does not exist', { file: talconfig, fix: 'correct talconfig (bootstrap.yaml, BOOTSTRAP_TALCONFIG or --talconfig): the file talhelper genconfig -c reads' })
+  }
+  if (existsSync(nodesFile)) return fromNodesFile(dir, YamlFile.read(nodesFile, DEMO_FIX))
+  throw new InputError('no talconfig.yaml or nodes.yaml in the cluster directory', {
+    file: dir,
+    fix: `add talconfig.yaml (talhelper) or nodes.yaml (docs/inventory.md); ${DEMO_FIX}`,
+  })
+}
+
+interface RawNode {
+  name: unknown
+  address: unknown
+  controlPlane: boolean | undefined
+  role: unknown
+  /** the config file name, or why there is none */
+  configFile: string | { error: string } | undefined
+  installDisk: unknown
+  installDiskSelector: unknown
+  path: Array<string | number>
+}
+
+/** talconfig.yaml after talhelper's `${VAR}` substitution, parsed; errors name the variable and its line. */
+function readTalconfig(dir: string, path: string, env: NodeJS.ProcessEnv): { file: YamlFile; strings: unknown } {
+  let source: string
+  try {
+    source = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new InputError(`cannot read file (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { file: path, fix: DEMO_FIX })
+  }
+  const talenv = talhelperEnv(dir, env)
+  const { text, errors } = substituteEnv(source, talenv.vars)
+  if (errors.length > 0) {
+    const ignored = talenv.ignored.length ? `; talhelper ignores ${talenv.ignored.join(', ')}` : ''
+    const fix = `export it or set it in talenv.yaml beside talconfig.yaml (KEY: value), as for talhelper genconfig; write $$ for a literal $${ignored}`
+    const list = errors.map((e) => new InputError(e.message, { file: path, line: e.line, fix }))
+    throw list.length === 1 ? list[0] : new InputErrors(list)
+  }
+  const file = YamlFile.parse(path, text)
+  // the same text with every scalar a string: talhelper's string fields keep `1.10` as written
+  const lines = new LineCounter()
+  return { file, strings: documentToJS(parseDocument(text, { schema: 'failsafe', lineCounter: lines }), path, lines) }
+}
+
+function fromTalconfig(dir: string, path: string, options: InventoryOptions): Inventory {
+  const { file, strings } = readTalconfig(dir, path, options.env ?? process.env)
+  const doc = record(file.toJS(), file, [])
+  const asText = record(strings, file, [])
+  const stringAt = (value: unknown, raw: unknown): unknown => (typeof value === 'number' && typeof raw === 'string' ? raw : value)
+  const clusterName = text(stringAt(doc.clusterName, asText.clusterName), file, ['clusterName'], 'set clusterName: <name> as talhelper does')
+  const endpoint = text(doc.endpoint, file, ['endpoint'], 'set endpoint: https://<vip or control plane address>:6443')
+  const outDir = resolve(dir, options.talhelperOutDir ?? 'clusterconfig')
+  const groups = { controlplane: groupTemplate(doc.controlPlane, file, 'controlPlane'), worker: groupTemplate(doc.worker, file, 'worker') }
+  const rawNodes = list(asText.nodes, file, ['nodes'])
+  const raw: RawNode[] = list(doc.nodes, file, ['nodes']).map((item, i) => {
+    const n = record(item, file, ['nodes', i])
+    const t = (rawNodes[i] ?? {}) as Record<string, unknown>
+    const hostname = stringAt(n.hostname, t.hostname)
+    const address = stringAt(n.ipAddress, t.ipAddress)
+    // talhelper: controlPlane is a plain bool, false when left out (a worker)
+    const controlPlane = n.controlPlane === undefined || n.controlPlane === null ? false : typeof n.controlPlane === 'boolean' ? n.controlPlane : undefined
+    let configFile: RawNode['configFile']
+    if (typeof hostname === 'string' && controlPlane !== undefined) {
+      const role = controlPlane ? 'controlplane' : 'worker'
+      const tmpl = typeof n.filenameTmpl === 'string' && n.filenameTmpl !== '' ? n.filenameTmpl : (groups[role] ?? DEFAULT_FILENAME_TMPL)
+      const rendered = renderFilename(tmpl, { ClusterName: clusterName, Hostname: hostname, IPAddress: typeof address === 'string' ? address : '', Role: role })
+      configFile = 'name' in rendered ? resolve(outDir, rendered.name) : { error: rendered.error }
+    }
+    return {
+      name: hostname,
+      address,
+      controlPlane,
+      role: n.controlPlane,
+      configFile,
+      installDisk: stringAt(n.installDisk, t.installDisk),
+      installDiskSelector: n.installDiskSelector,
+      path: ['nodes', i],
+    }
+  })
+  const inventory = build(dir, file, clusterName, endpoint, raw, join(outDir, 'talosconfig'), 'talhelper')
+  const version = stringAt(doc.talosVersion, asText.talosVersion)
+  if (typeof version === 'string' && version !== '') inventory.talosVersion = talosVersionOf(version)
+  return inventory
+}
+
+/** A node group's (`controlPlane:` / `worker:` at the top) filenameTmpl, which nodes inherit. */
+function groupTemplate(group: unknown, file: YamlFile, key: string): string | undefined {
+  if (group === undefined || group === null) return undefined
+  const g = record(group, file, [key])
+  if (g.filenameTmpl === undefined || g.filenameTmpl === null || g.filenameTmpl === '') return undefined
+  return text(g.filenameTmpl, file, [key, 'filenameTmpl'], 'write a Go template such as "{{ .ClusterName }}-{{ .Hostname }}.yaml"')
+}
+
+function fromNodesFile(dir: string, file: YamlFile): Inventory {
+  const doc = record(file.toJS(), file, [])
+  const endpoint = text(doc.endpoint, file, ['endpoint'], 'set endpoint: https://<vip or control plane address>:6443')
+  const clusterName = doc.clusterName === undefined ? 'talos' : text(doc.clusterName, file, ['clusterName'], 'set clusterName: <name>')
+  const talosconfig = doc.talosconfig === undefined ? 'talosconfig' : text(doc.talosconfig, file, ['talosconfig'], 'name the talosconfig file')
+  const raw: RawNode[] = list(doc.nodes, file, ['nodes']).map((item, i) => {
+    const n = record(item, file, ['nodes', i])
+    return {
+      name: n.name,
+      address: n.ip,
+      controlPlane: n.role === 'controlplane' ? true : n.role === 'worker' ? false : undefined,
+      role: n.role,
+      configFile: typeof n.config === 'string' ? resolve(dir, n.config) : undefined,
+      installDisk: n.installDisk,
+      installDiskSelector: n.installDiskSelector,
+      path: ['nodes', i],
+    }
+  })
+  return build(dir, file, clusterName, endpoint, raw, resolve(dir, talosconfig), 'nodes')
+}
+
+/**
+ * One spelling per address, so that one machine cannot hide under two: IPv6 compressed and lower
+ * case, an IPv4-mapped IPv6 address as its IPv4 address, a DNS name lower case without a final dot.
+ */
+export function canonicalAddress(address: string): string {
+  const bare = address.trim().replace(/^\[|\]$/g, '')
+  if (isIP(bare) === 6) {
+    const host = new URL(`http://[${bare}]/`).hostname.slice(1, -1)
+    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host)
+    if (mapped) {
+      const hi = parseInt(mapped[1] as string, 16)
+      const lo = parseInt(mapped[2] as string, 16)
+      return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+    }
+    return host
+  }
+  return bare.toLowerCase().replace(/\.$/, '')
+}
+
+function addressesOfNode(node: ClusterNode): string[] {
+  return node.addresses ?? [node.ip]
+}
+
+function addressesOf(value: unknown): { addresses: string[] } | { bad: string } {
+  if (typeof value !== 'string' || value.trim() === '') return { bad: JSON.stringify(value ?? null) }
+  const addresses = splitAddresses(value)
+  const bad = addresses.find((a) => isIP(a) === 0 && (!isDomain(a) || /^[\d.]+$/.test(a)))
+  return bad === undefined ? { addresses } : { bad: JSON.stringify(bad) }
+}
+
+function build(
+  dir: string,
+  file: YamlFile,
+  clusterName: string,
+  endpoint: string,
+  raw: RawNode[],
+  talosconfig: string,
+  schema: 'talhelper' | 'nodes',
+): Inventory {
+  const errors: InputError[] = []
+  const nodes: ClusterNode[] = []
+  const seenNames = new Map<string, number>()
+  const seenAddresses = new Map<string, { index: number; written: string }>()
+  if (raw.length === 0) {
+    errors.push(file.error(['nodes'], 'the inventory lists no nodes', 'list your nodes under nodes:'))
+  }
+  const nameKey = schema === 'talhelper' ? 'hostname' : 'name'
+  const ipKey = schema === 'talhelper' ? 'ipAddress' : 'ip'
+  raw.forEach((n, i) => {
+    if (typeof n.name !== 'string' || !isHostname(n.name)) {
+      errors.push(file.error([...n.path, nameKey], `nodes[${i}].${nameKey} ${JSON.stringify(n.name ?? null)} is not a valid node name`, 'use a hostname: letters, digits and dashes, in dot-separated labels (an FQDN is fine)'))
+      return
+    }
+    const parsed = addressesOf(n.address)
+    if ('bad' in parsed) {
+      errors.push(file.error([...n.path, ipKey], `nodes[${i}].${ipKey} ${parsed.bad} of ${n.name} is not an IP address`, `write the node's IP address (or DNS name; several separated by commas); ${DEMO_FIX}`))
+      return
+    }
+    if (n.controlPlane === undefined) {
+      const fix = schema === 'talhelper' ? 'set controlPlane: true or false (left out, it is false)' : 'set role: controlplane or worker'
+      errors.push(file.error([...n.path, schema === 'talhelper' ? 'controlPlane' : 'role'], `${n.name}: role missing or invalid (${JSON.stringify(n.role ?? null)})`, fix))
+      return
+    }
+    const nameId = n.name.toLowerCase()
+    const dupName = seenNames.get(nameId)
+    if (dupName !== undefined) {
+      errors.push(file.error([...n.path, nameKey], `duplicate node name "${n.name}" (also nodes[${dupName}])`, 'give every node its own name'))
+      return
+    }
+    const dup = parsed.addresses.map((a) => ({ a, seen: seenAddresses.get(canonicalAddress(a)) })).find((d) => d.seen !== undefined)
+    if (dup?.seen) {
+      const same = dup.seen.written === dup.a ? '' : ` (written ${dup.seen.written} there: the same address)`
+      errors.push(file.error([...n.path, ipKey], `duplicate address ${dup.a} of ${n.name} (also nodes[${dup.seen.index}])${same}`, 'give every node its own address'))
+      return
+    }
+    seenNames.set(nameId, i)
+    for (const a of parsed.addresses) seenAddresses.set(canonicalAddress(a), { index: i, written: a })
+    const role: Role = n.controlPlane ? 'controlplane' : 'worker'
+    const install = installFields(n, file, schema)
+    if ('error' in install) {
+      errors.push(install.error)
+      return
+    }
+    if (!n.configFile) {
+      errors.push(file.error(n.path, `${n.name}: no machine config file named`, 'set config: <file> for the node'))
+      return
+    }
+    if (typeof n.configFile === 'object') {
+      errors.push(file.error([...n.path, 'filenameTmpl'], `${n.name}: ${n.configFile.error}`, 'use {{ .ClusterName }}, {{ .Hostname }}, {{ .IPAddress }} and {{ .Role }} in filenameTmpl'))
+      return
+    }
+    if (!existsSync(n.configFile)) {
+      const fix = schema === 'talhelper' ? 'run `talhelper genconfig` to generate the configs (or set talhelperOutDir to the folder genconfig -o wrote)' : 'generate it with `talosctl gen config` or fix the path'
+      errors.push(file.error(n.path, `${n.name}: machine config ${n.configFile} not found`, fix))
+      return
+    }
+    // a config that is not a v1alpha1 machine config of this role would otherwise reach the node
+    const config = checkMachineConfig(n.configFile, n.name, role, schema)
+    if ('problems' in config) {
+      errors.push(...config.problems)
+      return
+    }
+    const node: ClusterNode = { name: n.name, ip: parsed.addresses[0] as string, addresses: parsed.addresses, role, configFile: n.configFile, ...install.fields }
+    const kubeName = kubernetesNodeName(config.hostname ?? n.name, config.registerWithFQDN)
+    if (kubeName !== n.name) node.kubeName = kubeName
+    if (discoveryEnabled(n.configFile)) node.discovery = true
+    nodes.push(node)
+  })
+  if (raw.length > 0 && errors.length === 0 && !nodes.some((n) => n.role === 'controlplane')) {
+    errors.push(file.error(['nodes'], 'no control plane node in the inventory', 'mark at least one node as a control plane'))
+  }
+
+  let host: string | undefined
+  try {
+    const url = new URL(endpoint)
+    if (url.protocol !== 'https:' || !url.hostname) throw new Error('not https')
+    host = url.hostname.replace(/^\[|\]$/g, '')
+  } catch {
+    errors.push(file.error(['endpoint'], `endpoint ${JSON.stringify(endpoint)} is not an https URL`, `write it as https://<address>:6443; ${DEMO_FIX}`))
+  }
+  if (errors.length === 0) checkTalosconfig(talosconfig, errors)
+  if (errors.length === 1) throw errors[0]
+  if (errors.length > 1) throw new InputErrors(errors)
+
+  const inventory: Inventory = { clusterDir: dir, source: file.path, clusterName, endpoint, talosconfig, nodes }
+  if (host && !nodes.some((n) => addressesOfNode(n).some((a) => canonicalAddress(a) === canonicalAddress(host as string)))) inventory.vip = host
+  return inventory
+}
+
+/** installDisk is a device path, installDiskSelector a mapping (talhelper's v1alpha1.InstallDiskSelector). */
+function installFields(n: RawNode, file: YamlFile, schema: 'talhelper' | 'nodes'): { fields: Pick<ClusterNode, 'installDisk' | 'installDiskSelector'> } | { error: InputError } {
+  const fields: Pick<ClusterNode, 'installDisk' | 'installDiskSelector'> = {}
+  const where = schema === 'talhelper' ? 'in talconfig.yaml and regenerate the configs' : 'in nodes.yaml'
+  if (n.installDisk !== undefined && n.installDisk !== null) {
+    if (typeof n.installDisk !== 'string' || n.installDisk.trim() === '') {
+      return { error: file.error([...n.path, 'installDisk'], `${n.name}: installDisk must be a device path, got ${JSON.stringify(n.installDisk)}`, `write installDisk: /dev/sda (or an installDiskSelector mapping) ${where}`) }
+    }
+    fields.installDisk = n.installDisk
+  }
+  if (n.installDiskSelector !== undefined && n.installDiskSelector !== null) {
+    if (typeof n.installDiskSelector !== 'object' || Array.isArray(n.installDiskSelector)) {
+      return { error: file.error([...n.path, 'installDiskSelector'], `${n.name}: installDiskSelector must be a mapping, got ${JSON.stringify(n.installDiskSelector)}`, `write installDiskSelector: { model: "Samsung*" } (keys size, name, model, serial, modalias, uuid, wwid, type, busPath) ${where}`) }
+    }
+    fields.installDiskSelector = n.installDiskSelector as Record<string, unknown>
+  }
+  return { fields }
+}
+
+const TALOS_DOC_FIX = 'regenerate the machine config (talhelper genconfig or talosctl gen config); it holds one v1alpha1 document (version: v1alpha1) and optional Talos documents with apiVersion and kind'
+
+/**
+ * The machine config is YAML, holds exactly one v1alpha1 document, its machine.type is the
+ * inventory's role, and its install disk fields have their types. Errors name the config's line.
+ */
+function checkMachineConfig(path: string, name: string, role: Role, schema: 'talhelper' | 'nodes'): { problems: InputError[] } | { hostname?: string; registerWithFQDN: boolean } {
+  const problems = machineConfigProblems(path, name, role, schema)
+  return Array.isArray(problems) ? { problems } : problems
+}
+
+/**
+ * Talos's node name: the hostname's first label, or all of it with machine.kubelet.registerWithFQDN,
+ * lower case, `_` as `-`, other characters dropped (machined controllers/k8s/nodename.go and
+ * internal/nodename/nodename.go; the FQDN split in resources/network/hostname_spec.go ParseFQDN).
+ */
+export function kubernetesNodeName(hostname: string, registerWithFQDN: boolean): string {
+  const chosen = registerWithFQDN ? hostname : (hostname.split('.')[0] ?? hostname)
+  return chosen.toLowerCase().replace(/_/g, '-').replace(/[^a-z0-9.-]/g, '')
+}
+
+function machineConfigProblems(path: string, name: string, role: Role, schema: 'talhelper' | 'nodes'): InputError[] | { hostname?: string; registerWithFQDN: boolean } {
+  let source: string
+  try {
+    source = readFileSync(path, 'utf8')
+  } catch (err) {
+    return [new InputError(`cannot read the machine config (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { file: path, fix: 'make it a readable file (talhelper genconfig writes it)' })]
+  }
+  const docs = parseAllDocuments(source)
+  // parsed once; the syntax error message is built only when there is one
+  const syntax = docs.some((d) => d.errors.length > 0) ? YamlFile.checkSyntax(path, source) : undefined
+  if (syntax) return [new InputError(syntax.message, { file: path, ...(syntax.line ? { line: syntax.line } : {}), fix: 'correct the YAML syntax at that line (or in its talhelper patch) and regenerate the config' })]
+  const at = (doc: Document, keys: Array<string | number>): { line?: number } => {
+    for (let depth = keys.length; depth >= 0; depth--) {
+      const node = doc.getIn(keys.slice(0, depth), true) as { range?: [number, number, number] } | undefined
+      // offsets are into the whole file; lines are counted only for an error
+      if (node?.range) return { line: source.slice(0, node.range[0]).split('\n').length }
+    }
+    return {}
+  }
+  const err = (doc: Document, keys: Array<string | number>, message: string, fix: string): InputError => new InputError(message, { file: path, ...at(doc, keys), fix })
+  const v1alpha1: Document[] = []
+  let hostnameDoc: unknown
+  for (const doc of Array.isArray(docs) ? docs : [docs]) {
+    // an empty document (a stray `---`) holds nothing
+    if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) continue
+    if (isSeq(doc.contents)) return [err(doc, [], `the machine config of ${name} is a YAML list, not a Talos machine config`, TALOS_DOC_FIX)]
+    if (!isMap(doc.contents)) return [err(doc, [], `the machine config of ${name} holds the scalar ${JSON.stringify(documentToJS(doc, path))} where a Talos config document belongs`, TALOS_DOC_FIX)]
+    const version = doc.get('version')
+    const kind = doc.get('kind')
+    if (version === 'v1alpha1' && kind === undefined) {
+      v1alpha1.push(doc)
+      continue
+    }
+    if (kind === 'HostnameConfig') hostnameDoc = doc.get('hostname')
+    if (typeof kind !== 'string' || typeof doc.get('apiVersion') !== 'string') {
+      return [err(doc, version !== undefined ? ['version'] : [], `the machine config of ${name} has a document that is neither a v1alpha1 machine config (version: ${JSON.stringify(version ?? null)}) nor a Talos config document (apiVersion and kind)`, TALOS_DOC_FIX)]
+    }
+  }
+  const config = v1alpha1[0]
+  if (!config) {
+    const kinds = docs.map((d) => (isMap(d.contents) ? d.get('kind') : undefined)).filter((k): k is string => typeof k === 'string')
+    return [new InputError(`the machine config of ${name} has no v1alpha1 machine config document${kinds.length ? ` (only ${kinds.join(', ')})` : ''}`, { file: path, line: 1, fix: TALOS_DOC_FIX })]
+  }
+  if (v1alpha1.length > 1) return [err(v1alpha1[1] as Document, [], `the machine config of ${name} has ${v1alpha1.length} v1alpha1 documents`, TALOS_DOC_FIX)]
+  const problems: InputError[] = []
+  const roleFix = schema === 'talhelper' ? 'set controlPlane: in talconfig.yaml to what the node is and regenerate the configs' : 'set the role in nodes.yaml to what the node is, or point config: at its own machine config'
+  const type = config.getIn(['machine', 'type'])
+  if (type !== undefined && type !== null) {
+    const configRole = type === 'controlplane' || type === 'init' ? 'controlplane' : type === 'worker' ? 'worker' : undefined
+    if (!configRole) problems.push(err(config, ['machine', 'type'], `machine.type ${JSON.stringify(type)} of ${name} is not controlplane or worker`, TALOS_DOC_FIX))
+    else if (configRole !== role) problems.push(err(config, ['machine', 'type'], `machine.type ${JSON.stringify(type)} of ${name} contradicts the inventory, where it is a ${role === 'controlplane' ? 'control plane' : 'worker'}`, roleFix))
+  }
+  const disk = config.getIn(['machine', 'install', 'disk'])
+  if (disk !== undefined && disk !== null && (typeof disk !== 'string' || disk === '')) {
+    problems.push(err(config, ['machine', 'install', 'disk'], `machine.install.disk of ${name} must be a device path, got ${JSON.stringify(disk)}`, 'set installDisk: /dev/<disk> (a string) and regenerate the config'))
+  }
+  const selector = config.getIn(['machine', 'install', 'diskSelector'])
+  if (selector !== undefined && selector !== null && !isMap(selector)) {
+    problems.push(err(config, ['machine', 'install', 'diskSelector'], `machine.install.diskSelector of ${name} must be a mapping, got ${JSON.stringify((documentToJS(config, path) as { machine: { install: { diskSelector: unknown } } }).machine.install.diskSelector)}`, 'write installDiskSelector as a mapping (model, wwid, size, ...) and regenerate the config'))
+  }
+  if (problems.length > 0) return problems
+  // the hostname Talos takes: the v1alpha1 one, else a HostnameConfig document's (Talos 1.12 multi-doc)
+  const hostname = [config.getIn(['machine', 'network', 'hostname']), hostnameDoc].find((h): h is string => typeof h === 'string' && h !== '')
+  return { ...(hostname ? { hostname } : {}), registerWithFQDN: config.getIn(['machine', 'kubelet', 'registerWithFQDN']) === true }
+}
+
+/**
+ * cluster.discovery.enabled with the service registry on (Talos's default when absent: off,
+ * v1alpha1_discoveryconfig.go). The kubernetes registry needs the API, so it finds nobody before the bootstrap.
+ */
+function discoveryEnabled(path: string): boolean {
+  let docs: unknown[]
+  try {
+    docs = parseAllDocuments(readFileSync(path, 'utf8')).map((d) => d.toJS() as unknown)
+  } catch {
+    return false // unreadable: the syntax check reports it
+  }
+  for (const doc of docs) {
+    const config = doc as { cluster?: { discovery?: { enabled?: unknown; registries?: { service?: { disabled?: unknown } } } } } | null
+    const discovery = config?.cluster?.discovery
+    if (discovery) return discovery.enabled === true && discovery.registries?.service?.disabled !== true
+  }
+  return false
+}
+
+/** A talosconfig must parse and hold a context with credentials, or every authenticated call fails later. */
+function checkTalosconfig(path: string, errors: InputError[]): void {
+  const fix = 'point at the talosconfig generated with the machine configs (clusterconfig/talosconfig)'
+  if (!existsSync(path)) {
+    errors.push(new InputError('talosconfig not found', { file: path, fix }))
+    return
+  }
+  let file: YamlFile
+  try {
+    file = YamlFile.read(path, `make it a readable file: ${fix}`)
+  } catch (err) {
+    if (!(err instanceof InputError)) throw err
+    errors.push(new InputError(`talosconfig: ${err.message}`, { ...(err.file ? { file: err.file } : {}), ...(err.line ? { line: err.line } : {}), fix: err.fix }))
+    return
+  }
+  const config = file.toJS() as { context?: unknown; contexts?: Record<string, { ca?: unknown; crt?: unknown; key?: unknown }> } | null
+  const name = typeof config?.context === 'string' ? config.context : undefined
+  const contexts = config?.contexts && typeof config.contexts === 'object' ? config.contexts : {}
+  const context = name ? contexts[name] : undefined
+  if (!context) {
+    const known = Object.keys(contexts)
+    errors.push(file.error(['context'], `talosconfig has no context ${name ? `"${name}"` : '(context: is empty)'}`, known.length ? `set context: to one of ${known.join(', ')}` : fix))
+    return
+  }
+  for (const key of ['ca', 'crt', 'key'] as const) {
+    const value = context[key]
+    if (typeof value !== 'string' || !/^[A-Za-z0-9+/=\s]+$/.test(value) || !Buffer.from(value, 'base64').toString('utf8').includes('-----BEGIN')) {
+      errors.push(file.error(['contexts', name ?? '', key], `talosconfig context "${name}" has no valid ${key} (base64 PEM expected)`, fix))
+      return
+    }
+  }
+}
+
+function record(value: unknown, file: YamlFile, path: Array<string | number>): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    const where = path.length ? path.join('.') : 'the file'
+    throw file.error(path, `${where} must be a mapping`, 'write key: value pairs')
+  }
+  return value as Record<string, unknown>
+}
+
+function list(value: unknown, file: YamlFile, path: Array<string | number>): unknown[] {
+  if (value === undefined || value === null) return []
+  if (!Array.isArray(value)) throw file.error(path, `${path.join('.')} must be a list`, 'write one "- " item per node')
+  return value
+}
+
+function text(value: unknown, file: YamlFile, path: Array<string | number>, fix: string): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw file.error(path, `${path.join('.')} is missing or not a string`, fix)
+  }
+  return value
+}
+
+/**
+ * The nodes one NODE/NODES entry names: the full name (any case), an address in any spelling of
+ * it, or the short name of an FQDN (`knode01` for knode01.home.example) when only one node has it.
+ */
+export function nodesMatching(nodes: readonly ClusterNode[], wanted: string): ClusterNode[] {
+  const name = wanted.toLowerCase().replace(/\.$/, '')
+  const exact = nodes.filter((n) => n.name.toLowerCase() === name || addressesOfNode(n).some((a) => canonicalAddress(a) === canonicalAddress(wanted)))
+  if (exact.length > 0) return exact
+  return nodes.filter((n) => n.name.toLowerCase().split('.')[0] === name)
+}
+
+/**
+ * NODES=cp-1,127.0.0.5 -> the nodes, in inventory order. Unknown or ambiguous entries are bad input;
+ * `variable` names where the selection came from (NODES, or bootstrap:node's NODE) in the messages.
+ */
+export function selectNodes(inventory: Inventory, selection: string | undefined, variable = 'NODES'): ClusterNode[] {
+  if (!selection || selection.trim() === '') return inventory.nodes
+  const wanted = selection.split(',').map((s) => s.trim())
+  // `cp-1,,wrkr-1` is a typo, not "every node" nor "skip it": say so before touching anything
+  if (wanted.includes('')) {
+    throw new InputError(`${variable} ${JSON.stringify(selection)} has an empty entry`, {
+      file: inventory.source,
+      fix: `write comma-separated names or addresses with nothing empty between the commas, e.g. NODES=${inventory.nodes.slice(0, 2).map((n) => n.name).join(',')}`,
+    })
+  }
+  const matches = wanted.map((w) => ({ w, nodes: nodesMatching(inventory.nodes, w) }))
+  const unknown = matches.filter((m) => m.nodes.length === 0).map((m) => m.w)
+  if (unknown.length > 0) {
+    throw new InputError(`${variable} names ${unknown.map((u) => JSON.stringify(u)).join(', ')}, not in the inventory`, {
+      file: inventory.source,
+      fix: `use ${variable === 'NODE' ? 'one name or address' : 'names or addresses'} from the inventory: ${inventory.nodes.map((n) => n.name).join(', ')}`,
+    })
+  }
+  const ambiguous = matches.find((m) => m.nodes.length > 1)
+  if (ambiguous) {
+    throw new InputError(`${variable} entry ${JSON.stringify(ambiguous.w)} matches several nodes: ${ambiguous.nodes.map((n) => n.name).join(', ')}`, {
+      file: inventory.source,
+      fix: 'write the full name of the node you mean',
+    })
+  }
+  const chosen = new Set(matches.flatMap((m) => m.nodes))
+  return inventory.nodes.filter((n) => chosen.has(n))
+}

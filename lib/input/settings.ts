@@ -1,0 +1,406 @@
+import { existsSync, statSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { parseDuration } from '../core/duration.js'
+import { InputError } from '../core/errors.js'
+import type { Inventory } from './inventory.js'
+import { YamlFile } from './yaml-file.js'
+
+export interface CniSettings {
+  chart: string
+  /** the chart repository's URL, given to helm as --repo (never a `helm repo add` alias) */
+  repo?: string
+  /** a CA bundle for the repository's TLS (helm --ca-file), absolute */
+  caFile?: string
+  version?: string
+  release: string
+  namespace: string
+  values?: Record<string, unknown>
+  daemonset: string
+}
+
+export interface ReadinessGate {
+  name: string
+  namespace: string
+  selector: string
+}
+
+export interface FluxGitSettings {
+  url: string
+  branch: string
+  path: string
+  privateKeyFile?: string
+  /** known_hosts lines for the Git host (operator mode: the deploy key Secret carries them) */
+  knownHostsFile?: string
+}
+
+/** flux-operator from its Helm chart, then a FluxInstance syncing flux.git (cluster-template since 2025) */
+export interface FluxOperatorSettings {
+  chart: string
+  /** a chart repository URL (`helm --repo`); without it `chart` is an OCI reference */
+  repo?: string
+  /** the repository's CA certificate (`helm --ca-file`) */
+  caFile?: string
+  version?: string
+  /** the Flux distribution the FluxInstance asks for (a semver range) */
+  fluxVersion: string
+}
+
+export interface FluxSettings {
+  /** bootstrap: `flux bootstrap git`; operator: flux-operator + FluxInstance; existing: installed by another tool, only Secrets and the wait */
+  mode: 'bootstrap' | 'operator' | 'existing'
+  operator?: FluxOperatorSettings
+  kustomization: string
+  /** all: every Kustomization and HelmRelease Ready (default); root: the root Kustomization only */
+  handover: 'all' | 'root'
+  /** gates on what Flux deploys (a CSI driver...), checked after the handover */
+  readinessGates: ReadinessGate[]
+  git?: FluxGitSettings
+  secrets: string[]
+  /** an age private key file, stored as Secret sops-age (key age.agekey) before Flux starts */
+  sopsAgeKeyFile?: string
+}
+
+export interface Settings {
+  concurrency: number
+  retries: number
+  retryDelayMs: number
+  retryMaxDelayMs: number
+  pollIntervalMs: number
+  callTimeoutMs: number
+  verifyTimeoutMs: number
+  bootstrapTimeoutMs: number
+  readyTimeoutMs: number
+  fluxTimeoutMs: number
+  resetTimeoutMs: number
+  bootstrapNode?: string
+  kubeconfig: string
+  /** talhelper's config file (genconfig -c), relative to CLUSTER_DIR */
+  talconfig?: string
+  /** talhelper's output folder (genconfig -o), relative to CLUSTER_DIR */
+  talhelperOutDir?: string
+  cni?: CniSettings
+  readinessGates: ReadinessGate[]
+  flux?: FluxSettings
+}
+
+type ScalarKey = Exclude<keyof Settings, 'cni' | 'readinessGates' | 'flux'>
+
+export interface ScalarSpec {
+  key: ScalarKey
+  /** key in bootstrap.yaml */
+  file: string
+  env: string
+  flag: string
+  kind: 'count' | 'positive' | 'duration' | 'string'
+  default: number | string | undefined
+}
+
+/** Every scalar setting with its file key, environment variable and flag (docs/settings.md). */
+export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
+  { key: 'concurrency', file: 'concurrency', env: 'CONCURRENCY', flag: 'concurrency', kind: 'positive', default: 1 },
+  { key: 'retries', file: 'retries', env: 'BOOTSTRAP_RETRIES', flag: 'retries', kind: 'count', default: 5 },
+  { key: 'retryDelayMs', file: 'retryDelay', env: 'BOOTSTRAP_RETRY_DELAY', flag: 'retry-delay', kind: 'duration', default: 3_000 },
+  { key: 'retryMaxDelayMs', file: 'retryMaxDelay', env: 'BOOTSTRAP_RETRY_MAX_DELAY', flag: 'retry-max-delay', kind: 'duration', default: 60_000 },
+  { key: 'pollIntervalMs', file: 'pollInterval', env: 'BOOTSTRAP_POLL_INTERVAL', flag: 'poll-interval', kind: 'duration', default: 5_000 },
+  { key: 'callTimeoutMs', file: 'callTimeout', env: 'BOOTSTRAP_CALL_TIMEOUT', flag: 'call-timeout', kind: 'duration', default: 30_000 },
+  { key: 'verifyTimeoutMs', file: 'verifyTimeout', env: 'BOOTSTRAP_VERIFY_TIMEOUT', flag: 'verify-timeout', kind: 'duration', default: 300_000 },
+  { key: 'bootstrapTimeoutMs', file: 'bootstrapTimeout', env: 'BOOTSTRAP_BOOTSTRAP_TIMEOUT', flag: 'bootstrap-timeout', kind: 'duration', default: 300_000 },
+  { key: 'readyTimeoutMs', file: 'readyTimeout', env: 'BOOTSTRAP_READY_TIMEOUT', flag: 'ready-timeout', kind: 'duration', default: 600_000 },
+  { key: 'fluxTimeoutMs', file: 'fluxTimeout', env: 'BOOTSTRAP_FLUX_TIMEOUT', flag: 'flux-timeout', kind: 'duration', default: 600_000 },
+  // a graceful reset: up to 1 min for the cordon, 5 min of drain, 5 min of etcd leave retries, then the reboot
+  { key: 'resetTimeoutMs', file: 'resetTimeout', env: 'BOOTSTRAP_RESET_TIMEOUT', flag: 'reset-timeout', kind: 'duration', default: 900_000 },
+  { key: 'bootstrapNode', file: 'bootstrapNode', env: 'BOOTSTRAP_NODE', flag: 'bootstrap-node', kind: 'string', default: undefined },
+  { key: 'kubeconfig', file: 'kubeconfig', env: 'BOOTSTRAP_KUBECONFIG', flag: 'kubeconfig', kind: 'string', default: 'kubeconfig' },
+  { key: 'talconfig', file: 'talconfig', env: 'BOOTSTRAP_TALCONFIG', flag: 'talconfig', kind: 'string', default: undefined },
+  { key: 'talhelperOutDir', file: 'talhelperOutDir', env: 'BOOTSTRAP_TALHELPER_OUT_DIR', flag: 'talhelper-out-dir', kind: 'string', default: undefined },
+]
+
+/** The longest delay setTimeout honours (2^31-1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
+const STRUCTURED_KEYS = ['cni', 'readinessGates', 'flux'] as const
+export const SETTINGS_FILE = 'bootstrap.yaml'
+
+type Source = { describe: string; file?: YamlFile; path?: ReadonlyArray<string | number> }
+
+function invalid(source: Source, message: string, fix: string): InputError {
+  if (source.file && source.path) return source.file.error(source.path, message, fix)
+  return new InputError(`${source.describe}: ${message}`, { fix })
+}
+
+function convert(spec: ScalarSpec, raw: unknown, source: Source): number | string {
+  const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : undefined
+  if (text === undefined || text === '') {
+    throw invalid(source, `${spec.file} must be ${describeKind(spec.kind)}, got ${JSON.stringify(raw)}`, example(spec))
+  }
+  switch (spec.kind) {
+    case 'string':
+      return text
+    case 'duration': {
+      const ms = parseDuration(text)
+      if (ms === undefined || ms <= 0) {
+        throw invalid(source, `${spec.file} must be a duration, got ${JSON.stringify(raw)}`, example(spec))
+      }
+      // a timer holds at most 2^31-1 ms; Node fires a longer one after 1 ms
+      if (ms > MAX_TIMER_MS) {
+        throw invalid(source, `${spec.file} ${JSON.stringify(raw)} is longer than a timer can hold (at most ${Math.floor(MAX_TIMER_MS / 3_600_000)}h)`, example(spec))
+      }
+      return ms
+    }
+    case 'count':
+    case 'positive': {
+      const n = /^\d+$/.test(text) ? Number(text) : NaN
+      const min = spec.kind === 'positive' ? 1 : 0
+      if (!Number.isSafeInteger(n) || n < min) {
+        throw invalid(source, `${spec.file} must be ${describeKind(spec.kind)}, got ${JSON.stringify(raw)}`, example(spec))
+      }
+      return n
+    }
+  }
+}
+
+function describeKind(kind: ScalarSpec['kind']): string {
+  return { count: 'a whole number >= 0', positive: 'a whole number >= 1', duration: 'a duration such as 500ms, 3s or 5m', string: 'a non-empty string' }[kind]
+}
+
+function example(spec: ScalarSpec): string {
+  const sample = spec.kind === 'duration' ? '5s' : spec.kind === 'string' ? 'cp-1' : '4'
+  return `set ${spec.file}: ${sample} in ${SETTINGS_FILE}, ${spec.env}=${sample}, or --${spec.flag} ${sample}`
+}
+
+export interface SettingsInput {
+  clusterDir: string
+  env: NodeJS.ProcessEnv
+  /** flag name (without --) to value, only flags that were given */
+  flags: Record<string, string | undefined>
+}
+
+/** defaults <- bootstrap.yaml <- environment <- flags */
+export function loadSettings(input: SettingsInput): Settings {
+  const filePath = join(input.clusterDir, SETTINGS_FILE)
+  const file = existsSync(filePath) ? YamlFile.read(filePath, `fix ${SETTINGS_FILE}`) : undefined
+  const fromFile = file ? asRecord(file.toJS(), file) : {}
+
+  for (const key of Object.keys(fromFile)) {
+    const known = SCALAR_SETTINGS.some((s) => s.file === key) || (STRUCTURED_KEYS as readonly string[]).includes(key)
+    if (!known && file) {
+      const line = file.keyLine([], key)
+      throw new InputError(`unknown setting "${key}"`, {
+        file: file.path,
+        ...(line ? { line } : {}),
+        fix: `remove it or use one of: ${[...SCALAR_SETTINGS.map((s) => s.file), ...STRUCTURED_KEYS].join(', ')} (docs/settings.md)`,
+      })
+    }
+  }
+
+  const values: Record<string, number | string | undefined> = {}
+  for (const spec of SCALAR_SETTINGS) {
+    let value: number | string | undefined = spec.default
+    if (fromFile[spec.file] !== undefined && fromFile[spec.file] !== null) {
+      value = convert(spec, fromFile[spec.file], { describe: filePath, ...(file ? { file } : {}), path: [spec.file] })
+    }
+    const envValue = input.env[spec.env]
+    if (envValue !== undefined && envValue !== '') value = convert(spec, envValue, { describe: `environment ${spec.env}` })
+    const flagValue = input.flags[spec.flag]
+    if (flagValue !== undefined) value = convert(spec, flagValue, { describe: `flag --${spec.flag}` })
+    values[spec.key] = value
+  }
+
+  const settings = {
+    ...(values as Record<ScalarKey, never>),
+    readinessGates: file ? readGates(file, fromFile.readinessGates) : [],
+  } as Settings
+  if (file && fromFile.cni !== undefined) settings.cni = readCni(file, fromFile.cni, input.clusterDir)
+  if (file && fromFile.flux !== undefined) settings.flux = readFlux(file, fromFile.flux, input.clusterDir)
+  return settings
+}
+
+function asRecord(value: unknown, file: YamlFile, path: ReadonlyArray<string | number> = []): Record<string, unknown> {
+  if (value === null || value === undefined) return {}
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw file.error(path, `${path.length ? path.join('.') : 'the file'} must be a mapping`, 'write key: value pairs (docs/settings.md)')
+  }
+  return value as Record<string, unknown>
+}
+
+function requireString(file: YamlFile, obj: Record<string, unknown>, path: Array<string | number>, key: string, fallback?: string): string {
+  const value = obj[key]
+  if (value === undefined || value === null) {
+    if (fallback !== undefined) return fallback
+    throw file.error(path, `${[...path, key].join('.')} is required`, `add ${key}: under ${path.join('.')} (docs/settings.md)`)
+  }
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw file.error([...path, key], `${[...path, key].join('.')} must be a non-empty string`, `quote the value of ${key}`)
+  }
+  return value
+}
+
+function rejectUnknown(file: YamlFile, obj: Record<string, unknown>, path: Array<string | number>, allowed: string[]): void {
+  for (const key of Object.keys(obj)) {
+    if (!allowed.includes(key)) {
+      const line = file.keyLine(path, key)
+      throw new InputError(`unknown setting "${[...path, key].join('.')}"`, {
+        file: file.path,
+        ...(line ? { line } : {}),
+        fix: `remove it or use one of: ${allowed.join(', ')}`,
+      })
+    }
+  }
+}
+
+/** the public cilium chart repository: where chart `cilium` comes from when no repo is set */
+export const CILIUM_REPO = 'https://helm.cilium.io/'
+
+/** A chart repository's CA certificate (`caFile`, relative to the cluster directory), which must exist. */
+function readCaFile(file: YamlFile, obj: Record<string, unknown>, at: string[], clusterDir: string): string | undefined {
+  if (obj.caFile === undefined) return undefined
+  const caFile = resolve(clusterDir, requireString(file, obj, at, 'caFile'))
+  if (!existsSync(caFile)) throw file.error([...at, 'caFile'], `${at.join('.')}.caFile ${caFile} not found`, 'write the chart repository\'s CA certificate (PEM) there or fix the path')
+  return caFile
+}
+
+function readCni(file: YamlFile, raw: unknown, clusterDir: string): CniSettings {
+  const obj = asRecord(raw, file, ['cni'])
+  rejectUnknown(file, obj, ['cni'], ['chart', 'repo', 'caFile', 'version', 'release', 'namespace', 'values', 'daemonset'])
+  const chart = requireString(file, obj, ['cni'], 'chart')
+  const release = requireString(file, obj, ['cni'], 'release', chart.split('/').pop() ?? chart)
+  const cni: CniSettings = {
+    chart,
+    release,
+    namespace: requireString(file, obj, ['cni'], 'namespace', 'kube-system'),
+    daemonset: requireString(file, obj, ['cni'], 'daemonset', release),
+  }
+  if (obj.repo !== undefined) cni.repo = requireString(file, obj, ['cni'], 'repo')
+  else if (chart === 'cilium') cni.repo = CILIUM_REPO
+  else if (/^[\w.-]+\/[\w.-]+$/.test(chart) && !existsSync(resolve(clusterDir, chart))) {
+    // `alias/name` resolves only through `helm repo add` state on the operator's machine
+    const name = chart.split('/')[1] ?? chart
+    throw file.error(['cni', 'chart'], `cni.chart "${chart}" names a chart through a \`helm repo add\` alias, which this tool does not rely on`,
+      `write chart: ${name} and repo: ${name === 'cilium' ? CILIUM_REPO : '<the chart repository URL>'} under cni (docs/settings.md)`)
+  }
+  const caFile = readCaFile(file, obj, ['cni'], clusterDir)
+  if (caFile) cni.caFile = caFile
+  if (obj.version !== undefined) cni.version = String(obj.version)
+  if (obj.values !== undefined) cni.values = asRecord(obj.values, file, ['cni', 'values'])
+  return cni
+}
+
+function readGates(file: YamlFile, raw: unknown, at: string[] = ['readinessGates']): ReadinessGate[] {
+  if (raw === undefined || raw === null) return []
+  if (!Array.isArray(raw)) throw file.error(at, `${at.join('.')} must be a list`, 'write a list of {name, namespace, selector}')
+  return raw.map((item, i) => {
+    const obj = asRecord(item, file, [...at, i])
+    rejectUnknown(file, obj, [...at, i], ['name', 'namespace', 'selector'])
+    const selector = requireString(file, obj, [...at, i], 'selector')
+    return {
+      selector,
+      namespace: requireString(file, obj, [...at, i], 'namespace'),
+      name: requireString(file, obj, [...at, i], 'name', selector),
+    }
+  })
+}
+
+function readFlux(file: YamlFile, raw: unknown, clusterDir: string): FluxSettings {
+  const obj = asRecord(raw, file, ['flux'])
+  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile', 'handover', 'readinessGates', 'operator'])
+  const mode = requireString(file, obj, ['flux'], 'mode', 'bootstrap')
+  if (mode === 'install') {
+    // `flux install` creates no GitRepository or Kustomization: nothing would ever hand over
+    throw file.error(['flux', 'mode'], 'flux.mode install can never hand over: `flux install` creates no GitRepository or Kustomization', 'use flux.mode: bootstrap with flux.git, or flux.mode: existing when another tool installs Flux (docs/settings.md)')
+  }
+  if (mode !== 'bootstrap' && mode !== 'operator' && mode !== 'existing') {
+    throw file.error(['flux', 'mode'], `flux.mode must be bootstrap, operator or existing, got "${mode}"`, 'set flux.mode: bootstrap (with flux.git), operator or existing (docs/settings.md)')
+  }
+  const handover = requireString(file, obj, ['flux'], 'handover', 'all')
+  if (handover !== 'all' && handover !== 'root') {
+    throw file.error(['flux', 'handover'], `flux.handover must be all or root, got "${handover}"`, 'use all (every Kustomization and HelmRelease Ready) or root')
+  }
+  const kustomization = requireString(file, obj, ['flux'], 'kustomization', 'flux-system/flux-system')
+  if (!/^[a-z0-9-]+\/[a-z0-9.-]+$/.test(kustomization)) {
+    throw file.error(['flux', 'kustomization'], `flux.kustomization must be <namespace>/<name>, got "${kustomization}"`, 'write it as flux-system/flux-system')
+  }
+  const flux: FluxSettings = { mode, kustomization, handover, secrets: [], readinessGates: readGates(file, obj.readinessGates, ['flux', 'readinessGates']) }
+  if (mode === 'operator') {
+    const op = asRecord(obj.operator, file, ['flux', 'operator'])
+    rejectUnknown(file, op, ['flux', 'operator'], ['chart', 'repo', 'caFile', 'version', 'fluxVersion'])
+    flux.operator = {
+      chart: requireString(file, op, ['flux', 'operator'], 'chart', 'oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator'),
+      fluxVersion: requireString(file, op, ['flux', 'operator'], 'fluxVersion', '2.x'),
+    }
+    if (op.version !== undefined) flux.operator.version = String(op.version)
+    // a chart repository instead of the OCI registry (a mirror, or the simulator's loopback repository)
+    if (op.repo !== undefined) flux.operator.repo = requireString(file, op, ['flux', 'operator'], 'repo')
+    const caFile = readCaFile(file, op, ['flux', 'operator'], clusterDir)
+    if (caFile) flux.operator.caFile = caFile
+  }
+  if (obj.secrets !== undefined) {
+    if (!Array.isArray(obj.secrets) || obj.secrets.some((s) => typeof s !== 'string')) {
+      throw file.error(['flux', 'secrets'], 'flux.secrets must be a list of manifest file paths', 'list files relative to the cluster directory')
+    }
+    flux.secrets = obj.secrets as string[]
+  }
+  if (obj.sopsAgeKeyFile !== undefined) flux.sopsAgeKeyFile = requireString(file, obj, ['flux'], 'sopsAgeKeyFile')
+  if (obj.git !== undefined) {
+    const git = asRecord(obj.git, file, ['flux', 'git'])
+    rejectUnknown(file, git, ['flux', 'git'], ['url', 'branch', 'path', 'privateKeyFile', 'knownHostsFile'])
+    flux.git = {
+      url: requireString(file, git, ['flux', 'git'], 'url'),
+      branch: requireString(file, git, ['flux', 'git'], 'branch', 'main'),
+      path: requireString(file, git, ['flux', 'git'], 'path'),
+    }
+    if (git.privateKeyFile !== undefined) flux.git.privateKeyFile = requireString(file, git, ['flux', 'git'], 'privateKeyFile')
+    if (git.knownHostsFile !== undefined) flux.git.knownHostsFile = requireString(file, git, ['flux', 'git'], 'knownHostsFile')
+  }
+  if (mode !== 'existing' && !flux.git) {
+    throw file.error(['flux'], `flux.mode ${mode} needs flux.git (url, branch, path, privateKeyFile)`, 'add flux.git, or set flux.mode: existing when another tool installs Flux')
+  }
+  if (mode !== 'existing' && flux.git && !flux.git.privateKeyFile) {
+    // flux bootstraps over SSH; run non-interactively (--silent) it would generate a deploy key
+    // that nobody registers with the repository, and the GitRepository could never clone
+    throw file.error(['flux', 'git'], 'flux.git.privateKeyFile is required: without it flux bootstrap generates a deploy key nobody registers with the repository', 'add privateKeyFile: <a deploy key file whose public key the repository accepts>')
+  }
+  return flux
+}
+
+/**
+ * Where the effective value of a scalar setting came from (flag, environment, bootstrap.yaml with its
+ * line), for an error about a value that parses but does not fit the cluster (a bootstrapNode that is
+ * no control plane).
+ */
+export function settingOrigin(input: SettingsInput, key: ScalarKey): { file?: string; line?: number; describe: string } {
+  const spec = SCALAR_SETTINGS.find((s) => s.key === key) as ScalarSpec
+  if (input.flags[spec.flag] !== undefined) return { describe: `flag --${spec.flag}` }
+  if (input.env[spec.env]) return { describe: `environment ${spec.env}` }
+  const path = join(input.clusterDir, SETTINGS_FILE)
+  if (!existsSync(path)) return { describe: 'default' }
+  const line = YamlFile.read(path, `fix ${SETTINGS_FILE}`).lineOf([spec.file])
+  return { file: path, ...(line ? { line } : {}), describe: SETTINGS_FILE }
+}
+
+/** Settings that parse but do not fit this cluster: bad input before any node is touched. */
+export function checkSettingsFit(input: SettingsInput, settings: Settings, inventory: Inventory): void {
+  const at = (key: ScalarKey, message: string, fix: string): InputError => {
+    const origin = settingOrigin(input, key)
+    return new InputError(origin.file ? message : `${origin.describe}: ${message}`, { ...(origin.file ? { file: origin.file } : {}), ...(origin.line ? { line: origin.line } : {}), fix })
+  }
+  const wanted = settings.bootstrapNode
+  if (wanted !== undefined) {
+    const node = inventory.nodes.find((n) => n.name === wanted || n.ip === wanted)
+    const cps = inventory.nodes.filter((n) => n.role === 'controlplane').map((n) => n.name)
+    const fix = `name a control plane (${cps.join(', ') || 'none in the inventory'}), or unset bootstrapNode to use the first`
+    if (!node) throw at('bootstrapNode', `bootstrapNode "${wanted}" is no node of the inventory`, fix)
+    if (node.role !== 'controlplane') throw at('bootstrapNode', `bootstrapNode "${wanted}" is a worker: etcd is bootstrapped on a control plane`, fix)
+  }
+  const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
+  let isDir = false
+  try {
+    isDir = statSync(kubeconfig).isDirectory()
+  } catch {
+    // absent: the bootstrap phase writes it
+  }
+  if (isDir) {
+    const origin = settingOrigin(input, 'kubeconfig')
+    const where = origin.file ? `${origin.file}${origin.line ? `:${origin.line}` : ''}` : origin.describe
+    throw new InputError(`is a directory, not a kubeconfig file (kubeconfig from ${where})`, { file: kubeconfig, fix: 'move the directory away, or point kubeconfig at a file path (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig)' })
+  }
+}

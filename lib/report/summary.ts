@@ -1,0 +1,50 @@
+import type { ClusterNode } from '../input/inventory.js'
+import type { NodeResult, PhaseResult } from '../core/results.js'
+import { formatTable } from '../cli/table.js'
+
+function overall(results: NodeResult[], ok: string): string {
+  const failed = results.find((r) => r.status === 'failed')
+  if (failed?.error?.kind === 'interrupted') return 'interrupted'
+  if (failed) return `failed: ${failed.error ? failed.error.kind : 'unknown'}`
+  if (results.some((r) => r.status === 'not-run')) return 'not run'
+  if (results.length > 0 && results.every((r) => r.status === 'skipped')) return 'skipped'
+  return ok
+}
+
+/** A node's status in one phase: an interruption reads as such, not as a failure or a success. */
+function cell(r: NodeResult, ok: string): string {
+  if (r.status === 'failed' && r.error?.kind === 'interrupted') return 'interrupted'
+  if (r.status === 'failed' && r.error) return `failed (${r.error.kind})`
+  if (r.status === 'not-run' && r.detail === 'interrupted before it ran') return 'not-run (interrupted)'
+  return r.status === 'ok' ? ok : r.status
+}
+
+/** One row per node (name first), a column per phase, then the overall result; a dry run's "ok" reads "would run". */
+export function summaryTable(nodes: ClusterNode[], phases: PhaseResult[], dryRun = false): string {
+  const ok = dryRun ? 'would run' : 'ok'
+  const header = ['NODE', 'IP', 'ROLE', ...phases.map((p) => p.name.toUpperCase()), dryRun ? 'RESULT (DRY RUN)' : 'RESULT']
+  const rows = nodes.map((node) => {
+    const perPhase = phases.map((p) => p.nodes.find((n) => n.name === node.name))
+    const cells = perPhase.map((r) => (r ? cell(r, ok) : '-'))
+    return [node.name, node.ip, node.role, ...cells, overall(perPhase.filter((r): r is NodeResult => r !== undefined), ok)]
+  })
+  return formatTable(header, rows)
+}
+
+/** For stderr: each failed node with its cause and the command that recovers it. */
+export function failureDetails(phases: PhaseResult[]): string[] {
+  const lines: string[] = []
+  for (const phase of phases) {
+    for (const step of phase.steps) {
+      if (step.status === 'failed' && step.error) {
+        lines.push(`${phase.name}/${step.name}: ${step.error.kind}: ${step.error.message}`, `  next: ${step.error.hint}`)
+      }
+    }
+    for (const node of phase.nodes) {
+      if (node.status === 'failed' && node.error) {
+        lines.push(`${node.name} (${node.ip}) failed in ${phase.name}: ${node.error.kind}: ${node.error.message}`, `  next: ${node.error.hint}`)
+      }
+    }
+  }
+  return lines
+}

@@ -1,0 +1,316 @@
+// The picture of one run (task bootstrap:report): every node's phases and retries as bars on one
+// time axis, failures marked; drawn as text for the terminal and as a self-contained SVG.
+import { Chalk, type ChalkInstance } from 'chalk'
+import type { Report } from './report.js'
+import type { NodeResult, NodeStatus } from '../core/results.js'
+
+export interface RetryMark {
+  /** ms since the run started; estimated from the delays when the report predates `atMs` */
+  atMs: number
+  attempt: number
+  kind: string
+  message: string
+  delayMs: number
+}
+
+export interface Bar {
+  phase: string
+  /** the cluster step's name, on the cluster lane */
+  step?: string
+  startMs: number
+  endMs: number
+  status: NodeStatus
+  retries: RetryMark[]
+  error?: { kind: string; message: string }
+}
+
+export interface Lane {
+  name: string
+  ip?: string
+  role?: string
+  bars: Bar[]
+  /** the first phase the node failed in */
+  failed?: { phase: string; kind: string; message: string }
+  /** `ok`, `failed in apply (unreachable)`, `not run`, `skipped` */
+  result: string
+}
+
+export interface Timeline {
+  command: string
+  ok: boolean
+  interrupted: boolean
+  startedAt: string
+  totalMs: number
+  /** phases in run order */
+  phases: string[]
+  lanes: Lane[]
+}
+
+export const CLUSTER_LANE = '(cluster)'
+
+/** One letter per phase, so the bars read without colour. */
+const PHASE_CHAR: Record<string, string> = { preflight: 'p', reset: 'r', apply: 'a', verify: 'v', bootstrap: 'b', 'wait-ready': 'w', flux: 'f' }
+const PHASE_FILL: Record<string, string> = {
+  preflight: '#5b9bd5',
+  reset: '#a5a5a5',
+  apply: '#4472c4',
+  verify: '#70ad47',
+  bootstrap: '#ffc000',
+  'wait-ready': '#9e7cc1',
+  flux: '#43b5a0',
+}
+const FAILED = '#d62728'
+const RETRY = '#ff7f0e'
+
+const phaseChar = (phase: string): string => PHASE_CHAR[phase] ?? phase.charAt(0)
+
+function retryMarks(node: NodeResult, startMs: number): RetryMark[] {
+  let elapsed = startMs
+  return (node.retries ?? []).map((r) => {
+    // older reports have no atMs: the failed attempts were back to back, separated by their delays
+    const atMs = r.atMs ?? elapsed
+    elapsed = atMs + r.delayMs
+    return { atMs, attempt: r.attempt, kind: r.kind, message: r.message, delayMs: r.delayMs }
+  })
+}
+
+function laneResult(lane: Lane, statuses: NodeStatus[]): string {
+  if (lane.failed) return `failed in ${lane.failed.phase} (${lane.failed.kind})`
+  if (statuses.includes('not-run')) return 'not run'
+  if (statuses.length > 0 && statuses.every((s) => s === 'skipped')) return 'skipped'
+  return 'ok'
+}
+
+/** The report as lanes of bars: one lane per node (inventory order), one for cluster-wide steps. */
+export function buildTimeline(report: Report): Timeline {
+  const lanes = new Map<string, Lane>()
+  const statuses = new Map<string, NodeStatus[]>()
+  const cluster: Lane = { name: CLUSTER_LANE, bars: [], result: 'ok' }
+  let end = 0
+  for (const phase of report.phases) {
+    for (const node of phase.nodes) {
+      let lane = lanes.get(node.name)
+      if (!lane) {
+        lane = { name: node.name, ip: node.ip, role: node.role, bars: [], result: '' }
+        lanes.set(node.name, lane)
+        statuses.set(node.name, [])
+      }
+      statuses.get(node.name)?.push(node.status)
+      if (node.status === 'failed' && !lane.failed) {
+        lane.failed = { phase: phase.name, kind: node.error?.kind ?? 'unknown', message: node.error?.message ?? '' }
+      }
+      // a node that never started here (not-run, or blocked by a cluster step) has no bar
+      if (node.startedAtMs === undefined) continue
+      const startMs = node.startedAtMs
+      const bar: Bar = { phase: phase.name, startMs, endMs: startMs + node.durationMs, status: node.status, retries: retryMarks(node, startMs) }
+      if (node.error) bar.error = { kind: node.error.kind, message: node.error.message }
+      lane.bars.push(bar)
+      end = Math.max(end, bar.endMs, ...bar.retries.map((r) => r.atMs))
+    }
+    for (const step of phase.steps) {
+      if (step.startedAtMs === undefined) continue
+      const bar: Bar = { phase: phase.name, step: step.name, startMs: step.startedAtMs, endMs: step.startedAtMs + step.durationMs, status: step.status, retries: [] }
+      if (step.error) bar.error = { kind: step.error.kind, message: step.error.message }
+      if (step.status === 'failed' && !cluster.failed) cluster.failed = { phase: phase.name, kind: step.error?.kind ?? 'unknown', message: step.error?.message ?? '' }
+      cluster.bars.push(bar)
+      end = Math.max(end, bar.endMs)
+    }
+  }
+  for (const lane of lanes.values()) lane.result = laneResult(lane, statuses.get(lane.name) ?? [])
+  if (cluster.failed) cluster.result = `failed in ${cluster.failed.phase} (${cluster.failed.kind})`
+  const wall = Date.parse(report.finishedAt) - Date.parse(report.startedAt)
+  return {
+    command: report.command,
+    ok: report.ok,
+    interrupted: report.interrupted === true,
+    startedAt: report.startedAt,
+    totalMs: Math.max(1, end, Number.isFinite(wall) ? wall : 0),
+    phases: report.phases.map((p) => p.name),
+    lanes: [...lanes.values(), ...(cluster.bars.length > 0 ? [cluster] : [])],
+  }
+}
+
+/** A round step (1, 2 or 5 times a power of ten, in ms) giving about `count` ticks. */
+export function tickStep(totalMs: number, count: number): number {
+  const raw = totalMs / Math.max(1, count)
+  const power = 10 ** Math.floor(Math.log10(Math.max(raw, 1)))
+  for (const factor of [1, 2, 5, 10]) if (factor * power >= raw) return factor * power
+  return 10 * power
+}
+
+/** Tick labels: 0s, 500ms, 2.5s, 30s, 1m, 1m30s. */
+export function tickLabel(ms: number): string {
+  if (ms === 0) return '0s'
+  if (ms < 1000) return `${ms}ms`
+  if (ms < 60_000) return `${Number((ms / 1000).toFixed(1))}s`
+  const minutes = Math.floor(ms / 60_000)
+  const seconds = Math.round((ms % 60_000) / 1000)
+  return seconds ? `${minutes}m${seconds}s` : `${minutes}m`
+}
+
+function ticks(totalMs: number, count: number): number[] {
+  const step = tickStep(totalMs, count)
+  const out: number[] = []
+  for (let t = 0; t <= totalMs; t += step) out.push(t)
+  return out
+}
+
+export interface TextOptions {
+  /** columns of the bar area */
+  width: number
+  /** ANSI colours (a terminal without NO_COLOR) */
+  colour: boolean
+}
+
+/** Cells [first, last] a time span covers on `width` columns; at least one cell. */
+export function cellsOf(startMs: number, endMs: number, totalMs: number, width: number): [number, number] {
+  const first = Math.min(width - 1, Math.floor((startMs / totalMs) * width))
+  const last = Math.min(width - 1, Math.max(first, Math.ceil((endMs / totalMs) * width) - 1))
+  return [first, last]
+}
+
+/**
+ * One line per node: a letter per phase over the time it took (`.` skipped), `!` where an attempt
+ * failed and was retried, `X` where the node failed; then the node's result. A time axis on top.
+ */
+export function renderText(timeline: Timeline, options: TextOptions): string {
+  const c: ChalkInstance = new Chalk({ level: options.colour ? 1 : 0 })
+  const paint: Record<string, (s: string) => string> = {
+    preflight: c.cyan,
+    reset: c.gray,
+    apply: c.blue,
+    verify: c.green,
+    bootstrap: c.yellow,
+    'wait-ready': c.magenta,
+    flux: c.white,
+  }
+  const width = Math.max(10, options.width)
+  const { totalMs } = timeline
+  const nameWidth = Math.max(4, ...timeline.lanes.map((l) => l.name.length)) + 2
+  const lines: string[] = []
+
+  // axis: labels above a ruler with a `+` at each tick
+  const labels = Array<string>(width + 12).fill(' ')
+  const ruler = Array<string>(width).fill('-')
+  let free = 0
+  for (const t of ticks(totalMs, Math.max(2, Math.floor(width / 12)))) {
+    const col = Math.min(width - 1, Math.round((t / totalMs) * width))
+    ruler[col] = '+'
+    const text = tickLabel(t)
+    if (col < free) continue
+    for (let i = 0; i < text.length; i++) labels[col + i] = text.charAt(i)
+    free = col + text.length + 1
+  }
+  lines.push(`${'NODE'.padEnd(nameWidth)}${labels.join('').trimEnd()}`)
+  lines.push(`${''.padEnd(nameWidth)}${ruler.join('')}   RESULT`)
+
+  for (const lane of timeline.lanes) {
+    const cells: Array<{ ch: string; paint: (s: string) => string }> = Array.from({ length: width }, () => ({ ch: ' ', paint: (s: string) => s }))
+    for (const bar of lane.bars) {
+      const [first, last] = cellsOf(bar.startMs, bar.endMs, totalMs, width)
+      const ch = bar.status === 'skipped' ? '.' : phaseChar(bar.phase)
+      const fn = paint[bar.phase] ?? ((s: string) => s)
+      for (let i = first; i <= last; i++) cells[i] = { ch, paint: fn }
+      for (const retry of bar.retries) {
+        const [at] = cellsOf(retry.atMs, retry.atMs, totalMs, width)
+        cells[at] = { ch: '!', paint: c.yellow.bold }
+      }
+      if (bar.status === 'failed') cells[last] = { ch: 'X', paint: c.red.bold }
+    }
+    const track = cells.map((cell) => (cell.ch === ' ' ? ' ' : cell.paint(cell.ch))).join('')
+    const result = lane.failed ? c.red.bold(`FAILED ${lane.result.replace(/^failed /, '')}`) : lane.result
+    lines.push(`${(lane.failed ? c.red.bold(lane.name) : lane.name) + ' '.repeat(nameWidth - lane.name.length)}${track}   ${result}`)
+  }
+  const legend = timeline.phases.map((p) => `${paint[p]?.(phaseChar(p)) ?? phaseChar(p)} ${p}`)
+  lines.push('', `${legend.join('  ')}  . skipped  ${c.yellow.bold('!')} retried  ${c.red.bold('X')} failed`)
+  return lines.join('\n')
+}
+
+function xml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+}
+
+const num = (n: number): string => String(Math.round(n * 100) / 100)
+
+/**
+ * The same picture as an SVG document: no scripts, fonts or links, so it opens anywhere. Each
+ * bar and mark carries a <title> (hover text) and data-* attributes naming node, phase and status.
+ */
+export function renderSvg(timeline: Timeline, title: string): string {
+  const { totalMs } = timeline
+  const labelW = 14 + 8 * Math.max(8, ...timeline.lanes.map((l) => l.name.length + (l.failed ? 2 : 0)))
+  const chartW = 900
+  const resultW = 260
+  const rowH = 26
+  const barH = 16
+  const top = 64
+  const width = labelW + chartW + resultW
+  const height = top + rowH * timeline.lanes.length + 56
+  const x = (ms: number): number => labelW + (ms / totalMs) * chartW
+  const out: string[] = []
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="monospace" font-size="12">`)
+  out.push(`<title>${xml(title)}</title>`)
+  out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`)
+  out.push(`<text x="10" y="20" font-size="14" font-weight="bold"${timeline.ok ? '' : ` fill="${FAILED}"`}>${xml(title)}</text>`)
+
+  // time axis: a gridline and a label per tick
+  out.push('<g class="axis">')
+  for (const t of ticks(totalMs, 10)) {
+    out.push(`<line x1="${num(x(t))}" y1="${top - 8}" x2="${num(x(t))}" y2="${top + rowH * timeline.lanes.length}" stroke="#dddddd"/>`)
+    out.push(`<text x="${num(x(t))}" y="${top - 12}" text-anchor="middle" fill="#555555">${tickLabel(t)}</text>`)
+  }
+  out.push('</g>')
+
+  timeline.lanes.forEach((lane, i) => {
+    const y = top + i * rowH
+    const barY = y + (rowH - barH) / 2
+    out.push(`<g class="lane${lane.failed ? ' failed' : ''}" data-node="${xml(lane.name)}" data-result="${xml(lane.result)}">`)
+    if (i % 2 === 1) out.push(`<rect x="0" y="${y}" width="${width}" height="${rowH}" fill="#000000" fill-opacity="0.03"/>`)
+    const name = lane.failed ? `✕ ${lane.name}` : lane.name
+    out.push(`<text x="10" y="${y + rowH / 2 + 4}"${lane.failed ? ` fill="${FAILED}" font-weight="bold"` : ''}>${xml(name)}<title>${xml(`${lane.name}${lane.ip ? ` (${lane.ip}, ${lane.role})` : ''}`)}</title></text>`)
+    for (const bar of lane.bars) {
+      const bx = x(bar.startMs)
+      const bw = Math.max(1, x(bar.endMs) - bx)
+      const failed = bar.status === 'failed'
+      const hover = `${lane.name} ${bar.step ? `${bar.phase}/${bar.step}` : bar.phase}: ${bar.status}, ${tickLabel(Math.round(bar.endMs - bar.startMs))} from ${tickLabel(Math.round(bar.startMs))}${bar.error ? `; ${bar.error.kind}: ${bar.error.message}` : ''}`
+      const fill = bar.status === 'skipped' ? '#e0e0e0' : (PHASE_FILL[bar.phase] ?? '#888888')
+      const stroke = failed ? ` stroke="${FAILED}" stroke-width="2"` : ''
+      out.push(
+        `<rect class="bar" data-phase="${xml(bar.phase)}" data-status="${bar.status}" x="${num(bx)}" y="${num(barY)}" width="${num(bw)}" height="${barH}" rx="2" fill="${fill}"${stroke}><title>${xml(hover)}</title></rect>`,
+      )
+      // cluster steps share one lane: name them where the bar has room
+      if (bar.step && bw > bar.step.length * 7 + 6) {
+        out.push(`<text class="step" x="${num(bx + 3)}" y="${num(barY + barH - 4)}" font-size="10" fill="#222222">${xml(bar.step)}</text>`)
+      }
+      for (const r of bar.retries) {
+        const rx = x(r.atMs)
+        out.push(
+          `<path class="retry" d="M${num(rx)} ${num(barY - 2)} l4 -6 h-8 z" fill="${RETRY}"><title>${xml(`${lane.name} ${bar.phase}: attempt ${r.attempt} failed (${r.kind}: ${r.message}); retried after ${tickLabel(r.delayMs)}`)}</title></path>`,
+        )
+      }
+      if (failed) {
+        const fx = bx + bw
+        const cy = barY + barH / 2
+        out.push(`<path class="failure" d="M${num(fx - 5)} ${num(cy - 5)} l10 10 m0 -10 l-10 10" stroke="${FAILED}" stroke-width="3"><title>${xml(hover)}</title></path>`)
+      }
+    }
+    out.push(`<text x="${labelW + chartW + 10}" y="${y + rowH / 2 + 4}"${lane.failed ? ` fill="${FAILED}" font-weight="bold"` : ''}>${xml(lane.result)}</text>`)
+    out.push('</g>')
+  })
+
+  // legend
+  let lx = 10
+  const ly = top + rowH * timeline.lanes.length + 30
+  out.push('<g class="legend">')
+  const entries: Array<[string, string]> = [...timeline.phases.map((p): [string, string] => [p, PHASE_FILL[p] ?? '#888888']), ['skipped', '#e0e0e0']]
+  for (const [label, fill] of entries) {
+    out.push(`<rect x="${lx}" y="${ly - 10}" width="12" height="12" fill="${fill}"/><text x="${lx + 16}" y="${ly}">${xml(label)}</text>`)
+    lx += 28 + label.length * 8
+  }
+  out.push(`<path d="M${lx + 6} ${ly - 2} l4 -6 h-8 z" fill="${RETRY}"/><text x="${lx + 16}" y="${ly}">retried</text>`)
+  lx += 90
+  out.push(`<path d="M${lx} ${ly - 10} l10 10 m0 -10 l-10 10" stroke="${FAILED}" stroke-width="3"/><text x="${lx + 16}" y="${ly}">failed</text>`)
+  out.push('</g>')
+  out.push('</svg>')
+  return `${out.join('\n')}\n`
+}

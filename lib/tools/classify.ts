@@ -1,0 +1,99 @@
+import type { ToolResult } from './exec.js'
+
+/** Stable error kinds (DESIGN.md report schema), plus the few reality added. */
+export type ErrorKind =
+  | 'unreachable'
+  | 'timeout'
+  | 'configured'
+  | 'maintenance'
+  | 'pki-mismatch'
+  | 'unauthorized'
+  | 'config-invalid'
+  | 'disk-mismatch'
+  | 'not-ready-yet'
+  | 'wrong-node'
+  | 'stuck'
+  | 'drain-blocked'
+  | 'etcd-join'
+  | 'kubelet'
+  | 'node-not-ready'
+  | 'cni'
+  | 'flux'
+  | 'tool-missing'
+  | 'interrupted'
+  | 'unknown'
+
+/** Kinds worth another attempt: the condition clears by itself. */
+const TRANSIENT: ReadonlySet<ErrorKind> = new Set<ErrorKind>(['unreachable', 'timeout', 'not-ready-yet'])
+
+export function isTransient(kind: ErrorKind): boolean {
+  return TRANSIENT.has(kind)
+}
+
+/** A failure attributed to a node (or a cluster step), with its kind and what to do about it. */
+export class NodeError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    readonly hint: string,
+  ) {
+    super(message)
+    this.name = 'NodeError'
+  }
+
+  get transient(): boolean {
+    return isTransient(this.kind)
+  }
+}
+
+interface Rule {
+  kind: ErrorKind
+  pattern: RegExp
+}
+
+/** Ordered: the first match wins (reference/talosctl.md §4, helm-flux-kubectl.md §3). */
+const RULES: readonly Rule[] = [
+  { kind: 'configured', pattern: /tls: certificate required/ },
+  { kind: 'pki-mismatch', pattern: /possibly because of .*verification failure|tls: unknown certificate authority|tls: bad certificate|expired certificate|doesn't match the provided fingerprints/ },
+  { kind: 'maintenance', pattern: /x509: certificate signed by unknown authority/ },
+  { kind: 'unauthorized', pattern: /code = PermissionDenied desc = not authorized/ },
+  { kind: 'disk-mismatch', pattern: /no disks matched the expression/ },
+  { kind: 'wrong-node', pattern: /bootstrap can only be performed on a control plane node|bootstrap is only available on control plane nodes|only available on control plane nodes/ },
+  { kind: 'not-ready-yet', pattern: /bootstrap is not available yet|time is not in sync yet|another apply configuration is already in progress|failed to create etcd client|etcd is not running|is not registered on any nodes/ },
+  {
+    kind: 'config-invalid',
+    pattern: /configuration validation failed|code = InvalidArgument|install instructions are required|either install disk or diskSelector|can't be used together|failed to parse config|unknown machine type|doesn't contain v1alpha1 config/,
+  },
+  { kind: 'timeout', pattern: /context deadline exceeded|i\/o timeout|timed out waiting for the condition|Client\.Timeout exceeded/ },
+  {
+    kind: 'unreachable',
+    pattern: /connection refused|no route to host|connection reset|network is unreachable|code = Unavailable|Unable to connect to the server|cluster unreachable|error reading from server: EOF|ServiceUnavailable|the server is currently unable/i,
+  },
+]
+
+/** Turns a failed tool call into a kind and the one line that says why. */
+export function classify(result: ToolResult): { kind: ErrorKind; message: string } {
+  if (result.aborted) return { kind: 'interrupted', message: 'interrupted' }
+  if (result.timedOut) {
+    return { kind: 'timeout', message: `${result.call.tool} ${result.call.args[0] ?? ''} did not answer within ${Math.round(result.durationMs / 1000)}s` }
+  }
+  const text = `${result.stderr}\n${result.stdout}`
+  const message = essence(result.stderr || result.stdout) || `${result.call.tool} exited with code ${result.exitCode}`
+  for (const rule of RULES) {
+    if (rule.pattern.test(text)) return { kind: rule.kind, message }
+  }
+  return { kind: 'unknown', message }
+}
+
+/** The meaningful part of a tool's error output: no usage block, no multierror framing, one line. */
+export function essence(stderr: string): string {
+  const withoutUsage = stderr.split(/\n\s*\nUsage:/)[0] ?? stderr
+  return withoutUsage
+    .replace(/\d+ errors? occurred:/g, '')
+    .split('\n')
+    .map((l) => l.trim().replace(/^\* /, ''))
+    .filter((l) => l && !/^WARNING: .*server version .* is older than client/.test(l))
+    .join(' ')
+    .replace(/\s+/g, ' ')
+    .slice(0, 500)
+}

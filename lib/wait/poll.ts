@@ -1,0 +1,47 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { NodeError } from '../tools/classify.js'
+
+export type PollAnswer<T> = { done: true; value: T } | { done: false; state: string }
+
+export class PollTimeout extends Error {
+  constructor(
+    readonly lastState: string,
+    readonly waitedMs: number,
+  ) {
+    super(`still ${lastState} after ${Math.round(waitedMs / 1000)}s`)
+    this.name = 'PollTimeout'
+  }
+}
+
+export interface PollOptions {
+  intervalMs: number
+  timeoutMs: number
+  signal: AbortSignal
+  /** called with every answer that is not done yet (progress display) */
+  onState?: (state: string, elapsedMs: number) => void
+}
+
+/**
+ * The one waiting helper: asks `check` every interval until it is done, the deadline passes
+ * (PollTimeout with the last state) or the run is aborted. `check` may throw to stop early; a
+ * transient NodeError it throws (a refused or timed-out read, a 503) is "not yet": a wait fails
+ * only at its deadline, never on one bad read shared by every node.
+ */
+export async function pollUntil<T>(check: (elapsedMs: number) => Promise<PollAnswer<T>>, options: PollOptions): Promise<T> {
+  const started = performance.now()
+  let lastState = 'not checked yet'
+  for (;;) {
+    options.signal.throwIfAborted()
+    const elapsed = performance.now() - started
+    const answer = await check(elapsed).catch((err: unknown): PollAnswer<T> => {
+      if (err instanceof NodeError && err.transient && !options.signal.aborted) return { done: false, state: `${err.kind}: ${err.message}` }
+      throw err
+    })
+    if (answer.done) return answer.value
+    lastState = answer.state
+    options.onState?.(answer.state, elapsed)
+    const remaining = options.timeoutMs - (performance.now() - started)
+    if (remaining <= 0) throw new PollTimeout(lastState, performance.now() - started)
+    await sleep(Math.min(options.intervalMs, remaining), undefined, { signal: options.signal })
+  }
+}
