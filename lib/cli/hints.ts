@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
-import type { ErrorKind } from '../tools/classify.js'
-import type { ClusterNode } from '../input/inventory.js'
+import type { ErrorKind } from '../core/errors.js'
+import type { ClusterNode } from '../core/model.js'
 
 /** The repository (its Taskfile): `task -d <repo>` runs from wherever the operator stands. */
 const REPO = resolve(import.meta.dirname, '..')

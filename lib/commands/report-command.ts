@@ -1,11 +1,13 @@
 // task bootstrap:report: draws a run report as a timeline, in the terminal and as an SVG beside it.
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { helpText, parseCommandArgs } from '../cli/args.js'
 import { ExitCode, InputError } from '../core/errors.js'
 import { formatDuration } from '../core/duration.js'
 import { output } from '../cli/output.js'
-import { runName, stateDir, type Report } from '../report/report.js'
+import type { Report } from '../core/results.js'
+import { statePaths } from '../state/paths.js'
+import { readReport, recentRunFiles, runName } from '../state/report-store.js'
 import { writeStateFile } from '../state/state-files.js'
 import { buildTimeline, renderSvg, renderText, type Timeline } from '../report/timeline.js'
 
@@ -13,36 +15,21 @@ export const REPORT_USAGE = 'task bootstrap:report [CLUSTER_DIR=dir] [RUN=<repor
 
 /** The report to draw and where its SVG goes: runs/<same name>.svg. */
 export function locateReport(clusterDir: string, run: string | undefined): { file: string; svg: (report: Report) => string } {
-  const runs = join(stateDir(clusterDir), 'runs')
+  const { runs, lastRun, dir } = statePaths(clusterDir)
   if (!run) {
-    const file = join(stateDir(clusterDir), 'last-run.json')
-    if (!existsSync(file)) {
-      throw new InputError('no run recorded yet', { file: stateDir(clusterDir), fix: 'run a bootstrap task first (e.g. task bootstrap:talos), or name a report with RUN=<file>' })
+    if (!existsSync(lastRun)) {
+      throw new InputError('no run recorded yet', { file: dir, fix: 'run a bootstrap task first (e.g. task bootstrap:talos), or name a report with RUN=<file>' })
     }
-    // last-run.json is a copy of runs/<startedAt>-<command>.json (lib/report/report.ts writeReport)
-    return { file, svg: (r) => join(runs, `${runName(r)}.svg`) }
+    // last-run.json is a copy of runs/<startedAt>-<command>.json (writeReport in lib/state/report-store.ts)
+    return { file: lastRun, svg: (r) => join(runs, `${runName(r)}.svg`) }
   }
   const candidates = [resolve(run), join(runs, run), join(runs, `${run}.json`)]
   const file = candidates.find((f) => existsSync(f) && f.endsWith('.json'))
   if (!file) {
-    const known = existsSync(runs) ? readdirSync(runs).filter((f) => f.endsWith('.json')).sort().slice(-5) : []
+    const known = recentRunFiles(clusterDir, 5).map((f) => basename(f)).reverse()
     throw new InputError(`no report ${JSON.stringify(run)}`, { file: runs, fix: known.length ? `name one of: ${known.join(', ')}` : 'run a bootstrap task first' })
   }
   return { file, svg: () => join(dirname(file), `${basename(file, '.json')}.svg`) }
-}
-
-export function readReport(file: string): Report {
-  let doc: unknown
-  try {
-    doc = JSON.parse(readFileSync(file, 'utf8'))
-  } catch (err) {
-    throw new InputError(`not a JSON report: ${err instanceof Error ? err.message : String(err)}`, { file, fix: 'name a report written by a bootstrap task (.bootstrap/runs/*.json)' })
-  }
-  const r = doc as Partial<Report> | null
-  if (!r || r.version !== 1 || !Array.isArray(r.phases) || typeof r.startedAt !== 'string') {
-    throw new InputError('not a bootstrap report (version 1 with phases expected)', { file, fix: 'name a report written by a bootstrap task (.bootstrap/runs/*.json)' })
-  }
-  return r as Report
 }
 
 /** Bar columns that fit `columns`: the node names and the result column take the rest. */

@@ -4,15 +4,18 @@ import { helpText, parseCommandArgs, type CommandArgs } from '../cli/args.js'
 import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from '../core/errors.js'
 import { Facts } from '../engine/facts.js'
 import { setHintContext } from '../cli/hints.js'
-import { kubeNodeName, loadInventory, selectNodes, type Inventory } from '../input/inventory.js'
+import { loadInventory, selectNodes } from '../input/inventory.js'
+import { kubeNodeName, type Inventory } from '../core/model.js'
 import { Journal } from '../state/journal.js'
 import { acquireLock } from '../state/lock.js'
 import { output } from '../cli/output.js'
 import type { Phase } from '../engine/phase.js'
 import { phasesFor } from '../phases/index.js'
 import { Redactor, redactProcessOutput } from '../input/redact.js'
-import { stateDir, writeReport, type Report } from '../report/report.js'
-import { checkStateFiles } from '../state/state-files.js'
+import type { Report } from '../core/results.js'
+import { stateDir, statePaths } from '../state/paths.js'
+import { writeReport } from '../state/report-store.js'
+import { checkStateFiles, commandLog } from '../state/state-files.js'
 import type { PhaseName, PhaseResult } from '../core/results.js'
 import type { Run } from '../engine/run.js'
 import { runPhases } from '../engine/runner.js'
@@ -160,7 +163,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     signal: controller.signal,
     dryRun: args.dryRun,
     redactor,
-    ...(args.dryRun ? {} : { logFile: join(stateDir(inventory.clusterDir), 'commands.log') }),
+    ...(args.dryRun ? {} : { log: commandLog(statePaths(inventory.clusterDir).commandsLog) }),
   })
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
   const journalWarnings: string[] = []

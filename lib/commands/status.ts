@@ -3,12 +3,13 @@
 // kubelet read through a control plane, one etcd member list, one `kubectl get nodes`; only nodes
 // the batch could not read are asked one by one. Every call has a short deadline, so an
 // unreachable or hung node costs seconds, not the 30 s callTimeout.
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { NodeError } from '../tools/classify.js'
-import { kubeNodeName, type ClusterNode, type Inventory } from '../input/inventory.js'
+import { existsSync } from 'node:fs'
+import { NodeError } from '../core/errors.js'
+import { kubeNodeName, type ClusterNode, type Inventory } from '../core/model.js'
 import { mapLimit } from '../wait/map-limit.js'
-import { stateDir, type Report } from '../report/report.js'
+import type { Report } from '../core/results.js'
+import { statePaths } from '../state/paths.js'
+import { recentRunFiles, tryReadReport } from '../state/report-store.js'
 import { formatTable } from '../cli/table.js'
 import { buildTimeline, type Lane } from '../report/timeline.js'
 import type { ToolRunner } from '../tools/exec.js'
@@ -152,15 +153,6 @@ export async function kubeNodes(tools: StatusTools): Promise<Map<string, KubeNod
   return out
 }
 
-function readReportFile(file: string): Report | undefined {
-  try {
-    const report = JSON.parse(readFileSync(file, 'utf8')) as Report
-    return report.version === 1 && Array.isArray(report.phases) && !report.dryRun ? report : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /** How many recent reports to look through for nodes the last run did not select. */
 const RUNS_SCANNED = 30
 
@@ -171,15 +163,12 @@ const RUNS_SCANNED = 30
 export function latestResults(clusterDir: string, names: string[]): { lanes: Map<string, Lane>; used: Array<{ report: Report; nodes: string[] }> } {
   const lanes = new Map<string, Lane>()
   const used: Array<{ report: Report; nodes: string[] }> = []
-  const runs = join(stateDir(clusterDir), 'runs')
-  const recent = existsSync(runs) ? readdirSync(runs).filter((f) => f.endsWith('.json')).sort().reverse().slice(0, RUNS_SCANNED).map((f) => join(runs, f)) : []
   const seen = new Set<string>()
-  for (const file of [join(stateDir(clusterDir), 'last-run.json'), ...recent]) {
+  for (const file of [statePaths(clusterDir).lastRun, ...recentRunFiles(clusterDir, RUNS_SCANNED)]) {
     if (names.every((n) => lanes.has(n))) break
-    if (!existsSync(file)) continue
-    const report = readReportFile(file)
-    // last-run.json is also in runs/: count each run once
-    if (!report || seen.has(`${report.startedAt} ${report.command}`)) continue
+    const report = tryReadReport(file)
+    // dry runs do not count; last-run.json is also in runs/: count each run once
+    if (!report || report.dryRun || seen.has(`${report.startedAt} ${report.command}`)) continue
     seen.add(`${report.startedAt} ${report.command}`)
     const nodes: string[] = []
     for (const lane of buildTimeline(report).lanes) {

@@ -1,5 +1,5 @@
-import type { ErrorKind } from '../tools/classify.js'
-import type { ClusterNode, Role } from '../input/inventory.js'
+import type { ErrorKind } from './errors.js'
+import type { ClusterNode, Role } from './model.js'
 
 // 'reset' runs only in bootstrap:node RESET=true
 export const PHASE_NAMES = ['preflight', 'reset', 'apply', 'verify', 'bootstrap', 'wait-ready', 'flux'] as const
@@ -55,4 +55,18 @@ export function newNodeResult(node: ClusterNode, status: NodeStatus = 'not-run')
 export function phaseOk(phase: Pick<PhaseResult, 'nodes' | 'steps'>): boolean {
   const good = (s: NodeStatus): boolean => s === 'ok' || s === 'skipped'
   return phase.nodes.every((n) => good(n.status)) && phase.steps.every((s) => good(s.status))
+}
+
+/** A run's report (.bootstrap/runs/<time>-<command>.json, docs/report.md). */
+export interface Report {
+  version: 1
+  command: string
+  ok: boolean
+  interrupted?: boolean
+  dryRun?: boolean
+  startedAt: string
+  finishedAt: string
+  settings: Record<string, unknown>
+  phases: PhaseResult[]
+  plan?: Array<{ node?: string; command: string }>
 }

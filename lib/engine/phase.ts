@@ -1,5 +1,5 @@
-import type { NodeError } from '../tools/classify.js'
-import type { ClusterNode } from '../input/inventory.js'
+import type { NodeError } from '../core/errors.js'
+import type { ClusterNode } from '../core/model.js'
 import type { PhaseName } from '../core/results.js'
 import type { Run } from './run.js'
 

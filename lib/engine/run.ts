@@ -1,6 +1,6 @@
 import type { Facts } from './facts.js'
 import type { Journal } from '../state/journal.js'
-import type { ClusterNode, Inventory } from '../input/inventory.js'
+import type { ClusterNode, Inventory } from '../core/model.js'
 import type { Redactor } from '../input/redact.js'
 import type { Settings } from '../input/settings.js'
 import type { ToolRunner } from '../tools/exec.js'

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { parseAllDocuments } from 'yaml'
-import type { ClusterNode } from './inventory.js'
+import type { ClusterNode } from '../core/model.js'
 import type { Disk } from '../tools/talosctl.js'
 
 export interface InstallTarget {

@@ -3,50 +3,9 @@ import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document } from 'yaml'
 import { InputError, InputErrors } from '../core/errors.js'
+import type { ClusterNode, Inventory, Role } from '../core/model.js'
 import { DEFAULT_FILENAME_TMPL, isDomain, isHostname, renderFilename, splitAddresses, substituteEnv, talhelperEnv, talosVersionOf } from './talhelper.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
-
-export type Role = 'controlplane' | 'worker'
-
-export interface ClusterNode {
-  /** the hostname as written (talhelper accepts FQDNs) */
-  name: string
-  /** the address the tool talks to: the first of the node's addresses (an IP address or a DNS name) */
-  ip: string
-  /** every address of the node (talhelper's comma-separated ipAddress), `ip` first; absent: just `ip` */
-  addresses?: string[]
-  role: Role
-  /** absolute path of the node's machine config */
-  configFile: string
-  installDisk?: string
-  installDiskSelector?: Record<string, unknown>
-  /**
-   * the config enables cluster discovery with the service registry: the node finds the control
-   * planes without the endpoint (a worker's apid then gets its certificate before the bootstrap)
-   */
-  discovery?: boolean
-  /** the Kubernetes node name when it is not `name` (an FQDN hostname registers by its first label) */
-  kubeName?: string
-}
-
-/** The name the node registers under in Kubernetes. */
-export function kubeNodeName(node: ClusterNode): string {
-  return node.kubeName ?? node.name
-}
-
-export interface Inventory {
-  clusterDir: string
-  /** the file the nodes came from (talconfig.yaml or nodes.yaml) */
-  source: string
-  clusterName: string
-  endpoint: string
-  /** the Talos version the configs were generated for (talconfig talosVersion), when known */
-  talosVersion?: string
-  /** host of the endpoint when it is not a node address (a VIP or a DNS name) */
-  vip?: string
-  talosconfig: string
-  nodes: ClusterNode[]
-}
 
 export interface InventoryOptions {
   /** talhelper's config file (genconfig -c), relative to the cluster directory; default talconfig.yaml */

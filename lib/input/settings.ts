@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseDuration } from '../core/duration.js'
 import { InputError } from '../core/errors.js'
-import type { Inventory } from './inventory.js'
+import type { Inventory } from '../core/model.js'
 import { YamlFile } from './yaml-file.js'
 
 export interface CniSettings {

@@ -1,6 +1,6 @@
-import { NodeError } from '../tools/classify.js'
+import { NodeError } from '../core/errors.js'
 import { hintFor } from '../cli/hints.js'
-import type { ClusterNode } from '../input/inventory.js'
+import type { ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
 import { withRetry } from '../wait/retry.js'
 import type { Run } from '../engine/run.js'

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseAllDocuments } from 'yaml'
-import { isTransient, NodeError } from '../tools/classify.js'
+import { isTransient, NodeError } from '../core/errors.js'
 import { formatDuration } from '../core/duration.js'
 import { fluxHint, kubectlCommand, taskCommand } from '../cli/hints.js'
 import { InputError } from '../core/errors.js'

@@ -1,4 +1,4 @@
-import type { ClusterNode } from '../input/inventory.js'
+import type { ClusterNode } from '../core/model.js'
 import type { NodeResult, PhaseResult } from '../core/results.js'
 import { formatTable } from '../cli/table.js'
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { stateDir } from '../report/report.js'
+import { stateDir } from './paths.js'
 import { PHASE_NAMES, type NodeStatus, type PhaseName, type PhaseResult } from '../core/results.js'
 import { writeStateFile } from './state-files.js'
 

@@ -1,7 +1,7 @@
 import { closeSync, constants, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { InputError } from '../core/errors.js'
-import { stateDir } from '../report/report.js'
+import { stateDir } from './paths.js'
 import { ensureStateDir, refuseSymlink } from './state-files.js'
 
 /** What identifies a process beyond its pid (pids are reused): its start time and command line, from /proc. */

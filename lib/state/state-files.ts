@@ -3,7 +3,7 @@
 import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { dirname, isAbsolute, relative, sep } from 'node:path'
 import { InputError } from '../core/errors.js'
-import { stateDir } from '../report/report.js'
+import { stateDir } from './paths.js'
 
 function symlinkError(path: string): InputError {
   return new InputError('is a symbolic link: refusing to write through it', { file: path, fix: `remove the link (rm ${path}); the tool recreates the file` })
@@ -106,6 +106,21 @@ export function appendStateFile(path: string, text: string): void {
     writeSync(fd, text)
   } finally {
     closeSync(fd)
+  }
+}
+
+/**
+ * The command log's writer: appends each line, never through a link. The log is a convenience: a
+ * full disk must not fail the run (a link planted during the run is refused by O_NOFOLLOW; one there
+ * at the start is refused as bad input).
+ */
+export function commandLog(path: string): (line: string) => void {
+  return (line) => {
+    try {
+      appendStateFile(path, line)
+    } catch {
+      // see above
+    }
   }
 }
 

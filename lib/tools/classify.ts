@@ -1,50 +1,5 @@
+import type { ErrorKind } from '../core/errors.js'
 import type { ToolResult } from './exec.js'
-
-/** Stable error kinds (DESIGN.md report schema), plus the few reality added. */
-export type ErrorKind =
-  | 'unreachable'
-  | 'timeout'
-  | 'configured'
-  | 'maintenance'
-  | 'pki-mismatch'
-  | 'unauthorized'
-  | 'config-invalid'
-  | 'disk-mismatch'
-  | 'not-ready-yet'
-  | 'wrong-node'
-  | 'stuck'
-  | 'drain-blocked'
-  | 'etcd-join'
-  | 'kubelet'
-  | 'node-not-ready'
-  | 'cni'
-  | 'flux'
-  | 'tool-missing'
-  | 'interrupted'
-  | 'unknown'
-
-/** Kinds worth another attempt: the condition clears by itself. */
-const TRANSIENT: ReadonlySet<ErrorKind> = new Set<ErrorKind>(['unreachable', 'timeout', 'not-ready-yet'])
-
-export function isTransient(kind: ErrorKind): boolean {
-  return TRANSIENT.has(kind)
-}
-
-/** A failure attributed to a node (or a cluster step), with its kind and what to do about it. */
-export class NodeError extends Error {
-  constructor(
-    readonly kind: ErrorKind,
-    message: string,
-    readonly hint: string,
-  ) {
-    super(message)
-    this.name = 'NodeError'
-  }
-
-  get transient(): boolean {
-    return isTransient(this.kind)
-  }
-}
 
 interface Rule {
   kind: ErrorKind

@@ -1,7 +1,6 @@
 import { $ } from 'zx'
 import { ToolMissingError } from '../core/errors.js'
 import type { Redactor } from '../input/redact.js'
-import { appendStateFile } from '../state/state-files.js'
 
 export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'flux' | 'sops'
 
@@ -51,8 +50,8 @@ export interface ToolRunnerOptions {
   signal: AbortSignal
   dryRun: boolean
   redactor: Redactor
-  /** the command log (.bootstrap/commands.log); redacted */
-  logFile?: string
+  /** takes one redacted line per finished call (the command log, .bootstrap/commands.log) */
+  log?: (line: string) => void
 }
 
 /** The one place that starts external tools: arrays of arguments, a deadline, the run's AbortSignal. */
@@ -124,15 +123,10 @@ export class ToolRunner {
   }
 
   private log(result: ToolResult): void {
-    if (!this.options.logFile) return
+    if (!this.options.log) return
     const outcome = result.timedOut ? 'timeout' : result.aborted ? 'aborted' : `exit ${result.exitCode}`
     const line = `${new Date().toISOString()} ${outcome} ${Math.round(result.durationMs)}ms ${this.commandLine(result.call)}\n`
-    try {
-      appendStateFile(this.options.logFile, line)
-    } catch {
-      // the command log is a convenience; a full disk must not fail the run (a link planted
-      // during the run is refused by O_NOFOLLOW; one there at the start is refused as bad input)
-    }
+    this.options.log(line)
   }
 }
 

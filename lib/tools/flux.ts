@@ -1,4 +1,5 @@
-import { classify, NodeError } from './classify.js'
+import { classify } from './classify.js'
+import { NodeError } from '../core/errors.js'
 import { goDuration } from '../core/duration.js'
 import { fluxHint, taskCommand } from '../cli/hints.js'
 import type { FluxGitSettings } from '../input/settings.js'

@@ -1,4 +1,5 @@
-import { classify, NodeError } from './classify.js'
+import { classify } from './classify.js'
+import { NodeError } from '../core/errors.js'
 import { phaseHint, taskCommand } from '../cli/hints.js'
 import type { ToolResult, ToolRunner } from './exec.js'
 

@@ -1,6 +1,7 @@
-import { classify, NodeError } from './classify.js'
+import { classify } from './classify.js'
+import { NodeError } from '../core/errors.js'
 import { hintFor } from '../cli/hints.js'
-import type { ClusterNode, Inventory } from '../input/inventory.js'
+import type { ClusterNode, Inventory } from '../core/model.js'
 import type { ToolResult, ToolRunner } from './exec.js'
 import { parseJsonStream } from './json-stream.js'
 

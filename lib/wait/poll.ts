@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { NodeError } from '../tools/classify.js'
+import { NodeError } from '../core/errors.js'
 
 export type PollAnswer<T> = { done: true; value: T } | { done: false; state: string }
 

@@ -1,5 +1,5 @@
 import pRetry from 'p-retry'
-import { NodeError } from '../tools/classify.js'
+import { NodeError } from '../core/errors.js'
 import type { Settings } from '../input/settings.js'
 
 export interface RetryEvent {

@@ -1,5 +1,5 @@
-import { NodeError } from '../tools/classify.js'
-import type { ClusterNode } from '../input/inventory.js'
+import { NodeError } from '../core/errors.js'
+import type { ClusterNode } from '../core/model.js'
 import type { Run } from '../engine/run.js'
 import { BatchedReading } from './shared-reading.js'
 import type { MachineStatus, NodeAnswer } from '../tools/talosctl.js'

@@ -2,7 +2,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Report } from '../../lib/report/report.js'
+import type { Report } from '../../lib/core/results.js'
 import { callsTo, E2eCluster, nodeIn, statuses } from './harness.js'
 
 let cluster: E2eCluster | undefined

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join, resolve } from 'node:path'
 import { startSimulator, type CallRecord, type Fault, type ScenarioInput, type Simulator } from '../../sim/index.js'
-import type { Report } from '../../lib/report/report.js'
+import type { Report } from '../../lib/core/results.js'
 import { goBin } from '../support/go-bin.js'
 
 export const ROOT = resolve(import.meta.dirname, '../..')

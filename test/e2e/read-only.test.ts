@@ -2,7 +2,7 @@
 // CONCURRENCY keeps bounding what changes nodes. Every node is refused twice (so each probe spends a
 // while in its retries); with CONCURRENCY=1 the probes must still overlap, and the applies must not.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Report } from '../../lib/report/report.js'
+import type { Report } from '../../lib/core/results.js'
 import { E2eCluster } from './harness.js'
 
 const NODES = ['cp-1', 'wrkr-1', 'wrkr-2']

@@ -1,7 +1,7 @@
 // Shared by the fault matrix: the short waits a failing case sits out, and the per-row assertions
 // (every node's status and kind in one phase, a hint naming the recovery command).
 import { expect } from 'vitest'
-import type { Report } from '../../lib/report/report.js'
+import type { Report } from '../../lib/core/results.js'
 import type { CallRecord } from '../../sim/index.js'
 import { E2eCluster, nodeIn, statuses, type ClusterShape } from '../e2e/harness.js'
 

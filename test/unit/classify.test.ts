@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { classify, essence, isTransient, type ErrorKind } from '../../lib/tools/classify.js'
+import { classify, essence } from '../../lib/tools/classify.js'
+import { isTransient, type ErrorKind } from '../../lib/core/errors.js'
 import type { ToolResult } from '../../lib/tools/exec.js'
 
 function failed(stderr: string, extra: Partial<ToolResult> = {}): ToolResult {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { checkClusterCni, type CniCheckResult } from '../../lib/input/cni-compat.js'
-import type { ClusterNode } from '../../lib/input/inventory.js'
+import type { ClusterNode } from '../../lib/core/model.js'
 import { loadSettings } from '../../lib/input/settings.js'
 
 interface NodeShape {

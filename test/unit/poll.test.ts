@@ -1,6 +1,6 @@
 // Issue 12 item 2: a transient error in a wait is "not yet"; only the deadline fails the wait.
 import { describe, expect, it } from 'vitest'
-import { NodeError } from '../../lib/tools/classify.js'
+import { NodeError } from '../../lib/core/errors.js'
 import { pollUntil, PollTimeout } from '../../lib/wait/poll.js'
 
 const options = { intervalMs: 1, timeoutMs: 2000, signal: new AbortController().signal }

@@ -48,7 +48,7 @@ describe('Secret values from flux.secrets files', () => {
 
 describe('a report with a short secret', () => {
   it('stays valid JSON: numbers and booleans are never masked, strings are', async () => {
-    const { writeReport } = await import('../../lib/report/report.js')
+    const { writeReport } = await import('../../lib/state/report-store.js')
     const { mkdirSync, readFileSync } = await import('node:fs')
     const r = redactorFor(secret('c', 'stringData:\n  pin: "1"\n  word: "true"\n'))
     const cluster = dir as string

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { NodeError } from '../../lib/tools/classify.js'
+import { NodeError } from '../../lib/core/errors.js'
 import { withRetry, type RetryEvent } from '../../lib/wait/retry.js'
 
 const settings = { retries: 3, retryDelayMs: 1000, retryMaxDelayMs: 3000 }

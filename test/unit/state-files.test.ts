@@ -9,9 +9,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { InputError } from '../../lib/core/errors.js'
 import { Journal } from '../../lib/state/journal.js'
 import { acquireLock } from '../../lib/state/lock.js'
-import { writeReport, type Report } from '../../lib/report/report.js'
+import type { Report } from '../../lib/core/results.js'
+import { writeReport } from '../../lib/state/report-store.js'
 import { Redactor } from '../../lib/input/redact.js'
-import { checkStateFiles } from '../../lib/state/state-files.js'
+import { checkStateFiles, commandLog } from '../../lib/state/state-files.js'
 import { ToolRunner } from '../../lib/tools/exec.js'
 
 let dir: string
@@ -158,7 +159,7 @@ describe('nothing is written through a symbolic link', () => {
     const target = join(dir, 'precious')
     writeFileSync(target, 'keep me\n')
     symlinkSync(target, join(state, 'commands.log'))
-    const tools = new ToolRunner({ env: process.env, callTimeoutMs: 5000, signal: new AbortController().signal, dryRun: false, redactor: new Redactor(), logFile: join(state, 'commands.log') })
+    const tools = new ToolRunner({ env: process.env, callTimeoutMs: 5000, signal: new AbortController().signal, dryRun: false, redactor: new Redactor(), log: commandLog(join(state, 'commands.log')) })
     await tools.run({ tool: 'kubectl', args: ['version', '--client'], mutates: false, local: true })
     expect(readFileSync(target, 'utf8')).toBe('keep me\n')
     expect(lstatSync(join(state, 'commands.log')).isSymbolicLink()).toBe(true)

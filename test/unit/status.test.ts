@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
-import type { Report } from '../../lib/report/report.js'
+import type { Report } from '../../lib/core/results.js'
 import type { NodeResult, NodeStatus } from '../../lib/core/results.js'
 import { lastRunLines, latestResults } from '../../lib/commands/status.js'
 

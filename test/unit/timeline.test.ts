@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Report } from '../../lib/report/report.js'
+import type { Report } from '../../lib/core/results.js'
 import type { NodeResult, PhaseResult } from '../../lib/core/results.js'
 import { barWidth, locateReport, reportCommand } from '../../lib/commands/report-command.js'
 import { buildTimeline, cellsOf, renderSvg, renderText, tickLabel, tickStep } from '../../lib/report/timeline.js'
