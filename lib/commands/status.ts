@@ -5,7 +5,7 @@
 // unreachable or hung node costs seconds, not the 30 s callTimeout.
 import { existsSync } from 'node:fs'
 import { NodeError } from '../core/errors.js'
-import { kubeNodeName, type ClusterNode, type Inventory } from '../core/model.js'
+import { controlPlanes, kubeNodeName, type ClusterNode, type Inventory } from '../core/model.js'
 import { mapLimit } from '../wait/map-limit.js'
 import type { Report } from '../core/results.js'
 import { statePaths } from '../state/paths.js'
@@ -16,6 +16,7 @@ import type { ToolRunner } from '../tools/exec.js'
 import { parseJsonStream } from '../tools/json-stream.js'
 import { condition, type Kubectl } from '../tools/kubectl.js'
 import type { EtcdMember, MachineStatus, Talosctl } from '../tools/talosctl.js'
+import { isMemberOf } from '../phases/shared/etcd-members.js'
 
 /** Deadline of one status call (capped by callTimeout): long enough for a loaded node, short enough to stay live. */
 export const STATUS_DEADLINE_MS = 3_000
@@ -93,8 +94,8 @@ async function readOne(tools: StatusTools, node: ClusterNode): Promise<MachineRe
 export async function machineReadings(tools: StatusTools, nodes: ClusterNode[]): Promise<{ readings: Map<string, MachineReading>; via: ClusterNode | undefined }> {
   const readings = new Map<string, MachineReading>()
   let via: ClusterNode | undefined
-  const controlPlanes = tools.inventory.nodes.filter((n) => n.role === 'controlplane')
-  for (const cp of controlPlanes.slice(0, 3)) {
+  const cps = controlPlanes(tools.inventory)
+  for (const cp of cps.slice(0, 3)) {
     const ordered = [cp, ...nodes.filter((n) => n.ip !== cp.ip)]
     const statuses = await tools.talosctl.machineStatuses(ordered, cp)
     const got = [...statuses.values()].filter((s) => s.value !== undefined).length
@@ -110,7 +111,7 @@ export async function machineReadings(tools: StatusTools, nodes: ClusterNode[]):
   const singles = await mapLimit(missing, PARALLEL, (node) => readOne(tools, node))
   missing.forEach((node, i) => readings.set(node.name, singles[i] as MachineReading))
   if (!via) {
-    via = controlPlanes.find((cp) => readings.get(cp.name)?.state === 'status')
+    via = cps.find((cp) => readings.get(cp.name)?.state === 'status')
   }
   return { readings, via }
 }
@@ -184,7 +185,7 @@ export function latestResults(clusterDir: string, names: string[]): { lanes: Map
 function etcdCell(node: ClusterNode, members: EtcdMember[] | undefined): string {
   if (node.role !== 'controlplane') return '-'
   if (!members) return '?'
-  const member = members.find((m) => m.hostname === node.name || m.peerUrls.some((u) => u.includes(`//${node.ip}:`)))
+  const member = members.find((m) => isMemberOf(node, m))
   if (!member) return 'no'
   return member.isLearner ? 'learner' : 'member'
 }

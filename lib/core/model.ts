@@ -41,3 +41,8 @@ export interface Inventory {
   talosconfig: string
   nodes: ClusterNode[]
 }
+
+/** The control planes of the inventory, in its order. */
+export function controlPlanes(inventory: Pick<Inventory, 'nodes'>): ClusterNode[] {
+  return inventory.nodes.filter((n) => n.role === 'controlplane')
+}

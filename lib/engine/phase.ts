@@ -1,4 +1,5 @@
 import type { NodeError } from '../core/errors.js'
+import type { PollAnswer } from '../wait/poll.js'
 import type { ClusterNode } from '../core/model.js'
 import type { PhaseName } from '../core/results.js'
 import type { Run } from './run.js'
@@ -16,6 +17,13 @@ export interface StepReporter {
   progress(text: string): void
   /** a transient failure that will be retried */
   retrying(attempt: number, error: NodeError, delayMs: number): void
+  /**
+   * The run's retry policy around one call (wait/retry.ts), each retry reported here. `retries`:
+   * which transient errors are retried (default: all); the others go back to the caller at once.
+   */
+  retry<T>(attempt: (n: number) => Promise<T>, options?: { retries?: (error: NodeError) => boolean }): Promise<T>
+  /** The run's poller (wait/poll.ts): `check` every poll interval until done or `timeoutMs`, each state shown as progress. */
+  poll<T>(check: (elapsedMs: number) => Promise<PollAnswer<T>>, timeoutMs: number): Promise<T>
 }
 
 /** Nodes read at once by a read-only step: an unreachable node costs its retries once, not once per node. */

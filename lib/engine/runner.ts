@@ -1,11 +1,11 @@
 import { Listr, PRESET_TIMER, PRESET_TIMESTAMP, type ListrTask, type ListrTaskWrapper, type ListrDefaultRenderer, type ListrSimpleRenderer } from 'listr2'
-import { NodeError } from '../core/errors.js'
-import { errorMessage, InterruptedError } from '../core/errors.js'
+import { errorMessage, InterruptedError, NodeError } from '../core/errors.js'
 import { hintFor, phaseTask, taskCommand } from '../cli/hints.js'
 import type { ClusterNode } from '../core/model.js'
 import { READ_ONLY_LIMIT, wouldText, type ClusterStep, type NodeOutcome, type NodeStep, type Phase, type StepReporter } from './phase.js'
 import { newNodeResult, phaseOk, type ErrorRecord, type NodeResult, type PhaseName, type PhaseResult, type StepResult } from '../core/results.js'
 import type { Run } from './run.js'
+import { stepReporter } from './step-reporter.js'
 
 type Task = ListrTaskWrapper<unknown, ListrDefaultRenderer, ListrSimpleRenderer>
 
@@ -140,7 +140,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
             const started = performance.now()
             record.startedAtMs ??= started - tracker.started
             record.attempts = Math.max(record.attempts, 1)
-            const reporter = nodeReporter(t, node, record, tracker.started)
+            const reporter = nodeReporter(run, t, node, record, tracker.started)
             try {
               const outcome: NodeOutcome = (await step.run(node, run, reporter)) ?? { status: 'ok' }
               record.durationMs += performance.now() - started
@@ -215,10 +215,10 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       }
       const started = performance.now()
       record.startedAtMs = Math.round(started - tracker.started)
-      const reporter: StepReporter = {
+      const reporter = stepReporter(run, {
         progress: (text) => (task.output = text),
         retrying: (attempt, error, delayMs) => (task.output = `attempt ${attempt} failed (${error.kind}: ${error.message}); retrying in ${Math.round(delayMs)}ms`),
-      }
+      })
       try {
         const detail = await step.run(run, reporter)
         record.status = 'ok'
@@ -252,9 +252,9 @@ function interruptedRecord(run: Run, doing: string, hint: string): ErrorRecord {
   return { kind: 'interrupted', message: `${why} during: ${doing}`, hint }
 }
 
-function nodeReporter(task: Task, node: ClusterNode, record: NodeResult, runStarted: number): StepReporter {
+function nodeReporter(run: Run, task: Task, node: ClusterNode, record: NodeResult, runStarted: number): StepReporter {
   let last = ''
-  return {
+  return stepReporter(run, {
     progress: (text) => {
       if (text === last) return
       last = text
@@ -265,7 +265,7 @@ function nodeReporter(task: Task, node: ClusterNode, record: NodeResult, runStar
       ;(record.retries ??= []).push({ attempt, kind: error.kind, message: error.message, delayMs: Math.round(delayMs), atMs: Math.round(performance.now() - runStarted) })
       task.output = `${node.name}: attempt ${attempt} failed (${error.kind}); retrying in ${(delayMs / 1000).toFixed(1)}s`
     },
-  }
+  })
 }
 
 /** Nodes no step touched were skipped (nothing to do) unless they were blocked. */

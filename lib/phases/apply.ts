@@ -2,17 +2,15 @@ import { NodeError } from '../core/errors.js'
 import { hintFor } from '../cli/hints.js'
 import type { ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import { withRetry } from '../wait/retry.js'
 import type { Run } from '../engine/run.js'
-import { appliedAndWaiting } from './verify.js'
+import { appliedAndWaiting } from './shared/endpoint.js'
 
 async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
-  const retry = { settings: run.settings, signal: run.signal, onRetry: (e: { attempt: number; error: NodeError; delayMs: number }) => report.retrying(e.attempt, e.error, e.delayMs) }
   if (!facts.state || facts.state === 'unreachable') {
     report.progress('probing')
     try {
-      facts.state = (await withRetry(() => run.talosctl.probe(node), retry)).value.state
+      facts.state = (await report.retry(() => run.talosctl.probe(node))).state
     } catch (err) {
       // applied before, its API waiting for the control plane: configured (--reapply must wait for the bootstrap)
       const waits = err instanceof NodeError && err.transient ? await appliedAndWaiting(node, run) : undefined
@@ -27,7 +25,7 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
       return { status: 'skipped', detail: 'already configured', error }
     }
     report.progress('applying over the authenticated API')
-    const { value } = await withRetry(() => run.talosctl.applySecure(node), retry)
+    const value = await report.retry(() => run.talosctl.applySecure(node))
     facts.applied = true
     // Talos reboots to apply this change: verify must see it go down and come back, not a `running` from before
     if (value.reboots) facts.rebootAfterApply = true
@@ -35,7 +33,7 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
   }
   report.progress('applying config (insecure, maintenance mode)')
   try {
-    await withRetry(() => run.talosctl.applyInsecure(node), retry)
+    await report.retry(() => run.talosctl.applyInsecure(node))
   } catch (err) {
     // configured between the probe and the apply (another run, a retried call that did land)
     if (err instanceof NodeError && err.kind === 'configured' && !run.options.reapply) {

@@ -1,25 +1,15 @@
 import { chmodSync, existsSync } from 'node:fs'
 import { NodeError } from '../core/errors.js'
 import { hintFor, talosctlCommand, taskCommand } from '../cli/hints.js'
-import type { ClusterNode } from '../core/model.js'
-import { apiUrl, kubeconfigServer, setKubeconfigServer } from '../state/kubeconfig.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import { pollUntil, PollTimeout } from '../wait/poll.js'
-import { withRetry } from '../wait/retry.js'
+import { PollTimeout } from '../wait/poll.js'
 import type { Run } from '../engine/run.js'
 import { SharedReading } from '../wait/shared-reading.js'
 import type { EtcdMember, NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
-
-const controlPlanes = (run: Run): ClusterNode[] => run.inventory.nodes.filter((n) => n.role === 'controlplane')
-
-/** The control plane that bootstraps etcd: bootstrapNode from settings, else the first in the inventory. */
-export function bootstrapNode(run: Run): ClusterNode {
-  const wanted = run.settings.bootstrapNode
-  const cps = controlPlanes(run)
-  const node = wanted ? cps.find((n) => n.name === wanted || n.ip === wanted) : cps[0]
-  if (!node) throw new NodeError('wrong-node', `bootstrapNode "${wanted}" is not a control plane of the inventory`, hintFor('wrong-node', cps[0] as ClusterNode))
-  return node
-}
+import { controlPlanes, type ClusterNode } from '../core/model.js'
+import { bootstrapNode, NOT_BOOTSTRAPPED } from './shared/bootstrap-node.js'
+import { pointKubeconfig } from './shared/endpoint.js'
+import { isMemberOf } from './shared/etcd-members.js'
 
 /**
  * etcd runs on some control plane already: the cluster was bootstrapped (never bootstrap twice).
@@ -28,7 +18,7 @@ export function bootstrapNode(run: Run): ClusterNode {
  * data directory is empty, joining ones included (a second etcd cluster).
  */
 async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<ClusterNode | undefined> {
-  const cps = controlPlanes(run)
+  const cps = controlPlanes(run.inventory)
   const errors = new Map<string, NodeError>()
   // one batched read through the bootstrap node; a node it could not tell about (the endpoint
   // down, or no etcd registered there yet) is asked alone
@@ -61,15 +51,15 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
 
 async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   if (!run.options.dryRun) {
-    const { value: running } = await withRetry(() => etcdRunningSomewhere(run, report), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
+    const running = await report.retry(() => etcdRunningSomewhere(run, report))
     run.facts.cluster.bootstrapped = running !== undefined
     if (running) return alreadyBootstrapped(run, running)
     // recovering a node never bootstraps the cluster: there is nothing to rejoin yet
     if (run.options.recover) return 'cluster not bootstrapped yet: nothing to rejoin'
     // bootstrapped before and some control plane cannot say: it may hold the running etcd, and a
     // second bootstrap would split etcd in two. (Every one answering "waiting": a fresh start.)
-    const before = controlPlanes(run).find((cp) => run.journal.done(cp.name, 'bootstrap'))
-    const silent = controlPlanes(run).filter((cp) => !['Preparing', 'Waiting'].includes(run.facts.of(cp.name).etcd ?? ''))
+    const before = controlPlanes(run.inventory).find((cp) => run.journal.done(cp.name, 'bootstrap'))
+    const silent = controlPlanes(run.inventory).filter((cp) => !['Preparing', 'Waiting'].includes(run.facts.of(cp.name).etcd ?? ''))
     if (before && silent.length > 0) {
       throw new NodeError(
         'etcd-join',
@@ -83,7 +73,7 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   let running: ClusterNode | undefined
   let calls = 0
   const attempts = (): Promise<unknown> =>
-    withRetry(
+    report.retry(
       async () => {
         // asked again before every call after the first: another run may have bootstrapped a control plane meanwhile
         if (calls++ > 0 && !run.options.dryRun && (running = await etcdRunningSomewhere(run, report))) return
@@ -91,14 +81,14 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
       },
       // "not available yet" is asked again every poll interval below, not after a growing backoff:
       // the boot's end is on the critical path
-      { settings: run.settings, signal: run.signal, retries: (e) => e.kind !== 'not-ready-yet', onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) },
+      { retries: (e) => e.kind !== 'not-ready-yet' },
     )
   // "bootstrap is not available yet" is a booting control plane, not a failure: a slow boot may
   // outlast the retries, so only bootstrapTimeout ends that wait
   let notYet: NodeError | undefined
   try {
     // any other failure (the retries spent) ends the wait at once, as it did without it
-    const failed = await pollUntil(
+    const failed = await report.poll(
       async () => {
         try {
           await attempts()
@@ -109,7 +99,7 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
           return { done: false, state: err.message }
         }
       },
-      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.bootstrapTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+      run.settings.bootstrapTimeoutMs,
     )
     if (failed !== undefined) throw failed
   } catch (err) {
@@ -133,9 +123,6 @@ function alreadyBootstrapped(run: Run, running: ClusterNode): string {
     : `already bootstrapped (etcd running on ${running.name}); not bootstrapping ${chosen.name}: it would start a second etcd cluster`
 }
 
-/** Why the steps after the bootstrap cannot run: a cluster fact, so not-run (never skipped). */
-export const NOT_BOOTSTRAPPED = 'cluster not bootstrapped yet: no control plane runs etcd (bootstrap it with task bootstrap:talos)'
-
 /** Every control plane an etcd member (not a learner), read through the bootstrap node once per poll. */
 function memberReading(run: Run): SharedReading<EtcdMember[]> {
   return new SharedReading(async () => run.talosctl.etcdMembers(bootstrapNode(run)), run.settings.pollIntervalMs / 2)
@@ -144,7 +131,7 @@ function memberReading(run: Run): SharedReading<EtcdMember[]> {
 function joinStep(members: SharedReading<EtcdMember[]>) {
   return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
     try {
-      const detail = await pollUntil(
+      const detail = await report.poll(
         async () => {
           let list: EtcdMember[]
           try {
@@ -155,14 +142,14 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
           }
           // after a reset: a new, started voter, and the old ID gone (a stale one is not a rejoin)
           const old = run.facts.of(node.name).replacedEtcdMember
-          const mine = list.filter((m) => m.id !== old && (m.hostname === node.name || m.peerUrls.some((u) => u.includes(`//${node.ip}:`))))
+          const mine = list.filter((m) => m.id !== old && isMemberOf(node, m))
           const member = mine.find((m) => !m.isLearner && m.hostname) ?? mine[0]
           const stale = old !== undefined && list.some((m) => m.id === old)
           if (member && !member.isLearner && member.hostname && !stale) return { done: true, value: `etcd member ${member.id}${old ? ` (was ${old})` : ''}` }
           if (stale) return { done: false, state: `the old etcd member ${old} is still listed${member ? `; new member ${member.id}${member.isLearner ? ' (learner)' : ''}` : ''}` }
           return { done: false, state: member ? (member.isLearner ? 'etcd learner, not promoted yet' : 'etcd member not started yet') : `not an etcd member yet (${list.length} members)` }
         },
-        { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.bootstrapTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+        run.settings.bootstrapTimeoutMs,
       )
       return { status: 'ok', detail }
     } catch (err) {
@@ -187,36 +174,13 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
   // a recovery keeps the operator's kubeconfig; only where it points may change
   if (run.options.recover && existsSync(run.kubeconfig)) return pointKubeconfig(run)
   const node = bootstrapNode(run)
-  await withRetry(() => run.talosctl.kubeconfig(node, run.kubeconfig), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
+  await report.retry(() => run.talosctl.kubeconfig(node, run.kubeconfig))
   if (run.options.dryRun) return run.kubeconfig
   if (!existsSync(run.kubeconfig)) {
     throw new NodeError('unknown', `talosctl kubeconfig on ${node.name} exited 0 but wrote no file at ${run.kubeconfig}`, `run it by hand to see why: ${talosctlCommand(node, `kubeconfig ${run.kubeconfig}`)}; then run: ${taskCommand('bootstrap:etcd')}`)
   }
   chmodSync(run.kubeconfig, 0o600)
   return pointKubeconfig(run)
-}
-
-/** Endpoint if it answers, else a control plane's own address. Returns where it points. */
-export async function pointKubeconfig(run: Run): Promise<string> {
-  return (await aimKubeconfig(run)).where
-}
-
-/** As pointKubeconfig; `ready` when choosing the VIP already found the API answering /readyz there. */
-export async function aimKubeconfig(run: Run): Promise<{ where: string; ready: boolean }> {
-  const endpoint = run.inventory.endpoint
-  const current = kubeconfigServer(run.kubeconfig)
-  if (!run.inventory.vip) {
-    if (current !== endpoint) setKubeconfigServer(run.kubeconfig, endpoint)
-    return { where: `kubeconfig -> ${endpoint}`, ready: false }
-  }
-  if (await run.kubectl.readyz(endpoint)) {
-    if (current !== endpoint) setKubeconfigServer(run.kubeconfig, endpoint)
-    return { where: `kubeconfig -> ${endpoint}`, ready: true }
-  }
-  const node = bootstrapNode(run)
-  const direct = apiUrl(node.ip)
-  if (current !== direct) setKubeconfigServer(run.kubeconfig, direct)
-  return { where: `kubeconfig -> ${direct} (the endpoint ${run.inventory.vip} does not answer yet)`, ready: false }
 }
 
 export const bootstrap: Phase = {

@@ -6,12 +6,12 @@ import { formatDuration } from '../core/duration.js'
 import { fluxHint, kubectlCommand, taskCommand } from '../cli/hints.js'
 import { InputError } from '../core/errors.js'
 import type { ClusterStep, Phase, StepReporter } from '../engine/phase.js'
-import { pollUntil, PollTimeout, type PollAnswer } from '../wait/poll.js'
+import { PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { Run } from '../engine/run.js'
 import type { FluxSettings } from '../input/settings.js'
 import { condition, type KubeObject, type Kubectl } from '../tools/kubectl.js'
 import { isSopsEncrypted } from '../tools/sops.js'
-import { waitForGates } from './wait-ready.js'
+import { waitForGates } from './shared/gates.js'
 
 /** Every failure of this phase is recovered by running it again (rendered when the hint is made). */
 const AGAIN = 'bootstrap:flux'
@@ -100,7 +100,7 @@ async function clusterReady(run: Run, report: StepReporter): Promise<string> {
   const cni = run.settings.cni
   let why = ''
   try {
-    return await pollUntil(
+    return await report.poll(
       async (): Promise<PollAnswer<string>> => {
         try {
           const nodes = await kubectl.list('nodes')
@@ -126,7 +126,7 @@ async function clusterReady(run: Run, report: StepReporter): Promise<string> {
         }
       },
       // a check, not a wait: wait-ready is the phase that waits
-      { intervalMs: run.settings.pollIntervalMs, timeoutMs: Math.max(3 * run.settings.pollIntervalMs, 15_000), signal: run.signal, onState: (s) => report.progress(s) },
+      Math.max(3 * run.settings.pollIntervalMs, 15_000),
     )
   } catch (err) {
     if (err instanceof PollTimeout) {
@@ -227,7 +227,7 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
   if (run.options.dryRun) return 'dry run'
   let state = ''
   try {
-    return await pollUntil(
+    return await report.poll(
       async (): Promise<PollAnswer<string>> => {
         const fi = await kubectl.get('fluxinstances.fluxcd.controlplane.io', 'flux', namespace)
         const ready = condition(fi, 'Ready')
@@ -236,7 +236,7 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
         if (current && ready?.status === 'False') throw new NodeError('flux', `FluxInstance ${namespace}/flux: ${ready.reason ?? ''}: ${ready.message ?? ''}`, `see \`${kubectlCommand(`-n ${namespace} describe fluxinstance flux`)}\` and the flux-operator logs, then run: ${again()}`)
         return { done: false, state: (state = `FluxInstance flux: ${ready?.message ?? 'not reconciled yet'}`) }
       },
-      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.fluxTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+      run.settings.fluxTimeoutMs,
     )
   } catch (err) {
     if (err instanceof PollTimeout) throw new NodeError('flux', `FluxInstance flux not Ready within ${formatDuration(err.waitedMs)}: ${state}`, `see the flux-operator logs (\`${kubectlCommand(`-n ${namespace} logs deploy/flux-operator`)}\`), then run: ${again()}`)
@@ -313,7 +313,7 @@ async function waitHandover(run: Run, report: StepReporter): Promise<string> {
   let pending: KubeObject[] = []
   let state = ''
   try {
-    return await pollUntil(
+    return await report.poll(
       async (): Promise<PollAnswer<string>> => {
         if (run.options.dryRun) return { done: true, value: 'dry run' }
         let ks: KubeObject[] | undefined
@@ -345,7 +345,7 @@ async function waitHandover(run: Run, report: StepReporter): Promise<string> {
         }
         return { done: false, state: (state = pending.map(describe).join('; ')) }
       },
-      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.fluxTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+      run.settings.fluxTimeoutMs,
     )
   } catch (err) {
     run.facts.cluster.fluxNotHandedOver = true

@@ -7,11 +7,10 @@ import { describeTarget, findInstallDisk, installTarget } from '../input/install
 import type { ClusterNode } from '../core/model.js'
 import { mapLimit } from '../wait/map-limit.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import { withRetry } from '../wait/retry.js'
 import type { Run } from '../engine/run.js'
 import type { SharedReading } from '../wait/shared-reading.js'
 import type { Disk } from '../tools/talosctl.js'
-import { appliedAndWaiting, endpointReading } from './verify.js'
+import { appliedAndWaiting, endpointReading } from './shared/endpoint.js'
 
 /** Validations at a time per CPU: each is mostly a process start and a file read, a fraction of a core. */
 const VALIDATIONS_PER_CPU = 4
@@ -49,7 +48,7 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
   let disks: Disk[] = []
   try {
     // one process a node: the disks read is the probe (at 300 nodes a second call was seconds of CPU on the critical path)
-    const { value } = await withRetry(() => run.talosctl.probeDisks(node), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
+    const value = await report.retry(() => run.talosctl.probeDisks(node))
     facts.state = value.state
     if (value.state === 'maintenance') disks = value.disks
   } catch (err) {
@@ -67,7 +66,7 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
     throw err
   }
   if (facts.state === 'configured') {
-    const { value } = await withRetry(() => run.talosctl.machineStatus(node), { settings: run.settings, signal: run.signal, onRetry: (e) => report.retrying(e.attempt, e.error, e.delayMs) })
+    const value = await report.retry(() => run.talosctl.machineStatus(node))
     facts.status = value
     return { status: 'ok', detail: `configured, ${value.stage}${value.ready ? ', ready' : ''}` }
   }

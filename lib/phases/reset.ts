@@ -6,17 +6,13 @@ import { InputError } from '../core/errors.js'
 import { formatDuration } from '../core/duration.js'
 import { hintFor, talosctlCommand, taskCommand } from '../cli/hints.js'
 import type { NodeFacts } from '../engine/facts.js'
-import { kubeNodeName, type ClusterNode } from '../core/model.js'
+import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import { pollUntil, PollTimeout, type PollAnswer } from '../wait/poll.js'
-import { withRetry } from '../wait/retry.js'
+import { PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { Run } from '../engine/run.js'
 import { bootIdOf, condition } from '../tools/kubectl.js'
 import type { EtcdMember } from '../tools/talosctl.js'
-
-function isMember(node: ClusterNode, m: EtcdMember): boolean {
-  return m.hostname === node.name || m.peerUrls.some((u) => u.includes(`//${node.ip}:`))
-}
+import { isMemberOf } from './shared/etcd-members.js'
 
 interface MemberList {
   via: ClusterNode
@@ -31,7 +27,7 @@ const snapshotHint = 'restore etcd from a snapshot instead (talosctl bootstrap -
  * leaves the list call waiting for a connection). An unanswered read is its reason.
  */
 async function etcdServices(node: ClusterNode, run: Run): Promise<{ cp: ClusterNode; running: boolean; why: string }[]> {
-  const cps = run.inventory.nodes.filter((n) => n.role === 'controlplane')
+  const cps = controlPlanes(run.inventory)
   const order = [...cps.filter((n) => n.name !== node.name), ...cps.filter((n) => n.name === node.name)]
   const out: { cp: ClusterNode; running: boolean; why: string }[] = []
   for (const cp of order) {
@@ -52,7 +48,7 @@ async function etcdServices(node: ClusterNode, run: Run): Promise<{ cp: ClusterN
  */
 async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberList; member: EtcdMember | undefined } | undefined> {
   if (node.role !== 'controlplane') return undefined
-  const others = run.inventory.nodes.filter((n) => n.role === 'controlplane' && n.name !== node.name)
+  const others = controlPlanes(run.inventory).filter((n) => n.name !== node.name)
   if (others.length === 0) throw new NodeError('etcd-join', `${node.name} is the only control plane: resetting it destroys the cluster's etcd`, snapshotHint)
   const services = await etcdServices(node, run)
   let list: MemberList | undefined
@@ -75,13 +71,13 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
       `check etcd on the other control planes (${ask}); once one answers \`${talosctlCommand(others[0]!, 'etcd members')}\`, run: ${again}`,
     )
   }
-  const member = list.members.find((m) => isMember(node, m))
+  const member = list.members.find((m) => isMemberOf(node, m))
   // not a member, or a learner: its removal changes no quorum
   if (!member || member.isLearner) return { list, member }
   const voters = list.members.filter((m) => !m.isLearner && m !== member)
   if (voters.length === 0) throw new NodeError('etcd-join', `${node.name} is the last etcd member: resetting it destroys the cluster's data`, snapshotHint)
   // a voter counts when its etcd runs and it started (a member that never started holds no data)
-  const healthy = voters.filter((m) => m.hostname && services.some((s) => s.running && isMember(s.cp, m))).length
+  const healthy = voters.filter((m) => m.hostname && services.some((s) => s.running && isMemberOf(s.cp, m))).length
   const quorum = Math.floor(voters.length / 2) + 1
   if (healthy < quorum) {
     throw new NodeError(
@@ -98,9 +94,9 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
  * retries. Anything else (a timeout, an unknown answer) refuses: a live node wiped without its
  * graceful leave and drain loses etcd data and ignores disruption budgets.
  */
-async function answers(node: ClusterNode, run: Run, retry: Parameters<typeof withRetry>[1]): Promise<boolean> {
+async function answers(node: ClusterNode, run: Run, report: StepReporter): Promise<boolean> {
   try {
-    await withRetry(() => run.talosctl.machineStatus(node), retry)
+    await report.retry(() => run.talosctl.machineStatus(node))
     return true
   } catch (err) {
     if (!(err instanceof NodeError)) throw err
@@ -149,29 +145,28 @@ async function drainBlockedNow(node: ClusterNode, run: Run): Promise<BlockedEvic
 async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
   if (facts.state === 'maintenance') return { status: 'skipped', detail: 'already in maintenance' }
-  const retry = { settings: run.settings, signal: run.signal, onRetry: (e: { attempt: number; error: NodeError; delayMs: number }) => report.retrying(e.attempt, e.error, e.delayMs) }
   const etcd = await guardQuorum(node, run)
   // the rejoin is proven by a new member ID and this one gone (a leave can leave it behind)
   if (etcd?.member) facts.replacedEtcdMember = etcd.member.id
   facts.kubeBeforeReset = await nodeBeforeReset(node, run)
   facts.resetInRun = true
-  if (await answers(node, run, retry)) {
+  if (await answers(node, run, report)) {
     report.progress('talosctl reset --graceful (leaves etcd), wiping STATE and EPHEMERAL, rebooting')
-    await withRetry(() => run.talosctl.reset(node, true), retry)
+    await report.retry(() => run.talosctl.reset(node, true))
   } else {
     if (etcd?.member) {
       const { member, list } = etcd
       report.progress(`removing etcd member ${member.id} through ${list.via.name}`)
       // a retry whose first reply was lost meets NotFound: the member is gone, which is what was asked
-      await withRetry(() => run.talosctl.etcdRemoveMember(list.via, member.id), retry)
+      await report.retry(() => run.talosctl.etcdRemoveMember(list.via, member.id))
     }
     report.progress('talosctl reset --graceful=false')
-    await withRetry(() => run.talosctl.reset(node, false), retry)
+    await report.retry(() => run.talosctl.reset(node, false))
   }
   // a budget-blocked drain seen while it was still configured (Talos gives up on it after 5m)
   let blocked: BlockedEviction[] = []
   try {
-    await pollUntil(
+    await report.poll(
       async (): Promise<PollAnswer<true>> => {
         const probe = await run.talosctl.probe(node).catch((err: unknown) => {
           if (err instanceof NodeError && err.transient) return undefined
@@ -183,7 +178,7 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
         if (now.length > 0) blocked = now
         return { done: false, state: now.length > 0 ? `still configured, draining: ${describeBlocked(now)}` : 'still configured' }
       },
-      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.resetTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+      run.settings.resetTimeoutMs,
     )
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err

@@ -5,19 +5,20 @@ import { stringify } from 'yaml'
 import { NodeError } from '../core/errors.js'
 import { checkCni } from '../input/cni-compat.js'
 import { formatDuration } from '../core/duration.js'
-import { hintFor, hintForCniApi, hintForCordoned, hintForTalosCni, kubectlCommand, talosctlCommand, taskCommand } from '../cli/hints.js'
-import { kubeNodeName, type ClusterNode } from '../core/model.js'
+import { hintFor, hintForCniApi, hintForCordoned, hintForTalosCni, talosctlCommand, taskCommand } from '../cli/hints.js'
+import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import { pollUntil, PollTimeout, type PollAnswer } from '../wait/poll.js'
+import { PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { NodeFacts } from '../engine/facts.js'
 import type { Run } from '../engine/run.js'
-import type { ReadinessGate } from '../input/settings.js'
 import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
 import { SharedReading } from '../wait/shared-reading.js'
 import { bootIdOf, condition, type KubeObject } from '../tools/kubectl.js'
-import { aimKubeconfig, bootstrapNode, NOT_BOOTSTRAPPED } from './bootstrap.js'
 import { StatusReads } from '../wait/status-reads.js'
-import { completeVerification } from './verify.js'
+import { bootstrapNode, NOT_BOOTSTRAPPED } from './shared/bootstrap-node.js'
+import { aimKubeconfig } from './shared/endpoint.js'
+import { waitForGates } from './shared/gates.js'
+import { completeVerification } from './shared/node-verification.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
@@ -79,7 +80,7 @@ function cniPodReader(run: Run): () => Promise<KubeObject[]> {
 }
 
 async function waitForApi(run: Run, report: StepReporter): Promise<string> {
-  return pollUntil(
+  return report.poll(
     async (): Promise<PollAnswer<string>> => {
       const aimed = run.options.dryRun ? { where: 'dry run', ready: false } : await aimKubeconfig(run)
       const where = aimed.where
@@ -87,9 +88,9 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
       if (aimed.ready || (await run.kubectl.readyz())) return { done: true, value: `API ready (${where})` }
       return { done: false, state: `API not ready yet (${where})` }
     },
-    { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
+    run.settings.readyTimeoutMs,
   ).catch((err: unknown) => {
-    if (err instanceof PollTimeout) throw new NodeError('unreachable', `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`, `check the control planes (${run.inventory.nodes.filter((n) => n.role === 'controlplane').map((cp) => `\`${talosctlCommand(cp, 'service kube-apiserver')}\``).join(', ')}), then run: ${taskCommand('bootstrap:wait-ready')}`)
+    if (err instanceof PollTimeout) throw new NodeError('unreachable', `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`, `check the control planes (${controlPlanes(run.inventory).map((cp) => `\`${talosctlCommand(cp, 'service kube-apiserver')}\``).join(', ')}), then run: ${taskCommand('bootstrap:wait-ready')}`)
     throw err
   })
 }
@@ -200,7 +201,7 @@ function nodeReadyStep(r: Readings) {
       return { done: false, state: stage.why }
     }
     try {
-      return await pollUntil(check, { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) })
+      return await report.poll(check, run.settings.readyTimeoutMs)
     } catch (err) {
       if (err instanceof PollTimeout) throw new NodeError(stage.kind, `${'byTalos' in stage ? 'not in service' : 'not Ready'} within ${formatDuration(err.waitedMs)}: ${stage.why}`, stage.hint ?? hintFor(stage.kind, node))
       throw err
@@ -242,32 +243,6 @@ async function readinessGates(run: Run, report: StepReporter): Promise<string> {
     if (err instanceof NodeError) run.facts.cluster.fluxBlocked = `the cluster is not ready: ${err.message}`
     throw err
   }
-}
-
-/** Every gate's pods exist and are Ready, or the deadline; `recoveryTask` is the task the hint names. */
-export async function waitForGates(run: Run, gates: ReadinessGate[], report: StepReporter, recoveryTask: string): Promise<string> {
-  if (gates.length === 0) return 'no readiness gates'
-  let pending = ''
-  try {
-    await pollUntil(
-      async (): Promise<PollAnswer<true>> => {
-        const waiting: string[] = []
-        for (const gate of gates) {
-          const pods = await run.kubectl.list('pods', { namespace: gate.namespace, selector: gate.selector })
-          const notReady = pods.filter((p) => condition(p, 'Ready')?.status !== 'True')
-          if (pods.length === 0) waiting.push(`${gate.name}: no pods match ${gate.selector} in ${gate.namespace}`)
-          else if (notReady.length > 0) waiting.push(`${gate.name}: ${notReady.map((p) => p.metadata.name).join(', ')} not ready`)
-        }
-        pending = waiting.join('; ')
-        return waiting.length === 0 ? { done: true, value: true } : { done: false, state: pending }
-      },
-      { intervalMs: run.settings.pollIntervalMs, timeoutMs: run.settings.readyTimeoutMs, signal: run.signal, onState: (s) => report.progress(s) },
-    )
-  } catch (err) {
-    if (err instanceof PollTimeout) throw new NodeError('node-not-ready', `readiness gates not satisfied: ${pending}`, `see the pods named above (\`${kubectlCommand('get pods -A')}\`), then run: ${taskCommand(recoveryTask)}`)
-    throw err
-  }
-  return `${gates.length} gate(s) satisfied`
 }
 
 export const waitReady: Phase = {

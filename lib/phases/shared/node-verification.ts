@@ -1,0 +1,160 @@
+import { NodeError } from '../../core/errors.js'
+import { formatDuration } from '../../core/duration.js'
+import { hintFor } from '../../cli/hints.js'
+import type { ClusterNode } from '../../core/model.js'
+import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
+import type { Run } from '../../engine/run.js'
+import { SharedReading } from '../../wait/shared-reading.js'
+import type { StatusReads } from '../../wait/status-reads.js'
+import type { MachineStatus } from '../../tools/talosctl.js'
+import type { NodeOutcome, StepReporter } from '../../engine/phase.js'
+import { waitsForControlPlane } from './endpoint.js'
+
+/** Kinds that mean "not up yet" while a node installs and reboots: keep waiting. */
+const WAITABLE = new Set(['unreachable', 'timeout'])
+const BOOT_LOOP_REBOOTS = 2
+
+/** Watches one node's stages: how long in each, and whether it keeps rebooting. */
+class StageWatch {
+  stage = 'not answering'
+  since = 0
+  rebootsAfterBoot = 0
+  maintenanceSightings = 0
+  answered = false
+  /** stopped answering at some point (installing, rebooting) */
+  wentDown = false
+
+  see(stage: string, elapsed: number): void {
+    if (stage === this.stage) return
+    const leftBooting = this.stage === 'booting' && (stage === 'rebooting' || stage === 'not answering')
+    if (leftBooting) this.rebootsAfterBoot++
+    this.stage = stage
+    this.since = elapsed
+  }
+
+  /** `booting for 12s`; no duration before a second reading could tell one (`not answering`, not `… for 0ms`) */
+  describe(elapsed: number): string {
+    const lasted = elapsed - this.since
+    return lasted >= 1000 ? `${this.stage} for ${formatDuration(lasted)}` : this.stage
+  }
+}
+
+/** The node took its config: applied in this run or an earlier one. */
+const configAccepted = (node: ClusterNode, run: Run): boolean => run.facts.of(node.name).applied === true || run.journal.done(node.name, 'apply')
+
+/** Verified: a worker running; a control plane running, or booting with etcd waiting for its bootstrap. */
+async function verified(node: ClusterNode, run: Run, status: MachineStatus): Promise<string | undefined> {
+  if (status.stage === 'running') return status.ready ? 'running, ready' : 'running'
+  if (node.role !== 'controlplane' || status.stage !== 'booting') return undefined
+  return (await etcdWhileBooting(node, run)) === 'waiting' ? BOOTING_VERIFIED : undefined
+}
+
+const BOOTING_VERIFIED = 'booting, etcd waiting for bootstrap'
+
+/**
+ * A booting control plane's etcd service: waiting for the bootstrap, not registered yet (it answered:
+ * etcd is registered at StartAllServices), or something else (another state, down): its status read
+ * tells. A failure that is not transient is thrown.
+ */
+async function etcdWhileBooting(node: ClusterNode, run: Run): Promise<'waiting' | 'not registered' | 'other'> {
+  try {
+    const etcd = await run.talosctl.serviceStatus(node, 'etcd')
+    run.facts.of(node.name).etcd = etcd.state
+    return etcd.state === 'Preparing' || etcd.state === 'Waiting' ? 'waiting' : 'other'
+  } catch (err) {
+    if (!(err instanceof NodeError) || !err.transient) throw err
+    return err.kind === 'not-ready-yet' ? 'not registered' : 'other'
+  }
+}
+
+/**
+ * Polls the node until it is verified. `endpoint`: verify's own run, where a worker whose API waits
+ * for the control plane (waitsForControlPlane) is done once it took its config and left maintenance;
+ * without it (after the bootstrap) that worker must answer like any other node.
+ */
+export async function verifyNode(node: ClusterNode, run: Run, report: StepReporter, reads: StatusReads, endpoint?: SharedReading<boolean>): Promise<NodeOutcome> {
+  const watch = new StageWatch()
+  const waits = waitsForControlPlane(node, run)
+  let silentPolls = 0
+  const check = async (elapsed: number): Promise<PollAnswer<string>> => {
+    // a control plane seen booting: its etcd service alone says whether it waits for the bootstrap,
+    // one read a round instead of its status and then its etcd
+    if (node.role === 'controlplane' && watch.stage === 'booting' && !run.facts.of(node.name).rebootAfterApply) {
+      // any failure here is for its status read to classify (maintenance twice, a reboot, …)
+      const etcd = await etcdWhileBooting(node, run).catch((err: unknown) => {
+        if (err instanceof NodeError) return 'other' as const
+        throw err
+      })
+      if (etcd === 'waiting') return { done: true, value: BOOTING_VERIFIED }
+      if (etcd === 'not registered') return { done: false, state: watch.describe(elapsed) }
+    }
+    let status: MachineStatus
+    try {
+      status = await reads.read(node)
+    } catch (err) {
+      if (!(err instanceof NodeError)) throw err
+      if (WAITABLE.has(err.kind)) {
+        watch.wentDown = true
+        watch.see('not answering', elapsed)
+        // out of maintenance (nothing answers there) twice a poll apart, and the VIP is not up yet
+        if (waits && endpoint && configAccepted(node, run) && ++silentPolls >= 2 && !(await endpoint.get())) {
+          run.facts.of(node.name).awaitingControlPlane = waits
+          return { done: true, value: `config accepted, out of maintenance; waiting for the control plane: ${waits}` }
+        }
+      } else if (err.kind === 'maintenance') {
+        silentPolls = 0
+        // seen twice a poll apart: the node is really in maintenance (crashed back or never applied)
+        if (++watch.maintenanceSightings >= 2) {
+          const wasApplied = watch.answered || watch.wentDown || run.facts.of(node.name).applied === true
+          const why = wasApplied ? 'dropped back to maintenance mode after its config was applied (crashed during install?)' : 'is in maintenance mode: its config was never applied'
+          throw new NodeError('maintenance', `${node.name} ${why}`, hintFor('maintenance', node))
+        }
+        watch.see('maintenance', elapsed)
+      } else {
+        throw err
+      }
+      if (watch.rebootsAfterBoot >= BOOT_LOOP_REBOOTS) throw bootLoop(node, watch)
+      return { done: false, state: watch.describe(elapsed) }
+    }
+    watch.answered = true
+    watch.maintenanceSightings = 0
+    watch.see(status.stage, elapsed)
+    // re-applied with a reboot: an answer from before it went down is not the new config running
+    if (run.facts.of(node.name).rebootAfterApply) {
+      if (!watch.wentDown && status.stage !== 'rebooting') return { done: false, state: `${status.stage}, waiting for the reboot that applies its config` }
+      if (status.stage === 'rebooting') watch.wentDown = true
+    }
+    if (watch.rebootsAfterBoot >= BOOT_LOOP_REBOOTS) throw bootLoop(node, watch)
+    const done = await verified(node, run, status)
+    if (done) {
+      delete run.facts.of(node.name).rebootAfterApply
+      return { done: true, value: done }
+    }
+    const unmet = status.unmetConditions.map((c) => `${c.name}: ${c.reason}`).join('; ')
+    return { done: false, state: `${watch.describe(elapsed)}${unmet ? ` (${unmet})` : ''}` }
+  }
+  try {
+    const detail = await report.poll(check, run.settings.verifyTimeoutMs)
+    return { status: 'ok', detail }
+  } catch (err) {
+    if (!(err instanceof PollTimeout)) throw err
+    const kind = watch.answered ? 'stuck' : 'unreachable'
+    const after = run.facts.of(node.name).awaitingControlPlane
+    const message = watch.answered
+      ? `not verified within ${formatDuration(run.settings.verifyTimeoutMs)}: ${err.lastState}`
+      : `never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}${after ? ` after the bootstrap; its ${after}` : ''}`
+    throw new NodeError(kind, message, hintFor(kind, node))
+  }
+}
+
+function bootLoop(node: ClusterNode, watch: StageWatch): NodeError {
+  return new NodeError('stuck', `boot-looping: rebooted ${watch.rebootsAfterBoot} times after booting and never reached running`, hintFor('stuck', node))
+}
+
+/** After the bootstrap: a worker verify left waiting for the control plane answers and runs. */
+export async function completeVerification(node: ClusterNode, run: Run, report: StepReporter, reads: StatusReads): Promise<NodeOutcome> {
+  const outcome = await verifyNode(node, run, report, reads)
+  delete run.facts.of(node.name).awaitingControlPlane
+  return { ...outcome, detail: `${outcome.detail ?? 'running'} (authenticated API up after the bootstrap)` }
+}
+
