@@ -1,6 +1,7 @@
 import { resolve } from 'node:path'
 import type { ErrorKind } from '../core/errors.js'
 import type { ClusterNode } from '../core/model.js'
+import { shellWord } from '../core/shell.js'
 
 /** The repository (its Taskfile): `task -d <repo>` runs from wherever the operator stands. */
 const REPO = resolve(import.meta.dirname, '..')
@@ -20,11 +21,6 @@ let context: HintContext | undefined
 /** Set once per command, when the cluster is loaded; every hint after that names it. */
 export function setHintContext(next: HintContext): void {
   context = next
-}
-
-/** A word as the shell reads it back: quoted only when it must be. */
-function shellWord(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
 }
 
 /**

@@ -1,5 +1,4 @@
 import { join, resolve } from 'node:path'
-import { which } from 'zx'
 import { helpText, parseCommandArgs, type CommandArgs } from '../cli/args.js'
 import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from '../core/errors.js'
 import { Facts } from '../engine/facts.js'
@@ -21,7 +20,7 @@ import type { Run } from '../engine/run.js'
 import { runPhases } from '../engine/runner.js'
 import { checkSettingsFit, loadSettings, type Settings } from '../input/settings.js'
 import { failureDetails, summaryTable } from '../report/summary.js'
-import { TOOL_ENV, ToolRunner, type ToolName } from '../tools/exec.js'
+import { requireTools, ToolRunner, type ToolName } from '../tools/exec.js'
 import { Flux } from '../tools/flux.js'
 import { Sops } from '../tools/sops.js'
 import { Helm } from '../tools/helm.js'
@@ -62,13 +61,6 @@ function interruptions(controller: AbortController): () => void {
     process.off('SIGINT', onSignal)
     process.off('SIGTERM', onSignal)
     process.off('SIGHUP', onSignal)
-  }
-}
-
-function requireTools(env: NodeJS.ProcessEnv, tools: ToolName[]): void {
-  for (const tool of tools) {
-    const binary = env[TOOL_ENV[tool]] || tool
-    if (!which.sync(binary, { nothrow: true, path: env.PATH ?? '' })) throw new ToolMissingError(tool, binary, TOOL_ENV[tool])
   }
 }
 

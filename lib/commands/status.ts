@@ -13,7 +13,6 @@ import { recentRunFiles, tryReadReport } from '../state/report-store.js'
 import { formatTable } from '../cli/table.js'
 import { buildTimeline, type Lane } from '../report/timeline.js'
 import type { ToolRunner } from '../tools/exec.js'
-import { parseJsonStream } from '../tools/json-stream.js'
 import { condition, type Kubectl } from '../tools/kubectl.js'
 import type { EtcdMember, MachineStatus, Talosctl } from '../tools/talosctl.js'
 import { isMemberOf } from '../phases/shared/etcd-members.js'
@@ -122,17 +121,9 @@ export interface KubeletReading {
   unknown: boolean
 }
 
-/** `talosctl get services kubelet -n a,b,… -e <via> -o json`: one COSI read for many nodes (reference §3.3). */
+/** Each node's kubelet as its Service resource says, by node name: one read for many nodes. */
 export async function kubeletReadings(tools: StatusTools, nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, KubeletReading>> {
-  const ordered = [via, ...nodes.filter((n) => n.ip !== via.ip)].filter((n) => nodes.includes(n))
-  if (ordered.length === 0) return new Map()
-  const args = ['get', 'services', 'kubelet', '--talosconfig', tools.inventory.talosconfig, '-e', via.ip, '-n', ordered.map((n) => n.ip).join(','), '-o', 'json']
-  const result = await tools.runner.run({ tool: 'talosctl', args, mutates: false })
-  const byIp = new Map<string, KubeletReading>()
-  for (const doc of parseJsonStream(result.stdout)) {
-    const d = doc as { node?: string; spec?: { running?: boolean; healthy?: boolean; unknown?: boolean } }
-    if (d.node) byIp.set(d.node, { running: d.spec?.running === true, healthy: d.spec?.healthy === true, unknown: d.spec?.unknown === true })
-  }
+  const byIp = await tools.talosctl.serviceResources(nodes, via, 'kubelet')
   return new Map(nodes.flatMap((n) => (byIp.has(n.ip) ? [[n.name, byIp.get(n.ip) as KubeletReading]] : [])))
 }
 

@@ -1,12 +1,9 @@
-import type { MachineStatus } from '../tools/talosctl.js'
 
 export type NodeState = 'maintenance' | 'configured' | 'unreachable'
 
 /** What the run learned about each node, gathered once and shared by the phases (k0sctl's facts). */
 export interface NodeFacts {
   state?: NodeState
-  status?: MachineStatus
-  talosVersion?: string
   /** the node's config was applied during this run */
   applied?: boolean
   /** the etcd service state last read on this node during this run */

@@ -37,8 +37,8 @@ function rootOf(flux: FluxSettings): { namespace: string; name: string } {
   return { namespace, name }
 }
 
-/** Why Flux must not go in: a node failed an earlier phase of this run, or the cluster check found one not ready. */
-function blocked(run: Run): true | string {
+/** true when Flux may go in; else why not (a node failed an earlier phase of this run, or the cluster check found one not ready). */
+function fluxMayGoIn(run: Run): true | string {
   if (run.facts.cluster.fluxBlocked) return run.facts.cluster.fluxBlocked
   if (run.failed.size > 0) return `the cluster is not ready: ${[...run.failed].map(([node, phase]) => `${node} failed in ${phase}`).join(', ')}`
   return true
@@ -369,7 +369,7 @@ export const flux: Phase = {
   },
   steps: () => {
     const after = (also?: (run: Run) => true | string): ClusterStep['ready'] => (run) => {
-      const why = blocked(run)
+      const why = fluxMayGoIn(run)
       if (why !== true) return why
       return also ? also(run) : true
     }

@@ -1,7 +1,7 @@
 import type { Phase } from '../engine/phase.js'
 import type { PhaseName } from '../core/results.js'
 import { apply } from './apply.js'
-import { bootstrap } from './bootstrap.js'
+import { etcd } from './etcd.js'
 import { flux } from './flux.js'
 import { preflight } from './preflight.js'
 import { reset } from './reset.js'
@@ -9,7 +9,7 @@ import { verify } from './verify.js'
 import { waitReady } from './wait-ready.js'
 
 /** Phases in the order a full bootstrap runs them. */
-export const PHASES: Record<PhaseName, Phase> = { preflight, reset, apply, verify, bootstrap, 'wait-ready': waitReady, flux }
+export const PHASES: Record<PhaseName, Phase> = { preflight, reset, apply, verify, bootstrap: etcd, 'wait-ready': waitReady, flux }
 
 export function phasesFor(names: PhaseName[]): Phase[] {
   return names.map((name) => PHASES[name])

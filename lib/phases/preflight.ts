@@ -23,9 +23,8 @@ async function validateConfigs(run: Run): Promise<void> {
   const errors: InputError[] = []
   const problems = await mapLimit(run.nodes, availableParallelism() * VALIDATIONS_PER_CPU, (node) => run.talosctl.validate(node.configFile))
   for (const [i, node] of run.nodes.entries()) {
-    const problem = problems[i]
-    if (problem) {
-      const detail = problem.split('\n').map((l) => l.replace(/^\s*\*\s*/, '').trim()).filter((l) => l && !/errors? occurred:$/.test(l)).join('; ')
+    const detail = problems[i]
+    if (detail) {
       errors.push(new InputError(`machine config of ${node.name} is invalid: ${detail}`, { file: node.configFile, fix: 'correct the config (or its talhelper patches) and regenerate it' }))
     }
   }
@@ -41,7 +40,6 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
     const status = await run.talosctl.machineStatus(node).catch(() => undefined)
     if (status) {
       facts.state = 'configured'
-      facts.status = status
       return { status: 'ok', detail: `configured, ${status.stage}${status.ready ? ', ready' : ''} (verified before)` }
     }
   }
@@ -67,7 +65,6 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
   }
   if (facts.state === 'configured') {
     const value = await report.retry(() => run.talosctl.machineStatus(node))
-    facts.status = value
     return { status: 'ok', detail: `configured, ${value.stage}${value.ready ? ', ready' : ''}` }
   }
   return checkInstallDisk(node, run, disks)

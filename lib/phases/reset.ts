@@ -204,7 +204,6 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     throw new NodeError('stuck', `not back in maintenance within ${formatDuration(err.waitedMs)} after the reset (${err.lastState})`, hintFor('stuck', node))
   }
   facts.state = 'maintenance'
-  facts.status = undefined
   run.journal.forget(node.name)
   // Talos's drain gave up after its timeout and removed those pods anyway: the budget was not kept
   const drained = blocked.length > 0 ? `; the drain was blocked (${describeBlocked(blocked)}): Talos removed the pods after its ${TALOS_DRAIN_TIMEOUT} drain timeout regardless` : ''

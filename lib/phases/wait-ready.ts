@@ -99,7 +99,7 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
 async function installCni(run: Run, report: StepReporter): Promise<string> {
   const cni = run.settings.cni
   if (!cni) return 'no CNI in settings'
-  const current = await run.helm.status(cni.release, cni.namespace)
+  const current = await run.helm.release(cni.release, cni.namespace)
   // helm list names the chart as <name>-<version>; the name is the reference's last part (repo chart, path or OCI)
   const wanted = cni.version ? `${cni.chart.replace(/\/+$/, '').split('/').pop() ?? cni.chart}-${cni.version}` : undefined
   if (current?.status === 'deployed' && (!wanted || current.chart === wanted)) {

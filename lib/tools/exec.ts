@@ -1,19 +1,35 @@
-import { $ } from 'zx'
+import { $, which } from 'zx'
 import { ToolMissingError } from '../core/errors.js'
+import { shellWord } from '../core/shell.js'
 import type { Redactor } from '../input/redact.js'
 
 export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'flux' | 'sops'
 
-/** Environment variable that overrides each tool's binary (DESIGN.md). */
+/** Environment variable that overrides each tool's binary (docs/settings.md). */
 export const TOOL_ENV: Record<ToolName, string> = { talosctl: 'TALOSCTL', kubectl: 'KUBECTL', helm: 'HELM', flux: 'FLUX', sops: 'SOPS' }
+
+/** The one binary lookup: the tool's variable ($TALOSCTL, …) when set, else its name on PATH. */
+export function toolBinary(env: NodeJS.ProcessEnv, tool: ToolName): string {
+  return env[TOOL_ENV[tool]] || tool
+}
+
+/** The tool can be run here: its binary exists on PATH (or at its variable's path). */
+export function toolAvailable(env: NodeJS.ProcessEnv, tool: ToolName): boolean {
+  return Boolean(which.sync(toolBinary(env, tool), { nothrow: true, path: env.PATH ?? '' }))
+}
+
+/** Throws ToolMissingError (exit 3) for the first tool that cannot be run. */
+export function requireTools(env: NodeJS.ProcessEnv, tools: ToolName[]): void {
+  for (const tool of tools) {
+    if (!toolAvailable(env, tool)) throw new ToolMissingError(tool, toolBinary(env, tool), TOOL_ENV[tool])
+  }
+}
 
 export interface ToolCall {
   tool: ToolName
   args: string[]
   /** the node the call is about (for logs and the plan) */
   node?: string
-  /** changes something: applied config, bootstrap, install... */
-  mutates: boolean
   /** touches no node and no cluster (a client version, offline validation): runs in a dry run too */
   local?: boolean
   /** overrides the call timeout from settings */
@@ -31,6 +47,8 @@ export interface ToolCall {
 
 export interface ToolResult {
   call: ToolCall
+  /** exited 0, in time, not interrupted */
+  ok: boolean
   exitCode: number | null
   stdout: string
   stderr: string
@@ -57,12 +75,11 @@ export interface ToolRunnerOptions {
 /** The one place that starts external tools: arrays of arguments, a deadline, the run's AbortSignal. */
 export class ToolRunner {
   readonly plan: PlannedCommand[] = []
-  readonly counts = new Map<string, number>()
 
   constructor(private readonly options: ToolRunnerOptions) {}
 
   binary(tool: ToolName): string {
-    return this.options.env[TOOL_ENV[tool]] || tool
+    return toolBinary(this.options.env, tool)
   }
 
   get dryRun(): boolean {
@@ -74,52 +91,41 @@ export class ToolRunner {
   }
 
   async run(call: ToolCall): Promise<ToolResult> {
-    const key = `${call.tool} ${call.args[0] ?? ''}`
-    this.counts.set(key, (this.counts.get(key) ?? 0) + 1)
     if (this.options.dryRun && !call.local) {
       this.plan.push({ ...(call.node ? { node: call.node } : {}), command: this.commandLine(call) })
-      return { call, exitCode: 0, stdout: call.dryRunStdout ?? '', stderr: '', durationMs: 0, timedOut: false, aborted: false }
+      return { call, ok: true, exitCode: 0, stdout: call.dryRunStdout ?? '', stderr: '', durationMs: 0, timedOut: false, aborted: false }
     }
     this.options.signal.throwIfAborted()
     const timeoutMs = call.timeoutMs ?? this.options.callTimeoutMs
     const started = performance.now()
-    const controller = new AbortController()
-    const onAbort = (): void => controller.abort()
-    this.options.signal.addEventListener('abort', onAbort, { once: true })
-    let timedOut = false
-    const timer = setTimeout(() => {
-      timedOut = true
-      controller.abort()
-    }, timeoutMs)
-    try {
-      const output = await $({
+    const deadline = AbortSignal.timeout(timeoutMs)
+    const output = await $({
         quiet: true,
         nothrow: true,
-        signal: controller.signal,
+        signal: AbortSignal.any([this.options.signal, deadline]),
         env: { ...this.options.env, ...call.env },
         // no stdin: a tool never needs input here, and bash, started with a socket as stdin (node's
         // pipes are socketpairs) and SHLVL unset or 0, sources ~/.bashrc as if run by sshd: pyenv or
         // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
         ...(call.input !== undefined ? { input: call.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
       })`${this.binary(call.tool)} ${call.args}`
-      const result: ToolResult = {
-        call,
-        exitCode: output.exitCode,
-        stdout: output.stdout,
-        stderr: output.stderr,
-        durationMs: performance.now() - started,
-        timedOut,
-        aborted: !timedOut && this.options.signal.aborted,
-      }
-      if (output.exitCode === 127 && /command not found|No such file/i.test(output.stderr)) {
-        throw new ToolMissingError(call.tool, this.binary(call.tool), TOOL_ENV[call.tool])
-      }
-      this.log(result)
-      return result
-    } finally {
-      clearTimeout(timer)
-      this.options.signal.removeEventListener('abort', onAbort)
+    const timedOut = deadline.aborted && !this.options.signal.aborted
+    const aborted = this.options.signal.aborted
+    const result: ToolResult = {
+      call,
+      ok: output.exitCode === 0 && !timedOut && !aborted,
+      exitCode: output.exitCode,
+      stdout: output.stdout,
+      stderr: output.stderr,
+      durationMs: performance.now() - started,
+      timedOut,
+      aborted,
     }
+    if (output.exitCode === 127 && /command not found|No such file/i.test(output.stderr)) {
+      throw new ToolMissingError(call.tool, this.binary(call.tool), TOOL_ENV[call.tool])
+    }
+    this.log(result)
+    return result
   }
 
   private log(result: ToolResult): void {
@@ -128,8 +134,4 @@ export class ToolRunner {
     const line = `${new Date().toISOString()} ${outcome} ${Math.round(result.durationMs)}ms ${this.commandLine(result.call)}\n`
     this.options.log(line)
   }
-}
-
-function shellWord(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
 }

@@ -19,9 +19,9 @@ export class Flux {
     private readonly kubeconfig: string,
   ) {}
 
-  private async call(args: string[], mutates: boolean, timeoutMs?: number): Promise<string> {
-    const result = await this.runner.run({ tool: 'flux', args: [...args, '--kubeconfig', this.kubeconfig], mutates, ...(timeoutMs ? { timeoutMs } : {}) })
-    if (result.exitCode === 0 && !result.timedOut) return result.stderr + result.stdout
+  private async call(args: string[], timeoutMs?: number): Promise<string> {
+    const result = await this.runner.run({ tool: 'flux', args: [...args, '--kubeconfig', this.kubeconfig], ...(timeoutMs ? { timeoutMs } : {}) })
+    if (result.ok) return result.stderr + result.stdout
     const { kind, message } = classify(result)
     // flux logs its progress (►, ✔, ◎) on stderr too; the failure is the `✗ <err>` line(s)
     const failures = `${result.stderr}\n${result.stdout}`.split('\n').filter((l) => l.trim().startsWith('✗')).map((l) => l.trim().replace(/^✗\s*/, ''))
@@ -30,17 +30,17 @@ export class Flux {
   }
 
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'flux', args: ['version', '--client'], mutates: false, local: true, dryRunStdout: 'flux: (dry run)' })
+    const result = await this.runner.run({ tool: 'flux', args: ['version', '--client'], local: true, dryRunStdout: 'flux: (dry run)' })
     return /flux:\s*(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'
   }
 
   async checkPre(): Promise<void> {
-    await this.call(['check', '--pre'], false)
+    await this.call(['check', '--pre'])
   }
 
   /** `flux bootstrap git` over SSH with the given deploy key (settings require one). */
   async bootstrap(git: FluxGitSettings, privateKeyFile: string, timeoutMs: number): Promise<void> {
     const args = ['bootstrap', 'git', '--url', git.url, '--branch', git.branch, '--path', git.path, '--private-key-file', privateKeyFile, '--silent', '--timeout', goDuration(timeoutMs)]
-    await this.call(args, true, timeoutMs + 30_000)
+    await this.call(args, timeoutMs + 30_000)
   }
 }

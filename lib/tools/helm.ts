@@ -20,7 +20,7 @@ export class Helm {
   ) {}
 
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'helm', args: ['version', '--short'], mutates: false, local: true, dryRunStdout: '(dry run)' })
+    const result = await this.runner.run({ tool: 'helm', args: ['version', '--short'], local: true, dryRunStdout: '(dry run)' })
     return result.stdout.trim().split('+')[0] || 'unknown'
   }
 
@@ -29,10 +29,10 @@ export class Helm {
    * the chart out (cmd/helm/status.go strips rel.Chart), and its version is what says whether an
    * upgrade is due. --all: a pending or failed release is listed too.
    */
-  async status(release: string, namespace: string): Promise<ReleaseStatus | undefined> {
+  async release(release: string, namespace: string): Promise<ReleaseStatus | undefined> {
     const filter = `^${release.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`
-    const result = await this.runner.run({ tool: 'helm', args: ['list', '--namespace', namespace, '--kubeconfig', this.kubeconfig, '--filter', filter, '--all', '-o', 'json'], mutates: false, dryRunStdout: '' })
-    if (result.exitCode !== 0) {
+    const result = await this.runner.run({ tool: 'helm', args: ['list', '--namespace', namespace, '--kubeconfig', this.kubeconfig, '--filter', filter, '--all', '-o', 'json'], dryRunStdout: '' })
+    if (!result.ok) {
       const { kind, message } = classify(result)
       throw new NodeError(kind, message, `check the Kubernetes API and the release with \`helm status ${release} -n ${namespace} --kubeconfig ${this.kubeconfig}\`; then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
@@ -47,8 +47,8 @@ export class Helm {
   async installChart(chart: { release: string; chart: string; namespace: string; version?: string; repo?: string; caFile?: string }, timeoutMs: number, recovery: string): Promise<void> {
     const args = ['upgrade', '--install', chart.release, chart.chart, '--namespace', chart.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--wait', '--timeout', goDuration(timeoutMs),
       ...(chart.version ? ['--version', chart.version] : []), ...(chart.repo ? ['--repo', chart.repo] : []), ...(chart.caFile ? ['--ca-file', chart.caFile] : [])]
-    const result = await this.runner.run({ tool: 'helm', args, mutates: true, timeoutMs: timeoutMs + 30_000 })
-    if (result.exitCode === 0 && !result.timedOut) return
+    const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000 })
+    if (result.ok) return
     const { kind, message } = classify(result)
     throw new NodeError(kind === 'unreachable' || kind === 'timeout' ? kind : 'flux', message, `check the chart (\`helm status ${chart.release} -n ${chart.namespace}\`), then run: ${recovery}`)
   }
@@ -66,12 +66,12 @@ export class Helm {
     if (cni.version) args.push('--version', cni.version)
     if (valuesFile) args.push('--values', valuesFile)
     // helm's own --timeout bounds its operations; our deadline is a little longer
-    const result = await this.runner.run({ tool: 'helm', args, mutates: true, timeoutMs: timeoutMs + 30_000 })
-    if (result.exitCode === 0 && !result.timedOut) return {}
+    const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000 })
+    if (result.ok) return {}
     const { kind, message } = classify(result)
     if (kind === 'interrupted') throw new NodeError(kind, message, `run it again: ${taskCommand('bootstrap:wait-ready')}`)
     if (kind === 'timeout') {
-      const release = await this.status(cni.release, cni.namespace).catch(() => undefined)
+      const release = await this.release(cni.release, cni.namespace).catch(() => undefined)
       if (release?.status === 'deployed') return { note: `helm said "${message}", but the release is deployed` }
       throw new NodeError('cni', `${message} (release ${cni.release}: ${release ? release.status : 'not installed'})`,
         `check that the chart can be fetched (${cni.repo ?? cni.chart}) and the Kubernetes API answers (\`helm status ${cni.release} -n ${cni.namespace}\`), then run: ${taskCommand('bootstrap:wait-ready')}`)

@@ -57,15 +57,15 @@ export class Kubectl {
     return []
   }
 
-  private async call(args: string[], mutates: boolean, dryRunStdout = '', input?: string): Promise<ToolResult> {
-    const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, KUBECTL_TIMEOUT, ...args], mutates, dryRunStdout, ...(input !== undefined ? { input } : {}) })
-    if (result.exitCode === 0 && !result.timedOut && !result.aborted) return result
+  private async call(args: string[], dryRunStdout = '', input?: string): Promise<ToolResult> {
+    const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, KUBECTL_TIMEOUT, ...args], dryRunStdout, ...(input !== undefined ? { input } : {}) })
+    if (result.ok) return result
     const { kind, message } = classify(result)
     throw new NodeError(kind, message, kind === 'unreachable' || kind === 'timeout' ? `the Kubernetes API does not answer yet; run again once the control planes are up: ${taskCommand(this.recoveryTask)}` : phaseHint(this.recoveryTask, 'see the message'))
   }
 
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'kubectl', args: ['version', '--client', '-o', 'json'], mutates: false, local: true, dryRunStdout: '{"clientVersion":{"gitVersion":"(dry run)"}}' })
+    const result = await this.runner.run({ tool: 'kubectl', args: ['version', '--client', '-o', 'json'], local: true, dryRunStdout: '{"clientVersion":{"gitVersion":"(dry run)"}}' })
     return (JSON.parse(result.stdout || '{}') as { clientVersion?: { gitVersion?: string } }).clientVersion?.gitVersion ?? 'unknown'
   }
 
@@ -76,8 +76,8 @@ export class Kubectl {
    */
   async readyz(server?: string): Promise<boolean> {
     const args = [...(server ? ['--server', server] : []), 'get', '--raw', '/readyz']
-    const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, '--request-timeout=5s', ...args], mutates: false, dryRunStdout: 'ok' })
-    if (result.exitCode === 0 && !result.timedOut && !result.aborted) return result.stdout.trim() === 'ok'
+    const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, '--request-timeout=5s', ...args], dryRunStdout: 'ok' })
+    if (result.ok) return result.stdout.trim() === 'ok'
     const { kind, message } = classify(result)
     if (kind === 'interrupted') throw new NodeError(kind, message, `run again to resume: ${taskCommand('bootstrap:wait-ready')}`)
     const text = `${result.stderr}\n${result.stdout}`
@@ -100,7 +100,7 @@ export class Kubectl {
     else if (options.namespace) args.push('-n', options.namespace)
     if (options.selector) args.push('-l', options.selector)
     if (options.fieldSelector) args.push('--field-selector', options.fieldSelector)
-    const result = await this.call(args, false, JSON.stringify({ items: this.dryItems(resource) }))
+    const result = await this.call(args, JSON.stringify({ items: this.dryItems(resource) }))
     return (JSON.parse(result.stdout) as { items: KubeObject[] }).items
   }
 
@@ -121,14 +121,14 @@ export class Kubectl {
    * objects, so their fields are taken over from another manager (--force-conflicts).
    */
   async applyServerSide(manifests: string): Promise<KubeObject[]> {
-    const result = await this.call(['apply', '--server-side', `--field-manager=${FIELD_MANAGER}`, '--force-conflicts', '-o', 'json', '-f', '-'], true, '{"items":[]}', manifests)
+    const result = await this.call(['apply', '--server-side', `--field-manager=${FIELD_MANAGER}`, '--force-conflicts', '-o', 'json', '-f', '-'], '{"items":[]}', manifests)
     const out = JSON.parse(result.stdout || '{}') as KubeObject & { items?: KubeObject[]; kind?: string }
     const objects = out.items ?? (out.metadata ? [out] : [])
     for (const o of objects) {
       const annotations = (o.metadata as { annotations?: Record<string, string> }).annotations
       if (annotations?.[LAST_APPLIED] === undefined) continue
       const kind = (o as { kind?: string }).kind ?? ''
-      await this.call(['annotate', kind.toLowerCase(), o.metadata.name, ...(o.metadata.namespace ? ['-n', o.metadata.namespace] : []), `${LAST_APPLIED}-`], true)
+      await this.call(['annotate', kind.toLowerCase(), o.metadata.name, ...(o.metadata.namespace ? ['-n', o.metadata.namespace] : []), `${LAST_APPLIED}-`])
     }
     return objects
   }
@@ -136,12 +136,12 @@ export class Kubectl {
   async get(resource: string, name: string, namespace?: string): Promise<KubeObject | undefined> {
     const args = ['get', resource, name, '-o', 'json', '--ignore-not-found', ...(namespace ? ['-n', namespace] : [])]
     const dry: KubeObject = { metadata: { name, ...(namespace ? { namespace } : {}) }, spec: { selector: { matchLabels: { app: name } } }, status: { conditions: [{ type: 'Ready', status: 'True' }] } }
-    const result = await this.call(args, false, JSON.stringify(dry))
+    const result = await this.call(args, JSON.stringify(dry))
     return result.stdout.trim() ? (JSON.parse(result.stdout) as KubeObject) : undefined
   }
 
   async applyFile(file: string): Promise<string> {
-    const result = await this.call(['apply', '-f', file], true, 'applied (dry run)')
+    const result = await this.call(['apply', '-f', file], 'applied (dry run)')
     return result.stdout.trim()
   }
 }

@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { which } from 'zx'
-import type { ToolRunner } from './exec.js'
+import { toolAvailable, type ToolRunner } from './exec.js'
 
 /** Environment variable that overrides the sops binary, like TALOSCTL for talosctl. */
 export const SOPS_ENV = 'SOPS'
@@ -14,14 +13,14 @@ export class Sops {
 
   /** sops on PATH (or $SOPS): without it an encrypted file cannot be applied. */
   available(): boolean {
-    return Boolean(which.sync(this.runner.binary('sops'), { nothrow: true, path: this.env.PATH ?? '' }))
+    return toolAvailable(this.env, 'sops')
   }
 
   /** The plaintext of `file`, or the reason sops gave for refusing. */
   async decrypt(file: string, ageKeyFile: string | undefined): Promise<{ ok: true; text: string } | { ok: false; reason: string }> {
     // local: decrypting touches no node, so a dry run checks the files too
-    const result = await this.runner.run({ tool: 'sops', args: ['--decrypt', file], mutates: false, local: true, env: ageKeyFile ? { SOPS_AGE_KEY_FILE: ageKeyFile } : {} })
-    if (result.exitCode === 0 && !result.timedOut) return { ok: true, text: result.stdout }
+    const result = await this.runner.run({ tool: 'sops', args: ['--decrypt', file], local: true, env: ageKeyFile ? { SOPS_AGE_KEY_FILE: ageKeyFile } : {} })
+    if (result.ok) return { ok: true, text: result.stdout }
     const reason = result.timedOut ? 'sops did not answer in time' : result.stderr.trim().split('\n').filter(Boolean).slice(-3).join('; ') || `sops exited ${result.exitCode ?? 'abnormally'}`
     return { ok: false, reason }
   }

@@ -67,9 +67,9 @@ export class Talosctl {
   }
 
   /** Runs a call; a failure becomes a NodeError with the kind and hint for this node. */
-  private async call(node: ClusterNode, args: string[], mutates: boolean, dryRunStdout?: string): Promise<ToolResult> {
-    const result = await this.runner.run({ tool: 'talosctl', args, node: node.name, mutates, ...(dryRunStdout !== undefined ? { dryRunStdout } : {}) })
-    if (result.exitCode === 0 && !result.timedOut && !result.aborted) return result
+  private async call(node: ClusterNode, args: string[], dryRunStdout?: string): Promise<ToolResult> {
+    const result = await this.runner.run({ tool: 'talosctl', args, node: node.name, ...(dryRunStdout !== undefined ? { dryRunStdout } : {}) })
+    if (result.ok) return result
     throw this.failure(node, result)
   }
 
@@ -79,22 +79,30 @@ export class Talosctl {
   }
 
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'talosctl', args: ['version', '--client'], mutates: false, local: true, dryRunStdout: 'Client:\n\tTag:         v0.0.0-dry-run\n' })
-    if (result.exitCode !== 0) throw new Error(`talosctl version --client failed: ${result.stderr.trim()}`)
+    const result = await this.runner.run({ tool: 'talosctl', args: ['version', '--client'], local: true, dryRunStdout: 'Client:\n\tTag:         v0.0.0-dry-run\n' })
+    if (!result.ok) throw new Error(`talosctl version --client failed: ${result.stderr.trim()}`)
     return /Tag:\s+(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'
   }
 
-  /** `talosctl validate --mode metal -c <file>`: undefined when valid, else the validation message. */
+  /**
+   * `talosctl validate --mode metal -c <file>`: undefined when valid, else its problems on one line
+   * (the multierror's `* …` items joined by `; `).
+   */
   async validate(configFile: string): Promise<string | undefined> {
-    const result = await this.runner.run({ tool: 'talosctl', args: ['validate', '--mode', 'metal', '-c', configFile], mutates: false, local: true })
-    if (result.exitCode === 0) return undefined
-    return result.stderr.trim() || result.stdout.trim() || `talosctl validate exited with ${result.exitCode}`
+    const result = await this.runner.run({ tool: 'talosctl', args: ['validate', '--mode', 'metal', '-c', configFile], local: true })
+    if (result.ok) return undefined
+    const text = result.stderr.trim() || result.stdout.trim() || `talosctl validate exited with ${result.exitCode}`
+    return text
+      .split('\n')
+      .map((l) => l.replace(/^\s*\*\s*/, '').trim())
+      .filter((l) => l && !/errors? occurred:$/.test(l))
+      .join('; ')
   }
 
   /** Insecure MachineStatus read: maintenance, or refused with "certificate required" = configured. */
   async probe(node: ClusterNode): Promise<ProbeResult> {
     try {
-      const result = await this.call(node, ['get', 'machinestatus', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], false, DRY_MACHINESTATUS('', 'maintenance'))
+      const result = await this.call(node, ['get', 'machinestatus', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], DRY_MACHINESTATUS('', 'maintenance'))
       const status = parseMachineStatuses(result.stdout)[0]
       // an insecure answer only comes from the maintenance API
       if (status && status.stage !== 'maintenance') return { state: 'configured' }
@@ -106,7 +114,7 @@ export class Talosctl {
   }
 
   async machineStatus(node: ClusterNode): Promise<MachineStatus> {
-    const result = await this.call(node, ['get', 'machinestatus', ...this.secureArgs(node), '-o', 'json'], false, DRY_MACHINESTATUS(node.ip, 'running'))
+    const result = await this.call(node, ['get', 'machinestatus', ...this.secureArgs(node), '-o', 'json'], DRY_MACHINESTATUS(node.ip, 'running'))
     const status = parseMachineStatuses(result.stdout)[0]
     if (!status) throw new NodeError('unknown', 'talosctl get machinestatus returned no resource', hintFor('unknown', node))
     return status
@@ -127,7 +135,7 @@ export class Talosctl {
 
   private async machineStatusChunk(order: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<MachineStatus>>> {
     const args = ['get', 'machinestatus', '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', order.map((n) => n.ip).join(','), '-o', 'json']
-    const result = await this.runner.run({ tool: 'talosctl', args, mutates: false, dryRunStdout: order.map((n) => DRY_MACHINESTATUS(n.ip, 'running')).join('\n') })
+    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: order.map((n) => DRY_MACHINESTATUS(n.ip, 'running')).join('\n') })
     const answers = new Map<string, NodeAnswer<MachineStatus>>()
     if (result.timedOut || result.aborted) return answers
     for (const status of parseMachineStatuses(result.stdout)) answers.set(status.node, { value: status })
@@ -140,7 +148,7 @@ export class Talosctl {
   }
 
   async disks(node: ClusterNode): Promise<Disk[]> {
-    const result = await this.call(node, ['get', 'disks', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], false, '')
+    const result = await this.call(node, ['get', 'disks', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], '')
     return parseDisks(result.stdout)
   }
 
@@ -159,17 +167,17 @@ export class Talosctl {
   }
 
   async applyInsecure(node: ClusterNode): Promise<void> {
-    await this.call(node, ['apply-config', '--insecure', '-n', node.ip, '-e', node.ip, '-f', node.configFile], true)
+    await this.call(node, ['apply-config', '--insecure', '-n', node.ip, '-e', node.ip, '-f', node.configFile])
   }
 
   /** Over the authenticated API (mode auto): true when the node reboots to apply it (talosctl prints the mode's details). */
   async applySecure(node: ClusterNode): Promise<{ reboots: boolean }> {
-    const result = await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile], true)
+    const result = await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile])
     return { reboots: /Applied configuration with a reboot/.test(`${result.stderr}\n${result.stdout}`) }
   }
 
   async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {
-    const result = await this.call(node, ['service', service, ...this.secureArgs(node)], false, DRY_SERVICE(node.ip, service))
+    const result = await this.call(node, ['service', service, ...this.secureArgs(node)], DRY_SERVICE(node.ip, service))
     return parseServiceBlock(result.stdout, service)
   }
 
@@ -185,7 +193,7 @@ export class Talosctl {
 
   private async serviceChunk(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, NodeAnswer<ServiceStatus>>> {
     const args = ['service', service, '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', nodes.map((n) => n.ip).join(',')]
-    const result = await this.runner.run({ tool: 'talosctl', args, mutates: false, dryRunStdout: nodes.map((n) => DRY_SERVICE(n.ip, service)).join('') })
+    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: nodes.map((n) => DRY_SERVICE(n.ip, service)).join('') })
     const answers = new Map<string, NodeAnswer<ServiceStatus>>()
     if (result.timedOut || result.aborted) return answers
     for (const block of result.stdout.split(/^(?=NODE\s)/m).filter((b) => b.trim())) {
@@ -200,8 +208,26 @@ export class Talosctl {
     return answers
   }
 
+  /**
+   * `talosctl get services <id> -n a,b,… -e <via> -o json`: the service's COSI resource on many nodes
+   * in one read (machined's ServiceStatus controller), by node address. A node that did not answer
+   * is absent.
+   */
+  async serviceResources(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, { running: boolean; healthy: boolean; unknown: boolean }>> {
+    const ordered = [via, ...nodes.filter((n) => n.ip !== via.ip)].filter((n) => nodes.includes(n))
+    if (ordered.length === 0) return new Map()
+    const args = ['get', 'services', service, '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', ordered.map((n) => n.ip).join(','), '-o', 'json']
+    const result = await this.runner.run({ tool: 'talosctl', args })
+    const byIp = new Map<string, { running: boolean; healthy: boolean; unknown: boolean }>()
+    for (const doc of parseJsonStream(result.stdout)) {
+      const d = doc as { node?: string; spec?: { running?: boolean; healthy?: boolean; unknown?: boolean } }
+      if (d.node) byIp.set(d.node, { running: d.spec?.running === true, healthy: d.spec?.healthy === true, unknown: d.spec?.unknown === true })
+    }
+    return byIp
+  }
+
   async bootstrap(node: ClusterNode): Promise<void> {
-    await this.call(node, ['bootstrap', ...this.secureArgs(node)], true)
+    await this.call(node, ['bootstrap', ...this.secureArgs(node)])
   }
 
   async etcdMembers(node: ClusterNode): Promise<EtcdMember[]> {
@@ -212,14 +238,14 @@ export class Talosctl {
     // aligned as talosctl's tabwriter does (the parser reads columns at the header's offsets)
     const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
     const dry = rows.map((r) => r.map((cell, c) => (c < r.length - 1 ? cell.padEnd(widths[c]! + 3) : cell)).join('')).join('\n')
-    const result = await this.call(node, ['etcd', 'members', ...this.secureArgs(node)], false, dry)
+    const result = await this.call(node, ['etcd', 'members', ...this.secureArgs(node)], dry)
     return parseEtcdMembers(result.stdout)
   }
 
   /** Wipes STATE and EPHEMERAL and reboots into maintenance; graceful also leaves etcd (reference §3.9). */
   async reset(node: ClusterNode, graceful: boolean): Promise<void> {
     const args = ['reset', ...this.secureArgs(node), `--graceful=${graceful}`, '--reboot', '--system-labels-to-wipe', 'STATE', '--system-labels-to-wipe', 'EPHEMERAL', '--wait=false']
-    await this.call(node, args, true)
+    await this.call(node, args)
   }
 
   /**
@@ -228,14 +254,14 @@ export class Talosctl {
    * already gone) is done: 'gone' (machined v1alpha1_server.go EtcdRemoveMemberByID).
    */
   async etcdRemoveMember(via: ClusterNode, memberId: string): Promise<'removed' | 'gone'> {
-    const result = await this.runner.run({ tool: 'talosctl', args: ['etcd', 'remove-member', memberId, ...this.secureArgs(via)], node: via.name, mutates: true })
-    if (result.exitCode === 0 && !result.timedOut && !result.aborted) return 'removed'
+    const result = await this.runner.run({ tool: 'talosctl', args: ['etcd', 'remove-member', memberId, ...this.secureArgs(via)], node: via.name })
+    if (result.ok) return 'removed'
     if (!result.timedOut && !result.aborted && /code = NotFound desc = etcdserver: member not found/.test(result.stderr)) return 'gone'
     throw this.failure(via, result)
   }
 
   async kubeconfig(node: ClusterNode, path: string): Promise<void> {
-    await this.call(node, ['kubeconfig', path, ...this.secureArgs(node), '--merge=false', '--force'], true)
+    await this.call(node, ['kubeconfig', path, ...this.secureArgs(node), '--merge=false', '--force'])
   }
 }
 

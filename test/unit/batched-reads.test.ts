@@ -34,7 +34,8 @@ function fakeRunner(answer: (args: string[]) => Answer): { runner: ToolRunner; c
   const runner = {
     run: (call: ToolCall): Promise<ToolResult> => {
       calls.push(call.args)
-      return Promise.resolve({ call, durationMs: 5, timedOut: false, aborted: false, ...answer(call.args) })
+      const answered = answer(call.args)
+      return Promise.resolve({ call, ok: answered.exitCode === 0, durationMs: 5, timedOut: false, aborted: false, ...answered })
     },
   }
   return { runner: runner as unknown as ToolRunner, calls }

@@ -4,7 +4,7 @@ import { isTransient, type ErrorKind } from '../../lib/core/errors.js'
 import type { ToolResult } from '../../lib/tools/exec.js'
 
 function failed(stderr: string, extra: Partial<ToolResult> = {}): ToolResult {
-  return { call: { tool: 'talosctl', args: ['get'], mutates: false }, exitCode: 1, stdout: '', stderr, durationMs: 10, timedOut: false, aborted: false, ...extra }
+  return { call: { tool: 'talosctl', args: ['get'] }, ok: false, exitCode: 1, stdout: '', stderr, durationMs: 10, timedOut: false, aborted: false, ...extra }
 }
 
 const unavailable = (desc: string): string => `rpc error: code = Unavailable desc = connection error: desc = "${desc}"`
@@ -45,7 +45,7 @@ const CASES: Array<[string, ErrorKind]> = [
   ['1 error occurred:\n\t* rpc error: code = DeadlineExceeded desc = context deadline exceeded\n\n\n', 'timeout'],
   ['error listing services: 1 error occurred:\n\t* 127.31.1.21: rpc error: code = Unavailable desc = error reading from server: EOF\n\n\n', 'unreachable'],
   ['error executing reset: rpc error: code = PermissionDenied desc = not authorized\n', 'unauthorized'],
-  // not retried: the bootstrap phase reads it as "already bootstrapped" (lib/phases/bootstrap.ts)
+  // not retried: the bootstrap phase reads it as "already bootstrapped" (lib/phases/etcd.ts)
   ['error executing bootstrap: 1 error occurred:\n\t* 127.37.1.11: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n', 'unknown'],
   ['Error: release: not found\n', 'unknown'],
   ['Error: uninstall: Release not loaded: cilium: release: not found\n', 'unknown'],

@@ -183,7 +183,8 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
   return pointKubeconfig(run)
 }
 
-export const bootstrap: Phase = {
+/** The etcd phase: bootstrap etcd once, write the kubeconfig, every control plane joins (report name: bootstrap). */
+export const etcd: Phase = {
   name: 'bootstrap',
   title: 'Bootstrap etcd and write the kubeconfig',
   steps: (run) => {
