@@ -13,7 +13,7 @@ export interface HintContext {
   talosconfig: string
   kubeconfig: string
   /** control planes in bootstrap order: the bootstrap node first */
-  controlPlanes: Array<Pick<ClusterNode, 'name' | 'ip'>>
+  controlPlanes: Array<Pick<ClusterNode, 'name' | 'address'>>
 }
 
 let context: HintContext | undefined
@@ -36,14 +36,14 @@ export function taskCommand(task: string, vars: Record<string, string> = {}, fla
 }
 
 /** talosctl with the cluster's talosconfig, through `via` (a working node) to `node`. */
-export function talosctlCommand(node: Pick<ClusterNode, 'ip'>, args: string, via: Pick<ClusterNode, 'ip'> = node): string {
+export function talosctlCommand(node: Pick<ClusterNode, 'address'>, args: string, via: Pick<ClusterNode, 'address'> = node): string {
   const config = context ? ` --talosconfig ${shellWord(context.talosconfig)}` : ''
-  return `talosctl${config} -e ${via.ip} -n ${node.ip} ${args}`
+  return `talosctl${config} -e ${via.address} -n ${node.address} ${args}`
 }
 
 /** talosctl against a node in maintenance: no talosconfig, the node is the endpoint (talosctl's WithClientMaintenance). */
-function talosctlInsecure(node: Pick<ClusterNode, 'ip'>, args: string): string {
-  return `talosctl ${args} --insecure -n ${node.ip}`
+function talosctlInsecure(node: Pick<ClusterNode, 'address'>, args: string): string {
+  return `talosctl ${args} --insecure -n ${node.address}`
 }
 
 /** kubectl with the kubeconfig the bootstrap wrote. */
@@ -52,20 +52,20 @@ export function kubectlCommand(args: string): string {
 }
 
 /** A control plane other than `node` to ask about the cluster (the bootstrap node first). */
-function workingControlPlane(node: Pick<ClusterNode, 'name' | 'ip'>): Pick<ClusterNode, 'name' | 'ip'> | undefined {
+function workingControlPlane(node: Pick<ClusterNode, 'name' | 'address'>): Pick<ClusterNode, 'name' | 'address'> | undefined {
   return context?.controlPlanes.find((cp) => cp.name !== node.name)
 }
 
 /** The next thing an operator should do about a node's failure: always a command they can run. */
-export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'ip' | 'configFile'>): string {
+export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>): string {
   const recover = taskCommand('bootstrap:node', { NODE: node.name })
   const reset = taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])
   const dmesg = `\`${talosctlCommand(node, 'dmesg')}\``
   switch (kind) {
     case 'unreachable':
-      return `check that ${node.ip} is powered on and port 50000 is reachable, then run: ${recover}`
+      return `check that ${node.address} is powered on and port 50000 is reachable, then run: ${recover}`
     case 'timeout':
-      return `${node.ip} did not answer in time; check its console (${dmesg}), then run: ${recover}`
+      return `${node.address} did not answer in time; check its console (${dmesg}), then run: ${recover}`
     case 'configured':
       return `the node already has a config; to apply it again over the authenticated API run: ${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}`
     case 'maintenance':
@@ -124,7 +124,7 @@ export function hintForCniApi(pod: { name: string; namespace: string }): string 
  * A Ready node still cordoned: Talos uncordons only what it cordoned (annotation talos.dev/cordoned);
  * anyone else's cordon is lifted by hand.
  */
-export function hintForCordoned(node: Pick<ClusterNode, 'name' | 'ip'> & { kubeName: string }, byTalos: boolean): string {
+export function hintForCordoned(node: Pick<ClusterNode, 'name' | 'address'> & { kubeName: string }, byTalos: boolean): string {
   const uncordon = `\`${kubectlCommand(`uncordon ${node.kubeName}`)}\``
   const recover = taskCommand('bootstrap:node', { NODE: node.name })
   return byTalos

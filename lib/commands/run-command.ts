@@ -125,7 +125,7 @@ export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags
   // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
   for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(inventory.clusterDir, file))
   const controlPlanes = inventory.nodes.filter((n) => n.role === 'controlplane')
-  const first = controlPlanes.find((n) => n.name === settings.bootstrapNode || n.ip === settings.bootstrapNode)
+  const first = controlPlanes.find((n) => n.name === settings.bootstrapNode || n.address === settings.bootstrapNode)
   setHintContext({
     clusterDir: inventory.clusterDir,
     talosconfig: inventory.talosconfig,

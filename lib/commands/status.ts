@@ -95,13 +95,13 @@ export async function machineReadings(tools: StatusTools, nodes: ClusterNode[]):
   let via: ClusterNode | undefined
   const cps = controlPlanes(tools.inventory)
   for (const cp of cps.slice(0, 3)) {
-    const ordered = [cp, ...nodes.filter((n) => n.ip !== cp.ip)]
+    const ordered = [cp, ...nodes.filter((n) => n.address !== cp.address)]
     const statuses = await tools.talosctl.machineStatuses(ordered, cp)
     const got = [...statuses.values()].filter((s) => s.value !== undefined).length
     if (got === 0) continue
     via = cp
     for (const node of nodes) {
-      const status = statuses.get(node.ip)?.value
+      const status = statuses.get(node.address)?.value
       if (status) readings.set(node.name, { state: 'status', status })
     }
     break
@@ -124,7 +124,7 @@ export interface KubeletReading {
 /** Each node's kubelet as its Service resource says, by node name: one read for many nodes. */
 export async function kubeletReadings(tools: StatusTools, nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, KubeletReading>> {
   const byIp = await tools.talosctl.serviceResources(nodes, via, 'kubelet')
-  return new Map(nodes.flatMap((n) => (byIp.has(n.ip) ? [[n.name, byIp.get(n.ip) as KubeletReading]] : [])))
+  return new Map(nodes.flatMap((n) => (byIp.has(n.address) ? [[n.name, byIp.get(n.address) as KubeletReading]] : [])))
 }
 
 export interface KubeNode {
@@ -226,7 +226,7 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
   const rows = nodes.map((node): NodeRow => {
     const machine = readings.get(node.name)
     const status = machine?.state === 'status' ? machine.status : undefined
-    const k8s = kubeByName?.get(kubeNodeName(node)) ?? kubeByName?.get(node.ip)
+    const k8s = kubeByName?.get(kubeNodeName(node)) ?? kubeByName?.get(node.address)
     const kubernetes = !existsSync(tools.kubeconfig) ? '-' : !kubeByName ? '?' : k8s ? k8s.ready : 'not registered'
     const lane = lanes.get(node.name)
     const notes: string[] = []
@@ -269,6 +269,6 @@ export function lastRunLines(used: Array<{ report: Report; nodes: string[] }>): 
 
 export function statusTable(table: StatusTable): string {
   const header = ['NODE', 'IP', 'ROLE', 'STAGE', 'READY', 'ETCD', 'KUBELET', 'K8S', 'LAST RUN', 'ERROR', 'NOTE']
-  const rows = table.rows.map((r) => [r.node.name, r.node.ip, r.node.role, r.stage, r.ready, r.etcd, r.kubelet, r.kubernetes, r.lastRun, r.lastError, r.note])
+  const rows = table.rows.map((r) => [r.node.name, r.node.address, r.node.role, r.stage, r.ready, r.etcd, r.kubelet, r.kubernetes, r.lastRun, r.lastError, r.note])
   return formatTable(header, rows)
 }

@@ -6,8 +6,8 @@ export interface ClusterNode {
   /** the hostname as written (talhelper accepts FQDNs) */
   name: string
   /** the address the tool talks to: the first of the node's addresses (an IP address or a DNS name) */
-  ip: string
-  /** every address of the node (talhelper's comma-separated ipAddress), `ip` first; absent: just `ip` */
+  address: string
+  /** every address of the node (talhelper's comma-separated ipAddress), `address` first; absent: just `address` */
   addresses?: string[]
   role: Role
   /** absolute path of the node's machine config */

@@ -49,7 +49,7 @@ export interface PhaseResult {
 }
 
 export function newNodeResult(node: ClusterNode, status: NodeStatus = 'not-run'): NodeResult {
-  return { name: node.name, ip: node.ip, role: node.role, status, attempts: 0, durationMs: 0 }
+  return { name: node.name, ip: node.address, role: node.role, status, attempts: 0, durationMs: 0 }
 }
 
 export function phaseOk(phase: Pick<PhaseResult, 'nodes' | 'steps'>): boolean {

@@ -108,7 +108,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
       const nodeTasks: ListrTask[] = shown.map((node) => {
         const record = result.nodes.find((r) => r.name === node.name) as NodeResult
         return {
-          title: `${node.name} (${node.ip})`,
+          title: `${node.name} (${node.address})`,
           task: async (_c: unknown, t: Task) => {
             const blockedBy = tracker.failedIn.get(node.name)
             if (blockedBy) {
@@ -151,7 +151,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
                 t.skip(`${node.name}: skipped${outcome.detail ? ` (${outcome.detail})` : ''}`)
               } else {
                 record.status = 'ok'
-                t.title = `${node.name} (${node.ip}): ${run.options.dryRun ? wouldText(step, run) : (outcome.detail ?? 'done')}`
+                t.title = `${node.name} (${node.address}): ${run.options.dryRun ? wouldText(step, run) : (outcome.detail ?? 'done')}`
               }
             } catch (err) {
               record.durationMs += performance.now() - started

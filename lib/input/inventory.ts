@@ -161,7 +161,7 @@ export function canonicalAddress(address: string): string {
 }
 
 function addressesOfNode(node: ClusterNode): string[] {
-  return node.addresses ?? [node.ip]
+  return node.addresses ?? [node.address]
 }
 
 function addressesOf(value: unknown): { addresses: string[] } | { bad: string } {
@@ -243,7 +243,7 @@ function build(
       errors.push(...config.problems)
       return
     }
-    const node: ClusterNode = { name: n.name, ip: parsed.addresses[0] as string, addresses: parsed.addresses, role, configFile: n.configFile, ...install.fields }
+    const node: ClusterNode = { name: n.name, address: parsed.addresses[0] as string, addresses: parsed.addresses, role, configFile: n.configFile, ...install.fields }
     const kubeName = kubernetesNodeName(config.hostname ?? n.name, config.registerWithFQDN)
     if (kubeName !== n.name) node.kubeName = kubeName
     if (discoveryEnabled(n.configFile)) node.discovery = true

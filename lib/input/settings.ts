@@ -385,7 +385,7 @@ export function checkSettingsFit(input: SettingsInput, settings: Settings, inven
   }
   const wanted = settings.bootstrapNode
   if (wanted !== undefined) {
-    const node = inventory.nodes.find((n) => n.name === wanted || n.ip === wanted)
+    const node = inventory.nodes.find((n) => n.name === wanted || n.address === wanted)
     const cps = inventory.nodes.filter((n) => n.role === 'controlplane').map((n) => n.name)
     const fix = `name a control plane (${cps.join(', ') || 'none in the inventory'}), or unset bootstrapNode to use the first`
     if (!node) throw at('bootstrapNode', `bootstrapNode "${wanted}" is no node of the inventory`, fix)

@@ -26,7 +26,7 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
   const states = await Promise.all(
     cps.map(async (cp) => {
       try {
-        const answer = batched.get(cp.ip)
+        const answer = batched.get(cp.address)
         if (answer?.error) throw answer.error
         const etcd = answer?.value ?? (await run.talosctl.serviceStatus(cp, 'etcd'))
         run.facts.of(cp.name).etcd = etcd.state

@@ -54,7 +54,7 @@ function readings(run: Run): Readings {
  * a node the batch could not tell (the batch failed whole) is asked alone.
  */
 async function kubeletOf(node: ClusterNode, run: Run, r: Readings): Promise<ServiceStatus | undefined> {
-  const batched = (await r.kubelets.get().catch(() => undefined))?.get(node.ip)
+  const batched = (await r.kubelets.get().catch(() => undefined))?.get(node.address)
   const notYet = (err: unknown): undefined => {
     if (err instanceof NodeError && err.transient) return undefined
     throw err

@@ -26,7 +26,7 @@ export function summaryTable(nodes: ClusterNode[], phases: PhaseResult[], dryRun
   const rows = nodes.map((node) => {
     const perPhase = phases.map((p) => p.nodes.find((n) => n.name === node.name))
     const cells = perPhase.map((r) => (r ? cell(r, ok) : '-'))
-    return [node.name, node.ip, node.role, ...cells, overall(perPhase.filter((r): r is NodeResult => r !== undefined), ok)]
+    return [node.name, node.address, node.role, ...cells, overall(perPhase.filter((r): r is NodeResult => r !== undefined), ok)]
   })
   return formatTable(header, rows)
 }

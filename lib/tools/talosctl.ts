@@ -62,8 +62,8 @@ export class Talosctl {
     private readonly inventory: Inventory,
   ) {}
 
-  private secureArgs(node: ClusterNode, endpoint: string = node.ip): string[] {
-    return ['--talosconfig', this.inventory.talosconfig, '-e', endpoint, '-n', node.ip]
+  private secureArgs(node: ClusterNode, endpoint: string = node.address): string[] {
+    return ['--talosconfig', this.inventory.talosconfig, '-e', endpoint, '-n', node.address]
   }
 
   /** Runs a call; a failure becomes a NodeError with the kind and hint for this node. */
@@ -102,7 +102,7 @@ export class Talosctl {
   /** Insecure MachineStatus read: maintenance, or refused with "certificate required" = configured. */
   async probe(node: ClusterNode): Promise<ProbeResult> {
     try {
-      const result = await this.call(node, ['get', 'machinestatus', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], DRY_MACHINESTATUS('', 'maintenance'))
+      const result = await this.call(node, ['get', 'machinestatus', '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], DRY_MACHINESTATUS('', 'maintenance'))
       const status = parseMachineStatuses(result.stdout)[0]
       // an insecure answer only comes from the maintenance API
       if (status && status.stage !== 'maintenance') return { state: 'configured' }
@@ -114,7 +114,7 @@ export class Talosctl {
   }
 
   async machineStatus(node: ClusterNode): Promise<MachineStatus> {
-    const result = await this.call(node, ['get', 'machinestatus', ...this.secureArgs(node), '-o', 'json'], DRY_MACHINESTATUS(node.ip, 'running'))
+    const result = await this.call(node, ['get', 'machinestatus', ...this.secureArgs(node), '-o', 'json'], DRY_MACHINESTATUS(node.address, 'running'))
     const status = parseMachineStatuses(result.stdout)[0]
     if (!status) throw new NodeError('unknown', 'talosctl get machinestatus returned no resource', hintFor('unknown', node))
     return status
@@ -134,21 +134,21 @@ export class Talosctl {
   }
 
   private async machineStatusChunk(order: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<MachineStatus>>> {
-    const args = ['get', 'machinestatus', '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', order.map((n) => n.ip).join(','), '-o', 'json']
-    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: order.map((n) => DRY_MACHINESTATUS(n.ip, 'running')).join('\n') })
+    const args = ['get', 'machinestatus', '--talosconfig', this.inventory.talosconfig, '-e', via.address, '-n', order.map((n) => n.address).join(','), '-o', 'json']
+    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: order.map((n) => DRY_MACHINESTATUS(n.address, 'running')).join('\n') })
     const answers = new Map<string, NodeAnswer<MachineStatus>>()
     if (result.timedOut || result.aborted) return answers
     for (const status of parseMachineStatuses(result.stdout)) answers.set(status.node, { value: status })
     // `get` collects each node's List error in node order and names no node (get.go, helpers/resources.go
     // ForEachResource): the nodes without a row, in order, are those errors when the counts agree
-    const missing = order.filter((n) => !answers.has(n.ip))
+    const missing = order.filter((n) => !answers.has(n.address))
     const errors = missing.length > 0 ? multiErrors(result.stderr) : []
-    if (errors.length === missing.length) missing.forEach((n, i) => answers.set(n.ip, { error: this.failure(n, { ...result, stdout: '', stderr: errors[i] ?? '' }) }))
+    if (errors.length === missing.length) missing.forEach((n, i) => answers.set(n.address, { error: this.failure(n, { ...result, stdout: '', stderr: errors[i] ?? '' }) }))
     return answers
   }
 
   async disks(node: ClusterNode): Promise<Disk[]> {
-    const result = await this.call(node, ['get', 'disks', '--insecure', '-n', node.ip, '-e', node.ip, '-o', 'json'], '')
+    const result = await this.call(node, ['get', 'disks', '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], '')
     return parseDisks(result.stdout)
   }
 
@@ -167,7 +167,7 @@ export class Talosctl {
   }
 
   async applyInsecure(node: ClusterNode): Promise<void> {
-    await this.call(node, ['apply-config', '--insecure', '-n', node.ip, '-e', node.ip, '-f', node.configFile])
+    await this.call(node, ['apply-config', '--insecure', '-n', node.address, '-e', node.address, '-f', node.configFile])
   }
 
   /** Over the authenticated API (mode auto): true when the node reboots to apply it (talosctl prints the mode's details). */
@@ -177,7 +177,7 @@ export class Talosctl {
   }
 
   async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {
-    const result = await this.call(node, ['service', service, ...this.secureArgs(node)], DRY_SERVICE(node.ip, service))
+    const result = await this.call(node, ['service', service, ...this.secureArgs(node)], DRY_SERVICE(node.address, service))
     return parseServiceBlock(result.stdout, service)
   }
 
@@ -192,8 +192,8 @@ export class Talosctl {
   }
 
   private async serviceChunk(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, NodeAnswer<ServiceStatus>>> {
-    const args = ['service', service, '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', nodes.map((n) => n.ip).join(',')]
-    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: nodes.map((n) => DRY_SERVICE(n.ip, service)).join('') })
+    const args = ['service', service, '--talosconfig', this.inventory.talosconfig, '-e', via.address, '-n', nodes.map((n) => n.address).join(',')]
+    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: nodes.map((n) => DRY_SERVICE(n.address, service)).join('') })
     const answers = new Map<string, NodeAnswer<ServiceStatus>>()
     if (result.timedOut || result.aborted) return answers
     for (const block of result.stdout.split(/^(?=NODE\s)/m).filter((b) => b.trim())) {
@@ -202,8 +202,8 @@ export class Talosctl {
     }
     for (const line of multiErrors(result.stderr)) {
       const ip = /^(\S+?): /.exec(line)?.[1]
-      const node = nodes.find((n) => n.ip === ip)
-      if (node && !answers.has(node.ip)) answers.set(node.ip, { error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.ip.length + 2) }) })
+      const node = nodes.find((n) => n.address === ip)
+      if (node && !answers.has(node.address)) answers.set(node.address, { error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.address.length + 2) }) })
     }
     return answers
   }
@@ -214,9 +214,9 @@ export class Talosctl {
    * is absent.
    */
   async serviceResources(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, { running: boolean; healthy: boolean; unknown: boolean }>> {
-    const ordered = [via, ...nodes.filter((n) => n.ip !== via.ip)].filter((n) => nodes.includes(n))
+    const ordered = [via, ...nodes.filter((n) => n.address !== via.address)].filter((n) => nodes.includes(n))
     if (ordered.length === 0) return new Map()
-    const args = ['get', 'services', service, '--talosconfig', this.inventory.talosconfig, '-e', via.ip, '-n', ordered.map((n) => n.ip).join(','), '-o', 'json']
+    const args = ['get', 'services', service, '--talosconfig', this.inventory.talosconfig, '-e', via.address, '-n', ordered.map((n) => n.address).join(','), '-o', 'json']
     const result = await this.runner.run({ tool: 'talosctl', args })
     const byIp = new Map<string, { running: boolean; healthy: boolean; unknown: boolean }>()
     for (const doc of parseJsonStream(result.stdout)) {
@@ -233,7 +233,7 @@ export class Talosctl {
   async etcdMembers(node: ClusterNode): Promise<EtcdMember[]> {
     // dry run: the happy answer, every control plane a member
     const rows = [['ID', 'HOSTNAME', 'PEER URLS', 'CLIENT URLS', 'LEARNER']].concat(
-      this.inventory.nodes.filter((n) => n.role === 'controlplane').map((n, i) => [String(i + 1).padStart(16, '0'), n.name, `https://${n.ip}:2380`, `https://${n.ip}:2379`, 'false']),
+      this.inventory.nodes.filter((n) => n.role === 'controlplane').map((n, i) => [String(i + 1).padStart(16, '0'), n.name, `https://${n.address}:2380`, `https://${n.address}:2379`, 'false']),
     )
     // aligned as talosctl's tabwriter does (the parser reads columns at the header's offsets)
     const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))

@@ -117,13 +117,13 @@ export class StatusReads {
       if (this.via === via) this.via = undefined
       return new Map()
     }
-    const borrowed = answers.get(first.ip)
+    const borrowed = answers.get(first.address)
     if (borrowed && !nodes.includes(first)) {
       this.note(first, borrowed)
       if (borrowed.value) this.spare.set(first.name, { status: borrowed.value, at: performance.now() })
     }
     return new Map(nodes.flatMap((n) => {
-      const answer = answers.get(n.ip)
+      const answer = answers.get(n.address)
       return answer ? [[n, answer] as const] : []
     }))
   }

@@ -138,7 +138,7 @@ describe('StatusReads (verify and wait-ready)', () => {
 describe('large batches', () => {
   it('go out as several calls of at most 50 nodes, each resolving the type through the same first node', async () => {
     const { talosctl, calls, node, inventory } = setup((args) => ({ exitCode: 0, stdout: nodesArg(args).map((ip) => row(ip, 'running')).join('\n'), stderr: '' }))
-    const many = Array.from({ length: 120 }, (_, i) => ({ ...inventory.nodes[1]!, name: `w-${i}`, ip: `127.0.1.${i + 1}` }))
+    const many = Array.from({ length: 120 }, (_, i) => ({ ...inventory.nodes[1]!, name: `w-${i}`, address: `127.0.1.${i + 1}` }))
     const answers = await talosctl.machineStatuses([node('cp-1'), ...many], node('cp-1'))
     expect(answers.size).toBe(121)
     expect(calls.map((c) => nodesArg(c).length)).toEqual([51, 51, 21])

@@ -36,7 +36,7 @@ async function cluster(nodes: Record<string, NodeShape & { role?: 'controlplane'
     const role = shape.role ?? (name.startsWith('cp') ? 'controlplane' : 'worker')
     const configFile = join(dir, `demo-${name}.yaml`)
     writeFileSync(configFile, config(role, shape))
-    return { name, ip: `127.0.0.${11 + i}`, role, configFile }
+    return { name, address: `127.0.0.${11 + i}`, role, configFile }
   })
   if (settings !== undefined) writeFileSync(join(dir, 'bootstrap.yaml'), settings)
   const loaded = loadSettings({ clusterDir: dir, env: {}, flags: {} })
@@ -193,7 +193,7 @@ describe('the example settings and the simulator carry the Talos guide "Deployin
     const nodes: ClusterNode[] = (['controlplane', 'worker'] as const).map((role, i) => {
       const configFile = join(dir, `n${i}.yaml`)
       writeFileSync(configFile, config(role, {}))
-      return { name: `n${i}`, ip: `127.0.0.${i + 1}`, role, configFile }
+      return { name: `n${i}`, address: `127.0.0.${i + 1}`, role, configFile }
     })
     expect(await checkClusterCni(nodes, example.cni, join(import.meta.dirname, '../../talos'))).toEqual({ errors: [], skipped: [] })
   })

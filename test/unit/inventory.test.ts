@@ -9,7 +9,7 @@ describe('inventory', () => {
     const dir = clusterDir(threeNodes)
     const inv = loadInventory(dir)
     expect(inv.clusterName).toBe('demo')
-    expect(inv.nodes.map((n) => [n.name, n.ip, n.role])).toEqual([
+    expect(inv.nodes.map((n) => [n.name, n.address, n.role])).toEqual([
       ['cp-1', '127.0.0.11', 'controlplane'],
       ['wrkr-1', '127.0.0.21', 'worker'],
       ['wrkr-2', '127.0.0.22', 'worker'],

@@ -7,7 +7,7 @@ import type { Run } from '../../lib/engine/run.js'
 import { runPhases } from '../../lib/engine/runner.js'
 
 function nodes(count: number): ClusterNode[] {
-  return Array.from({ length: count }, (_, i) => ({ name: `n-${i + 1}`, ip: `127.0.0.${i + 1}`, role: i === 0 ? 'controlplane' : 'worker', configFile: '/dev/null' }))
+  return Array.from({ length: count }, (_, i) => ({ name: `n-${i + 1}`, address: `127.0.0.${i + 1}`, role: i === 0 ? 'controlplane' : 'worker', configFile: '/dev/null' }))
 }
 
 function fakeRun(nodeList: ClusterNode[], concurrency: number, failFast = false): Run {

@@ -36,7 +36,7 @@ describe('a home-ops repository as talhelper reads it', () => {
     expect(inv.endpoint).toBe('https://k8s.home.example:6443')
     // a DNS endpoint is not a node address: the tool treats it as the VIP
     expect(inv.vip).toBe('k8s.home.example')
-    expect(inv.nodes.map((n) => [n.name, n.ip, n.role])).toEqual([
+    expect(inv.nodes.map((n) => [n.name, n.address, n.role])).toEqual([
       ['knode01.home.example', '127.97.3.11', 'controlplane'],
       ['knode02.home.example', '127.97.3.12', 'controlplane'],
       ['knode03.home.example', '127.97.3.13', 'worker'],
@@ -53,7 +53,7 @@ describe('a home-ops repository as talhelper reads it', () => {
 
   it('the environment alone is not enough where talenv.yaml names the value: talenv.yaml wins, as in talhelper', () => {
     const inv = loadInventory(dir, { env: { ...HOME_ENV, NODE1_IP: '127.97.3.99' } })
-    expect(inv.nodes[0]?.ip).toBe('127.97.3.11')
+    expect(inv.nodes[0]?.address).toBe('127.97.3.11')
   })
 
   it('an unset variable is exit 2 naming it and its line', () => {
@@ -95,7 +95,7 @@ describe('another config file (-c), output folder (-o) and filenameTmpl', () => 
     expect(inv.source).toBe(join(dir, 'talos', 'cluster.yaml'))
     expect(inv.talosconfig).toBe(join(dir, 'talos', 'generated', 'talosconfig'))
     expect(inv.talosVersion).toBe('v1.12.11')
-    expect(inv.nodes.map((n) => [n.name, n.ip, n.role, n.configFile])).toEqual([
+    expect(inv.nodes.map((n) => [n.name, n.address, n.role, n.configFile])).toEqual([
       ['LabCP1', '127.97.4.11', 'controlplane', join(dir, 'talos', 'generated', 'lab_LabCP1.yaml')],
       ['lab-w1', 'lab-w1.lab.example', 'worker', join(dir, 'talos', 'generated', 'worker-lab-w1.yaml')],
       ['lab-w2', '127.97.4.22', 'worker', join(dir, 'talos', 'generated', 'worker-lab-w2.yaml')],
@@ -127,7 +127,7 @@ describe('talenv.sops.yaml', () => {
     writeFileSync(join(bin, 'sops'), `#!/bin/sh\n[ "$1" = --decrypt ] || exit 9\necho 'S1_IP: 127.97.5.11'\n`)
     chmodSync(join(bin, 'sops'), 0o755)
     const inv = loadInventory(dir, { env: { PATH: `${bin}:/usr/bin:/bin` } })
-    expect(inv.nodes.map((n) => [n.name, n.ip])).toEqual([['s1', '127.97.5.11']])
+    expect(inv.nodes.map((n) => [n.name, n.address])).toEqual([['s1', '127.97.5.11']])
     expect(inv.endpoint).toBe('https://127.97.5.10:6443')
   })
 

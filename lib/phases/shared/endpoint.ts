@@ -53,7 +53,7 @@ export async function aimKubeconfig(run: Run): Promise<{ where: string; ready: b
     return { where: `kubeconfig -> ${endpoint}`, ready: true }
   }
   const node = bootstrapNode(run)
-  const direct = apiUrl(node.ip)
+  const direct = apiUrl(node.address)
   if (current !== direct) setKubeconfigServer(run.kubeconfig, direct)
   return { where: `kubeconfig -> ${direct} (the endpoint ${run.inventory.vip} does not answer yet)`, ready: false }
 }
