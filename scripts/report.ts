@@ -2,4 +2,4 @@
 // task bootstrap:report: the last run (or RUN=<file>) as a per-node timeline, and an SVG beside the report
 import { reportCommand } from '../lib/commands/report-command.js'
 
-process.exitCode = reportCommand(process.argv.slice(2), process.env)
+process.exitCode = await reportCommand(process.argv.slice(2), process.env)

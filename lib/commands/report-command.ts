@@ -1,7 +1,7 @@
 // task bootstrap:report: draws a run report as a timeline, in the terminal and as an SVG beside it.
 import { existsSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
-import { helpText, parseCommandArgs } from '../cli/args.js'
+import { runWrapped } from './command.js'
 import { ExitCode, InputError } from '../core/errors.js'
 import { formatDuration } from '../core/duration.js'
 import { output } from '../cli/output.js'
@@ -46,13 +46,8 @@ export function headline(timeline: Timeline): string {
 }
 
 /** The body of scripts/report.ts. Read-only but for the SVG it writes; no lock. */
-export function reportCommand(argv: string[], env: NodeJS.ProcessEnv): number {
-  try {
-    const args = parseCommandArgs(argv, env, REPORT_USAGE)
-    if (args.help) {
-      output.info(helpText(REPORT_USAGE))
-      return ExitCode.ok
-    }
+export async function reportCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  return runWrapped({ usage: REPORT_USAGE }, argv, env, async ({ args }) => {
     const { file, svg } = locateReport(args.clusterDir, args.run)
     const report = readReport(file)
     const timeline = buildTimeline(report)
@@ -64,11 +59,5 @@ export function reportCommand(argv: string[], env: NodeJS.ProcessEnv): number {
     output.info(`report: ${file}`)
     output.info(`svg: ${svgFile}`)
     return ExitCode.ok
-  } catch (err) {
-    if (err instanceof InputError) {
-      output.plainError(err.format())
-      return ExitCode.badInput
-    }
-    throw err
-  }
+  })
 }

@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path'
-import { helpText, parseCommandArgs, type CommandArgs } from '../cli/args.js'
-import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from '../core/errors.js'
+import type { CommandArgs } from '../cli/args.js'
+import { runWrapped } from './command.js'
+import { ExitCode, InputError } from '../core/errors.js'
 import { Facts } from '../engine/facts.js'
 import { setHintContext } from '../cli/hints.js'
 import { loadInventory, selectNodes } from '../input/inventory.js'
@@ -38,73 +39,16 @@ export interface CommandSpec {
   usage: string
 }
 
-/** Stops the run on Ctrl-C / SIGTERM, and when the parent (go-task) went away without telling us. */
-function interruptions(controller: AbortController): () => void {
-  const parent = process.ppid
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (controller.signal.aborted) process.exit(ExitCode.interrupted)
-    output.warn(`${signal} received: stopping (in-flight calls aborted, report and journal written)`)
-    controller.abort(new InterruptedError(`interrupted by ${signal}`))
-  }
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
-  process.on('SIGHUP', onSignal)
-  const orphanCheck = setInterval(() => {
-    if (process.ppid !== parent && !controller.signal.aborted) {
-      output.warn('the parent process is gone: stopping')
-      controller.abort(new InterruptedError('orphaned: parent process exited'))
-    }
-  }, 500)
-  orphanCheck.unref()
-  return () => {
-    clearInterval(orphanCheck)
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
-    process.off('SIGHUP', onSignal)
-  }
-}
-
-/** The body of every script: parse, load, lock, run the phases as one tree, summarise, report, exit. */
+/** The body of every phase script: parse, load, lock, run the phases as one tree, summarise, report, exit. */
 export async function runCommand(spec: CommandSpec, argv = process.argv.slice(2), env = process.env): Promise<number> {
-  const controller = new AbortController()
-  const stopListening = interruptions(controller)
   let release: (() => void) | undefined
   try {
-    const args = parseCommandArgs(argv, env, spec.usage)
-    if (args.help) {
-      output.info(helpText(spec.usage))
-      return ExitCode.ok
-    }
-    return await execute(spec, args, env, controller, (r) => (release = r))
-  } catch (err) {
-    return reportFatal(err)
+    return await runWrapped({ usage: spec.usage, stopping: 'in-flight calls aborted, report and journal written' }, argv, env, (ctx) =>
+      execute(spec, ctx.args, env, ctx.signal, (r) => (release = r)),
+    )
   } finally {
     release?.()
-    stopListening()
   }
-}
-
-/** Prints an error that ended a command before or outside the phases, and returns its exit code. */
-export function reportFatal(err: unknown): number {
-  // input errors read `<path>:<line>: <what is wrong> (fix: <what to do>)`, unprefixed
-  if (err instanceof InputError) {
-    output.plainError(err.format())
-    return ExitCode.badInput
-  }
-  if (err instanceof InputErrors) {
-    for (const e of err.errors) output.plainError(e.format())
-    return ExitCode.badInput
-  }
-  if (err instanceof ToolMissingError) {
-    output.error(err.message)
-    return ExitCode.toolMissing
-  }
-  if (err instanceof InterruptedError) {
-    output.error(err.message)
-    return ExitCode.interrupted
-  }
-  output.error(`unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
-  return ExitCode.nodeFailed
 }
 
 /** What every command loads first: settings, the inventory, and a redactor that knows their secrets. */
@@ -135,7 +79,7 @@ export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags
   return { settings, inventory, redactor }
 }
 
-async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.ProcessEnv, controller: AbortController, onLock: (release: () => void) => void): Promise<number> {
+async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.ProcessEnv, signal: AbortSignal, onLock: (release: () => void) => void): Promise<number> {
   const startedAt = new Date()
   const { settings, inventory, redactor } = loadCluster(args, env)
   redactProcessOutput(redactor)
@@ -152,7 +96,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   const tools = new ToolRunner({
     env,
     callTimeoutMs: settings.callTimeoutMs,
-    signal: controller.signal,
+    signal,
     dryRun: args.dryRun,
     redactor,
     ...(args.dryRun ? {} : { log: commandLog(statePaths(inventory.clusterDir).commandsLog) }),
@@ -165,7 +109,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     inventory,
     nodes,
     options: { dryRun: args.dryRun, failFast: args.failFast, reapply: args.reapply, recover: spec.recover ?? false, reset: args.reset, yes: args.yes },
-    signal: controller.signal,
+    signal,
     facts: new Facts(),
     redactor,
     tools,
@@ -201,10 +145,10 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   try {
     results = await runPhases(run, phases)
   } catch (err) {
-    if (!controller.signal.aborted) throw err
+    if (!signal.aborted) throw err
     interrupted = true
   }
-  interrupted ||= controller.signal.aborted
+  interrupted ||= signal.aborted
   if (interrupted && !args.dryRun) {
     // the phase in flight when the run stopped: keep what its nodes finished
     for (const phase of results) run.journal.record(phase)

@@ -1,9 +1,9 @@
 // The body of scripts/status.ts: parse, load the cluster, read, print the table; `--watch` repeats.
 import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { helpText, parseCommandArgs } from '../cli/args.js'
-import { loadCluster, reportFatal } from './run-command.js'
-import { ExitCode, InputError, InputErrors } from '../core/errors.js'
+import { runWrapped } from './command.js'
+import { loadCluster } from './run-command.js'
+import { ExitCode } from '../core/errors.js'
 import { selectNodes } from '../input/inventory.js'
 import { output } from '../cli/output.js'
 import { readStatus, STATUS_DEADLINE_MS, statusTable, type StatusTools } from './status.js'
@@ -13,23 +13,14 @@ import { Talosctl } from '../tools/talosctl.js'
 
 export const STATUS_USAGE = 'task bootstrap:status [CLUSTER_DIR=dir] [NODES=a,b] [-- --watch] [--poll-interval 5s] [--call-timeout 3s]'
 
-/** Exit 0 when every selected node is running and Ready, 1 otherwise (DESIGN.md); --watch until Ctrl-C, then the last table's code. */
+/** Exit 0 when every selected node is running and Ready, 1 otherwise (docs/design.md); --watch until Ctrl-C, then the last table's code. */
 export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const controller = new AbortController()
-  const stop = (): void => controller.abort()
-  process.on('SIGINT', stop)
-  process.on('SIGTERM', stop)
-  try {
-    const args = parseCommandArgs(argv, env, STATUS_USAGE)
-    if (args.help) {
-      output.info(helpText(STATUS_USAGE))
-      return ExitCode.ok
-    }
+  return runWrapped({ usage: STATUS_USAGE }, argv, env, async ({ args, signal }) => {
     const { settings, inventory, redactor } = loadCluster(args, env)
     const nodes = selectNodes(inventory, args.nodes)
     // an explicit --call-timeout may lengthen the deadline; the 30 s default must not
     const deadlineMs = args.settingFlags['call-timeout'] ? settings.callTimeoutMs : Math.min(settings.callTimeoutMs, STATUS_DEADLINE_MS)
-    const runner = new ToolRunner({ env, callTimeoutMs: deadlineMs, signal: controller.signal, dryRun: false, redactor })
+    const runner = new ToolRunner({ env, callTimeoutMs: deadlineMs, signal, dryRun: false, redactor })
     const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
     const tools: StatusTools = { inventory, runner, talosctl: new Talosctl(runner, inventory), kubectl: new Kubectl(runner, kubeconfig), kubeconfig, deadlineMs }
     const live = args.watch && process.stdout.isTTY === true
@@ -37,7 +28,7 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
     let code: number = ExitCode.interrupted
     for (;;) {
       const table = await readStatus(tools, nodes)
-      if (controller.signal.aborted) return code
+      if (signal.aborted) return code
       code = table.rows.every((r) => r.healthy) ? ExitCode.ok : ExitCode.nodeFailed
       const lines = [statusTable(table)]
       if (table.lastRun) lines.push(table.lastRun)
@@ -48,16 +39,10 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
       if (!args.watch) return code
       if (!live) output.table('')
       try {
-        await sleep(settings.pollIntervalMs, undefined, { signal: controller.signal })
+        await sleep(settings.pollIntervalMs, undefined, { signal })
       } catch {
         return code
       }
     }
-  } catch (err) {
-    if (controller.signal.aborted && !(err instanceof InputError || err instanceof InputErrors)) return ExitCode.interrupted
-    return reportFatal(err)
-  } finally {
-    process.off('SIGINT', stop)
-    process.off('SIGTERM', stop)
-  }
+  })
 }

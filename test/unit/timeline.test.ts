@@ -197,7 +197,7 @@ describe('task bootstrap:report files', () => {
     dir = undefined
   })
 
-  it('draws last-run.json and writes runs/<same name>.svg; --run picks a named report', () => {
+  it('draws last-run.json and writes runs/<same name>.svg; --run picks a named report', async () => {
     dir = mkdtempSync(join(tmpdir(), 'tb-timeline-'))
     const runs = join(dir, '.bootstrap', 'runs')
     mkdirSync(runs, { recursive: true })
@@ -219,7 +219,7 @@ describe('task bootstrap:report files', () => {
     process.stdout.write = ((chunk: string) => (writes.push(String(chunk)), true)) as typeof process.stdout.write
     let code: number
     try {
-      code = reportCommand(['--cluster-dir', dir, '--run', ''], { NO_COLOR: '1' })
+      code = await reportCommand(['--cluster-dir', dir, '--run', ''], { NO_COLOR: '1' })
     } finally {
       process.stdout.write = original
     }
@@ -230,14 +230,14 @@ describe('task bootstrap:report files', () => {
     expect(readFileSync(join(runs, '2026-11-25T21-00-00-000Z-talos.svg'), 'utf8')).toContain('data-node="wrkr-2"')
   })
 
-  it('is bad input (exit 2) when there is no run yet', () => {
+  it('is bad input (exit 2) when there is no run yet', async () => {
     dir = mkdtempSync(join(tmpdir(), 'tb-timeline-'))
     const errors: string[] = []
     const original = process.stderr.write.bind(process.stderr)
     process.stderr.write = ((chunk: string) => (errors.push(String(chunk)), true)) as typeof process.stderr.write
     let code: number
     try {
-      code = reportCommand(['--cluster-dir', dir], {})
+      code = await reportCommand(['--cluster-dir', dir], {})
     } finally {
       process.stderr.write = original
     }
