@@ -105,7 +105,7 @@ export function nearestFlag(typed: string): string | undefined {
 }
 
 /**
- * Flags beat the environment (DESIGN.md). Empty flag values (a Taskfile variable left unset)
+ * Flags beat the environment (docs/settings.md). Empty flag values (a Taskfile variable left unset)
  * count as not given. Unknown flags are bad input.
  */
 export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: string): CommandArgs {

@@ -4,7 +4,7 @@ import chalk from 'chalk'
 const colour = process.stderr.isTTY === true && !process.env.NO_COLOR && process.env.TERM !== 'dumb'
 const paint = (fn: (s: string) => string, text: string): string => (colour ? fn(text) : text)
 
-/** Tables and the summary go to stdout; errors and warnings to stderr (DESIGN.md, output). */
+/** Tables and the summary go to stdout; errors and warnings to stderr (docs/design.md, output). */
 export const output = {
   table(text: string): void {
     process.stdout.write(`${text}\n`)

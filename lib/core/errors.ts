@@ -1,4 +1,4 @@
-/** Exit codes of every script (DESIGN.md, task contract). */
+/** Exit codes of every script (docs/design.md, the task contract). */
 export const ExitCode = {
   ok: 0,
   nodeFailed: 1,
@@ -59,7 +59,7 @@ export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err)
 }
 
-/** Stable error kinds (DESIGN.md report schema), plus the few reality added. */
+/** Stable error kinds (docs/report.md), plus the few reality added. */
 export type ErrorKind =
   | 'unreachable'
   | 'timeout'

@@ -39,7 +39,7 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The lock file: the pid on the first line (DESIGN.md), then `start:` and `command:` lines. */
+/** The lock file: the pid on the first line (docs/design.md), then `start:` and `command:` lines. */
 function parseLock(text: string): Identity | undefined {
   const [first = '', ...rest] = text.split('\n')
   const pid = Number(first.trim())

@@ -6,7 +6,10 @@ interface Rule {
   pattern: RegExp
 }
 
-/** Ordered: the first match wins (reference/talosctl.md §4, helm-flux-kubectl.md §3). */
+/**
+ * Ordered: the first match wins. The texts are what the real talosctl, kubectl, helm and flux print
+ * (test/unit/classify.test.ts holds each as a row; docs/failures.md names what each means).
+ */
 const RULES: readonly Rule[] = [
   { kind: 'configured', pattern: /tls: certificate required/ },
   { kind: 'pki-mismatch', pattern: /possibly because of .*verification failure|tls: unknown certificate authority|tls: bad certificate|expired certificate|doesn't match the provided fingerprints/ },

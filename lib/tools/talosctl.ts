@@ -5,7 +5,7 @@ import type { ClusterNode, Inventory } from '../core/model.js'
 import type { ToolResult, ToolRunner } from './exec.js'
 import { parseJsonStream } from './json-stream.js'
 
-/** MachineStatus as `talosctl get machinestatus -o json` prints it (reference/talosctl.md §3.3). */
+/** MachineStatus as `talosctl get machinestatus -o json` prints it (the MachineStatus resource: siderolabs/talos pkg/machinery/resources/runtime/machine_status.go). */
 export interface MachineStatus {
   node: string
   stage: string
@@ -46,7 +46,7 @@ export interface ServiceStatus {
 /** One node's part of a batched read: its answer, or its own error (classified as a read of that node alone). */
 export type NodeAnswer<T> = { value: T; error?: undefined } | { error: NodeError; value?: undefined }
 
-/** Result of the insecure maintenance probe (works on v1.12 and v1.13: reference §2.5). */
+/** Result of the insecure maintenance probe (works on v1.12 and v1.13: the maintenance API serves MachineStatus to an insecure client, internal/app/resources/access.go). */
 export type ProbeResult = { state: 'maintenance' } | { state: 'configured' }
 
 const DRY_MACHINESTATUS = (node: string, stage: string): string =>
@@ -155,7 +155,7 @@ export class Talosctl {
   /**
    * The probe and the disks in one process: only the maintenance API answers an insecure read (a
    * configured node's apid wants a client certificate: "certificate required"), so the disks
-   * answering is maintenance (reference/talosctl.md §2.5, §4.1).
+   * answering is maintenance (internal/app/maintenance/server.go serves only the insecure API).
    */
   async probeDisks(node: ClusterNode): Promise<{ state: 'maintenance'; disks: Disk[] } | { state: 'configured' }> {
     try {
@@ -242,7 +242,7 @@ export class Talosctl {
     return parseEtcdMembers(result.stdout)
   }
 
-  /** Wipes STATE and EPHEMERAL and reboots into maintenance; graceful also leaves etcd (reference §3.9). */
+  /** Wipes STATE and EPHEMERAL and reboots into maintenance; graceful also leaves etcd (cmd/talosctl/cmd/talos/reset.go). */
   async reset(node: ClusterNode, graceful: boolean): Promise<void> {
     const args = ['reset', ...this.secureArgs(node), `--graceful=${graceful}`, '--reboot', '--system-labels-to-wipe', 'STATE', '--system-labels-to-wipe', 'EPHEMERAL', '--wait=false']
     await this.call(node, args)
@@ -328,7 +328,7 @@ function toDisk(doc: unknown): Disk {
   }
 }
 
-/** `talosctl service <id>` key/value block (reference §3.7). */
+/** `talosctl service <id>` key/value block (cmd/talosctl/cmd/talos/service.go). */
 export function parseServiceBlock(stdout: string, id: string): ServiceStatus {
   const field = (name: string): string => new RegExp(`^${name}\\s+(.*)$`, 'm').exec(stdout)?.[1]?.trim() ?? ''
   const event = /^EVENTS\s+\[\w+\]: (.*?)(?: \(\S+ ago\))?$/m.exec(stdout)?.[1] ?? ''
@@ -336,7 +336,7 @@ export function parseServiceBlock(stdout: string, id: string): ServiceStatus {
 }
 
 /**
- * `talosctl etcd members` table (reference §3.8); NODE column optional. Cells are cut at the header's
+ * `talosctl etcd members` table (cmd/talosctl/cmd/talos/etcd.go); NODE column optional. Cells are cut at the header's
  * column offsets (tabwriter aligns them): a learner that has not started has an empty HOSTNAME and
  * CLIENT URLS, which splitting on whitespace would shift.
  */
