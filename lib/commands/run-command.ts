@@ -5,6 +5,7 @@ import { ExitCode, InputError } from '../core/errors.js'
 import { Facts } from '../engine/facts.js'
 import { setHintContext } from '../cli/hints.js'
 import { loadInventory, selectNodes } from '../input/inventory.js'
+import { MachineConfig } from '../input/machine-config.js'
 import { kubeNodeName, type Inventory } from '../core/model.js'
 import { Journal } from '../state/journal.js'
 import { acquireLock } from '../state/lock.js'
@@ -63,7 +64,7 @@ export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags
   checkSettingsFit(input, settings, inventory)
   const redactor = new Redactor()
   redactor.addFromYamlFile(inventory.talosconfig)
-  for (const node of inventory.nodes) redactor.addFromYamlFile(node.configFile)
+  for (const node of inventory.nodes) for (const doc of MachineConfig.of(node.configFile).values()) redactor.addFromValue(doc)
   if (settings.flux?.git?.privateKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.git.privateKeyFile))
   if (settings.flux?.sopsAgeKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.sopsAgeKeyFile))
   // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message

@@ -7,9 +7,9 @@
 //   rendered by control planes only (control_plane.go ProxyEnabled; worker configs carry no proxy).
 // - machine.features.kubePrism: on only when enabled: true (v1alpha1_features.go), port 7445 when
 //   unset (defaultKubePrismPort); each node runs its own, so every node's config counts.
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { basename, join } from 'node:path'
-import { isMap, isScalar, LineCounter, parseAllDocuments } from 'yaml'
+import { MachineConfig } from './machine-config.js'
 import { InputError, InputErrors } from '../core/errors.js'
 import type { ClusterNode } from '../core/model.js'
 import type { Run } from '../engine/run.js'
@@ -33,21 +33,10 @@ type Path = ReadonlyArray<string>
 
 /** Reads the CNI-related keys of a machine config (the v1alpha1 document of a multi-document file). */
 export function readConfigNetwork(node: ClusterNode): ConfigNetwork | undefined {
-  const lines = new LineCounter()
-  const docs = parseAllDocuments(readFileSync(node.configFile, 'utf8'), { lineCounter: lines })
-  const doc = (Array.isArray(docs) ? docs : [docs]).find((d) => d.get('version') === 'v1alpha1')
+  const config = MachineConfig.of(node.configFile)
+  const doc = config.documents.find((d) => d.get('version') === 'v1alpha1')
   if (!doc) return undefined // not a v1alpha1 config: `talosctl validate` says so
-  // the line of the key of the deepest part of the path the file has (`network:` when it has no cni)
-  const lineOf = (path: Path): number | undefined => {
-    for (let depth = path.length; depth > 0; depth--) {
-      const parent = depth === 1 ? doc.contents : doc.getIn(path.slice(0, depth - 1), true)
-      if (!isMap(parent)) continue
-      const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === path[depth - 1])
-      const range = (pair?.key as { range?: [number, number, number] } | undefined)?.range
-      if (range) return lines.linePos(range[0]).line
-    }
-    return undefined
-  }
+  const lineOf = (path: Path): number | undefined => config.lineOf(doc, path)
   const value = (path: Path): unknown => doc.getIn(path)
   const name = value(['cluster', 'network', 'cni', 'name'])
   const disabled = value(['cluster', 'proxy', 'disabled'])

@@ -1,28 +1,13 @@
-import { readFileSync } from 'node:fs'
-import { parseAllDocuments } from 'yaml'
 import type { ClusterNode } from '../core/model.js'
 import type { Disk } from '../tools/talosctl.js'
+import { MachineConfig, type InstallTarget } from './machine-config.js'
 
-export interface InstallTarget {
-  disk?: string
-  selector?: Record<string, unknown>
-}
+export type { InstallTarget } from './machine-config.js'
 
 /** The install disk or selector the node's machine config asks for (falls back to the inventory). */
 export function installTarget(node: ClusterNode): InstallTarget {
-  try {
-    for (const doc of parseAllDocuments(readFileSync(node.configFile, 'utf8'))) {
-      const config = doc.toJS() as { machine?: { install?: { disk?: unknown; diskSelector?: unknown } } } | null
-      const install = config?.machine?.install
-      if (!install) continue
-      const target: InstallTarget = {}
-      if (typeof install.disk === 'string' && install.disk) target.disk = install.disk
-      if (install.diskSelector && typeof install.diskSelector === 'object') target.selector = install.diskSelector as Record<string, unknown>
-      if (target.disk || target.selector) return target
-    }
-  } catch {
-    // validation reports unreadable configs
-  }
+  const fromConfig = MachineConfig.of(node.configFile).installTarget()
+  if (fromConfig) return fromConfig
   return { ...(node.installDisk ? { disk: node.installDisk } : {}), ...(node.installDiskSelector ? { selector: node.installDiskSelector } : {}) }
 }
 

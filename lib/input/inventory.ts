@@ -1,10 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
-import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document } from 'yaml'
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml'
 import { InputError, InputErrors } from '../core/errors.js'
 import type { ClusterNode, Inventory, Role } from '../core/model.js'
 import { DEFAULT_FILENAME_TMPL, isDomain, isHostname, renderFilename, splitAddresses, substituteEnv, talhelperEnv, talosVersionOf } from './talhelper.js'
+import { MachineConfig } from './machine-config.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
 
 export interface InventoryOptions {
@@ -246,7 +247,7 @@ function build(
     const node: ClusterNode = { name: n.name, address: parsed.addresses[0] as string, addresses: parsed.addresses, role, configFile: n.configFile, ...install.fields }
     const kubeName = kubernetesNodeName(config.hostname ?? n.name, config.registerWithFQDN)
     if (kubeName !== n.name) node.kubeName = kubeName
-    if (discoveryEnabled(n.configFile)) node.discovery = true
+    if (MachineConfig.of(n.configFile).discovery) node.discovery = true
     nodes.push(node)
   })
   if (raw.length > 0 && errors.length === 0 && !nodes.some((n) => n.role === 'controlplane')) {
@@ -311,15 +312,14 @@ export function kubernetesNodeName(hostname: string, registerWithFQDN: boolean):
 }
 
 function machineConfigProblems(path: string, name: string, role: Role, schema: 'talhelper' | 'nodes'): InputError[] | { hostname?: string; registerWithFQDN: boolean } {
-  let source: string
-  try {
-    source = readFileSync(path, 'utf8')
-  } catch (err) {
-    return [new InputError(`cannot read the machine config (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { file: path, fix: 'make it a readable file (talhelper genconfig writes it)' })]
+  const machineConfig = MachineConfig.of(path)
+  const source = machineConfig.source
+  if (source === undefined) {
+    return [new InputError(`cannot read the machine config (${machineConfig.readError?.code ?? 'error'})`, { file: path, fix: 'make it a readable file (talhelper genconfig writes it)' })]
   }
-  const docs = parseAllDocuments(source)
-  // parsed once; the syntax error message is built only when there is one
-  const syntax = docs.some((d) => d.errors.length > 0) ? YamlFile.checkSyntax(path, source) : undefined
+  const docs = machineConfig.documents
+  // the syntax error message is built only when there is one
+  const syntax = machineConfig.syntaxOk ? undefined : YamlFile.checkSyntax(path, source)
   if (syntax) return [new InputError(syntax.message, { file: path, ...(syntax.line ? { line: syntax.line } : {}), fix: 'correct the YAML syntax at that line (or in its talhelper patch) and regenerate the config' })]
   const at = (doc: Document, keys: Array<string | number>): { line?: number } => {
     for (let depth = keys.length; depth >= 0; depth--) {
@@ -332,7 +332,7 @@ function machineConfigProblems(path: string, name: string, role: Role, schema: '
   const err = (doc: Document, keys: Array<string | number>, message: string, fix: string): InputError => new InputError(message, { file: path, ...at(doc, keys), fix })
   const v1alpha1: Document[] = []
   let hostnameDoc: unknown
-  for (const doc of Array.isArray(docs) ? docs : [docs]) {
+  for (const doc of docs) {
     // an empty document (a stray `---`) holds nothing
     if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) continue
     if (isSeq(doc.contents)) return [err(doc, [], `the machine config of ${name} is a YAML list, not a Talos machine config`, TALOS_DOC_FIX)]
@@ -374,25 +374,6 @@ function machineConfigProblems(path: string, name: string, role: Role, schema: '
   // the hostname Talos takes: the v1alpha1 one, else a HostnameConfig document's (Talos 1.12 multi-doc)
   const hostname = [config.getIn(['machine', 'network', 'hostname']), hostnameDoc].find((h): h is string => typeof h === 'string' && h !== '')
   return { ...(hostname ? { hostname } : {}), registerWithFQDN: config.getIn(['machine', 'kubelet', 'registerWithFQDN']) === true }
-}
-
-/**
- * cluster.discovery.enabled with the service registry on (Talos's default when absent: off,
- * v1alpha1_discoveryconfig.go). The kubernetes registry needs the API, so it finds nobody before the bootstrap.
- */
-function discoveryEnabled(path: string): boolean {
-  let docs: unknown[]
-  try {
-    docs = parseAllDocuments(readFileSync(path, 'utf8')).map((d) => d.toJS() as unknown)
-  } catch {
-    return false // unreadable: the syntax check reports it
-  }
-  for (const doc of docs) {
-    const config = doc as { cluster?: { discovery?: { enabled?: unknown; registries?: { service?: { disabled?: unknown } } } } } | null
-    const discovery = config?.cluster?.discovery
-    if (discovery) return discovery.enabled === true && discovery.registries?.service?.disabled !== true
-  }
-  return false
 }
 
 /** A talosconfig must parse and hold a context with credentials, or every authenticated call fails later. */

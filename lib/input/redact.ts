@@ -41,7 +41,7 @@ export class Redactor {
     }
   }
 
-  /** Every value under a secret-looking key in a YAML file (machine config, talosconfig). */
+  /** Every value under a secret-looking key in a YAML file (talosconfig, a Secret manifest). */
   addFromYamlFile(path: string): void {
     let text: string
     try {
@@ -52,13 +52,17 @@ export class Redactor {
     // every document, whatever follows its `---` (a trailing space, a comment)
     for (const document of parseAllDocuments(text)) {
       try {
-        const doc: unknown = document.toJS()
-        this.walk(doc)
-        this.addSecretData(doc)
+        this.addFromValue(document.toJS())
       } catch {
         // unparsable documents are reported by validation, not here
       }
     }
+  }
+
+  /** Every value under a secret-looking key of a parsed document (a machine config's, say). */
+  addFromValue(doc: unknown): void {
+    this.walk(doc)
+    this.addSecretData(doc)
   }
 
   addFile(path: string): void {
