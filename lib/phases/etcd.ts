@@ -44,7 +44,7 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
   // nobody can tell whether etcd runs: never read as "not bootstrapped" (transient: retried)
   if (errors.size === cps.length) {
     const why = cps.map((cp) => `${cp.name} (${errors.get(cp.name)?.kind ?? 'unknown'}: ${errors.get(cp.name)?.message ?? ''})`).join('; ')
-    throw new NodeError('unreachable', `no control plane answered whether etcd runs: ${why}`, `bring a control plane back (task bootstrap:status shows them), then run the same command again`)
+    throw new NodeError('unreachable', `no control plane answered whether etcd runs: ${why}`, `bring a control plane back (${taskCommand('bootstrap:status')} shows them), then run the same command again`)
   }
   return cps.find((_, i) => states[i] === 'Running')
 }

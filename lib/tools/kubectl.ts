@@ -85,7 +85,7 @@ export class Kubectl {
       throw new NodeError('pki-mismatch', `the Kubernetes API at ${server ?? 'the kubeconfig server'} presented a certificate the kubeconfig does not accept: ${message}`, `the kubeconfig is from another cluster or stale: write it again with ${taskCommand('bootstrap:etcd')} (or fix certificate-authority-data), then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     if (/error loading config file|invalid configuration|no configuration has been provided|server localhost:8080 was refused/i.test(text)) {
-      throw new NodeError('config-invalid', `kubectl cannot use the kubeconfig ${this.kubeconfig}: ${message}`, 'write it again with task bootstrap:etcd (or fix the file), then run: task bootstrap:wait-ready')
+      throw new NodeError('config-invalid', `kubectl cannot use the kubeconfig ${this.kubeconfig}: ${message}`, `write it again with ${taskCommand('bootstrap:etcd')} (or fix the file), then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     if (/\(Unauthorized\)|\(Forbidden\)|must be logged in/i.test(text)) {
       throw new NodeError('unauthorized', `the Kubernetes API refused the kubeconfig's credentials: ${message}`, `write the kubeconfig again with ${taskCommand('bootstrap:etcd')}, then run: ${taskCommand('bootstrap:wait-ready')}`)
