@@ -69,7 +69,7 @@ export function helpText(usage: string): string {
     `usage: ${usage}`,
     'Variables go before --, flags after it (a flag beats its variable, the variable beats bootstrap.yaml):',
     ...rows.map(([flag, what]) => `  ${flag.padEnd(width)}  ${what}`),
-    `Settings (bootstrap.yaml keys, variables, flags, durations): ${resolve(import.meta.dirname, '..', 'docs', 'settings.md')}`,
+    `Settings (bootstrap.yaml keys, variables, flags, durations): ${resolve(import.meta.dirname, '..', '..', 'docs', 'settings.md')}`,
   ].join('\n')
 }
 

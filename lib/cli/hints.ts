@@ -4,7 +4,7 @@ import type { ClusterNode } from '../core/model.js'
 import { shellWord } from '../core/shell.js'
 
 /** The repository (its Taskfile): `task -d <repo>` runs from wherever the operator stands. */
-const REPO = resolve(import.meta.dirname, '..')
+const REPO = resolve(import.meta.dirname, '..', '..')
 
 /** What every hint needs to be runnable as written: where the cluster is and how to reach it. */
 export interface HintContext {
