@@ -215,8 +215,11 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       }
       const started = performance.now()
       record.startedAtMs = Math.round(started - tracker.started)
+      const shows = progressFilter(plainOutput())
       const reporter = stepReporter(run, {
-        progress: (text) => (task.output = text),
+        progress: (text) => {
+          if (shows(text)) task.output = text
+        },
         retrying: (attempt, error, delayMs) => (task.output = `attempt ${attempt} failed (${error.kind}: ${error.message}); retrying in ${Math.round(delayMs)}ms`),
       })
       try {
@@ -252,13 +255,41 @@ function interruptedRecord(run: Run, doing: string, hint: string): ErrorRecord {
   return { kind: 'interrupted', message: `${why} during: ${doing}`, hint }
 }
 
+/** In plain output (a pipe, CI), a waiting node's line repeats at most this often while its state stays the same. */
+export const PLAIN_REPEAT_MS = 30_000
+
+/**
+ * What a progress line says, without the elapsed times in it (`booting for 12s` and `booting for 17s`
+ * are one state): a plain log gets a line when this changes.
+ */
+export function progressState(text: string): string {
+  return text.replace(/\b(?:\d+(?:\.\d+)?(?:ms|h|m|s))+\b/g, '#')
+}
+
+/**
+ * Whether a progress line goes out: a terminal redraws in place, so every change does; a plain log
+ * gets a line when the state changes, and at most every PLAIN_REPEAT_MS otherwise.
+ */
+export function progressFilter(plain: boolean, now: () => number = () => performance.now()): (text: string) => boolean {
+  let lastText: string | undefined
+  let lastState: string | undefined
+  let lastAt = -Infinity
+  return (text) => {
+    if (text === lastText) return false
+    const state = progressState(text)
+    if (plain && state === lastState && now() - lastAt < PLAIN_REPEAT_MS) return false
+    lastText = text
+    lastState = state
+    lastAt = now()
+    return true
+  }
+}
+
 function nodeReporter(run: Run, task: Task, node: ClusterNode, record: NodeResult, runStarted: number): StepReporter {
-  let last = ''
+  const shows = progressFilter(plainOutput())
   return stepReporter(run, {
     progress: (text) => {
-      if (text === last) return
-      last = text
-      task.output = `${node.name}: ${text}`
+      if (shows(text)) task.output = `${node.name}: ${text}`
     },
     retrying: (attempt, error, delayMs) => {
       record.attempts = Math.max(record.attempts, attempt + 1)
