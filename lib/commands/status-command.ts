@@ -1,6 +1,7 @@
 // The body of scripts/status.ts: parse, load the cluster, read, print the table; `--watch` repeats.
 import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import ora from 'ora'
 import { runWrapped } from './command.js'
 import { loadCluster } from './run-command.js'
 import { ExitCode } from '../core/errors.js'
@@ -38,10 +39,14 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
       for (const w of table.warnings) output.warn(redactor.redact(w))
       if (!args.watch) return code
       if (!live) output.table('')
+      // on a terminal, the wait between two tables is a spinner (ora): the table alone looks frozen
+      const spinner = live ? ora({ text: `next refresh in ${Math.round(settings.pollIntervalMs / 1000)}s (Ctrl-C stops)`, stream: process.stderr }).start() : undefined
       try {
         await sleep(settings.pollIntervalMs, undefined, { signal })
       } catch {
         return code
+      } finally {
+        spinner?.stop()
       }
     }
   })
