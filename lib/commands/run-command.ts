@@ -91,7 +91,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   requireTools(env, ['talosctl', ...(spec.tools ?? [])])
   const state = stateDir(inventory.clusterDir)
   // nothing under .bootstrap is written through a link, and the directory must be writable: known before any node is touched
-  if (!args.dryRun) checkStateFiles(inventory.clusterDir, ['lock', 'commands.log', 'journal.json', 'last-run.json'].map((f) => join(state, f)), [join(state, 'runs')])
+  if (!args.dryRun) checkStateFiles(inventory.clusterDir, ['lock', 'commands.log', 'journal.json', 'last-run.json', 'kubeconfig.fetched'].map((f) => join(state, f)), [join(state, 'runs')])
   if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
 
   const tools = new ToolRunner({
@@ -103,6 +103,7 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     ...(args.dryRun ? {} : { log: commandLog(statePaths(inventory.clusterDir).commandsLog) }),
   })
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
+  const kube = { kubeconfig, clusterName: inventory.clusterName }
   const journalWarnings: string[] = []
   const run: Run = {
     command: spec.command,
@@ -115,9 +116,9 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     redactor,
     tools,
     talosctl: new Talosctl(tools, inventory),
-    kubectl: new Kubectl(tools, kubeconfig, inventory.nodes.map(kubeNodeName)),
-    helm: new Helm(tools, kubeconfig),
-    flux: new Flux(tools, kubeconfig),
+    kubectl: new Kubectl(tools, kube, inventory.nodes.map(kubeNodeName)),
+    helm: new Helm(tools, kube),
+    flux: new Flux(tools, kube),
     sops: new Sops(tools, env),
     kubeconfig,
     failed: new Map(),

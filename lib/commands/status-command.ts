@@ -23,7 +23,7 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
     const deadlineMs = args.settingFlags['call-timeout'] ? settings.callTimeoutMs : Math.min(settings.callTimeoutMs, STATUS_DEADLINE_MS)
     const runner = new ToolRunner({ env, callTimeoutMs: deadlineMs, signal, dryRun: false, redactor })
     const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
-    const tools: StatusTools = { inventory, runner, talosctl: new Talosctl(runner, inventory), kubectl: new Kubectl(runner, kubeconfig), kubeconfig, deadlineMs }
+    const tools: StatusTools = { inventory, runner, talosctl: new Talosctl(runner, inventory), kubectl: new Kubectl(runner, { kubeconfig, clusterName: inventory.clusterName }), kubeconfig, deadlineMs }
     const live = args.watch && process.stdout.isTTY === true
     // interrupted before the first table: 130; in --watch, Ctrl-C ends with the last table's verdict
     let code: number = ExitCode.interrupted

@@ -1,8 +1,9 @@
-import { existsSync, statSync } from 'node:fs'
+import { existsSync, realpathSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseDuration } from '../core/duration.js'
 import { InputError } from '../core/errors.js'
 import type { Inventory } from '../core/model.js'
+import { TALENV_FILES } from './talhelper.js'
 import { YamlFile } from './yaml-file.js'
 
 export interface CniSettings {
@@ -398,9 +399,39 @@ export function checkSettingsFit(input: SettingsInput, settings: Settings, inven
   } catch {
     // absent: the bootstrap phase writes it
   }
+  const origin = settingOrigin(input, 'kubeconfig')
+  const where = origin.file ? `${origin.file}${origin.line ? `:${origin.line}` : ''}` : origin.describe
   if (isDir) {
-    const origin = settingOrigin(input, 'kubeconfig')
-    const where = origin.file ? `${origin.file}${origin.line ? `:${origin.line}` : ''}` : origin.describe
     throw new InputError(`is a directory, not a kubeconfig file (kubeconfig from ${where})`, { file: kubeconfig, fix: 'move the directory away, or point kubeconfig at a file path (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig)' })
+  }
+  // the kubeconfig is written: never over one of the files the run reads
+  const clashing = inputFiles(input.clusterDir, settings, inventory).find((file) => samePath(file, kubeconfig))
+  if (clashing) {
+    throw new InputError(`is an input of this cluster (${clashing}), not a place to write the kubeconfig (kubeconfig from ${where})`, { file: kubeconfig, fix: 'point kubeconfig at a file of its own (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig; default: kubeconfig in the cluster directory)' })
+  }
+}
+
+/** Every file a run reads: the inventory, the talosconfig, the machine configs, the settings and the files they name. */
+function inputFiles(clusterDir: string, settings: Settings, inventory: Inventory): string[] {
+  return [
+    inventory.source,
+    inventory.talosconfig,
+    ...inventory.nodes.map((n) => n.configFile),
+    join(clusterDir, SETTINGS_FILE),
+    ...TALENV_FILES.map((f) => join(clusterDir, f)),
+    ...(settings.cni?.caFile ? [settings.cni.caFile] : []),
+    ...(settings.flux?.git?.privateKeyFile ? [resolve(clusterDir, settings.flux.git.privateKeyFile)] : []),
+    ...(settings.flux?.sopsAgeKeyFile ? [resolve(clusterDir, settings.flux.sopsAgeKeyFile)] : []),
+    ...(settings.flux?.secrets ?? []).map((f) => resolve(clusterDir, f)),
+  ].map((f) => resolve(clusterDir, f))
+}
+
+/** Two paths name one file: the same path, or the same file through links. */
+function samePath(a: string, b: string): boolean {
+  if (resolve(a) === resolve(b)) return true
+  try {
+    return realpathSync(a) === realpathSync(b)
+  } catch {
+    return false
   }
 }

@@ -1,5 +1,8 @@
-import { chmodSync, existsSync } from 'node:fs'
-import { NodeError } from '../core/errors.js'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { errorMessage, NodeError } from '../core/errors.js'
+import { mergeKubeconfig } from '../state/kubeconfig.js'
+import { stateDir } from '../state/paths.js'
 import { hintFor, talosctlCommand, taskCommand } from '../cli/hints.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
 import { PollTimeout } from '../wait/poll.js'
@@ -167,19 +170,28 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
 }
 
 /**
- * Writes the kubeconfig (0600) from the bootstrap node. While the endpoint is a VIP that does not
- * answer yet, it points at the bootstrap node's own address; wait-ready switches it back.
+ * Writes this cluster's kubeconfig (0600) from the bootstrap node: fetched into .bootstrap/, then
+ * merged into the kubeconfig file (only this cluster's cluster, context and user entries change;
+ * other clusters in it stay as they are). While the endpoint is a VIP that does not answer yet, it
+ * points at the bootstrap node's own address; wait-ready switches it back.
  */
 async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> {
   // a recovery keeps the operator's kubeconfig; only where it points may change
   if (run.options.recover && existsSync(run.kubeconfig)) return pointKubeconfig(run)
   const node = bootstrapNode(run)
-  await report.retry(() => run.talosctl.kubeconfig(node, run.kubeconfig))
+  const fetched = join(stateDir(run.inventory.clusterDir), 'kubeconfig.fetched')
+  await report.retry(() => run.talosctl.kubeconfig(node, fetched))
   if (run.options.dryRun) return run.kubeconfig
-  if (!existsSync(run.kubeconfig)) {
-    throw new NodeError('unknown', `talosctl kubeconfig on ${node.name} exited 0 but wrote no file at ${run.kubeconfig}`, `run it by hand to see why: ${talosctlCommand(node, `kubeconfig ${run.kubeconfig}`)}; then run: ${taskCommand('bootstrap:etcd')}`)
+  if (!existsSync(fetched)) {
+    throw new NodeError('unknown', `talosctl kubeconfig on ${node.name} exited 0 but wrote no file at ${fetched}`, `run it by hand to see why: ${talosctlCommand(node, `kubeconfig ${fetched}`)}; then run: ${taskCommand('bootstrap:etcd')}`)
   }
-  chmodSync(run.kubeconfig, 0o600)
+  try {
+    mergeKubeconfig(run.kubeconfig, readFileSync(fetched, 'utf8'))
+  } catch (err) {
+    throw new NodeError('config-invalid', `cannot merge this cluster's kubeconfig into ${run.kubeconfig}: ${errorMessage(err)}`, `fix or move ${run.kubeconfig} (or point kubeconfig at another file), then run: ${taskCommand('bootstrap:etcd')}`)
+  } finally {
+    rmSync(fetched, { force: true })
+  }
   return pointKubeconfig(run)
 }
 

@@ -4,6 +4,7 @@ import { goDuration } from '../core/duration.js'
 import { fluxHint, taskCommand } from '../cli/hints.js'
 import type { FluxGitSettings } from '../input/settings.js'
 import type { ToolRunner } from './exec.js'
+import { kubeArgs, type KubeAccess } from './kube-access.js'
 
 /** What to do about a failed flux call: the Git side's two usual causes get their own fix. */
 function hintFor(text: string): string {
@@ -16,11 +17,11 @@ function hintFor(text: string): string {
 export class Flux {
   constructor(
     private readonly runner: ToolRunner,
-    private readonly kubeconfig: string,
+    private readonly access: KubeAccess,
   ) {}
 
   private async call(args: string[], timeoutMs?: number): Promise<string> {
-    const result = await this.runner.run({ tool: 'flux', args: [...args, '--kubeconfig', this.kubeconfig], ...(timeoutMs ? { timeoutMs } : {}) })
+    const result = await this.runner.run({ tool: 'flux', args: [...args, ...kubeArgs(this.access, '--context')], ...(timeoutMs ? { timeoutMs } : {}) })
     if (result.ok) return result.stderr + result.stdout
     const { kind, message } = classify(result)
     // flux logs its progress (►, ✔, ◎) on stderr too; the failure is the `✗ <err>` line(s)

@@ -4,6 +4,7 @@ import { goDuration } from '../core/duration.js'
 import { taskCommand } from '../cli/hints.js'
 import type { CniSettings } from '../input/settings.js'
 import type { ToolRunner } from './exec.js'
+import { kubeArgs, type KubeAccess } from './kube-access.js'
 
 export interface ReleaseStatus {
   status: string
@@ -16,7 +17,7 @@ export interface ReleaseStatus {
 export class Helm {
   constructor(
     private readonly runner: ToolRunner,
-    private readonly kubeconfig: string,
+    private readonly access: KubeAccess,
   ) {}
 
   async clientVersion(): Promise<string> {
@@ -31,10 +32,10 @@ export class Helm {
    */
   async release(release: string, namespace: string): Promise<ReleaseStatus | undefined> {
     const filter = `^${release.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`
-    const result = await this.runner.run({ tool: 'helm', args: ['list', '--namespace', namespace, '--kubeconfig', this.kubeconfig, '--filter', filter, '--all', '-o', 'json'], dryRunStdout: '' })
+    const result = await this.runner.run({ tool: 'helm', args: ['list', '--namespace', namespace, ...kubeArgs(this.access, '--kube-context'), '--filter', filter, '--all', '-o', 'json'], dryRunStdout: '' })
     if (!result.ok) {
       const { kind, message } = classify(result)
-      throw new NodeError(kind, message, `check the Kubernetes API and the release with \`helm status ${release} -n ${namespace} --kubeconfig ${this.kubeconfig}\`; then run: ${taskCommand('bootstrap:wait-ready')}`)
+      throw new NodeError(kind, message, `check the Kubernetes API and the release with \`helm status ${release} -n ${namespace} --kubeconfig ${this.access.kubeconfig}\`; then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     if (!result.stdout.trim()) return undefined
     const rows = JSON.parse(result.stdout) as Array<{ name?: string; status?: string; chart?: string; revision?: string }>
@@ -45,7 +46,7 @@ export class Helm {
 
   /** helm upgrade --install of a chart other than the CNI (flux-operator); failures hint `recovery`. */
   async installChart(chart: { release: string; chart: string; namespace: string; version?: string; repo?: string; caFile?: string }, timeoutMs: number, recovery: string): Promise<void> {
-    const args = ['upgrade', '--install', chart.release, chart.chart, '--namespace', chart.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--wait', '--timeout', goDuration(timeoutMs),
+    const args = ['upgrade', '--install', chart.release, chart.chart, '--namespace', chart.namespace, '--create-namespace', ...kubeArgs(this.access, '--kube-context'), '--wait', '--timeout', goDuration(timeoutMs),
       ...(chart.version ? ['--version', chart.version] : []), ...(chart.repo ? ['--repo', chart.repo] : []), ...(chart.caFile ? ['--ca-file', chart.caFile] : [])]
     const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000 })
     if (result.ok) return
@@ -60,7 +61,7 @@ export class Helm {
    * own deadline: the release says whether it went in.
    */
   async upgradeInstall(cni: CniSettings, valuesFile: string | undefined, timeoutMs: number): Promise<{ note?: string }> {
-    const args = ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', this.kubeconfig, '--timeout', goDuration(timeoutMs)]
+    const args = ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', ...kubeArgs(this.access, '--kube-context'), '--timeout', goDuration(timeoutMs)]
     if (cni.repo) args.push('--repo', cni.repo)
     if (cni.caFile) args.push('--ca-file', cni.caFile)
     if (cni.version) args.push('--version', cni.version)
@@ -84,7 +85,7 @@ export class Helm {
       throw new NodeError('cni', message, `${fix}, then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'cni', message, /another operation .* in progress/.test(message)
-      ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace} --kubeconfig ${this.kubeconfig}\`, then \`helm rollback\` or uninstall it, then run: ${taskCommand('bootstrap:wait-ready')}`
+      ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace} --kubeconfig ${this.access.kubeconfig}\`, then \`helm rollback\` or uninstall it, then run: ${taskCommand('bootstrap:wait-ready')}`
       : `fix the chart or its values (helm said: ${message.slice(0, 120)}), then run: ${taskCommand('bootstrap:wait-ready')}`)
   }
 }

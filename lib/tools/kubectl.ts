@@ -2,6 +2,7 @@ import { classify } from './classify.js'
 import { NodeError } from '../core/errors.js'
 import { phaseHint, taskCommand } from '../cli/hints.js'
 import type { ToolResult, ToolRunner } from './exec.js'
+import { kubeArgs, type KubeAccess } from './kube-access.js'
 
 export interface KubeCondition {
   type: string
@@ -37,7 +38,7 @@ const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
 export class Kubectl {
   constructor(
     private readonly runner: ToolRunner,
-    private readonly kubeconfig: string,
+    private readonly access: KubeAccess,
     /** node names, for the happy answers a dry run plans with */
     private readonly nodeNames: string[] = [],
     /** the task a failure's hint tells the user to run again */
@@ -46,7 +47,7 @@ export class Kubectl {
 
   /** The same client, its failures hinting `task` (the phase using it). */
   withRecovery(task: string): Kubectl {
-    return new Kubectl(this.runner, this.kubeconfig, this.nodeNames, task)
+    return new Kubectl(this.runner, this.access, this.nodeNames, task)
   }
 
   /** What a healthy cluster would answer, so a dry run walks every step once. */
@@ -58,7 +59,7 @@ export class Kubectl {
   }
 
   private async call(args: string[], dryRunStdout = '', input?: string): Promise<ToolResult> {
-    const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, KUBECTL_TIMEOUT, ...args], dryRunStdout, ...(input !== undefined ? { input } : {}) })
+    const result = await this.runner.run({ tool: 'kubectl', args: [...kubeArgs(this.access, '--context'), KUBECTL_TIMEOUT, ...args], dryRunStdout, ...(input !== undefined ? { input } : {}) })
     if (result.ok) return result
     const { kind, message } = classify(result)
     throw new NodeError(kind, message, kind === 'unreachable' || kind === 'timeout' ? `the Kubernetes API does not answer yet; run again once the control planes are up: ${taskCommand(this.recoveryTask)}` : phaseHint(this.recoveryTask, 'see the message'))
@@ -76,7 +77,7 @@ export class Kubectl {
    */
   async readyz(server?: string): Promise<boolean> {
     const args = [...(server ? ['--server', server] : []), 'get', '--raw', '/readyz']
-    const result = await this.runner.run({ tool: 'kubectl', args: ['--kubeconfig', this.kubeconfig, '--request-timeout=5s', ...args], dryRunStdout: 'ok' })
+    const result = await this.runner.run({ tool: 'kubectl', args: [...kubeArgs(this.access, '--context'), '--request-timeout=5s', ...args], dryRunStdout: 'ok' })
     if (result.ok) return result.stdout.trim() === 'ok'
     const { kind, message } = classify(result)
     if (kind === 'interrupted') throw new NodeError(kind, message, `run again to resume: ${taskCommand('bootstrap:wait-ready')}`)
@@ -85,7 +86,7 @@ export class Kubectl {
       throw new NodeError('pki-mismatch', `the Kubernetes API at ${server ?? 'the kubeconfig server'} presented a certificate the kubeconfig does not accept: ${message}`, `the kubeconfig is from another cluster or stale: write it again with ${taskCommand('bootstrap:etcd')} (or fix certificate-authority-data), then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     if (/error loading config file|invalid configuration|no configuration has been provided|server localhost:8080 was refused/i.test(text)) {
-      throw new NodeError('config-invalid', `kubectl cannot use the kubeconfig ${this.kubeconfig}: ${message}`, `write it again with ${taskCommand('bootstrap:etcd')} (or fix the file), then run: ${taskCommand('bootstrap:wait-ready')}`)
+      throw new NodeError('config-invalid', `kubectl cannot use the kubeconfig ${this.access.kubeconfig}: ${message}`, `write it again with ${taskCommand('bootstrap:etcd')} (or fix the file), then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
     if (/\(Unauthorized\)|\(Forbidden\)|must be logged in/i.test(text)) {
       throw new NodeError('unauthorized', `the Kubernetes API refused the kubeconfig's credentials: ${message}`, `write the kubeconfig again with ${taskCommand('bootstrap:etcd')}, then run: ${taskCommand('bootstrap:wait-ready')}`)

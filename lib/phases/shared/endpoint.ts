@@ -43,17 +43,18 @@ export async function pointKubeconfig(run: Run): Promise<string> {
 /** As pointKubeconfig; `ready` when choosing the VIP already found the API answering /readyz there. */
 export async function aimKubeconfig(run: Run): Promise<{ where: string; ready: boolean }> {
   const endpoint = run.inventory.endpoint
-  const current = kubeconfigServer(run.kubeconfig)
+  const cluster = run.inventory.clusterName
+  const current = kubeconfigServer(run.kubeconfig, cluster)
   if (!run.inventory.vip) {
-    if (current !== endpoint) setKubeconfigServer(run.kubeconfig, endpoint)
+    if (current !== endpoint) setKubeconfigServer(run.kubeconfig, cluster, endpoint)
     return { where: `kubeconfig -> ${endpoint}`, ready: false }
   }
   if (await run.kubectl.readyz(endpoint)) {
-    if (current !== endpoint) setKubeconfigServer(run.kubeconfig, endpoint)
+    if (current !== endpoint) setKubeconfigServer(run.kubeconfig, cluster, endpoint)
     return { where: `kubeconfig -> ${endpoint}`, ready: true }
   }
   const node = bootstrapNode(run)
   const direct = apiUrl(node.address)
-  if (current !== direct) setKubeconfigServer(run.kubeconfig, direct)
+  if (current !== direct) setKubeconfigServer(run.kubeconfig, cluster, direct)
   return { where: `kubeconfig -> ${direct} (the endpoint ${run.inventory.vip} does not answer yet)`, ready: false }
 }
