@@ -66,7 +66,7 @@ describe.concurrent('Kubernetes API faults', () => {
         expect(result.code, result.stderr).toBe(1)
         const step = stepIn(cluster.report(), 'bootstrap', 'kubeconfig')
         expect(step).toMatchObject({ status: 'failed' })
-        expect(step.error?.message).toBe(`talosctl kubeconfig on cp-1 exited 0 but wrote no file at ${join(cluster.clusterDir, 'kubeconfig')}`)
+        expect(step.error?.message).toBe(`talosctl kubeconfig on cp-1 exited 0 but wrote no file at ${join(cluster.clusterDir, '.bootstrap', 'kubeconfig.fetched')}`)
         expect(step.error?.hint).toMatch(/task -d \S+ bootstrap:etcd CLUSTER_DIR=\S+/)
       } finally {
         rmSync(bin, { recursive: true, force: true })
