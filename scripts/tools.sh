@@ -7,8 +7,8 @@
 #      ${XDG_CACHE_HOME:-$HOME/.cache}/talos-bootstrap/tools/<tool>-<version>/, is linked there (so a
 #      fresh clone does not build again);
 #   4. it is built from source into that cache, then linked, with ../shared/tools/build-real-clients
-#      when that script and the Talos source archive are beside the repository (a cold build is about
-#      5 minutes on 2 cores);
+#      when that script and the Talos source archive are beside the repository, or beside the local
+#      checkout it was cloned from (a cold build is about 5 minutes on 2 cores);
 #   5. else exit 3 with the install instructions (talosctl and helm of your own on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +16,16 @@ root=$(pwd)
 bin="$root/.tools/bin"
 TALOS_TAG=v1.12.11
 HELM_VER=v3.21.4
-builder="$root/../shared/tools/build-real-clients"
-archive=${TALOS_SRC_ARCHIVE:-$root/../shared/vendor/talos-$TALOS_TAG-src.tar.gz}
+# the build kit (../shared: the build script and the Talos source archive): beside this checkout, or
+# beside the checkout this one was cloned from when that is a local path (git clone /path/to/checkout)
+origin=$(git -C "$root" config --get remote.origin.url 2>/dev/null || true)
+case $origin in file://*) origin=${origin#file://} ;; /*) ;; *) origin= ;; esac
+kit="$root/../shared"
+for base in "$root" ${origin:+"$origin"}; do
+  if [ -x "$base/../shared/tools/build-real-clients" ]; then kit=$(cd "$base/../shared" && pwd); break; fi
+done
+builder="$kit/tools/build-real-clients"
+archive=${TALOS_SRC_ARCHIVE:-$kit/vendor/talos-$TALOS_TAG-src.tar.gz}
 cache="${XDG_CACHE_HOME:-${HOME:-$root}/.cache}/talos-bootstrap/tools"
 mkdir -p "$bin"
 

@@ -1,11 +1,13 @@
 // Issue 24 items 1 and 2: what `task setup` decides, run offline against stand-ins for node, npm,
-// ldconfig and go: which Node the project runs on (scripts/node.sh), and sops and age-keygen installed
-// into GOPATH/bin once (scripts/go-tools.sh).
-import { spawnSync } from 'node:child_process'
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+// ldconfig and go: which Node the project runs on (scripts/node.sh), sops and age-keygen installed
+// into GOPATH/bin once (scripts/go-tools.sh), and talosctl and helm built once per machine
+// (scripts/tools.sh).
+import { execFileSync, spawnSync } from 'node:child_process'
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { realTool } from '../support/real-tools.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
 const temps: string[] = []
@@ -138,5 +140,64 @@ describe('task go-tools (scripts/go-tools.sh)', () => {
     const r = spawnSync('/bin/bash', [join(root, 'scripts', 'go-tools.sh')], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } })
     expect(r.status).toBe(3)
     expect(r.stderr).toMatch(/^error: go not found: sops and age-keygen are built with it \(fix: install Go 1\.26 .*then run: task setup\)\n$/)
+  })
+})
+
+describe('task tools (scripts/tools.sh): built once per machine', () => {
+  const talosctl = realTool('talosctl')
+  const helm = realTool('helm')
+  it.skipIf(!!talosctl.skip || !!helm.skip)('a local clone with no build kit beside it builds with the one beside its origin, into the per-machine cache; another clone reuses that', () => {
+    const base = mkdtempSync(join(tmpdir(), 'tb-tools-cache-'))
+    temps.push(base)
+    const git = (cwd: string, ...args: string[]): string => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', ...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+    // the maintainers' layout: a checkout with the kit beside it
+    const origin = join(base, 'work', 'origin')
+    mkdirSync(join(origin, 'scripts'), { recursive: true })
+    copyFileSync(join(ROOT, 'scripts', 'tools.sh'), join(origin, 'scripts', 'tools.sh'))
+    git(origin, 'init', '-q')
+    git(origin, 'add', '.')
+    git(origin, 'commit', '-q', '-m', 'tools')
+    const log = join(base, 'builds.log')
+    writeFileSync(log, '')
+    // the kit's build script, standing in for a build: the real binaries, linked
+    const sources: Record<string, string> = { talosctl: talosctl.path ?? '', helm: helm.path ?? '' }
+    script(join(base, 'work', 'shared', 'tools', 'build-real-clients'), [
+      `out=$1; shift`,
+      `for t in "$@"; do echo "$t $TALOS_TAG $HELM_VER $TALOS_SRC_ARCHIVE" >> '${log}'`,
+      `  case $t in talosctl) ln -s '${sources.talosctl}' "$out/talosctl" ;; helm) ln -s '${sources.helm}' "$out/helm" ;; esac`,
+      `done`,
+    ].join('\n'))
+    mkdirSync(join(base, 'work', 'shared', 'vendor'))
+    writeFileSync(join(base, 'work', 'shared', 'vendor', 'talos-v1.12.11-src.tar.gz'), '')
+    script(join(base, 'bin', 'go'), 'exit 0')
+    const home = join(base, 'home')
+    const run = (clone: string) => spawnSync('bash', [join(clone, 'scripts', 'tools.sh')], { encoding: 'utf8', env: { PATH: `${join(base, 'bin')}:/usr/bin:/bin`, HOME: home } })
+    const cache = join(home, '.cache', 'talos-bootstrap', 'tools')
+
+    const first = join(base, 'elsewhere', 'clone')
+    git(base, 'clone', '-q', origin, first)
+    const built = run(first)
+    expect(built.status, String(built.stderr)).toBe(0)
+    expect(built.stdout).toContain(`building talosctl v1.12.11 from source into ${cache}/talosctl-v1.12.11 (a few minutes, once per machine)\n`)
+    expect(built.stdout).toMatch(/helm built in \d+ s\n/)
+    expect(readFileSync(log, 'utf8')).toBe([
+      `talosctl v1.12.11 v3.21.4 ${join(base, 'work', 'shared')}/vendor/talos-v1.12.11-src.tar.gz`,
+      `helm v1.12.11 v3.21.4 ${join(base, 'work', 'shared')}/vendor/talos-v1.12.11-src.tar.gz`,
+      '',
+    ].join('\n'))
+    expect(readlinkSync(join(first, '.tools', 'bin', 'talosctl'))).toBe(join(cache, 'talosctl-v1.12.11', 'talosctl'))
+
+    const second = join(base, 'other', 'clone')
+    git(base, 'clone', '-q', origin, second)
+    const reused = run(second)
+    expect(reused.status, String(reused.stderr)).toBe(0)
+    expect(reused.stdout).toBe([
+      `talosctl: using ${cache}/talosctl-v1.12.11/talosctl (built earlier on this machine)`,
+      `helm: using ${cache}/helm-v3.21.4/helm (built earlier on this machine)`,
+      'talosctl v1.12.11: .tools/bin/talosctl',
+      'helm v3.21.4: .tools/bin/helm',
+      '',
+    ].join('\n'))
+    expect(readFileSync(log, 'utf8').split('\n').filter(Boolean)).toHaveLength(2)
   })
 })
