@@ -6,7 +6,7 @@ import type { ScenarioInput } from '../sim/index.js'
 /** simulated seconds, as in sim/scenarios/demo.yaml */
 export const TIMINGS = { install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20 } as const
 
-/** install + reboot + boot + etcd + kubelet + cni: the critical path of a clean ISO cluster (docs/benchmark.md) */
+/** install + reboot + boot + etcd + kubelet + cni: the critical path of a clean ISO cluster (docs/design.md, Scenario schema) */
 export const CRITICAL_SIMULATED_S = Object.values(TIMINGS).reduce((a, b) => a + b, 0)
 
 /** the speed that makes the critical path last `seconds` of real time */

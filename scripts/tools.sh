@@ -1,15 +1,32 @@
 #!/usr/bin/env bash
-# `task tools`: makes .tools/bin hold the talosctl and helm this project runs (tests, .sim/env, CI).
-# Per tool: a real binary already on PATH at a supported version is linked there (what an operator
-# has); else it is built from source with ../shared/tools/build-real-clients when that script and
-# the Talos source archive are there; else exit 3 with the install instructions. A second run finds
-# .tools/bin already right and does nothing.
+# `task tools` (a step of `task setup`): makes .tools/bin hold the talosctl and helm this project runs
+# (tests, .sim/env, CI). Per tool, the first that holds:
+#   1. .tools/bin already has it at a supported version: nothing to do;
+#   2. a real binary on PATH at a supported version (what an operator has) is linked there;
+#   3. one built earlier on this machine, in the per-machine cache
+#      ${XDG_CACHE_HOME:-$HOME/.cache}/talos-bootstrap/tools/<tool>-<version>/, is linked there (so a
+#      fresh clone does not build again);
+#   4. it is built from source into that cache, then linked, with ../shared/tools/build-real-clients
+#      when that script and the Talos source archive are beside the repository, or beside the local
+#      checkout it was cloned from (a cold build is about 5 minutes on 2 cores);
+#   5. else exit 3 with the install instructions (talosctl and helm of your own on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 bin="$root/.tools/bin"
-builder="$root/../shared/tools/build-real-clients"
-archive=${TALOS_SRC_ARCHIVE:-$root/../shared/vendor/talos-v1.12.11-src.tar.gz}
+TALOS_TAG=v1.12.11
+HELM_VER=v3.21.4
+# the build kit (../shared: the build script and the Talos source archive): beside this checkout, or
+# beside the checkout this one was cloned from when that is a local path (git clone /path/to/checkout)
+origin=$(git -C "$root" config --get remote.origin.url 2>/dev/null || true)
+case $origin in file://*) origin=${origin#file://} ;; /*) ;; *) origin= ;; esac
+kit="$root/../shared"
+for base in "$root" ${origin:+"$origin"}; do
+  if [ -x "$base/../shared/tools/build-real-clients" ]; then kit=$(cd "$base/../shared" && pwd); break; fi
+done
+builder="$kit/tools/build-real-clients"
+archive=${TALOS_SRC_ARCHIVE:-$kit/vendor/talos-$TALOS_TAG-src.tar.gz}
+cache="${XDG_CACHE_HOME:-${HOME:-$root}/.cache}/talos-bootstrap/tools"
 mkdir -p "$bin"
 
 # supported: the Talos minor the product targets, and helm 3
@@ -21,36 +38,55 @@ supported() {
 }
 # a real client is a compiled program: a wrapper script never counts
 real() { [ -x "$1" ] && [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
+usable() { real "$2" && supported "$1" "$2"; }
 
 found_on_path() {
   local dir
   IFS=: read -ra dirs <<<"${PATH:-}"
   for dir in "${dirs[@]}"; do
     [ -n "$dir" ] && [ "$(cd "$dir" 2>/dev/null && pwd -P)" != "$(cd "$bin" && pwd -P)" ] || continue
-    if real "$dir/$1" && supported "$1" "$dir/$1"; then echo "$dir/$1"; return 0; fi
+    if usable "$1" "$dir/$1"; then echo "$dir/$1"; return 0; fi
   done
   return 1
 }
 
+version_of() { case $1 in talosctl) echo "$TALOS_TAG" ;; helm) echo "$HELM_VER" ;; esac; }
+cached() { echo "$cache/$1-$(version_of "$1")/$1"; }
+
 missing=()
 for tool in talosctl helm; do
-  if real "$bin/$tool" && supported "$tool" "$bin/$tool"; then continue; fi
+  if usable "$tool" "$bin/$tool"; then continue; fi
   if path=$(found_on_path "$tool"); then ln -sfn "$path" "$bin/$tool"; echo "$tool: using $path"; continue; fi
+  if usable "$tool" "$(cached "$tool")"; then ln -sfn "$(cached "$tool")" "$bin/$tool"; echo "$tool: using $(cached "$tool") (built earlier on this machine)"; continue; fi
   rm -f "$bin/$tool"
   missing+=("$tool")
 done
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ -x "$builder" ] && [ -f "$archive" ] && command -v go >/dev/null 2>&1; then
-    echo "building ${missing[*]} from source into .tools/bin (a few minutes, once)"
-    "$builder" "$bin" "${missing[@]}"
+    for tool in "${missing[@]}"; do
+      final=$(cached "$tool")
+      mkdir -p "$cache"
+      # built aside, then moved in: a second clone building at the same time never links a half-written file
+      work=$(mktemp -d "$cache/.build-$tool-XXXXXX")
+      trap 'rm -rf "$work"' EXIT
+      echo "building $tool $(version_of "$tool") from source into $(dirname "$final") (a few minutes, once per machine)"
+      started=$SECONDS
+      TALOS_TAG=$TALOS_TAG HELM_VER=$HELM_VER TALOS_SRC_ARCHIVE=$archive "$builder" "$work" "$tool"
+      mkdir -p "$(dirname "$final")"
+      mv -f "$work/$tool" "$final"
+      rm -rf "$work"
+      trap - EXIT
+      echo "$tool built in $((SECONDS - started)) s"
+      ln -sfn "$final" "$bin/$tool"
+    done
   else
     cat >&2 <<EOF
 error: ${missing[*]} not found at a supported version (talosctl v1.12.x, helm v3) and cannot be built here
   (fix: install them and re-run \`task tools\`:
     talosctl: curl -sL https://talos.dev/install | sh   (or brew install siderolabs/tap/talosctl)
     helm:     https://helm.sh/docs/intro/install/
-   or provide Go and ../shared/tools/build-real-clients with ../shared/vendor/talos-v1.12.11-src.tar.gz)
+   or provide Go and ../shared/tools/build-real-clients with ../shared/vendor/talos-$TALOS_TAG-src.tar.gz)
 EOF
     exit 3
   fi

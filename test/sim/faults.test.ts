@@ -1,4 +1,4 @@
-// Every fault kind of DESIGN.md acting where it says; `times` counting; clearFault. Range 127.24.x.y.
+// Every fault kind of docs/design.md (Fault kinds) acting where it says; `times` counting; clearFault. Range 127.24.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
 import { startOn, talosCall, applyInsecure, bootstrapWhenReady, stageLog, tlsHandshake, type Started } from './helpers.js'
 import type { Fault } from '../../sim/index.js'

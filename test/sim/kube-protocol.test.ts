@@ -1,5 +1,5 @@
 // The simulated kube-apiserver at the HTTP level: discovery negotiation, Status errors,
-// write semantics, watch protocol (reference/kubernetes-api.md §1, §2, §5, §9, §12).
+// write semantics, watch protocol (what the real kubectl needs: docs/design.md "helm, flux, kubectl"; sim/README.md).
 // Addresses: 127.41.0.0/16.
 import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

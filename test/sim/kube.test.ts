@@ -1,4 +1,4 @@
-// The simulated Kubernetes API driven by the real kubectl (reference/kubernetes-api.md).
+// The simulated Kubernetes API driven by the real kubectl (docs/design.md, Simulator contract; sim/README.md).
 // Addresses: 127.40.0.0/16.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NOT_READY_MESSAGE } from '../../sim/kube/index.js'

@@ -9,7 +9,8 @@ function failed(stderr: string, extra: Partial<ToolResult> = {}): ToolResult {
 
 const unavailable = (desc: string): string => `rpc error: code = Unavailable desc = connection error: desc = "${desc}"`
 
-// Every error text of reference/talosctl.md §4 (and the bootstrap table of §3.2), with the kind it must get.
+// Every error text of docs/design.md "What the real tools do" (talosctl: connection outcomes and the bootstrap checks of
+// internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go in siderolabs/talos), with the kind it must get.
 const CASES: Array<[string, ErrorKind]> = [
   [`error executing bootstrap: ${unavailable('transport: Error while dialing: dial tcp 127.0.0.2:50000: connect: connection refused')}`, 'unreachable'],
   [unavailable('transport: Error while dialing: dial tcp 127.0.0.2:50000: i/o timeout'), 'timeout'],

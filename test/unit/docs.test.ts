@@ -1,5 +1,7 @@
 // Issue 19 item 3: the docs are self-contained: every link resolves to a file in the repository,
 // none leaves it, and nothing sends the reader to a document the repository does not have.
+// Issue 24: the repository stands alone (docs/design.md holds what the code relies on), and CI runs
+// exactly the README's test command.
 import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
@@ -29,4 +31,24 @@ describe('documentation', () => {
       expect(text, `${file} refers to DESIGN.md, which is not in the repository`).not.toMatch(/DESIGN\.md/)
     })
   }
+
+  // sim/ comments are rewritten with the simulator's gRPC-only change (issue 23)
+  const cited = execFileSync('git', ['ls-files', '--', '.', ':!sim', ':!test/unit/docs.test.ts'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean)
+  it('no file outside sim/ cites a design or reference document the repository does not hold', () => {
+    const citing = cited.filter((file) => /DESIGN\.md|\breference\/[\w-]+\.md/.test(readFileSync(resolve(ROOT, file), 'utf8')))
+    expect(citing).toEqual([])
+  })
+
+  it('only the tools build (scripts/tools.sh) looks beside the repository (../shared)', () => {
+    const all = execFileSync('git', ['ls-files', '--', '.', ':!test/unit/docs.test.ts'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean)
+    expect(all.filter((file) => /\.\.\/shared(?![\w-])/.test(readFileSync(resolve(ROOT, file), 'utf8')))).toEqual(['scripts/tools.sh'])
+  })
+
+  it(".ci/run is the README's test command, as written there", () => {
+    const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8')
+    const command = /^# run the tests.*\n(.+)$/m.exec(readme)?.[1] ?? ''
+    expect(command).toMatch(/task setup && task test$/)
+    const ci = readFileSync(resolve(ROOT, '.ci/run'), 'utf8').split('\n').filter((line) => line && !line.startsWith('#'))
+    expect(ci).toEqual(['set -euo pipefail', 'cd "$(dirname "$0")/.."', command])
+  })
 })

@@ -23,9 +23,9 @@ function accepts(engines: string, version: string): boolean {
 describe('the Node the project runs on', () => {
   const engines = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node
 
-  it('engines takes Node 22.13+ and 24, not 20', () => {
-    expect(['20.20.2', '22.12.0', '23.11.0', '25.0.0'].filter((v) => accepts(engines, v))).toEqual([])
-    expect(['22.13.0', '22.22.2', '24.0.0', '24.21.0'].every((v) => accepts(engines, v))).toBe(true)
+  it('engines takes Node 24 and 26 (the LTS lines task node keeps or installs), not 20, 22 or a current odd release', () => {
+    expect(['20.20.2', '22.22.2', '23.11.0', '25.9.0', '27.0.0'].filter((v) => accepts(engines, v))).toEqual([])
+    expect(['24.0.0', '24.21.0', '26.0.0', '26.12.1'].every((v) => accepts(engines, v))).toBe(true)
   })
 
   it('runs this suite on a Node that engines accepts (CI: the project node from task node)', () => {

@@ -10,7 +10,7 @@ const SCRIPT = resolve('scripts/tools.sh')
 const temps: string[] = []
 afterEach(() => { for (const t of temps.splice(0)) rmSync(t, { recursive: true, force: true }) })
 
-/** a checkout holding only the script, with no ../shared beside it */
+/** a checkout holding only the script, with nothing to build the tools from beside it */
 function bareCheckout(): string {
   const root = join(mkdtempSync(join(tmpdir(), 'tools-entry-')), 'repo')
   temps.push(resolve(root, '..'))
