@@ -1,7 +1,7 @@
 // The node listener is a real TLS server: handshakes, not strings. Range 127.22.x.y.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { X509Certificate } from 'node:crypto'
-import { startOn, tlsHandshake, talosCreds, talosCall, applyInsecure, type Started } from './helpers.js'
+import { startOn, tlsHandshake, talosCreds, applyInsecure, machineStatus, type Started } from './helpers.js'
 
 describe('node API TLS', () => {
   let c: Started
@@ -21,16 +21,17 @@ describe('node API TLS', () => {
   })
 
   it('configured: no client cert -> certificate required alert; the talosconfig cert works', async () => {
-    expect((await applyInsecure(c.sim, 'cp-1')).messages?.[0]?.error).toBeNull()
+    expect((await applyInsecure(c.sim, 'cp-1')).code).toBe(0)
     await c.sim.until(() => c.sim.node('cp-1')!.listener === 'secure')
-    const anon = await talosCall(c.sim, '127.22.1.11', 'resources.Get', { type: 'machinestatus' })
-    expect(anon.socketError).toBe('ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED')
-    const ok = await talosCall(c.sim, '127.22.1.11', 'resources.Get', { type: 'machinestatus' }, { secure: true, nodes: '127.22.1.11' })
-    expect(ok.messages?.[0]?.data.resources[0].spec.stage).toMatch(/booting|running/)
+    const anon = await tlsHandshake('127.22.1.11', { ca: talosCreds(c.sim).ca })
+    expect(anon.result).toBe('ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED')
+    const creds = talosCreds(c.sim)
+    expect((await tlsHandshake('127.22.1.11', creds)).result).toBe('ok')
+    expect((await machineStatus(c.sim, '127.22.1.11')).stage).toMatch(/booting|running/)
     // a cert from another CA is refused by the server
     const other = c.sim.pki.kube.admin
-    const wrong = await talosCall(c.sim, '127.22.1.11', 'machine.Version', {}, { secure: true, creds: { ca: talosCreds(c.sim).ca, cert: Buffer.from(other.cert), key: Buffer.from(other.key) } })
-    expect(wrong.socketError).toMatch(/ERR_SSL_TLSV13_ALERT_UNKNOWN_CA|ECONNRESET|ERR_SSL_SSL\/TLS_ALERT_BAD_CERTIFICATE/)
+    const wrong = await tlsHandshake('127.22.1.11', { ca: creds.ca, cert: other.cert, key: other.key })
+    expect(wrong.result).toMatch(/ERR_SSL_TLSV13_ALERT_UNKNOWN_CA|ECONNRESET|ERR_SSL_SSL\/TLS_ALERT_BAD_CERTIFICATE|closed/)
   })
 
   it('pki-mismatch: the configured node presents a cert that fails verification against the cluster CA', async () => {

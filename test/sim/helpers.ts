@@ -1,9 +1,8 @@
 // Shared helpers for simulator tests: build a scenario on a 127.x.y range, start it in a temp
-// dir, and talk to a node's API directly over HTTPS (the JSON protocol sim/grpc translates the real
-// talosctl's calls into; ARCHITECTURE.md). The real talosctl and helm: `sim.binDir` (task tools).
-import https from 'node:https'
+// dir, and drive its nodes with the real talosctl (`sim.binDir`, from `task tools`) as the product does.
+import { execFile } from 'node:child_process'
 import tls from 'node:tls'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse } from 'yaml'
@@ -39,14 +38,6 @@ export async function startOn(range: string, o: ClusterOpts = {}): Promise<Start
   return { sim, dir, async stop() { await sim.stop(); rmSync(dir, { recursive: true, force: true }) } }
 }
 
-export interface CallResult {
-  socketError?: string
-  messages?: { node: string; error: { code: string; message: string } | null; data: any }[]
-  error?: { code: string; message: string }
-  transportError?: string
-}
-export interface CallOpts { secure?: boolean; nodes?: string; argv?: string[]; timeoutMs?: number; creds?: { ca: Buffer; cert?: Buffer; key?: Buffer } }
-
 /** the talosconfig's credentials (CA, admin cert/key) */
 export function talosCreds(sim: Simulator) {
   const cfg = parse(readFileSync(sim.env.TALOSCONFIG, 'utf8'))
@@ -54,27 +45,92 @@ export function talosCreds(sim: Simulator) {
   return { ca: Buffer.from(ctx.ca, 'base64'), cert: Buffer.from(ctx.crt, 'base64'), key: Buffer.from(ctx.key, 'base64') }
 }
 
-/** one node API call: POST /<method> to <ip>:50000 */
-export function talosCall(sim: Simulator, ip: string, method: string, body: object = {}, o: CallOpts = {}): Promise<CallResult> {
-  const tlsOpts = o.secure ? (o.creds ?? talosCreds(sim)) : { rejectUnauthorized: false }
-  return new Promise((resolve) => {
-    const req = https.request({ host: ip, port: 50000, method: 'POST', path: `/${method}`, agent: false, ...tlsOpts,
-      checkServerIdentity: () => undefined,
-      headers: { 'content-type': 'application/json', 'x-sim-argv': JSON.stringify(o.argv ?? ['test', method]), ...(o.nodes ? { 'x-talos-nodes': o.nodes } : {}) } }, (res) => {
-      let b = ''
-      res.on('data', (d) => { b += d })
-      res.on('end', () => { try { resolve(JSON.parse(b)) } catch { resolve({ socketError: `bad body: ${b}` }) } })
-    })
-    if (o.timeoutMs) req.setTimeout(o.timeoutMs, () => { req.destroy(); resolve({ socketError: 'TIMEOUT' }) })
-    req.on('error', (e: NodeJS.ErrnoException) => resolve({ socketError: e.code ?? e.message }))
-    req.end(JSON.stringify(body))
+/** what one talosctl run did: its exit code (-1 when killed at `timeoutMs`), output, and how long it took */
+export interface Run { code: number; stdout: string; stderr: string; killed: boolean; ms: number }
+
+/** the real talosctl with the simulator's talosconfig; killed after `timeoutMs` (a call that never answers) */
+export function talosctl(sim: Simulator, args: string[], { timeoutMs = 30_000, talosconfig }: { timeoutMs?: number; talosconfig?: string } = {}): Promise<Run> {
+  const t0 = Date.now()
+  return new Promise((done) => {
+    execFile(join(sim.binDir, 'talosctl'), args, { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL',
+      env: { PATH: process.env.PATH ?? '', HOME: sim.dir, TALOSCONFIG: talosconfig ?? sim.env.TALOSCONFIG } },
+    (err, stdout, stderr) => done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr, killed: !!err?.killed, ms: Date.now() - t0 }))
   })
+}
+
+/** `-e ip -n ip`: the node answers for itself, through its own apid */
+export const at = (ip: string, nodes = ip): string[] => ['-e', ip, '-n', nodes]
+/** resources as `talosctl get -o json` prints them (one JSON document after another) */
+export const jsonDocs = (text: string): Array<Record<string, any>> => text.split(/\n(?=\{)/).filter((t) => t.trim()).map((t) => JSON.parse(t))
+
+/** a node's machinestatus spec (`get machinestatus -o json`), or what talosctl printed when it failed ('TIMEOUT' when it hung) */
+export async function machineStatus(sim: Simulator, ip: string, { insecure = false, timeoutMs = 30_000 } = {}): Promise<any> {
+  const r = await talosctl(sim, ['get', 'machinestatus', ...(insecure ? ['--insecure'] : []), ...at(ip), '-o', 'json'], { timeoutMs })
+  if (r.killed) return 'TIMEOUT'
+  return r.code === 0 ? jsonDocs(r.stdout)[0]?.spec : r.stderr
+}
+
+export const configPath = (sim: Simulator, node: string) => join(sim.clusterDir, 'clusterconfig', `test-${node}.yaml`)
+export const configOf = (sim: Simulator, node: string) => readFileSync(configPath(sim, node), 'utf8')
+/** a config text written to a file talosctl can apply */
+export function configFile(sim: Simulator, name: string, text: string): string {
+  const path = join(sim.dir, `${name}.yaml`)
+  writeFileSync(path, text)
+  return path
+}
+
+/** insecure apply of the node's generated config (or `file`), as the product's apply phase runs it */
+export function applyInsecure(sim: Simulator, node: string, extra: string[] = [], file = configPath(sim, node)): Promise<Run> {
+  const ip = sim.node(node)!.ip
+  return talosctl(sim, ['apply-config', '--insecure', ...at(ip), '-f', file, ...extra])
+}
+
+/** bootstrap through the node itself, retrying while it is not available yet (or its API not up yet) */
+export async function bootstrapWhenReady(sim: Simulator, node: string, timeoutMs = 30_000): Promise<Run> {
+  const ip = sim.node(node)!.ip
+  const end = Date.now() + timeoutMs
+  for (;;) {
+    const r = await talosctl(sim, ['bootstrap', ...at(ip)])
+    const retry = /bootstrap is not available yet|connection refused|certificate required|broken pipe|connection reset/.test(r.stderr)
+    if (!retry || Date.now() > end) return r
+    await sleep(20)
+  }
+}
+
+/** the members `talosctl etcd members` prints (its table read by the header's columns: a learner's cells may be empty) */
+export interface Member { node: string; id: string; hostname: string; peerUrls: string[]; clientUrls: string[]; isLearner: boolean }
+export function membersTable(stdout: string): Member[] {
+  const [header, ...rows] = stdout.trimEnd().split('\n')
+  if (!header) return []
+  const names = ['NODE', 'ID', 'HOSTNAME', 'PEER URLS', 'CLIENT URLS', 'LEARNER'].filter((h) => header.includes(h))
+  const starts = names.map((h) => header.indexOf(h))
+  return rows.map((row) => {
+    const cell = (h: string) => { const i = names.indexOf(h); return i < 0 ? '' : row.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : undefined).trim() }
+    const list = (h: string) => (cell(h) ? cell(h).split(',') : [])
+    return { node: cell('NODE'), id: cell('ID'), hostname: cell('HOSTNAME'), peerUrls: list('PEER URLS'), clientUrls: list('CLIENT URLS'), isLearner: cell('LEARNER') === 'true' }
+  })
+}
+/** `talosctl etcd members` on ip (or through it, `nodes`): the members, or what talosctl printed ('TIMEOUT' when it hung) */
+export async function etcdMembers(sim: Simulator, ip: string, { nodes = ip, timeoutMs = 30_000 } = {}): Promise<Member[] | string> {
+  const r = await talosctl(sim, ['etcd', 'members', ...at(ip, nodes)], { timeoutMs })
+  if (r.killed) return 'TIMEOUT'
+  return r.code === 0 ? membersTable(r.stdout) : r.stderr
+}
+
+/** one `talosctl service <id>` block: state, health, events (newest first) */
+export async function service(sim: Simulator, ip: string, id: string): Promise<{ state: string; health: string; lastHealthMessage: string; events: string[] } | string> {
+  const r = await talosctl(sim, ['service', id, ...at(ip)])
+  if (r.code !== 0) return r.stderr
+  const field = (name: string) => new RegExp(`^${name} +(.*)$`, 'm').exec(r.stdout)?.[1] ?? ''
+  const events = r.stdout.slice(r.stdout.indexOf('EVENTS')).replace(/^EVENTS/, '').split('\n').map((l) => l.trim()).filter(Boolean)
+  return { state: field('STATE'), health: field('HEALTH'), lastHealthMessage: field('LAST HEALTH MSG'), events }
 }
 
 /** resolves with the handshake outcome: 'ok' or the error code */
 export function tlsHandshake(ip: string, opts: tls.ConnectionOptions): Promise<{ result: string; peer?: tls.PeerCertificate; authorizationError?: string }> {
   return new Promise((resolve) => {
-    const s = tls.connect({ host: ip, port: 50000, checkServerIdentity: () => undefined, ...opts }, () => {
+    // ALPN h2, as a gRPC client offers it
+    const s = tls.connect({ host: ip, port: 50000, checkServerIdentity: () => undefined, ALPNProtocols: ['h2'], ...opts }, () => {
       // TLS 1.3: the server's verdict on our certificate arrives after the handshake
       s.once('data', () => {})
       const peer = s.getPeerCertificate()
@@ -82,27 +138,6 @@ export function tlsHandshake(ip: string, opts: tls.ConnectionOptions): Promise<{
     })
     s.on('error', (e: NodeJS.ErrnoException) => resolve({ result: e.code ?? e.message }))
   })
-}
-
-export const configPath = (sim: Simulator, node: string) => join(sim.clusterDir, 'clusterconfig', `test-${node}.yaml`)
-export const configOf = (sim: Simulator, node: string) => readFileSync(configPath(sim, node), 'utf8')
-
-/** insecure apply of the node's generated config */
-export function applyInsecure(sim: Simulator, node: string, extra: object = {}) {
-  const v = sim.node(node)!
-  return talosCall(sim, v.ip, 'machine.ApplyConfiguration', { data: configOf(sim, node), mode: 'auto', ...extra },
-    { argv: ['apply-config', '--insecure', '-n', v.ip, '-f', configPath(sim, node)] })
-}
-
-/** bootstrap through the node itself, retrying while it is not available yet */
-export async function bootstrapWhenReady(sim: Simulator, node: string, tries = 400): Promise<CallResult> {
-  const ip = sim.node(node)!.ip
-  for (let i = 0; ; i++) {
-    const r = await talosCall(sim, ip, 'machine.Bootstrap', {}, { secure: true, nodes: ip })
-    const e = r.messages?.[0]?.error
-    if (i >= tries || (!r.socketError && (!e || e.message !== 'bootstrap is not available yet'))) return r
-    await new Promise((res) => setTimeout(res, 5))
-  }
 }
 
 /** record every distinct stage a node goes through */

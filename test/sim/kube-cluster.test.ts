@@ -3,11 +3,11 @@
 // register when their kubelet starts and turn Ready once the CNI's pod is ready, which the
 // node's Talos MachineStatus sees. Addresses: 127.43.0.0/16.
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { applyInsecure, bootstrapWhenReady, CNI_DAEMONSET as CNI, startOn, talosCall, type Started } from './helpers.js'
+import { applyInsecure, at, bootstrapWhenReady, CNI_DAEMONSET as CNI, machineStatus, startOn, talosctl, type Started } from './helpers.js'
 
 describe('kube API inside the simulator', () => {
   let c: Started
@@ -23,12 +23,11 @@ describe('kube API inside the simulator', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sim-kube-cluster-'))
     c = await startOn('127.43.1', { cps: 1, workers: 1, image: 'disk', speed: 1000, timings: { cni: 60 } })
-    for (const node of ['cp-1', 'wrkr-1']) expect((await applyInsecure(c.sim, node)).messages?.[0]?.error).toBeNull()
-    expect((await bootstrapWhenReady(c.sim, 'cp-1')).messages?.[0]?.error).toBeNull()
+    for (const node of ['cp-1', 'wrkr-1']) expect((await applyInsecure(c.sim, node)).code).toBe(0)
+    expect((await bootstrapWhenReady(c.sim, 'cp-1')).code).toBe(0)
     await c.sim.until(() => ['cp-1', 'wrkr-1'].every((x) => c.sim.node(x)!.registered))
-    const kc = await talosCall(c.sim, '127.43.1.11', 'machine.Kubeconfig', {}, { secure: true, nodes: '127.43.1.11' })
     kubeconfig = join(dir, 'kubeconfig')
-    writeFileSync(kubeconfig, kc.messages![0]!.data.kubeconfig)
+    expect((await talosctl(c.sim, ['kubeconfig', kubeconfig, '--merge=false', '--force', ...at('127.43.1.11')])).code).toBe(0)
   })
   afterAll(async () => { await c?.stop(); rmSync(dir, { recursive: true, force: true }) })
 
@@ -47,8 +46,8 @@ describe('kube API inside the simulator', () => {
     expect((await kubectl(['apply', '-f', '-'], CNI)).stdout).toBe('daemonset.apps/cilium created\n')
     const w = await kubectl(['wait', '--for=condition=Ready', 'nodes', '--all', '--timeout=30s'])
     expect(w).toMatchObject({ code: 0, stdout: 'node/cp-1 condition met\nnode/wrkr-1 condition met\n' })
-    const ms = await talosCall(c.sim, '127.43.1.21', 'resources.Get', { type: 'machinestatus' }, { secure: true, nodes: '127.43.1.21' })
-    expect(ms.messages![0]!.data.resources[0].spec.status.unmetConditions).toEqual([])
+    const ms = await machineStatus(c.sim, '127.43.1.21')
+    expect(ms.status).toEqual({ ready: true, unmetConditions: [] })
     const writes = c.sim.calls().filter((r: any) => r.tool === 'kubectl' && r.call === 'kube')
     expect(writes.map((r: any) => r.command)).toContain('POST /apis/apps/v1/namespaces/kube-system/daemonsets')
   })

@@ -7,7 +7,9 @@
 // internal/pkg/etcd/etcd.go (LeaveCluster retried 5 min).
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Kube, KubeObject } from '../../sim/kube/index.js'
-import { applyInsecure, bootstrapWhenReady, startOn, talosCall, type Started } from './helpers.js'
+import { execFile } from 'node:child_process'
+import { join } from 'node:path'
+import { applyInsecure, at, bootstrapWhenReady, startOn, talosctl, type Started } from './helpers.js'
 
 let c: Started | null = null
 afterEach(async () => { await c?.stop(); c = null })
@@ -29,14 +31,21 @@ async function running(range: string, speed = 1000): Promise<Started> {
   return c
 }
 
-/** the simulated time the kubelet stopped at, and what dmesg said at that moment (before the wipe) */
-function whenKubeletStops(s: Started, node: string, ip: string): Promise<{ at: number; dmesg: string }> {
+/**
+ * The simulated time the kubelet stopped at, and what `talosctl dmesg -f` (following from before the
+ * reset, through the control plane) printed of the node's log until the node went down.
+ */
+function whenKubeletStops(s: Started, node: string, ip: string): Promise<{ at: number; dmesg: Promise<string> }> {
+  const follow = execFile(join(s.sim.binDir, 'talosctl'), ['dmesg', '-f', ...at(s.sim.node('cp-1')!.ip, ip)], { encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', HOME: s.sim.dir, TALOSCONFIG: s.sim.env.TALOSCONFIG } })
+  let out = ''
+  follow.stdout?.on('data', (d: string) => { out += d })
+  const dmesg = new Promise<string>((done) => follow.on('exit', () => done(out)))
   return new Promise((resolve) => {
     const stop = s.sim.watch((v) => {
       if (v.name !== node || v.services.kubelet === 'Running' || v.stage !== 'resetting') return
       stop()
-      const at = kubeOf(s).clock.now().getTime()
-      void talosCall(s.sim, ip, 'machine.Dmesg', {}, { secure: true, nodes: ip }).then((r) => resolve({ at, dmesg: JSON.stringify(r.messages) }))
+      resolve({ at: kubeOf(s).clock.now().getTime(), dmesg })
     })
   })
 }
@@ -50,7 +59,7 @@ async function kubeUntil(pred: () => boolean, timeoutMs = 20_000): Promise<void>
   }
 }
 
-const reset = (s: Started, ip: string) => talosCall(s.sim, ip, 'machine.Reset', { graceful: true, reboot: true }, { secure: true, nodes: ip })
+const reset = (s: Started, ip: string) => talosctl(s.sim, ['reset', '--graceful=true', '--reboot', '--wait=false', ...at(ip)])
 
 describe('reset, Kubernetes side', () => {
   it('keeps the Node: cordoned with talos.dev/cordoned, Unknown once the kubelet stops, re-registered under a new boot ID, uncordoned', async () => {
@@ -59,7 +68,7 @@ describe('reset, Kubernetes side', () => {
     const before = nodeObj(s, 'wrkr-1')!
     const bootBefore = before.status.nodeInfo.bootID as string
     expect(bootBefore).toBe(sim.node('wrkr-1')!.bootId) // the kubelet reports the node's own boot ID
-    expect((await reset(s, '127.162.1.21')).messages?.[0]?.error).toBeNull()
+    expect((await reset(s, '127.162.1.21')).code).toBe(0)
     await kubeUntil(() => nodeObj(s, 'wrkr-1')?.spec?.unschedulable === true)
     expect(nodeObj(s, 'wrkr-1')!.metadata.annotations?.['talos.dev/cordoned']).toBe('true')
     // node-lifecycle controller: Unknown after the grace period, the object itself stays
@@ -109,10 +118,10 @@ describe('reset, Kubernetes side', () => {
     const pdb = k.store.get(k.registry.get('policy', 'v1', 'poddisruptionbudgets')!, 'default', 'guarded')
     expect(pdb?.status).toMatchObject({ disruptionsAllowed: 0 })
     expect(nodeObj(s, 'wrkr-1')?.spec?.unschedulable).toBe(true)
-    const { at, dmesg } = await stopped
+    const { at: kubeletStopped, dmesg } = await stopped
     // DrainTimeout is 5 minutes of simulated time; the eviction was never allowed
-    expect(at - t0).toBeGreaterThanOrEqual(300_000)
-    expect(dmesg).toMatch(/WARNING: failed to evict pod: failed to evict pod default\/guarded-\w+: context deadline exceeded/)
+    expect(kubeletStopped - t0).toBeGreaterThanOrEqual(300_000)
+    expect(await dmesg).toMatch(/\[talos\] WARNING: failed to evict pod: failed to evict pod default\/guarded-\w+: context deadline exceeded\n/)
     // Drain's errors are only logged (taskErrorHandler(logError, …)): the reset carries on to maintenance
     await sim.until(() => sim.node('wrkr-1')!.stage === 'maintenance')
   })
@@ -126,9 +135,9 @@ describe('reset, Kubernetes side', () => {
     const stopped = whenKubeletStops(s, 'wrkr-1', '127.162.4.21')
     const t0 = k.clock.now().getTime()
     await reset(s, '127.162.4.21')
-    const { at } = await stopped
+    const { at: kubeletStopped } = await stopped
     expect(k.store.get(PODS, 'default', 'web-1')).toBeUndefined()
-    expect(at - t0).toBeGreaterThanOrEqual(30_000) // timings.drain
+    expect(kubeletStopped - t0).toBeGreaterThanOrEqual(30_000) // timings.drain
     await sim.until(() => sim.node('wrkr-1')!.stage === 'maintenance')
   })
 
@@ -142,15 +151,15 @@ describe('reset, Kubernetes side', () => {
     const k = kubeOf(s)
     const stopped = whenKubeletStops(s, 'cp-1', '127.162.5.11')
     await reset(s, '127.162.5.11')
-    const { at } = await stopped
+    const { at: kubeletStopped } = await stopped
     // the abort is logged when the retries are spent
     let said = 0
     while (said === 0) {
-      const d = await talosCall(sim, '127.162.5.11', 'machine.Dmesg', {}, { secure: true, nodes: '127.162.5.11' })
-      if (JSON.stringify(d.messages).includes('reset: leave etcd: etcdserver: re-configuration failed')) said = k.clock.now().getTime()
+      const d = await talosctl(sim, ['dmesg', ...at('127.162.5.11')])
+      if (d.stdout.includes('[talos] reset: leave etcd: etcdserver: re-configuration failed')) said = k.clock.now().getTime()
       else await new Promise((r) => setTimeout(r, 20))
     }
-    expect(said - at).toBeGreaterThanOrEqual(300_000)
+    expect(said - kubeletStopped).toBeGreaterThanOrEqual(300_000)
     expect(sim.node('cp-1')).toMatchObject({ stage: 'resetting', configured: true })
   })
 })

@@ -1,7 +1,8 @@
 // The talosconfig's role decides what it may call (internal/app/machined/pkg/system/services/machined.go
-// rules; pkg/grpc/middleware/authz/authorizer.go: PermissionDenied "not authorized"). Range 127.35.x.y.
+// rules; pkg/grpc/middleware/authz/authorizer.go: PermissionDenied "not authorized"), seen through
+// the real talosctl with the talosconfig the simulator writes. Range 127.35.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
-import { applyInsecure, scenarioOn, startOn, talosCall, type Started } from './helpers.js'
+import { applyInsecure, at, configPath, scenarioOn, startOn, talosctl, type Started } from './helpers.js'
 import { loadScenario } from '../../sim/index.js'
 
 let c: Started | null = null
@@ -19,11 +20,15 @@ describe('talosconfig roles', () => {
     await applyInsecure(sim, 'cp-1') // maintenance: no client certificate, no role
     await sim.until(() => sim.node('cp-1')!.listener === 'secure')
     const ip = '127.35.1.11'
-    const read = await talosCall(sim, ip, 'resources.Get', { type: 'machinestatus' }, { secure: true, nodes: ip })
-    expect(read.messages?.[0]?.error).toBeNull()
-    for (const method of ['machine.ApplyConfiguration', 'machine.Bootstrap', 'machine.Kubeconfig', 'machine.Reset']) {
-      expect((await talosCall(sim, ip, method, {}, { secure: true, nodes: ip })).error, method).toEqual({ code: 'PermissionDenied', message: 'not authorized' })
+    expect((await talosctl(sim, ['get', 'machinestatus', ...at(ip)])).code).toBe(0)
+    const denied = 'rpc error: code = PermissionDenied desc = not authorized'
+    for (const args of [['apply-config', '-f', configPath(sim, 'cp-1')], ['bootstrap'], ['kubeconfig', `${dir}/kubeconfig`, '--force'], ['reset', '--wait=false'],
+      ['etcd', 'remove-member', '0123456789abcdef']]) {
+      const r = await talosctl(sim, [...args, ...at(ip)])
+      expect(r.code, args.join(' ')).toBe(1)
+      expect(r.stderr, args.join(' ')).toContain(denied)
     }
+    expect(sim.node('cp-1')!.stage).toBe('booting') // nothing happened
   })
 
   it('os:admin is the default; an unknown role is refused by the scenario', async () => {
