@@ -1,6 +1,7 @@
-// One Talos node: stages, services, disks, config, etcd membership (reference/talosctl.md §5).
+// One Talos node: stages, services, disks, config, its side of etcd membership (sim/etcd.js holds the members).
+// Stages and sequences follow internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_sequencer.go.
 // Time is simulated (ctx.clock); every change bumps `rev` and calls ctx.changed(node).
-import { randomBytes, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import { rpc } from './talos/errors.js'
 import { parseConfig, validateConfig, validationText, selectorExpression, diskMatches } from './talos/validate.js'
 
@@ -11,7 +12,7 @@ const ETCD_LEAVE_RETRY = 300
 export const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
 
 export class Node {
-  /** spec from the scenario; ctx = the Simulator (clock, faults, minor, etcd, kube hooks) */
+  /** spec from the scenario; ctx = the Simulator (clock, faults, minor, etcd, trustd, listeners, kube hooks) */
   constructor(spec, ctx) {
     Object.assign(this, { name: spec.name, ip: spec.ip, image: spec.image, spec, ctx })
     this.role = spec.role            // effective role once configured (from the applied config)
@@ -20,7 +21,7 @@ export class Node {
     this.installed = spec.image === 'disk'
     this.stage = 'unknown'
     this.configText = null; this.config = null
-    this.listener = 'off'            // off | maintenance | secure (faults may override, see cluster.js)
+    this.listener = 'off'            // off | maintenance | secure (faults may override: sim/listeners.js modeOf)
     this.rev = 0
     this.created = ctx.clock.now(); this.updated = this.created
     this.services = new Map()
@@ -99,7 +100,7 @@ export class Node {
     this.setStage('maintenance', 'maintenance')
   }
 
-  /** insecure apply in maintenance (§3.1, §5); returns {modeDetails, warnings} */
+  /** insecure apply in maintenance (internal/app/maintenance/server.go ApplyConfiguration); returns {modeDetails, warnings} */
   applyMaintenance({ data, mode = 'auto', dryRun = false }) {
     const minor = this.minor
     if (minor <= 12 && (mode === 'no-reboot' || mode === 'staged')) {
@@ -225,11 +226,11 @@ export class Node {
     if (worker) this.svc('apid', 'Waiting', 'Waiting for service "machined" to be "up", api certificates')
     else this.startService('apid')
     this.setStage('booting', worker ? 'off' : 'secure')
-    if (worker) this.ctx.requestApiCert(this)
+    if (worker) this.ctx.trustd.request(this)
     const loop = this.ctx.faults.take(this.name, { kind: 'boot-loop' })
     this.after(boot / 2, () => this.startAllServices())
     // CRI (and with it bootstrap and the kubelet) is up when the boot time is over: a worker then runs,
-    // a control plane waits in booting for etcd, so boot + etcd stays a lower bound (DESIGN's critical path)
+    // a control plane waits in booting for etcd, so boot + etcd stays a lower bound (criticalPathSeconds)
     this.after(boot, () => {
       if (loop) { this.talosLog('boot sequence failed: task "startAllServices" failed: context deadline exceeded'); return this.reboot({}) }
       this.criReady()
@@ -269,11 +270,11 @@ export class Node {
     this.startService('cri')
     if (this.role === 'controlplane') {
       this.svc('etcd', 'Preparing', 'Running pre state')
-      if (this.etcdMember) this.ctx.etcdRestart(this)
+      if (this.etcdMember) this.ctx.etcd.restart(this)
       else {
         this.talosLog('etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:')
         this.talosLog(`[${this.ip}]`)
-        this.ctx.maybeJoin(this)
+        this.ctx.etcd.maybeJoin(this)
       }
     }
     this.startKubelet()
@@ -316,7 +317,7 @@ export class Node {
     this.ctx.nodeRunning(this)
   }
 
-  /** machine.Bootstrap checks in the order of talosctl.md §3.2 */
+  /** machine.Bootstrap's checks in their order (v1alpha1_server.go Bootstrap) */
   bootstrap() {
     if (!this.criUp || this.ctx.faults.take(this.name, { kind: 'bootstrap-not-ready' })) {
       throw rpc('FailedPrecondition', 'bootstrap is not available yet')
@@ -327,8 +328,8 @@ export class Node {
     }
     // the only check is an empty data directory (v1alpha1_server.go Bootstrap): a control plane still
     // joining has none yet, so bootstrapping it starts a second etcd cluster
-    if (this.ctx.etcdHasData(this)) throw rpc('AlreadyExists', 'etcd data directory is not empty')
-    this.ctx.etcdBootstrap(this)
+    if (this.ctx.etcd.hasData(this)) throw rpc('AlreadyExists', 'etcd data directory is not empty')
+    this.ctx.etcd.bootstrap(this)
   }
 
   /**
@@ -359,7 +360,7 @@ export class Node {
       this.ctx.kubeletStopped(this)
       this.changed()
       // LeaveEtcd: a refused MemberRemove is retried for 5 min, then fails the sequence: still configured, stage resetting
-      const refused = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcdLeaveRefusal(this) : null
+      const refused = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcd.leaveRefusal(this) : null
       if (refused) {
         this.after(ETCD_LEAVE_RETRY, () => { this.talosLog(`reset: leave etcd: ${refused}`); this.changed() })
         return
@@ -419,13 +420,11 @@ export class Node {
     const ms = this.machineStatus()
     return { name: this.name, ip: this.ip, role: this.role, image: this.image, stage: this.stage, ready: ms.status.ready,
       unmetConditions: ms.status.unmetConditions, configured: this.configured, installed: this.installed,
-      listener: this.ctx.listenerMode?.(this) ?? this.listener, etcdMember: this.etcdMember, etcdHealthy: this.etcdHealthy,
+      listener: this.ctx.listeners?.modeOf(this) ?? this.listener, etcdMember: this.etcdMember, etcdHealthy: this.etcdHealthy,
       apiServerUp: this.apiServerUp, registered: this.registered, bootId: this.bootId,
       services: Object.fromEntries([...this.services.values()].map((s) => [s.id, s.state])) }
   }
 }
-
-export const memberId = () => randomBytes(8).toString('hex')
 
 // the fields Runtime.CanApplyImmediate takes from the new config as they are (applied live); any
 // other difference needs a reboot (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_runtime.go)

@@ -143,7 +143,7 @@ async function follow(ns, call, target, tick) {
   while (!gone && !ns.sim.stopped && ns.wanted === 'secure') {
     await sleep(100)
     tick() // what the node wrote before it went down still arrives
-    if (target !== ns.node && ns.sim.listenerMode(target) !== 'secure') throw statusError({ code: 'Unavailable', message: 'error reading from server: EOF' })
+    if (target !== ns.node && ns.sim.listeners.modeOf(target) !== 'secure') throw statusError({ code: 'Unavailable', message: 'error reading from server: EOF' })
   }
 }
 

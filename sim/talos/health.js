@@ -35,7 +35,7 @@ export async function healthCheck(sim, endpoint, body, req, res) {
     ['etcd members to be consistent across nodes', () => null],
     ['etcd members to be control plane nodes', () => null],
     ['apid to be ready', () => {
-      const errs = all.filter((n) => sim.listenerMode(n) !== 'secure').map((n) => `${n.ip}: rpc error: code = Unavailable desc = connection refused`)
+      const errs = all.filter((n) => sim.listeners.modeOf(n) !== 'secure').map((n) => `${n.ip}: rpc error: code = Unavailable desc = connection refused`)
       return errs.length ? multierror(errs) : null
     }],
     ['all nodes memory sizes', () => null],

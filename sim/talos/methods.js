@@ -109,7 +109,7 @@ export const METHODS = {
       node.svc(id, 'Finished', 'Service finished successfully', null)
       // a stopped etcd serves no member list and counts for no quorum
       if (id === 'etcd') { node.etcdRunning = false; node.etcdHealthy = false }
-    } else if (id === 'etcd') sim.etcdRestart(node)
+    } else if (id === 'etcd') sim.etcd.restart(node)
     else if (id === 'kubelet') node.startKubelet()
     else node.startService(id)
     node.changed()
@@ -120,29 +120,29 @@ export const METHODS = {
   // talosctl asks the local etcd (queryLocal); while it is down the client waits for a connection
   async 'machine.EtcdMemberList'(sim, node, body, { signal }) {
     if (node.role !== 'controlplane') throw rpc('Unimplemented', 'member list is only available on control plane nodes')
-    await sim.etcdReachable(node, signal)
-    return { members: sim.etcdMembers(node).map((m) => ({ id: m.id, hostname: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner })) }
+    await sim.etcd.reachable(node, signal)
+    return { members: sim.etcd.members(node).map((m) => ({ id: m.id, hostname: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner })) }
   },
 
   'machine.EtcdStatus'(sim, node) {
     if (node.role !== 'controlplane') throw rpc('Unimplemented', 'etcd status is only available on control plane nodes')
     etcdNodeOnly(node, 'etcd status')
-    const members = sim.etcdMembers(node)
+    const members = sim.etcd.members(node)
     return { memberId: node.etcdMember, dbSize: 4096000 + members.length * 20480, dbSizeInUse: 1835008, leader: members[0]?.id ?? node.etcdMember,
-      raftIndex: 1000 + node.rev, raftTerm: 2, raftAppliedIndex: 1000 + node.rev, isLearner: !!sim.etcdMemberOf(node)?.isLearner, protocol: '3.6.5', storage: '3.6.0', errors: [] }
+      raftIndex: 1000 + node.rev, raftTerm: 2, raftAppliedIndex: 1000 + node.rev, isLearner: !!sim.etcd.memberOf(node)?.isLearner, protocol: '3.6.5', storage: '3.6.0', errors: [] }
   },
 
   'machine.EtcdRemoveMemberByID'(sim, node, body) {
     etcdNodeOnly(node, 'etcd')
     // an unknown ID is etcd's ErrMemberNotFound, answered as NotFound (v1alpha1_server.go EtcdRemoveMemberByID)
-    if (!sim.etcdMembers(node).some((m) => m.id === body.memberId)) throw rpc('NotFound', 'etcdserver: member not found')
-    sim.etcdRemove(body.memberId)
+    if (!sim.etcd.members(node).some((m) => m.id === body.memberId)) throw rpc('NotFound', 'etcdserver: member not found')
+    sim.etcd.remove(body.memberId)
     return {}
   },
 
   'machine.EtcdLeaveCluster'(sim, node) {
     etcdNodeOnly(node, 'etcd')
-    sim.etcdRemove(node.etcdMember)
+    sim.etcd.remove(node.etcdMember)
     return {}
   },
 

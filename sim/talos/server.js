@@ -1,99 +1,8 @@
-// The node API on <ip>:50000: a real TLS listener whose mode follows the node's stage
-// (off | maintenance | secure | pki | hang), speaking the protocol of ARCHITECTURE.md.
-import https from 'node:https'
-import net from 'node:net'
+// The node API's JSON protocol (ARCHITECTURE.md) on a node's listener (sim/listeners.js):
+// faults, the calls log, apid's proxying, then the node model's method.
 import { rpc, RpcError, dialRefused, unknownAuthority } from './errors.js'
 import { METHODS, MAINTENANCE_METHODS, ROLES, callKind } from './methods.js'
 import { healthCheck } from './health.js'
-import { serveGrpc, ALPN } from '../grpc/server.js'
-
-export const TALOS_PORT = 50000
-
-export class NodeServer {
-  constructor(sim, node) {
-    this.sim = sim; this.node = node
-    this.mode = 'off'; this.server = null; this.sockets = new Set()
-    this.queue = Promise.resolve()
-    this.connections = 0
-    this.active = new Set() // responses in flight: a stage change lets them finish first
-  }
-
-  /** switch the listener; serialized so close/listen never overlap */
-  setMode(mode) {
-    if (mode === this.wanted) return this.queue
-    this.wanted = mode
-    this.queue = this.queue.then(() => this.apply(mode)).catch((e) => {
-      this.lastError = e
-      this.sim.log(`listener ${this.node.ip}:${TALOS_PORT}: ${e.message}`)
-    })
-    return this.queue
-  }
-
-  async apply(mode) {
-    if (mode !== this.wanted || mode === this.mode) return
-    await this.closeServer()
-    this.mode = mode
-    if (mode === 'off' || this.sim.stopped) return
-    const opts = { ...(await this.tlsOptions(mode)), ALPNProtocols: ALPN }
-    const server = mode === 'hang'
-      ? net.createServer(() => {}) // accept and never answer: the client waits for its own deadline
-      : https.createServer(opts, (req, res) => this.track(res) && handleRequest(this.sim, this.node, mode, req, res).catch((e) => {
-        this.sim.log(`request ${req.url} on ${this.node.ip}: ${e.stack}`)
-        if (!res.headersSent) res.writeHead(500)
-        res.end()
-      }))
-    server.on('connection', (s) => { this.sockets.add(s); this.connections++; s.on('close', () => this.sockets.delete(s)) })
-    server.on('tlsClientError', () => {})
-    if (mode !== 'hang') serveGrpc(this, server) // ALPN h2: the real talosctl's gRPC (sim/grpc)
-    server.keepAliveTimeout = 1000
-    await new Promise((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(TALOS_PORT, this.node.ip, () => { server.off('error', reject); resolve() })
-    })
-    this.server = server
-  }
-
-  async tlsOptions(mode) {
-    const { pki } = this.sim
-    if (mode === 'maintenance') return { ...pki.maintenance.get(this.node.name), minVersion: 'TLSv1.2' }
-    if (mode === 'pki') {
-      const other = await pki.otherIdentity(this.node)
-      return { cert: other.cert, key: other.key, ca: other.ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }
-    }
-    return { cert: pki.talos.apid.cert, key: pki.talos.apid.key, ca: pki.talos.ca.cert, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }
-  }
-
-  track(res) {
-    this.active.add(res)
-    const done = () => this.active.delete(res)
-    res.on('finish', done); res.on('close', done)
-    return true
-  }
-
-  async closeServer() {
-    const s = this.server
-    this.server = null
-    if (!s) return
-    s.close()
-    // let answers already being written go out (a hung `timeout` call is cut after 300 ms)
-    await new Promise((r) => setImmediate(r))
-    for (let i = 0; i < 30 && [...this.active].some((res) => !res.writableEnded || res.writableLength); i++) {
-      await new Promise((r) => setTimeout(r, 10))
-    }
-    this.active.clear()
-    // machined stops its gRPC servers gracefully (pkg/grpc/factory ServerGracefulStop): an answer
-    // already written reaches the client. End each connection (its written bytes flushed first),
-    // and cut only what has not closed after a moment (a hung call's connection)
-    const open = [...this.sockets]
-    this.sockets.clear()
-    for (const sock of open) sock.end()
-    for (let i = 0; i < 30 && open.some((sock) => !sock.destroyed); i++) await new Promise((r) => setTimeout(r, 10))
-    for (const sock of open) sock.destroy()
-    await new Promise((resolve) => (s.listening ? s.close(() => resolve()) : resolve()))
-  }
-
-  close() { this.wanted = 'off'; this.queue = this.queue.then(() => { this.mode = 'off'; return this.closeServer() }); return this.queue }
-}
 
 const readBody = (req) => new Promise((resolve, reject) => {
   let b = ''
@@ -191,7 +100,7 @@ export async function handleRequest(sim, endpoint, mode, req, res) {
       if (!node) throw rpc('Unavailable', /^\d+\.\d+\.\d+\.\d+$/.test(str) ? dialRefused(str) : `connection error: desc = "transport: Error while dialing: dial tcp: lookup ${str}: no such host"`)
       if (node !== endpoint) {
         // apid proxies to the target over mTLS: the target's listener decides what it sees
-        const m = sim.listenerMode(node)
+        const m = sim.listeners.modeOf(node)
         if (m === 'off') throw rpc('Unavailable', dialRefused(node.ip))
         if (m === 'hang') throw rpc('Unavailable', `connection error: desc = "transport: Error while dialing: dial tcp ${node.ip}:50000: i/o timeout"`)
         if (m === 'maintenance') throw rpc('Unavailable', unknownAuthority(false))

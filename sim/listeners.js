@@ -1,0 +1,211 @@
+// The simulator's listeners: each node's API on <ip>:50000 (a real TLS listener whose mode follows
+// the node's stage and faults), and the Kubernetes
+// API on each control plane's <ip>:6443 once its API server is up and on the VIP (sim/kube behind
+// them), with the `on: kube` faults acting on connections and requests.
+import https from 'node:https'
+import net from 'node:net'
+import { handleRequest } from './talos/server.js'
+import { serveGrpc, ALPN } from './grpc/server.js'
+
+export const TALOS_PORT = 50000
+export const KUBE_PORT = 6443
+
+export class Listeners {
+  /** ctx = the Simulator: nodes, faults, pki, kube, record, clock, log, stopped, scenario */
+  constructor(ctx) {
+    this.ctx = ctx
+    this.nodeServers = new Map() // node name -> NodeServer
+    this.kube = new Map() // address -> https.Server
+  }
+
+  // ---- the node API (:50000) ----
+  /** one listener per node, closed until its node asks for one */
+  createNodeServers(nodes) { for (const n of nodes) this.nodeServers.set(n.name, new NodeServer(this.ctx, n)) }
+
+  /**
+   * The listener a node really has: what its stage asks for (off | maintenance | secure, sim/node.js),
+   * after `on: any` faults (refused/unreachable: off; timeout: hang) and a foreign CA (pki).
+   */
+  modeOf(n) {
+    const { faults } = this.ctx
+    const base = n.listener
+    if (base === 'off') return 'off'
+    const any = faults.find(n.name, { on: 'any' }).filter((f) => f.times == null)
+    if (any.some((f) => f.kind === 'unreachable' || f.kind === 'refused')) return 'off'
+    if (any.some((f) => f.kind === 'timeout')) return 'hang'
+    if (base === 'secure' && (n.foreignCA || faults.find(n.name, { kind: 'pki-mismatch' }).length)) return 'pki'
+    return base
+  }
+
+  /** after a node's change: its API listener follows, the Kubernetes listeners too */
+  sync(n) {
+    this.nodeServers.get(n.name)?.setMode(this.modeOf(n))
+    this.reconcileKube()
+  }
+
+  /** a node listener that could not listen (address taken?), or null */
+  failed() { return [...this.nodeServers.values()].find((sv) => sv.lastError) ?? null }
+
+  /** resolves once every listener switch asked for so far has happened */
+  async settle() {
+    for (let i = 0; i < 3; i++) {
+      await Promise.all([...this.nodeServers.values()].map((sv) => sv.queue))
+      await Promise.all([...this.kube.values()].map((srv) => srv.ready))
+    }
+  }
+
+  async close() {
+    await Promise.all([...this.nodeServers.values()].map((s) => s.close()))
+    await Promise.all([...this.kube.values()].map(closeKube))
+    this.kube.clear()
+  }
+
+  // ---- the Kubernetes API (:6443) ----
+  reconcileKube() {
+    const { nodes, scenario } = this.ctx
+    const want = new Set(nodes.filter((n) => n.apiServerUp && n.role === 'controlplane').map((n) => n.ip))
+    const vip = scenario.cluster.vip
+    if (vip && vip.up === 'after-bootstrap' && want.size) want.add(vip.address)
+    for (const addr of want) if (!this.kube.has(addr)) this.openKube(addr)
+    for (const [addr, srv] of this.kube) if (!want.has(addr)) { this.kube.delete(addr); closeKube(srv) }
+  }
+
+  openKube(addr) {
+    const { pki, faults } = this.ctx
+    const srv = https.createServer({ cert: pki.kube.server.cert, key: pki.kube.server.key, ca: pki.kube.ca.cert,
+      requestCert: true, rejectUnauthorized: false }, (req, res) => {
+      if (!req.socket.authorized) {
+        res.writeHead(401, { 'content-type': 'application/json' })
+        return res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }))
+      }
+      const kube = this.ctx.kube
+      if (!kube) { res.writeHead(503, { 'content-type': 'text/plain' }); return res.end('the Kubernetes API is not simulated yet (sim/kube missing)\n') }
+      this.kubeRequestFault(addr, req, res, () => kube.handle(req, res))
+    })
+    srv.sockets = new Set()
+    srv.on('connection', (s) => {
+      // on: kube, refused: the API server is restarting; the connection is reset before TLS
+      if (faults.takeKube(this.kubeNodeAt(addr), ['refused'], null)) return s.resetAndDestroy()
+      srv.sockets.add(s); s.on('close', () => srv.sockets.delete(s))
+    })
+    srv.on('error', (e) => this.ctx.log(`kube listener ${addr}: ${e.message}`))
+    srv.on('tlsClientError', () => {})
+    this.kube.set(addr, srv)
+    srv.ready = new Promise((r) => { srv.once('listening', r); srv.once('error', r) })
+    srv.listen(KUBE_PORT, addr)
+  }
+
+  /** the control plane a Kubernetes listener belongs to (null for the VIP: every node's kube faults) */
+  kubeNodeAt(addr) { return this.ctx.nodes.find((n) => n.ip === addr)?.name ?? null }
+
+  /**
+   * on: kube faults acting on one request: unavailable answers 503 with the Status a kube-apiserver
+   * gives while its storage is unavailable (reason and message as k8s.io/apimachinery
+   * pkg/api/errors/errors.go names StatusServiceUnavailable); timeout never answers; latency delays the answer by ms.
+   */
+  kubeRequestFault(addr, req, res, handle) {
+    const path = (req.url ?? '/').split('?')[0]
+    const f = this.ctx.faults.takeKube(this.kubeNodeAt(addr), ['unavailable', 'timeout', 'latency'], path)
+    if (!f) return handle()
+    this.ctx.record({ time: this.ctx.clock.now().toISOString(), node: this.kubeNodeAt(addr), ip: addr, tool: 'kube', call: 'kube', command: `${req.method} ${path}`, args: [], outcome: `fault ${f.kind}` })
+    if (f.kind === 'timeout') return
+    if (f.kind === 'latency') return void setTimeout(handle, f.ms ?? 0)
+    res.writeHead(503, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'the server is currently unable to handle the request', reason: 'ServiceUnavailable', details: { causes: [{ reason: 'UnexpectedServerResponse', message: 'etcdserver: leader changed' }] }, code: 503 }))
+  }
+}
+
+function closeKube(srv) {
+  for (const s of srv.sockets ?? []) s.destroy()
+  return new Promise((r) => srv.close(() => r()))
+}
+
+/**
+ * One node's API listener on <ip>:50000, in the mode the node's stage asks for (off | maintenance |
+ * secure | pki | hang): ALPN h2 goes to the node's gRPC server (sim/grpc), http/1.1 to the JSON protocol.
+ */
+export class NodeServer {
+  constructor(sim, node) {
+    this.sim = sim; this.node = node
+    this.mode = 'off'; this.server = null; this.sockets = new Set()
+    this.queue = Promise.resolve()
+    this.connections = 0
+    this.active = new Set() // responses in flight: a stage change lets them finish first
+  }
+
+  /** switch the listener; serialized so close/listen never overlap */
+  setMode(mode) {
+    if (mode === this.wanted) return this.queue
+    this.wanted = mode
+    this.queue = this.queue.then(() => this.apply(mode)).catch((e) => {
+      this.lastError = e
+      this.sim.log(`listener ${this.node.ip}:${TALOS_PORT}: ${e.message}`)
+    })
+    return this.queue
+  }
+
+  async apply(mode) {
+    if (mode !== this.wanted || mode === this.mode) return
+    await this.closeServer()
+    this.mode = mode
+    if (mode === 'off' || this.sim.stopped) return
+    const opts = { ...(await this.tlsOptions(mode)), ALPNProtocols: ALPN }
+    const server = mode === 'hang'
+      ? net.createServer(() => {}) // accept and never answer: the client waits for its own deadline
+      : https.createServer(opts, (req, res) => this.track(res) && handleRequest(this.sim, this.node, mode, req, res).catch((e) => {
+        this.sim.log(`request ${req.url} on ${this.node.ip}: ${e.stack}`)
+        if (!res.headersSent) res.writeHead(500)
+        res.end()
+      }))
+    server.on('connection', (s) => { this.sockets.add(s); this.connections++; s.on('close', () => this.sockets.delete(s)) })
+    server.on('tlsClientError', () => {})
+    if (mode !== 'hang') serveGrpc(this, server) // ALPN h2: the real talosctl's gRPC (sim/grpc)
+    server.keepAliveTimeout = 1000
+    await new Promise((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(TALOS_PORT, this.node.ip, () => { server.off('error', reject); resolve() })
+    })
+    this.server = server
+  }
+
+  async tlsOptions(mode) {
+    const { pki } = this.sim
+    if (mode === 'maintenance') return { ...pki.maintenance.get(this.node.name), minVersion: 'TLSv1.2' }
+    if (mode === 'pki') {
+      const other = await pki.otherIdentity(this.node)
+      return { cert: other.cert, key: other.key, ca: other.ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }
+    }
+    return { cert: pki.talos.apid.cert, key: pki.talos.apid.key, ca: pki.talos.ca.cert, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }
+  }
+
+  track(res) {
+    this.active.add(res)
+    const done = () => this.active.delete(res)
+    res.on('finish', done); res.on('close', done)
+    return true
+  }
+
+  async closeServer() {
+    const s = this.server
+    this.server = null
+    if (!s) return
+    s.close()
+    // let answers already being written go out (a hung `timeout` call is cut after 300 ms)
+    await new Promise((r) => setImmediate(r))
+    for (let i = 0; i < 30 && [...this.active].some((res) => !res.writableEnded || res.writableLength); i++) {
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    this.active.clear()
+    // machined stops its gRPC servers gracefully (pkg/grpc/factory ServerGracefulStop): an answer
+    // already written reaches the client. End each connection (its written bytes flushed first),
+    // and cut only what has not closed after a moment (a hung call's connection)
+    const open = [...this.sockets]
+    this.sockets.clear()
+    for (const sock of open) sock.end()
+    for (let i = 0; i < 30 && open.some((sock) => !sock.destroyed); i++) await new Promise((r) => setTimeout(r, 10))
+    for (const sock of open) sock.destroy()
+    await new Promise((resolve) => (s.listening ? s.close(() => resolve()) : resolve()))
+  }
+
+  close() { this.wanted = 'off'; this.queue = this.queue.then(() => { this.mode = 'off'; return this.closeServer() }); return this.queue }
+}
