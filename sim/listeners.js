@@ -1,11 +1,12 @@
 // The simulator's listeners: each node's API on <ip>:50000 (a real TLS listener whose mode follows
-// the node's stage and faults), and the Kubernetes
+// the node's stage and faults, serving Talos' gRPC services, sim/grpc/server.js), and the Kubernetes
 // API on each control plane's <ip>:6443 once its API server is up and on the VIP (sim/kube behind
 // them), with the `on: kube` faults acting on connections and requests.
 import https from 'node:https'
 import net from 'node:net'
-import { handleRequest } from './talos/server.js'
-import { serveGrpc, ALPN } from './grpc/server.js'
+import tls from 'node:tls'
+import grpc from '@grpc/grpc-js'
+import { createGrpcServer } from './grpc/server.js'
 
 export const TALOS_PORT = 50000
 export const KUBE_PORT = 6443
@@ -121,8 +122,15 @@ function closeKube(srv) {
 }
 
 /**
- * One node's API listener on <ip>:50000, in the mode the node's stage asks for (off | maintenance |
- * secure | pki | hang): ALPN h2 goes to the node's gRPC server (sim/grpc), http/1.1 to the JSON protocol.
+ * One node's API listener on <ip>:50000, in the mode the node's stage asks for:
+ * * off: nothing listens (refused) while the node is down, installing (v1.12), rebooting;
+ * * maintenance: server certificate self-signed by a per-node maintenance CA (empty subject), no client certificate asked;
+ * * secure: server certificate signed by the cluster's Talos OS CA, client certificate required and verified
+ *   against it (TLS 1.3: a client without one gets the `certificate required` alert);
+ * * pki: the node's identity and trust come from another CA (fault pki-mismatch, or a config with a foreign CA);
+ * * hang: connections accepted and never answered (fault timeout on any).
+ * A TLS connection that negotiated ALPN h2 goes to the node's gRPC server; any other is closed: the
+ * node API speaks only gRPC, as apid and the maintenance service do.
  */
 export class NodeServer {
   constructor(sim, node) {
@@ -130,7 +138,7 @@ export class NodeServer {
     this.mode = 'off'; this.server = null; this.sockets = new Set()
     this.queue = Promise.resolve()
     this.connections = 0
-    this.active = new Set() // responses in flight: a stage change lets them finish first
+    this.active = new Set() // calls in flight (sim/grpc/server.js inFlight): a stage change lets them answer first
   }
 
   /** switch the listener; serialized so close/listen never overlap */
@@ -149,18 +157,17 @@ export class NodeServer {
     await this.closeServer()
     this.mode = mode
     if (mode === 'off' || this.sim.stopped) return
-    const opts = { ...(await this.tlsOptions(mode)), ALPNProtocols: ALPN }
-    const server = mode === 'hang'
-      ? net.createServer(() => {}) // accept and never answer: the client waits for its own deadline
-      : https.createServer(opts, (req, res) => this.track(res) && handleRequest(this.sim, this.node, mode, req, res).catch((e) => {
-        this.sim.log(`request ${req.url} on ${this.node.ip}: ${e.stack}`)
-        if (!res.headersSent) res.writeHead(500)
-        res.end()
-      }))
+    let server
+    if (mode === 'hang') server = net.createServer(() => {}) // accept and never answer: the client waits for its own deadline
+    else {
+      server = tls.createServer({ ...(await this.tlsOptions(mode)), ALPNProtocols: ['h2'] })
+      this.grpc ??= createGrpcServer(this)
+      const injector = this.grpc.createConnectionInjector(grpc.ServerCredentials.createInsecure())
+      server.on('secureConnection', (socket) => { if (socket.alpnProtocol === 'h2') injector.injectConnection(socket); else socket.destroy() })
+      server.on('close', () => injector.destroy())
+      server.on('tlsClientError', () => {})
+    }
     server.on('connection', (s) => { this.sockets.add(s); this.connections++; s.on('close', () => this.sockets.delete(s)) })
-    server.on('tlsClientError', () => {})
-    if (mode !== 'hang') serveGrpc(this, server) // ALPN h2: the real talosctl's gRPC (sim/grpc)
-    server.keepAliveTimeout = 1000
     await new Promise((resolve, reject) => {
       server.once('error', reject)
       server.listen(TALOS_PORT, this.node.ip, () => { server.off('error', reject); resolve() })
@@ -178,13 +185,6 @@ export class NodeServer {
     return { cert: pki.talos.apid.cert, key: pki.talos.apid.key, ca: pki.talos.ca.cert, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }
   }
 
-  track(res) {
-    this.active.add(res)
-    const done = () => this.active.delete(res)
-    res.on('finish', done); res.on('close', done)
-    return true
-  }
-
   async closeServer() {
     const s = this.server
     this.server = null
@@ -192,9 +192,7 @@ export class NodeServer {
     s.close()
     // let answers already being written go out (a hung `timeout` call is cut after 300 ms)
     await new Promise((r) => setImmediate(r))
-    for (let i = 0; i < 30 && [...this.active].some((res) => !res.writableEnded || res.writableLength); i++) {
-      await new Promise((r) => setTimeout(r, 10))
-    }
+    for (let i = 0; i < 30 && this.active.size; i++) await new Promise((r) => setTimeout(r, 10))
     this.active.clear()
     // machined stops its gRPC servers gracefully (pkg/grpc/factory ServerGracefulStop): an answer
     // already written reaches the client. End each connection (its written bytes flushed first),

@@ -20,7 +20,7 @@ export class ToolsMissingError extends Error {
   constructor(missing) {
     super(`${missing.join(' and ')} not found: the simulator needs the real talosctl (v1.12.x) and helm (v3) ` +
       `(fix: run \`task tools\`, which puts them into .tools/bin, or put them on PATH)`)
-    this.exitCode = 3 // DESIGN.md: a required tool is missing
+    this.exitCode = 3 // a required tool is missing (the exit code the product uses for it)
   }
 }
 

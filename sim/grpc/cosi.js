@@ -18,7 +18,7 @@ export const timestamp = (iso) => {
 }
 const yamlOf = (spec) => (typeof spec === 'string' ? spec : stringify(spec, { lineWidth: 0 }))
 
-/** a resource of the JSON protocol ({metadata, spec}) as cosi.resource.Resource */
+/** a resource as sim/talos/methods.js lists it ({metadata, spec}) as cosi.resource.Resource */
 export function toResource({ metadata: m, spec }) {
   return {
     metadata: { namespace: m.namespace, type: m.type, id: m.id, version: String(m.version), owner: m.owner ?? '', phase: m.phase ?? 'running',

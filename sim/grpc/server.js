@@ -1,19 +1,17 @@
-// The Talos machine API over gRPC on a node's :50000, for the real talosctl. A connection that
-// negotiates ALPN h2 is handed to a grpc-js server; http/1.1 keeps the simulator's JSON protocol.
-// Every call is translated into that protocol's request and run through the same handler
-// (sim/talos/server.js handleRequest): faults, the calls log, apid's proxying and the node model
-// stay there; this layer only maps messages and errors the way apid and machined put them on the wire.
+// The Talos machine API over gRPC on a node's :50000, for the real talosctl: MachineService,
+// cosi State, ClusterService and StorageService. Each call is served in process by
+// sim/talos/apid.js (faults, the calls log, apid's routing and proxying, the node model's method);
+// this layer maps requests, answers and errors the way apid and machined put them on the wire.
+// The listener (sim/listeners.js) hands each TLS connection that negotiated h2 to the node's server.
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
-import { Readable } from 'node:stream'
-import { EventEmitter } from 'node:events'
 import grpc from '@grpc/grpc-js'
 import protoLoader from '@grpc/proto-loader'
 import protobuf from 'protobufjs'
-import { handleRequest } from '../talos/server.js'
+import { serveCall } from '../talos/apid.js'
 import { METHODS } from '../talos/methods.js'
 import { eventsOf, observe as observeEvents } from '../talos/events.js'
-import { dialRefused } from '../talos/errors.js'
+import { RpcError } from '../talos/errors.js'
 import { DEFINITIONS } from '../talos/resources.js'
 import { resourceDefinition, toResource, timestamp, RD_TYPE, RD_DEFINITION } from './cosi.js'
 import { kubeconfigArchive } from './archive.js'
@@ -37,51 +35,25 @@ function targetsOf(call) {
   return { nodes: split('nodes'), node: split('node') }
 }
 
+/** the roles of the client certificate the TLS connection verified (its Organization) */
+function rolesOf(call) {
+  const o = call.getAuthContext?.()?.sslPeerCertificate?.subject?.O ?? ''
+  return String(o).split(/\n|,/).map((r) => r.trim())
+}
+
 /**
- * Runs one call through the node API handler as the JSON protocol would carry it. Resolves with
- * `{messages}` or rejects with a gRPC status error; never settles for a hung call (fault `timeout`).
+ * Serves one call on the node (sim/talos/apid.js). Resolves with the per-node answers
+ * `[{node, error, data}]` or rejects with a gRPC status error; never settles for a hung call (fault `timeout`).
  */
-function invoke(ns, call, method, body, { targets, purpose, words = [], onLine }) {
-  const headers = {}
-  if (targets.length) headers['x-talos-nodes'] = targets.join(',')
-  if (purpose) headers['x-sim-purpose'] = purpose
-  // the calls log's command and args: what the call shows on the wire (the real client sends no argv)
-  const insecure = ns.mode === 'maintenance'
-  headers['x-sim-argv'] = JSON.stringify([...words, ...(insecure ? ['--insecure'] : []), '-e', ns.node.ip, '-n', targets.join(',') || ns.node.ip])
-  // the client certificate the TLS connection verified (its O is the role), as on the HTTP/1.1 path
-  const socket = { getPeerCertificate: () => call.getAuthContext?.()?.sslPeerCertificate ?? {} }
-  // the request closes only when the client goes away (a streamed health check watches it)
-  const req = Object.assign(Readable.from([JSON.stringify(body)], { autoDestroy: false }), { url: `/${method}`, headers, socket })
-  call.on('cancelled', () => req.emit('close'))
-  return new Promise((resolve, reject) => {
-    // an http.ServerResponse's events as the handler uses them: 'finish' once answered, 'close' when
-    // the exchange is over or the client went away (a cancelled call ends a waiting `etcd members`)
-    let lines = ''
-    const res = Object.assign(new EventEmitter(), {
-      headersSent: false,
-      writeHead() { this.headersSent = true; return this },
-      // a streamed answer (health): JSON lines
-      write(chunk) {
-        lines += chunk
-        for (let i; (i = lines.indexOf('\n')) >= 0; lines = lines.slice(i + 1)) onLine?.(JSON.parse(lines.slice(0, i)))
-        return true
-      },
-      end(text) {
-        setImmediate(() => { res.emit('finish'); res.emit('close') })
-        if (onLine && res.headersSent) { if (text) res.write(text); return resolve([]) }
-        let answer
-        try { answer = JSON.parse(String(text ?? '')) } catch { return reject(statusError({ code: 'Internal', message: 'bad answer' })) }
-        if (answer.transportError) return reject(statusError({ code: 'Unavailable', message: dialRefused(ns.node.ip) }))
-        if (answer.error) return reject(statusError(answer.error))
-        resolve(answer.messages ?? [])
-      },
-    })
-    call.on('cancelled', () => res.emit('close'))
-    handleRequest(ns.sim, ns.node, ns.mode, req, res).catch((e) => {
+function invoke(ns, call, method, body, { targets, purpose, words = [], emit }) {
+  const gone = new AbortController() // a call whose client went away (deadline, Ctrl-C) cancels what still waits for it
+  call.on('cancelled', () => gone.abort())
+  return serveCall(ns.sim, ns.node, ns.mode, { method, body, targets, purpose, words, roles: rolesOf(call), signal: gone.signal, emit })
+    .catch((e) => {
+      if (e instanceof RpcError) throw statusError(e)
       ns.sim.log(`grpc ${method} on ${ns.node.ip}: ${e.stack}`)
-      reject(statusError({ code: 'Internal', message: e.message }))
+      throw statusError({ code: 'Internal', message: e.message })
     })
-  })
 }
 
 /** apid's per-node metadata: hostname when the endpoint proxied, error and status when that node failed */
@@ -172,13 +144,13 @@ async function cosiCall(ns, call, body, purpose) {
 
 /**
  * A call in flight holds the node's listener open (NodeServer.closeServer waits for `active`), so an
- * answer written just before a stage change (apply, reset) reaches the client, as on the HTTP/1.1 path.
+ * answer written just before a stage change (apply, reset) reaches the client.
  */
 function inFlight(ns) {
-  const entry = { writableEnded: false, writableLength: 0 }
+  const entry = {}
   ns.active.add(entry)
   // a few ms for the written frames to leave the socket before the listener may cut it
-  return () => setTimeout(() => { entry.writableEnded = true; ns.active.delete(entry) }, 20)
+  return () => setTimeout(() => ns.active.delete(entry), 20)
 }
 /** the talosctl command a machine API method serves, for the calls log */
 const COMMAND_WORDS = { 'machine.ApplyConfiguration': ['apply-config'], 'machine.Bootstrap': ['bootstrap'], 'machine.EtcdMemberList': ['etcd', 'members'],
@@ -323,13 +295,9 @@ function clusterService(ns) {
       const body = { ...(timeout ? { waitTimeoutMs: timeout } : {}), controlPlaneNodes: info.control_plane_nodes ?? [], workerNodes: info.worker_nodes ?? [], forceEndpoint: info.force_endpoint ?? '' }
       // one-2-many adds the node's metadata; a worker answers a call for itself locally (apid director)
       const md = one2one || ns.node.role === 'worker' ? undefined : { hostname: targets[0] }
-      let failed
       const write = (msg) => { if (!call.cancelled) call.write(md ? { metadata: md, ...msg } : msg) }
-      const messages = await invoke(ns, call, 'cluster.HealthCheck', body, { targets, words: COMMAND_WORDS['cluster.HealthCheck'], onLine: (o) => {
-        if (o.line) write({ message: o.line })
-        if (o.error) failed = o.error
-      } })
-      const err = failed ?? messages.find((m) => m.error)?.error
+      const messages = await invoke(ns, call, 'cluster.HealthCheck', body, { targets, words: COMMAND_WORDS['cluster.HealthCheck'], emit: (line) => write({ message: line }) })
+      const err = messages.find((m) => m.error)?.error
       if (!err) return
       // one-2-many: the node's error as message metadata (apid); otherwise the call's status
       if (md) write({ metadata: metadataOf({ node: targets[0], error: err }) })
@@ -404,26 +372,12 @@ function stateService(ns) {
   }
 }
 
-/**
- * Hook for a node's TLS listener: offers h2 next to http/1.1 and sends h2 connections to the
- * node's gRPC server (one per node server, created on first use).
- */
-export function serveGrpc(ns, tlsServer) {
-  if (!ns.grpc) {
-    ns.grpc = new grpc.Server()
-    ns.grpc.addService(packages.machine.MachineService.service, machineService(ns))
-    ns.grpc.addService(packages.cosi.resource.State.service, stateService(ns))
-    ns.grpc.addService(packages.cluster.ClusterService.service, clusterService(ns))
-    ns.grpc.addService(packages.storage.StorageService.service, storageService(ns))
-  }
-  const injector = ns.grpc.createConnectionInjector(grpc.ServerCredentials.createInsecure())
-  const http1 = tlsServer.listeners('secureConnection')
-  tlsServer.removeAllListeners('secureConnection')
-  tlsServer.on('secureConnection', (socket) => {
-    if (socket.alpnProtocol === 'h2') injector.injectConnection(socket)
-    else for (const l of http1) l.call(tlsServer, socket)
-  })
-  tlsServer.on('close', () => injector.destroy())
+/** a node listener's gRPC server (sim/listeners.js NodeServer `ns`: sim, node, mode, wanted, active) */
+export function createGrpcServer(ns) {
+  const server = new grpc.Server()
+  server.addService(packages.machine.MachineService.service, machineService(ns))
+  server.addService(packages.cosi.resource.State.service, stateService(ns))
+  server.addService(packages.cluster.ClusterService.service, clusterService(ns))
+  server.addService(packages.storage.StorageService.service, storageService(ns))
+  return server
 }
-
-export const ALPN = ['h2', 'http/1.1']

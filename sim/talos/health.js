@@ -1,14 +1,13 @@
-// cluster.HealthCheck: the default checks of talosctl.md §6, evaluated on simulated state,
-// streamed as JSON lines {"line": "waiting for …: OK"} then {"done": true} or {"error": {…}}.
-import { multierror } from './errors.js'
+// cluster.HealthCheck: the default checks talosctl health runs on the server (cmd/talosctl/cmd/talos/health.go,
+// pkg/cluster/check/default.go), evaluated on simulated state: each check's progress line
+// ("waiting for …: OK") goes to `emit`; resolves with null once all pass (or the client went away),
+// or with the RpcError the stream ends with.
+import { multierror, rpc } from './errors.js'
 
-export async function healthCheck(sim, endpoint, body, req, res) {
-  res.writeHead(200, { 'content-type': 'application/x-ndjson' })
-  const emit = (o) => res.write(`${JSON.stringify(o)}\n`)
+export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal } = {}) {
   if (endpoint.role !== 'controlplane') {
-    emit({ error: sim.talosMinor >= 13 ? { code: 'Unimplemented', message: 'cluster health check is only available on control plane nodes' }
-      : { code: 'Unknown', message: 'error getting kubernetes client: kubeconfig is only available on control plane nodes' } })
-    return res.end()
+    return sim.talosMinor >= 13 ? rpc('Unimplemented', 'cluster health check is only available on control plane nodes')
+      : rpc('Unknown', 'error getting kubernetes client: kubeconfig is only available on control plane nodes')
   }
   const byIp = (ips) => ips.map((ip) => sim.lookup(ip)).filter(Boolean)
   let cps = body.controlPlaneNodes?.length ? byIp(body.controlPlaneNodes) : null
@@ -16,7 +15,7 @@ export async function healthCheck(sim, endpoint, body, req, res) {
   if (!cps) {
     const members = sim.allNodes().filter((n) => n.configured && n.installed && ['booting', 'running'].includes(n.stage))
     cps = members.filter((n) => n.role === 'controlplane'); workers = members.filter((n) => n.role === 'worker')
-    emit({ line: `discovered nodes: [${members.map((n) => `"${n.ip}"`).join(' ')}]` })
+    emit(`discovered nodes: [${members.map((n) => `"${n.ip}"`).join(' ')}]`)
   }
   workers ??= []
   const all = [...cps, ...workers]
@@ -70,24 +69,20 @@ export async function healthCheck(sim, endpoint, body, req, res) {
     }],
     ['all k8s nodes to report schedulable', () => null],
   ]
-  let closed = false
-  req.on('close', () => { closed = true })
-  res.on('close', () => { closed = true })
   const deadline = Date.now() + (body.waitTimeoutMs ?? 20 * 60e3)
   const poll = Math.max(20, sim.clock.realMs(5))
   for (const [desc, fn] of checks) {
     let last = null
-    emit({ line: `waiting for ${desc}: ...` })
+    emit(`waiting for ${desc}: ...`)
     for (;;) {
-      if (closed || sim.stopped) return res.end()
+      if (signal?.aborted || sim.stopped) return null
       const r = fn()
       const text = r === null ? 'OK' : r
-      if (text !== last) { emit({ line: `waiting for ${desc}: ${text}` }); last = text }
+      if (text !== last) { emit(`waiting for ${desc}: ${text}`); last = text }
       if (r === null || r === 'SKIP') break
-      if (Date.now() > deadline) { emit({ error: { code: 'DeadlineExceeded', message: 'context deadline exceeded' } }); return res.end() }
+      if (Date.now() > deadline) return rpc('DeadlineExceeded', 'context deadline exceeded')
       await new Promise((resolve) => setTimeout(resolve, poll))
     }
   }
-  emit({ done: true })
-  res.end()
+  return null
 }

@@ -1,8 +1,10 @@
-// Handlers of the node API methods (ARCHITECTURE.md "Talos node protocol").
-// Each gets (sim, node, body, {insecure}) and returns the per-node `data` or throws RpcError.
+// The node API's methods, one plain function per Talos method (ARCHITECTURE.md "Node API methods"):
+// each gets (sim, node, body, {insecure, maintenance, signal}) and returns what that node answers, or
+// throws the RpcError machined would (internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go,
+// internal/app/maintenance/server.go). sim/talos/apid.js calls them; sim/grpc/server.js encodes the answers.
 import { stringify } from 'yaml'
 import { rpc } from './errors.js'
-import { DEFINITIONS, resolveType, publicDefinition, notFound } from './resources.js'
+import { DEFINITIONS, resolveType, notFound } from './resources.js'
 import { startAction } from './events.js'
 
 const GO_VERSION = 'go1.25.5'
@@ -60,8 +62,8 @@ function listResources(sim, node, d) {
   }
 }
 
-const etcdNodeOnly = (node, what) => {
-  if (node.role !== 'controlplane') throw rpc('Unimplemented', `${what} is only available on control plane nodes`)
+const etcdNodeOnly = (node) => {
+  if (node.role !== 'controlplane') throw rpc('Unimplemented', 'etcd is only available on control plane nodes')
   if (!node.etcdHealthy) throw rpc('Unknown', `failed to create etcd client: error getting endpoints: etcd is not running on ${node.ip}`)
 }
 
@@ -75,7 +77,7 @@ export const METHODS = {
       resources = resources.filter((r) => r.metadata.id === body.id)
       if (!resources.length) throw notFound(d, body.namespace, body.id)
     }
-    return { definition: publicDefinition(d), resources }
+    return { resources }
   },
 
   'machine.Version'(sim, node, body, { insecure, maintenance }) {
@@ -124,25 +126,11 @@ export const METHODS = {
     return { members: sim.etcd.members(node).map((m) => ({ id: m.id, hostname: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner })) }
   },
 
-  'machine.EtcdStatus'(sim, node) {
-    if (node.role !== 'controlplane') throw rpc('Unimplemented', 'etcd status is only available on control plane nodes')
-    etcdNodeOnly(node, 'etcd status')
-    const members = sim.etcd.members(node)
-    return { memberId: node.etcdMember, dbSize: 4096000 + members.length * 20480, dbSizeInUse: 1835008, leader: members[0]?.id ?? node.etcdMember,
-      raftIndex: 1000 + node.rev, raftTerm: 2, raftAppliedIndex: 1000 + node.rev, isLearner: !!sim.etcd.memberOf(node)?.isLearner, protocol: '3.6.5', storage: '3.6.0', errors: [] }
-  },
-
   'machine.EtcdRemoveMemberByID'(sim, node, body) {
-    etcdNodeOnly(node, 'etcd')
+    etcdNodeOnly(node)
     // an unknown ID is etcd's ErrMemberNotFound, answered as NotFound (v1alpha1_server.go EtcdRemoveMemberByID)
     if (!sim.etcd.members(node).some((m) => m.id === body.memberId)) throw rpc('NotFound', 'etcdserver: member not found')
     sim.etcd.remove(body.memberId)
-    return {}
-  },
-
-  'machine.EtcdLeaveCluster'(sim, node) {
-    etcdNodeOnly(node, 'etcd')
-    sim.etcd.remove(node.etcdMember)
     return {}
   },
 
@@ -181,7 +169,7 @@ export const METHODS = {
     return { bytes: `${node.bootId}\n` }
   },
 
-  // the Events stream's start (the stream itself: sim/grpc/server.js follows the node's event buffer)
+  // the Events stream's start: access and reachability (the stream itself: sim/grpc/server.js follows sim/talos/events.js)
   'machine.Events'() { return {} },
 
   // storaged's Disks (internal/app/storaged/server.go), also on the maintenance API: reset --reboot --wait's post check
@@ -208,11 +196,11 @@ function serviceStartLine(sim, id, at) {
 const READ = ['os:admin', 'os:operator', 'os:reader']
 export const ROLES = {
   'resources.Get': READ, 'machine.Version': READ, 'machine.ServiceList': READ, 'machine.Dmesg': READ, 'cluster.HealthCheck': READ,
-  'machine.EtcdMemberList': [...READ, 'os:etcd:backup'], 'machine.EtcdStatus': [...READ, 'os:etcd:backup'],
+  'machine.EtcdMemberList': [...READ, 'os:etcd:backup'],
   'machine.Logs': READ, 'machine.Events': READ, 'storage.Disks': READ, 'machine.Read': ['os:admin'],
   'machine.ServiceAction': ['os:admin', 'os:operator'], 'machine.Reboot': ['os:admin', 'os:operator'],
   'machine.ApplyConfiguration': ['os:admin'], 'machine.Bootstrap': ['os:admin'], 'machine.Kubeconfig': ['os:admin'], 'machine.Reset': ['os:admin'],
-  'machine.EtcdRemoveMemberByID': ['os:admin'], 'machine.EtcdLeaveCluster': ['os:admin'],
+  'machine.EtcdRemoveMemberByID': ['os:admin'],
 }
 
 // methods the maintenance API serves (everything else: Unimplemented)
@@ -224,7 +212,7 @@ export function callKind(method, insecure) {
   return {
     'machine.ApplyConfiguration': 'apply', 'machine.Bootstrap': 'bootstrap', 'machine.Kubeconfig': 'kubeconfig',
     'machine.ServiceAction': 'service', 'machine.Reset': 'reset', 'machine.Reboot': 'reboot', 'cluster.HealthCheck': 'health',
-    'machine.EtcdMemberList': 'etcd', 'machine.EtcdStatus': 'etcd', 'machine.EtcdRemoveMemberByID': 'etcd', 'machine.EtcdLeaveCluster': 'etcd',
+    'machine.EtcdMemberList': 'etcd', 'machine.EtcdRemoveMemberByID': 'etcd',
   }[method] ?? 'get'
 }
 

@@ -42,8 +42,6 @@ export function resolveType(typed) {
   return matches[0]
 }
 
-export const publicDefinition = (d) => ({ type: d.type, displayType: d.displayType, aliases: d.aliases, columns: d.columns })
-
 export function notFound(d, namespace, id) {
   return rpc('NotFound', `resource ${d.type}(${namespace ?? d.namespace}/${id}@undefined) doesn't exist`)
 }

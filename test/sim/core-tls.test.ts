@@ -34,6 +34,11 @@ describe('node API TLS', () => {
     expect(wrong.result).toMatch(/ERR_SSL_TLSV13_ALERT_UNKNOWN_CA|ECONNRESET|ERR_SSL_SSL\/TLS_ALERT_BAD_CERTIFICATE|closed/)
   })
 
+  it('a client that does not speak gRPC (no ALPN h2) is closed after the handshake', async () => {
+    const r = await tlsHandshake('127.22.1.11', { ...talosCreds(c.sim), ALPNProtocols: [] })
+    expect(r.result).toMatch(/closed|ECONNRESET/)
+  })
+
   it('pki-mismatch: the configured node presents a cert that fails verification against the cluster CA', async () => {
     await applyInsecure(c.sim, 'wrkr-1')
     await c.sim.until(() => c.sim.node('wrkr-1')!.listener === 'pki')
