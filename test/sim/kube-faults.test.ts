@@ -1,4 +1,4 @@
-// Conformance: `on: kube` faults (sim/cluster.js kubeRequestFault, sim/faults.js takeKube). refused:
+// Conformance: `on: kube` faults (sim/listeners.js kubeRequestFault, sim/faults.js takeKube). refused:
 // the connection is reset before TLS, as while kube-apiserver restarts; unavailable: the 503 Status
 // kube-apiserver answers while its storage is unavailable (reason and message as
 // k8s.io/apimachinery pkg/api/errors/errors.go gives them for StatusServiceUnavailable); `times` counts
