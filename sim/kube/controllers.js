@@ -1,6 +1,7 @@
 // Controllers on the simulated clock: DaemonSet and Deployment pods, a scheduler, pod
-// start-up, node readiness from the CNI pod, workload status (reference §8), garbage
-// collection, and Flux's source/kustomize/helm controllers (reference §10).
+// start-up, node readiness from the CNI pod, workload status (the apps/v1 status fields as
+// kubernetes pkg/controller/deployment and daemon set them), garbage collection, and Flux's
+// source/kustomize/helm controllers (their Ready conditions: fluxcd/pkg/apis/meta).
 // One reconcile pass walks everything; it is idempotent and writes only what changed,
 // so every write (ours included) simply schedules another pass.
 import { createHash } from 'node:crypto'

@@ -1,11 +1,12 @@
 // Discovery (/api, /apis, /api/v1, /apis/{g}[/{v}]) and the OpenAPI v3 stubs kubectl's
-// apply validation needs (reference §2, §9.1). Aggregated discovery is negotiated on Accept.
+// apply validation needs (k8s.io/client-go discovery/discovery_client.go; kubectl's openapi3 validation).
+// Aggregated discovery is negotiated on Accept.
 import { createHash } from 'node:crypto'
 
 const SCALABLE = ['Deployment', 'ReplicaSet', 'StatefulSet']
 const AGG = (v) => `application/json;g=apidiscovery.k8s.io;v=${v};as=APIGroupDiscoveryList`
 
-// v2 / v2beta1 / null (legacy), from the Accept header (reference §2 "Negotiation").
+// v2 / v2beta1 / null (legacy), from the Accept header (the one k8s.io/client-go discovery/discovery_client.go sends).
 export function aggregatedVersion(accept = '') {
   if (!accept.includes('as=APIGroupDiscoveryList')) return null
   if (/v=v2(;|,|$)/.test(accept)) return 'v2'

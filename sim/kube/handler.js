@@ -1,5 +1,5 @@
 // The HTTP side of the simulated kube-apiserver: routing, CRUD, patch flavours, watch,
-// Tables, discovery and health endpoints (reference/kubernetes-api.md §1–§12).
+// Tables, discovery and health endpoints, as the real kubectl and helm use them (k8s.io/apiserver pkg/endpoints/handlers).
 import YAML from 'yaml'
 import { admitCreate, admitUpdate } from './admission.js'
 import { aggregatedDiscovery, aggregatedVersion, legacyApiVersions, legacyGroup, legacyGroupList, openapiV3, resourceList } from './discovery.js'
@@ -146,7 +146,7 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     }
     const timeout = Number(query.get('timeoutSeconds') || 0)
     const timer = timeout > 0 ? setTimeout(() => res.end(), timeout * 1000) : null
-    // res 'close' (not req 'close') tells us the client went away (reference §0.7).
+    // res 'close' (not req 'close', which fires once the request body is read) tells us the client went away
     res.on('close', () => { cancel(); if (timer) clearTimeout(timer) })
   }
 

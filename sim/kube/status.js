@@ -1,4 +1,4 @@
-// metav1.Status errors, shaped as kube-apiserver sends them (reference §1 "Error shape").
+// metav1.Status errors, shaped as kube-apiserver sends them (k8s.io/apimachinery pkg/api/errors/errors.go).
 
 export class ApiError extends Error {
   constructor(code, reason, message, details = {}) {

@@ -1,5 +1,6 @@
 // Test support: a simulated API on a loopback address, a kubeconfig for it, and a runner
-// for the real kubectl (fresh --cache-dir per call, as reference §2 "Disk cache" advises).
+// for the real kubectl (a fresh --cache-dir per call: kubectl keeps discovery on disk there,
+// k8s.io/client-go discovery/cached/disk, and would not see a new CRD's kinds at once).
 import { execFile } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'

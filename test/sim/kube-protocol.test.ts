@@ -132,7 +132,7 @@ describe('kube API protocol', () => {
     const put = await call('PUT', '/api/v1/namespaces/default/secrets/s1', { body: { ...created.json, data: { a: 'Yw==' } } })
     expect(put.status).toBe(200)
     expect(Number(put.json.metadata.resourceVersion)).toBeGreaterThan(Number(created.json.metadata.resourceVersion))
-    // A merge patch that nulls creationTimestamp must not lose system metadata (reference §0.8).
+    // A merge patch that nulls creationTimestamp must not lose system metadata (what `kubectl apply` of a --dry-run=client manifest sends).
     const mp = await call('PATCH', '/api/v1/namespaces/default/secrets/s1', { body: { metadata: { creationTimestamp: null, labels: { x: 'y' } } }, headers: { 'content-type': 'application/strategic-merge-patch+json' } })
     expect(mp.json.metadata).toMatchObject({ creationTimestamp: created.json.metadata.creationTimestamp, uid: created.json.metadata.uid, labels: { x: 'y' } })
     const jp = await call('PATCH', '/api/v1/namespaces/default/secrets/s1', { body: [{ op: 'remove', path: '/metadata/labels/x' }], headers: { 'content-type': 'application/json-patch+json' } })

@@ -229,7 +229,8 @@ describe('kube API with kubectl: apply, secrets and Flux', () => {
     expect(dup.stderr).toMatch(/Error from server \(AlreadyExists\): error when creating ".*": secrets "app-credentials" already exists/)
     const table = await k.kubectl(['get', 'secrets', '-n', 'flux-system'])
     expect(table.stdout).toMatch(/^NAME\s+TYPE\s+DATA\s+AGE\napp-credentials\s+Opaque\s+2\s+\S+\nssa-credentials\s+Opaque\s+2\s+\S+\n$/)
-    // The pipe of reference §9.4: the second run's {"metadata":{"creationTimestamp":null}} patch must not lose it.
+    // `kubectl create secret … --dry-run=client -o yaml | kubectl apply -f -`, twice: the second run's
+    // {"metadata":{"creationTimestamp":null}} patch must not lose it.
     const pipe = (await k.kubectl(['create', 'secret', 'generic', 'x', '-n', 'flux-system', '--from-literal=key=v', '--dry-run=client', '-o', 'yaml'])).stdout
     expect(await k.kubectl(['apply', '-f', '-'], { input: pipe })).toMatchObject({ code: 0, stdout: 'secret/x created\n' })
     expect(await k.kubectl(['apply', '-f', '-'], { input: pipe })).toMatchObject({ code: 0, stdout: 'secret/x configured\n' })
