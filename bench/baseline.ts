@@ -10,9 +10,30 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { parse, stringify } from 'yaml'
 
-interface Node { name: string; ip: string; cp: boolean; config: string }
-interface Talconfig { clusterName: string; nodes: { hostname: string; ipAddress: string; controlPlane?: boolean }[] }
-interface Settings { retries?: number; retryDelay?: string; pollInterval?: string; cni?: { chart: string; repo?: string; caFile?: string; version?: string; release: string; namespace: string; values?: Record<string, unknown> } }
+interface Node {
+  name: string
+  ip: string
+  cp: boolean
+  config: string
+}
+interface Talconfig {
+  clusterName: string
+  nodes: { hostname: string; ipAddress: string; controlPlane?: boolean }[]
+}
+interface Settings {
+  retries?: number
+  retryDelay?: string
+  pollInterval?: string
+  cni?: {
+    chart: string
+    repo?: string
+    caFile?: string
+    version?: string
+    release: string
+    namespace: string
+    values?: Record<string, unknown>
+  }
+}
 
 const { values } = parseArgs({ options: { 'cluster-dir': { type: 'string' } } })
 const dir = values['cluster-dir'] ?? process.env.CLUSTER_DIR
@@ -28,7 +49,12 @@ const retryDelay = ms(settings.retryDelay, 3000)
 const retries = settings.retries ?? 5
 const talosconfig = join(dir, 'clusterconfig', 'talosconfig')
 const kubeconfig = join(dir, 'kubeconfig')
-const nodes: Node[] = tal.nodes.map((n) => ({ name: n.hostname, ip: n.ipAddress, cp: n.controlPlane === true, config: join(dir, 'clusterconfig', `${tal.clusterName}-${n.hostname}.yaml`) }))
+const nodes: Node[] = tal.nodes.map((n) => ({
+  name: n.hostname,
+  ip: n.ipAddress,
+  cp: n.controlPlane === true,
+  config: join(dir, 'clusterconfig', `${tal.clusterName}-${n.hostname}.yaml`),
+}))
 const first = nodes.find((n) => n.cp)
 if (!first) throw new Error('no control plane in talconfig.yaml')
 let calls = 0
@@ -36,7 +62,9 @@ let calls = 0
 function sh(tool: string, args: string[]): Promise<{ ok: boolean; out: string }> {
   calls++
   return new Promise((resolve) => {
-    execFile(tool, args, { timeout: 30_000, maxBuffer: 64 << 20 }, (err, stdout, stderr) => resolve({ ok: !err, out: err ? `${stdout}${stderr}` : stdout }))
+    execFile(tool, args, { timeout: 30_000, maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
+      resolve({ ok: !err, out: err ? `${stdout}${stderr}` : stdout }),
+    )
   })
 }
 const secure = (n: Node): string[] => ['--talosconfig', talosconfig, '-e', n.ip, '-n', n.ip]
@@ -69,7 +97,9 @@ async function up(n: Node): Promise<boolean> {
 }
 
 const started = performance.now()
-const log = (msg: string): void => { process.stdout.write(`[${((performance.now() - started) / 1000).toFixed(1)}s] ${msg}\n`) }
+const log = (msg: string): void => {
+  process.stdout.write(`[${((performance.now() - started) / 1000).toFixed(1)}s] ${msg}\n`)
+}
 
 async function applyAndWait(n: Node): Promise<void> {
   await retry(`apply ${n.name}`, () => sh('talosctl', ['apply-config', '--insecure', '-n', n.ip, '-e', n.ip, '-f', n.config]))
@@ -96,8 +126,27 @@ if (cni) {
   // the chart's values as the product passes them (kube-proxy-free cilium needs k8sServiceHost)
   const valuesFile = join(dir, '.bootstrap-baseline-values.yaml')
   writeFileSync(valuesFile, stringify(cni.values ?? {}))
-  await retry('helm', () => sh('helm', ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', '--kubeconfig', kubeconfig, '--wait', '--timeout', '10m', '--values', valuesFile,
-    ...(cni.repo ? ['--repo', cni.repo] : []), ...(cni.caFile ? ['--ca-file', resolve(dir, cni.caFile)] : []), ...(cni.version ? ['--version', cni.version] : [])]))
+  await retry('helm', () =>
+    sh('helm', [
+      'upgrade',
+      '--install',
+      cni.release,
+      cni.chart,
+      '--namespace',
+      cni.namespace,
+      '--create-namespace',
+      '--kubeconfig',
+      kubeconfig,
+      '--wait',
+      '--timeout',
+      '10m',
+      '--values',
+      valuesFile,
+      ...(cni.repo ? ['--repo', cni.repo] : []),
+      ...(cni.caFile ? ['--ca-file', resolve(dir, cni.caFile)] : []),
+      ...(cni.version ? ['--version', cni.version] : []),
+    ]),
+  )
 }
 await until('nodes Ready', async () => {
   const r = await sh('kubectl', ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'json'])

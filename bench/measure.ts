@@ -13,7 +13,12 @@ export const ROOT = resolve(import.meta.dirname, '..')
 const HOOK = join(ROOT, 'bench', 'rusage-hook.mjs')
 const TICK = 100 // USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s on Linux
 
-export interface SimHandle { dir: string; pid: number; env: NodeJS.ProcessEnv; clusterDir: string }
+export interface SimHandle {
+  dir: string
+  pid: number
+  env: NodeJS.ProcessEnv
+  clusterDir: string
+}
 
 const GO_BIN = goBin()
 
@@ -23,7 +28,9 @@ function readSimEnv(dir: string): Record<string, string> {
   for (const line of readFileSync(join(dir, 'env'), 'utf8').split('\n')) {
     const m = /^export (\w+)=(.*)$/.exec(line)
     if (!m?.[1] || m[2] === undefined) continue
-    const parts = [...m[2].matchAll(/'((?:[^']|'\\'')*)'|"\$(\w+)"|:/g)].map((p) => (p[1] !== undefined ? p[1].replace(/'\\''/g, "'") : p[2] ? (process.env[p[2]] ?? '') : ':'))
+    const parts = [...m[2].matchAll(/'((?:[^']|'\\'')*)'|"\$(\w+)"|:/g)].map((p) =>
+      p[1] !== undefined ? p[1].replace(/'\\''/g, "'") : p[2] ? (process.env[p[2]] ?? '') : ':',
+    )
     env[m[1]] = parts.join('')
   }
   return env
@@ -36,7 +43,9 @@ export function startSim(scenario: ScenarioInput, dir: string): SimHandle {
   writeFileSync(file, stringify(scenario, { lineWidth: 0, aliasDuplicateObjects: false }))
   const simDir = join(dir, 'sim')
   try {
-    execFileSync(process.execPath, [join(ROOT, 'sim', 'cli.js'), 'up', '--scenario', file, '--dir', simDir], { stdio: ['ignore', 'ignore', 'inherit'] })
+    execFileSync(process.execPath, [join(ROOT, 'sim', 'cli.js'), 'up', '--scenario', file, '--dir', simDir], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
   } catch (err) {
     // a daemon that started but was not seen ready must not outlive the bench
     execFileSync(process.execPath, [join(ROOT, 'sim', 'cli.js'), 'down', '--dir', simDir], { stdio: 'ignore' })
@@ -54,7 +63,9 @@ export function stopSim(sim: SimHandle): void {
 }
 
 export function criticalPathS(sim: SimHandle): number {
-  return Number(execFileSync(process.execPath, [join(ROOT, 'sim', 'cli.js'), 'critical-path', '--dir', sim.dir], { encoding: 'utf8' }).trim())
+  return Number(
+    execFileSync(process.execPath, [join(ROOT, 'sim', 'cli.js'), 'critical-path', '--dir', sim.dir], { encoding: 'utf8' }).trim(),
+  )
 }
 
 /** CPU seconds and peak RSS (MB) of a live process, from /proc */
@@ -93,9 +104,28 @@ export async function measured(sim: SimHandle, command: string, args: string[], 
   const t0 = performance.now()
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((res, rej) => {
     // its own process group, so the deadline interrupts the whole tree as Ctrl-C would
-    const child = spawn('/usr/bin/time', ['-f', '%e %U %S %M', '-o', timeFile, command, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-    const signal = (sig: NodeJS.Signals): void => { try { if (child.pid) process.kill(-child.pid, sig) } catch { /* already gone */ } }
-    const timers = Number.isFinite(deadlineS) ? [setTimeout(() => { interrupted = true; signal('SIGINT') }, deadlineS * 1000), setTimeout(() => signal('SIGKILL'), deadlineS * 1000 + 30_000)] : []
+    const child = spawn('/usr/bin/time', ['-f', '%e %U %S %M', '-o', timeFile, command, ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    })
+    const signal = (sig: NodeJS.Signals): void => {
+      try {
+        if (child.pid) process.kill(-child.pid, sig)
+      } catch {
+        /* already gone */
+      }
+    }
+    const timers = Number.isFinite(deadlineS)
+      ? [
+          setTimeout(() => {
+            interrupted = true
+            signal('SIGINT')
+          }, deadlineS * 1000),
+          setTimeout(() => signal('SIGKILL'), deadlineS * 1000 + 30_000),
+        ]
+      : []
     let out = ''
     let err = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
@@ -111,7 +141,8 @@ export async function measured(sim: SimHandle, command: string, args: string[], 
   writeFileSync(join(outDir, 'stdout.txt'), stdout)
   writeFileSync(join(outDir, 'stderr.txt'), stderr)
   const [, user, sys] = readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)?.split(' ').map(Number) ?? []
-  if (!existsSync(rusageFile)) throw new Error(`the orchestrator wrote no rusage (${rusageFile}); exit ${code}; stderr: ${stderr.slice(-2000)}`)
+  if (!existsSync(rusageFile))
+    throw new Error(`the orchestrator wrote no rusage (${rusageFile}); exit ${code}; stderr: ${stderr.slice(-2000)}`)
   const own = JSON.parse(readFileSync(rusageFile, 'utf8')) as { userUs: number; systemUs: number; maxRssKb: number }
   return {
     code,
@@ -130,19 +161,27 @@ export async function measured(sim: SimHandle, command: string, args: string[], 
 export function simCalls(sim: SimHandle): CallRecord[] {
   const f = join(sim.dir, 'calls.jsonl')
   if (!existsSync(f)) return []
-  return readFileSync(f, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as CallRecord)
+  return readFileSync(f, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as CallRecord)
 }
 
-export interface Invocation { tool: string; args: string[] }
+export interface Invocation {
+  tool: string
+  args: string[]
+}
 
 /** the processes the orchestrator started, from its (redacted) command log */
 export function commandLog(clusterDir: string): Invocation[] {
   const f = join(clusterDir, '.bootstrap', 'commands.log')
   if (!existsSync(f)) return []
-  return readFileSync(f, 'utf8').split('\n').flatMap((line) => {
-    const m = /^\S+ exit \S+ \S+ (\S+) ?(.*)$/.exec(line)
-    return m?.[1] ? [{ tool: m[1], args: (m[2] ?? '').split(' ') }] : []
-  })
+  return readFileSync(f, 'utf8')
+    .split('\n')
+    .flatMap((line) => {
+      const m = /^\S+ exit \S+ \S+ (\S+) ?(.*)$/.exec(line)
+      return m?.[1] ? [{ tool: m[1], args: (m[2] ?? '').split(' ') }] : []
+    })
 }
 
 /** processes started, by tool */
@@ -161,7 +200,8 @@ export function statusReadsByNode(log: Invocation[]): Map<string, number> {
   const byIp = new Map<string, number>()
   for (const { tool, args } of log) {
     if (tool !== 'talosctl' || args.includes('--insecure')) continue
-    const status = (args[0] === 'get' && args[1] === 'machinestatus') || args[0] === 'service' || (args[0] === 'etcd' && args[1] === 'members')
+    const status =
+      (args[0] === 'get' && args[1] === 'machinestatus') || args[0] === 'service' || (args[0] === 'etcd' && args[1] === 'members')
     const n = args.indexOf('-n')
     if (!status || n < 0) continue
     for (const ip of (args[n + 1] ?? '').split(',')) byIp.set(ip, (byIp.get(ip) ?? 0) + 1)

@@ -13,26 +13,54 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
 import type { CallRecord } from '../sim/index.js'
-import { commandLog, criticalPathS, invocations, statusReadsByNode, type Invocation, measured, ROOT, simCalls, startSim, stopSim, type RunMeasure, type SimHandle } from './measure.js'
+import {
+  commandLog,
+  criticalPathS,
+  invocations,
+  statusReadsByNode,
+  type Invocation,
+  measured,
+  ROOT,
+  simCalls,
+  startSim,
+  stopSim,
+  type RunMeasure,
+  type SimHandle,
+} from './measure.js'
 import { benchScenario, speedFor } from './scenario.js'
 
-interface CaseSpec { nodes: number; concurrency: number; criticalPathS: number; octet: number }
+interface CaseSpec {
+  nodes: number
+  concurrency: number
+  criticalPathS: number
+  octet: number
+}
 
 const SMALL = [3, 6, 30].flatMap((nodes) => [1, 4, 16].map((concurrency) => ({ nodes, concurrency, criticalPathS: 20 })))
 const LARGE = [100, 300].map((nodes) => ({ nodes, concurrency: 16, criticalPathS: 120 }))
 const ALL: CaseSpec[] = [...SMALL, ...LARGE].map((c, i) => ({ ...c, octet: 100 + i }))
 const BASELINE: CaseSpec = { nodes: 6, concurrency: 1, criticalPathS: 20, octet: 100 + ALL.length }
 
-const { values } = parseArgs({ options: { cases: { type: 'string' }, 'no-baseline': { type: 'boolean' }, out: { type: 'string' }, merge: { type: 'boolean' }, 'deadline-x': { type: 'string', default: '8' } } })
+const { values } = parseArgs({
+  options: {
+    cases: { type: 'string' },
+    'no-baseline': { type: 'boolean' },
+    out: { type: 'string' },
+    merge: { type: 'boolean' },
+    'deadline-x': { type: 'string', default: '8' },
+  },
+})
 /** a case still running at this many times its critical path is interrupted (Ctrl-C) and recorded as such */
 const DEADLINE_X = Number(values['deadline-x'])
 if (!(DEADLINE_X > 0)) throw new Error(`--deadline-x: "${values['deadline-x']}" must be a number > 0`)
-const selected = values.cases ? values.cases.split(',').map((c) => {
-  const [n, k] = c.split('x').map(Number)
-  const found = ALL.find((a) => a.nodes === n && a.concurrency === k)
-  if (!found) throw new Error(`--cases: no case ${c} (cases: ${ALL.map((a) => `${a.nodes}x${a.concurrency}`).join(',')})`)
-  return found
-}) : ALL
+const selected = values.cases
+  ? values.cases.split(',').map((c) => {
+      const [n, k] = c.split('x').map(Number)
+      const found = ALL.find((a) => a.nodes === n && a.concurrency === k)
+      if (!found) throw new Error(`--cases: no case ${c} (cases: ${ALL.map((a) => `${a.nodes}x${a.concurrency}`).join(',')})`)
+      return found
+    })
+  : ALL
 const outFile = values.out ?? (values.cases ? join(ROOT, 'bench', 'out', 'results.json') : join(ROOT, 'bench', 'results.json'))
 const work = join(ROOT, 'bench', 'out')
 mkdirSync(work, { recursive: true })
@@ -48,7 +76,10 @@ const ms = (d: string): number => {
 function productVersion(): string {
   try {
     const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim()
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'lib', 'scripts', 'Taskfile.yaml'], { cwd: ROOT, encoding: 'utf8' }).trim()
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'lib', 'scripts', 'Taskfile.yaml'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }).trim()
     return dirty ? `${head}+uncommitted` : head
   } catch {
     return 'unknown'
@@ -90,21 +121,31 @@ function realClients(): { talosctl: string; helm: string } {
   const talosctl = version('talosctl', ['version', '--client'], /Tag:\s+(v1\.12\.\S+)/)
   const helm = version('helm', ['version', '--short'], /^(v3\.[^+\s]+)/)
   if (!talosctl || !helm) {
-    process.stderr.write(`npm run bench measures the real talosctl (v1.12) and helm (v3) in .tools/bin; missing: ${[talosctl ? '' : 'talosctl', helm ? '' : 'helm'].filter(Boolean).join(', ')} (fix: run \`task tools\` first)\n`)
+    process.stderr.write(
+      `npm run bench measures the real talosctl (v1.12) and helm (v3) in .tools/bin; missing: ${[talosctl ? '' : 'talosctl', helm ? '' : 'helm'].filter(Boolean).join(', ')} (fix: run \`task tools\` first)\n`,
+    )
     process.exit(3)
   }
   return { talosctl, helm }
 }
 
 const machine = {
-  cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, memGB: round(os.totalmem() / 2 ** 30, 1),
-  os: `${os.type()} ${os.release()}`, node: process.version, ...realClients(),
+  cpu: os.cpus()[0]?.model ?? 'unknown',
+  cores: os.cpus().length,
+  memGB: round(os.totalmem() / 2 ** 30, 1),
+  os: `${os.type()} ${os.release()}`,
+  node: process.version,
+  ...realClients(),
 }
 
 function perNode(calls: CallRecord[], nodes: number): Record<string, number> {
   const counts: Record<string, number> = {}
   for (const c of calls) counts[c.call] = (counts[c.call] ?? 0) + 1
-  return Object.fromEntries(Object.entries(counts).sort().map(([k, n]) => [k, round(n / nodes)]))
+  return Object.fromEntries(
+    Object.entries(counts)
+      .sort()
+      .map(([k, n]) => [k, round(n / nodes)]),
+  )
 }
 
 /** status reads per node per poll interval over the run's waiting phases: the busiest node, and the mean */
@@ -116,7 +157,9 @@ function statusRate(log: Invocation[], waitS: number, pollS: number, nodes: numb
 
 function phaseSeconds(clusterDir: string): Record<string, number> {
   try {
-    const report = JSON.parse(readFileSync(join(clusterDir, '.bootstrap', 'last-run.json'), 'utf8')) as { phases: { name: string; durationMs: number }[] }
+    const report = JSON.parse(readFileSync(join(clusterDir, '.bootstrap', 'last-run.json'), 'utf8')) as {
+      phases: { name: string; durationMs: number }[]
+    }
     return Object.fromEntries(report.phases.map((p) => [p.name, round(p.durationMs / 1000, 1)]))
   } catch {
     return {}
@@ -140,14 +183,25 @@ function stop(sim: SimHandle): void {
 }
 
 function cpuFigures(m: RunMeasure) {
-  return { cpuS: round(m.cpuS), cpuAllS: round(m.cpuAllS), toolCpuS: round(m.cpuAllS - m.cpuS), peakRssMB: round(m.peakRssMB, 1), simCpuS: round(m.simCpuS) }
+  return {
+    cpuS: round(m.cpuS),
+    cpuAllS: round(m.cpuAllS),
+    toolCpuS: round(m.cpuAllS - m.cpuS),
+    peakRssMB: round(m.peakRssMB, 1),
+    simCpuS: round(m.simCpuS),
+  }
 }
 
 const header = `${'nodes'.padStart(5)} ${'conc'.padStart(4)} ${'wall s'.padStart(7)} ${'crit s'.padStart(7)} ${'ratio'.padStart(6)} ${'cpu s'.padStart(6)} ${'all s'.padStart(6)} ${'rss MB'.padStart(7)} ${'sim s'.padStart(6)} ${'load'.padStart(9)}  status/node/interval  calls per node`
-process.stdout.write(`bench on ${machine.cpu} x${machine.cores}, ${machine.memGB} GB, ${machine.os}, node ${machine.node}, talosctl ${machine.talosctl}, helm ${machine.helm}\n${header}\n`)
+process.stdout.write(
+  `bench on ${machine.cpu} x${machine.cores}, ${machine.memGB} GB, ${machine.os}, node ${machine.node}, talosctl ${machine.talosctl}, helm ${machine.helm}\n${header}\n`,
+)
 
 // --merge: keep the cases (and baseline) of an earlier run that this one does not measure again
-const earlier = values.merge && existsSync(outFile) ? (JSON.parse(readFileSync(outFile, 'utf8')) as { cases: Record<string, unknown>[]; baseline?: Record<string, unknown> }) : undefined
+const earlier =
+  values.merge && existsSync(outFile)
+    ? (JSON.parse(readFileSync(outFile, 'utf8')) as { cases: Record<string, unknown>[]; baseline?: Record<string, unknown> })
+    : undefined
 const key = (c: Record<string, unknown>): string => `${String(c.nodes)}x${String(c.concurrency)}`
 const rerun = new Set(selected.map((c) => `${c.nodes}x${c.concurrency}`))
 const cases: Record<string, unknown>[] = []
@@ -158,8 +212,12 @@ const save = (): void => {
   all.sort((a, b) => order.indexOf(key(a)) - order.indexOf(key(b)))
   // the speed-up is always against the 6-node CONCURRENCY 16 case in the file
   const against = all.find((c) => key(c) === '6x16')
-  if (baseline && against) Object.assign(baseline, { speedup: round(Number(baseline.wallS) / Number(against.wallS)), speedupAgainst: '6 nodes, CONCURRENCY 16' })
-  writeFileSync(outFile, `${JSON.stringify({ machine, date: new Date().toISOString(), cases: all, ...(baseline ? { baseline } : {}) }, null, 2)}\n`)
+  if (baseline && against)
+    Object.assign(baseline, { speedup: round(Number(baseline.wallS) / Number(against.wallS)), speedupAgainst: '6 nodes, CONCURRENCY 16' })
+  writeFileSync(
+    outFile,
+    `${JSON.stringify({ machine, date: new Date().toISOString(), cases: all, ...(baseline ? { baseline } : {}) }, null, 2)}\n`,
+  )
 }
 
 for (const spec of selected) {
@@ -169,7 +227,13 @@ for (const spec of selected) {
     const crit = criticalPathS(sim)
     const load0 = round(os.loadavg()[0] ?? 0)
     const pollS = ms((parse(readFileSync(join(sim.clusterDir, 'bootstrap.yaml'), 'utf8')) as { pollInterval: string }).pollInterval) / 1000
-    const m = await measured(sim, 'task', ['-x', 'bootstrap:talos', `CLUSTER_DIR=${sim.clusterDir}`, `CONCURRENCY=${spec.concurrency}`], join(work, name), DEADLINE_X * crit)
+    const m = await measured(
+      sim,
+      'task',
+      ['-x', 'bootstrap:talos', `CLUSTER_DIR=${sim.clusterDir}`, `CONCURRENCY=${spec.concurrency}`],
+      join(work, name),
+      DEADLINE_X * crit,
+    )
     const calls = simCalls(sim)
     const log = commandLog(sim.clusterDir)
     const phasesS = phaseSeconds(sim.clusterDir)
@@ -178,18 +242,34 @@ for (const spec of selected) {
     const waitS = (phasesS.verify ?? 0) + (phasesS.bootstrap ?? 0) + (phasesS['wait-ready'] ?? 0) || m.wallS
     const rate = statusRate(log, waitS, pollS, spec.nodes)
     const row = {
-      nodes: spec.nodes, concurrency: spec.concurrency, product: productVersion(), exitCode: m.code, ...(m.interrupted ? { interruptedAtS: round(DEADLINE_X * crit) } : {}), speed: round(speedFor(spec.criticalPathS), 3), pollIntervalS: pollS,
-      wallS: round(m.wallS), criticalPathS: crit, ratio: round(m.wallS / crit, 3), ...cpuFigures(m),
-      callsPerNode: perNode(calls, spec.nodes), invocations: invocations(log),
+      nodes: spec.nodes,
+      concurrency: spec.concurrency,
+      product: productVersion(),
+      exitCode: m.code,
+      ...(m.interrupted ? { interruptedAtS: round(DEADLINE_X * crit) } : {}),
+      speed: round(speedFor(spec.criticalPathS), 3),
+      pollIntervalS: pollS,
+      wallS: round(m.wallS),
+      criticalPathS: crit,
+      ratio: round(m.wallS / crit, 3),
+      ...cpuFigures(m),
+      callsPerNode: perNode(calls, spec.nodes),
+      invocations: invocations(log),
       // task, tsx, settings, `talosctl version`, the summary and the report: none of it in a phase
       outsidePhasesS: round(m.wallS - Object.values(phasesS).reduce((a, b) => a + b, 0), 1),
       toolCpuPerInvocationMs: Math.round(((m.cpuAllS - m.cpuS) / Math.max(1, log.length)) * 1000),
-      statusReadsPerNodePerInterval: rate, phasesS, loadAvg: { before: load0, after: round(os.loadavg()[0] ?? 0) },
+      statusReadsPerNodePerInterval: rate,
+      phasesS,
+      loadAvg: { before: load0, after: round(os.loadavg()[0] ?? 0) },
     }
     cases.push(row)
     save()
-    const kinds = Object.entries(row.callsPerNode).map(([k, n]) => `${k} ${n}`).join(', ')
-    process.stdout.write(`${String(spec.nodes).padStart(5)} ${String(spec.concurrency).padStart(4)} ${row.wallS.toFixed(1).padStart(7)} ${crit.toFixed(1).padStart(7)} ${row.ratio.toFixed(2).padStart(6)} ${row.cpuS.toFixed(1).padStart(6)} ${row.cpuAllS.toFixed(1).padStart(6)} ${row.peakRssMB.toFixed(0).padStart(7)} ${row.simCpuS.toFixed(1).padStart(6)} ${`${load0.toFixed(1)}-${row.loadAvg.after.toFixed(1)}`.padStart(9)}  ${`${rate.max} max, ${rate.mean} mean`.padEnd(20)}  ${kinds}${m.code === 0 ? '' : `  EXIT ${m.code} (see bench/out/${name}/)`}\n`)
+    const kinds = Object.entries(row.callsPerNode)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')
+    process.stdout.write(
+      `${String(spec.nodes).padStart(5)} ${String(spec.concurrency).padStart(4)} ${row.wallS.toFixed(1).padStart(7)} ${crit.toFixed(1).padStart(7)} ${row.ratio.toFixed(2).padStart(6)} ${row.cpuS.toFixed(1).padStart(6)} ${row.cpuAllS.toFixed(1).padStart(6)} ${row.peakRssMB.toFixed(0).padStart(7)} ${row.simCpuS.toFixed(1).padStart(6)} ${`${load0.toFixed(1)}-${row.loadAvg.after.toFixed(1)}`.padStart(9)}  ${`${rate.max} max, ${rate.mean} mean`.padEnd(20)}  ${kinds}${m.code === 0 ? '' : `  EXIT ${m.code} (see bench/out/${name}/)`}\n`,
+    )
   } finally {
     stop(sim)
   }
@@ -198,14 +278,30 @@ for (const spec of selected) {
 if (!values['no-baseline']) {
   const sim = start(BASELINE, 'baseline-6')
   try {
-    const m = await measured(sim, process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'baseline.ts'), '--cluster-dir', sim.clusterDir], join(work, 'baseline-6'))
+    const m = await measured(
+      sim,
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'bench', 'baseline.ts'), '--cluster-dir', sim.clusterDir],
+      join(work, 'baseline-6'),
+    )
     if (m.code !== 0) throw new Error(`baseline failed (exit ${m.code}): ${m.stderr.slice(-2000)}`)
     const against = cases.find((c) => c.nodes === 6 && c.concurrency === 16) ?? cases.find((c) => c.nodes === 6)
     const wallS = round(m.wallS)
-    baseline = { nodes: 6, product: productVersion(), wallS, criticalPathS: criticalPathS(sim), ...cpuFigures(m), callsPerNode: perNode(simCalls(sim), 6),
-      ...(against ? { speedup: round(wallS / Number(against.wallS)), speedupAgainst: `6 nodes, CONCURRENCY ${String(against.concurrency)}` } : {}) }
+    baseline = {
+      nodes: 6,
+      product: productVersion(),
+      wallS,
+      criticalPathS: criticalPathS(sim),
+      ...cpuFigures(m),
+      callsPerNode: perNode(simCalls(sim), 6),
+      ...(against
+        ? { speedup: round(wallS / Number(against.wallS)), speedupAgainst: `6 nodes, CONCURRENCY ${String(against.concurrency)}` }
+        : {}),
+    }
     save()
-    process.stdout.write(`baseline (seed: one node at a time), 6 nodes: ${wallS.toFixed(1)} s${against ? `; bootstrap:talos at CONCURRENCY ${String(against.concurrency)} is ${String(baseline.speedup)}x faster` : ''}\n`)
+    process.stdout.write(
+      `baseline (seed: one node at a time), 6 nodes: ${wallS.toFixed(1)} s${against ? `; bootstrap:talos at CONCURRENCY ${String(against.concurrency)} is ${String(baseline.speedup)}x faster` : ''}\n`,
+    )
   } finally {
     stop(sim)
   }

@@ -8,6 +8,9 @@ const out = process.env.BENCH_RUSAGE_OUT
 if (out && /[\\/](scripts[\\/][\w-]+|bench[\\/]baseline)\.ts$/.test(process.argv[1] ?? '')) {
   process.on('exit', (code) => {
     const u = process.resourceUsage()
-    writeFileSync(out, `${JSON.stringify({ pid: process.pid, code, userUs: u.userCPUTime, systemUs: u.systemCPUTime, maxRssKb: u.maxRSS })}\n`)
+    writeFileSync(
+      out,
+      `${JSON.stringify({ pid: process.pid, code, userUs: u.userCPUTime, systemUs: u.systemCPUTime, maxRssKb: u.maxRSS })}\n`,
+    )
   })
 }

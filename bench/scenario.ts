@@ -23,12 +23,24 @@ export function benchScenario(octet: number, nodes: number, criticalPathS: numbe
   const vip = `127.${octet}.0.10`
   const disks = [{ dev: '/dev/sda', size: '100GB', model: 'QEMU HARDDISK' }]
   return {
-    cluster: { name: 'bench', endpoint: `https://${vip}:6443`, talosVersion: 'v1.12.11', kubernetesVersion: 'v1.35.0', vip: { address: vip, up: 'after-bootstrap' } },
+    cluster: {
+      name: 'bench',
+      endpoint: `https://${vip}:6443`,
+      talosVersion: 'v1.12.11',
+      kubernetesVersion: 'v1.35.0',
+      vip: { address: vip, up: 'after-bootstrap' },
+    },
     speed: speedFor(criticalPathS),
     timings: { ...TIMINGS },
     nodes: Array.from({ length: nodes }, (_, i) => {
       const cp = i < cps
-      return { name: cp ? `cp-${i + 1}` : `wrkr-${i - cps + 1}`, ip: nodeIp(octet, i), role: cp ? ('controlplane' as const) : ('worker' as const), image: 'iso' as const, disks }
+      return {
+        name: cp ? `cp-${i + 1}` : `wrkr-${i - cps + 1}`,
+        ip: nodeIp(octet, i),
+        role: cp ? ('controlplane' as const) : ('worker' as const),
+        image: 'iso' as const,
+        disks,
+      }
     }),
     faults: [],
   }

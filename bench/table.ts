@@ -5,11 +5,30 @@ import { join } from 'node:path'
 import { ROOT } from './measure.js'
 
 interface Row {
-  nodes: number; concurrency: number; product?: string; exitCode: number | null; interruptedAtS?: number; wallS: number; criticalPathS: number; ratio: number
-  cpuS: number; cpuAllS: number; toolCpuS: number; peakRssMB: number; simCpuS: number; toolCpuPerInvocationMs: number
-  invocations: Record<string, number>; statusReadsPerNodePerInterval: { max: number; mean: number }; loadAvg: { before: number; after: number }
+  nodes: number
+  concurrency: number
+  product?: string
+  exitCode: number | null
+  interruptedAtS?: number
+  wallS: number
+  criticalPathS: number
+  ratio: number
+  cpuS: number
+  cpuAllS: number
+  toolCpuS: number
+  peakRssMB: number
+  simCpuS: number
+  toolCpuPerInvocationMs: number
+  invocations: Record<string, number>
+  statusReadsPerNodePerInterval: { max: number; mean: number }
+  loadAvg: { before: number; after: number }
 }
-interface Results { machine: { cpu: string; cores: number; memGB: number; os: string; node: string; talosctl?: string; helm?: string }; date: string; cases: Row[]; baseline?: { nodes: number; wallS: number; speedup?: number; speedupAgainst?: string; cpuAllS: number } }
+interface Results {
+  machine: { cpu: string; cores: number; memGB: number; os: string; node: string; talosctl?: string; helm?: string }
+  date: string
+  cases: Row[]
+  baseline?: { nodes: number; wallS: number; speedup?: number; speedupAgainst?: string; cpuAllS: number }
+}
 
 const r = JSON.parse(readFileSync(process.argv[2] ?? join(ROOT, 'bench', 'results.json'), 'utf8')) as Results
 const m = r.machine
@@ -26,6 +45,9 @@ const lines = [
 ]
 if (r.baseline) {
   const b = r.baseline
-  lines.push('', `Baseline (the seed's way: apply one node, wait until it is up, then the next), ${b.nodes} nodes: ${b.wallS.toFixed(1)} s wall, ${b.cpuAllS.toFixed(1)} s CPU incl. tools${b.speedup ? `; \`bootstrap:talos\` (${b.speedupAgainst}) was ${b.speedup}× faster` : ''}.`)
+  lines.push(
+    '',
+    `Baseline (the seed's way: apply one node, wait until it is up, then the next), ${b.nodes} nodes: ${b.wallS.toFixed(1)} s wall, ${b.cpuAllS.toFixed(1)} s CPU incl. tools${b.speedup ? `; \`bootstrap:talos\` (${b.speedupAgainst}) was ${b.speedup}× faster` : ''}.`,
+  )
 }
 process.stdout.write(`${lines.join('\n')}\n`)

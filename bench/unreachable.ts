@@ -7,7 +7,12 @@ import { performance } from 'node:perf_hooks'
 import { E2eCluster } from '../test/e2e/harness.js'
 
 const nodes = ['cp-1', 'wrkr-1', 'wrkr-2']
-const cluster = await E2eCluster.start('127.98.1', { cps: 1, workers: 2, speed: 3000, faults: nodes.map((node) => ({ node, on: 'any' as const, kind: 'unreachable' as const })) })
+const cluster = await E2eCluster.start('127.98.1', {
+  cps: 1,
+  workers: 2,
+  speed: 3000,
+  faults: nodes.map((node) => ({ node, on: 'any' as const, kind: 'unreachable' as const })),
+})
 try {
   // the simulator writes waits scaled to its speed: the defaults are what is measured
   rmSync(join(cluster.clusterDir, 'bootstrap.yaml'))
@@ -15,7 +20,18 @@ try {
   const result = await cluster.task('bootstrap:preflight')
   const seconds = (performance.now() - started) / 1000
   const phase = cluster.report().phases.find((p) => p.name === 'preflight')
-  console.log(JSON.stringify({ exit: result.code, seconds: Math.round(seconds * 10) / 10, nodes: phase?.nodes.map((n) => ({ name: n.name, status: n.status, attempts: n.attempts, seconds: Math.round(n.durationMs / 100) / 10 })) }))
+  console.log(
+    JSON.stringify({
+      exit: result.code,
+      seconds: Math.round(seconds * 10) / 10,
+      nodes: phase?.nodes.map((n) => ({
+        name: n.name,
+        status: n.status,
+        attempts: n.attempts,
+        seconds: Math.round(n.durationMs / 100) / 10,
+      })),
+    }),
+  )
 } finally {
   await cluster.stop()
 }

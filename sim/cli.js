@@ -19,30 +19,69 @@ const USAGE = `usage: node sim/cli.js <command> [flags]
   add-fault --node <name> --kind <kind> [--on <call>] [--times N] [--dir .sim]   a fault starts now
   clear-fault --node <name> --kind <kind> [--dir .sim]
 `
-process.stdout.on('error', (e) => { if (e.code === 'EPIPE') process.exit(0); throw e })
-const die = (msg, code = 1) => { process.stderr.write(`${msg}\n`); process.exit(code) }
+process.stdout.on('error', (e) => {
+  if (e.code === 'EPIPE') process.exit(0)
+  throw e
+})
+const die = (msg, code = 1) => {
+  process.stderr.write(`${msg}\n`)
+  process.exit(code)
+}
 
 let parsed
 try {
-  parsed = parseArgs({ allowPositionals: true, options: {
-    scenario: { type: 'string' }, dir: { type: 'string', default: process.env.SIM_DIR ?? '.sim' }, speed: { type: 'string' },
-    node: { type: 'string' }, kind: { type: 'string' }, on: { type: 'string' }, times: { type: 'string' }, help: { type: 'boolean', short: 'h' } } })
-} catch (e) { die(`${e.message}\n\n${USAGE}`, 2) }
+  parsed = parseArgs({
+    allowPositionals: true,
+    options: {
+      scenario: { type: 'string' },
+      dir: { type: 'string', default: process.env.SIM_DIR ?? '.sim' },
+      speed: { type: 'string' },
+      node: { type: 'string' },
+      kind: { type: 'string' },
+      on: { type: 'string' },
+      times: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  })
+} catch (e) {
+  die(`${e.message}\n\n${USAGE}`, 2)
+}
 const { values, positionals } = parsed
 const cmd = positionals[0]
 const dir = resolve(values.dir)
 const pidFile = join(dir, 'sim.pid')
 
 // a zombie (exited, not yet reaped by whoever adopted the detached daemon) counts as stopped
-const zombie = (pid) => { try { return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') } catch { return false } }
-const alive = (pid) => { try { process.kill(pid, 0); return !zombie(pid) } catch (e) { return e.code === 'EPERM' } }
-const readPid = () => { try { return Number(readFileSync(pidFile, 'utf8').trim()) || null } catch { return null } }
+const zombie = (pid) => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z')
+  } catch {
+    return false
+  }
+}
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0)
+    return !zombie(pid)
+  } catch (e) {
+    return e.code === 'EPERM'
+  }
+}
+const readPid = () => {
+  try {
+    return Number(readFileSync(pidFile, 'utf8').trim()) || null
+  } catch {
+    return null
+  }
+}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 function validate(file) {
   if (!file) die(`--scenario is required\n\n${USAGE}`, 2)
   if (!existsSync(file)) die(`${file}: no such file (fix: pass an existing scenario, e.g. sim/scenarios/demo.yaml)`, 2)
-  try { return loadScenario(file) } catch (e) {
+  try {
+    return loadScenario(file)
+  } catch (e) {
     if (e instanceof ScenarioError) die(e.message, 2)
     throw e
   }
@@ -66,7 +105,13 @@ function control(req) {
     const c = net.connect(join(dir, 'sim.sock'))
     let buf = ''
     c.on('connect', () => c.write(`${JSON.stringify(req)}\n`))
-    c.on('data', (d) => { buf += d; if (buf.includes('\n')) { c.end(); res(JSON.parse(buf)) } })
+    c.on('data', (d) => {
+      buf += d
+      if (buf.includes('\n')) {
+        c.end()
+        res(JSON.parse(buf))
+      }
+    })
     c.on('error', () => rej(new Error(`the simulator is not running in ${dir} (start it: node sim/cli.js up --scenario <file>)`)))
   })
 }
@@ -77,7 +122,12 @@ switch (cmd) {
     const s = validate(values.scenario)
     if (values.speed != null && !(Number(values.speed) > 0)) die(`--speed: "${values.speed}" must be a number > 0`, 2)
     // the real talosctl and helm are what the nodes serve: without them nothing starts (exit 3)
-    try { realTools() } catch (e) { if (e instanceof ToolsMissingError) die(`simulator not started: ${e.message}`, e.exitCode); throw e }
+    try {
+      realTools()
+    } catch (e) {
+      if (e instanceof ToolsMissingError) die(`simulator not started: ${e.message}`, e.exitCode)
+      throw e
+    }
     mkdirSync(dir, { recursive: true })
     if (await down()) process.stdout.write('stopped the previous simulator\n')
     rmSync(join(dir, 'sim.failed'), { force: true })
@@ -86,12 +136,16 @@ switch (cmd) {
     const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out] })
     writeFileSync(pidFile, `${child.pid}\n`)
     let exited = null
-    child.on('exit', (code) => { exited = code })
+    child.on('exit', (code) => {
+      exited = code
+    })
     child.unref()
     const deadline = Date.now() + 120_000
     while (!existsSync(join(dir, 'sim.ready'))) {
       if (exited !== null || Date.now() > deadline) {
-        const why = existsSync(join(dir, 'sim.failed')) ? readFileSync(join(dir, 'sim.failed'), 'utf8').trim() : `see ${join(dir, 'sim.log')}`
+        const why = existsSync(join(dir, 'sim.failed'))
+          ? readFileSync(join(dir, 'sim.failed'), 'utf8').trim()
+          : `see ${join(dir, 'sim.log')}`
         if (exited === null) await down()
         rmSync(pidFile, { force: true })
         die(`simulator failed to start: ${why}`)
@@ -99,8 +153,10 @@ switch (cmd) {
       await sleep(25)
     }
     const ready = JSON.parse(readFileSync(join(dir, 'sim.ready'), 'utf8'))
-    process.stdout.write(`simulator up: cluster "${s.cluster.name}", ${ready.nodes} nodes in maintenance (pid ${child.pid}, speed ${values.speed ?? s.speed})\n` +
-      `  source ${join(dir, 'env')}   # PATH, TALOSCONFIG, KUBECONFIG, CLUSTER_DIR\n  cluster definition: ${join(dir, 'cluster')}\n`)
+    process.stdout.write(
+      `simulator up: cluster "${s.cluster.name}", ${ready.nodes} nodes in maintenance (pid ${child.pid}, speed ${values.speed ?? s.speed})\n` +
+        `  source ${join(dir, 'env')}   # PATH, TALOSCONFIG, KUBECONFIG, CLUSTER_DIR\n  cluster definition: ${join(dir, 'cluster')}\n`,
+    )
     process.exit(0)
   }
   case 'down':
@@ -132,7 +188,8 @@ switch (cmd) {
   case 'add-fault': {
     if (!values.kind) die(`--kind is required\n\n${USAGE}`, 2)
     const times = values.times == null ? undefined : Number(values.times)
-    if (times !== undefined && !(Number.isInteger(times) && times > 0)) die(`--times must be a positive whole number, not "${values.times}"`, 2)
+    if (times !== undefined && !(Number.isInteger(times) && times > 0))
+      die(`--times must be a positive whole number, not "${values.times}"`, 2)
     const fault = { node: values.node ?? null, kind: values.kind, ...(values.on ? { on: values.on } : {}), ...(times ? { times } : {}) }
     const r = await control({ op: 'addFault', fault }).catch((e) => die(e.message))
     if (!r.ok) die(r.error, 2)
@@ -145,6 +202,9 @@ switch (cmd) {
     break
   }
   default:
-    if (values.help) { process.stdout.write(USAGE); break }
+    if (values.help) {
+      process.stdout.write(USAGE)
+      break
+    }
     die(`${cmd ? `unknown command "${cmd}"` : 'no command given'}\n\n${USAGE}`, 2)
 }

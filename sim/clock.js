@@ -17,13 +17,26 @@ export function createClock(speed = 1) {
     since: (since) => (clock.now().getTime() - since.getTime()) / 1000,
     after(simSeconds, fn) {
       if (stopped) return () => {}
-      const t = setTimeout(() => { timers.delete(t); fn() }, Math.max(0, clock.realMs(simSeconds)))
+      const t = setTimeout(
+        () => {
+          timers.delete(t)
+          fn()
+        },
+        Math.max(0, clock.realMs(simSeconds)),
+      )
       timers.add(t)
-      return () => { clearTimeout(t); timers.delete(t) }
+      return () => {
+        clearTimeout(t)
+        timers.delete(t)
+      }
     },
     sleep: (simSeconds) => new Promise((resolve) => clock.after(simSeconds, resolve)),
     /** cancel every pending timer (simulator stop) */
-    stop() { stopped = true; for (const t of timers) clearTimeout(t); timers.clear() },
+    stop() {
+      stopped = true
+      for (const t of timers) clearTimeout(t)
+      timers.clear()
+    },
   }
   return clock
 }

@@ -62,7 +62,9 @@ export class Simulator {
     const failed = this.listeners.failed()
     if (failed) {
       const e = failed.lastError
-      throw new Error(`cannot listen on ${failed.node.ip}:50000: ${e.code === 'EADDRINUSE' ? 'address already in use (another simulator on these addresses? stop it: node sim/cli.js down --dir <its dir>)' : e.message}`)
+      throw new Error(
+        `cannot listen on ${failed.node.ip}:50000: ${e.code === 'EADDRINUSE' ? 'address already in use (another simulator on these addresses? stop it: node sim/cli.js down --dir <its dir>)' : e.message}`,
+      )
     }
     return this
   }
@@ -74,8 +76,15 @@ export class Simulator {
     try {
       const mod = await import(pathToFileURL(file).href)
       const faults = { has: (node, kind) => this.faults.has(node, kind), message: (kind) => this.faults.message(kind) }
-      return mod.createKube({ clock: this.clock, kubernetesVersion: this.scenario.cluster.kubernetesVersion, timings: this.timings,
-        faults, flux: this.scenario.flux, record: (r) => this.record(r), network: { of: (name) => networkOf(this.lookup(name)?.config) } })
+      return mod.createKube({
+        clock: this.clock,
+        kubernetesVersion: this.scenario.cluster.kubernetesVersion,
+        timings: this.timings,
+        faults,
+        flux: this.scenario.flux,
+        record: (r) => this.record(r),
+        network: { of: (name) => networkOf(this.lookup(name)?.config) },
+      })
     } catch (e) {
       this.log(`sim/kube failed to load, Kubernetes API answers 503: ${e.message}`)
       return null
@@ -83,10 +92,18 @@ export class Simulator {
   }
 
   // ---- views ----
-  allNodes() { return this.nodes }
-  lookup(s) { return this.byIp.get(s) ?? this.byName.get(s) ?? null }
-  node(name) { return this.lookup(name)?.view() ?? null }
-  calls() { return this.callsLog.slice() }
+  allNodes() {
+    return this.nodes
+  }
+  lookup(s) {
+    return this.byIp.get(s) ?? this.byName.get(s) ?? null
+  }
+  node(name) {
+    return this.lookup(name)?.view() ?? null
+  }
+  calls() {
+    return this.callsLog.slice()
+  }
   criticalPathSeconds() {
     const t = this.timings
     const iso = this.nodes.some((n) => n.image === 'iso')
@@ -98,22 +115,37 @@ export class Simulator {
     const sim = new Date(t).getTime()
     return new Date(Date.now() - Math.max(0, this.clock.now().getTime() - sim))
   }
-  kubeconfigYaml() { return kubeconfigYaml(this.scenario, this.pki) }
+  kubeconfigYaml() {
+    return kubeconfigYaml(this.scenario, this.pki)
+  }
   isClusterCA(b64) {
     if (!b64) return false
     return Buffer.from(String(b64), 'base64').toString().trim() === this.pki.talos.ca.cert.trim()
   }
-  kubeNodeReady(name) { try { return !!this.kube?.nodeReady?.(name) } catch { return false } }
+  kubeNodeReady(name) {
+    try {
+      return !!this.kube?.nodeReady?.(name)
+    } catch {
+      return false
+    }
+  }
 
   record(r) {
     this.callsLog.push(r)
-    try { appendFileSync(this.callsFile, `${JSON.stringify(r)}\n`) } catch { /* dir removed under us */ }
+    try {
+      appendFileSync(this.callsFile, `${JSON.stringify(r)}\n`)
+    } catch {
+      /* dir removed under us */
+    }
   }
 
   // ---- faults ----
   /** a call-scoped transport fault for this call (on: <kind>, or on: any with times), counted */
   takeCallFault(name, kind) {
-    for (const k of CALL_FAULTS) { const f = this.faults.take(name, { on: kind, kind: k }); if (f) return f }
+    for (const k of CALL_FAULTS) {
+      const f = this.faults.take(name, { on: kind, kind: k })
+      if (f) return f
+    }
     for (const k of CALL_FAULTS) {
       if (this.faults.find(name, { on: 'any', kind: k }).some((f) => f.times != null)) return this.faults.take(name, { on: 'any', kind: k })
     }
@@ -124,7 +156,15 @@ export class Simulator {
     const spec = FAULT_KINDS[fault.kind]
     const on = fault.on ?? spec?.def
     if (!spec || !spec.on.includes(on)) throw new Error(`addFault: ${fault.kind} on ${on} is not a fault kind`)
-    this.faults.add({ node: fault.node ?? null, on, kind: fault.kind, times: fault.times ?? null, ms: fault.ms ?? null, message: fault.message ?? null, ...(fault.path != null ? { path: fault.path } : {}) })
+    this.faults.add({
+      node: fault.node ?? null,
+      on,
+      kind: fault.kind,
+      times: fault.times ?? null,
+      ms: fault.ms ?? null,
+      message: fault.message ?? null,
+      ...(fault.path != null ? { path: fault.path } : {}),
+    })
     for (const n of this.nodes) this.changed(n)
   }
   clearFault(node, kind) {
@@ -143,23 +183,36 @@ export class Simulator {
   }
   /** call fn(nodeView) on every node change; returns an unsubscribe function */
   watch(fn) {
-    const w = (n) => { if (n) fn(n.view()) }
+    const w = (n) => {
+      if (n) fn(n.view())
+    }
     this.watchers ??= new Set()
     this.watchers.add(w)
     return () => this.watchers.delete(w)
   }
   /** resolves once every listener switch asked for so far has happened */
-  settle() { return this.listeners.settle() }
+  settle() {
+    return this.listeners.settle()
+  }
   /** resolves when pred() holds (checked on every node change), then lets listeners settle */
   async until(pred, timeoutMs = 30000) {
     let timer
-    await Promise.race([this.waitFor(pred), new Promise((_, rej) => { timer = setTimeout(() => rej(new Error('timed out waiting for the simulator')), timeoutMs) })])
-      .finally(() => clearTimeout(timer))
+    await Promise.race([
+      this.waitFor(pred),
+      new Promise((_, rej) => {
+        timer = setTimeout(() => rej(new Error('timed out waiting for the simulator')), timeoutMs)
+      }),
+    ]).finally(() => clearTimeout(timer))
     await this.settle()
   }
   waitFor(pred) {
     return new Promise((resolvePromise) => {
-      const check = () => { if (pred()) { this.waiters.delete(check); resolvePromise() } }
+      const check = () => {
+        if (pred()) {
+          this.waiters.delete(check)
+          resolvePromise()
+        }
+      }
       this.waiters.add(check)
       check()
     })
@@ -167,7 +220,14 @@ export class Simulator {
 
   // ---- the Kubernetes side: API servers, kubelets, the reset's cordon and drain ----
   apiServerUp(n) {
-    if (!this.kubeBootstrapped) { this.kubeBootstrapped = true; try { this.kube?.bootstrap?.() } catch (e) { this.log(`kube.bootstrap: ${e.message}`) } }
+    if (!this.kubeBootstrapped) {
+      this.kubeBootstrapped = true
+      try {
+        this.kube?.bootstrap?.()
+      } catch (e) {
+        this.log(`kube.bootstrap: ${e.message}`)
+      }
+    }
     for (const other of this.nodes) if (other !== n && other.role === 'controlplane') this.etcd.maybeJoin(other)
     for (const p of this.pendingKubelet) this.scheduleKubelet(p)
     this.pendingKubelet.clear()
@@ -183,10 +243,19 @@ export class Simulator {
       n.registered = true
       try {
         // the same name as before a reset: the kubelet takes the existing Node over with this boot's ID
-        this.kube?.registerNode?.({ name: n.name, ip: n.ip, role: n.role, kubeletVersion: this.scenario.cluster.kubernetesVersion, osImage: `Talos (${this.scenario.cluster.talosVersion})`, bootId: n.bootId })
+        this.kube?.registerNode?.({
+          name: n.name,
+          ip: n.ip,
+          role: n.role,
+          kubeletVersion: this.scenario.cluster.kubernetesVersion,
+          osImage: `Talos (${this.scenario.cluster.talosVersion})`,
+          bootId: n.bootId,
+        })
         // booting/running: NodeCordonedSpecController drops the cordon, NodeApplyController uncordons a node it cordoned
         this.kube?.uncordon?.(n.name)
-      } catch (e) { this.log(`kube.registerNode: ${e.message}`) }
+      } catch (e) {
+        this.log(`kube.registerNode: ${e.message}`)
+      }
       n.talosLog(`kubelet: node "${n.name}" registered`)
       n.changed()
     })
@@ -199,18 +268,37 @@ export class Simulator {
     n.changed() // its API server is gone: close 6443 (and the VIP if it was the last)
   }
   /** stage resetting: NodeCordonedSpecController asks for the cordon, NodeApplyController applies it */
-  kubeCordon(n) { if (n.registered) try { this.kube?.cordon?.(n.name) } catch (e) { this.log(`kube.cordon: ${e.message}`) } }
+  kubeCordon(n) {
+    if (n.registered)
+      try {
+        this.kube?.cordon?.(n.name)
+      } catch (e) {
+        this.log(`kube.cordon: ${e.message}`)
+      }
+  }
   /** Talos's drain of this node: { evicted, blocked } (nothing when the kubelet never registered) */
   kubeDrain(n, { blocked }) {
     if (!n.registered) return { evicted: 0, blocked: [] }
-    try { return this.kube?.drain?.(n.name, { blocked }) ?? { evicted: 0, blocked: [] } } catch (e) { this.log(`kube.drain: ${e.message}`); return { evicted: 0, blocked: [] } }
+    try {
+      return this.kube?.drain?.(n.name, { blocked }) ?? { evicted: 0, blocked: [] }
+    } catch (e) {
+      this.log(`kube.drain: ${e.message}`)
+      return { evicted: 0, blocked: [] }
+    }
   }
   /**
    * the reset's cleanup stopped the kubelet: a Node whose kubelet stopped posting keeps its last
    * status for kube-controller-manager's --node-monitor-grace-period (timings.nodeMonitorGrace,
    * default 50 s since Kubernetes v1.32), then reads Ready=Unknown
    */
-  kubeletStopped(n) { if (n.registered) try { this.kube?.kubeletStopped?.(n.name, this.timings.nodeMonitorGrace) } catch (e) { this.log(`kube.kubeletStopped: ${e.message}`) } }
+  kubeletStopped(n) {
+    if (n.registered)
+      try {
+        this.kube?.kubeletStopped?.(n.name, this.timings.nodeMonitorGrace)
+      } catch (e) {
+        this.log(`kube.kubeletStopped: ${e.message}`)
+      }
+  }
 
   async stop() {
     if (this.stopped) return
@@ -218,7 +306,11 @@ export class Simulator {
     this.clock?.stop()
     for (const n of this.nodes ?? []) n.newLifecycle()
     await this.listeners.close()
-    try { await this.kube?.stop?.() } catch { /* ignore */ }
+    try {
+      await this.kube?.stop?.()
+    } catch {
+      /* ignore */
+    }
     await this.chartRepo?.close()
   }
 }

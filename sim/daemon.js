@@ -7,7 +7,9 @@ import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { startSimulator } from './index.js'
 
-const { values } = parseArgs({ options: { scenario: { type: 'string' }, dir: { type: 'string', default: '.sim' }, speed: { type: 'string' } } })
+const { values } = parseArgs({
+  options: { scenario: { type: 'string' }, dir: { type: 'string', default: '.sim' }, speed: { type: 'string' } },
+})
 const dir = resolve(values.dir)
 const log = (m) => process.stdout.write(`${new Date().toISOString()} ${m}\n`)
 
@@ -44,16 +46,23 @@ control = net.createServer((c) => {
     buf += d
     let i
     while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i); buf = buf.slice(i + 1)
+      const line = buf.slice(0, i)
+      buf = buf.slice(i + 1)
       let reply
       try {
         const req = JSON.parse(line)
         if (req.op === 'status') reply = { ok: true, nodes: sim.allNodes().map((n) => sim.node(n.name)) }
-        else if (req.op === 'addFault') { sim.addFault(req.fault); reply = { ok: true } }
-        else if (req.op === 'clearFault') { sim.clearFault(req.node ?? null, req.kind); reply = { ok: true } }
-        else if (req.op === 'criticalPath') reply = { ok: true, seconds: sim.criticalPathSeconds() }
+        else if (req.op === 'addFault') {
+          sim.addFault(req.fault)
+          reply = { ok: true }
+        } else if (req.op === 'clearFault') {
+          sim.clearFault(req.node ?? null, req.kind)
+          reply = { ok: true }
+        } else if (req.op === 'criticalPath') reply = { ok: true, seconds: sim.criticalPathSeconds() }
         else reply = { ok: false, error: `unknown op ${req.op}` }
-      } catch (e) { reply = { ok: false, error: e.message } }
+      } catch (e) {
+        reply = { ok: false, error: e.message }
+      }
       c.write(`${JSON.stringify(reply)}\n`)
     }
   })
@@ -61,6 +70,9 @@ control = net.createServer((c) => {
 })
 control.listen(sock)
 // written whole, then renamed: `cli.js up` reads it as soon as it exists
-writeFileSync(join(dir, 'sim.ready.tmp'), `${JSON.stringify({ pid: process.pid, nodes: sim.allNodes().length, criticalPathSeconds: sim.criticalPathSeconds(), env: join(dir, 'env') })}\n`)
+writeFileSync(
+  join(dir, 'sim.ready.tmp'),
+  `${JSON.stringify({ pid: process.pid, nodes: sim.allNodes().length, criticalPathSeconds: sim.criticalPathSeconds(), env: join(dir, 'env') })}\n`,
+)
 renameSync(join(dir, 'sim.ready.tmp'), join(dir, 'sim.ready'))
 log(`ready: ${sim.allNodes().length} nodes in maintenance; critical path ${sim.criticalPathSeconds().toFixed(2)}s`)

@@ -18,18 +18,35 @@ export class Etcd {
     this.startedAt = null // the first Bootstrap call (a join's etcd time counts from it)
   }
 
-  clusterOf(n) { return n.etcdMember ? this.clusters.find((c) => c.members.has(n.etcdMember)) ?? null : null }
-  memberOf(n) { return this.clusterOf(n)?.members.get(n.etcdMember) ?? null }
+  clusterOf(n) {
+    return n.etcdMember ? (this.clusters.find((c) => c.members.has(n.etcdMember)) ?? null) : null
+  }
+  memberOf(n) {
+    return this.clusterOf(n)?.members.get(n.etcdMember) ?? null
+  }
   /** the members of the cluster this node belongs to (empty when it belongs to none) */
-  members(n) { return [...(this.clusterOf(n)?.members.values() ?? [])] }
-  healthyMembers() { return this.ctx.nodes.filter((n) => n.etcdHealthy && this.memberOf(n)?.started) }
+  members(n) {
+    return [...(this.clusterOf(n)?.members.values() ?? [])]
+  }
+  healthyMembers() {
+    return this.ctx.nodes.filter((n) => n.etcdHealthy && this.memberOf(n)?.started)
+  }
   /** etcd's data directory holds data: the member started at least once (the Bootstrap RPC's only check) */
-  hasData(n) { return !!this.memberOf(n)?.started }
+  hasData(n) {
+    return !!this.memberOf(n)?.started
+  }
 
   newMember(n, { learner }) {
     const started = !learner
-    return { id: memberId(), name: started ? n.name : '', ip: n.ip, peerUrls: [`https://${n.ip}:2380`], clientUrls: started ? [`https://${n.ip}:2379`] : [],
-      isLearner: learner, started }
+    return {
+      id: memberId(),
+      name: started ? n.name : '',
+      ip: n.ip,
+      peerUrls: [`https://${n.ip}:2380`],
+      clientUrls: started ? [`https://${n.ip}:2379`] : [],
+      isLearner: learner,
+      started,
+    }
   }
   startMember(n) {
     const m = this.memberOf(n)
@@ -39,7 +56,8 @@ export class Etcd {
   /** the Bootstrap RPC: a new etcd cluster of this one member, whatever other control planes run */
   bootstrap(n) {
     this.startedAt = this.ctx.clock.now().getTime()
-    n.joining = false; n.joinGen = (n.joinGen ?? 0) + 1 // a pending join is abandoned: this etcd bootstraps
+    n.joining = false
+    n.joinGen = (n.joinGen ?? 0) + 1 // a pending join is abandoned: this etcd bootstraps
     const member = this.newMember(n, { learner: false })
     this.clusters.push({ id: memberId(), members: new Map([[member.id, member]]) })
     n.etcdMember = member.id
@@ -75,7 +93,7 @@ export class Etcd {
     const from = Math.max(this.startedAt ?? now, n.criUpAt ?? now)
     // at least a short learner time once added: start, catch up, be promoted (never instant on a real cluster)
     const delay = Math.max((from - now) / 1000 + timings.etcd, Math.min(2, timings.etcd / 10))
-    const gen = n.joinGen = (n.joinGen ?? 0) + 1
+    const gen = (n.joinGen = (n.joinGen ?? 0) + 1)
     n.after(delay / 2, () => {
       if (gen !== n.joinGen || !target.members.has(learner.id)) return
       this.startMember(n)
@@ -94,7 +112,14 @@ export class Etcd {
   /** etcd starts again (a boot, `service etcd start|restart`): from its data, or it joins anew */
   restart(n) {
     n.after(this.ctx.timings.etcd, () => {
-      if (this.hasData(n)) { n.etcdRunning = true; n.startService('etcd', { healthy: false }); n.etcdUp() } else { n.etcdMember = null; this.maybeJoin(n) }
+      if (this.hasData(n)) {
+        n.etcdRunning = true
+        n.startService('etcd', { healthy: false })
+        n.etcdUp()
+      } else {
+        n.etcdMember = null
+        this.maybeJoin(n)
+      }
     })
   }
 
@@ -117,7 +142,14 @@ export class Etcd {
   remove(id) {
     for (const c of this.clusters) c.members.delete(id)
     for (const n of this.ctx.nodes) {
-      if (n.etcdMember === id) { n.etcdMember = null; n.etcdHealthy = false; n.etcdRunning = false; n.apiServerUp = false; n.joining = false; n.changed() }
+      if (n.etcdMember === id) {
+        n.etcdMember = null
+        n.etcdHealthy = false
+        n.etcdRunning = false
+        n.apiServerUp = false
+        n.joining = false
+        n.changed()
+      }
     }
   }
 
@@ -127,7 +159,11 @@ export class Etcd {
    */
   nodeReset(n, { graceful }) {
     if (graceful && n.etcdMember && n.etcdRunning) for (const c of this.clusters) c.members.delete(n.etcdMember)
-    n.etcdMember = null; n.etcdHealthy = false; n.etcdRunning = false; n.apiServerUp = false; n.joining = false
+    n.etcdMember = null
+    n.etcdHealthy = false
+    n.etcdRunning = false
+    n.apiServerUp = false
+    n.joining = false
   }
 
   /**
@@ -138,9 +174,21 @@ export class Etcd {
     if (n.etcdRunning) return Promise.resolve()
     return new Promise((resolvePromise, reject) => {
       const { waiters } = this.ctx
-      const check = () => { if (n.etcdRunning) { waiters.delete(check); resolvePromise() } }
+      const check = () => {
+        if (n.etcdRunning) {
+          waiters.delete(check)
+          resolvePromise()
+        }
+      }
       waiters.add(check)
-      signal?.addEventListener('abort', () => { waiters.delete(check); reject(new Error('client went away')) }, { once: true })
+      signal?.addEventListener(
+        'abort',
+        () => {
+          waiters.delete(check)
+          reject(new Error('client went away'))
+        },
+        { once: true },
+      )
     })
   }
 }

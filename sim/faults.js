@@ -35,15 +35,22 @@ export function createFaults(list = []) {
 
   const matches = (f, node, on, kind) =>
     (f.node == null || node == null || f.node === node) &&
-    (on == null || f.on === on) && (kind == null || f.kind === kind) &&
+    (on == null || f.on === on) &&
+    (kind == null || f.kind === kind) &&
     (f.times == null || f.used < f.times)
 
   return {
     list: () => faults.map((f) => ({ ...f })),
     /** active faults for a node (any `on`, or one), without consuming */
-    find(node, { on, kind } = {}) { return faults.filter((f) => matches(f, node, on, kind)) },
-    has(node, kind) { return faults.some((f) => matches(f, node, null, kind)) },
-    message(kind) { return faults.find((f) => f.kind === kind && (f.times == null || f.used < f.times))?.message },
+    find(node, { on, kind } = {}) {
+      return faults.filter((f) => matches(f, node, on, kind))
+    },
+    has(node, kind) {
+      return faults.some((f) => matches(f, node, null, kind))
+    },
+    message(kind) {
+      return faults.find((f) => f.kind === kind && (f.times == null || f.used < f.times))?.message
+    },
     /** the first matching fault, counting one occurrence; null when none applies */
     take(node, { on, kind } = {}) {
       const f = faults.find((x) => matches(x, node, on, kind))
@@ -53,13 +60,23 @@ export function createFaults(list = []) {
     },
     /** the first `on: kube` fault of one of `kinds` for this request path, counting one occurrence */
     takeKube(node, kinds, path) {
-      const f = faults.find((x) => matches(x, node, 'kube', null) && kinds.includes(x.kind) && (path == null || !x.path || path.startsWith(x.path)) && (path != null || !x.path))
+      const f = faults.find(
+        (x) =>
+          matches(x, node, 'kube', null) &&
+          kinds.includes(x.kind) &&
+          (path == null || !x.path || path.startsWith(x.path)) &&
+          (path != null || !x.path),
+      )
       if (!f) return null
       f.used++
       return f
     },
     /** a fault that starts now (already validated) */
-    add(f) { faults.push({ ...f, index: faults.length, used: 0 }) },
-    clear(node, kind) { faults = faults.filter((f) => !(f.kind === kind && (node == null || f.node === node || f.node == null))) },
+    add(f) {
+      faults.push({ ...f, index: faults.length, used: 0 })
+    },
+    clear(node, kind) {
+      faults = faults.filter((f) => !(f.kind === kind && (node == null || f.node === node || f.node == null)))
+    },
   }
 }

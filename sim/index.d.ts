@@ -1,34 +1,115 @@
 // Types for TypeScript tests; the implementation is plain ESM JavaScript (index.js).
-export interface ScenarioNode { name: string; ip: string; role: 'controlplane' | 'worker'; image?: 'iso' | 'disk'
-  disks?: { dev: string; size?: string | number; model?: string; serial?: string; transport?: string; rotational?: boolean; readonly?: boolean }[]
-  installDisk?: string; installDiskSelector?: Record<string, unknown> }
-export interface Fault { node?: string | null; on?: string; kind: string; times?: number | null; ms?: number | null; message?: string | null; path?: string | null }
+export interface ScenarioNode {
+  name: string
+  ip: string
+  role: 'controlplane' | 'worker'
+  image?: 'iso' | 'disk'
+  disks?: {
+    dev: string
+    size?: string | number
+    model?: string
+    serial?: string
+    transport?: string
+    rotational?: boolean
+    readonly?: boolean
+  }[]
+  installDisk?: string
+  installDiskSelector?: Record<string, unknown>
+}
+export interface Fault {
+  node?: string | null
+  on?: string
+  kind: string
+  times?: number | null
+  ms?: number | null
+  message?: string | null
+  path?: string | null
+}
 export interface ScenarioInput {
-  cluster: { name: string; endpoint?: string; talosVersion?: string; kubernetesVersion?: string; vip?: { address: string; up?: 'after-bootstrap' | 'never' }; discovery?: 'enabled' | 'disabled'; talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup' }
+  cluster: {
+    name: string
+    endpoint?: string
+    talosVersion?: string
+    kubernetesVersion?: string
+    vip?: { address: string; up?: 'after-bootstrap' | 'never' }
+    discovery?: 'enabled' | 'disabled'
+    talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
+  }
   speed?: number
-  timings?: Partial<Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>>
+  timings?: Partial<
+    Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>
+  >
   nodes: ScenarioNode[]
   faults?: Fault[]
   /** what the Git repository's root Kustomization applies, and the age identity its SOPS secrets are encrypted to */
   flux?: { repository?: FluxRepoEntry[]; ageKey?: string; git?: { hostKeyScan?: 'ok' | 'refused'; deployKey?: 'accepted' | 'refused' } }
 }
-export interface FluxRepoEntry { kind: 'Kustomization' | 'HelmRelease'; name: string; namespace?: string; parent?: string; wait?: boolean; decryption?: boolean; fail?: string }
-export interface Scenario { cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }; talosMinor: number; speed: number
-  timings: Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>; nodes: Required<ScenarioNode>[]; faults: Fault[] }
-export interface CallRecord { time: string; node: string | null; ip: string | null; tool: string; call: string; command: string; args: string[]; outcome: string; purpose?: string }
-export interface NodeView { name: string; ip: string; role: string; image: string; stage: string; ready: boolean
-  unmetConditions: { name: string; reason: string }[]; configured: boolean; installed: boolean
-  listener: 'off' | 'maintenance' | 'secure' | 'pki' | 'hang'; etcdMember: string | null; etcdHealthy: boolean; apiServerUp: boolean
-  registered: boolean; bootId: string; services: Record<string, string> }
-export interface Pki { talos: { ca: { cert: string; key: string }; apid: { cert: string; key: string }; admin: { cert: string; key: string } }
+export interface FluxRepoEntry {
+  kind: 'Kustomization' | 'HelmRelease'
+  name: string
+  namespace?: string
+  parent?: string
+  wait?: boolean
+  decryption?: boolean
+  fail?: string
+}
+export interface Scenario {
+  cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }
+  talosMinor: number
+  speed: number
+  timings: Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>
+  nodes: Required<ScenarioNode>[]
+  faults: Fault[]
+}
+export interface CallRecord {
+  time: string
+  node: string | null
+  ip: string | null
+  tool: string
+  call: string
+  command: string
+  args: string[]
+  outcome: string
+  purpose?: string
+}
+export interface NodeView {
+  name: string
+  ip: string
+  role: string
+  image: string
+  stage: string
+  ready: boolean
+  unmetConditions: { name: string; reason: string }[]
+  configured: boolean
+  installed: boolean
+  listener: 'off' | 'maintenance' | 'secure' | 'pki' | 'hang'
+  etcdMember: string | null
+  etcdHealthy: boolean
+  apiServerUp: boolean
+  registered: boolean
+  bootId: string
+  services: Record<string, string>
+}
+export interface Pki {
+  talos: { ca: { cert: string; key: string }; apid: { cert: string; key: string }; admin: { cert: string; key: string } }
   kube: { ca: { cert: string; key: string }; server: { cert: string; key: string }; admin: { cert: string; key: string } }
   maintenance: Map<string, { cert: string; key: string }>
   /** the chart repository's CA (helm --ca-file) and its server certificate for 127.0.0.1 */
-  charts: { ca: { cert: string; key: string }; server: { cert: string; key: string } } }
+  charts: { ca: { cert: string; key: string }; server: { cert: string; key: string } }
+}
 /** sim/charts/repo.js: the chart repository real helm installs the CNI from */
-export interface ChartRepo { url: string; requests: string[]; close(): Promise<void> }
+export interface ChartRepo {
+  url: string
+  requests: string[]
+  close(): Promise<void>
+}
 export interface Simulator {
-  scenario: Scenario; pki: Pki; dir: string; binDir: string; clusterDir: string; talosMinor: number
+  scenario: Scenario
+  pki: Pki
+  dir: string
+  binDir: string
+  clusterDir: string
+  talosMinor: number
   env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string }
   kube: unknown
   chartRepo: ChartRepo
@@ -43,7 +124,15 @@ export interface Simulator {
   kubeconfigYaml(): string
   stop(): Promise<void>
 }
-export class ScenarioError extends Error { field?: string; line?: number }
+export class ScenarioError extends Error {
+  field?: string
+  line?: number
+}
 export function loadScenario(input: string | ScenarioInput): Scenario
 export function parseScenario(text: string, file?: string): Scenario
-export function startSimulator(opts: { scenario: string | ScenarioInput; dir?: string; speed?: number; log?: (msg: string) => void }): Promise<Simulator>
+export function startSimulator(opts: {
+  scenario: string | ScenarioInput
+  dir?: string
+  speed?: number
+  log?: (msg: string) => void
+}): Promise<Simulator>

@@ -67,7 +67,9 @@ export async function loadKubeconfig({ kubeconfig, context } = {}) {
   } catch (e) {
     if (kubeconfig) throw new KubeError(`stat ${kubeconfig}: no such file or directory`)
     // client-go with no config at all: helm says "Kubernetes cluster unreachable" with this text
-    throw new KubeError('invalid configuration: no configuration has been provided, try setting KUBERNETES_MASTER environment variable', { transport: true })
+    throw new KubeError('invalid configuration: no configuration has been provided, try setting KUBERNETES_MASTER environment variable', {
+      transport: true,
+    })
   }
   const { parse } = await import('yaml')
   const cfg = parse(text) || {}
@@ -75,7 +77,9 @@ export async function loadKubeconfig({ kubeconfig, context } = {}) {
   const ctx = (cfg.contexts || []).find((c) => c.name === ctxName)
   if (!ctx) {
     if (context) throw new KubeError(`context "${context}" does not exist`, { transport: true })
-    throw new KubeError('invalid configuration: no configuration has been provided, try setting KUBERNETES_MASTER environment variable', { transport: true })
+    throw new KubeError('invalid configuration: no configuration has been provided, try setting KUBERNETES_MASTER environment variable', {
+      transport: true,
+    })
   }
   const cluster = (cfg.clusters || []).find((c) => c.name === ctx.context?.cluster)?.cluster || {}
   const user = (cfg.users || []).find((u) => u.name === ctx.context?.user)?.user || {}
@@ -102,7 +106,12 @@ function goTransportText(err, hostPort) {
   if (code === 'ETIMEDOUT' || code === 'SIM_DIAL_TIMEOUT') return `dial tcp ${hostPort}: i/o timeout`
   if (code === 'SIM_TLS_TIMEOUT') return 'net/http: TLS handshake timeout'
   if (code === 'ECONNRESET') return `read tcp ${hostPort}: read: connection reset by peer`
-  if (code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || code === 'SELF_SIGNED_CERT_IN_CHAIN' || code === 'DEPTH_ZERO_SELF_SIGNED_CERT' || code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY') {
+  if (
+    code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' ||
+    code === 'SELF_SIGNED_CERT_IN_CHAIN' ||
+    code === 'DEPTH_ZERO_SELF_SIGNED_CERT' ||
+    code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY'
+  ) {
     return 'tls: failed to verify certificate: x509: certificate signed by unknown authority'
   }
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
@@ -169,12 +178,15 @@ export class KubeClient {
       let tlsTimer = null
       req.on('socket', (sock) => {
         if (sock._secureEstablished) return // reused keep-alive socket
-        tlsTimer = setTimeout(() => {
-          const e = new Error('tls timeout')
-          e.code = 'SIM_TLS_TIMEOUT'
-          fail(e)
-          req.destroy()
-        }, Number(io().env.SIM_TLS_HANDSHAKE_TIMEOUT_MS || 10000))
+        tlsTimer = setTimeout(
+          () => {
+            const e = new Error('tls timeout')
+            e.code = 'SIM_TLS_TIMEOUT'
+            fail(e)
+            req.destroy()
+          },
+          Number(io().env.SIM_TLS_HANDSHAKE_TIMEOUT_MS || 10000),
+        )
         sock.once('secureConnect', () => clearTimeout(tlsTimer))
       })
       req.on('error', (err) => {

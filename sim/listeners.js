@@ -21,7 +21,9 @@ export class Listeners {
 
   // ---- the node API (:50000) ----
   /** one listener per node, closed until its node asks for one */
-  createNodeServers(nodes) { for (const n of nodes) this.nodeServers.set(n.name, new NodeServer(this.ctx, n)) }
+  createNodeServers(nodes) {
+    for (const n of nodes) this.nodeServers.set(n.name, new NodeServer(this.ctx, n))
+  }
 
   /**
    * The listener a node really has: what its stage asks for (off | maintenance | secure, sim/node.js),
@@ -45,7 +47,9 @@ export class Listeners {
   }
 
   /** a node listener that could not listen (address taken?), or null */
-  failed() { return [...this.nodeServers.values()].find((sv) => sv.lastError) ?? null }
+  failed() {
+    return [...this.nodeServers.values()].find((sv) => sv.lastError) ?? null
+  }
 
   /** resolves once every listener switch asked for so far has happened */
   async settle() {
@@ -68,36 +72,61 @@ export class Listeners {
     const vip = scenario.cluster.vip
     if (vip && vip.up === 'after-bootstrap' && want.size) want.add(vip.address)
     for (const addr of want) if (!this.kube.has(addr)) this.openKube(addr)
-    for (const [addr, srv] of this.kube) if (!want.has(addr)) { this.kube.delete(addr); closeKube(srv) }
+    for (const [addr, srv] of this.kube)
+      if (!want.has(addr)) {
+        this.kube.delete(addr)
+        closeKube(srv)
+      }
   }
 
   openKube(addr) {
     const { pki, faults } = this.ctx
-    const srv = https.createServer({ cert: pki.kube.server.cert, key: pki.kube.server.key, ca: pki.kube.ca.cert,
-      requestCert: true, rejectUnauthorized: false }, (req, res) => {
-      if (!req.socket.authorized) {
-        res.writeHead(401, { 'content-type': 'application/json' })
-        return res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }))
-      }
-      const kube = this.ctx.kube
-      if (!kube) { res.writeHead(503, { 'content-type': 'text/plain' }); return res.end('the Kubernetes API is not simulated yet (sim/kube missing)\n') }
-      this.kubeRequestFault(addr, req, res, () => kube.handle(req, res))
-    })
+    const srv = https.createServer(
+      { cert: pki.kube.server.cert, key: pki.kube.server.key, ca: pki.kube.ca.cert, requestCert: true, rejectUnauthorized: false },
+      (req, res) => {
+        if (!req.socket.authorized) {
+          res.writeHead(401, { 'content-type': 'application/json' })
+          return res.end(
+            JSON.stringify({
+              kind: 'Status',
+              apiVersion: 'v1',
+              metadata: {},
+              status: 'Failure',
+              message: 'Unauthorized',
+              reason: 'Unauthorized',
+              code: 401,
+            }),
+          )
+        }
+        const kube = this.ctx.kube
+        if (!kube) {
+          res.writeHead(503, { 'content-type': 'text/plain' })
+          return res.end('the Kubernetes API is not simulated yet (sim/kube missing)\n')
+        }
+        this.kubeRequestFault(addr, req, res, () => kube.handle(req, res))
+      },
+    )
     srv.sockets = new Set()
     srv.on('connection', (s) => {
       // on: kube, refused: the API server is restarting; the connection is reset before TLS
       if (faults.takeKube(this.kubeNodeAt(addr), ['refused'], null)) return s.resetAndDestroy()
-      srv.sockets.add(s); s.on('close', () => srv.sockets.delete(s))
+      srv.sockets.add(s)
+      s.on('close', () => srv.sockets.delete(s))
     })
     srv.on('error', (e) => this.ctx.log(`kube listener ${addr}: ${e.message}`))
     srv.on('tlsClientError', () => {})
     this.kube.set(addr, srv)
-    srv.ready = new Promise((r) => { srv.once('listening', r); srv.once('error', r) })
+    srv.ready = new Promise((r) => {
+      srv.once('listening', r)
+      srv.once('error', r)
+    })
     srv.listen(KUBE_PORT, addr)
   }
 
   /** the control plane a Kubernetes listener belongs to (null for the VIP: every node's kube faults) */
-  kubeNodeAt(addr) { return this.ctx.nodes.find((n) => n.ip === addr)?.name ?? null }
+  kubeNodeAt(addr) {
+    return this.ctx.nodes.find((n) => n.ip === addr)?.name ?? null
+  }
 
   /**
    * on: kube faults acting on one request: unavailable answers 503 with the Status a kube-apiserver
@@ -108,11 +137,31 @@ export class Listeners {
     const path = (req.url ?? '/').split('?')[0]
     const f = this.ctx.faults.takeKube(this.kubeNodeAt(addr), ['unavailable', 'timeout', 'latency'], path)
     if (!f) return handle()
-    this.ctx.record({ time: this.ctx.clock.now().toISOString(), node: this.kubeNodeAt(addr), ip: addr, tool: 'kube', call: 'kube', command: `${req.method} ${path}`, args: [], outcome: `fault ${f.kind}` })
+    this.ctx.record({
+      time: this.ctx.clock.now().toISOString(),
+      node: this.kubeNodeAt(addr),
+      ip: addr,
+      tool: 'kube',
+      call: 'kube',
+      command: `${req.method} ${path}`,
+      args: [],
+      outcome: `fault ${f.kind}`,
+    })
     if (f.kind === 'timeout') return
     if (f.kind === 'latency') return void setTimeout(handle, f.ms ?? 0)
     res.writeHead(503, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'the server is currently unable to handle the request', reason: 'ServiceUnavailable', details: { causes: [{ reason: 'UnexpectedServerResponse', message: 'etcdserver: leader changed' }] }, code: 503 }))
+    res.end(
+      JSON.stringify({
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: 'the server is currently unable to handle the request',
+        reason: 'ServiceUnavailable',
+        details: { causes: [{ reason: 'UnexpectedServerResponse', message: 'etcdserver: leader changed' }] },
+        code: 503,
+      }),
+    )
   }
 }
 
@@ -134,8 +183,11 @@ function closeKube(srv) {
  */
 export class NodeServer {
   constructor(sim, node) {
-    this.sim = sim; this.node = node
-    this.mode = 'off'; this.server = null; this.sockets = new Set()
+    this.sim = sim
+    this.node = node
+    this.mode = 'off'
+    this.server = null
+    this.sockets = new Set()
     this.queue = Promise.resolve()
     this.connections = 0
     this.active = new Set() // calls in flight (sim/grpc/server.js inFlight): a stage change lets them answer first
@@ -145,10 +197,12 @@ export class NodeServer {
   setMode(mode) {
     if (mode === this.wanted) return this.queue
     this.wanted = mode
-    this.queue = this.queue.then(() => this.apply(mode)).catch((e) => {
-      this.lastError = e
-      this.sim.log(`listener ${this.node.ip}:${TALOS_PORT}: ${e.message}`)
-    })
+    this.queue = this.queue
+      .then(() => this.apply(mode))
+      .catch((e) => {
+        this.lastError = e
+        this.sim.log(`listener ${this.node.ip}:${TALOS_PORT}: ${e.message}`)
+      })
     return this.queue
   }
 
@@ -158,19 +212,30 @@ export class NodeServer {
     this.mode = mode
     if (mode === 'off' || this.sim.stopped) return
     let server
-    if (mode === 'hang') server = net.createServer(() => {}) // accept and never answer: the client waits for its own deadline
+    if (mode === 'hang')
+      server = net.createServer(() => {}) // accept and never answer: the client waits for its own deadline
     else {
       server = tls.createServer({ ...(await this.tlsOptions(mode)), ALPNProtocols: ['h2'] })
       this.grpc ??= createGrpcServer(this)
       const injector = this.grpc.createConnectionInjector(grpc.ServerCredentials.createInsecure())
-      server.on('secureConnection', (socket) => { if (socket.alpnProtocol === 'h2') injector.injectConnection(socket); else socket.destroy() })
+      server.on('secureConnection', (socket) => {
+        if (socket.alpnProtocol === 'h2') injector.injectConnection(socket)
+        else socket.destroy()
+      })
       server.on('close', () => injector.destroy())
       server.on('tlsClientError', () => {})
     }
-    server.on('connection', (s) => { this.sockets.add(s); this.connections++; s.on('close', () => this.sockets.delete(s)) })
+    server.on('connection', (s) => {
+      this.sockets.add(s)
+      this.connections++
+      s.on('close', () => this.sockets.delete(s))
+    })
     await new Promise((resolve, reject) => {
       server.once('error', reject)
-      server.listen(TALOS_PORT, this.node.ip, () => { server.off('error', reject); resolve() })
+      server.listen(TALOS_PORT, this.node.ip, () => {
+        server.off('error', reject)
+        resolve()
+      })
     })
     this.server = server
   }
@@ -182,7 +247,14 @@ export class NodeServer {
       const other = await pki.otherIdentity(this.node)
       return { cert: other.cert, key: other.key, ca: other.ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }
     }
-    return { cert: pki.talos.apid.cert, key: pki.talos.apid.key, ca: pki.talos.ca.cert, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }
+    return {
+      cert: pki.talos.apid.cert,
+      key: pki.talos.apid.key,
+      ca: pki.talos.ca.cert,
+      requestCert: true,
+      rejectUnauthorized: true,
+      minVersion: 'TLSv1.3',
+    }
   }
 
   async closeServer() {
@@ -205,5 +277,12 @@ export class NodeServer {
     await new Promise((resolve) => (s.listening ? s.close(() => resolve()) : resolve()))
   }
 
-  close() { this.wanted = 'off'; this.queue = this.queue.then(() => { this.mode = 'off'; return this.closeServer() }); return this.queue }
+  close() {
+    this.wanted = 'off'
+    this.queue = this.queue.then(() => {
+      this.mode = 'off'
+      return this.closeServer()
+    })
+    return this.queue
+  }
 }

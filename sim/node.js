@@ -9,51 +9,102 @@ const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd
 // Talos's DrainTimeout (pkg/kubernetes/kubernetes.go) and LeaveCluster's retry (internal/pkg/etcd/etcd.go), simulated seconds
 const DRAIN_TIMEOUT = 300
 const ETCD_LEAVE_RETRY = 300
-export const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
+export const KUBELET_FAILURE =
+  'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
 
 export class Node {
   /** spec from the scenario; ctx = the Simulator (clock, faults, minor, etcd, trustd, listeners, kube hooks) */
   constructor(spec, ctx) {
     Object.assign(this, { name: spec.name, ip: spec.ip, image: spec.image, spec, ctx })
-    this.role = spec.role            // effective role once configured (from the applied config)
-    this.disks = spec.disks.map((d) => { const id = d.dev.replace('/dev/', ''); return { ...d, id, cdrom: false, busPath: `/pci0000:00/0000:00:0${id.length}.0/virtio${id.charCodeAt(id.length - 1) - 97}` } })
-    if (spec.image === 'iso') this.disks.push({ id: 'sr0', dev: '/dev/sr0', size: 1073741824, model: 'QEMU DVD-ROM', serial: '', type: 'hdd', transport: 'ata', rotational: true, readonly: true, wwid: '', cdrom: true, busPath: '/pci0000:00/0000:00:01.1/ata2/host1/target1:0:0/1:0:0:0' })
+    this.role = spec.role // effective role once configured (from the applied config)
+    this.disks = spec.disks.map((d) => {
+      const id = d.dev.replace('/dev/', '')
+      return { ...d, id, cdrom: false, busPath: `/pci0000:00/0000:00:0${id.length}.0/virtio${id.charCodeAt(id.length - 1) - 97}` }
+    })
+    if (spec.image === 'iso')
+      this.disks.push({
+        id: 'sr0',
+        dev: '/dev/sr0',
+        size: 1073741824,
+        model: 'QEMU DVD-ROM',
+        serial: '',
+        type: 'hdd',
+        transport: 'ata',
+        rotational: true,
+        readonly: true,
+        wwid: '',
+        cdrom: true,
+        busPath: '/pci0000:00/0000:00:01.1/ata2/host1/target1:0:0/1:0:0:0',
+      })
     this.installed = spec.image === 'disk'
     this.stage = 'unknown'
-    this.configText = null; this.config = null
-    this.listener = 'off'            // off | maintenance | secure (faults may override: sim/listeners.js modeOf)
+    this.configText = null
+    this.config = null
+    this.listener = 'off' // off | maintenance | secure (faults may override: sim/listeners.js modeOf)
     this.rev = 0
-    this.created = ctx.clock.now(); this.updated = this.created
+    this.created = ctx.clock.now()
+    this.updated = this.created
     this.services = new Map()
     this.logs = []
-    this.gen = 0                     // lifecycle generation: a reset/reboot cancels older timers
+    this.gen = 0 // lifecycle generation: a reset/reboot cancels older timers
     this.cancels = new Set()
     this.resetFlags()
   }
 
   resetFlags() {
-    Object.assign(this, { rebootPending: false, criUp: false, bootDone: false, etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false,
-      joining: false, registered: false, kubeletFailed: false, bootId: randomUUID(), installFailed: null,
-      trustdUp: false, apiCert: false, wantsCert: false })
+    Object.assign(this, {
+      rebootPending: false,
+      criUp: false,
+      bootDone: false,
+      etcdMember: null,
+      etcdHealthy: false,
+      etcdRunning: false,
+      apiServerUp: false,
+      joining: false,
+      registered: false,
+      kubeletFailed: false,
+      bootId: randomUUID(),
+      installFailed: null,
+      trustdUp: false,
+      apiCert: false,
+      wantsCert: false,
+    })
   }
 
-  get configured() { return this.config != null }
-  get minor() { return this.ctx.talosMinor }
+  get configured() {
+    return this.config != null
+  }
+  get minor() {
+    return this.ctx.talosMinor
+  }
 
-  changed() { this.rev++; this.updated = this.ctx.clock.now(); this.ctx.changed(this) }
+  changed() {
+    this.rev++
+    this.updated = this.ctx.clock.now()
+    this.ctx.changed(this)
+  }
   log(text, { facility = 'user', priority = 'warning' } = {}) {
     this.logs.push({ facility, priority, ts: this.ctx.clock.now().toISOString(), text })
     if (this.logs.length > 2000) this.logs.splice(0, 500)
   }
-  talosLog(text) { this.log(`[talos] ${text}`) }
+  talosLog(text) {
+    this.log(`[talos] ${text}`)
+  }
 
   /** run fn after simSeconds unless the lifecycle moved on (reset/reboot/stop) */
   after(simSeconds, fn) {
     const gen = this.gen
-    const cancel = this.ctx.clock.after(simSeconds, () => { this.cancels.delete(cancel); if (gen === this.gen) fn() })
+    const cancel = this.ctx.clock.after(simSeconds, () => {
+      this.cancels.delete(cancel)
+      if (gen === this.gen) fn()
+    })
     this.cancels.add(cancel)
   }
-  newLifecycle() { this.gen++; for (const c of this.cancels) c(); this.cancels.clear() }
+  newLifecycle() {
+    this.gen++
+    for (const c of this.cancels) c()
+    this.cancels.clear()
+  }
 
   setStage(stage, listener) {
     this.stage = stage
@@ -70,14 +121,22 @@ export class Node {
   svc(id, state, msg, healthy) {
     const s = this.service(id)
     s.state = state
-    if (healthy !== undefined) { s.healthy = healthy; s.lastMessage = healthy === false ? msg : '' }
+    if (healthy !== undefined) {
+      s.healthy = healthy
+      s.lastMessage = healthy === false ? msg : ''
+    }
     s.events.push({ msg, state, ts: this.ctx.clock.now().toISOString() })
     if (s.events.length > 30) s.events.shift()
   }
   startService(id, { healthy = true } = {}) {
     this.svc(id, 'Preparing', 'Running pre state')
     this.svc(id, 'Preparing', 'Creating service runner')
-    this.svc(id, 'Running', `Started task ${id} (PID ${1000 + Math.floor(Math.random() * 9000)}) for container ${id}`, healthy ? undefined : null)
+    this.svc(
+      id,
+      'Running',
+      `Started task ${id} (PID ${1000 + Math.floor(Math.random() * 9000)}) for container ${id}`,
+      healthy ? undefined : null,
+    )
     if (healthy) this.svc(id, 'Running', 'Health check successful', true)
   }
 
@@ -86,11 +145,14 @@ export class Node {
     this.newLifecycle()
     this.resetFlags()
     this.services.clear()
-    this.log(`Linux version 6.18.1-talos (@buildkitsandbox) (gcc (GCC) 14.2.0, GNU ld (GNU Binutils) 2.44) #1 SMP`, { facility: 'kern', priority: 'notice' })
+    this.log(`Linux version 6.18.1-talos (@buildkitsandbox) (gcc (GCC) 14.2.0, GNU ld (GNU Binutils) 2.44) #1 SMP`, {
+      facility: 'kern',
+      priority: 'notice',
+    })
     this.log('Command line: talos.platform=metal console=ttyS0', { facility: 'kern', priority: 'info' })
     for (const id of ['machined', 'udevd', 'syslogd']) this.startService(id)
     this.setStage('booting', 'off')
-    this.after(this.ctx.timings.maintenance, () => this.configured ? this.bootConfigured() : this.enterMaintenance())
+    this.after(this.ctx.timings.maintenance, () => (this.configured ? this.bootConfigured() : this.enterMaintenance()))
   }
 
   enterMaintenance() {
@@ -116,21 +178,31 @@ export class Node {
     const sel = cfg.machine.install?.diskSelector
     const mismatch = this.ctx.faults.take(this.name, { kind: 'disk-mismatch' })
     if ((sel && !this.disks.some((d) => diskMatches(sel, d))) || mismatch) {
-      const expr = sel ? selectorExpression(sel) : `disk.dev_path == "${cfg.machine.install?.disk ?? ''}" && disk.transport != "" && !disk.readonly && !disk.cdrom`
+      const expr = sel
+        ? selectorExpression(sel)
+        : `disk.dev_path == "${cfg.machine.install?.disk ?? ''}" && disk.transport != "" && !disk.readonly && !disk.cdrom`
       throw wrap('runtime configuration validation failed', [`no disks matched the expression: ${expr}`])
     }
     if (dryRun) {
-      return { modeDetails: minor <= 12 ? 'Dry run summary:\nNode is running in maintenance mode and does not have a config yet.'
-        : 'Dry run summary:\nApplied configuration without a reboot (skipped in dry-run).\nConfig diff:\n\nNo changes.', warnings: [] }
+      return {
+        modeDetails:
+          minor <= 12
+            ? 'Dry run summary:\nNode is running in maintenance mode and does not have a config yet.'
+            : 'Dry run summary:\nApplied configuration without a reboot (skipped in dry-run).\nConfig diff:\n\nNo changes.',
+        warnings: [],
+      }
     }
     if (minor >= 13 && mode === 'staged') {
       this.stagedConfig = { data, cfg }
       return { modeDetails: 'Staged configuration to be applied after the next reboot', warnings: [] }
     }
     this.acceptConfig(data, cfg)
-    const details = minor <= 12 ? '' : mode === 'try'
-      ? 'Applied configuration without a reboot\nThe config is applied in \'try\' mode and will be automatically reverted back in 1m0s'
-      : 'Applied configuration without a reboot'
+    const details =
+      minor <= 12
+        ? ''
+        : mode === 'try'
+          ? "Applied configuration without a reboot\nThe config is applied in 'try' mode and will be automatically reverted back in 1m0s"
+          : 'Applied configuration without a reboot'
     return { modeDetails: details, warnings: [] }
   }
 
@@ -141,7 +213,10 @@ export class Node {
    */
   applyConfigured({ data, mode = 'auto', dryRun = false }) {
     if (['rebooting', 'installing'].includes(this.stage) || this.rebootPending) {
-      throw rpc('FailedPrecondition', 'configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot')
+      throw rpc(
+        'FailedPrecondition',
+        'configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot',
+      )
     }
     const cfg = parseConfig(data, { maintenance: false, minor: this.minor })
     const errs = validateConfig(cfg, { requireInstall: this.minor <= 12 })
@@ -151,23 +226,45 @@ export class Node {
     let reboot = false
     if (mode === 'staged') details = 'Staged configuration to be applied after the next reboot'
     else if (mode === 'no-reboot' || mode === 'try') {
-      if (!live) throw rpc('InvalidArgument', "this config change can't be applied in immediate mode\ndiff: machine configuration changed outside the fields applied live")
-      details = mode === 'try' ? "Applied configuration without a reboot\nThe config is applied in 'try' mode and will be automatically reverted back in 1m0s" : 'Applied configuration without a reboot'
-    } else if (mode === 'reboot' || !live) { details = 'Applied configuration with a reboot'; reboot = true } else details = 'Applied configuration without a reboot'
-    if (dryRun) return { modeDetails: `Dry run summary:\n${details} (skipped in dry-run).\nConfig diff:\n\n${live ? 'No changes.' : '(changes)'}`, warnings: [] }
-    if (mode === 'staged') { this.stagedConfig = { data, cfg }; return { modeDetails: details, warnings: [] } }
-    this.configText = data; this.config = cfg
+      if (!live)
+        throw rpc(
+          'InvalidArgument',
+          "this config change can't be applied in immediate mode\ndiff: machine configuration changed outside the fields applied live",
+        )
+      details =
+        mode === 'try'
+          ? "Applied configuration without a reboot\nThe config is applied in 'try' mode and will be automatically reverted back in 1m0s"
+          : 'Applied configuration without a reboot'
+    } else if (mode === 'reboot' || !live) {
+      details = 'Applied configuration with a reboot'
+      reboot = true
+    } else details = 'Applied configuration without a reboot'
+    if (dryRun)
+      return {
+        modeDetails: `Dry run summary:\n${details} (skipped in dry-run).\nConfig diff:\n\n${live ? 'No changes.' : '(changes)'}`,
+        warnings: [],
+      }
+    if (mode === 'staged') {
+      this.stagedConfig = { data, cfg }
+      return { modeDetails: details, warnings: [] }
+    }
+    this.configText = data
+    this.config = cfg
     if (reboot) {
       this.rebootPending = true
       this.talosLog('apply config request: rebooting to apply the configuration')
       // the reboot sequence stops services first: the API still answers `running` for a while
-      this.after(Math.min(10, this.ctx.timings.reboot / 4), () => { this.rebootPending = false; this.reboot({}) })
+      this.after(Math.min(10, this.ctx.timings.reboot / 4), () => {
+        this.rebootPending = false
+        this.reboot({})
+      })
     }
     return { modeDetails: details, warnings: [] }
   }
 
   acceptConfig(data, cfg) {
-    this.configText = data; this.config = cfg
+    this.configText = data
+    this.config = cfg
     this.role = cfg.machine.type === 'worker' ? 'worker' : 'controlplane'
     this.foreignCA = !this.ctx.isClusterCA(cfg.machine.ca?.crt)
     this.talosLog('received new config from the maintenance service')
@@ -181,16 +278,21 @@ export class Node {
     const { install } = this.ctx.timings
     const head = Math.min(2, install * 0.1)
     this.after(head, () => {
-      this.talosLog(`installing Talos ${this.ctx.scenario.cluster.talosVersion} to ${this.config.machine.install?.disk ?? 'the selected disk'}`)
+      this.talosLog(
+        `installing Talos ${this.ctx.scenario.cluster.talosVersion} to ${this.config.machine.install?.disk ?? 'the selected disk'}`,
+      )
       this.setStage('installing')
     })
     this.after(install, () => {
       const disk = this.config.machine.install?.disk
       const crash = this.ctx.faults.take(this.name, { kind: 'crash' })
       if (crash || (disk && !this.disks.some((d) => d.dev === disk))) {
-        this.installFailed = crash ? 'install failed: installer container exited with code 1' : `install failed: failed to open disk ${disk}: no such file or directory`
+        this.installFailed = crash
+          ? 'install failed: installer container exited with code 1'
+          : `install failed: failed to open disk ${disk}: no such file or directory`
         this.talosLog(this.installFailed)
-        this.configText = null; this.config = null
+        this.configText = null
+        this.config = null
         return this.reboot({ thenMaintenance: true })
       }
       this.installed = true
@@ -202,13 +304,21 @@ export class Node {
   /** rebooting (nothing listens) for `reboot` seconds, then boot again */
   reboot({ thenMaintenance = false } = {}) {
     this.newLifecycle()
-    this.etcdHealthy = false; this.etcdRunning = false; this.apiServerUp = false; this.criUp = false; this.bootDone = false
+    this.etcdHealthy = false
+    this.etcdRunning = false
+    this.apiServerUp = false
+    this.criUp = false
+    this.bootDone = false
     this.setStage('rebooting', 'off')
     this.after(this.ctx.timings.reboot, () => {
       const wasMember = this.etcdMember
       this.resetFlags()
       this.etcdMember = wasMember
-      if (thenMaintenance || !this.configured) { this.services.clear(); this.setStage('booting', 'off'); this.after(this.ctx.timings.maintenance, () => this.enterMaintenance()) } else this.bootConfigured()
+      if (thenMaintenance || !this.configured) {
+        this.services.clear()
+        this.setStage('booting', 'off')
+        this.after(this.ctx.timings.maintenance, () => this.enterMaintenance())
+      } else this.bootConfigured()
     })
   }
 
@@ -232,7 +342,10 @@ export class Node {
     // CRI (and with it bootstrap and the kubelet) is up when the boot time is over: a worker then runs,
     // a control plane waits in booting for etcd, so boot + etcd stays a lower bound (criticalPathSeconds)
     this.after(boot, () => {
-      if (loop) { this.talosLog('boot sequence failed: task "startAllServices" failed: context deadline exceeded'); return this.reboot({}) }
+      if (loop) {
+        this.talosLog('boot sequence failed: task "startAllServices" failed: context deadline exceeded')
+        return this.reboot({})
+      }
       this.criReady()
       this.bootDone = true
       this.maybeRunning()
@@ -272,7 +385,9 @@ export class Node {
       this.svc('etcd', 'Preparing', 'Running pre state')
       if (this.etcdMember) this.ctx.etcd.restart(this)
       else {
-        this.talosLog('etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:')
+        this.talosLog(
+          'etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:',
+        )
         this.talosLog(`[${this.ip}]`)
         this.ctx.etcd.maybeJoin(this)
       }
@@ -323,7 +438,8 @@ export class Node {
       throw rpc('FailedPrecondition', 'bootstrap is not available yet')
     }
     if (this.role !== 'controlplane') {
-      throw this.minor <= 12 ? rpc('FailedPrecondition', 'bootstrap can only be performed on a control plane node')
+      throw this.minor <= 12
+        ? rpc('FailedPrecondition', 'bootstrap can only be performed on a control plane node')
         : rpc('Unimplemented', 'bootstrap is only available on control plane nodes')
     }
     // the only check is an empty data directory (v1alpha1_server.go Bootstrap): a control plane still
@@ -341,7 +457,7 @@ export class Node {
    */
   reset({ graceful = true, reboot = false, wipeMode = 'all', systemLabelsToWipe = [] } = {}) {
     // wiping the system disk (all / system-disk, no label subset) removes what an ISO node installed
-    const wipesSystem = ['all', 'system-disk'].includes(wipeMode || 'all') && !(systemLabelsToWipe?.length)
+    const wipesSystem = ['all', 'system-disk'].includes(wipeMode || 'all') && !systemLabelsToWipe?.length
     this.newLifecycle()
     this.setStage('resetting')
     this.ctx.kubeCordon(this)
@@ -351,7 +467,10 @@ export class Node {
       // a budget-blocked eviction is retried every 5 s until DrainTimeout; Drain then logs and returns nil
       drainTime = drained.blocked.length ? DRAIN_TIMEOUT : drained.evicted ? this.ctx.timings.drain : 0
       if (drained.blocked.length) {
-        this.after(DRAIN_TIMEOUT, () => { for (const b of drained.blocked) this.talosLog(`WARNING: failed to evict pod: failed to evict pod ${b.pod}: context deadline exceeded`) })
+        this.after(DRAIN_TIMEOUT, () => {
+          for (const b of drained.blocked)
+            this.talosLog(`WARNING: failed to evict pod: failed to evict pod ${b.pod}: context deadline exceeded`)
+        })
       }
     }
     this.after(drainTime, () => {
@@ -362,12 +481,17 @@ export class Node {
       // LeaveEtcd: a refused MemberRemove is retried for 5 min, then fails the sequence: still configured, stage resetting
       const refused = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcd.leaveRefusal(this) : null
       if (refused) {
-        this.after(ETCD_LEAVE_RETRY, () => { this.talosLog(`reset: leave etcd: ${refused}`); this.changed() })
+        this.after(ETCD_LEAVE_RETRY, () => {
+          this.talosLog(`reset: leave etcd: ${refused}`)
+          this.changed()
+        })
         return
       }
       this.ctx.nodeReset(this, { graceful })
       this.after(2, () => {
-        this.configText = null; this.config = null; this.role = this.spec.role
+        this.configText = null
+        this.config = null
+        this.role = this.spec.role
         if (this.spec.image === 'iso' && wipesSystem) this.installed = false
         this.resetFlags()
         this.services.clear()
@@ -392,7 +516,10 @@ export class Node {
     const bad = []
     const running = new Set()
     for (const sv of [...this.services.values()].sort((a, b) => a.id.localeCompare(b.id))) {
-      if (sv.state !== 'Running') { bad.push(`${sv.id} not running`); continue }
+      if (sv.state !== 'Running') {
+        bad.push(`${sv.id} not running`)
+        continue
+      }
       running.add(sv.id)
       if (sv.healthy === false) bad.push(`${sv.id} not healthy`)
     }
@@ -400,7 +527,12 @@ export class Node {
     if (bad.length) out.push({ name: 'services', reason: bad.join(', ') })
     // static pod statuses exist once the kubelet runs; they stay pending until this node's API server is up
     if (this.role === 'controlplane' && !this.apiServerUp && this.services.get('kubelet')?.state === 'Running') {
-      out.push({ name: 'staticPods', reason: ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'].map((p) => `kube-system/${p}-${this.name} pending`).join(', ') })
+      out.push({
+        name: 'staticPods',
+        reason: ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']
+          .map((p) => `kube-system/${p}-${this.name} pending`)
+          .join(', '),
+      })
     }
     if (!this.registered) out.push({ name: 'nodeReady', reason: `node "${this.name}" status is not available yet` })
     else if (!this.ctx.kubeNodeReady(this.name)) out.push({ name: 'nodeReady', reason: `node "${this.name}" is not ready` })
@@ -411,35 +543,79 @@ export class Node {
     const unmetConditions = this.unmetConditions()
     // readiness also changes with the Kubernetes side (nodeReady): a change is a new resource version
     const key = JSON.stringify(unmetConditions)
-    if (this.lastConditions !== undefined && key !== this.lastConditions) { this.rev++; this.updated = this.ctx.clock.now() }
+    if (this.lastConditions !== undefined && key !== this.lastConditions) {
+      this.rev++
+      this.updated = this.ctx.clock.now()
+    }
     this.lastConditions = key
     return { stage: this.stage, status: { ready: unmetConditions.length === 0, unmetConditions } }
   }
 
   view() {
     const ms = this.machineStatus()
-    return { name: this.name, ip: this.ip, role: this.role, image: this.image, stage: this.stage, ready: ms.status.ready,
-      unmetConditions: ms.status.unmetConditions, configured: this.configured, installed: this.installed,
-      listener: this.ctx.listeners?.modeOf(this) ?? this.listener, etcdMember: this.etcdMember, etcdHealthy: this.etcdHealthy,
-      apiServerUp: this.apiServerUp, registered: this.registered, bootId: this.bootId,
-      services: Object.fromEntries([...this.services.values()].map((s) => [s.id, s.state])) }
+    return {
+      name: this.name,
+      ip: this.ip,
+      role: this.role,
+      image: this.image,
+      stage: this.stage,
+      ready: ms.status.ready,
+      unmetConditions: ms.status.unmetConditions,
+      configured: this.configured,
+      installed: this.installed,
+      listener: this.ctx.listeners?.modeOf(this) ?? this.listener,
+      etcdMember: this.etcdMember,
+      etcdHealthy: this.etcdHealthy,
+      apiServerUp: this.apiServerUp,
+      registered: this.registered,
+      bootId: this.bootId,
+      services: Object.fromEntries([...this.services.values()].map((s) => [s.id, s.state])),
+    }
   }
 }
 
 // the fields Runtime.CanApplyImmediate takes from the new config as they are (applied live); any
 // other difference needs a reboot (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_runtime.go)
-const LIVE_MACHINE = ['ca', 'acceptedCAs', 'time', 'certSANs', 'install', 'network', 'sysfs', 'sysctls', 'logging', 'controlPlane', 'kubelet',
-  'kernel', 'registries', 'pods', 'seccompProfiles', 'nodeAnnotations', 'nodeLabels', 'nodeTaints']
+const LIVE_MACHINE = [
+  'ca',
+  'acceptedCAs',
+  'time',
+  'certSANs',
+  'install',
+  'network',
+  'sysfs',
+  'sysctls',
+  'logging',
+  'controlPlane',
+  'kubelet',
+  'kernel',
+  'registries',
+  'pods',
+  'seccompProfiles',
+  'nodeAnnotations',
+  'nodeLabels',
+  'nodeTaints',
+]
 const LIVE_FEATURES = ['kubernetesTalosAPIAccess', 'kubePrism', 'hostDNS', 'imageCache', 'nodeAddressSortAlgorithm']
 function canApplyImmediate(current, next) {
   if (!current) return false
   const strip = (cfg) => {
     const c = structuredClone(cfg)
-    delete c.cluster; delete c.debug
+    delete c.cluster
+    delete c.debug
     for (const k of LIVE_MACHINE) delete c.machine?.[k]
     for (const k of LIVE_FEATURES) delete c.machine?.features?.[k]
     return c
   }
-  const sorted = (v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])])) : Array.isArray(v) ? v.map(sorted) : v)
+  const sorted = (v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, sorted(v[k])]),
+        )
+      : Array.isArray(v)
+        ? v.map(sorted)
+        : v
   return JSON.stringify(sorted(strip(current))) === JSON.stringify(sorted(strip(next)))
 }

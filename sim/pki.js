@@ -12,7 +12,11 @@ const YEAR = 365 * 86400e3
 let serial = 1
 
 const genKey = (alg) => webcrypto.subtle.generateKey(alg, true, ['sign', 'verify'])
-const b64lines = (buf) => Buffer.from(buf).toString('base64').match(/.{1,64}/g).join('\n')
+const b64lines = (buf) =>
+  Buffer.from(buf)
+    .toString('base64')
+    .match(/.{1,64}/g)
+    .join('\n')
 async function keyPem(privateKey) {
   return `-----BEGIN PRIVATE KEY-----\n${b64lines(await webcrypto.subtle.exportKey('pkcs8', privateKey))}\n-----END PRIVATE KEY-----\n`
 }
@@ -22,7 +26,11 @@ const nextSerial = () => (serial++).toString(16).padStart(2, '0') + randomBytes(
 async function makeCA(name, alg) {
   const keys = await genKey(alg)
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: nextSerial(), name, keys, signingAlgorithm: alg, ...validity(),
+    serialNumber: nextSerial(),
+    name,
+    keys,
+    signingAlgorithm: alg,
+    ...validity(),
     extensions: [
       new x509.BasicConstraintsExtension(true, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.cRLSign, true),
@@ -38,14 +46,23 @@ async function issue(ca, { subject, sans = [], usages, keys }) {
   const eku = usages.map((u) => (u === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth))
   const extensions = [
     new x509.BasicConstraintsExtension(false, undefined, true),
-    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | (ca.alg.name === 'ECDSA' ? x509.KeyUsageFlags.keyEncipherment : 0), true),
+    new x509.KeyUsagesExtension(
+      x509.KeyUsageFlags.digitalSignature | (ca.alg.name === 'ECDSA' ? x509.KeyUsageFlags.keyEncipherment : 0),
+      true,
+    ),
     new x509.ExtendedKeyUsageExtension(eku),
     await x509.AuthorityKeyIdentifierExtension.create(ca.keys.publicKey),
   ]
   if (sans.length) extensions.push(new x509.SubjectAlternativeNameExtension(sans))
   const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: nextSerial(), subject, issuer: ca.x509.subject, publicKey: keys.publicKey,
-    signingKey: ca.keys.privateKey, signingAlgorithm: ca.alg, ...validity(), extensions,
+    serialNumber: nextSerial(),
+    subject,
+    issuer: ca.x509.subject,
+    publicKey: keys.publicKey,
+    signingKey: ca.keys.privateKey,
+    signingAlgorithm: ca.alg,
+    ...validity(),
+    extensions,
   })
   return { cert: cert.toString('pem'), key: await keyPem(keys.privateKey) }
 }
@@ -62,33 +79,58 @@ const token = (a, b) => {
  */
 export async function generatePki({ nodes, vip, role = 'os:admin' }) {
   const [talosCA, kubeCA, etcdCA, aggregatorCA, saKeys, maintKeys] = await Promise.all([
-    makeCA('O=talos', ED), makeCA('O=kubernetes', EC), makeCA('O=etcd', EC),
-    makeCA('CN=aggregator', EC), genKey(EC), genKey(ED),
+    makeCA('O=talos', ED),
+    makeCA('O=kubernetes', EC),
+    makeCA('O=etcd', EC),
+    makeCA('CN=aggregator', EC),
+    genKey(EC),
+    genKey(ED),
   ])
   const cps = nodes.filter((n) => n.role === 'controlplane')
   const ipSan = (ip) => ({ type: 'ip', value: ip })
   const dnsSan = (d) => ({ type: 'dns', value: d })
   // one apid serving cert naming every node (fast for 300 nodes; Talos gives each node its own)
   const [apid, talosAdmin, kubeServer, kubeAdmin] = await Promise.all([
-    issue(talosCA, { subject: 'CN=apid', usages: ['server', 'client'],
-      sans: [...nodes.flatMap((n) => [dnsSan(n.name), ipSan(n.ip)]), ...(vip ? [ipSan(vip)] : [])] }),
+    issue(talosCA, {
+      subject: 'CN=apid',
+      usages: ['server', 'client'],
+      sans: [...nodes.flatMap((n) => [dnsSan(n.name), ipSan(n.ip)]), ...(vip ? [ipSan(vip)] : [])],
+    }),
     issue(talosCA, { subject: `O=${role}`, usages: ['client'] }), // the talosconfig's role (scenario cluster.talosconfigRole)
-    issue(kubeCA, { subject: 'CN=kube-apiserver', usages: ['server'],
-      sans: [dnsSan('kubernetes'), dnsSan('kubernetes.default'), dnsSan('kubernetes.default.svc'),
-        dnsSan('kubernetes.default.svc.cluster.local'), dnsSan('localhost'), ipSan('127.0.0.1'),
-        ...cps.map((n) => ipSan(n.ip)), ...(vip ? [ipSan(vip)] : [])] }),
+    issue(kubeCA, {
+      subject: 'CN=kube-apiserver',
+      usages: ['server'],
+      sans: [
+        dnsSan('kubernetes'),
+        dnsSan('kubernetes.default'),
+        dnsSan('kubernetes.default.svc'),
+        dnsSan('kubernetes.default.svc.cluster.local'),
+        dnsSan('localhost'),
+        ipSan('127.0.0.1'),
+        ...cps.map((n) => ipSan(n.ip)),
+        ...(vip ? [ipSan(vip)] : []),
+      ],
+    }),
     issue(kubeCA, { subject: 'CN=admin, O=system:masters', usages: ['client'] }),
   ])
   // maintenance mode: a self-signed cert with an empty subject per node (shared key, for speed)
   const maintenance = new Map()
-  await Promise.all(nodes.map(async (n) => {
-    const cert = await x509.X509CertificateGenerator.createSelfSigned({
-      serialNumber: nextSerial(), name: '', keys: maintKeys, signingAlgorithm: ED, ...validity(),
-      extensions: [new x509.SubjectAlternativeNameExtension([ipSan(n.ip)]),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth])],
-    })
-    maintenance.set(n.name, { cert: cert.toString('pem') })
-  }))
+  await Promise.all(
+    nodes.map(async (n) => {
+      const cert = await x509.X509CertificateGenerator.createSelfSigned({
+        serialNumber: nextSerial(),
+        name: '',
+        keys: maintKeys,
+        signingAlgorithm: ED,
+        ...validity(),
+        extensions: [
+          new x509.SubjectAlternativeNameExtension([ipSan(n.ip)]),
+          new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+        ],
+      })
+      maintenance.set(n.name, { cert: cert.toString('pem') })
+    }),
+  )
   const maintKey = await keyPem(maintKeys.privateKey)
   // the chart repository (sim/charts/repo.js) on 127.0.0.1: its own CA, given to helm with --ca-file
   const chartsCA = await makeCA('O=charts', EC)
@@ -99,11 +141,14 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
   const others = new Map()
   async function otherIdentity(node) {
     if (!others.has(node.name)) {
-      others.set(node.name, (async () => {
-        const ca = await makeCA('O=talos', ED)
-        const leaf = await issue(ca, { subject: 'CN=apid', usages: ['server', 'client'], sans: [dnsSan(node.name), ipSan(node.ip)] })
-        return { ca: ca.cert, ...leaf }
-      })())
+      others.set(
+        node.name,
+        (async () => {
+          const ca = await makeCA('O=talos', ED)
+          const leaf = await issue(ca, { subject: 'CN=apid', usages: ['server', 'client'], sans: [dnsSan(node.name), ipSan(node.ip)] })
+          return { ca: ca.cert, ...leaf }
+        })(),
+      )
     }
     return others.get(node.name)
   }
@@ -119,7 +164,10 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
     maintenance,
     otherIdentity,
     secrets: {
-      machineToken: token(6, 16), bootstrapToken: token(6, 16), clusterId: b64(), clusterSecret: b64(),
+      machineToken: token(6, 16),
+      bootstrapToken: token(6, 16),
+      clusterId: b64(),
+      clusterSecret: b64(),
       secretboxEncryptionSecret: b64(),
     },
   }
@@ -133,16 +181,33 @@ export function openSshEd25519(comment = 'flux') {
   return import('node:crypto').then(({ createPrivateKey, createPublicKey }) => {
     const der = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed])
     const pub = createPublicKey(createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }))
-      .export({ format: 'der', type: 'spki' }).subarray(-32)
-    const str = (b) => { const x = Buffer.from(b); const l = Buffer.alloc(4); l.writeUInt32BE(x.length); return Buffer.concat([l, x]) }
-    const u32 = (n) => { const l = Buffer.alloc(4); l.writeUInt32BE(n); return l }
+      .export({ format: 'der', type: 'spki' })
+      .subarray(-32)
+    const str = (b) => {
+      const x = Buffer.from(b)
+      const l = Buffer.alloc(4)
+      l.writeUInt32BE(x.length)
+      return Buffer.concat([l, x])
+    }
+    const u32 = (n) => {
+      const l = Buffer.alloc(4)
+      l.writeUInt32BE(n)
+      return l
+    }
     const pubBlob = Buffer.concat([str('ssh-ed25519'), str(pub)])
     const check = randomBytes(4)
     let priv = Buffer.concat([check, check, str('ssh-ed25519'), str(pub), str(Buffer.concat([seed, pub])), str(comment)])
-    const pad = []; for (let i = 1; priv.length % 8; i++) { pad.push(i); priv = Buffer.concat([priv, Buffer.from([i])]) }
+    const pad = []
+    for (let i = 1; priv.length % 8; i++) {
+      pad.push(i)
+      priv = Buffer.concat([priv, Buffer.from([i])])
+    }
     const body = Buffer.concat([Buffer.from('openssh-key-v1\0'), str('none'), str('none'), str(''), u32(1), str(pubBlob), str(priv)])
     return {
-      privateKey: `-----BEGIN OPENSSH PRIVATE KEY-----\n${body.toString('base64').match(/.{1,70}/g).join('\n')}\n-----END OPENSSH PRIVATE KEY-----\n`,
+      privateKey: `-----BEGIN OPENSSH PRIVATE KEY-----\n${body
+        .toString('base64')
+        .match(/.{1,70}/g)
+        .join('\n')}\n-----END OPENSSH PRIVATE KEY-----\n`,
       publicKey: `ssh-ed25519 ${pubBlob.toString('base64')} ${comment}\n`,
     }
   })

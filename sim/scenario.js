@@ -14,7 +14,17 @@ export class ScenarioError extends Error {
 }
 
 export const TALOS_ROLES = ['os:admin', 'os:operator', 'os:reader', 'os:etcd:backup']
-export const DEFAULT_TIMINGS = { maintenance: 3, install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20, drain: 10, nodeMonitorGrace: 50 }
+export const DEFAULT_TIMINGS = {
+  maintenance: 3,
+  install: 120,
+  reboot: 40,
+  boot: 30,
+  etcd: 20,
+  kubelet: 15,
+  cni: 20,
+  drain: 10,
+  nodeMonitorGrace: 50,
+}
 const NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
 const SIZE_RE = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?$/i
 const UNITS = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4 }
@@ -34,8 +44,12 @@ export function parseSize(s) {
 /** load from a path (string ending in .yaml/.yml or an existing file), YAML text, or an object */
 export function loadScenario(input) {
   if (typeof input === 'object' && input !== null) return validateScenario(structuredClone(input), {})
-  let text = input, file
-  if (!/\n/.test(input)) { file = input; text = readFileSync(input, 'utf8') }
+  let text = input,
+    file
+  if (!/\n/.test(input)) {
+    file = input
+    text = readFileSync(input, 'utf8')
+  }
   return parseScenario(text, file ?? 'scenario.yaml')
 }
 
@@ -69,11 +83,14 @@ function validateFlux(f, { fail, obj, str, known, q }) {
   if (f.git != null) {
     obj(f.git, ['flux', 'git'])
     known(f.git, ['hostKeyScan', 'deployKey'], ['flux', 'git'])
-    if (f.git.hostKeyScan != null && !['ok', 'refused'].includes(f.git.hostKeyScan)) fail(['flux', 'git', 'hostKeyScan'], `${q(f.git.hostKeyScan)} must be ok or refused`)
-    if (f.git.deployKey != null && !['accepted', 'refused'].includes(f.git.deployKey)) fail(['flux', 'git', 'deployKey'], `${q(f.git.deployKey)} must be accepted or refused`)
+    if (f.git.hostKeyScan != null && !['ok', 'refused'].includes(f.git.hostKeyScan))
+      fail(['flux', 'git', 'hostKeyScan'], `${q(f.git.hostKeyScan)} must be ok or refused`)
+    if (f.git.deployKey != null && !['accepted', 'refused'].includes(f.git.deployKey))
+      fail(['flux', 'git', 'deployKey'], `${q(f.git.deployKey)} must be accepted or refused`)
     Object.assign(git, f.git)
   }
-  if (f.ageKey != null && !/^AGE-SECRET-KEY-1[0-9A-Z]+$/.test(String(f.ageKey))) fail(['flux', 'ageKey'], `${q(f.ageKey)} is not an age identity (AGE-SECRET-KEY-1...)`)
+  if (f.ageKey != null && !/^AGE-SECRET-KEY-1[0-9A-Z]+$/.test(String(f.ageKey)))
+    fail(['flux', 'ageKey'], `${q(f.ageKey)} is not an age identity (AGE-SECRET-KEY-1...)`)
   const list = f.repository ?? []
   if (!Array.isArray(list)) fail(['flux', 'repository'], 'must be a list')
   const repository = list.map((e, i) => {
@@ -82,10 +99,20 @@ function validateFlux(f, { fail, obj, str, known, q }) {
     known(e, ['kind', 'name', 'namespace', 'parent', 'wait', 'decryption', 'fail'], p)
     if (!['Kustomization', 'HelmRelease'].includes(e.kind)) fail([...p, 'kind'], `${q(e.kind)} must be Kustomization or HelmRelease`)
     str(e.name, [...p, 'name'])
-    if (e.parent != null && !/^[a-z0-9-]+\/[a-z0-9-]+$/.test(String(e.parent))) fail([...p, 'parent'], `${q(e.parent)} must be namespace/name of a Kustomization`)
-    for (const k of ['wait', 'decryption']) if (e[k] != null && typeof e[k] !== 'boolean') fail([...p, k], `must be true or false, got ${q(e[k])}`)
+    if (e.parent != null && !/^[a-z0-9-]+\/[a-z0-9-]+$/.test(String(e.parent)))
+      fail([...p, 'parent'], `${q(e.parent)} must be namespace/name of a Kustomization`)
+    for (const k of ['wait', 'decryption'])
+      if (e[k] != null && typeof e[k] !== 'boolean') fail([...p, k], `must be true or false, got ${q(e[k])}`)
     if (e.fail != null) str(e.fail, [...p, 'fail'])
-    return { kind: e.kind, name: e.name, namespace: e.namespace ?? 'flux-system', parent: e.parent ?? 'flux-system/flux-system', wait: e.wait ?? false, decryption: e.decryption ?? false, fail: e.fail ?? null }
+    return {
+      kind: e.kind,
+      name: e.name,
+      namespace: e.namespace ?? 'flux-system',
+      parent: e.parent ?? 'flux-system/flux-system',
+      wait: e.wait ?? false,
+      decryption: e.decryption ?? false,
+      fail: e.fail ?? null,
+    }
   })
   return { repository, ageKey: f.ageKey ?? null, git }
 }
@@ -96,11 +123,25 @@ function validateScenario(s, { file, lineOf }) {
     throw new ScenarioError(msg, { file, line: lineOf?.(path), field })
   }
   const q = (v) => JSON.stringify(v)
-  const obj = (v, path) => { if (v == null || typeof v !== 'object' || Array.isArray(v)) fail(path, `must be a mapping, got ${q(v)}`); return v }
-  const str = (v, path) => { if (typeof v !== 'string' || !v) fail(path, `must be a non-empty string, got ${q(v)}`); return v }
-  const num = (v, path, min = 0) => { if (typeof v !== 'number' || !Number.isFinite(v) || v < min) fail(path, `must be a number >= ${min}, got ${q(v)}`); return v }
-  const known = (o, keys, path) => { for (const k of Object.keys(o)) if (!keys.includes(k)) fail([...path, k], `unknown field (known: ${keys.join(', ')})`) }
-  const loop = (v, path) => { if (!isLoopback(v)) fail(path, `${q(v)} is not in 127.0.0.0/8`); return v }
+  const obj = (v, path) => {
+    if (v == null || typeof v !== 'object' || Array.isArray(v)) fail(path, `must be a mapping, got ${q(v)}`)
+    return v
+  }
+  const str = (v, path) => {
+    if (typeof v !== 'string' || !v) fail(path, `must be a non-empty string, got ${q(v)}`)
+    return v
+  }
+  const num = (v, path, min = 0) => {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min) fail(path, `must be a number >= ${min}, got ${q(v)}`)
+    return v
+  }
+  const known = (o, keys, path) => {
+    for (const k of Object.keys(o)) if (!keys.includes(k)) fail([...path, k], `unknown field (known: ${keys.join(', ')})`)
+  }
+  const loop = (v, path) => {
+    if (!isLoopback(v)) fail(path, `${q(v)} is not in 127.0.0.0/8`)
+    return v
+  }
 
   obj(s, [])
   known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults', 'flux'], [])
@@ -116,7 +157,8 @@ function validateScenario(s, { file, lineOf }) {
   if (!['enabled', 'disabled'].includes(discovery)) fail(['cluster', 'discovery'], `${q(discovery)} must be enabled or disabled`)
   // the role in the talosconfig's client certificate (internal/app/machined/pkg/system/services/machined.go rules)
   const talosconfigRole = c.talosconfigRole ?? 'os:admin'
-  if (!TALOS_ROLES.includes(talosconfigRole)) fail(['cluster', 'talosconfigRole'], `${q(talosconfigRole)} must be one of ${TALOS_ROLES.join(', ')}`)
+  if (!TALOS_ROLES.includes(talosconfigRole))
+    fail(['cluster', 'talosconfigRole'], `${q(talosconfigRole)} must be one of ${TALOS_ROLES.join(', ')}`)
   const talosVersion = c.talosVersion ?? 'v1.12.11'
   const minor = Number(talosVersion.split('.')[1])
   if (minor < 11 || minor > 13) fail(['cluster', 'talosVersion'], `${q(talosVersion)}: the simulator emulates v1.11 to v1.13`)
@@ -131,7 +173,8 @@ function validateScenario(s, { file, lineOf }) {
   }
 
   if (!Array.isArray(s.nodes) || s.nodes.length === 0) fail(['nodes'], 'must be a non-empty list of nodes')
-  const names = new Set(), ips = new Set()
+  const names = new Set(),
+    ips = new Set()
   const nodes = s.nodes.map((n, i) => {
     const p = ['nodes', i]
     obj(n, p)
@@ -156,15 +199,32 @@ function validateScenario(s, { file, lineOf }) {
       if (!/^\/dev\/[a-z0-9]+$/.test(d.dev)) fail([...dp, 'dev'], `${q(d.dev)} is not a device path like /dev/sda`)
       const size = parseSize(d.size ?? '100GB')
       if (size == null) fail([...dp, 'size'], `${q(d.size)} is not a size like 100GB`)
-      return { dev: d.dev, size, model: d.model ?? 'QEMU HARDDISK', serial: d.serial ?? '', type: d.type ?? 'hdd',
-        transport: d.transport ?? 'virtio', rotational: d.rotational ?? false, readonly: d.readonly ?? false, wwid: d.wwid ?? '' }
+      return {
+        dev: d.dev,
+        size,
+        model: d.model ?? 'QEMU HARDDISK',
+        serial: d.serial ?? '',
+        type: d.type ?? 'hdd',
+        transport: d.transport ?? 'virtio',
+        rotational: d.rotational ?? false,
+        readonly: d.readonly ?? false,
+        wwid: d.wwid ?? '',
+      }
     })
-    if (n.installDisk != null && n.installDiskSelector != null) fail([...p, 'installDisk'], 'give installDisk or installDiskSelector, not both')
+    if (n.installDisk != null && n.installDiskSelector != null)
+      fail([...p, 'installDisk'], 'give installDisk or installDiskSelector, not both')
     if (n.installDisk != null) str(n.installDisk, [...p, 'installDisk'])
     if (n.installDiskSelector != null) obj(n.installDiskSelector, [...p, 'installDiskSelector'])
     const installDiskSelector = n.installDiskSelector ?? null
-    return { name: n.name, ip: n.ip, role: n.role, image, disks,
-      installDisk: installDiskSelector ? null : (n.installDisk ?? disks[0].dev), installDiskSelector }
+    return {
+      name: n.name,
+      ip: n.ip,
+      role: n.role,
+      image,
+      disks,
+      installDisk: installDiskSelector ? null : (n.installDisk ?? disks[0].dev),
+      installDiskSelector,
+    }
   })
   if (!nodes.some((n) => n.role === 'controlplane')) fail(['nodes'], 'needs at least one controlplane node')
 
@@ -202,19 +262,34 @@ function validateScenario(s, { file, lineOf }) {
     if (f.node != null && !names.has(f.node)) fail([...p, 'node'], `${q(f.node)} is not a node of this scenario`)
     const on = f.on ?? spec.def
     if (f.node == null && f.kind !== 'flux' && on !== 'kube') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
-    if (on === 'kube' && f.node != null && nodes.find((n) => n.name === f.node)?.role !== 'controlplane') fail([...p, 'node'], `${q(f.node)} serves no Kubernetes API (a kube fault names a control plane, or no node for all)`)
-    if (f.path != null && (on !== 'kube' || f.kind === 'refused')) fail([...p, 'path'], 'only kube faults acting on requests (unavailable, timeout, latency) take path')
+    if (on === 'kube' && f.node != null && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
+      fail([...p, 'node'], `${q(f.node)} serves no Kubernetes API (a kube fault names a control plane, or no node for all)`)
+    if (f.path != null && (on !== 'kube' || f.kind === 'refused'))
+      fail([...p, 'path'], 'only kube faults acting on requests (unavailable, timeout, latency) take path')
     if (f.path != null) str(f.path, [...p, 'path'])
     if (!spec.on.includes(on)) fail([...p, 'on'], `${q(on)} is not valid for a ${f.kind} fault (use: ${spec.on.join(', ')})`)
     if (f.times != null && (!Number.isInteger(f.times) || f.times < 1)) fail([...p, 'times'], `must be an integer >= 1, got ${q(f.times)}`)
     if (f.kind === 'latency') num(f.ms, [...p, 'ms'])
     else if (f.ms != null) fail([...p, 'ms'], 'only latency faults take ms')
     if (f.message != null) str(f.message, [...p, 'message'])
-    return { node: f.node ?? null, on, kind: f.kind, times: f.times ?? null, ms: f.ms ?? null, message: f.message ?? null, ...(f.path != null ? { path: f.path } : {}) }
+    return {
+      node: f.node ?? null,
+      on,
+      kind: f.kind,
+      times: f.times ?? null,
+      ms: f.ms ?? null,
+      message: f.message ?? null,
+      ...(f.path != null ? { path: f.path } : {}),
+    }
   })
 
   return {
     cluster: { name: c.name, endpoint, talosVersion, kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0', vip, discovery, talosconfigRole },
-    talosMinor: minor, speed, timings, nodes, faults, flux: validateFlux(s.flux, { fail, obj, str, known, q }),
+    talosMinor: minor,
+    speed,
+    timings,
+    nodes,
+    faults,
+    flux: validateFlux(s.flux, { fail, obj, str, known, q }),
   }
 }

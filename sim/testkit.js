@@ -21,7 +21,17 @@ export const REAL_BIN_DIR = path.resolve(HERE, '..', '.tools', 'bin')
  * Start an API on `ip`:6443. nodes: [{name, ip, role}] registered at once (their kubelets started).
  * faults: a mutable Set of strings `<node>:cni` or `flux`; fluxMessage: the flux fault's text.
  */
-export async function startKubeForTest({ ip, speed = 1000, nodes = [], faults = new Set(), fluxMessage, timings = {}, kubernetesVersion = 'v1.35.0', network, flux }) {
+export async function startKubeForTest({
+  ip,
+  speed = 1000,
+  nodes = [],
+  faults = new Set(),
+  fluxMessage,
+  timings = {},
+  kubernetesVersion = 'v1.35.0',
+  network,
+  flux,
+}) {
   const pki = await generatePki({ nodes: nodes.length ? nodes : [{ name: 'cp-1', ip, role: 'controlplane' }], vip: ip })
   const calls = []
   const kube = createKube({
@@ -76,7 +86,14 @@ export async function startKubeForTest({ ip, speed = 1000, nodes = [], faults = 
     repo: { url: repo.url, caFile, requests: repo.requests },
     chart: ['cilium', '--repo', repo.url, '--ca-file', caFile],
     // helm's caches and config in the test's directory, not the user's
-    env: { ...process.env, KUBECONFIG: kubeconfig, SIM_FLUX_POLL_MS: '100', HELM_CACHE_HOME: path.join(dir, 'helm-cache'), HELM_CONFIG_HOME: path.join(dir, 'helm-config'), HELM_DATA_HOME: path.join(dir, 'helm-data') },
+    env: {
+      ...process.env,
+      KUBECONFIG: kubeconfig,
+      SIM_FLUX_POLL_MS: '100',
+      HELM_CACHE_HOME: path.join(dir, 'helm-cache'),
+      HELM_CONFIG_HOME: path.join(dir, 'helm-config'),
+      HELM_DATA_HOME: path.join(dir, 'helm-data'),
+    },
     async close() {
       kube.stop()
       await srv.close()

@@ -38,7 +38,10 @@ export class Trustd {
   issue() {
     if (!this.waiting.size) return
     for (const w of [...this.waiting]) {
-      if (!w.wantsCert) { this.waiting.delete(w); continue }
+      if (!w.wantsCert) {
+        this.waiting.delete(w)
+        continue
+      }
       if (!this.reachable()) return
       this.waiting.delete(w)
       w.after(0.01, () => w.apiCertIssued())

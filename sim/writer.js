@@ -18,19 +18,31 @@ const SUPPORTED = {
 /** the simulator's start fails without the real clients: there is no simulated talosctl or helm */
 export class ToolsMissingError extends Error {
   constructor(missing) {
-    super(`${missing.join(' and ')} not found: the simulator needs the real talosctl (v1.12.x) and helm (v3) ` +
-      `(fix: run \`task tools\`, which puts them into .tools/bin, or put them on PATH)`)
+    super(
+      `${missing.join(' and ')} not found: the simulator needs the real talosctl (v1.12.x) and helm (v3) ` +
+        `(fix: run \`task tools\`, which puts them into .tools/bin, or put them on PATH)`,
+    )
     this.exitCode = 3 // a required tool is missing (the exit code the product uses for it)
   }
 }
 
 const isElf = (file) => {
-  try { return readFileSync(file).subarray(0, 4).toString('latin1') === '\x7fELF' } catch { return false }
+  try {
+    return readFileSync(file).subarray(0, 4).toString('latin1') === '\x7fELF'
+  } catch {
+    return false
+  }
 }
 /** a real (compiled) client at a supported version, as `task tools` would accept it */
 function supported(tool, file) {
   if (!isElf(file)) return false
-  try { return SUPPORTED[tool].ok.test(execFileSync(file, SUPPORTED[tool].args, { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'ignore'] })) } catch { return false }
+  try {
+    return SUPPORTED[tool].ok.test(
+      execFileSync(file, SUPPORTED[tool].args, { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'ignore'] }),
+    )
+  } catch {
+    return false
+  }
 }
 
 /** the real talosctl and helm: .tools/bin (`task tools`), else the first supported one on PATH; throws ToolsMissingError */
@@ -38,10 +50,16 @@ export function realTools(pathEnv = process.env.PATH ?? '') {
   const found = {}
   for (const tool of Object.keys(SUPPORTED)) {
     const fromTools = join(REAL_BIN_DIR, tool)
-    if (isElf(fromTools)) { found[tool] = realpathSync(fromTools); continue }
+    if (isElf(fromTools)) {
+      found[tool] = realpathSync(fromTools)
+      continue
+    }
     for (const d of pathEnv.split(':').filter(Boolean)) {
       const file = join(d, tool)
-      if (existsSync(file) && supported(tool, file)) { found[tool] = realpathSync(file); break }
+      if (existsSync(file) && supported(tool, file)) {
+        found[tool] = realpathSync(file)
+        break
+      }
     }
   }
   const missing = Object.keys(SUPPORTED).filter((t) => !found[t])
@@ -66,7 +84,9 @@ const b64 = (s) => Buffer.from(s).toString('base64')
 const y = (o) => stringify(o, { lineWidth: 0, indent: 4 })
 const fmtDur = (ms) => (ms % 60000 === 0 ? `${ms / 60000}m` : ms % 1000 === 0 ? `${ms / 1000}s` : `${Math.round(ms)}ms`)
 
-export function installImage(talosVersion) { return `ghcr.io/siderolabs/installer:${talosVersion}` }
+export function installImage(talosVersion) {
+  return `ghcr.io/siderolabs/installer:${talosVersion}`
+}
 
 /** a structurally real Talos v1alpha1 machine config for one node (cached by what differs:
  *  rendering 300 full documents through the YAML library is slow) */
@@ -77,7 +97,9 @@ export function machineConfig(scenario, pki, node) {
   const key = JSON.stringify([node.role, node.installDisk, node.installDiskSelector])
   if (!cache.has(key)) cache.set(key, renderMachineConfig(scenario, pki, { ...node, name: 'zzsimnodenamezz', ip: '127.255.255.254' }))
   // a name YAML would read as a bool, null or number is quoted, as the YAML library would have done
-  const name = /^(true|false|null|yes|no|on|off|~|[-+]?[0-9.]+(e[-+]?[0-9]+)?|0x[0-9a-f]+|0o[0-7]+)$/i.test(node.name) ? JSON.stringify(node.name) : node.name
+  const name = /^(true|false|null|yes|no|on|off|~|[-+]?[0-9.]+(e[-+]?[0-9]+)?|0x[0-9a-f]+|0o[0-7]+)$/i.test(node.name)
+    ? JSON.stringify(node.name)
+    : node.name
   return cache.get(key).replaceAll('zzsimnodenamezz', name).replaceAll('127.255.255.254', node.ip)
 }
 
@@ -96,8 +118,14 @@ function renderMachineConfig(scenario, pki, node) {
     kubelet: { image: `ghcr.io/siderolabs/kubelet:${k8s}`, defaultRuntimeSeccompProfileEnabled: true, disableManifestsDirectory: true },
     network: { hostname: node.name, interfaces: [{ deviceSelector: { physical: true }, addresses: [`${node.ip}/8`], dhcp: false }] },
     install,
-    features: { rbac: true, stableHostname: true, apidCheckExtKeyUsage: true, diskQuotaSupport: true,
-      kubePrism: { enabled: true, port: 7445 }, hostDNS: { enabled: true, forwardKubeDNSToHost: true } },
+    features: {
+      rbac: true,
+      stableHostname: true,
+      apidCheckExtKeyUsage: true,
+      diskQuotaSupport: true,
+      kubePrism: { enabled: true, port: 7445 },
+      hostDNS: { enabled: true, forwardKubeDNSToHost: true },
+    },
     nodeLabels: cp ? { 'node.kubernetes.io/exclude-from-external-load-balancers': '' } : undefined,
   }
   if (!cp) delete machine.nodeLabels
@@ -113,15 +141,19 @@ function renderMachineConfig(scenario, pki, node) {
     token: pki.secrets.bootstrapToken,
     ca: { crt: b64(pki.kube.ca.cert), key: cp ? b64(pki.kube.ca.key) : '' },
     // as the scenario says: a worker with discovery finds the control planes' trustd without the endpoint
-    discovery: cluster.discovery === 'enabled' ? { enabled: true, registries: { kubernetes: { disabled: true }, service: {} } } : { enabled: false },
+    discovery:
+      cluster.discovery === 'enabled' ? { enabled: true, registries: { kubernetes: { disabled: true }, service: {} } } : { enabled: false },
   }
   if (cp) {
     Object.assign(c, {
       secretboxEncryptionSecret: pki.secrets.secretboxEncryptionSecret,
       aggregatorCA: { crt: b64(pki.aggregator.ca.cert), key: b64(pki.aggregator.ca.key) },
       serviceAccount: { key: b64(pki.serviceAccount.key) },
-      apiServer: { image: `registry.k8s.io/kube-apiserver:${k8s}`, certSANs: [new URL(cluster.endpoint).hostname],
-        disablePodSecurityPolicy: true },
+      apiServer: {
+        image: `registry.k8s.io/kube-apiserver:${k8s}`,
+        certSANs: [new URL(cluster.endpoint).hostname],
+        disablePodSecurityPolicy: true,
+      },
       controllerManager: { image: `registry.k8s.io/kube-controller-manager:${k8s}` },
       proxy: { disabled: true },
       scheduler: { image: `registry.k8s.io/kube-scheduler:${k8s}` },
@@ -135,17 +167,23 @@ function renderMachineConfig(scenario, pki, node) {
 
 export function talosconfig(scenario, pki) {
   const name = scenario.cluster.name
-  return y({ context: name, contexts: { [name]: { endpoints: [], ca: b64(pki.talos.ca.cert), crt: b64(pki.talos.admin.cert), key: b64(pki.talos.admin.key) } } })
-    .replace('endpoints: []', 'endpoints: []') // gen config writes an empty list, and no nodes
+  return y({
+    context: name,
+    contexts: { [name]: { endpoints: [], ca: b64(pki.talos.ca.cert), crt: b64(pki.talos.admin.cert), key: b64(pki.talos.admin.key) } },
+  }).replace('endpoints: []', 'endpoints: []') // gen config writes an empty list, and no nodes
 }
 
 export function talconfig(scenario) {
   const { cluster } = scenario
   return y({
-    clusterName: cluster.name, talosVersion: cluster.talosVersion, kubernetesVersion: cluster.kubernetesVersion,
+    clusterName: cluster.name,
+    talosVersion: cluster.talosVersion,
+    kubernetesVersion: cluster.kubernetesVersion,
     endpoint: cluster.endpoint,
     nodes: scenario.nodes.map((n) => ({
-      hostname: n.name, ipAddress: n.ip, controlPlane: n.role === 'controlplane',
+      hostname: n.name,
+      ipAddress: n.ip,
+      controlPlane: n.role === 'controlplane',
       ...(n.installDiskSelector ? { installDiskSelector: n.installDiskSelector } : { installDisk: n.installDisk }),
     })),
   })
@@ -156,10 +194,24 @@ export function talconfig(scenario) {
 export const CILIUM_VALUES = {
   ipam: { mode: 'kubernetes' },
   kubeProxyReplacement: true,
-  securityContext: { capabilities: {
-    ciliumAgent: ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID'],
-    cleanCiliumState: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE'],
-  } },
+  securityContext: {
+    capabilities: {
+      ciliumAgent: [
+        'CHOWN',
+        'KILL',
+        'NET_ADMIN',
+        'NET_RAW',
+        'IPC_LOCK',
+        'SYS_ADMIN',
+        'SYS_RESOURCE',
+        'DAC_OVERRIDE',
+        'FOWNER',
+        'SETGID',
+        'SETUID',
+      ],
+      cleanCiliumState: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE'],
+    },
+  },
   cgroup: { autoMount: { enabled: false }, hostRoot: '/sys/fs/cgroup' },
   k8sServiceHost: 'localhost',
   k8sServicePort: 7445,
@@ -183,10 +235,26 @@ export function bootstrapSettings(scenario, { chartRepo } = {}) {
     resetTimeout: scaled(900000, 60000),
     kubeconfig: 'kubeconfig',
     // the simulator's own chart repository (sim/charts/repo.js) and its CA; never the public one
-    cni: { chart: 'cilium', repo: chartRepo ?? 'https://helm.cilium.io/', ...(chartRepo ? { caFile: 'charts-ca.crt' } : {}),
-      version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium', values: CILIUM_VALUES },
-    flux: { mode: 'bootstrap', kustomization: 'flux-system/flux-system',
-      git: { url: 'ssh://git@127.0.0.1/fleet.git', branch: 'main', path: `clusters/${scenario.cluster.name}`, privateKeyFile: 'flux-deploy-key' } },
+    cni: {
+      chart: 'cilium',
+      repo: chartRepo ?? 'https://helm.cilium.io/',
+      ...(chartRepo ? { caFile: 'charts-ca.crt' } : {}),
+      version: '1.18.4',
+      release: 'cilium',
+      namespace: 'kube-system',
+      daemonset: 'cilium',
+      values: CILIUM_VALUES,
+    },
+    flux: {
+      mode: 'bootstrap',
+      kustomization: 'flux-system/flux-system',
+      git: {
+        url: 'ssh://git@127.0.0.1/fleet.git',
+        branch: 'main',
+        path: `clusters/${scenario.cluster.name}`,
+        privateKeyFile: 'flux-deploy-key',
+      },
+    },
   }
 }
 
@@ -202,7 +270,10 @@ export async function writeClusterDir(dir, scenario, pki, { chartRepo, tools = r
     writeFileSync(join(tmp, 'clusterconfig', `${scenario.cluster.name}-${n.name}.yaml`), machineConfig(scenario, pki, n), { mode: 0o600 })
   }
   writeFileSync(join(tmp, 'clusterconfig', 'talosconfig'), talosconfig(scenario, pki), { mode: 0o600 })
-  writeFileSync(join(tmp, 'bootstrap.yaml'), `# written by the simulator: waits scaled for speed ${scenario.speed}\n${stringify(bootstrapSettings(scenario, { chartRepo }), { lineWidth: 0 })}`)
+  writeFileSync(
+    join(tmp, 'bootstrap.yaml'),
+    `# written by the simulator: waits scaled for speed ${scenario.speed}\n${stringify(bootstrapSettings(scenario, { chartRepo }), { lineWidth: 0 })}`,
+  )
   writeFileSync(join(tmp, 'charts-ca.crt'), pki.charts.ca.cert)
   const deployKey = await openSshEd25519(`flux-${scenario.cluster.name}`)
   writeFileSync(join(tmp, 'flux-deploy-key'), deployKey.privateKey, { mode: 0o600 })
@@ -218,11 +289,14 @@ export async function writeClusterDir(dir, scenario, pki, { chartRepo, tools = r
     CLUSTER_DIR: clusterDir,
   }
   const q = (v) => `'${String(v).replace(/'/g, `'\\''`)}'`
-  writeFileSync(join(dir, 'env'), [
-    '# source this file: the real talosctl and helm (`task tools`) and the simulated flux first on PATH',
-    `export PATH=${q(binDir)}:"$PATH"`,
-    ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR'].filter((k) => env[k]).map((k) => `export ${k}=${q(env[k])}`),
-    '',
-  ].join('\n'))
+  writeFileSync(
+    join(dir, 'env'),
+    [
+      '# source this file: the real talosctl and helm (`task tools`) and the simulated flux first on PATH',
+      `export PATH=${q(binDir)}:"$PATH"`,
+      ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR'].filter((k) => env[k]).map((k) => `export ${k}=${q(env[k])}`),
+      '',
+    ].join('\n'),
+  )
   return { dir, clusterDir, env, binDir }
 }

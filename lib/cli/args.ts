@@ -38,7 +38,13 @@ function yesNo(value: string, flag: string, where: string): boolean {
 
 /** Flags that are not settings: name, its variable, its default, what it does. */
 const COMMAND_FLAGS: ReadonlyArray<{ flag: string; value?: string; variable?: string; default: string; what: string }> = [
-  { flag: 'cluster-dir', value: 'DIR', variable: 'CLUSTER_DIR', default: "the repository's talos/", what: 'the cluster definition (talconfig.yaml or nodes.yaml); relative to where task is run' },
+  {
+    flag: 'cluster-dir',
+    value: 'DIR',
+    variable: 'CLUSTER_DIR',
+    default: "the repository's talos/",
+    what: 'the cluster definition (talconfig.yaml or nodes.yaml); relative to where task is run',
+  },
   { flag: 'nodes', value: 'a,b', variable: 'NODES', default: 'every node', what: 'names or addresses to work on' },
   { flag: 'dry-run', variable: 'DRY_RUN', default: 'false', what: 'print what would run, per node; run nothing' },
   { flag: 'fail-fast', variable: 'FAIL_FAST', default: 'false', what: 'stop every node at the first failure' },
@@ -60,8 +66,14 @@ function settingDefault(spec: ScalarSpec): string {
 /** `-- --help`: the usage, every flag with its variable and default, and where the settings are documented. */
 export function helpText(usage: string): string {
   const rows: Array<[string, string]> = [
-    ...COMMAND_FLAGS.map((f): [string, string] => [`--${f.flag}${f.value ? ` ${f.value}` : ''}`, `${f.what} (${f.variable ? `${f.variable}; ` : ''}default: ${f.default})`]),
-    ...SCALAR_SETTINGS.map((s): [string, string] => [`--${s.flag} ${s.kind === 'duration' ? 'DURATION' : s.kind === 'string' ? 'VALUE' : 'N'}`, `${s.file} in bootstrap.yaml (${s.env}; default: ${settingDefault(s)})`]),
+    ...COMMAND_FLAGS.map((f): [string, string] => [
+      `--${f.flag}${f.value ? ` ${f.value}` : ''}`,
+      `${f.what} (${f.variable ? `${f.variable}; ` : ''}default: ${f.default})`,
+    ]),
+    ...SCALAR_SETTINGS.map((s): [string, string] => [
+      `--${s.flag} ${s.kind === 'duration' ? 'DURATION' : s.kind === 'string' ? 'VALUE' : 'N'}`,
+      `${s.file} in bootstrap.yaml (${s.env}; default: ${settingDefault(s)})`,
+    ]),
     ['-h, --help', 'this help'],
   ]
   const width = Math.max(...rows.map(([flag]) => flag.length))
@@ -119,14 +131,16 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
   for (const spec of SCALAR_SETTINGS) options[spec.flag] = { type: 'string' }
   // boolean flags may be written bare (--dry-run) or with a value (--dry-run false, from the Taskfile);
   // a value that is neither yes nor no is refused below, not read as a stray argument
-  const normalized = argv.map((arg) => (arg === '-h' ? '--help' : arg)).flatMap((arg, i, all) => {
-    const bare = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined
-    if (bare && (BOOLEAN_FLAGS as readonly string[]).includes(bare)) {
-      const next = all[i + 1]
-      if (next === undefined || next.startsWith('--')) return [`--${bare}=true`]
-    }
-    return [arg]
-  })
+  const normalized = argv
+    .map((arg) => (arg === '-h' ? '--help' : arg))
+    .flatMap((arg, i, all) => {
+      const bare = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined
+      if (bare && (BOOLEAN_FLAGS as readonly string[]).includes(bare)) {
+        const next = all[i + 1]
+        if (next === undefined || next.startsWith('--')) return [`--${bare}=true`]
+      }
+      return [arg]
+    })
   let values: Record<string, string | boolean | undefined>
   let positionals: string[]
   try {
@@ -135,7 +149,9 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     const text = err instanceof Error ? err.message : String(err)
     const flag = /'(-{1,2}[^']+)'/.exec(text)?.[1]
     const near = flag ? nearestFlag(flag) : undefined
-    throw new InputError(flag ? `unknown or malformed flag ${flag}` : text, { fix: `${near ? `did you mean ${near}? ` : ''}run with -- --help for every flag: ${usage}` })
+    throw new InputError(flag ? `unknown or malformed flag ${flag}` : text, {
+      fix: `${near ? `did you mean ${near}? ` : ''}run with -- --help for every flag: ${usage}`,
+    })
   }
   if (positionals.length > 0) {
     throw new InputError(`unexpected argument ${JSON.stringify(positionals[0])}`, { fix: `flags only: ${usage}` })

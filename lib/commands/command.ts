@@ -22,7 +22,12 @@ export interface CommandOptions {
  * Runs `body` with parsed flags and an abort signal. A second signal exits at once (130). An error
  * out of `body` becomes its exit code: after an interruption, anything but bad input is 130.
  */
-export async function runWrapped(options: CommandOptions, argv: string[], env: NodeJS.ProcessEnv, body: (ctx: CommandContext) => Promise<number>): Promise<number> {
+export async function runWrapped(
+  options: CommandOptions,
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  body: (ctx: CommandContext) => Promise<number>,
+): Promise<number> {
   const controller = new AbortController()
   const stopListening = interruptions(controller, options.stopping)
   try {

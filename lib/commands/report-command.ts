@@ -18,7 +18,10 @@ export function locateReport(clusterDir: string, run: string | undefined): { fil
   const { runs, lastRun, dir } = statePaths(clusterDir)
   if (!run) {
     if (!existsSync(lastRun)) {
-      throw new InputError('no run recorded yet', { file: dir, fix: 'run a bootstrap task first (e.g. task bootstrap:talos), or name a report with RUN=<file>' })
+      throw new InputError('no run recorded yet', {
+        file: dir,
+        fix: 'run a bootstrap task first (e.g. task bootstrap:talos), or name a report with RUN=<file>',
+      })
     }
     // last-run.json is a copy of runs/<startedAt>-<command>.json (writeReport in lib/state/report-store.ts)
     return { file: lastRun, svg: (r) => join(runs, `${runName(r)}.svg`) }
@@ -26,8 +29,13 @@ export function locateReport(clusterDir: string, run: string | undefined): { fil
   const candidates = [resolve(run), join(runs, run), join(runs, `${run}.json`)]
   const file = candidates.find((f) => existsSync(f) && f.endsWith('.json'))
   if (!file) {
-    const known = recentRunFiles(clusterDir, 5).map((f) => basename(f)).reverse()
-    throw new InputError(`no report ${JSON.stringify(run)}`, { file: runs, fix: known.length ? `name one of: ${known.join(', ')}` : 'run a bootstrap task first' })
+    const known = recentRunFiles(clusterDir, 5)
+      .map((f) => basename(f))
+      .reverse()
+    throw new InputError(`no report ${JSON.stringify(run)}`, {
+      file: runs,
+      fix: known.length ? `name one of: ${known.join(', ')}` : 'run a bootstrap task first',
+    })
   }
   return { file, svg: () => join(dirname(file), `${basename(file, '.json')}.svg`) }
 }

@@ -53,7 +53,10 @@ export async function runCommand(spec: CommandSpec, argv = process.argv.slice(2)
 }
 
 /** What every command loads first: settings, the inventory, and a redactor that knows their secrets. */
-export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags'>, env: NodeJS.ProcessEnv): { settings: Settings; inventory: Inventory; redactor: Redactor } {
+export function loadCluster(
+  args: Pick<CommandArgs, 'clusterDir' | 'settingFlags'>,
+  env: NodeJS.ProcessEnv,
+): { settings: Settings; inventory: Inventory; redactor: Redactor } {
   const input = { clusterDir: args.clusterDir, env, flags: args.settingFlags }
   const settings = loadSettings(input)
   const inventory = loadInventory(args.clusterDir, {
@@ -80,7 +83,13 @@ export function loadCluster(args: Pick<CommandArgs, 'clusterDir' | 'settingFlags
   return { settings, inventory, redactor }
 }
 
-async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.ProcessEnv, signal: AbortSignal, onLock: (release: () => void) => void): Promise<number> {
+async function execute(
+  spec: CommandSpec,
+  args: CommandArgs,
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+  onLock: (release: () => void) => void,
+): Promise<number> {
   const startedAt = new Date()
   const { settings, inventory, redactor } = loadCluster(args, env)
   redactProcessOutput(redactor)
@@ -91,7 +100,12 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   requireTools(env, ['talosctl', ...(spec.tools ?? [])])
   const state = stateDir(inventory.clusterDir)
   // nothing under .bootstrap is written through a link, and the directory must be writable: known before any node is touched
-  if (!args.dryRun) checkStateFiles(inventory.clusterDir, ['lock', 'commands.log', 'journal.json', 'last-run.json', 'kubeconfig.fetched'].map((f) => join(state, f)), [join(state, 'runs')])
+  if (!args.dryRun)
+    checkStateFiles(
+      inventory.clusterDir,
+      ['lock', 'commands.log', 'journal.json', 'last-run.json', 'kubeconfig.fetched'].map((f) => join(state, f)),
+      [join(state, 'runs')],
+    )
   if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
 
   const tools = new ToolRunner({
@@ -110,7 +124,14 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
     settings,
     inventory,
     nodes,
-    options: { dryRun: args.dryRun, failFast: args.failFast, reapply: args.reapply, recover: spec.recover ?? false, reset: args.reset, yes: args.yes },
+    options: {
+      dryRun: args.dryRun,
+      failFast: args.failFast,
+      reapply: args.reapply,
+      recover: spec.recover ?? false,
+      reset: args.reset,
+      yes: args.yes,
+    },
     signal,
     facts: new Facts(),
     redactor,
@@ -137,7 +158,9 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
   })()
   checks.catch(() => undefined) // awaited below, once the header is out
   const versions = await toolVersions(run, spec.tools ?? [])
-  output.info(`${versions}; cluster ${inventory.clusterName} (${inventory.endpoint}); ${nodes.length} node(s); concurrency ${settings.concurrency}${args.dryRun ? '; DRY RUN: nothing is run' : ''}`)
+  output.info(
+    `${versions}; cluster ${inventory.clusterName} (${inventory.endpoint}); ${nodes.length} node(s); concurrency ${settings.concurrency}${args.dryRun ? '; DRY RUN: nothing is run' : ''}`,
+  )
   run.warn = output.warn
   for (const message of held) run.warn(message)
   await checks
@@ -185,13 +208,21 @@ async function execute(spec: CommandSpec, args: CommandArgs, env: NodeJS.Process
 /** Each tool's client version (asked all at once), and a warning when talosctl's minor differs from the cluster's Talos. */
 async function toolVersions(run: Run, tools: ToolName[]): Promise<string> {
   const clientVersion = (tool: ToolName): Promise<string> =>
-    tool === 'kubectl' ? run.kubectl.clientVersion() : tool === 'helm' ? run.helm.clientVersion() : tool === 'flux' ? run.flux.clientVersion() : run.talosctl.clientVersion()
+    tool === 'kubectl'
+      ? run.kubectl.clientVersion()
+      : tool === 'helm'
+        ? run.helm.clientVersion()
+        : tool === 'flux'
+          ? run.flux.clientVersion()
+          : run.talosctl.clientVersion()
   const others = tools.filter((tool) => tool !== 'talosctl')
   const [talosctl = '', ...versions] = await Promise.all(['talosctl' as const, ...others].map(clientVersion))
   const wanted = run.inventory.talosVersion
   const minor = (v: string): string | undefined => /^v?(\d+\.\d+)/.exec(v)?.[1]
   if (wanted && minor(talosctl) && minor(wanted) && minor(talosctl) !== minor(wanted)) {
-    output.warn(`talosctl ${talosctl} but the cluster's talosVersion is ${wanted}: use a talosctl of the same minor version (flags and outputs differ between minors)`)
+    output.warn(
+      `talosctl ${talosctl} but the cluster's talosVersion is ${wanted}: use a talosctl of the same minor version (flags and outputs differ between minors)`,
+    )
   }
   return [`talosctl ${talosctl}`, ...others.map((tool, i) => `${tool} ${versions[i] ?? ''}`)].join(', ')
 }
@@ -199,7 +230,9 @@ async function toolVersions(run: Run, tools: ToolName[]): Promise<string> {
 function requireNode(node: string | undefined, inventory: Inventory): string {
   if (!node || node.includes(',')) {
     const names = inventory.nodes.map((n) => n.name).join(', ')
-    throw new InputError(node ? `NODE takes one node, got "${node}"` : 'NODE is required', { fix: `name one node: task bootstrap:node NODE=<name or address>, one of: ${names}` })
+    throw new InputError(node ? `NODE takes one node, got "${node}"` : 'NODE is required', {
+      fix: `name one node: task bootstrap:node NODE=<name or address>, one of: ${names}`,
+    })
   }
   return node
 }
@@ -221,4 +254,3 @@ function planText(plan: ToolRunner['plan']): string {
   }
   return lines.join('\n')
 }
-

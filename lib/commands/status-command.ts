@@ -23,7 +23,14 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
     const deadlineMs = args.settingFlags['call-timeout'] ? settings.callTimeoutMs : Math.min(settings.callTimeoutMs, STATUS_DEADLINE_MS)
     const runner = new ToolRunner({ env, callTimeoutMs: deadlineMs, signal, dryRun: false, redactor })
     const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
-    const tools: StatusTools = { inventory, runner, talosctl: new Talosctl(runner, inventory), kubectl: new Kubectl(runner, { kubeconfig, clusterName: inventory.clusterName }), kubeconfig, deadlineMs }
+    const tools: StatusTools = {
+      inventory,
+      runner,
+      talosctl: new Talosctl(runner, inventory),
+      kubectl: new Kubectl(runner, { kubeconfig, clusterName: inventory.clusterName }),
+      kubeconfig,
+      deadlineMs,
+    }
     const live = args.watch && process.stdout.isTTY === true
     // interrupted before the first table: 130; in --watch, Ctrl-C ends with the last table's verdict
     let code: number = ExitCode.interrupted
@@ -33,14 +40,19 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
       code = table.rows.every((r) => r.healthy) ? ExitCode.ok : ExitCode.nodeFailed
       const lines = [statusTable(table)]
       if (table.lastRun) lines.push(table.lastRun)
-      if (args.watch) lines.unshift(`${new Date().toISOString()}  ${inventory.clusterName}: ${table.rows.filter((r) => r.healthy).length}/${table.rows.length} running and Ready (every ${Math.round(settings.pollIntervalMs / 100) / 10}s; Ctrl-C stops)`)
+      if (args.watch)
+        lines.unshift(
+          `${new Date().toISOString()}  ${inventory.clusterName}: ${table.rows.filter((r) => r.healthy).length}/${table.rows.length} running and Ready (every ${Math.round(settings.pollIntervalMs / 100) / 10}s; Ctrl-C stops)`,
+        )
       // a terminal is redrawn in place; a pipe gets one table after the other
       output.table(redactor.redact(`${live ? '\u001b[H\u001b[2J' : ''}${lines.join('\n')}`))
       for (const w of table.warnings) output.warn(redactor.redact(w))
       if (!args.watch) return code
       if (!live) output.table('')
       // on a terminal, the wait between two tables is a spinner (ora): the table alone looks frozen
-      const spinner = live ? ora({ text: `next refresh in ${Math.round(settings.pollIntervalMs / 1000)}s (Ctrl-C stops)`, stream: process.stderr }).start() : undefined
+      const spinner = live
+        ? ora({ text: `next refresh in ${Math.round(settings.pollIntervalMs / 1000)}s (Ctrl-C stops)`, stream: process.stderr }).start()
+        : undefined
       try {
         await sleep(settings.pollIntervalMs, undefined, { signal })
       } catch {

@@ -35,9 +35,7 @@ export interface StatusTools {
 
 /** What the node API said about a node. */
 export type MachineReading =
-  | { state: 'status'; status: MachineStatus }
-  | { state: 'maintenance' }
-  | { state: 'error'; kind: string; message: string }
+  { state: 'status'; status: MachineStatus } | { state: 'maintenance' } | { state: 'error'; kind: string; message: string }
 
 export interface NodeRow {
   node: ClusterNode
@@ -63,7 +61,9 @@ export interface StatusTable {
 }
 
 const failure = (err: unknown): { state: 'error'; kind: string; message: string } =>
-  err instanceof NodeError ? { state: 'error', kind: err.kind, message: err.message } : { state: 'error', kind: 'unknown', message: err instanceof Error ? err.message : String(err) }
+  err instanceof NodeError
+    ? { state: 'error', kind: err.kind, message: err.message }
+    : { state: 'error', kind: 'unknown', message: err instanceof Error ? err.message : String(err) }
 
 /** One node on its own: the authenticated read, then (unless it hung) the insecure probe to tell maintenance from unreachable. */
 async function readOne(tools: StatusTools, node: ClusterNode): Promise<MachineReading> {
@@ -90,7 +90,10 @@ async function readOne(tools: StatusTools, node: ClusterNode): Promise<MachineRe
  * `get` fails whole when its first node fails), trying the next control plane when one gives no
  * row; nodes without a row are asked one by one. Returns the readings and the control plane that answered.
  */
-export async function machineReadings(tools: StatusTools, nodes: ClusterNode[]): Promise<{ readings: Map<string, MachineReading>; via: ClusterNode | undefined }> {
+export async function machineReadings(
+  tools: StatusTools,
+  nodes: ClusterNode[],
+): Promise<{ readings: Map<string, MachineReading>; via: ClusterNode | undefined }> {
   const readings = new Map<string, MachineReading>()
   let via: ClusterNode | undefined
   const cps = controlPlanes(tools.inventory)
@@ -137,7 +140,10 @@ export async function kubeNodes(tools: StatusTools): Promise<Map<string, KubeNod
   const out = new Map<string, KubeNode>()
   for (const obj of await tools.kubectl.list('nodes')) {
     const c = condition(obj, 'Ready')
-    const reading: KubeNode = { ready: c?.status === 'True' ? 'Ready' : c?.status === 'False' ? 'NotReady' : 'Unknown', ...(c?.message ? { reason: c.message } : {}) }
+    const reading: KubeNode = {
+      ready: c?.status === 'True' ? 'Ready' : c?.status === 'False' ? 'NotReady' : 'Unknown',
+      ...(c?.message ? { reason: c.message } : {}),
+    }
     out.set(obj.metadata.name, reading)
     const addresses = (obj.status?.addresses ?? []) as Array<{ type: string; address: string }>
     for (const a of addresses) if (a.type === 'InternalIP') out.set(a.address, reading)
@@ -152,7 +158,10 @@ const RUNS_SCANNED = 30
  * Each node's latest result: last-run.json, and for nodes it did not select (a bootstrap:node
  * run names one node) the newest report in runs/ that has them. Dry runs do not count.
  */
-export function latestResults(clusterDir: string, names: string[]): { lanes: Map<string, Lane>; used: Array<{ report: Report; nodes: string[] }> } {
+export function latestResults(
+  clusterDir: string,
+  names: string[],
+): { lanes: Map<string, Lane>; used: Array<{ report: Report; nodes: string[] }> } {
   const lanes = new Map<string, Lane>()
   const used: Array<{ report: Report; nodes: string[] }> = []
   const seen = new Set<string>()
@@ -221,7 +230,10 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
   ])
   if (!etcdVia && nodes.some((n) => n.role === 'controlplane')) warnings.push('etcd members: no control plane answered')
 
-  const { lanes, used } = latestResults(tools.inventory.clusterDir, nodes.map((n) => n.name))
+  const { lanes, used } = latestResults(
+    tools.inventory.clusterDir,
+    nodes.map((n) => n.name),
+  )
 
   const rows = nodes.map((node): NodeRow => {
     const machine = readings.get(node.name)
@@ -230,10 +242,12 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
     const kubernetes = !existsSync(tools.kubeconfig) ? '-' : !kubeByName ? '?' : k8s ? k8s.ready : 'not registered'
     const lane = lanes.get(node.name)
     const notes: string[] = []
-    if (status && status.unmetConditions.length > 0) notes.push(`unmet: ${status.unmetConditions.map((c) => `${c.name} (${c.reason})`).join(', ')}`)
+    if (status && status.unmetConditions.length > 0)
+      notes.push(`unmet: ${status.unmetConditions.map((c) => `${c.name} (${c.reason})`).join(', ')}`)
     if (machine?.state === 'error' && !['unreachable', 'timeout'].includes(machine.kind)) notes.push(machine.message)
     if (machine?.state === 'error' && machine.kind === 'timeout') notes.push(`no answer within ${Math.round(tools.deadlineMs / 1000)}s`)
-    if (machine?.state === 'error' && machine.kind === 'unreachable') notes.push(/connect: ([^"]+)/.exec(machine.message)?.[1] ?? 'no connection')
+    if (machine?.state === 'error' && machine.kind === 'unreachable')
+      notes.push(/connect: ([^"]+)/.exec(machine.message)?.[1] ?? 'no connection')
     return {
       node,
       stage: stageCell(machine),
@@ -264,11 +278,28 @@ export function lastRunLines(used: Array<{ report: Report; nodes: string[] }>): 
     const what = nodes.length > 0 ? nodes : steps
     return what.length > 0 ? `failed: ${what.join(', ')}` : 'failed'
   }
-  return used.map((u) => `last run: ${u.report.command} of ${u.report.startedAt}: ${outcome(u.report)}${used.length > 1 ? ` (the LAST RUN of ${u.nodes.join(', ')})` : ''}`).join('\n')
+  return used
+    .map(
+      (u) =>
+        `last run: ${u.report.command} of ${u.report.startedAt}: ${outcome(u.report)}${used.length > 1 ? ` (the LAST RUN of ${u.nodes.join(', ')})` : ''}`,
+    )
+    .join('\n')
 }
 
 export function statusTable(table: StatusTable): string {
   const header = ['NODE', 'IP', 'ROLE', 'STAGE', 'READY', 'ETCD', 'KUBELET', 'K8S', 'LAST RUN', 'ERROR', 'NOTE']
-  const rows = table.rows.map((r) => [r.node.name, r.node.address, r.node.role, r.stage, r.ready, r.etcd, r.kubelet, r.kubernetes, r.lastRun, r.lastError, r.note])
+  const rows = table.rows.map((r) => [
+    r.node.name,
+    r.node.address,
+    r.node.role,
+    r.stage,
+    r.ready,
+    r.etcd,
+    r.kubelet,
+    r.kubernetes,
+    r.lastRun,
+    r.lastError,
+    r.note,
+  ])
   return formatTable(header, rows)
 }

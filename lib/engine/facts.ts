@@ -1,4 +1,3 @@
-
 export type NodeState = 'maintenance' | 'configured' | 'unreachable'
 
 /** What the run learned about each node, gathered once and shared by the phases (k0sctl's facts). */

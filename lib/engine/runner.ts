@@ -1,9 +1,25 @@
-import { Listr, PRESET_TIMER, PRESET_TIMESTAMP, type ListrTask, type ListrTaskWrapper, type ListrDefaultRenderer, type ListrSimpleRenderer } from 'listr2'
+import {
+  Listr,
+  PRESET_TIMER,
+  PRESET_TIMESTAMP,
+  type ListrTask,
+  type ListrTaskWrapper,
+  type ListrDefaultRenderer,
+  type ListrSimpleRenderer,
+} from 'listr2'
 import { errorMessage, InterruptedError, NodeError } from '../core/errors.js'
 import { hintFor, phaseTask, taskCommand } from '../cli/hints.js'
 import type { ClusterNode } from '../core/model.js'
 import { READ_ONLY_LIMIT, wouldText, type ClusterStep, type NodeOutcome, type NodeStep, type Phase, type StepReporter } from './phase.js'
-import { newNodeResult, phaseOk, type ErrorRecord, type NodeResult, type PhaseName, type PhaseResult, type StepResult } from '../core/results.js'
+import {
+  newNodeResult,
+  phaseOk,
+  type ErrorRecord,
+  type NodeResult,
+  type PhaseName,
+  type PhaseResult,
+  type StepResult,
+} from '../core/results.js'
 import type { Run } from './run.js'
 import { stepReporter } from './step-reporter.js'
 
@@ -32,7 +48,11 @@ function toRecord(err: unknown, node: ClusterNode | undefined, phase: PhaseName)
   const message = interrupted ? 'interrupted' : errorMessage(err)
   if (node) return { kind, message, hint: hintFor(kind, node) }
   const task = taskCommand(phaseTask(phase))
-  return { kind, message, hint: interrupted ? `run it again: ${task} resumes where it stopped` : `read the message above, then run again: ${task}` }
+  return {
+    kind,
+    message,
+    hint: interrupted ? `run it again: ${task} resumes where it stopped` : `read the message above, then run again: ${task}`,
+  }
 }
 
 /**
@@ -58,7 +78,9 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
       const steps = phase.steps(run)
       const touched = new Set<string>()
       const stepTasks: ListrTask[] = steps.map((step) =>
-        step.kind === 'node' ? nodeStepTask(run, tracker, phase.name, step, result, touched) : clusterStepTask(run, tracker, phase.name, step, result),
+        step.kind === 'node'
+          ? nodeStepTask(run, tracker, phase.name, step, result, touched)
+          : clusterStepTask(run, tracker, phase.name, step, result),
       )
       stepTasks.push({
         title: 'results',
@@ -104,7 +126,9 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
     title: step.title,
     task: (_ctx: unknown, task: Task) => {
       // nodes the step does not act on stay out of the tree (the facts are known by now)
-      const shown = run.nodes.filter((n) => !step.applies || step.applies(n, run) || tracker.failedIn.has(n.name) || tracker.blockedHere.has(n.name))
+      const shown = run.nodes.filter(
+        (n) => !step.applies || step.applies(n, run) || tracker.failedIn.has(n.name) || tracker.blockedHere.has(n.name),
+      )
       const nodeTasks: ListrTask[] = shown.map((node) => {
         const record = result.nodes.find((r) => r.name === node.name) as NodeResult
         return {
@@ -157,7 +181,9 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
               record.durationMs += performance.now() - started
               record.status = 'failed'
               // whatever the step made of its aborted call, the node was interrupted mid-step
-              record.error = run.signal.aborted ? interruptedRecord(run, step.title, hintFor('interrupted', node)) : toRecord(err, node, phase)
+              record.error = run.signal.aborted
+                ? interruptedRecord(run, step.title, hintFor('interrupted', node))
+                : toRecord(err, node, phase)
               tracker.failedIn.set(node.name, phase)
               if (run.options.failFast) tracker.stopRequested = true
               throw new Error(`${node.name}: ${record.error.kind}: ${record.error.message}`)
@@ -165,7 +191,10 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
           },
         }
       })
-      return task.newListr(nodeTasks, { concurrent: step.readOnly ? Math.max(run.settings.concurrency, READ_ONLY_LIMIT) : run.settings.concurrency, exitOnError: false })
+      return task.newListr(nodeTasks, {
+        concurrent: step.readOnly ? Math.max(run.settings.concurrency, READ_ONLY_LIMIT) : run.settings.concurrency,
+        exitOnError: false,
+      })
     },
   }
 }
@@ -220,7 +249,8 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
         progress: (text) => {
           if (shows(text)) task.output = text
         },
-        retrying: (attempt, error, delayMs) => (task.output = `attempt ${attempt} failed (${error.kind}: ${error.message}); retrying in ${Math.round(delayMs)}ms`),
+        retrying: (attempt, error, delayMs) =>
+          (task.output = `attempt ${attempt} failed (${error.kind}: ${error.message}); retrying in ${Math.round(delayMs)}ms`),
       })
       try {
         const detail = await step.run(run, reporter)
@@ -293,7 +323,13 @@ function nodeReporter(run: Run, task: Task, node: ClusterNode, record: NodeResul
     },
     retrying: (attempt, error, delayMs) => {
       record.attempts = Math.max(record.attempts, attempt + 1)
-      ;(record.retries ??= []).push({ attempt, kind: error.kind, message: error.message, delayMs: Math.round(delayMs), atMs: Math.round(performance.now() - runStarted) })
+      ;(record.retries ??= []).push({
+        attempt,
+        kind: error.kind,
+        message: error.message,
+        delayMs: Math.round(delayMs),
+        atMs: Math.round(performance.now() - runStarted),
+      })
       task.output = `${node.name}: attempt ${attempt} failed (${error.kind}); retrying in ${(delayMs / 1000).toFixed(1)}s`
     },
   })
@@ -332,7 +368,12 @@ function whatFailed(result: PhaseResult): string {
  */
 export function summaryLine(result: PhaseResult, dryRun: boolean): string {
   const count = (status: string): number => result.nodes.filter((n) => n.status === status).length
-  const parts = [`${count('ok')} ${dryRun ? 'would run' : 'ok'}`, `${count('skipped')} skipped`, `${count('failed')} failed`, `${count('not-run')} not run`]
+  const parts = [
+    `${count('ok')} ${dryRun ? 'would run' : 'ok'}`,
+    `${count('skipped')} skipped`,
+    `${count('failed')} failed`,
+    `${count('not-run')} not run`,
+  ]
   const why: string[] = []
   for (const step of result.steps) {
     if (step.status === 'failed') why.push(`${step.name} failed`)

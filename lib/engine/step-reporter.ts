@@ -18,6 +18,11 @@ export function stepReporter(run: Run, report: Pick<StepReporter, 'progress' | '
       return value
     },
     poll: (check, timeoutMs) =>
-      pollUntil(check, { intervalMs: run.settings.pollIntervalMs, timeoutMs, signal: run.signal, onState: (state) => report.progress(state) }),
+      pollUntil(check, {
+        intervalMs: run.settings.pollIntervalMs,
+        timeoutMs,
+        signal: run.signal,
+        onState: (state) => report.progress(state),
+      }),
   }
 }

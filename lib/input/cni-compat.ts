@@ -46,9 +46,20 @@ export function readConfigNetwork(node: ClusterNode): ConfigNetwork | undefined 
   return {
     node,
     file: node.configFile,
-    cni: { name: typeof name === 'string' && name ? name : 'flannel', explicit: typeof name === 'string' && name !== '', line: lineOf(['cluster', 'network', 'cni', 'name']) },
-    proxyDisabled: { value: disabled === true ? true : disabled === false || cp ? false : undefined, line: lineOf(['cluster', 'proxy', 'disabled']) },
-    kubePrism: { enabled: prismEnabled === true, port: prismPort > 0 ? prismPort : KUBEPRISM_DEFAULT_PORT, line: lineOf(['machine', 'features', 'kubePrism', prismEnabled === true ? 'port' : 'enabled']) },
+    cni: {
+      name: typeof name === 'string' && name ? name : 'flannel',
+      explicit: typeof name === 'string' && name !== '',
+      line: lineOf(['cluster', 'network', 'cni', 'name']),
+    },
+    proxyDisabled: {
+      value: disabled === true ? true : disabled === false || cp ? false : undefined,
+      line: lineOf(['cluster', 'proxy', 'disabled']),
+    },
+    kubePrism: {
+      enabled: prismEnabled === true,
+      port: prismPort > 0 ? prismPort : KUBEPRISM_DEFAULT_PORT,
+      line: lineOf(['machine', 'features', 'kubePrism', prismEnabled === true ? 'port' : 'enabled']),
+    },
   }
 }
 
@@ -70,7 +81,8 @@ export function isCilium(cni: CniSettings): boolean {
 export function checkCniCompat(configs: ConfigNetwork[], cni: CniSettings | undefined, settingsPath: string): CniCheckResult {
   const errors: InputError[] = []
   const skipped: string[] = []
-  const at = (c: ConfigNetwork, line: number | undefined, message: string, fix: string): InputError => new InputError(`${c.node.name}: ${message}`, { file: c.file, ...(line ? { line } : {}), fix })
+  const at = (c: ConfigNetwork, line: number | undefined, message: string, fix: string): InputError =>
+    new InputError(`${c.node.name}: ${message}`, { file: c.file, ...(line ? { line } : {}), fix })
   const settings = existsSync(settingsPath) ? YamlFile.read(settingsPath, `fix ${SETTINGS_FILE}`) : undefined
   const atSettings = (path: Path, message: string, fix: string): InputError =>
     settings ? settings.error(path, message, fix) : new InputError(message, { file: settingsPath, fix })
@@ -81,36 +93,83 @@ export function checkCniCompat(configs: ConfigNetwork[], cni: CniSettings | unde
 
   // the configs of one cluster agree with each other (a worker's config is taken where it says something)
   const cniDisagrees = new Set<ConfigNetwork>()
-  const differs = <T>(key: string, line: (c: ConfigNetwork) => number | undefined, of: (c: ConfigNetwork) => T | undefined, fix: string): void => {
+  const differs = <T>(
+    key: string,
+    line: (c: ConfigNetwork) => number | undefined,
+    of: (c: ConfigNetwork) => T | undefined,
+    fix: string,
+  ): void => {
     const want = of(reference)
     for (const c of configs) {
       const got = of(c)
       if (c === reference || got === undefined || got === want) continue
       if (key === 'cluster.network.cni.name') cniDisagrees.add(c)
-      errors.push(at(c, line(c), `${key} is ${String(got)} here but ${String(want)} in ${basename(reference.file)} (${reference.node.name}): the configs of one cluster disagree`, `${fix}, ${REGENERATE}`))
+      errors.push(
+        at(
+          c,
+          line(c),
+          `${key} is ${String(got)} here but ${String(want)} in ${basename(reference.file)} (${reference.node.name}): the configs of one cluster disagree`,
+          `${fix}, ${REGENERATE}`,
+        ),
+      )
     }
   }
-  differs('cluster.network.cni.name', (c) => c.cni.line, (c) => (c.node.role === 'controlplane' || c.cni.explicit ? c.cni.name : undefined), 'give every node the same cluster.network.cni.name (talhelper: cniConfig)')
-  differs('cluster.proxy.disabled', (c) => c.proxyDisabled.line, (c) => c.proxyDisabled.value, 'give every node the same cluster.proxy.disabled (one talhelper patch for all nodes)')
-  differs('machine.features.kubePrism.enabled', (c) => c.kubePrism.line, (c) => c.kubePrism.enabled, 'enable KubePrism on every node (machine.features.kubePrism.enabled: true)')
-  differs('machine.features.kubePrism.port', (c) => c.kubePrism.line, (c) => (c.kubePrism.enabled ? c.kubePrism.port : undefined), 'use one KubePrism port on every node')
+  differs(
+    'cluster.network.cni.name',
+    (c) => c.cni.line,
+    (c) => (c.node.role === 'controlplane' || c.cni.explicit ? c.cni.name : undefined),
+    'give every node the same cluster.network.cni.name (talhelper: cniConfig)',
+  )
+  differs(
+    'cluster.proxy.disabled',
+    (c) => c.proxyDisabled.line,
+    (c) => c.proxyDisabled.value,
+    'give every node the same cluster.proxy.disabled (one talhelper patch for all nodes)',
+  )
+  differs(
+    'machine.features.kubePrism.enabled',
+    (c) => c.kubePrism.line,
+    (c) => c.kubePrism.enabled,
+    'enable KubePrism on every node (machine.features.kubePrism.enabled: true)',
+  )
+  differs(
+    'machine.features.kubePrism.port',
+    (c) => c.kubePrism.line,
+    (c) => (c.kubePrism.enabled ? c.kubePrism.port : undefined),
+    'use one KubePrism port on every node',
+  )
 
   // a CNI from the settings and a CNI from Talos: both would run
   if (cni) {
     for (const c of configs) {
       if (c.cni.name === 'none' || (c.node.role !== 'controlplane' && !c.cni.explicit) || cniDisagrees.has(c)) continue
-      const what = c.cni.name === 'custom' ? 'Talos applies the manifests of cluster.network.cni.urls' : `Talos installs its own ${c.cni.name}`
-      errors.push(at(c, c.cni.line, `cluster.network.cni.name is ${c.cni.explicit ? c.cni.name : 'not set (Talos defaults to flannel)'}: ${what} next to ${cni.chart} from ${SETTINGS_FILE}, two CNIs on every node`,
-        `set cluster.network.cni.name: none (talhelper: cniConfig: { name: none }), ${REGENERATE}; or remove cni: from ${SETTINGS_FILE} to keep Talos's CNI`))
+      const what =
+        c.cni.name === 'custom' ? 'Talos applies the manifests of cluster.network.cni.urls' : `Talos installs its own ${c.cni.name}`
+      errors.push(
+        at(
+          c,
+          c.cni.line,
+          `cluster.network.cni.name is ${c.cni.explicit ? c.cni.name : 'not set (Talos defaults to flannel)'}: ${what} next to ${cni.chart} from ${SETTINGS_FILE}, two CNIs on every node`,
+          `set cluster.network.cni.name: none (talhelper: cniConfig: { name: none }), ${REGENERATE}; or remove cni: from ${SETTINGS_FILE} to keep Talos's CNI`,
+        ),
+      )
     }
   } else if (controlPlanes.length > 0 && controlPlanes.every((c) => c.cni.name === 'none')) {
-    errors.push(at(reference, reference.cni.line, `cluster.network.cni.name is none and ${SETTINGS_FILE} installs no CNI: no node could ever turn Ready`,
-      `add a cni: section to ${settingsPath} (the cilium example in talos/bootstrap.yaml, docs/settings.md), or set cluster.network.cni.name: flannel and regenerate the configs`))
+    errors.push(
+      at(
+        reference,
+        reference.cni.line,
+        `cluster.network.cni.name is none and ${SETTINGS_FILE} installs no CNI: no node could ever turn Ready`,
+        `add a cni: section to ${settingsPath} (the cilium example in talos/bootstrap.yaml, docs/settings.md), or set cluster.network.cni.name: flannel and regenerate the configs`,
+      ),
+    )
   }
   if (!cni) return { errors, skipped }
 
   if (!isCilium(cni)) {
-    skipped.push(`chart ${cni.chart} is not cilium: checked the CNI name only; kube-proxy (cluster.proxy.disabled), k8sServiceHost/k8sServicePort and KubePrism against the values were not checked`)
+    skipped.push(
+      `chart ${cni.chart} is not cilium: checked the CNI name only; kube-proxy (cluster.proxy.disabled), k8sServiceHost/k8sServicePort and KubePrism against the values were not checked`,
+    )
     return { errors, skipped }
   }
 
@@ -126,29 +185,61 @@ export function checkCniCompat(configs: ConfigNetwork[], cni: CniSettings | unde
   const noProxy = controlPlanes.find((c) => c.proxyDisabled.value === true)
   if (noProxy) {
     if (kpr !== true && kpr !== 'true' && kpr !== 'strict') {
-      errors.push(atSettings(kpr === undefined ? valuesPath : ['cni', 'values', 'kubeProxyReplacement'],
-        `cni.values.kubeProxyReplacement is ${kpr === undefined ? 'not set' : JSON.stringify(kpr)} but ${basename(noProxy.file)} disables kube-proxy (cluster.proxy.disabled: true): Services would not work`,
-        `set kubeProxyReplacement: true under cni.values, or enable kube-proxy (cluster.proxy.disabled: false) and ${REGENERATE}`))
+      errors.push(
+        atSettings(
+          kpr === undefined ? valuesPath : ['cni', 'values', 'kubeProxyReplacement'],
+          `cni.values.kubeProxyReplacement is ${kpr === undefined ? 'not set' : JSON.stringify(kpr)} but ${basename(noProxy.file)} disables kube-proxy (cluster.proxy.disabled: true): Services would not work`,
+          `set kubeProxyReplacement: true under cni.values, or enable kube-proxy (cluster.proxy.disabled: false) and ${REGENERATE}`,
+        ),
+      )
     }
     if (host === undefined || portRaw === undefined) {
-      const missing = [host === undefined ? 'k8sServiceHost' : '', portRaw === undefined ? 'k8sServicePort' : ''].filter(Boolean).join(' and ')
-      errors.push(atSettings(valuesPath, `cni.values has no ${missing} but ${basename(noProxy.file)} disables kube-proxy (cluster.proxy.disabled: true): cilium could not reach the API server, its agents would never be ready`, kubePrismFix))
+      const missing = [host === undefined ? 'k8sServiceHost' : '', portRaw === undefined ? 'k8sServicePort' : '']
+        .filter(Boolean)
+        .join(' and ')
+      errors.push(
+        atSettings(
+          valuesPath,
+          `cni.values has no ${missing} but ${basename(noProxy.file)} disables kube-proxy (cluster.proxy.disabled: true): cilium could not reach the API server, its agents would never be ready`,
+          kubePrismFix,
+        ),
+      )
     }
   }
   if (portRaw !== undefined && port === undefined) {
-    errors.push(atSettings(['cni', 'values', 'k8sServicePort'], `cni.values.k8sServicePort must be a port number, got ${JSON.stringify(portRaw)}`, kubePrismFix))
+    errors.push(
+      atSettings(
+        ['cni', 'values', 'k8sServicePort'],
+        `cni.values.k8sServicePort must be a port number, got ${JSON.stringify(portRaw)}`,
+        kubePrismFix,
+      ),
+    )
   }
   if (host !== undefined && LOCAL_HOSTS.has(host)) {
     // localhost on a Talos node is KubePrism: it must run on every node, on that port
     for (const c of configs.filter((c) => !c.kubePrism.enabled)) {
-      errors.push(at(c, c.kubePrism.line, `KubePrism is disabled (machine.features.kubePrism.enabled) but cilium reaches the API server through it (cni.values.k8sServiceHost: ${host})`,
-        `set machine.features.kubePrism.enabled: true and ${REGENERATE}; or point k8sServiceHost/k8sServicePort at the cluster endpoint`))
+      errors.push(
+        at(
+          c,
+          c.kubePrism.line,
+          `KubePrism is disabled (machine.features.kubePrism.enabled) but cilium reaches the API server through it (cni.values.k8sServiceHost: ${host})`,
+          `set machine.features.kubePrism.enabled: true and ${REGENERATE}; or point k8sServiceHost/k8sServicePort at the cluster endpoint`,
+        ),
+      )
     }
     if (port !== undefined && port !== prismPort && reference.kubePrism.enabled) {
-      errors.push(atSettings(['cni', 'values', 'k8sServicePort'], `cni.values.k8sServicePort is ${port} but KubePrism listens on ${prismPort} (machine.features.kubePrism.port in ${basename(reference.file)})`, `set k8sServicePort: ${prismPort}`))
+      errors.push(
+        atSettings(
+          ['cni', 'values', 'k8sServicePort'],
+          `cni.values.k8sServicePort is ${port} but KubePrism listens on ${prismPort} (machine.features.kubePrism.port in ${basename(reference.file)})`,
+          `set k8sServicePort: ${prismPort}`,
+        ),
+      )
     }
   } else if (host !== undefined) {
-    skipped.push(`cni.values.k8sServiceHost is ${host}, not KubePrism (localhost): the KubePrism port was not checked against k8sServicePort`)
+    skipped.push(
+      `cni.values.k8sServiceHost is ${host}, not KubePrism (localhost): the KubePrism port was not checked against k8sServicePort`,
+    )
   }
   return { errors, skipped }
 }

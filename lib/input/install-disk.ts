@@ -8,13 +8,36 @@ export type { InstallTarget } from './machine-config.js'
 export function installTarget(node: ClusterNode): InstallTarget {
   const fromConfig = MachineConfig.of(node.configFile).installTarget()
   if (fromConfig) return fromConfig
-  return { ...(node.installDisk ? { disk: node.installDisk } : {}), ...(node.installDiskSelector ? { selector: node.installDiskSelector } : {}) }
+  return {
+    ...(node.installDisk ? { disk: node.installDisk } : {}),
+    ...(node.installDiskSelector ? { selector: node.installDiskSelector } : {}),
+  }
 }
 
 // go-humanize ParseBytes (Talos parses the selector's size with it): SI and IEC units, case-insensitive
 const SIZE_UNITS: Record<string, number> = {
-  '': 1, B: 1, K: 1e3, KB: 1e3, M: 1e6, MB: 1e6, G: 1e9, GB: 1e9, T: 1e12, TB: 1e12, P: 1e15, PB: 1e15,
-  KI: 1024, KIB: 1024, MI: 1024 ** 2, MIB: 1024 ** 2, GI: 1024 ** 3, GIB: 1024 ** 3, TI: 1024 ** 4, TIB: 1024 ** 4, PI: 1024 ** 5, PIB: 1024 ** 5,
+  '': 1,
+  B: 1,
+  K: 1e3,
+  KB: 1e3,
+  M: 1e6,
+  MB: 1e6,
+  G: 1e9,
+  GB: 1e9,
+  T: 1e12,
+  TB: 1e12,
+  P: 1e15,
+  PB: 1e15,
+  KI: 1024,
+  KIB: 1024,
+  MI: 1024 ** 2,
+  MIB: 1024 ** 2,
+  GI: 1024 ** 3,
+  GIB: 1024 ** 3,
+  TI: 1024 ** 4,
+  TIB: 1024 ** 4,
+  PI: 1024 ** 5,
+  PIB: 1024 ** 5,
 }
 
 function parseSize(text: string): number | undefined {
@@ -45,7 +68,13 @@ function sizeMatches(expr: string, size: number): boolean {
 
 /** ryanuber/go-glob, the selector's glob: `*` matches any run of characters, nothing else is special. */
 function glob(pattern: string, value: string): boolean {
-  const regex = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's')
+  const regex = new RegExp(
+    `^${pattern
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    's',
+  )
   return regex.test(value)
 }
 

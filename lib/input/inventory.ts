@@ -4,7 +4,16 @@ import { join, resolve } from 'node:path'
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml'
 import { InputError, InputErrors } from '../core/errors.js'
 import type { ClusterNode, Inventory, Role } from '../core/model.js'
-import { DEFAULT_FILENAME_TMPL, isDomain, isHostname, renderFilename, splitAddresses, substituteEnv, talhelperEnv, talosVersionOf } from './talhelper.js'
+import {
+  DEFAULT_FILENAME_TMPL,
+  isDomain,
+  isHostname,
+  renderFilename,
+  splitAddresses,
+  substituteEnv,
+  talhelperEnv,
+  talosVersionOf,
+} from './talhelper.js'
 import { MachineConfig } from './machine-config.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
 
@@ -29,7 +38,10 @@ export function loadInventory(clusterDir: string, options: InventoryOptions = {}
   const nodesFile = join(dir, 'nodes.yaml')
   if (existsSync(talconfig)) return fromTalconfig(dir, talconfig, options)
   if (options.talconfig !== undefined) {
-    throw new InputError('the talconfig file set in the settings does not exist', { file: talconfig, fix: 'correct talconfig (bootstrap.yaml, BOOTSTRAP_TALCONFIG or --talconfig): the file talhelper genconfig -c reads' })
+    throw new InputError('the talconfig file set in the settings does not exist', {
+      file: talconfig,
+      fix: 'correct talconfig (bootstrap.yaml, BOOTSTRAP_TALCONFIG or --talconfig): the file talhelper genconfig -c reads',
+    })
   }
   if (existsSync(nodesFile)) return fromNodesFile(dir, YamlFile.read(nodesFile, DEMO_FIX))
   throw new InputError('no talconfig.yaml or nodes.yaml in the cluster directory', {
@@ -77,7 +89,12 @@ function fromTalconfig(dir: string, path: string, options: InventoryOptions): In
   const doc = record(file.toJS(), file, [])
   const asText = record(strings, file, [])
   const stringAt = (value: unknown, raw: unknown): unknown => (typeof value === 'number' && typeof raw === 'string' ? raw : value)
-  const clusterName = text(stringAt(doc.clusterName, asText.clusterName), file, ['clusterName'], 'set clusterName: <name> as talhelper does')
+  const clusterName = text(
+    stringAt(doc.clusterName, asText.clusterName),
+    file,
+    ['clusterName'],
+    'set clusterName: <name> as talhelper does',
+  )
   const endpoint = text(doc.endpoint, file, ['endpoint'], 'set endpoint: https://<vip or control plane address>:6443')
   const outDir = resolve(dir, options.talhelperOutDir ?? 'clusterconfig')
   const groups = { controlplane: groupTemplate(doc.controlPlane, file, 'controlPlane'), worker: groupTemplate(doc.worker, file, 'worker') }
@@ -88,12 +105,18 @@ function fromTalconfig(dir: string, path: string, options: InventoryOptions): In
     const hostname = stringAt(n.hostname, t.hostname)
     const address = stringAt(n.ipAddress, t.ipAddress)
     // talhelper: controlPlane is a plain bool, false when left out (a worker)
-    const controlPlane = n.controlPlane === undefined || n.controlPlane === null ? false : typeof n.controlPlane === 'boolean' ? n.controlPlane : undefined
+    const controlPlane =
+      n.controlPlane === undefined || n.controlPlane === null ? false : typeof n.controlPlane === 'boolean' ? n.controlPlane : undefined
     let configFile: RawNode['configFile']
     if (typeof hostname === 'string' && controlPlane !== undefined) {
       const role = controlPlane ? 'controlplane' : 'worker'
       const tmpl = typeof n.filenameTmpl === 'string' && n.filenameTmpl !== '' ? n.filenameTmpl : (groups[role] ?? DEFAULT_FILENAME_TMPL)
-      const rendered = renderFilename(tmpl, { ClusterName: clusterName, Hostname: hostname, IPAddress: typeof address === 'string' ? address : '', Role: role })
+      const rendered = renderFilename(tmpl, {
+        ClusterName: clusterName,
+        Hostname: hostname,
+        IPAddress: typeof address === 'string' ? address : '',
+        Role: role,
+      })
       configFile = 'name' in rendered ? resolve(outDir, rendered.name) : { error: rendered.error }
     }
     return {
@@ -125,7 +148,8 @@ function fromNodesFile(dir: string, file: YamlFile): Inventory {
   const doc = record(file.toJS(), file, [])
   const endpoint = text(doc.endpoint, file, ['endpoint'], 'set endpoint: https://<vip or control plane address>:6443')
   const clusterName = doc.clusterName === undefined ? 'talos' : text(doc.clusterName, file, ['clusterName'], 'set clusterName: <name>')
-  const talosconfig = doc.talosconfig === undefined ? 'talosconfig' : text(doc.talosconfig, file, ['talosconfig'], 'name the talosconfig file')
+  const talosconfig =
+    doc.talosconfig === undefined ? 'talosconfig' : text(doc.talosconfig, file, ['talosconfig'], 'name the talosconfig file')
   const raw: RawNode[] = list(doc.nodes, file, ['nodes']).map((item, i) => {
     const n = record(item, file, ['nodes', i])
     return {
@@ -192,29 +216,55 @@ function build(
   const ipKey = schema === 'talhelper' ? 'ipAddress' : 'ip'
   raw.forEach((n, i) => {
     if (typeof n.name !== 'string' || !isHostname(n.name)) {
-      errors.push(file.error([...n.path, nameKey], `nodes[${i}].${nameKey} ${JSON.stringify(n.name ?? null)} is not a valid node name`, 'use a hostname: letters, digits and dashes, in dot-separated labels (an FQDN is fine)'))
+      errors.push(
+        file.error(
+          [...n.path, nameKey],
+          `nodes[${i}].${nameKey} ${JSON.stringify(n.name ?? null)} is not a valid node name`,
+          'use a hostname: letters, digits and dashes, in dot-separated labels (an FQDN is fine)',
+        ),
+      )
       return
     }
     const parsed = addressesOf(n.address)
     if ('bad' in parsed) {
-      errors.push(file.error([...n.path, ipKey], `nodes[${i}].${ipKey} ${parsed.bad} of ${n.name} is not an IP address`, `write the node's IP address (or DNS name; several separated by commas); ${DEMO_FIX}`))
+      errors.push(
+        file.error(
+          [...n.path, ipKey],
+          `nodes[${i}].${ipKey} ${parsed.bad} of ${n.name} is not an IP address`,
+          `write the node's IP address (or DNS name; several separated by commas); ${DEMO_FIX}`,
+        ),
+      )
       return
     }
     if (n.controlPlane === undefined) {
       const fix = schema === 'talhelper' ? 'set controlPlane: true or false (left out, it is false)' : 'set role: controlplane or worker'
-      errors.push(file.error([...n.path, schema === 'talhelper' ? 'controlPlane' : 'role'], `${n.name}: role missing or invalid (${JSON.stringify(n.role ?? null)})`, fix))
+      errors.push(
+        file.error(
+          [...n.path, schema === 'talhelper' ? 'controlPlane' : 'role'],
+          `${n.name}: role missing or invalid (${JSON.stringify(n.role ?? null)})`,
+          fix,
+        ),
+      )
       return
     }
     const nameId = n.name.toLowerCase()
     const dupName = seenNames.get(nameId)
     if (dupName !== undefined) {
-      errors.push(file.error([...n.path, nameKey], `duplicate node name "${n.name}" (also nodes[${dupName}])`, 'give every node its own name'))
+      errors.push(
+        file.error([...n.path, nameKey], `duplicate node name "${n.name}" (also nodes[${dupName}])`, 'give every node its own name'),
+      )
       return
     }
     const dup = parsed.addresses.map((a) => ({ a, seen: seenAddresses.get(canonicalAddress(a)) })).find((d) => d.seen !== undefined)
     if (dup?.seen) {
       const same = dup.seen.written === dup.a ? '' : ` (written ${dup.seen.written} there: the same address)`
-      errors.push(file.error([...n.path, ipKey], `duplicate address ${dup.a} of ${n.name} (also nodes[${dup.seen.index}])${same}`, 'give every node its own address'))
+      errors.push(
+        file.error(
+          [...n.path, ipKey],
+          `duplicate address ${dup.a} of ${n.name} (also nodes[${dup.seen.index}])${same}`,
+          'give every node its own address',
+        ),
+      )
       return
     }
     seenNames.set(nameId, i)
@@ -230,11 +280,20 @@ function build(
       return
     }
     if (typeof n.configFile === 'object') {
-      errors.push(file.error([...n.path, 'filenameTmpl'], `${n.name}: ${n.configFile.error}`, 'use {{ .ClusterName }}, {{ .Hostname }}, {{ .IPAddress }} and {{ .Role }} in filenameTmpl'))
+      errors.push(
+        file.error(
+          [...n.path, 'filenameTmpl'],
+          `${n.name}: ${n.configFile.error}`,
+          'use {{ .ClusterName }}, {{ .Hostname }}, {{ .IPAddress }} and {{ .Role }} in filenameTmpl',
+        ),
+      )
       return
     }
     if (!existsSync(n.configFile)) {
-      const fix = schema === 'talhelper' ? 'run `talhelper genconfig` to generate the configs (or set talhelperOutDir to the folder genconfig -o wrote)' : 'generate it with `talosctl gen config` or fix the path'
+      const fix =
+        schema === 'talhelper'
+          ? 'run `talhelper genconfig` to generate the configs (or set talhelperOutDir to the folder genconfig -o wrote)'
+          : 'generate it with `talosctl gen config` or fix the path'
       errors.push(file.error(n.path, `${n.name}: machine config ${n.configFile} not found`, fix))
       return
     }
@@ -244,7 +303,14 @@ function build(
       errors.push(...config.problems)
       return
     }
-    const node: ClusterNode = { name: n.name, address: parsed.addresses[0] as string, addresses: parsed.addresses, role, configFile: n.configFile, ...install.fields }
+    const node: ClusterNode = {
+      name: n.name,
+      address: parsed.addresses[0] as string,
+      addresses: parsed.addresses,
+      role,
+      configFile: n.configFile,
+      ...install.fields,
+    }
     const kubeName = kubernetesNodeName(config.hostname ?? n.name, config.registerWithFQDN)
     if (kubeName !== n.name) node.kubeName = kubeName
     if (MachineConfig.of(n.configFile).discovery) node.discovery = true
@@ -260,43 +326,72 @@ function build(
     if (url.protocol !== 'https:' || !url.hostname) throw new Error('not https')
     host = url.hostname.replace(/^\[|\]$/g, '')
   } catch {
-    errors.push(file.error(['endpoint'], `endpoint ${JSON.stringify(endpoint)} is not an https URL`, `write it as https://<address>:6443; ${DEMO_FIX}`))
+    errors.push(
+      file.error(
+        ['endpoint'],
+        `endpoint ${JSON.stringify(endpoint)} is not an https URL`,
+        `write it as https://<address>:6443; ${DEMO_FIX}`,
+      ),
+    )
   }
   if (errors.length === 0) checkTalosconfig(talosconfig, errors)
   if (errors.length === 1) throw errors[0]
   if (errors.length > 1) throw new InputErrors(errors)
 
   const inventory: Inventory = { clusterDir: dir, source: file.path, clusterName, endpoint, talosconfig, nodes }
-  if (host && !nodes.some((n) => addressesOfNode(n).some((a) => canonicalAddress(a) === canonicalAddress(host as string)))) inventory.vip = host
+  if (host && !nodes.some((n) => addressesOfNode(n).some((a) => canonicalAddress(a) === canonicalAddress(host as string))))
+    inventory.vip = host
   return inventory
 }
 
 /** installDisk is a device path, installDiskSelector a mapping (talhelper's v1alpha1.InstallDiskSelector). */
-function installFields(n: RawNode, file: YamlFile, schema: 'talhelper' | 'nodes'): { fields: Pick<ClusterNode, 'installDisk' | 'installDiskSelector'> } | { error: InputError } {
+function installFields(
+  n: RawNode,
+  file: YamlFile,
+  schema: 'talhelper' | 'nodes',
+): { fields: Pick<ClusterNode, 'installDisk' | 'installDiskSelector'> } | { error: InputError } {
   const fields: Pick<ClusterNode, 'installDisk' | 'installDiskSelector'> = {}
   const where = schema === 'talhelper' ? 'in talconfig.yaml and regenerate the configs' : 'in nodes.yaml'
   if (n.installDisk !== undefined && n.installDisk !== null) {
     if (typeof n.installDisk !== 'string' || n.installDisk.trim() === '') {
-      return { error: file.error([...n.path, 'installDisk'], `${n.name}: installDisk must be a device path, got ${JSON.stringify(n.installDisk)}`, `write installDisk: /dev/sda (or an installDiskSelector mapping) ${where}`) }
+      return {
+        error: file.error(
+          [...n.path, 'installDisk'],
+          `${n.name}: installDisk must be a device path, got ${JSON.stringify(n.installDisk)}`,
+          `write installDisk: /dev/sda (or an installDiskSelector mapping) ${where}`,
+        ),
+      }
     }
     fields.installDisk = n.installDisk
   }
   if (n.installDiskSelector !== undefined && n.installDiskSelector !== null) {
     if (typeof n.installDiskSelector !== 'object' || Array.isArray(n.installDiskSelector)) {
-      return { error: file.error([...n.path, 'installDiskSelector'], `${n.name}: installDiskSelector must be a mapping, got ${JSON.stringify(n.installDiskSelector)}`, `write installDiskSelector: { model: "Samsung*" } (keys size, name, model, serial, modalias, uuid, wwid, type, busPath) ${where}`) }
+      return {
+        error: file.error(
+          [...n.path, 'installDiskSelector'],
+          `${n.name}: installDiskSelector must be a mapping, got ${JSON.stringify(n.installDiskSelector)}`,
+          `write installDiskSelector: { model: "Samsung*" } (keys size, name, model, serial, modalias, uuid, wwid, type, busPath) ${where}`,
+        ),
+      }
     }
     fields.installDiskSelector = n.installDiskSelector as Record<string, unknown>
   }
   return { fields }
 }
 
-const TALOS_DOC_FIX = 'regenerate the machine config (talhelper genconfig or talosctl gen config); it holds one v1alpha1 document (version: v1alpha1) and optional Talos documents with apiVersion and kind'
+const TALOS_DOC_FIX =
+  'regenerate the machine config (talhelper genconfig or talosctl gen config); it holds one v1alpha1 document (version: v1alpha1) and optional Talos documents with apiVersion and kind'
 
 /**
  * The machine config is YAML, holds exactly one v1alpha1 document, its machine.type is the
  * inventory's role, and its install disk fields have their types. Errors name the config's line.
  */
-function checkMachineConfig(path: string, name: string, role: Role, schema: 'talhelper' | 'nodes'): { problems: InputError[] } | { hostname?: string; registerWithFQDN: boolean } {
+function checkMachineConfig(
+  path: string,
+  name: string,
+  role: Role,
+  schema: 'talhelper' | 'nodes',
+): { problems: InputError[] } | { hostname?: string; registerWithFQDN: boolean } {
   const problems = machineConfigProblems(path, name, role, schema)
   return Array.isArray(problems) ? { problems } : problems
 }
@@ -308,19 +403,39 @@ function checkMachineConfig(path: string, name: string, role: Role, schema: 'tal
  */
 export function kubernetesNodeName(hostname: string, registerWithFQDN: boolean): string {
   const chosen = registerWithFQDN ? hostname : (hostname.split('.')[0] ?? hostname)
-  return chosen.toLowerCase().replace(/_/g, '-').replace(/[^a-z0-9.-]/g, '')
+  return chosen
+    .toLowerCase()
+    .replace(/_/g, '-')
+    .replace(/[^a-z0-9.-]/g, '')
 }
 
-function machineConfigProblems(path: string, name: string, role: Role, schema: 'talhelper' | 'nodes'): InputError[] | { hostname?: string; registerWithFQDN: boolean } {
+function machineConfigProblems(
+  path: string,
+  name: string,
+  role: Role,
+  schema: 'talhelper' | 'nodes',
+): InputError[] | { hostname?: string; registerWithFQDN: boolean } {
   const machineConfig = MachineConfig.of(path)
   const source = machineConfig.source
   if (source === undefined) {
-    return [new InputError(`cannot read the machine config (${machineConfig.readError?.code ?? 'error'})`, { file: path, fix: 'make it a readable file (talhelper genconfig writes it)' })]
+    return [
+      new InputError(`cannot read the machine config (${machineConfig.readError?.code ?? 'error'})`, {
+        file: path,
+        fix: 'make it a readable file (talhelper genconfig writes it)',
+      }),
+    ]
   }
   const docs = machineConfig.documents
   // the syntax error message is built only when there is one
   const syntax = machineConfig.syntaxOk ? undefined : YamlFile.checkSyntax(path, source)
-  if (syntax) return [new InputError(syntax.message, { file: path, ...(syntax.line ? { line: syntax.line } : {}), fix: 'correct the YAML syntax at that line (or in its talhelper patch) and regenerate the config' })]
+  if (syntax)
+    return [
+      new InputError(syntax.message, {
+        file: path,
+        ...(syntax.line ? { line: syntax.line } : {}),
+        fix: 'correct the YAML syntax at that line (or in its talhelper patch) and regenerate the config',
+      }),
+    ]
   const at = (doc: Document, keys: Array<string | number>): { line?: number } => {
     for (let depth = keys.length; depth >= 0; depth--) {
       const node = doc.getIn(keys.slice(0, depth), true) as { range?: [number, number, number] } | undefined
@@ -329,14 +444,24 @@ function machineConfigProblems(path: string, name: string, role: Role, schema: '
     }
     return {}
   }
-  const err = (doc: Document, keys: Array<string | number>, message: string, fix: string): InputError => new InputError(message, { file: path, ...at(doc, keys), fix })
+  const err = (doc: Document, keys: Array<string | number>, message: string, fix: string): InputError =>
+    new InputError(message, { file: path, ...at(doc, keys), fix })
   const v1alpha1: Document[] = []
   let hostnameDoc: unknown
   for (const doc of docs) {
     // an empty document (a stray `---`) holds nothing
     if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) continue
-    if (isSeq(doc.contents)) return [err(doc, [], `the machine config of ${name} is a YAML list, not a Talos machine config`, TALOS_DOC_FIX)]
-    if (!isMap(doc.contents)) return [err(doc, [], `the machine config of ${name} holds the scalar ${JSON.stringify(documentToJS(doc, path))} where a Talos config document belongs`, TALOS_DOC_FIX)]
+    if (isSeq(doc.contents))
+      return [err(doc, [], `the machine config of ${name} is a YAML list, not a Talos machine config`, TALOS_DOC_FIX)]
+    if (!isMap(doc.contents))
+      return [
+        err(
+          doc,
+          [],
+          `the machine config of ${name} holds the scalar ${JSON.stringify(documentToJS(doc, path))} where a Talos config document belongs`,
+          TALOS_DOC_FIX,
+        ),
+      ]
     const version = doc.get('version')
     const kind = doc.get('kind')
     if (version === 'v1alpha1' && kind === undefined) {
@@ -345,34 +470,77 @@ function machineConfigProblems(path: string, name: string, role: Role, schema: '
     }
     if (kind === 'HostnameConfig') hostnameDoc = doc.get('hostname')
     if (typeof kind !== 'string' || typeof doc.get('apiVersion') !== 'string') {
-      return [err(doc, version !== undefined ? ['version'] : [], `the machine config of ${name} has a document that is neither a v1alpha1 machine config (version: ${JSON.stringify(version ?? null)}) nor a Talos config document (apiVersion and kind)`, TALOS_DOC_FIX)]
+      return [
+        err(
+          doc,
+          version !== undefined ? ['version'] : [],
+          `the machine config of ${name} has a document that is neither a v1alpha1 machine config (version: ${JSON.stringify(version ?? null)}) nor a Talos config document (apiVersion and kind)`,
+          TALOS_DOC_FIX,
+        ),
+      ]
     }
   }
   const config = v1alpha1[0]
   if (!config) {
     const kinds = docs.map((d) => (isMap(d.contents) ? d.get('kind') : undefined)).filter((k): k is string => typeof k === 'string')
-    return [new InputError(`the machine config of ${name} has no v1alpha1 machine config document${kinds.length ? ` (only ${kinds.join(', ')})` : ''}`, { file: path, line: 1, fix: TALOS_DOC_FIX })]
+    return [
+      new InputError(
+        `the machine config of ${name} has no v1alpha1 machine config document${kinds.length ? ` (only ${kinds.join(', ')})` : ''}`,
+        { file: path, line: 1, fix: TALOS_DOC_FIX },
+      ),
+    ]
   }
-  if (v1alpha1.length > 1) return [err(v1alpha1[1] as Document, [], `the machine config of ${name} has ${v1alpha1.length} v1alpha1 documents`, TALOS_DOC_FIX)]
+  if (v1alpha1.length > 1)
+    return [err(v1alpha1[1] as Document, [], `the machine config of ${name} has ${v1alpha1.length} v1alpha1 documents`, TALOS_DOC_FIX)]
   const problems: InputError[] = []
-  const roleFix = schema === 'talhelper' ? 'set controlPlane: in talconfig.yaml to what the node is and regenerate the configs' : 'set the role in nodes.yaml to what the node is, or point config: at its own machine config'
+  const roleFix =
+    schema === 'talhelper'
+      ? 'set controlPlane: in talconfig.yaml to what the node is and regenerate the configs'
+      : 'set the role in nodes.yaml to what the node is, or point config: at its own machine config'
   const type = config.getIn(['machine', 'type'])
   if (type !== undefined && type !== null) {
     const configRole = type === 'controlplane' || type === 'init' ? 'controlplane' : type === 'worker' ? 'worker' : undefined
-    if (!configRole) problems.push(err(config, ['machine', 'type'], `machine.type ${JSON.stringify(type)} of ${name} is not controlplane or worker`, TALOS_DOC_FIX))
-    else if (configRole !== role) problems.push(err(config, ['machine', 'type'], `machine.type ${JSON.stringify(type)} of ${name} contradicts the inventory, where it is a ${role === 'controlplane' ? 'control plane' : 'worker'}`, roleFix))
+    if (!configRole)
+      problems.push(
+        err(config, ['machine', 'type'], `machine.type ${JSON.stringify(type)} of ${name} is not controlplane or worker`, TALOS_DOC_FIX),
+      )
+    else if (configRole !== role)
+      problems.push(
+        err(
+          config,
+          ['machine', 'type'],
+          `machine.type ${JSON.stringify(type)} of ${name} contradicts the inventory, where it is a ${role === 'controlplane' ? 'control plane' : 'worker'}`,
+          roleFix,
+        ),
+      )
   }
   const disk = config.getIn(['machine', 'install', 'disk'])
   if (disk !== undefined && disk !== null && (typeof disk !== 'string' || disk === '')) {
-    problems.push(err(config, ['machine', 'install', 'disk'], `machine.install.disk of ${name} must be a device path, got ${JSON.stringify(disk)}`, 'set installDisk: /dev/<disk> (a string) and regenerate the config'))
+    problems.push(
+      err(
+        config,
+        ['machine', 'install', 'disk'],
+        `machine.install.disk of ${name} must be a device path, got ${JSON.stringify(disk)}`,
+        'set installDisk: /dev/<disk> (a string) and regenerate the config',
+      ),
+    )
   }
   const selector = config.getIn(['machine', 'install', 'diskSelector'])
   if (selector !== undefined && selector !== null && !isMap(selector)) {
-    problems.push(err(config, ['machine', 'install', 'diskSelector'], `machine.install.diskSelector of ${name} must be a mapping, got ${JSON.stringify((documentToJS(config, path) as { machine: { install: { diskSelector: unknown } } }).machine.install.diskSelector)}`, 'write installDiskSelector as a mapping (model, wwid, size, ...) and regenerate the config'))
+    problems.push(
+      err(
+        config,
+        ['machine', 'install', 'diskSelector'],
+        `machine.install.diskSelector of ${name} must be a mapping, got ${JSON.stringify((documentToJS(config, path) as { machine: { install: { diskSelector: unknown } } }).machine.install.diskSelector)}`,
+        'write installDiskSelector as a mapping (model, wwid, size, ...) and regenerate the config',
+      ),
+    )
   }
   if (problems.length > 0) return problems
   // the hostname Talos takes: the v1alpha1 one, else a HostnameConfig document's (Talos 1.12 multi-doc)
-  const hostname = [config.getIn(['machine', 'network', 'hostname']), hostnameDoc].find((h): h is string => typeof h === 'string' && h !== '')
+  const hostname = [config.getIn(['machine', 'network', 'hostname']), hostnameDoc].find(
+    (h): h is string => typeof h === 'string' && h !== '',
+  )
   return { ...(hostname ? { hostname } : {}), registerWithFQDN: config.getIn(['machine', 'kubelet', 'registerWithFQDN']) === true }
 }
 
@@ -388,7 +556,13 @@ function checkTalosconfig(path: string, errors: InputError[]): void {
     file = YamlFile.read(path, `make it a readable file: ${fix}`)
   } catch (err) {
     if (!(err instanceof InputError)) throw err
-    errors.push(new InputError(`talosconfig: ${err.message}`, { ...(err.file ? { file: err.file } : {}), ...(err.line ? { line: err.line } : {}), fix: err.fix }))
+    errors.push(
+      new InputError(`talosconfig: ${err.message}`, {
+        ...(err.file ? { file: err.file } : {}),
+        ...(err.line ? { line: err.line } : {}),
+        fix: err.fix,
+      }),
+    )
     return
   }
   const config = file.toJS() as { context?: unknown; contexts?: Record<string, { ca?: unknown; crt?: unknown; key?: unknown }> } | null
@@ -397,12 +571,22 @@ function checkTalosconfig(path: string, errors: InputError[]): void {
   const context = name ? contexts[name] : undefined
   if (!context) {
     const known = Object.keys(contexts)
-    errors.push(file.error(['context'], `talosconfig has no context ${name ? `"${name}"` : '(context: is empty)'}`, known.length ? `set context: to one of ${known.join(', ')}` : fix))
+    errors.push(
+      file.error(
+        ['context'],
+        `talosconfig has no context ${name ? `"${name}"` : '(context: is empty)'}`,
+        known.length ? `set context: to one of ${known.join(', ')}` : fix,
+      ),
+    )
     return
   }
   for (const key of ['ca', 'crt', 'key'] as const) {
     const value = context[key]
-    if (typeof value !== 'string' || !/^[A-Za-z0-9+/=\s]+$/.test(value) || !Buffer.from(value, 'base64').toString('utf8').includes('-----BEGIN')) {
+    if (
+      typeof value !== 'string' ||
+      !/^[A-Za-z0-9+/=\s]+$/.test(value) ||
+      !Buffer.from(value, 'base64').toString('utf8').includes('-----BEGIN')
+    ) {
       errors.push(file.error(['contexts', name ?? '', key], `talosconfig context "${name}" has no valid ${key} (base64 PEM expected)`, fix))
       return
     }
@@ -436,7 +620,9 @@ function text(value: unknown, file: YamlFile, path: Array<string | number>, fix:
  */
 export function nodesMatching(nodes: readonly ClusterNode[], wanted: string): ClusterNode[] {
   const name = wanted.toLowerCase().replace(/\.$/, '')
-  const exact = nodes.filter((n) => n.name.toLowerCase() === name || addressesOfNode(n).some((a) => canonicalAddress(a) === canonicalAddress(wanted)))
+  const exact = nodes.filter(
+    (n) => n.name.toLowerCase() === name || addressesOfNode(n).some((a) => canonicalAddress(a) === canonicalAddress(wanted)),
+  )
   if (exact.length > 0) return exact
   return nodes.filter((n) => n.name.toLowerCase().split('.')[0] === name)
 }
@@ -452,7 +638,10 @@ export function selectNodes(inventory: Inventory, selection: string | undefined,
   if (wanted.includes('')) {
     throw new InputError(`${variable} ${JSON.stringify(selection)} has an empty entry`, {
       file: inventory.source,
-      fix: `write comma-separated names or addresses with nothing empty between the commas, e.g. NODES=${inventory.nodes.slice(0, 2).map((n) => n.name).join(',')}`,
+      fix: `write comma-separated names or addresses with nothing empty between the commas, e.g. NODES=${inventory.nodes
+        .slice(0, 2)
+        .map((n) => n.name)
+        .join(',')}`,
     })
   }
   const matches = wanted.map((w) => ({ w, nodes: nodesMatching(inventory.nodes, w) }))
@@ -465,10 +654,13 @@ export function selectNodes(inventory: Inventory, selection: string | undefined,
   }
   const ambiguous = matches.find((m) => m.nodes.length > 1)
   if (ambiguous) {
-    throw new InputError(`${variable} entry ${JSON.stringify(ambiguous.w)} matches several nodes: ${ambiguous.nodes.map((n) => n.name).join(', ')}`, {
-      file: inventory.source,
-      fix: 'write the full name of the node you mean',
-    })
+    throw new InputError(
+      `${variable} entry ${JSON.stringify(ambiguous.w)} matches several nodes: ${ambiguous.nodes.map((n) => n.name).join(', ')}`,
+      {
+        file: inventory.source,
+        fix: 'write the full name of the node you mean',
+      },
+    )
   }
   const chosen = new Set(matches.flatMap((m) => m.nodes))
   return inventory.nodes.filter((n) => chosen.has(n))

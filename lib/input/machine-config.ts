@@ -89,7 +89,8 @@ export class MachineConfig {
       if (!install) continue
       const target: InstallTarget = {}
       if (typeof install.disk === 'string' && install.disk) target.disk = install.disk
-      if (install.diskSelector && typeof install.diskSelector === 'object') target.selector = install.diskSelector as Record<string, unknown>
+      if (install.diskSelector && typeof install.diskSelector === 'object')
+        target.selector = install.diskSelector as Record<string, unknown>
       if (target.disk || target.selector) return target
     }
     return undefined
@@ -102,7 +103,9 @@ export class MachineConfig {
    */
   get discovery(): boolean {
     for (const value of this.values()) {
-      const discovery = (value as { cluster?: { discovery?: { enabled?: unknown; registries?: { service?: { disabled?: unknown } } } } } | null)?.cluster?.discovery
+      const discovery = (
+        value as { cluster?: { discovery?: { enabled?: unknown; registries?: { service?: { disabled?: unknown } } } } } | null
+      )?.cluster?.discovery
       if (discovery) return discovery.enabled === true && discovery.registries?.service?.disabled !== true
     }
     return false

@@ -84,7 +84,10 @@ export class Redactor {
     if (this.shortSecrets.size === 0) return out
     // a short value inside a longer word is not it ("pass" in "password"); standing alone it is
     this.shortPattern ??= new RegExp(
-      `(?<![A-Za-z0-9+/])(?:${[...this.shortSecrets].sort((a, b) => b.length - a.length).map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})(?![A-Za-z0-9])`,
+      `(?<![A-Za-z0-9+/])(?:${[...this.shortSecrets]
+        .sort((a, b) => b.length - a.length)
+        .map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('|')})(?![A-Za-z0-9])`,
       'g',
     )
     return out.replace(this.shortPattern, '<redacted>')
@@ -135,7 +138,10 @@ export function redactProcessOutput(redactor: Redactor): void {
   for (const stream of [process.stdout, process.stderr]) {
     const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean
     const redacting = (chunk: unknown, ...rest: unknown[]): boolean =>
-      write(typeof chunk === 'string' ? redactor.redact(chunk) : Buffer.isBuffer(chunk) ? redactor.redact(chunk.toString('utf8')) : chunk, ...rest)
+      write(
+        typeof chunk === 'string' ? redactor.redact(chunk) : Buffer.isBuffer(chunk) ? redactor.redact(chunk.toString('utf8')) : chunk,
+        ...rest,
+      )
     stream.write = redacting as typeof stream.write
   }
 }

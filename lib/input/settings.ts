@@ -101,19 +101,61 @@ export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
   { key: 'concurrency', file: 'concurrency', env: 'CONCURRENCY', flag: 'concurrency', kind: 'positive', default: 1 },
   { key: 'retries', file: 'retries', env: 'BOOTSTRAP_RETRIES', flag: 'retries', kind: 'count', default: 5 },
   { key: 'retryDelayMs', file: 'retryDelay', env: 'BOOTSTRAP_RETRY_DELAY', flag: 'retry-delay', kind: 'duration', default: 3_000 },
-  { key: 'retryMaxDelayMs', file: 'retryMaxDelay', env: 'BOOTSTRAP_RETRY_MAX_DELAY', flag: 'retry-max-delay', kind: 'duration', default: 60_000 },
+  {
+    key: 'retryMaxDelayMs',
+    file: 'retryMaxDelay',
+    env: 'BOOTSTRAP_RETRY_MAX_DELAY',
+    flag: 'retry-max-delay',
+    kind: 'duration',
+    default: 60_000,
+  },
   { key: 'pollIntervalMs', file: 'pollInterval', env: 'BOOTSTRAP_POLL_INTERVAL', flag: 'poll-interval', kind: 'duration', default: 5_000 },
   { key: 'callTimeoutMs', file: 'callTimeout', env: 'BOOTSTRAP_CALL_TIMEOUT', flag: 'call-timeout', kind: 'duration', default: 30_000 },
-  { key: 'verifyTimeoutMs', file: 'verifyTimeout', env: 'BOOTSTRAP_VERIFY_TIMEOUT', flag: 'verify-timeout', kind: 'duration', default: 300_000 },
-  { key: 'bootstrapTimeoutMs', file: 'bootstrapTimeout', env: 'BOOTSTRAP_BOOTSTRAP_TIMEOUT', flag: 'bootstrap-timeout', kind: 'duration', default: 300_000 },
-  { key: 'readyTimeoutMs', file: 'readyTimeout', env: 'BOOTSTRAP_READY_TIMEOUT', flag: 'ready-timeout', kind: 'duration', default: 600_000 },
+  {
+    key: 'verifyTimeoutMs',
+    file: 'verifyTimeout',
+    env: 'BOOTSTRAP_VERIFY_TIMEOUT',
+    flag: 'verify-timeout',
+    kind: 'duration',
+    default: 300_000,
+  },
+  {
+    key: 'bootstrapTimeoutMs',
+    file: 'bootstrapTimeout',
+    env: 'BOOTSTRAP_BOOTSTRAP_TIMEOUT',
+    flag: 'bootstrap-timeout',
+    kind: 'duration',
+    default: 300_000,
+  },
+  {
+    key: 'readyTimeoutMs',
+    file: 'readyTimeout',
+    env: 'BOOTSTRAP_READY_TIMEOUT',
+    flag: 'ready-timeout',
+    kind: 'duration',
+    default: 600_000,
+  },
   { key: 'fluxTimeoutMs', file: 'fluxTimeout', env: 'BOOTSTRAP_FLUX_TIMEOUT', flag: 'flux-timeout', kind: 'duration', default: 600_000 },
   // a graceful reset: up to 1 min for the cordon, 5 min of drain, 5 min of etcd leave retries, then the reboot
-  { key: 'resetTimeoutMs', file: 'resetTimeout', env: 'BOOTSTRAP_RESET_TIMEOUT', flag: 'reset-timeout', kind: 'duration', default: 900_000 },
+  {
+    key: 'resetTimeoutMs',
+    file: 'resetTimeout',
+    env: 'BOOTSTRAP_RESET_TIMEOUT',
+    flag: 'reset-timeout',
+    kind: 'duration',
+    default: 900_000,
+  },
   { key: 'bootstrapNode', file: 'bootstrapNode', env: 'BOOTSTRAP_NODE', flag: 'bootstrap-node', kind: 'string', default: undefined },
   { key: 'kubeconfig', file: 'kubeconfig', env: 'BOOTSTRAP_KUBECONFIG', flag: 'kubeconfig', kind: 'string', default: 'kubeconfig' },
   { key: 'talconfig', file: 'talconfig', env: 'BOOTSTRAP_TALCONFIG', flag: 'talconfig', kind: 'string', default: undefined },
-  { key: 'talhelperOutDir', file: 'talhelperOutDir', env: 'BOOTSTRAP_TALHELPER_OUT_DIR', flag: 'talhelper-out-dir', kind: 'string', default: undefined },
+  {
+    key: 'talhelperOutDir',
+    file: 'talhelperOutDir',
+    env: 'BOOTSTRAP_TALHELPER_OUT_DIR',
+    flag: 'talhelper-out-dir',
+    kind: 'string',
+    default: undefined,
+  },
 ]
 
 /** The longest delay setTimeout honours (2^31-1 ms, about 24.8 days). */
@@ -144,7 +186,11 @@ function convert(spec: ScalarSpec, raw: unknown, source: Source): number | strin
       }
       // a timer holds at most 2^31-1 ms; Node fires a longer one after 1 ms
       if (ms > MAX_TIMER_MS) {
-        throw invalid(source, `${spec.file} ${JSON.stringify(raw)} is longer than a timer can hold (at most ${Math.floor(MAX_TIMER_MS / 3_600_000)}h)`, example(spec))
+        throw invalid(
+          source,
+          `${spec.file} ${JSON.stringify(raw)} is longer than a timer can hold (at most ${Math.floor(MAX_TIMER_MS / 3_600_000)}h)`,
+          example(spec),
+        )
       }
       return ms
     }
@@ -161,7 +207,12 @@ function convert(spec: ScalarSpec, raw: unknown, source: Source): number | strin
 }
 
 function describeKind(kind: ScalarSpec['kind']): string {
-  return { count: 'a whole number >= 0', positive: 'a whole number >= 1', duration: 'a duration such as 500ms, 3s or 5m', string: 'a non-empty string' }[kind]
+  return {
+    count: 'a whole number >= 0',
+    positive: 'a whole number >= 1',
+    duration: 'a duration such as 500ms, 3s or 5m',
+    string: 'a non-empty string',
+  }[kind]
 }
 
 function example(spec: ScalarSpec): string {
@@ -256,7 +307,12 @@ export const CILIUM_REPO = 'https://helm.cilium.io/'
 function readCaFile(file: YamlFile, obj: Record<string, unknown>, at: string[], clusterDir: string): string | undefined {
   if (obj.caFile === undefined) return undefined
   const caFile = resolve(clusterDir, requireString(file, obj, at, 'caFile'))
-  if (!existsSync(caFile)) throw file.error([...at, 'caFile'], `${at.join('.')}.caFile ${caFile} not found`, 'write the chart repository\'s CA certificate (PEM) there or fix the path')
+  if (!existsSync(caFile))
+    throw file.error(
+      [...at, 'caFile'],
+      `${at.join('.')}.caFile ${caFile} not found`,
+      "write the chart repository's CA certificate (PEM) there or fix the path",
+    )
   return caFile
 }
 
@@ -276,8 +332,11 @@ function readCni(file: YamlFile, raw: unknown, clusterDir: string): CniSettings 
   else if (/^[\w.-]+\/[\w.-]+$/.test(chart) && !existsSync(resolve(clusterDir, chart))) {
     // `alias/name` resolves only through `helm repo add` state on the operator's machine
     const name = chart.split('/')[1] ?? chart
-    throw file.error(['cni', 'chart'], `cni.chart "${chart}" names a chart through a \`helm repo add\` alias, which this tool does not rely on`,
-      `write chart: ${name} and repo: ${name === 'cilium' ? CILIUM_REPO : '<the chart repository URL>'} under cni (docs/settings.md)`)
+    throw file.error(
+      ['cni', 'chart'],
+      `cni.chart "${chart}" names a chart through a \`helm repo add\` alias, which this tool does not rely on`,
+      `write chart: ${name} and repo: ${name === 'cilium' ? CILIUM_REPO : '<the chart repository URL>'} under cni (docs/settings.md)`,
+    )
   }
   const caFile = readCaFile(file, obj, ['cni'], clusterDir)
   if (caFile) cni.caFile = caFile
@@ -303,24 +362,51 @@ function readGates(file: YamlFile, raw: unknown, at: string[] = ['readinessGates
 
 function readFlux(file: YamlFile, raw: unknown, clusterDir: string): FluxSettings {
   const obj = asRecord(raw, file, ['flux'])
-  rejectUnknown(file, obj, ['flux'], ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile', 'handover', 'readinessGates', 'operator'])
+  rejectUnknown(
+    file,
+    obj,
+    ['flux'],
+    ['mode', 'kustomization', 'git', 'secrets', 'sopsAgeKeyFile', 'handover', 'readinessGates', 'operator'],
+  )
   const mode = requireString(file, obj, ['flux'], 'mode', 'bootstrap')
   if (mode === 'install') {
     // `flux install` creates no GitRepository or Kustomization: nothing would ever hand over
-    throw file.error(['flux', 'mode'], 'flux.mode install can never hand over: `flux install` creates no GitRepository or Kustomization', 'use flux.mode: bootstrap with flux.git, or flux.mode: existing when another tool installs Flux (docs/settings.md)')
+    throw file.error(
+      ['flux', 'mode'],
+      'flux.mode install can never hand over: `flux install` creates no GitRepository or Kustomization',
+      'use flux.mode: bootstrap with flux.git, or flux.mode: existing when another tool installs Flux (docs/settings.md)',
+    )
   }
   if (mode !== 'bootstrap' && mode !== 'operator' && mode !== 'existing') {
-    throw file.error(['flux', 'mode'], `flux.mode must be bootstrap, operator or existing, got "${mode}"`, 'set flux.mode: bootstrap (with flux.git), operator or existing (docs/settings.md)')
+    throw file.error(
+      ['flux', 'mode'],
+      `flux.mode must be bootstrap, operator or existing, got "${mode}"`,
+      'set flux.mode: bootstrap (with flux.git), operator or existing (docs/settings.md)',
+    )
   }
   const handover = requireString(file, obj, ['flux'], 'handover', 'all')
   if (handover !== 'all' && handover !== 'root') {
-    throw file.error(['flux', 'handover'], `flux.handover must be all or root, got "${handover}"`, 'use all (every Kustomization and HelmRelease Ready) or root')
+    throw file.error(
+      ['flux', 'handover'],
+      `flux.handover must be all or root, got "${handover}"`,
+      'use all (every Kustomization and HelmRelease Ready) or root',
+    )
   }
   const kustomization = requireString(file, obj, ['flux'], 'kustomization', 'flux-system/flux-system')
   if (!/^[a-z0-9-]+\/[a-z0-9.-]+$/.test(kustomization)) {
-    throw file.error(['flux', 'kustomization'], `flux.kustomization must be <namespace>/<name>, got "${kustomization}"`, 'write it as flux-system/flux-system')
+    throw file.error(
+      ['flux', 'kustomization'],
+      `flux.kustomization must be <namespace>/<name>, got "${kustomization}"`,
+      'write it as flux-system/flux-system',
+    )
   }
-  const flux: FluxSettings = { mode, kustomization, handover, secrets: [], readinessGates: readGates(file, obj.readinessGates, ['flux', 'readinessGates']) }
+  const flux: FluxSettings = {
+    mode,
+    kustomization,
+    handover,
+    secrets: [],
+    readinessGates: readGates(file, obj.readinessGates, ['flux', 'readinessGates']),
+  }
   if (mode === 'operator') {
     const op = asRecord(obj.operator, file, ['flux', 'operator'])
     rejectUnknown(file, op, ['flux', 'operator'], ['chart', 'repo', 'caFile', 'version', 'fluxVersion'])
@@ -336,7 +422,11 @@ function readFlux(file: YamlFile, raw: unknown, clusterDir: string): FluxSetting
   }
   if (obj.secrets !== undefined) {
     if (!Array.isArray(obj.secrets) || obj.secrets.some((s) => typeof s !== 'string')) {
-      throw file.error(['flux', 'secrets'], 'flux.secrets must be a list of manifest file paths', 'list files relative to the cluster directory')
+      throw file.error(
+        ['flux', 'secrets'],
+        'flux.secrets must be a list of manifest file paths',
+        'list files relative to the cluster directory',
+      )
     }
     flux.secrets = obj.secrets as string[]
   }
@@ -353,12 +443,20 @@ function readFlux(file: YamlFile, raw: unknown, clusterDir: string): FluxSetting
     if (git.knownHostsFile !== undefined) flux.git.knownHostsFile = requireString(file, git, ['flux', 'git'], 'knownHostsFile')
   }
   if (mode !== 'existing' && !flux.git) {
-    throw file.error(['flux'], `flux.mode ${mode} needs flux.git (url, branch, path, privateKeyFile)`, 'add flux.git, or set flux.mode: existing when another tool installs Flux')
+    throw file.error(
+      ['flux'],
+      `flux.mode ${mode} needs flux.git (url, branch, path, privateKeyFile)`,
+      'add flux.git, or set flux.mode: existing when another tool installs Flux',
+    )
   }
   if (mode !== 'existing' && flux.git && !flux.git.privateKeyFile) {
     // flux bootstraps over SSH; run non-interactively (--silent) it would generate a deploy key
     // that nobody registers with the repository, and the GitRepository could never clone
-    throw file.error(['flux', 'git'], 'flux.git.privateKeyFile is required: without it flux bootstrap generates a deploy key nobody registers with the repository', 'add privateKeyFile: <a deploy key file whose public key the repository accepts>')
+    throw file.error(
+      ['flux', 'git'],
+      'flux.git.privateKeyFile is required: without it flux bootstrap generates a deploy key nobody registers with the repository',
+      'add privateKeyFile: <a deploy key file whose public key the repository accepts>',
+    )
   }
   return flux
 }
@@ -382,7 +480,11 @@ export function settingOrigin(input: SettingsInput, key: ScalarKey): { file?: st
 export function checkSettingsFit(input: SettingsInput, settings: Settings, inventory: Inventory): void {
   const at = (key: ScalarKey, message: string, fix: string): InputError => {
     const origin = settingOrigin(input, key)
-    return new InputError(origin.file ? message : `${origin.describe}: ${message}`, { ...(origin.file ? { file: origin.file } : {}), ...(origin.line ? { line: origin.line } : {}), fix })
+    return new InputError(origin.file ? message : `${origin.describe}: ${message}`, {
+      ...(origin.file ? { file: origin.file } : {}),
+      ...(origin.line ? { line: origin.line } : {}),
+      fix,
+    })
   }
   const wanted = settings.bootstrapNode
   if (wanted !== undefined) {
@@ -390,7 +492,8 @@ export function checkSettingsFit(input: SettingsInput, settings: Settings, inven
     const cps = inventory.nodes.filter((n) => n.role === 'controlplane').map((n) => n.name)
     const fix = `name a control plane (${cps.join(', ') || 'none in the inventory'}), or unset bootstrapNode to use the first`
     if (!node) throw at('bootstrapNode', `bootstrapNode "${wanted}" is no node of the inventory`, fix)
-    if (node.role !== 'controlplane') throw at('bootstrapNode', `bootstrapNode "${wanted}" is a worker: etcd is bootstrapped on a control plane`, fix)
+    if (node.role !== 'controlplane')
+      throw at('bootstrapNode', `bootstrapNode "${wanted}" is a worker: etcd is bootstrapped on a control plane`, fix)
   }
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
   let isDir = false
@@ -402,12 +505,18 @@ export function checkSettingsFit(input: SettingsInput, settings: Settings, inven
   const origin = settingOrigin(input, 'kubeconfig')
   const where = origin.file ? `${origin.file}${origin.line ? `:${origin.line}` : ''}` : origin.describe
   if (isDir) {
-    throw new InputError(`is a directory, not a kubeconfig file (kubeconfig from ${where})`, { file: kubeconfig, fix: 'move the directory away, or point kubeconfig at a file path (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig)' })
+    throw new InputError(`is a directory, not a kubeconfig file (kubeconfig from ${where})`, {
+      file: kubeconfig,
+      fix: 'move the directory away, or point kubeconfig at a file path (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig)',
+    })
   }
   // the kubeconfig is written: never over one of the files the run reads
   const clashing = inputFiles(input.clusterDir, settings, inventory).find((file) => samePath(file, kubeconfig))
   if (clashing) {
-    throw new InputError(`is an input of this cluster (${clashing}), not a place to write the kubeconfig (kubeconfig from ${where})`, { file: kubeconfig, fix: 'point kubeconfig at a file of its own (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig; default: kubeconfig in the cluster directory)' })
+    throw new InputError(`is an input of this cluster (${clashing}), not a place to write the kubeconfig (kubeconfig from ${where})`, {
+      file: kubeconfig,
+      fix: 'point kubeconfig at a file of its own (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig; default: kubeconfig in the cluster directory)',
+    })
   }
 }
 

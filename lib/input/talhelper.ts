@@ -44,14 +44,21 @@ function envFileText(path: string, env: NodeJS.ProcessEnv): string {
   try {
     text = readFileSync(path, 'utf8')
   } catch (err) {
-    throw new InputError(`cannot read the talhelper env file (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { file: path, fix: 'make it a readable file or remove it' })
+    throw new InputError(`cannot read the talhelper env file (${(err as NodeJS.ErrnoException).code ?? 'error'})`, {
+      file: path,
+      fix: 'make it a readable file or remove it',
+    })
   }
   if (text.length === 0) return text
   const lines = new LineCounter()
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false })
   const first = doc.errors[0]
   if (first) {
-    throw new InputError(`YAML syntax error: ${first.message.split('\n')[0] ?? ''}`, { file: path, line: lines.linePos(first.pos[0]).line, fix: 'correct the YAML syntax of the env file (talhelper fails on it too)' })
+    throw new InputError(`YAML syntax error: ${first.message.split('\n')[0] ?? ''}`, {
+      file: path,
+      line: lines.linePos(first.pos[0]).line,
+      fix: 'correct the YAML syntax of the env file (talhelper fails on it too)',
+    })
   }
   const sops = (documentToJS(doc, path, lines) as { sops?: unknown } | null)?.sops
   const encrypted = sops !== null && typeof sops === 'object' && Object.keys(sops).length > 0
@@ -64,12 +71,16 @@ function envFileText(path: string, env: NodeJS.ProcessEnv): string {
       fix: `install sops (or point ${SOPS_ENV} at it) with the key that decrypts this file, or export its variables and remove the file`,
     })
   }
-  throw new InputError(`sops could not decrypt the env file: ${result.message}`, { file: path, fix: 'make the decryption key available to sops (e.g. SOPS_AGE_KEY_FILE), as for talhelper genconfig' })
+  throw new InputError(`sops could not decrypt the env file: ${result.message}`, {
+    file: path,
+    fix: 'make the decryption key available to sops (e.g. SOPS_AGE_KEY_FILE), as for talhelper genconfig',
+  })
 }
 
 type Dotenv = { vars: Map<string, string> } | { error: string; line: number }
 
-const isBlank = (c: string | undefined): boolean => c === ' ' || c === '\t' || c === '\v' || c === '\f' || c === '\r' || c === '\u0085' || c === '\u00a0'
+const isBlank = (c: string | undefined): boolean =>
+  c === ' ' || c === '\t' || c === '\v' || c === '\f' || c === '\r' || c === '\u0085' || c === '\u00a0'
 
 /** KEY: value / KEY=value lines as godotenv v1.5.1 reads them (quotes, `export`, trailing comments, $VAR from earlier keys). */
 export function parseDotenv(source: string): Dotenv {
@@ -126,7 +137,14 @@ export function parseDotenv(source: string): Dotenv {
       }
       if (close < 0) return { error: 'unterminated quoted value', line: lineAt(i) }
       value = src.slice(i + 1, close)
-      if (quote === '"') value = expandDotenv(value.replace(/\\n/g, '\n').replace(/\\r/g, '\r').replace(/\\([^$])/g, '$1'), vars)
+      if (quote === '"')
+        value = expandDotenv(
+          value
+            .replace(/\\n/g, '\n')
+            .replace(/\\r/g, '\r')
+            .replace(/\\([^$])/g, '$1'),
+          vars,
+        )
       i = close + 1
     }
     vars.set(key, value)
@@ -136,10 +154,13 @@ export function parseDotenv(source: string): Dotenv {
 
 /** godotenv's expansion: `$VAR`/`${VAR}` of upper-case names from the same file (unknown: empty), `\$` kept literal. */
 function expandDotenv(value: string, vars: Map<string, string>): string {
-  return value.replace(/(\\)?(\$)(\()?\{?([A-Z0-9_]+)?\}?/g, (match, escaped: string | undefined, _d: string, _p: string | undefined, name: string | undefined) => {
-    if (escaped) return match.slice(1)
-    return name ? (vars.get(name) ?? '') : match
-  })
+  return value.replace(
+    /(\\)?(\$)(\()?\{?([A-Z0-9_]+)?\}?/g,
+    (match, escaped: string | undefined, _d: string, _p: string | undefined, name: string | undefined) => {
+      if (escaped) return match.slice(1)
+      return name ? (vars.get(name) ?? '') : match
+    },
+  )
 }
 
 export interface SubstitutionError {
@@ -324,7 +345,8 @@ export function renderFilename(template: string, data: FilenameData): { name: st
     action = action.trim()
     if (!/^\/\*[\s\S]*\*\/$/.test(action)) {
       const field = /^\.(ClusterName|Hostname|IPAddress|Role)$/.exec(action)?.[1] as keyof FilenameData | undefined
-      if (!field) return { error: `filenameTmpl action {{ ${action} }} is not one this tool evaluates (.ClusterName, .Hostname, .IPAddress, .Role)` }
+      if (!field)
+        return { error: `filenameTmpl action {{ ${action} }} is not one this tool evaluates (.ClusterName, .Hostname, .IPAddress, .Role)` }
       out += data[field]
     }
     if (trimRight) while (after < template.length && /\s/.test(template[after] as string)) after++

@@ -1,5 +1,15 @@
 import { readFileSync } from 'node:fs'
-import { isMap, isSeq, LineCounter, parseAllDocuments, parseDocument, visit, type Document, type Node as YamlNode, type YAMLError } from 'yaml'
+import {
+  isMap,
+  isSeq,
+  LineCounter,
+  parseAllDocuments,
+  parseDocument,
+  visit,
+  type Document,
+  type Node as YamlNode,
+  type YAMLError,
+} from 'yaml'
 import { InputError } from '../core/errors.js'
 
 /** A parsed YAML file that can say on which line a value stands, for `<file>:<line>:` errors. */
@@ -32,7 +42,10 @@ export class YamlFile {
   /** The first syntax error of a file of one or more `---` documents (a machine config), as an input error. */
   static checkSyntax(path: string, text: string): InputError | undefined {
     const docs: ReadonlyArray<{ errors: YAMLError[] }> = parseAllDocuments(text, { prettyErrors: true })
-    return syntaxError(path, docs.flatMap((d) => d.errors))
+    return syntaxError(
+      path,
+      docs.flatMap((d) => d.errors),
+    )
   }
 
   toJS(): unknown {
@@ -91,7 +104,11 @@ export function documentToJS(doc: Document, path: string, lines?: LineCounter): 
       },
     })
     const line = lines && offset !== undefined ? lines.linePos(offset).line : undefined
-    throw new InputError(`YAML aliases expand too far (${err.message})`, { file: path, ...(line ? { line } : {}), fix: 'write the values out instead of repeating nested aliases' })
+    throw new InputError(`YAML aliases expand too far (${err.message})`, {
+      file: path,
+      ...(line ? { line } : {}),
+      fix: 'write the values out instead of repeating nested aliases',
+    })
   }
 }
 

@@ -15,7 +15,11 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
       // applied before, its API waiting for the control plane: configured (--reapply must wait for the bootstrap)
       const waits = err instanceof NodeError && err.transient ? await appliedAndWaiting(node, run) : undefined
       if (!waits) throw err
-      const error = new NodeError('configured', `the node took its config before and is not answering yet: ${waits}`, hintFor('configured', node))
+      const error = new NodeError(
+        'configured',
+        `the node took its config before and is not answering yet: ${waits}`,
+        hintFor('configured', node),
+      )
       return { status: 'skipped', detail: 'already configured', error }
     }
   }

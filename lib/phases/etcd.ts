@@ -25,7 +25,8 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
   const errors = new Map<string, NodeError>()
   // one batched read through the bootstrap node; a node it could not tell about (the endpoint
   // down, or no etcd registered there yet) is asked alone
-  const batched = cps.length > 1 ? await run.talosctl.serviceStatuses(cps, bootstrapNode(run), 'etcd') : new Map<string, NodeAnswer<ServiceStatus>>()
+  const batched =
+    cps.length > 1 ? await run.talosctl.serviceStatuses(cps, bootstrapNode(run), 'etcd') : new Map<string, NodeAnswer<ServiceStatus>>()
   const states = await Promise.all(
     cps.map(async (cp) => {
       try {
@@ -47,7 +48,11 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
   // nobody can tell whether etcd runs: never read as "not bootstrapped" (transient: retried)
   if (errors.size === cps.length) {
     const why = cps.map((cp) => `${cp.name} (${errors.get(cp.name)?.kind ?? 'unknown'}: ${errors.get(cp.name)?.message ?? ''})`).join('; ')
-    throw new NodeError('unreachable', `no control plane answered whether etcd runs: ${why}`, `bring a control plane back (${taskCommand('bootstrap:status')} shows them), then run the same command again`)
+    throw new NodeError(
+      'unreachable',
+      `no control plane answered whether etcd runs: ${why}`,
+      `bring a control plane back (${taskCommand('bootstrap:status')} shows them), then run the same command again`,
+    )
   }
   return cps.find((_, i) => states[i] === 'Running')
 }
@@ -91,19 +96,16 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   let notYet: NodeError | undefined
   try {
     // any other failure (the retries spent) ends the wait at once, as it did without it
-    const failed = await report.poll(
-      async () => {
-        try {
-          await attempts()
-          return { done: true, value: undefined }
-        } catch (err) {
-          if (!(err instanceof NodeError) || err.kind !== 'not-ready-yet') return { done: true, value: err }
-          notYet = err
-          return { done: false, state: err.message }
-        }
-      },
-      run.settings.bootstrapTimeoutMs,
-    )
+    const failed = await report.poll(async () => {
+      try {
+        await attempts()
+        return { done: true, value: undefined }
+      } catch (err) {
+        if (!(err instanceof NodeError) || err.kind !== 'not-ready-yet') return { done: true, value: err }
+        notYet = err
+        return { done: false, state: err.message }
+      }
+    }, run.settings.bootstrapTimeoutMs)
     if (failed !== undefined) throw failed
   } catch (err) {
     if (err instanceof PollTimeout && notYet) throw notYet
@@ -134,26 +136,35 @@ function memberReading(run: Run): SharedReading<EtcdMember[]> {
 function joinStep(members: SharedReading<EtcdMember[]>) {
   return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
     try {
-      const detail = await report.poll(
-        async () => {
-          let list: EtcdMember[]
-          try {
-            list = await members.get()
-          } catch (err) {
-            if (err instanceof NodeError && err.transient) return { done: false, state: `etcd members unavailable (${err.kind})` }
-            throw err
+      const detail = await report.poll(async () => {
+        let list: EtcdMember[]
+        try {
+          list = await members.get()
+        } catch (err) {
+          if (err instanceof NodeError && err.transient) return { done: false, state: `etcd members unavailable (${err.kind})` }
+          throw err
+        }
+        // after a reset: a new, started voter, and the old ID gone (a stale one is not a rejoin)
+        const old = run.facts.of(node.name).replacedEtcdMember
+        const mine = list.filter((m) => m.id !== old && isMemberOf(node, m))
+        const member = mine.find((m) => !m.isLearner && m.hostname) ?? mine[0]
+        const stale = old !== undefined && list.some((m) => m.id === old)
+        if (member && !member.isLearner && member.hostname && !stale)
+          return { done: true, value: `etcd member ${member.id}${old ? ` (was ${old})` : ''}` }
+        if (stale)
+          return {
+            done: false,
+            state: `the old etcd member ${old} is still listed${member ? `; new member ${member.id}${member.isLearner ? ' (learner)' : ''}` : ''}`,
           }
-          // after a reset: a new, started voter, and the old ID gone (a stale one is not a rejoin)
-          const old = run.facts.of(node.name).replacedEtcdMember
-          const mine = list.filter((m) => m.id !== old && isMemberOf(node, m))
-          const member = mine.find((m) => !m.isLearner && m.hostname) ?? mine[0]
-          const stale = old !== undefined && list.some((m) => m.id === old)
-          if (member && !member.isLearner && member.hostname && !stale) return { done: true, value: `etcd member ${member.id}${old ? ` (was ${old})` : ''}` }
-          if (stale) return { done: false, state: `the old etcd member ${old} is still listed${member ? `; new member ${member.id}${member.isLearner ? ' (learner)' : ''}` : ''}` }
-          return { done: false, state: member ? (member.isLearner ? 'etcd learner, not promoted yet' : 'etcd member not started yet') : `not an etcd member yet (${list.length} members)` }
-        },
-        run.settings.bootstrapTimeoutMs,
-      )
+        return {
+          done: false,
+          state: member
+            ? member.isLearner
+              ? 'etcd learner, not promoted yet'
+              : 'etcd member not started yet'
+            : `not an etcd member yet (${list.length} members)`,
+        }
+      }, run.settings.bootstrapTimeoutMs)
       return { status: 'ok', detail }
     } catch (err) {
       if (!(err instanceof PollTimeout)) throw err
@@ -164,7 +175,11 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
       } catch {
         // the timeout itself is the finding
       }
-      throw new NodeError('etcd-join', `did not join etcd within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}${etcdState}`, hintFor('etcd-join', node))
+      throw new NodeError(
+        'etcd-join',
+        `did not join etcd within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}${etcdState}`,
+        hintFor('etcd-join', node),
+      )
     }
   }
 }
@@ -183,12 +198,20 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
   await report.retry(() => run.talosctl.kubeconfig(node, fetched))
   if (run.options.dryRun) return run.kubeconfig
   if (!existsSync(fetched)) {
-    throw new NodeError('unknown', `talosctl kubeconfig on ${node.name} exited 0 but wrote no file at ${fetched}`, `run it by hand to see why: ${talosctlCommand(node, `kubeconfig ${fetched}`)}; then run: ${taskCommand('bootstrap:etcd')}`)
+    throw new NodeError(
+      'unknown',
+      `talosctl kubeconfig on ${node.name} exited 0 but wrote no file at ${fetched}`,
+      `run it by hand to see why: ${talosctlCommand(node, `kubeconfig ${fetched}`)}; then run: ${taskCommand('bootstrap:etcd')}`,
+    )
   }
   try {
     mergeKubeconfig(run.kubeconfig, readFileSync(fetched, 'utf8'))
   } catch (err) {
-    throw new NodeError('config-invalid', `cannot merge this cluster's kubeconfig into ${run.kubeconfig}: ${errorMessage(err)}`, `fix or move ${run.kubeconfig} (or point kubeconfig at another file), then run: ${taskCommand('bootstrap:etcd')}`)
+    throw new NodeError(
+      'config-invalid',
+      `cannot merge this cluster's kubeconfig into ${run.kubeconfig}: ${errorMessage(err)}`,
+      `fix or move ${run.kubeconfig} (or point kubeconfig at another file), then run: ${taskCommand('bootstrap:etcd')}`,
+    )
   } finally {
     rmSync(fetched, { force: true })
   }
@@ -231,7 +254,13 @@ export const etcd: Phase = {
       },
       // only once etcd was bootstrapped (or found running): when the bootstrap step could not run,
       // the control planes stay not-run with its cause instead of polling a node that failed
-      { kind: 'node', title: 'Control planes join etcd', would: 'would wait until it is an etcd member', applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped === true, run: joinStep(members) },
+      {
+        kind: 'node',
+        title: 'Control planes join etcd',
+        would: 'would wait until it is an etcd member',
+        applies: (n, r) => isCp(n) && r.facts.cluster.bootstrapped === true,
+        run: joinStep(members),
+      },
     ]
   },
 }

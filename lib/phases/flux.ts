@@ -25,7 +25,12 @@ const manifestsOf = new WeakMap<Run, Array<{ file: string; text: string }>>()
 
 function fluxSettings(run: Run): FluxSettings {
   const flux = run.settings.flux
-  if (!flux) throw new NodeError('flux', 'no flux section in bootstrap.yaml', `add flux: {mode, kustomization, git} to bootstrap.yaml (docs/settings.md), then run: ${taskCommand('bootstrap:flux')}`)
+  if (!flux)
+    throw new NodeError(
+      'flux',
+      'no flux section in bootstrap.yaml',
+      `add flux: {mode, kustomization, git} to bootstrap.yaml (docs/settings.md), then run: ${taskCommand('bootstrap:flux')}`,
+    )
   return flux
 }
 
@@ -40,7 +45,8 @@ function rootOf(flux: FluxSettings): { namespace: string; name: string } {
 /** true when Flux may go in; else why not (a node failed an earlier phase of this run, or the cluster check found one not ready). */
 function fluxMayGoIn(run: Run): true | string {
   if (run.facts.cluster.fluxBlocked) return run.facts.cluster.fluxBlocked
-  if (run.failed.size > 0) return `the cluster is not ready: ${[...run.failed].map(([node, phase]) => `${node} failed in ${phase}`).join(', ')}`
+  if (run.failed.size > 0)
+    return `the cluster is not ready: ${[...run.failed].map(([node, phase]) => `${node} failed in ${phase}`).join(', ')}`
   return true
 }
 
@@ -57,10 +63,22 @@ async function readSecrets(run: Run, flux: FluxSettings): Promise<Array<{ file: 
       out.push({ file, text: raw })
       continue
     }
-    if (!run.sops.available()) throw new InputError(`${file} is SOPS-encrypted and sops is not on PATH`, { file: path, fix: 'install sops 3.x (or set SOPS to its path); the file is decrypted in memory only' })
-    if (!ageKey) throw new InputError(`${file} is SOPS-encrypted but flux.sopsAgeKeyFile is not set`, { file: path, fix: 'set flux.sopsAgeKeyFile in bootstrap.yaml to the age identity the file is encrypted to' })
+    if (!run.sops.available())
+      throw new InputError(`${file} is SOPS-encrypted and sops is not on PATH`, {
+        file: path,
+        fix: 'install sops 3.x (or set SOPS to its path); the file is decrypted in memory only',
+      })
+    if (!ageKey)
+      throw new InputError(`${file} is SOPS-encrypted but flux.sopsAgeKeyFile is not set`, {
+        file: path,
+        fix: 'set flux.sopsAgeKeyFile in bootstrap.yaml to the age identity the file is encrypted to',
+      })
     const result = await run.sops.decrypt(path, ageKey)
-    if (!result.ok) throw new InputError(`sops cannot decrypt ${file}: ${result.reason}`, { file: path, fix: `check that ${flux.sopsAgeKeyFile ?? ''} holds the age identity the file is encrypted to` })
+    if (!result.ok)
+      throw new InputError(`sops cannot decrypt ${file}: ${result.reason}`, {
+        file: path,
+        fix: `check that ${flux.sopsAgeKeyFile ?? ''} holds the age identity the file is encrypted to`,
+      })
     // the plaintext values must never reach the output either
     for (const value of secretValues(result.text)) run.redactor.add(value)
     out.push({ file, text: result.text })
@@ -104,21 +122,27 @@ async function clusterReady(run: Run, report: StepReporter): Promise<string> {
       async (): Promise<PollAnswer<string>> => {
         try {
           const nodes = await kubectl.list('nodes')
-          const notReady = nodes.filter((n) => condition(n, 'Ready')?.status !== 'True').map((n) => `${n.metadata.name} NotReady (${condition(n, 'Ready')?.message ?? 'no Ready condition'})`)
+          const notReady = nodes
+            .filter((n) => condition(n, 'Ready')?.status !== 'True')
+            .map((n) => `${n.metadata.name} NotReady (${condition(n, 'Ready')?.message ?? 'no Ready condition'})`)
           const missing = run.nodes.filter((n) => !nodes.some((k) => k.metadata.name === n.name)).map((n) => `${n.name} not registered`)
           const problems = [...missing, ...notReady]
           if (cni) {
             const ds = await kubectl.get('daemonsets', cni.daemonset, cni.namespace)
             const st = ds?.status as { desiredNumberScheduled?: number; numberReady?: number } | undefined
             if (!ds) problems.push(`CNI DaemonSet ${cni.namespace}/${cni.daemonset} not found`)
-            else if ((st?.numberReady ?? 0) < (st?.desiredNumberScheduled ?? 1)) problems.push(`CNI ${cni.daemonset}: ${st?.numberReady ?? 0}/${st?.desiredNumberScheduled ?? '?'} pods ready`)
+            else if ((st?.numberReady ?? 0) < (st?.desiredNumberScheduled ?? 1))
+              problems.push(`CNI ${cni.daemonset}: ${st?.numberReady ?? 0}/${st?.desiredNumberScheduled ?? '?'} pods ready`)
           }
           for (const gate of run.settings.readinessGates) {
             const pods = await kubectl.list('pods', { namespace: gate.namespace, selector: gate.selector })
-            if (pods.length === 0 || pods.some((p) => condition(p, 'Ready')?.status !== 'True')) problems.push(`readiness gate ${gate.name} not met`)
+            if (pods.length === 0 || pods.some((p) => condition(p, 'Ready')?.status !== 'True'))
+              problems.push(`readiness gate ${gate.name} not met`)
           }
           why = problems.join('; ')
-          return problems.length ? { done: false, state: why } : { done: true, value: `${nodes.length} node(s) Ready${cni ? `, ${cni.daemonset} ready` : ''}` }
+          return problems.length
+            ? { done: false, state: why }
+            : { done: true, value: `${nodes.length} node(s) Ready${cni ? `, ${cni.daemonset} ready` : ''}` }
         } catch (err) {
           // a transient API error is "not yet"; the deadline decides
           if (err instanceof NodeError && isTransient(err.kind)) return { done: false, state: (why = err.message) }
@@ -131,7 +155,11 @@ async function clusterReady(run: Run, report: StepReporter): Promise<string> {
   } catch (err) {
     if (err instanceof PollTimeout) {
       run.facts.cluster.fluxBlocked = `the cluster is not ready: ${why}`
-      throw new NodeError('node-not-ready', `the cluster is not ready for Flux: ${why}`, `make every node Ready first (${taskCommand('bootstrap:wait-ready')}), then run: ${again()}`)
+      throw new NodeError(
+        'node-not-ready',
+        `the cluster is not ready for Flux: ${why}`,
+        `make every node Ready first (${taskCommand('bootstrap:wait-ready')}), then run: ${again()}`,
+      )
     }
     throw err
   }
@@ -145,7 +173,10 @@ async function applySecrets(run: Run, report: StepReporter): Promise<string> {
   const { namespace } = rootOf(flux)
   if (flux.sopsAgeKeyFile) {
     const key = readFileSync(resolve(run.inventory.clusterDir, flux.sopsAgeKeyFile))
-    manifests.push({ file: 'sops-age', text: `apiVersion: v1\nkind: Secret\nmetadata:\n  name: sops-age\n  namespace: ${namespace}\ntype: Opaque\ndata:\n  age.agekey: ${key.toString('base64')}\n` })
+    manifests.push({
+      file: 'sops-age',
+      text: `apiVersion: v1\nkind: Secret\nmetadata:\n  name: sops-age\n  namespace: ${namespace}\ntype: Opaque\ndata:\n  age.agekey: ${key.toString('base64')}\n`,
+    })
   }
   const kubectl = kube(run)
   const namespaces = [...new Set([namespace, ...namespacesOf(manifests.map((m) => m.text))])]
@@ -190,7 +221,8 @@ async function driftOf(run: Run, flux: FluxSettings, root: KubeObject): Promise<
     const secret = await kubectl.get('secrets', secretName, source?.metadata.namespace)
     const identity = (secret as { data?: Record<string, string> } | undefined)?.data?.identity
     const want = readFileSync(resolve(run.inventory.clusterDir, git.privateKeyFile), 'utf8').trim()
-    if (identity !== undefined && Buffer.from(identity, 'base64').toString('utf8').trim() !== want) drift.push(`git.privateKeyFile (the ${secretName} Secret holds another key)`)
+    if (identity !== undefined && Buffer.from(identity, 'base64').toString('utf8').trim() !== want)
+      drift.push(`git.privateKeyFile (the ${secretName} Secret holds another key)`)
   }
   return drift
 }
@@ -202,15 +234,33 @@ async function driftOf(run: Run, flux: FluxSettings, root: KubeObject): Promise<
 async function installOperator(run: Run, flux: FluxSettings, report: StepReporter): Promise<string> {
   const git = flux.git
   const op = flux.operator
-  if (!git?.privateKeyFile || !op) throw new NodeError('flux', 'flux.mode operator needs flux.git with privateKeyFile', `fix bootstrap.yaml (docs/settings.md), then run: ${again()}`)
+  if (!git?.privateKeyFile || !op)
+    throw new NodeError(
+      'flux',
+      'flux.mode operator needs flux.git with privateKeyFile',
+      `fix bootstrap.yaml (docs/settings.md), then run: ${again()}`,
+    )
   const kubectl = kube(run)
   const { namespace, name } = rootOf(flux)
   const b64 = (file: string): string => readFileSync(resolve(run.inventory.clusterDir, file)).toString('base64')
   report.progress(`deploy key Secret ${namespace}/${name}`)
   const knownHosts = git.knownHostsFile ? `  known_hosts: ${b64(git.knownHostsFile)}\n` : ''
-  await kubectl.applyServerSide(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${namespace}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: ${namespace}\ntype: Opaque\ndata:\n  identity: ${b64(git.privateKeyFile)}\n${knownHosts}`)
+  await kubectl.applyServerSide(
+    `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${namespace}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: ${namespace}\ntype: Opaque\ndata:\n  identity: ${b64(git.privateKeyFile)}\n${knownHosts}`,
+  )
   report.progress(`helm upgrade --install flux-operator ${op.chart}`)
-  await run.helm.installChart({ release: 'flux-operator', chart: op.chart, namespace, ...(op.version ? { version: op.version } : {}), ...(op.repo ? { repo: op.repo } : {}), ...(op.caFile ? { caFile: op.caFile } : {}) }, run.settings.fluxTimeoutMs, again())
+  await run.helm.installChart(
+    {
+      release: 'flux-operator',
+      chart: op.chart,
+      namespace,
+      ...(op.version ? { version: op.version } : {}),
+      ...(op.repo ? { repo: op.repo } : {}),
+      ...(op.caFile ? { caFile: op.caFile } : {}),
+    },
+    run.settings.fluxTimeoutMs,
+    again(),
+  )
   const instance = {
     apiVersion: 'fluxcd.controlplane.io/v1',
     kind: 'FluxInstance',
@@ -227,19 +277,30 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
   if (run.options.dryRun) return 'dry run'
   let state = ''
   try {
-    return await report.poll(
-      async (): Promise<PollAnswer<string>> => {
-        const fi = await kubectl.get('fluxinstances.fluxcd.controlplane.io', 'flux', namespace)
-        const ready = condition(fi, 'Ready')
-        const current = fi?.status?.observedGeneration === fi?.metadata.generation
-        if (current && ready?.status === 'True') return { done: true, value: `flux-operator installed; FluxInstance flux Ready (${ready.message ?? ''}), syncing ${git.url} ${git.branch} ${git.path}` }
-        if (current && ready?.status === 'False') throw new NodeError('flux', `FluxInstance ${namespace}/flux: ${ready.reason ?? ''}: ${ready.message ?? ''}`, `see \`${kubectlCommand(`-n ${namespace} describe fluxinstance flux`)}\` and the flux-operator logs, then run: ${again()}`)
-        return { done: false, state: (state = `FluxInstance flux: ${ready?.message ?? 'not reconciled yet'}`) }
-      },
-      run.settings.fluxTimeoutMs,
-    )
+    return await report.poll(async (): Promise<PollAnswer<string>> => {
+      const fi = await kubectl.get('fluxinstances.fluxcd.controlplane.io', 'flux', namespace)
+      const ready = condition(fi, 'Ready')
+      const current = fi?.status?.observedGeneration === fi?.metadata.generation
+      if (current && ready?.status === 'True')
+        return {
+          done: true,
+          value: `flux-operator installed; FluxInstance flux Ready (${ready.message ?? ''}), syncing ${git.url} ${git.branch} ${git.path}`,
+        }
+      if (current && ready?.status === 'False')
+        throw new NodeError(
+          'flux',
+          `FluxInstance ${namespace}/flux: ${ready.reason ?? ''}: ${ready.message ?? ''}`,
+          `see \`${kubectlCommand(`-n ${namespace} describe fluxinstance flux`)}\` and the flux-operator logs, then run: ${again()}`,
+        )
+      return { done: false, state: (state = `FluxInstance flux: ${ready?.message ?? 'not reconciled yet'}`) }
+    }, run.settings.fluxTimeoutMs)
   } catch (err) {
-    if (err instanceof PollTimeout) throw new NodeError('flux', `FluxInstance flux not Ready within ${formatDuration(err.waitedMs)}: ${state}`, `see the flux-operator logs (\`${kubectlCommand(`-n ${namespace} logs deploy/flux-operator`)}\`), then run: ${again()}`)
+    if (err instanceof PollTimeout)
+      throw new NodeError(
+        'flux',
+        `FluxInstance flux not Ready within ${formatDuration(err.waitedMs)}: ${state}`,
+        `see the flux-operator logs (\`${kubectlCommand(`-n ${namespace} logs deploy/flux-operator`)}\`), then run: ${again()}`,
+      )
     throw err
   }
 }
@@ -256,7 +317,12 @@ async function installFlux(run: Run, report: StepReporter): Promise<string> {
     }
   }
   const git = flux.git
-  if (!git?.privateKeyFile) throw new NodeError('flux', 'flux.mode bootstrap needs flux.git with privateKeyFile', `fix bootstrap.yaml (docs/settings.md), then run: ${again()}`)
+  if (!git?.privateKeyFile)
+    throw new NodeError(
+      'flux',
+      'flux.mode bootstrap needs flux.git with privateKeyFile',
+      `fix bootstrap.yaml (docs/settings.md), then run: ${again()}`,
+    )
   const kubectl = kube(run)
   let drift: string[] = []
   if (!run.options.dryRun) {
@@ -267,13 +333,18 @@ async function installFlux(run: Run, report: StepReporter): Promise<string> {
     if (managedBy && managedBy !== 'flux') {
       const version = crd?.metadata.labels?.['app.kubernetes.io/version'] ?? ''
       run.facts.cluster.fluxInstallFailed = true
-      throw new NodeError('flux', `Flux ${version} is installed on this cluster by ${managedBy}: flux bootstrap would ask to override that installation, which a non-interactive run cannot answer`, `leave Flux to ${managedBy}: set flux.mode: existing in bootstrap.yaml (Secrets and the handover wait only), or uninstall it; then run: ${again()}`)
+      throw new NodeError(
+        'flux',
+        `Flux ${version} is installed on this cluster by ${managedBy}: flux bootstrap would ask to override that installation, which a non-interactive run cannot answer`,
+        `leave Flux to ${managedBy}: set flux.mode: existing in bootstrap.yaml (Secrets and the handover wait only), or uninstall it; then run: ${again()}`,
+      )
     }
     const { namespace, name } = rootOf(flux)
     const root = crd ? await kubectl.get(KS, name, namespace) : undefined
     if (root) {
       drift = await driftOf(run, flux, root)
-      if (drift.length === 0 && condition(root, 'Ready')?.status === 'True') return `already installed, ${flux.kustomization} Ready; repository, branch, path and key as in the settings`
+      if (drift.length === 0 && condition(root, 'Ready')?.status === 'True')
+        return `already installed, ${flux.kustomization} Ready; repository, branch, path and key as in the settings`
       if (drift.length) report.progress(`settings changed: ${drift.join('; ')}`)
     }
   }
@@ -284,7 +355,9 @@ async function installFlux(run: Run, report: StepReporter): Promise<string> {
     run.facts.cluster.fluxInstallFailed = true
     if (err instanceof NodeError && drift.length) {
       const pathChange = /would overwrite path/.test(err.message)
-      const hint = pathChange ? `flux never moves an existing root Kustomization to another path: set flux.git.path back, or move the manifests in Git and delete the root Kustomization deliberately; then run: ${again()}` : err.hint
+      const hint = pathChange
+        ? `flux never moves an existing root Kustomization to another path: set flux.git.path back, or move the manifests in Git and delete the root Kustomization deliberately; then run: ${again()}`
+        : err.hint
       throw new NodeError(err.kind, `settings changed since Flux was bootstrapped (${drift.join('; ')}): ${err.message}`, hint)
     }
     throw err
@@ -313,43 +386,58 @@ async function waitHandover(run: Run, report: StepReporter): Promise<string> {
   let pending: KubeObject[] = []
   let state = ''
   try {
-    return await report.poll(
-      async (): Promise<PollAnswer<string>> => {
-        if (run.options.dryRun) return { done: true, value: 'dry run' }
-        let ks: KubeObject[] | undefined
-        let hrs: KubeObject[] | undefined
-        try {
-          ks = await kubectl.listServed(KS, { allNamespaces: true })
-          hrs = ks && flux.handover === 'all' ? await kubectl.listServed(HR, { allNamespaces: true }) : []
-        } catch (err) {
-          if (err instanceof NodeError && isTransient(err.kind)) return { done: false, state: (state = err.message) }
-          throw err
+    return await report.poll(async (): Promise<PollAnswer<string>> => {
+      if (run.options.dryRun) return { done: true, value: 'dry run' }
+      let ks: KubeObject[] | undefined
+      let hrs: KubeObject[] | undefined
+      try {
+        ks = await kubectl.listServed(KS, { allNamespaces: true })
+        hrs = ks && flux.handover === 'all' ? await kubectl.listServed(HR, { allNamespaces: true }) : []
+      } catch (err) {
+        if (err instanceof NodeError && isTransient(err.kind)) return { done: false, state: (state = err.message) }
+        throw err
+      }
+      // the API serves no Kustomization kind: Flux's CRDs are not installed (yet)
+      if (!ks) return { done: false, state: (state = "Flux's CRDs are not installed (the API serves no Kustomization kind)") }
+      const root = ks.find((k) => k.metadata.name === name && k.metadata.namespace === namespace)
+      if (!root) return { done: false, state: (state = `${flux.kustomization} not created yet`) }
+      if (root.spec?.suspend)
+        throw new NodeError(
+          'flux',
+          `${flux.kustomization} is suspended`,
+          `resume it (flux resume kustomization ${name} -n ${namespace}), then run: ${again()}`,
+        )
+      const watched = flux.handover === 'root' ? [root] : [...ks, ...(hrs ?? [])].filter((o) => !o.spec?.suspend)
+      const current = (o: KubeObject): boolean =>
+        o.status?.observedGeneration === undefined || o.status.observedGeneration === o.metadata.generation
+      const failed = watched.filter((o) => {
+        const ready = condition(o, 'Ready')
+        return (
+          current(o) &&
+          (condition(o, 'Stalled')?.status === 'True' || (ready?.status === 'False' && !WAITING_REASONS.has(ready.reason ?? '')))
+        )
+      })
+      if (failed.length) run.facts.cluster.fluxNotHandedOver = true
+      if (failed.length) throw new NodeError('flux', `not handed over: ${failed.map(describe).join('; ')}`, fluxHint())
+      pending = watched.filter((o) => !(current(o) && condition(o, 'Ready')?.status === 'True'))
+      if (pending.length === 0) {
+        const counts =
+          flux.handover === 'root' ? `${flux.kustomization}` : `${ks.length} Kustomization(s), ${hrs?.length ?? 0} HelmRelease(s)`
+        return {
+          done: true,
+          value: `handed over: ${counts} Ready (${String(root.status?.lastAppliedRevision ?? condition(root, 'Ready')?.message ?? '')})`,
         }
-        // the API serves no Kustomization kind: Flux's CRDs are not installed (yet)
-        if (!ks) return { done: false, state: (state = "Flux's CRDs are not installed (the API serves no Kustomization kind)") }
-        const root = ks.find((k) => k.metadata.name === name && k.metadata.namespace === namespace)
-        if (!root) return { done: false, state: (state = `${flux.kustomization} not created yet`) }
-        if (root.spec?.suspend) throw new NodeError('flux', `${flux.kustomization} is suspended`, `resume it (flux resume kustomization ${name} -n ${namespace}), then run: ${again()}`)
-        const watched = flux.handover === 'root' ? [root] : [...ks, ...(hrs ?? [])].filter((o) => !o.spec?.suspend)
-        const current = (o: KubeObject): boolean => o.status?.observedGeneration === undefined || o.status.observedGeneration === o.metadata.generation
-        const failed = watched.filter((o) => {
-          const ready = condition(o, 'Ready')
-          return current(o) && (condition(o, 'Stalled')?.status === 'True' || (ready?.status === 'False' && !WAITING_REASONS.has(ready.reason ?? '')))
-        })
-        if (failed.length) run.facts.cluster.fluxNotHandedOver = true
-        if (failed.length) throw new NodeError('flux', `not handed over: ${failed.map(describe).join('; ')}`, fluxHint())
-        pending = watched.filter((o) => !(current(o) && condition(o, 'Ready')?.status === 'True'))
-        if (pending.length === 0) {
-          const counts = flux.handover === 'root' ? `${flux.kustomization}` : `${ks.length} Kustomization(s), ${hrs?.length ?? 0} HelmRelease(s)`
-          return { done: true, value: `handed over: ${counts} Ready (${String(root.status?.lastAppliedRevision ?? condition(root, 'Ready')?.message ?? '')})` }
-        }
-        return { done: false, state: (state = pending.map(describe).join('; ')) }
-      },
-      run.settings.fluxTimeoutMs,
-    )
+      }
+      return { done: false, state: (state = pending.map(describe).join('; ')) }
+    }, run.settings.fluxTimeoutMs)
   } catch (err) {
     run.facts.cluster.fluxNotHandedOver = true
-    if (err instanceof PollTimeout) throw new NodeError('flux', `not handed over within ${formatDuration(err.waitedMs)}: ${pending.length ? pending.map(describe).join('; ') : state}`, fluxHint())
+    if (err instanceof PollTimeout)
+      throw new NodeError(
+        'flux',
+        `not handed over within ${formatDuration(err.waitedMs)}: ${pending.length ? pending.map(describe).join('; ') : state}`,
+        fluxHint(),
+      )
     throw err
   }
 }
@@ -360,32 +448,79 @@ export const flux: Phase = {
   check: async (run) => {
     const settings = run.settings.flux
     const bootstrapYaml = join(run.inventory.clusterDir, 'bootstrap.yaml')
-    if (!settings) throw new InputError('no flux section in bootstrap.yaml', { file: bootstrapYaml, fix: 'add flux: {mode, kustomization, git} (docs/settings.md)' })
-    for (const file of [...settings.secrets, ...(settings.git?.privateKeyFile ? [settings.git.privateKeyFile] : []), ...(settings.git?.knownHostsFile ? [settings.git.knownHostsFile] : []), ...(settings.sopsAgeKeyFile ? [settings.sopsAgeKeyFile] : [])]) {
+    if (!settings)
+      throw new InputError('no flux section in bootstrap.yaml', {
+        file: bootstrapYaml,
+        fix: 'add flux: {mode, kustomization, git} (docs/settings.md)',
+      })
+    for (const file of [
+      ...settings.secrets,
+      ...(settings.git?.privateKeyFile ? [settings.git.privateKeyFile] : []),
+      ...(settings.git?.knownHostsFile ? [settings.git.knownHostsFile] : []),
+      ...(settings.sopsAgeKeyFile ? [settings.sopsAgeKeyFile] : []),
+    ]) {
       const path = resolve(run.inventory.clusterDir, file)
-      if (!existsSync(path)) throw new InputError(`${file} named in flux settings not found`, { file: bootstrapYaml, fix: `create ${path} or fix the path` })
+      if (!existsSync(path))
+        throw new InputError(`${file} named in flux settings not found`, { file: bootstrapYaml, fix: `create ${path} or fix the path` })
     }
     manifestsOf.set(run, await readSecrets(run, settings))
   },
   steps: () => {
-    const after = (also?: (run: Run) => true | string): ClusterStep['ready'] => (run) => {
-      const why = fluxMayGoIn(run)
-      if (why !== true) return why
-      return also ? also(run) : true
-    }
+    const after =
+      (also?: (run: Run) => true | string): ClusterStep['ready'] =>
+      (run) => {
+        const why = fluxMayGoIn(run)
+        if (why !== true) return why
+        return also ? also(run) : true
+      }
     // a failed install already names the cause; waiting on would only say it again
     const installed = (run: Run): true | string => (run.facts.cluster.fluxInstallFailed ? 'the flux install failed' : true)
     return [
-      { kind: 'cluster', name: 'flux-cluster-ready', title: 'Nodes Ready, CNI ready', would: 'would check every node Ready and the CNI', ready: after(), run: clusterReady },
-      { kind: 'cluster', name: 'flux-secrets', title: 'Namespaces and Secrets before Flux (server-side)', would: 'would apply the namespaces and Secrets Flux needs (server-side)', ready: after(), run: applySecrets },
-      { kind: 'cluster', name: 'flux-install', title: 'Install Flux (bootstrap or flux-operator)', would: (r) => `would ${r.settings.flux?.mode === 'operator' ? 'install flux-operator and a FluxInstance' : r.settings.flux?.mode === 'existing' ? 'leave the installed Flux as it is' : 'bootstrap Flux'}`, ready: after(), run: installFlux },
-      { kind: 'cluster', name: 'flux-kustomization', title: 'Every Kustomization and HelmRelease Ready', would: 'would wait for every Kustomization and HelmRelease to be Ready', ready: after(installed), run: waitHandover },
+      {
+        kind: 'cluster',
+        name: 'flux-cluster-ready',
+        title: 'Nodes Ready, CNI ready',
+        would: 'would check every node Ready and the CNI',
+        ready: after(),
+        run: clusterReady,
+      },
+      {
+        kind: 'cluster',
+        name: 'flux-secrets',
+        title: 'Namespaces and Secrets before Flux (server-side)',
+        would: 'would apply the namespaces and Secrets Flux needs (server-side)',
+        ready: after(),
+        run: applySecrets,
+      },
+      {
+        kind: 'cluster',
+        name: 'flux-install',
+        title: 'Install Flux (bootstrap or flux-operator)',
+        would: (r) =>
+          `would ${r.settings.flux?.mode === 'operator' ? 'install flux-operator and a FluxInstance' : r.settings.flux?.mode === 'existing' ? 'leave the installed Flux as it is' : 'bootstrap Flux'}`,
+        ready: after(),
+        run: installFlux,
+      },
+      {
+        kind: 'cluster',
+        name: 'flux-kustomization',
+        title: 'Every Kustomization and HelmRelease Ready',
+        would: 'would wait for every Kustomization and HelmRelease to be Ready',
+        ready: after(installed),
+        run: waitHandover,
+      },
       {
         kind: 'cluster',
         name: 'flux-readiness-gates',
         title: 'Readiness gates after Flux',
         would: 'would wait for the readiness gates after Flux',
-        ready: after((run) => (run.facts.cluster.fluxInstallFailed ? 'the flux install failed' : run.facts.cluster.fluxNotHandedOver ? 'Flux has not handed over' : true)),
+        ready: after((run) =>
+          run.facts.cluster.fluxInstallFailed
+            ? 'the flux install failed'
+            : run.facts.cluster.fluxNotHandedOver
+              ? 'Flux has not handed over'
+              : true,
+        ),
         run: (run, report) => waitForGates(run, fluxSettings(run).readinessGates, report, AGAIN),
       },
     ]

@@ -25,7 +25,12 @@ async function validateConfigs(run: Run): Promise<void> {
   for (const [i, node] of run.nodes.entries()) {
     const detail = problems[i]
     if (detail) {
-      errors.push(new InputError(`machine config of ${node.name} is invalid: ${detail}`, { file: node.configFile, fix: 'correct the config (or its talhelper patches) and regenerate it' }))
+      errors.push(
+        new InputError(`machine config of ${node.name} is invalid: ${detail}`, {
+          file: node.configFile,
+          fix: 'correct the config (or its talhelper patches) and regenerate it',
+        }),
+      )
     }
   }
   if (errors.length === 1) throw errors[0]
@@ -80,8 +85,14 @@ function checkInstallDisk(node: ClusterNode, run: Run, disks: Disk[]): NodeOutco
   }
   const disk = findInstallDisk(target, disks)
   if (!disk) {
-    const available = disks.filter((d) => !d.cdrom && !d.readonly).map((d) => `${d.devPath} ${Math.round(d.sizeBytes / 1e9)}GB ${d.model}`.trim())
-    throw new NodeError('disk-mismatch', `${describeTarget(target)} matches none of the node's disks (${available.join(', ') || 'none found'})`, hintFor('disk-mismatch', node))
+    const available = disks
+      .filter((d) => !d.cdrom && !d.readonly)
+      .map((d) => `${d.devPath} ${Math.round(d.sizeBytes / 1e9)}GB ${d.model}`.trim())
+    throw new NodeError(
+      'disk-mismatch',
+      `${describeTarget(target)} matches none of the node's disks (${available.join(', ') || 'none found'})`,
+      hintFor('disk-mismatch', node),
+    )
   }
   return { status: 'ok', detail: `maintenance, installs to ${disk.devPath}` }
 }
@@ -91,7 +102,9 @@ export const preflight: Phase = {
   title: 'Preflight: configs, reachability, node state, install disks',
   check: async (run) => {
     if (run.inventory.vip) {
-      run.warn(`endpoint ${run.inventory.endpoint} is not a node address (a VIP): bootstrap and the kubeconfig use a control plane's own address until it answers`)
+      run.warn(
+        `endpoint ${run.inventory.endpoint} is not a node address (a VIP): bootstrap and the kubeconfig use a control plane's own address until it answers`,
+      )
     }
     // both offline; the CNI check reads the configs while the validations' processes run
     const [cni, valid] = await Promise.allSettled([checkCni(run), validateConfigs(run)])
@@ -99,6 +112,14 @@ export const preflight: Phase = {
   },
   steps: (run) => {
     const endpoint = endpointReading(run)
-    return [{ kind: 'node', title: 'Probe nodes', readOnly: true, would: 'would probe its state and install disk', run: (node, r, report) => probeNode(node, r, report, endpoint) }]
+    return [
+      {
+        kind: 'node',
+        title: 'Probe nodes',
+        readOnly: true,
+        would: 'would probe its state and install disk',
+        run: (node, r, report) => probeNode(node, r, report, endpoint),
+      },
+    ]
   },
 }

@@ -49,7 +49,8 @@ async function etcdServices(node: ClusterNode, run: Run): Promise<{ cp: ClusterN
 async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberList; member: EtcdMember | undefined } | undefined> {
   if (node.role !== 'controlplane') return undefined
   const others = controlPlanes(run.inventory).filter((n) => n.name !== node.name)
-  if (others.length === 0) throw new NodeError('etcd-join', `${node.name} is the only control plane: resetting it destroys the cluster's etcd`, snapshotHint)
+  if (others.length === 0)
+    throw new NodeError('etcd-join', `${node.name} is the only control plane: resetting it destroys the cluster's etcd`, snapshotHint)
   const services = await etcdServices(node, run)
   let list: MemberList | undefined
   const failures = services.filter((s) => !s.running).map((s) => `${s.cp.name}: ${s.why}`)
@@ -75,7 +76,8 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
   // not a member, or a learner: its removal changes no quorum
   if (!member || member.isLearner) return { list, member }
   const voters = list.members.filter((m) => !m.isLearner && m !== member)
-  if (voters.length === 0) throw new NodeError('etcd-join', `${node.name} is the last etcd member: resetting it destroys the cluster's data`, snapshotHint)
+  if (voters.length === 0)
+    throw new NodeError('etcd-join', `${node.name} is the last etcd member: resetting it destroys the cluster's data`, snapshotHint)
   // a voter counts when its etcd runs and it started (a member that never started holds no data)
   const healthy = voters.filter((m) => m.hostname && services.some((s) => s.running && isMemberOf(s.cp, m))).length
   const quorum = Math.floor(voters.length / 2) + 1
@@ -166,20 +168,17 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
   // a budget-blocked drain seen while it was still configured (Talos gives up on it after 5m)
   let blocked: BlockedEviction[] = []
   try {
-    await report.poll(
-      async (): Promise<PollAnswer<true>> => {
-        const probe = await run.talosctl.probe(node).catch((err: unknown) => {
-          if (err instanceof NodeError && err.transient) return undefined
-          throw err
-        })
-        if (probe?.state === 'maintenance') return { done: true, value: true }
-        if (!probe) return { done: false, state: 'rebooting' }
-        const now = await drainBlockedNow(node, run)
-        if (now.length > 0) blocked = now
-        return { done: false, state: now.length > 0 ? `still configured, draining: ${describeBlocked(now)}` : 'still configured' }
-      },
-      run.settings.resetTimeoutMs,
-    )
+    await report.poll(async (): Promise<PollAnswer<true>> => {
+      const probe = await run.talosctl.probe(node).catch((err: unknown) => {
+        if (err instanceof NodeError && err.transient) return undefined
+        throw err
+      })
+      if (probe?.state === 'maintenance') return { done: true, value: true }
+      if (!probe) return { done: false, state: 'rebooting' }
+      const now = await drainBlockedNow(node, run)
+      if (now.length > 0) blocked = now
+      return { done: false, state: now.length > 0 ? `still configured, draining: ${describeBlocked(now)}` : 'still configured' }
+    }, run.settings.resetTimeoutMs)
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err
     const status = await run.talosctl.machineStatus(node).catch(() => undefined)
@@ -201,12 +200,19 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
         `see why in \`${talosctlCommand(node, 'dmesg')}\`${node.role === 'controlplane' ? ` and the members (\`${talosctlCommand(node, 'etcd members')}\`)` : ''}; either put it back in service (\`${talosctlCommand(node, 'service kubelet start')}\`, then \`kubectl uncordon ${node.name}\`), or fix the cause (the other members' etcd) and run: ${again}`,
       )
     }
-    throw new NodeError('stuck', `not back in maintenance within ${formatDuration(err.waitedMs)} after the reset (${err.lastState})`, hintFor('stuck', node))
+    throw new NodeError(
+      'stuck',
+      `not back in maintenance within ${formatDuration(err.waitedMs)} after the reset (${err.lastState})`,
+      hintFor('stuck', node),
+    )
   }
   facts.state = 'maintenance'
   run.journal.forget(node.name)
   // Talos's drain gave up after its timeout and removed those pods anyway: the budget was not kept
-  const drained = blocked.length > 0 ? `; the drain was blocked (${describeBlocked(blocked)}): Talos removed the pods after its ${TALOS_DRAIN_TIMEOUT} drain timeout regardless` : ''
+  const drained =
+    blocked.length > 0
+      ? `; the drain was blocked (${describeBlocked(blocked)}): Talos removed the pods after its ${TALOS_DRAIN_TIMEOUT} drain timeout regardless`
+      : ''
   return { status: 'ok', detail: `reset to maintenance${drained}` }
 }
 
@@ -214,7 +220,9 @@ async function confirm(run: Run): Promise<void> {
   if (run.options.yes || run.options.dryRun) return
   const names = run.nodes.map((n) => n.name).join(', ')
   if (!process.stdin.isTTY) {
-    throw new InputError(`RESET=true wipes ${names} and needs confirmation`, { fix: `confirm on the command line: ${taskCommand('bootstrap:node', { NODE: run.nodes.map((n) => n.name).join(','), RESET: 'true' }, ['--yes'])}` })
+    throw new InputError(`RESET=true wipes ${names} and needs confirmation`, {
+      fix: `confirm on the command line: ${taskCommand('bootstrap:node', { NODE: run.nodes.map((n) => n.name).join(','), RESET: 'true' }, ['--yes'])}`,
+    })
   }
   const rl = createInterface({ input: process.stdin, output: process.stderr })
   try {

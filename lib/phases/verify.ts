@@ -10,6 +10,14 @@ export const verify: Phase = {
   steps: (run) => {
     const endpoint = endpointReading(run)
     const reads = new StatusReads(run, undefined, () => bootstrapNodeIfAny(run))
-    return [{ kind: 'node', title: 'Verify nodes', readOnly: true, would: 'would wait until it is up on the authenticated API', run: (node, r, report) => verifyNode(node, r, report, reads, endpoint) }]
+    return [
+      {
+        kind: 'node',
+        title: 'Verify nodes',
+        readOnly: true,
+        would: 'would wait until it is up on the authenticated API',
+        run: (node, r, report) => verifyNode(node, r, report, reads, endpoint),
+      },
+    ]
   },
 }

@@ -38,13 +38,20 @@ function readings(run: Run): Readings {
   // every node of the run still going whose kubelet has not been seen registered, through the
   // control plane the cluster was bootstrapped on (its API answers by now)
   const kubeletReader = (): Promise<Map<string, NodeAnswer<ServiceStatus>>> =>
-    run.talosctl.serviceStatuses(run.nodes.filter((n) => !run.failed.has(n.name) && !registered.has(n.name)), bootstrapNode(run), 'kubelet')
+    run.talosctl.serviceStatuses(
+      run.nodes.filter((n) => !run.failed.has(n.name) && !registered.has(n.name)),
+      bootstrapNode(run),
+      'kubelet',
+    )
   return {
     nodes: new SharedReading(() => run.kubectl.list('nodes'), age),
     cniPods: cni ? new SharedReading(cniPodReader(run), age) : undefined,
     kubelets: new SharedReading(kubeletReader, age),
     // Talos deploys kube-system/kube-flannel (k8s-app=flannel) when a control plane's config has a CNI
-    talosFlannel: cni && cni.daemonset !== TALOS_FLANNEL ? new SharedReading(() => run.kubectl.list('pods', { namespace: 'kube-system', selector: 'k8s-app=flannel' }), age) : undefined,
+    talosFlannel:
+      cni && cni.daemonset !== TALOS_FLANNEL
+        ? new SharedReading(() => run.kubectl.list('pods', { namespace: 'kube-system', selector: 'k8s-app=flannel' }), age)
+        : undefined,
     registered,
   }
 }
@@ -73,26 +80,34 @@ function cniPodReader(run: Run): () => Promise<KubeObject[]> {
       const ds = await run.kubectl.get('daemonset', cni.daemonset, cni.namespace)
       const labels = (ds?.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels
       if (!labels) return []
-      selector = Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',')
+      selector = Object.entries(labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',')
     }
     return run.kubectl.list('pods', { namespace: cni.namespace, selector })
   }
 }
 
 async function waitForApi(run: Run, report: StepReporter): Promise<string> {
-  return report.poll(
-    async (): Promise<PollAnswer<string>> => {
+  return report
+    .poll(async (): Promise<PollAnswer<string>> => {
       const aimed = run.options.dryRun ? { where: 'dry run', ready: false } : await aimKubeconfig(run)
       const where = aimed.where
       // the VIP's /readyz answered while choosing it: that is where the kubeconfig points now
       if (aimed.ready || (await run.kubectl.readyz())) return { done: true, value: `API ready (${where})` }
       return { done: false, state: `API not ready yet (${where})` }
-    },
-    run.settings.readyTimeoutMs,
-  ).catch((err: unknown) => {
-    if (err instanceof PollTimeout) throw new NodeError('unreachable', `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`, `check the control planes (${controlPlanes(run.inventory).map((cp) => `\`${talosctlCommand(cp, 'service kube-apiserver')}\``).join(', ')}), then run: ${taskCommand('bootstrap:wait-ready')}`)
-    throw err
-  })
+    }, run.settings.readyTimeoutMs)
+    .catch((err: unknown) => {
+      if (err instanceof PollTimeout)
+        throw new NodeError(
+          'unreachable',
+          `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`,
+          `check the control planes (${controlPlanes(run.inventory)
+            .map((cp) => `\`${talosctlCommand(cp, 'service kube-apiserver')}\``)
+            .join(', ')}), then run: ${taskCommand('bootstrap:wait-ready')}`,
+        )
+      throw err
+    })
 }
 
 /** helm upgrade --install of the CNI; a release already deployed at the wanted version is left alone. */
@@ -139,7 +154,18 @@ function cniPodWhy(pod: KubeObject, run: Run): Stage {
   if (!crashed) return { kind: 'cni', why: notReady }
   const last = (crashed.lastState?.terminated?.message ?? '').trim().split('\n').pop() ?? ''
   const why = `${notReady}, restarting (${crashed.restartCount ?? 0} restarts): ${last.slice(0, 400)}`
-  return { kind: 'cni', why, ...(/api-server|API server|k8s client/i.test(last) ? { hint: hintForCniApi({ name: pod.metadata.name, namespace: pod.metadata.namespace ?? run.settings.cni?.namespace ?? 'kube-system' }) } : {}) }
+  return {
+    kind: 'cni',
+    why,
+    ...(/api-server|API server|k8s client/i.test(last)
+      ? {
+          hint: hintForCniApi({
+            name: pod.metadata.name,
+            namespace: pod.metadata.namespace ?? run.settings.cni?.namespace ?? 'kube-system',
+          }),
+        }
+      : {}),
+  }
 }
 
 /**
@@ -161,12 +187,18 @@ function nodeReadyStep(r: Readings) {
       ])
       const self = nodes.find((n) => n.metadata.name === kubeNodeName(node))
       if (!registered) {
-        const kubeletState = kubelet ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}` : 'kubelet not readable'
+        const kubeletState = kubelet
+          ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}`
+          : 'kubelet not readable'
         const stale = self !== undefined && fromBeforeReset(self, run.facts.of(node.name).kubeBeforeReset)
         registered = self !== undefined && !stale && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
         if (registered) r.registered.add(node.name)
         if (!registered) {
-          const nodeState = stale ? 'the Node object is from before the reset (its kubelet has not registered it again)' : self ? 'registered' : 'not registered'
+          const nodeState = stale
+            ? 'the Node object is from before the reset (its kubelet has not registered it again)'
+            : self
+              ? 'registered'
+              : 'not registered'
           stage = { kind: 'kubelet', why: `${kubeletState}; ${nodeState}` }
           return { done: false, state: stage.why }
         }
@@ -186,7 +218,11 @@ function nodeReadyStep(r: Readings) {
         // a dry run's reads answer as a healthy cluster would: every pod list holds a pod per node
         const flannel = run.options.dryRun ? undefined : flannelPods.find((p) => p.spec?.nodeName === kubeNodeName(node))
         if (flannel && run.settings.cni) {
-          throw new NodeError('cni', `two CNIs on the node: Talos's own flannel (pod ${flannel.metadata.name}) runs next to ${run.settings.cni.chart}; the machine configs' cluster.network.cni.name is not none`, hintForTalosCni(node))
+          throw new NodeError(
+            'cni',
+            `two CNIs on the node: Talos's own flannel (pod ${flannel.metadata.name}) runs next to ${run.settings.cni.chart}; the machine configs' cluster.network.cni.name is not none`,
+            hintForTalosCni(node),
+          )
         }
         const cordon = cordoned(self, node, run)
         if (cordon) {
@@ -203,7 +239,12 @@ function nodeReadyStep(r: Readings) {
     try {
       return await report.poll(check, run.settings.readyTimeoutMs)
     } catch (err) {
-      if (err instanceof PollTimeout) throw new NodeError(stage.kind, `${'byTalos' in stage ? 'not in service' : 'not Ready'} within ${formatDuration(err.waitedMs)}: ${stage.why}`, stage.hint ?? hintFor(stage.kind, node))
+      if (err instanceof PollTimeout)
+        throw new NodeError(
+          stage.kind,
+          `${'byTalos' in stage ? 'not in service' : 'not Ready'} within ${formatDuration(err.waitedMs)}: ${stage.why}`,
+          stage.hint ?? hintFor(stage.kind, node),
+        )
       throw err
     }
   }
@@ -259,12 +300,31 @@ export const waitReady: Phase = {
     // without a kubeconfig (the bootstrap could not run) no later step can: they stay not-run with
     // the api step's cause instead of failing one by one on a missing file
     const apiReady = (r: Run): true | string | { skip: string } =>
-      notBootstrapped(r) ?? (r.options.dryRun || existsSync(r.kubeconfig) ? true : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: ${taskCommand('bootstrap:etcd')})`)
+      notBootstrapped(r) ??
+      (r.options.dryRun || existsSync(r.kubeconfig)
+        ? true
+        : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: ${taskCommand('bootstrap:etcd')})`)
     const bootstrapped = (_n: ClusterNode, r: Run): boolean => apiReady(r) === true
     return [
-      { kind: 'cluster', name: 'api', title: 'Kubernetes API answers', would: 'would wait for /readyz', blocks: all, ready: apiReady, run: waitForApi },
+      {
+        kind: 'cluster',
+        name: 'api',
+        title: 'Kubernetes API answers',
+        would: 'would wait for /readyz',
+        blocks: all,
+        ready: apiReady,
+        run: waitForApi,
+      },
       // the CNI goes in as soon as the API answers: its pods follow the nodes as they register
-      { kind: 'cluster', name: 'cni', title: 'Install the CNI (helm)', would: (r) => `would install ${r.settings.cni?.release ?? 'the CNI'} with helm`, blocks: all, ready: apiReady, run: installCni },
+      {
+        kind: 'cluster',
+        name: 'cni',
+        title: 'Install the CNI (helm)',
+        would: (r) => `would install ${r.settings.cni?.release ?? 'the CNI'} with helm`,
+        blocks: all,
+        ready: apiReady,
+        run: installCni,
+      },
       // workers verify left waiting for a control plane's trustd: answering and running, before their kubelet
       {
         kind: 'node',
@@ -274,8 +334,22 @@ export const waitReady: Phase = {
         applies: (n, r) => bootstrapped(n, r) && r.facts.of(n.name).awaitingControlPlane !== undefined,
         run: (node, r, report) => completeVerification(node, r, report, reads),
       },
-      { kind: 'node', title: 'Kubelet running, CNI pod ready, node Ready', readOnly: true, would: 'would wait for its kubelet, CNI pod and Ready', applies: bootstrapped, run: nodeReadyStep(r) },
-      { kind: 'cluster', name: 'readiness-gates', title: 'Readiness gates', would: 'would wait for the readiness gates', ready: apiReady, run: readinessGates },
+      {
+        kind: 'node',
+        title: 'Kubelet running, CNI pod ready, node Ready',
+        readOnly: true,
+        would: 'would wait for its kubelet, CNI pod and Ready',
+        applies: bootstrapped,
+        run: nodeReadyStep(r),
+      },
+      {
+        kind: 'cluster',
+        name: 'readiness-gates',
+        title: 'Readiness gates',
+        would: 'would wait for the readiness gates',
+        ready: apiReady,
+        run: readinessGates,
+      },
     ]
   },
 }

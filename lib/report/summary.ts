@@ -26,7 +26,16 @@ export function summaryTable(nodes: ClusterNode[], phases: PhaseResult[], dryRun
   const rows = nodes.map((node) => {
     const perPhase = phases.map((p) => p.nodes.find((n) => n.name === node.name))
     const cells = perPhase.map((r) => (r ? cell(r, ok) : '-'))
-    return [node.name, node.address, node.role, ...cells, overall(perPhase.filter((r): r is NodeResult => r !== undefined), ok)]
+    return [
+      node.name,
+      node.address,
+      node.role,
+      ...cells,
+      overall(
+        perPhase.filter((r): r is NodeResult => r !== undefined),
+        ok,
+      ),
+    ]
   })
   return formatTable(header, rows)
 }
@@ -42,7 +51,10 @@ export function failureDetails(phases: PhaseResult[]): string[] {
     }
     for (const node of phase.nodes) {
       if (node.status === 'failed' && node.error) {
-        lines.push(`${node.name} (${node.ip}) failed in ${phase.name}: ${node.error.kind}: ${node.error.message}`, `  next: ${node.error.hint}`)
+        lines.push(
+          `${node.name} (${node.ip}) failed in ${phase.name}: ${node.error.kind}: ${node.error.message}`,
+          `  next: ${node.error.hint}`,
+        )
       }
     }
   }

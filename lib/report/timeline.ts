@@ -49,7 +49,15 @@ export interface Timeline {
 export const CLUSTER_LANE = '(cluster)'
 
 /** One letter per phase, so the bars read without colour. */
-const PHASE_CHAR: Record<string, string> = { preflight: 'p', reset: 'r', apply: 'a', verify: 'v', bootstrap: 'b', 'wait-ready': 'w', flux: 'f' }
+const PHASE_CHAR: Record<string, string> = {
+  preflight: 'p',
+  reset: 'r',
+  apply: 'a',
+  verify: 'v',
+  bootstrap: 'b',
+  'wait-ready': 'w',
+  flux: 'f',
+}
 const PHASE_FILL: Record<string, string> = {
   preflight: '#5b9bd5',
   reset: '#a5a5a5',
@@ -102,16 +110,30 @@ export function buildTimeline(report: Report): Timeline {
       // a node that never started here (not-run, or blocked by a cluster step) has no bar
       if (node.startedAtMs === undefined) continue
       const startMs = node.startedAtMs
-      const bar: Bar = { phase: phase.name, startMs, endMs: startMs + node.durationMs, status: node.status, retries: retryMarks(node, startMs) }
+      const bar: Bar = {
+        phase: phase.name,
+        startMs,
+        endMs: startMs + node.durationMs,
+        status: node.status,
+        retries: retryMarks(node, startMs),
+      }
       if (node.error) bar.error = { kind: node.error.kind, message: node.error.message }
       lane.bars.push(bar)
       end = Math.max(end, bar.endMs, ...bar.retries.map((r) => r.atMs))
     }
     for (const step of phase.steps) {
       if (step.startedAtMs === undefined) continue
-      const bar: Bar = { phase: phase.name, step: step.name, startMs: step.startedAtMs, endMs: step.startedAtMs + step.durationMs, status: step.status, retries: [] }
+      const bar: Bar = {
+        phase: phase.name,
+        step: step.name,
+        startMs: step.startedAtMs,
+        endMs: step.startedAtMs + step.durationMs,
+        status: step.status,
+        retries: [],
+      }
       if (step.error) bar.error = { kind: step.error.kind, message: step.error.message }
-      if (step.status === 'failed' && !cluster.failed) cluster.failed = { phase: phase.name, kind: step.error?.kind ?? 'unknown', message: step.error?.message ?? '' }
+      if (step.status === 'failed' && !cluster.failed)
+        cluster.failed = { phase: phase.name, kind: step.error?.kind ?? 'unknown', message: step.error?.message ?? '' }
       cluster.bars.push(bar)
       end = Math.max(end, bar.endMs)
     }
@@ -205,7 +227,10 @@ export function renderText(timeline: Timeline, options: TextOptions): string {
   lines.push(`${''.padEnd(nameWidth)}${ruler.join('')}   RESULT`)
 
   for (const lane of timeline.lanes) {
-    const cells: Array<{ ch: string; paint: (s: string) => string }> = Array.from({ length: width }, () => ({ ch: ' ', paint: (s: string) => s }))
+    const cells: Array<{ ch: string; paint: (s: string) => string }> = Array.from({ length: width }, () => ({
+      ch: ' ',
+      paint: (s: string) => s,
+    }))
     for (const bar of lane.bars) {
       const [first, last] = cellsOf(bar.startMs, bar.endMs, totalMs, width)
       const ch = bar.status === 'skipped' ? '.' : phaseChar(bar.phase)
@@ -248,7 +273,9 @@ export function renderSvg(timeline: Timeline, title: string): string {
   const height = top + rowH * timeline.lanes.length + 56
   const x = (ms: number): number => labelW + (ms / totalMs) * chartW
   const out: string[] = []
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="monospace" font-size="12">`)
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="monospace" font-size="12">`,
+  )
   out.push(`<title>${xml(title)}</title>`)
   out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`)
   out.push(`<text x="10" y="20" font-size="14" font-weight="bold"${timeline.ok ? '' : ` fill="${FAILED}"`}>${xml(title)}</text>`)
@@ -267,7 +294,9 @@ export function renderSvg(timeline: Timeline, title: string): string {
     out.push(`<g class="lane${lane.failed ? ' failed' : ''}" data-node="${xml(lane.name)}" data-result="${xml(lane.result)}">`)
     if (i % 2 === 1) out.push(`<rect x="0" y="${y}" width="${width}" height="${rowH}" fill="#000000" fill-opacity="0.03"/>`)
     const name = lane.failed ? `✕ ${lane.name}` : lane.name
-    out.push(`<text x="10" y="${y + rowH / 2 + 4}"${lane.failed ? ` fill="${FAILED}" font-weight="bold"` : ''}>${xml(name)}<title>${xml(`${lane.name}${lane.ip ? ` (${lane.ip}, ${lane.role})` : ''}`)}</title></text>`)
+    out.push(
+      `<text x="10" y="${y + rowH / 2 + 4}"${lane.failed ? ` fill="${FAILED}" font-weight="bold"` : ''}>${xml(name)}<title>${xml(`${lane.name}${lane.ip ? ` (${lane.ip}, ${lane.role})` : ''}`)}</title></text>`,
+    )
     for (const bar of lane.bars) {
       const bx = x(bar.startMs)
       const bw = Math.max(1, x(bar.endMs) - bx)
@@ -291,10 +320,14 @@ export function renderSvg(timeline: Timeline, title: string): string {
       if (failed) {
         const fx = bx + bw
         const cy = barY + barH / 2
-        out.push(`<path class="failure" d="M${num(fx - 5)} ${num(cy - 5)} l10 10 m0 -10 l-10 10" stroke="${FAILED}" stroke-width="3"><title>${xml(hover)}</title></path>`)
+        out.push(
+          `<path class="failure" d="M${num(fx - 5)} ${num(cy - 5)} l10 10 m0 -10 l-10 10" stroke="${FAILED}" stroke-width="3"><title>${xml(hover)}</title></path>`,
+        )
       }
     }
-    out.push(`<text x="${labelW + chartW + 10}" y="${y + rowH / 2 + 4}"${lane.failed ? ` fill="${FAILED}" font-weight="bold"` : ''}>${xml(lane.result)}</text>`)
+    out.push(
+      `<text x="${labelW + chartW + 10}" y="${y + rowH / 2 + 4}"${lane.failed ? ` fill="${FAILED}" font-weight="bold"` : ''}>${xml(lane.result)}</text>`,
+    )
     out.push('</g>')
   })
 
@@ -302,14 +335,19 @@ export function renderSvg(timeline: Timeline, title: string): string {
   let lx = 10
   const ly = top + rowH * timeline.lanes.length + 30
   out.push('<g class="legend">')
-  const entries: Array<[string, string]> = [...timeline.phases.map((p): [string, string] => [p, PHASE_FILL[p] ?? '#888888']), ['skipped', '#e0e0e0']]
+  const entries: Array<[string, string]> = [
+    ...timeline.phases.map((p): [string, string] => [p, PHASE_FILL[p] ?? '#888888']),
+    ['skipped', '#e0e0e0'],
+  ]
   for (const [label, fill] of entries) {
     out.push(`<rect x="${lx}" y="${ly - 10}" width="12" height="12" fill="${fill}"/><text x="${lx + 16}" y="${ly}">${xml(label)}</text>`)
     lx += 28 + label.length * 8
   }
   out.push(`<path d="M${lx + 6} ${ly - 2} l4 -6 h-8 z" fill="${RETRY}"/><text x="${lx + 16}" y="${ly}">retried</text>`)
   lx += 90
-  out.push(`<path d="M${lx} ${ly - 10} l10 10 m0 -10 l-10 10" stroke="${FAILED}" stroke-width="3"/><text x="${lx + 16}" y="${ly}">failed</text>`)
+  out.push(
+    `<path d="M${lx} ${ly - 10} l10 10 m0 -10 l-10 10" stroke="${FAILED}" stroke-width="3"/><text x="${lx + 16}" y="${ly}">failed</text>`,
+  )
   out.push('</g>')
   out.push('</svg>')
   return `${out.join('\n')}\n`

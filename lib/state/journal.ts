@@ -48,7 +48,9 @@ export class Journal {
     } catch (err) {
       problem = `not JSON (${err instanceof Error ? err.message : String(err)})`
     }
-    warn(`${path}: ignoring a journal of the wrong shape (${problem}); it is rewritten by this run (the live state decides what is left to do)`)
+    warn(
+      `${path}: ignoring a journal of the wrong shape (${problem}); it is rewritten by this run (the live state decides what is left to do)`,
+    )
     return new Journal(clusterDir, path, { version: 1, nodes: {} }, true)
   }
 
@@ -90,7 +92,8 @@ function shapeProblem(data: unknown): string | undefined {
     if (!isObject(phases)) return `nodes.${node} is not an object`
     for (const [phase, entry] of Object.entries(phases)) {
       if (!(PHASE_NAMES as readonly string[]).includes(phase)) return `nodes.${node}: unknown phase "${phase}"`
-      if (!isObject(entry) || !STATUSES.includes(String(entry.status)) || typeof entry.at !== 'string') return `nodes.${node}.${phase} is not {status, at}`
+      if (!isObject(entry) || !STATUSES.includes(String(entry.status)) || typeof entry.at !== 'string')
+        return `nodes.${node}.${phase} is not {status, at}`
     }
   }
   return undefined

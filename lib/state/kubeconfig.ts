@@ -42,8 +42,14 @@ export function contextOf(path: string, clusterName: string): KubeconfigNames | 
     cluster: item.getIn(['context', 'cluster']),
     user: item.getIn(['context', 'user']),
   }))
-  const valid = entries.filter((e): e is KubeconfigNames => typeof e.context === 'string' && typeof e.cluster === 'string' && typeof e.user === 'string')
-  return valid.find((e) => e.context === `admin@${clusterName}`) ?? valid.find((e) => e.cluster === clusterName) ?? (valid.length === 1 ? valid[0] : undefined)
+  const valid = entries.filter(
+    (e): e is KubeconfigNames => typeof e.context === 'string' && typeof e.cluster === 'string' && typeof e.user === 'string',
+  )
+  return (
+    valid.find((e) => e.context === `admin@${clusterName}`) ??
+    valid.find((e) => e.cluster === clusterName) ??
+    (valid.length === 1 ? valid[0] : undefined)
+  )
 }
 
 /**

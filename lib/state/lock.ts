@@ -54,10 +54,12 @@ function parseLock(text: string): Identity | undefined {
 function goneReason(holder: Identity): string | undefined {
   if (!alive(holder.pid)) return `pid ${holder.pid} is gone`
   const start = procStart(holder.pid)
-  if (holder.start && start && start !== holder.start) return `pid ${holder.pid} now belongs to another process (${procCommand(holder.pid) ?? 'unknown'})`
+  if (holder.start && start && start !== holder.start)
+    return `pid ${holder.pid} now belongs to another process (${procCommand(holder.pid) ?? 'unknown'})`
   // a lock without a start time (older format): the pid must at least run one of our scripts
   const command = procCommand(holder.pid)
-  if (!holder.start && command !== undefined && !/scripts\/[\w-]+\.ts/.test(command)) return `pid ${holder.pid} now belongs to another process (${command})`
+  if (!holder.start && command !== undefined && !/scripts\/[\w-]+\.ts/.test(command))
+    return `pid ${holder.pid} now belongs to another process (${command})`
   return undefined
 }
 
@@ -94,7 +96,10 @@ export function acquireLock(clusterDir: string, warn: (msg: string) => void): ()
       // released between the two calls: try again
       const code = (err as NodeJS.ErrnoException).code
       if (code === 'ENOENT') continue
-      throw new InputError(`cannot read the lock (${code ?? 'error'})`, { file: path, fix: `remove it if no run is active (rm -r ${path})` })
+      throw new InputError(`cannot read the lock (${code ?? 'error'})`, {
+        file: path,
+        fix: `remove it if no run is active (rm -r ${path})`,
+      })
     }
     const holder = parseLock(text)
     const gone = holder ? (holder.pid === process.pid ? undefined : goneReason(holder)) : 'it names no pid'

@@ -6,7 +6,14 @@ export function stateDir(clusterDir: string): string {
 }
 
 /** The files of the state directory, by what they hold. */
-export function statePaths(clusterDir: string): { dir: string; lock: string; commandsLog: string; journal: string; lastRun: string; runs: string } {
+export function statePaths(clusterDir: string): {
+  dir: string
+  lock: string
+  commandsLog: string
+  journal: string
+  lastRun: string
+  runs: string
+} {
   const dir = stateDir(clusterDir)
   return {
     dir,

@@ -6,7 +6,10 @@ import { InputError } from '../core/errors.js'
 import { stateDir } from './paths.js'
 
 function symlinkError(path: string): InputError {
-  return new InputError('is a symbolic link: refusing to write through it', { file: path, fix: `remove the link (rm ${path}); the tool recreates the file` })
+  return new InputError('is a symbolic link: refusing to write through it', {
+    file: path,
+    fix: `remove the link (rm ${path}); the tool recreates the file`,
+  })
 }
 
 /** Errors of the file system that are the operator's to fix (a read-only or foreign directory). */
@@ -14,10 +17,16 @@ function unwritable(path: string, err: unknown): InputError | undefined {
   const code = (err as NodeJS.ErrnoException).code
   if (code === 'ELOOP') return symlinkError(path)
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-    return new InputError(`cannot write here (${code})`, { file: path, fix: 'make the cluster directory writable for this user, or copy it to a writable place and point CLUSTER_DIR at the copy' })
+    return new InputError(`cannot write here (${code})`, {
+      file: path,
+      fix: 'make the cluster directory writable for this user, or copy it to a writable place and point CLUSTER_DIR at the copy',
+    })
   }
   if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'EEXIST') {
-    return new InputError(`cannot write here (${code}: a file stands where a directory is expected, or a directory where a file is)`, { file: path, fix: `move ${path} away` })
+    return new InputError(`cannot write here (${code}: a file stands where a directory is expected, or a directory where a file is)`, {
+      file: path,
+      fix: `move ${path} away`,
+    })
   }
   return undefined
 }

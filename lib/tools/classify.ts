@@ -12,20 +12,34 @@ interface Rule {
  */
 const RULES: readonly Rule[] = [
   { kind: 'configured', pattern: /tls: certificate required/ },
-  { kind: 'pki-mismatch', pattern: /possibly because of .*verification failure|tls: unknown certificate authority|tls: bad certificate|expired certificate|doesn't match the provided fingerprints/ },
+  {
+    kind: 'pki-mismatch',
+    pattern:
+      /possibly because of .*verification failure|tls: unknown certificate authority|tls: bad certificate|expired certificate|doesn't match the provided fingerprints/,
+  },
   { kind: 'maintenance', pattern: /x509: certificate signed by unknown authority/ },
   { kind: 'unauthorized', pattern: /code = PermissionDenied desc = not authorized/ },
   { kind: 'disk-mismatch', pattern: /no disks matched the expression/ },
-  { kind: 'wrong-node', pattern: /bootstrap can only be performed on a control plane node|bootstrap is only available on control plane nodes|only available on control plane nodes/ },
-  { kind: 'not-ready-yet', pattern: /bootstrap is not available yet|time is not in sync yet|another apply configuration is already in progress|failed to create etcd client|etcd is not running|is not registered on any nodes/ },
+  {
+    kind: 'wrong-node',
+    pattern:
+      /bootstrap can only be performed on a control plane node|bootstrap is only available on control plane nodes|only available on control plane nodes/,
+  },
+  {
+    kind: 'not-ready-yet',
+    pattern:
+      /bootstrap is not available yet|time is not in sync yet|another apply configuration is already in progress|failed to create etcd client|etcd is not running|is not registered on any nodes/,
+  },
   {
     kind: 'config-invalid',
-    pattern: /configuration validation failed|code = InvalidArgument|install instructions are required|either install disk or diskSelector|can't be used together|failed to parse config|unknown machine type|doesn't contain v1alpha1 config/,
+    pattern:
+      /configuration validation failed|code = InvalidArgument|install instructions are required|either install disk or diskSelector|can't be used together|failed to parse config|unknown machine type|doesn't contain v1alpha1 config/,
   },
   { kind: 'timeout', pattern: /context deadline exceeded|i\/o timeout|timed out waiting for the condition|Client\.Timeout exceeded/ },
   {
     kind: 'unreachable',
-    pattern: /connection refused|no route to host|connection reset|network is unreachable|code = Unavailable|Unable to connect to the server|cluster unreachable|error reading from server: EOF|ServiceUnavailable|the server is currently unable/i,
+    pattern:
+      /connection refused|no route to host|connection reset|network is unreachable|code = Unavailable|Unable to connect to the server|cluster unreachable|error reading from server: EOF|ServiceUnavailable|the server is currently unable/i,
   },
 ]
 
@@ -33,7 +47,10 @@ const RULES: readonly Rule[] = [
 export function classify(result: ToolResult): { kind: ErrorKind; message: string } {
   if (result.aborted) return { kind: 'interrupted', message: 'interrupted' }
   if (result.timedOut) {
-    return { kind: 'timeout', message: `${result.call.tool} ${result.call.args[0] ?? ''} did not answer within ${Math.round(result.durationMs / 1000)}s` }
+    return {
+      kind: 'timeout',
+      message: `${result.call.tool} ${result.call.args[0] ?? ''} did not answer within ${Math.round(result.durationMs / 1000)}s`,
+    }
   }
   const text = `${result.stderr}\n${result.stdout}`
   const message = essence(result.stderr || result.stdout) || `${result.call.tool} exited with code ${result.exitCode}`

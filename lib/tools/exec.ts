@@ -100,15 +100,15 @@ export class ToolRunner {
     const started = performance.now()
     const deadline = AbortSignal.timeout(timeoutMs)
     const output = await $({
-        quiet: true,
-        nothrow: true,
-        signal: AbortSignal.any([this.options.signal, deadline]),
-        env: { ...this.options.env, ...call.env },
-        // no stdin: a tool never needs input here, and bash, started with a socket as stdin (node's
-        // pipes are socketpairs) and SHLVL unset or 0, sources ~/.bashrc as if run by sshd: pyenv or
-        // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
-        ...(call.input !== undefined ? { input: call.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
-      })`${this.binary(call.tool)} ${call.args}`
+      quiet: true,
+      nothrow: true,
+      signal: AbortSignal.any([this.options.signal, deadline]),
+      env: { ...this.options.env, ...call.env },
+      // no stdin: a tool never needs input here, and bash, started with a socket as stdin (node's
+      // pipes are socketpairs) and SHLVL unset or 0, sources ~/.bashrc as if run by sshd: pyenv or
+      // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
+      ...(call.input !== undefined ? { input: call.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
+    })`${this.binary(call.tool)} ${call.args}`
     const timedOut = deadline.aborted && !this.options.signal.aborted
     const aborted = this.options.signal.aborted
     const result: ToolResult = {

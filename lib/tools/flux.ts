@@ -8,8 +8,10 @@ import { kubeArgs, type KubeAccess } from './kube-access.js'
 
 /** What to do about a failed flux call: the Git side's two usual causes get their own fix. */
 function hintFor(text: string): string {
-  if (/SSH key scan for host .* failed/.test(text)) return `flux could not read the Git host's SSH key: check the host and port in flux.git.url and that they are reachable from here, then run: ${taskCommand('bootstrap:flux')}`
-  if (/failed to clone repository: .*unable to authenticate/.test(text)) return `the repository refuses the deploy key: register the public key of flux.git.privateKeyFile as a deploy key with write access, then run: ${taskCommand('bootstrap:flux')}`
+  if (/SSH key scan for host .* failed/.test(text))
+    return `flux could not read the Git host's SSH key: check the host and port in flux.git.url and that they are reachable from here, then run: ${taskCommand('bootstrap:flux')}`
+  if (/failed to clone repository: .*unable to authenticate/.test(text))
+    return `the repository refuses the deploy key: register the public key of flux.git.privateKeyFile as a deploy key with write access, then run: ${taskCommand('bootstrap:flux')}`
   return fluxHint('the repository or settings')
 }
 
@@ -21,11 +23,18 @@ export class Flux {
   ) {}
 
   private async call(args: string[], timeoutMs?: number): Promise<string> {
-    const result = await this.runner.run({ tool: 'flux', args: [...args, ...kubeArgs(this.access, '--context')], ...(timeoutMs ? { timeoutMs } : {}) })
+    const result = await this.runner.run({
+      tool: 'flux',
+      args: [...args, ...kubeArgs(this.access, '--context')],
+      ...(timeoutMs ? { timeoutMs } : {}),
+    })
     if (result.ok) return result.stderr + result.stdout
     const { kind, message } = classify(result)
     // flux logs its progress (►, ✔, ◎) on stderr too; the failure is the `✗ <err>` line(s)
-    const failures = `${result.stderr}\n${result.stdout}`.split('\n').filter((l) => l.trim().startsWith('✗')).map((l) => l.trim().replace(/^✗\s*/, ''))
+    const failures = `${result.stderr}\n${result.stdout}`
+      .split('\n')
+      .filter((l) => l.trim().startsWith('✗'))
+      .map((l) => l.trim().replace(/^✗\s*/, ''))
     const text = failures.length ? failures.join('; ') : message.replace(/^✗\s*/, '')
     throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', text, hintFor(text))
   }
@@ -41,7 +50,21 @@ export class Flux {
 
   /** `flux bootstrap git` over SSH with the given deploy key (settings require one). */
   async bootstrap(git: FluxGitSettings, privateKeyFile: string, timeoutMs: number): Promise<void> {
-    const args = ['bootstrap', 'git', '--url', git.url, '--branch', git.branch, '--path', git.path, '--private-key-file', privateKeyFile, '--silent', '--timeout', goDuration(timeoutMs)]
+    const args = [
+      'bootstrap',
+      'git',
+      '--url',
+      git.url,
+      '--branch',
+      git.branch,
+      '--path',
+      git.path,
+      '--private-key-file',
+      privateKeyFile,
+      '--silent',
+      '--timeout',
+      goDuration(timeoutMs),
+    ]
     await this.call(args, timeoutMs + 30_000)
   }
 }

@@ -32,26 +32,60 @@ export class Helm {
    */
   async release(release: string, namespace: string): Promise<ReleaseStatus | undefined> {
     const filter = `^${release.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`
-    const result = await this.runner.run({ tool: 'helm', args: ['list', '--namespace', namespace, ...kubeArgs(this.access, '--kube-context'), '--filter', filter, '--all', '-o', 'json'], dryRunStdout: '' })
+    const result = await this.runner.run({
+      tool: 'helm',
+      args: ['list', '--namespace', namespace, ...kubeArgs(this.access, '--kube-context'), '--filter', filter, '--all', '-o', 'json'],
+      dryRunStdout: '',
+    })
     if (!result.ok) {
       const { kind, message } = classify(result)
-      throw new NodeError(kind, message, `check the Kubernetes API and the release with \`helm status ${release} -n ${namespace} --kubeconfig ${this.access.kubeconfig}\`; then run: ${taskCommand('bootstrap:wait-ready')}`)
+      throw new NodeError(
+        kind,
+        message,
+        `check the Kubernetes API and the release with \`helm status ${release} -n ${namespace} --kubeconfig ${this.access.kubeconfig}\`; then run: ${taskCommand('bootstrap:wait-ready')}`,
+      )
     }
     if (!result.stdout.trim()) return undefined
     const rows = JSON.parse(result.stdout) as Array<{ name?: string; status?: string; chart?: string; revision?: string }>
     const row = rows.find((r) => r.name === release)
     if (!row) return undefined
-    return { status: row.status ?? 'unknown', ...(row.chart ? { chart: row.chart } : {}), ...(row.revision ? { revision: Number(row.revision) } : {}) }
+    return {
+      status: row.status ?? 'unknown',
+      ...(row.chart ? { chart: row.chart } : {}),
+      ...(row.revision ? { revision: Number(row.revision) } : {}),
+    }
   }
 
   /** helm upgrade --install of a chart other than the CNI (flux-operator); failures hint `recovery`. */
-  async installChart(chart: { release: string; chart: string; namespace: string; version?: string; repo?: string; caFile?: string }, timeoutMs: number, recovery: string): Promise<void> {
-    const args = ['upgrade', '--install', chart.release, chart.chart, '--namespace', chart.namespace, '--create-namespace', ...kubeArgs(this.access, '--kube-context'), '--wait', '--timeout', goDuration(timeoutMs),
-      ...(chart.version ? ['--version', chart.version] : []), ...(chart.repo ? ['--repo', chart.repo] : []), ...(chart.caFile ? ['--ca-file', chart.caFile] : [])]
+  async installChart(
+    chart: { release: string; chart: string; namespace: string; version?: string; repo?: string; caFile?: string },
+    timeoutMs: number,
+    recovery: string,
+  ): Promise<void> {
+    const args = [
+      'upgrade',
+      '--install',
+      chart.release,
+      chart.chart,
+      '--namespace',
+      chart.namespace,
+      '--create-namespace',
+      ...kubeArgs(this.access, '--kube-context'),
+      '--wait',
+      '--timeout',
+      goDuration(timeoutMs),
+      ...(chart.version ? ['--version', chart.version] : []),
+      ...(chart.repo ? ['--repo', chart.repo] : []),
+      ...(chart.caFile ? ['--ca-file', chart.caFile] : []),
+    ]
     const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000 })
     if (result.ok) return
     const { kind, message } = classify(result)
-    throw new NodeError(kind === 'unreachable' || kind === 'timeout' ? kind : 'flux', message, `check the chart (\`helm status ${chart.release} -n ${chart.namespace}\`), then run: ${recovery}`)
+    throw new NodeError(
+      kind === 'unreachable' || kind === 'timeout' ? kind : 'flux',
+      message,
+      `check the chart (\`helm status ${chart.release} -n ${chart.namespace}\`), then run: ${recovery}`,
+    )
   }
 
   /**
@@ -61,7 +95,18 @@ export class Helm {
    * own deadline: the release says whether it went in.
    */
   async upgradeInstall(cni: CniSettings, valuesFile: string | undefined, timeoutMs: number): Promise<{ note?: string }> {
-    const args = ['upgrade', '--install', cni.release, cni.chart, '--namespace', cni.namespace, '--create-namespace', ...kubeArgs(this.access, '--kube-context'), '--timeout', goDuration(timeoutMs)]
+    const args = [
+      'upgrade',
+      '--install',
+      cni.release,
+      cni.chart,
+      '--namespace',
+      cni.namespace,
+      '--create-namespace',
+      ...kubeArgs(this.access, '--kube-context'),
+      '--timeout',
+      goDuration(timeoutMs),
+    ]
     if (cni.repo) args.push('--repo', cni.repo)
     if (cni.caFile) args.push('--ca-file', cni.caFile)
     if (cni.version) args.push('--version', cni.version)
@@ -74,8 +119,11 @@ export class Helm {
     if (kind === 'timeout') {
       const release = await this.release(cni.release, cni.namespace).catch(() => undefined)
       if (release?.status === 'deployed') return { note: `helm said "${message}", but the release is deployed` }
-      throw new NodeError('cni', `${message} (release ${cni.release}: ${release ? release.status : 'not installed'})`,
-        `check that the chart can be fetched (${cni.repo ?? cni.chart}) and the Kubernetes API answers (\`helm status ${cni.release} -n ${cni.namespace}\`), then run: ${taskCommand('bootstrap:wait-ready')}`)
+      throw new NodeError(
+        'cni',
+        `${message} (release ${cni.release}: ${release ? release.status : 'not installed'})`,
+        `check that the chart can be fetched (${cni.repo ?? cni.chart}) and the Kubernetes API answers (\`helm status ${cni.release} -n ${cni.namespace}\`), then run: ${taskCommand('bootstrap:wait-ready')}`,
+      )
     }
     // helm's text for an index.yaml it could not get (pkg/repo/chartrepo.go FindChartInRepoURL)
     if (/is not a valid chart repository or cannot be reached/.test(message)) {
@@ -84,8 +132,12 @@ export class Helm {
         : `check cni.repo in bootstrap.yaml (${cni.repo ?? cni.chart}) and that it answers from here`
       throw new NodeError('cni', message, `${fix}, then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
-    throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'cni', message, /another operation .* in progress/.test(message)
-      ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace} --kubeconfig ${this.access.kubeconfig}\`, then \`helm rollback\` or uninstall it, then run: ${taskCommand('bootstrap:wait-ready')}`
-      : `fix the chart or its values (helm said: ${message.slice(0, 120)}), then run: ${taskCommand('bootstrap:wait-ready')}`)
+    throw new NodeError(
+      kind === 'unreachable' ? 'unreachable' : 'cni',
+      message,
+      /another operation .* in progress/.test(message)
+        ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace} --kubeconfig ${this.access.kubeconfig}\`, then \`helm rollback\` or uninstall it, then run: ${taskCommand('bootstrap:wait-ready')}`
+        : `fix the chart or its values (helm said: ${message.slice(0, 120)}), then run: ${taskCommand('bootstrap:wait-ready')}`,
+    )
   }
 }

@@ -54,19 +54,40 @@ export class Kubectl {
   private dryItems(resource: string): KubeObject[] {
     const ready = { conditions: [{ type: 'Ready', status: 'True' }] }
     if (resource === 'nodes') return this.nodeNames.map((name) => ({ metadata: { name }, status: ready }))
-    if (resource === 'pods') return this.nodeNames.map((name) => ({ metadata: { name: `pod-${name}` }, spec: { nodeName: name }, status: { ...ready, phase: 'Running' } }))
+    if (resource === 'pods')
+      return this.nodeNames.map((name) => ({
+        metadata: { name: `pod-${name}` },
+        spec: { nodeName: name },
+        status: { ...ready, phase: 'Running' },
+      }))
     return []
   }
 
   private async call(args: string[], dryRunStdout = '', input?: string): Promise<ToolResult> {
-    const result = await this.runner.run({ tool: 'kubectl', args: [...kubeArgs(this.access, '--context'), KUBECTL_TIMEOUT, ...args], dryRunStdout, ...(input !== undefined ? { input } : {}) })
+    const result = await this.runner.run({
+      tool: 'kubectl',
+      args: [...kubeArgs(this.access, '--context'), KUBECTL_TIMEOUT, ...args],
+      dryRunStdout,
+      ...(input !== undefined ? { input } : {}),
+    })
     if (result.ok) return result
     const { kind, message } = classify(result)
-    throw new NodeError(kind, message, kind === 'unreachable' || kind === 'timeout' ? `the Kubernetes API does not answer yet; run again once the control planes are up: ${taskCommand(this.recoveryTask)}` : phaseHint(this.recoveryTask, 'see the message'))
+    throw new NodeError(
+      kind,
+      message,
+      kind === 'unreachable' || kind === 'timeout'
+        ? `the Kubernetes API does not answer yet; run again once the control planes are up: ${taskCommand(this.recoveryTask)}`
+        : phaseHint(this.recoveryTask, 'see the message'),
+    )
   }
 
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'kubectl', args: ['version', '--client', '-o', 'json'], local: true, dryRunStdout: '{"clientVersion":{"gitVersion":"(dry run)"}}' })
+    const result = await this.runner.run({
+      tool: 'kubectl',
+      args: ['version', '--client', '-o', 'json'],
+      local: true,
+      dryRunStdout: '{"clientVersion":{"gitVersion":"(dry run)"}}',
+    })
     return (JSON.parse(result.stdout || '{}') as { clientVersion?: { gitVersion?: string } }).clientVersion?.gitVersion ?? 'unknown'
   }
 
@@ -77,25 +98,46 @@ export class Kubectl {
    */
   async readyz(server?: string): Promise<boolean> {
     const args = [...(server ? ['--server', server] : []), 'get', '--raw', '/readyz']
-    const result = await this.runner.run({ tool: 'kubectl', args: [...kubeArgs(this.access, '--context'), '--request-timeout=5s', ...args], dryRunStdout: 'ok' })
+    const result = await this.runner.run({
+      tool: 'kubectl',
+      args: [...kubeArgs(this.access, '--context'), '--request-timeout=5s', ...args],
+      dryRunStdout: 'ok',
+    })
     if (result.ok) return result.stdout.trim() === 'ok'
     const { kind, message } = classify(result)
     if (kind === 'interrupted') throw new NodeError(kind, message, `run again to resume: ${taskCommand('bootstrap:wait-ready')}`)
     const text = `${result.stderr}\n${result.stdout}`
     if (/x509:|tls: |certificate/i.test(text)) {
-      throw new NodeError('pki-mismatch', `the Kubernetes API at ${server ?? 'the kubeconfig server'} presented a certificate the kubeconfig does not accept: ${message}`, `the kubeconfig is from another cluster or stale: write it again with ${taskCommand('bootstrap:etcd')} (or fix certificate-authority-data), then run: ${taskCommand('bootstrap:wait-ready')}`)
+      throw new NodeError(
+        'pki-mismatch',
+        `the Kubernetes API at ${server ?? 'the kubeconfig server'} presented a certificate the kubeconfig does not accept: ${message}`,
+        `the kubeconfig is from another cluster or stale: write it again with ${taskCommand('bootstrap:etcd')} (or fix certificate-authority-data), then run: ${taskCommand('bootstrap:wait-ready')}`,
+      )
     }
-    if (/error loading config file|invalid configuration|no configuration has been provided|server localhost:8080 was refused/i.test(text)) {
-      throw new NodeError('config-invalid', `kubectl cannot use the kubeconfig ${this.access.kubeconfig}: ${message}`, `write it again with ${taskCommand('bootstrap:etcd')} (or fix the file), then run: ${taskCommand('bootstrap:wait-ready')}`)
+    if (
+      /error loading config file|invalid configuration|no configuration has been provided|server localhost:8080 was refused/i.test(text)
+    ) {
+      throw new NodeError(
+        'config-invalid',
+        `kubectl cannot use the kubeconfig ${this.access.kubeconfig}: ${message}`,
+        `write it again with ${taskCommand('bootstrap:etcd')} (or fix the file), then run: ${taskCommand('bootstrap:wait-ready')}`,
+      )
     }
     if (/\(Unauthorized\)|\(Forbidden\)|must be logged in/i.test(text)) {
-      throw new NodeError('unauthorized', `the Kubernetes API refused the kubeconfig's credentials: ${message}`, `write the kubeconfig again with ${taskCommand('bootstrap:etcd')}, then run: ${taskCommand('bootstrap:wait-ready')}`)
+      throw new NodeError(
+        'unauthorized',
+        `the Kubernetes API refused the kubeconfig's credentials: ${message}`,
+        `write the kubeconfig again with ${taskCommand('bootstrap:etcd')}, then run: ${taskCommand('bootstrap:wait-ready')}`,
+      )
     }
     // refused, timed out, 5xx or "readyz check failed": not ready yet
     return false
   }
 
-  async list(resource: string, options: { namespace?: string; selector?: string; fieldSelector?: string; allNamespaces?: boolean } = {}): Promise<KubeObject[]> {
+  async list(
+    resource: string,
+    options: { namespace?: string; selector?: string; fieldSelector?: string; allNamespaces?: boolean } = {},
+  ): Promise<KubeObject[]> {
     const args = ['get', resource, '-o', 'json']
     if (options.allNamespaces) args.push('-A')
     else if (options.namespace) args.push('-n', options.namespace)
@@ -106,7 +148,10 @@ export class Kubectl {
   }
 
   /** Lists a kind the API may not serve (its CRD not installed yet): undefined then, any other failure thrown. */
-  async listServed(resource: string, options: { namespace?: string; selector?: string; allNamespaces?: boolean } = {}): Promise<KubeObject[] | undefined> {
+  async listServed(
+    resource: string,
+    options: { namespace?: string; selector?: string; allNamespaces?: boolean } = {},
+  ): Promise<KubeObject[] | undefined> {
     try {
       return await this.list(resource, options)
     } catch (err) {
@@ -122,21 +167,35 @@ export class Kubectl {
    * objects, so their fields are taken over from another manager (--force-conflicts).
    */
   async applyServerSide(manifests: string): Promise<KubeObject[]> {
-    const result = await this.call(['apply', '--server-side', `--field-manager=${FIELD_MANAGER}`, '--force-conflicts', '-o', 'json', '-f', '-'], '{"items":[]}', manifests)
+    const result = await this.call(
+      ['apply', '--server-side', `--field-manager=${FIELD_MANAGER}`, '--force-conflicts', '-o', 'json', '-f', '-'],
+      '{"items":[]}',
+      manifests,
+    )
     const out = JSON.parse(result.stdout || '{}') as KubeObject & { items?: KubeObject[]; kind?: string }
     const objects = out.items ?? (out.metadata ? [out] : [])
     for (const o of objects) {
       const annotations = (o.metadata as { annotations?: Record<string, string> }).annotations
       if (annotations?.[LAST_APPLIED] === undefined) continue
       const kind = (o as { kind?: string }).kind ?? ''
-      await this.call(['annotate', kind.toLowerCase(), o.metadata.name, ...(o.metadata.namespace ? ['-n', o.metadata.namespace] : []), `${LAST_APPLIED}-`])
+      await this.call([
+        'annotate',
+        kind.toLowerCase(),
+        o.metadata.name,
+        ...(o.metadata.namespace ? ['-n', o.metadata.namespace] : []),
+        `${LAST_APPLIED}-`,
+      ])
     }
     return objects
   }
 
   async get(resource: string, name: string, namespace?: string): Promise<KubeObject | undefined> {
     const args = ['get', resource, name, '-o', 'json', '--ignore-not-found', ...(namespace ? ['-n', namespace] : [])]
-    const dry: KubeObject = { metadata: { name, ...(namespace ? { namespace } : {}) }, spec: { selector: { matchLabels: { app: name } } }, status: { conditions: [{ type: 'Ready', status: 'True' }] } }
+    const dry: KubeObject = {
+      metadata: { name, ...(namespace ? { namespace } : {}) },
+      spec: { selector: { matchLabels: { app: name } } },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    }
     const result = await this.call(args, JSON.stringify(dry))
     return result.stdout.trim() ? (JSON.parse(result.stdout) as KubeObject) : undefined
   }

@@ -19,9 +19,16 @@ export class Sops {
   /** The plaintext of `file`, or the reason sops gave for refusing. */
   async decrypt(file: string, ageKeyFile: string | undefined): Promise<{ ok: true; text: string } | { ok: false; reason: string }> {
     // local: decrypting touches no node, so a dry run checks the files too
-    const result = await this.runner.run({ tool: 'sops', args: ['--decrypt', file], local: true, env: ageKeyFile ? { SOPS_AGE_KEY_FILE: ageKeyFile } : {} })
+    const result = await this.runner.run({
+      tool: 'sops',
+      args: ['--decrypt', file],
+      local: true,
+      env: ageKeyFile ? { SOPS_AGE_KEY_FILE: ageKeyFile } : {},
+    })
     if (result.ok) return { ok: true, text: result.stdout }
-    const reason = result.timedOut ? 'sops did not answer in time' : result.stderr.trim().split('\n').filter(Boolean).slice(-3).join('; ') || `sops exited ${result.exitCode ?? 'abnormally'}`
+    const reason = result.timedOut
+      ? 'sops did not answer in time'
+      : result.stderr.trim().split('\n').filter(Boolean).slice(-3).join('; ') || `sops exited ${result.exitCode ?? 'abnormally'}`
     return { ok: false, reason }
   }
 }
@@ -31,7 +38,6 @@ export function isSopsEncrypted(file: string, text: string): boolean {
   return /\.sops\.ya?ml$/.test(file) || (/^sops:\s*$/m.test(text) && /^\s+mac:\s/m.test(text))
 }
 
-
 export type SopsResult = { ok: true; text: string } | { ok: false; missing: boolean; binary: string; message: string }
 
 /**
@@ -40,14 +46,21 @@ export type SopsResult = { ok: true; text: string } | { ok: false; missing: bool
  */
 export function sopsDecrypt(file: string, env: NodeJS.ProcessEnv): SopsResult {
   const binary = env[SOPS_ENV] || 'sops'
-  const result = spawnSync(binary, ['--decrypt', '--input-type', 'yaml', '--output-type', 'yaml', file], { env, encoding: 'utf8', timeout: 60_000 })
+  const result = spawnSync(binary, ['--decrypt', '--input-type', 'yaml', '--output-type', 'yaml', file], {
+    env,
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
   if (result.error) {
     const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT'
     return { ok: false, missing, binary, message: result.error.message }
   }
   if (result.status !== 0) {
     // sops's own message (no key, wrong key): its last non-empty stderr line
-    const lines = result.stderr.split('\n').map((l) => l.trim()).filter(Boolean)
+    const lines = result.stderr
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
     return { ok: false, missing: false, binary, message: lines[lines.length - 1] ?? `exit ${String(result.status)}` }
   }
   return { ok: true, text: result.stdout }

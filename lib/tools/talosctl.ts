@@ -53,7 +53,8 @@ const DRY_MACHINESTATUS = (node: string, stage: string): string =>
   JSON.stringify({ node, metadata: { id: 'machine' }, spec: { stage, status: { ready: true, unmetConditions: [] } } })
 
 /** `talosctl service <id>` block of a running service, for dry runs. */
-const DRY_SERVICE = (node: string, service: string): string => `NODE     ${node}\nID       ${service}\nSTATE    Running\nHEALTH   OK\nEVENTS   [Running]: Health check successful (1s ago)\n`
+const DRY_SERVICE = (node: string, service: string): string =>
+  `NODE     ${node}\nID       ${service}\nSTATE    Running\nHEALTH   OK\nEVENTS   [Running]: Health check successful (1s ago)\n`
 
 /** The talosctl wrapper: every call names -e, -n and --talosconfig (secure) or --insecure, and is bounded. */
 export class Talosctl {
@@ -68,7 +69,12 @@ export class Talosctl {
 
   /** Runs a call; a failure becomes a NodeError with the kind and hint for this node. */
   private async call(node: ClusterNode, args: string[], dryRunStdout?: string): Promise<ToolResult> {
-    const result = await this.runner.run({ tool: 'talosctl', args, node: node.name, ...(dryRunStdout !== undefined ? { dryRunStdout } : {}) })
+    const result = await this.runner.run({
+      tool: 'talosctl',
+      args,
+      node: node.name,
+      ...(dryRunStdout !== undefined ? { dryRunStdout } : {}),
+    })
     if (result.ok) return result
     throw this.failure(node, result)
   }
@@ -79,7 +85,12 @@ export class Talosctl {
   }
 
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'talosctl', args: ['version', '--client'], local: true, dryRunStdout: 'Client:\n\tTag:         v0.0.0-dry-run\n' })
+    const result = await this.runner.run({
+      tool: 'talosctl',
+      args: ['version', '--client'],
+      local: true,
+      dryRunStdout: 'Client:\n\tTag:         v0.0.0-dry-run\n',
+    })
     if (!result.ok) throw new Error(`talosctl version --client failed: ${result.stderr.trim()}`)
     return /Tag:\s+(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'
   }
@@ -102,7 +113,11 @@ export class Talosctl {
   /** Insecure MachineStatus read: maintenance, or refused with "certificate required" = configured. */
   async probe(node: ClusterNode): Promise<ProbeResult> {
     try {
-      const result = await this.call(node, ['get', 'machinestatus', '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], DRY_MACHINESTATUS('', 'maintenance'))
+      const result = await this.call(
+        node,
+        ['get', 'machinestatus', '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'],
+        DRY_MACHINESTATUS('', 'maintenance'),
+      )
       const status = parseMachineStatuses(result.stdout)[0]
       // an insecure answer only comes from the maintenance API
       if (status && status.stage !== 'maintenance') return { state: 'configured' }
@@ -114,7 +129,11 @@ export class Talosctl {
   }
 
   async machineStatus(node: ClusterNode): Promise<MachineStatus> {
-    const result = await this.call(node, ['get', 'machinestatus', ...this.secureArgs(node), '-o', 'json'], DRY_MACHINESTATUS(node.address, 'running'))
+    const result = await this.call(
+      node,
+      ['get', 'machinestatus', ...this.secureArgs(node), '-o', 'json'],
+      DRY_MACHINESTATUS(node.address, 'running'),
+    )
     const status = parseMachineStatuses(result.stdout)[0]
     if (!status) throw new NodeError('unknown', 'talosctl get machinestatus returned no resource', hintFor('unknown', node))
     return status
@@ -134,8 +153,23 @@ export class Talosctl {
   }
 
   private async machineStatusChunk(order: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<MachineStatus>>> {
-    const args = ['get', 'machinestatus', '--talosconfig', this.inventory.talosconfig, '-e', via.address, '-n', order.map((n) => n.address).join(','), '-o', 'json']
-    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: order.map((n) => DRY_MACHINESTATUS(n.address, 'running')).join('\n') })
+    const args = [
+      'get',
+      'machinestatus',
+      '--talosconfig',
+      this.inventory.talosconfig,
+      '-e',
+      via.address,
+      '-n',
+      order.map((n) => n.address).join(','),
+      '-o',
+      'json',
+    ]
+    const result = await this.runner.run({
+      tool: 'talosctl',
+      args,
+      dryRunStdout: order.map((n) => DRY_MACHINESTATUS(n.address, 'running')).join('\n'),
+    })
     const answers = new Map<string, NodeAnswer<MachineStatus>>()
     if (result.timedOut || result.aborted) return answers
     for (const status of parseMachineStatuses(result.stdout)) answers.set(status.node, { value: status })
@@ -143,7 +177,8 @@ export class Talosctl {
     // ForEachResource): the nodes without a row, in order, are those errors when the counts agree
     const missing = order.filter((n) => !answers.has(n.address))
     const errors = missing.length > 0 ? multiErrors(result.stderr) : []
-    if (errors.length === missing.length) missing.forEach((n, i) => answers.set(n.address, { error: this.failure(n, { ...result, stdout: '', stderr: errors[i] ?? '' }) }))
+    if (errors.length === missing.length)
+      missing.forEach((n, i) => answers.set(n.address, { error: this.failure(n, { ...result, stdout: '', stderr: errors[i] ?? '' }) }))
     return answers
   }
 
@@ -192,8 +227,21 @@ export class Talosctl {
   }
 
   private async serviceChunk(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, NodeAnswer<ServiceStatus>>> {
-    const args = ['service', service, '--talosconfig', this.inventory.talosconfig, '-e', via.address, '-n', nodes.map((n) => n.address).join(',')]
-    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: nodes.map((n) => DRY_SERVICE(n.address, service)).join('') })
+    const args = [
+      'service',
+      service,
+      '--talosconfig',
+      this.inventory.talosconfig,
+      '-e',
+      via.address,
+      '-n',
+      nodes.map((n) => n.address).join(','),
+    ]
+    const result = await this.runner.run({
+      tool: 'talosctl',
+      args,
+      dryRunStdout: nodes.map((n) => DRY_SERVICE(n.address, service)).join(''),
+    })
     const answers = new Map<string, NodeAnswer<ServiceStatus>>()
     if (result.timedOut || result.aborted) return answers
     for (const block of result.stdout.split(/^(?=NODE\s)/m).filter((b) => b.trim())) {
@@ -203,7 +251,10 @@ export class Talosctl {
     for (const line of multiErrors(result.stderr)) {
       const ip = /^(\S+?): /.exec(line)?.[1]
       const node = nodes.find((n) => n.address === ip)
-      if (node && !answers.has(node.address)) answers.set(node.address, { error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.address.length + 2) }) })
+      if (node && !answers.has(node.address))
+        answers.set(node.address, {
+          error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.address.length + 2) }),
+        })
     }
     return answers
   }
@@ -213,15 +264,32 @@ export class Talosctl {
    * in one read (machined's ServiceStatus controller), by node address. A node that did not answer
    * is absent.
    */
-  async serviceResources(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, { running: boolean; healthy: boolean; unknown: boolean }>> {
+  async serviceResources(
+    nodes: ClusterNode[],
+    via: ClusterNode,
+    service: string,
+  ): Promise<Map<string, { running: boolean; healthy: boolean; unknown: boolean }>> {
     const ordered = [via, ...nodes.filter((n) => n.address !== via.address)].filter((n) => nodes.includes(n))
     if (ordered.length === 0) return new Map()
-    const args = ['get', 'services', service, '--talosconfig', this.inventory.talosconfig, '-e', via.address, '-n', ordered.map((n) => n.address).join(','), '-o', 'json']
+    const args = [
+      'get',
+      'services',
+      service,
+      '--talosconfig',
+      this.inventory.talosconfig,
+      '-e',
+      via.address,
+      '-n',
+      ordered.map((n) => n.address).join(','),
+      '-o',
+      'json',
+    ]
     const result = await this.runner.run({ tool: 'talosctl', args })
     const byIp = new Map<string, { running: boolean; healthy: boolean; unknown: boolean }>()
     for (const doc of parseJsonStream(result.stdout)) {
       const d = doc as { node?: string; spec?: { running?: boolean; healthy?: boolean; unknown?: boolean } }
-      if (d.node) byIp.set(d.node, { running: d.spec?.running === true, healthy: d.spec?.healthy === true, unknown: d.spec?.unknown === true })
+      if (d.node)
+        byIp.set(d.node, { running: d.spec?.running === true, healthy: d.spec?.healthy === true, unknown: d.spec?.unknown === true })
     }
     return byIp
   }
@@ -233,7 +301,9 @@ export class Talosctl {
   async etcdMembers(node: ClusterNode): Promise<EtcdMember[]> {
     // dry run: the happy answer, every control plane a member
     const rows = [['ID', 'HOSTNAME', 'PEER URLS', 'CLIENT URLS', 'LEARNER']].concat(
-      this.inventory.nodes.filter((n) => n.role === 'controlplane').map((n, i) => [String(i + 1).padStart(16, '0'), n.name, `https://${n.address}:2380`, `https://${n.address}:2379`, 'false']),
+      this.inventory.nodes
+        .filter((n) => n.role === 'controlplane')
+        .map((n, i) => [String(i + 1).padStart(16, '0'), n.name, `https://${n.address}:2380`, `https://${n.address}:2379`, 'false']),
     )
     // aligned as talosctl's tabwriter does (the parser reads columns at the header's offsets)
     const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
@@ -244,7 +314,17 @@ export class Talosctl {
 
   /** Wipes STATE and EPHEMERAL and reboots into maintenance; graceful also leaves etcd (cmd/talosctl/cmd/talos/reset.go). */
   async reset(node: ClusterNode, graceful: boolean): Promise<void> {
-    const args = ['reset', ...this.secureArgs(node), `--graceful=${graceful}`, '--reboot', '--system-labels-to-wipe', 'STATE', '--system-labels-to-wipe', 'EPHEMERAL', '--wait=false']
+    const args = [
+      'reset',
+      ...this.secureArgs(node),
+      `--graceful=${graceful}`,
+      '--reboot',
+      '--system-labels-to-wipe',
+      'STATE',
+      '--system-labels-to-wipe',
+      'EPHEMERAL',
+      '--wait=false',
+    ]
     await this.call(node, args)
   }
 
@@ -254,7 +334,11 @@ export class Talosctl {
    * already gone) is done: 'gone' (machined v1alpha1_server.go EtcdRemoveMemberByID).
    */
   async etcdRemoveMember(via: ClusterNode, memberId: string): Promise<'removed' | 'gone'> {
-    const result = await this.runner.run({ tool: 'talosctl', args: ['etcd', 'remove-member', memberId, ...this.secureArgs(via)], node: via.name })
+    const result = await this.runner.run({
+      tool: 'talosctl',
+      args: ['etcd', 'remove-member', memberId, ...this.secureArgs(via)],
+      node: via.name,
+    })
     if (result.ok) return 'removed'
     if (!result.timedOut && !result.aborted && /code = NotFound desc = etcdserver: member not found/.test(result.stderr)) return 'gone'
     throw this.failure(via, result)
@@ -289,14 +373,20 @@ export function multiErrors(stderr: string): string[] {
 
 export function parseMachineStatuses(stdout: string): MachineStatus[] {
   return parseJsonStream(stdout).map((doc) => {
-    const d = doc as { node?: string; spec?: { stage?: string; status?: { ready?: boolean; unmetConditions?: Array<{ name: string; reason: string }> } } }
+    const d = doc as {
+      node?: string
+      spec?: { stage?: string; status?: { ready?: boolean; unmetConditions?: Array<{ name: string; reason: string }> } }
+    }
     return {
       node: d.node ?? '',
       stage: d.spec?.stage ?? 'unknown',
       ready: d.spec?.status?.ready ?? false,
       // Talos lists a required service that is not running twice (machine_status.go: once among all
       // services, once among the required ones): `etcd not running, etcd not running` says it once here
-      unmetConditions: (d.spec?.status?.unmetConditions ?? []).map((c) => ({ name: c.name, reason: [...new Set(c.reason.split(', '))].join(', ') })),
+      unmetConditions: (d.spec?.status?.unmetConditions ?? []).map((c) => ({
+        name: c.name,
+        reason: [...new Set(c.reason.split(', '))].join(', '),
+      })),
     }
   })
 }

@@ -122,9 +122,11 @@ export class StatusReads {
       this.note(first, borrowed)
       if (borrowed.value) this.spare.set(first.name, { status: borrowed.value, at: performance.now() })
     }
-    return new Map(nodes.flatMap((n) => {
-      const answer = answers.get(n.address)
-      return answer ? [[n, answer] as const] : []
-    }))
+    return new Map(
+      nodes.flatMap((n) => {
+        const answer = answers.get(n.address)
+        return answer ? [[n, answer] as const] : []
+      }),
+    )
   }
 }

@@ -18,17 +18,33 @@ const VALUES = {
   k8sServiceHost: '',
   k8sServicePort: '',
   // the chart's default adds SYS_MODULE, which Talos refuses (the Talos guide removes it)
-  securityContext: { capabilities: {
-    ciliumAgent: ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_MODULE', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID'],
-    cleanCiliumState: ['NET_ADMIN', 'SYS_MODULE', 'SYS_ADMIN', 'SYS_RESOURCE'],
-  } },
+  securityContext: {
+    capabilities: {
+      ciliumAgent: [
+        'CHOWN',
+        'KILL',
+        'NET_ADMIN',
+        'NET_RAW',
+        'IPC_LOCK',
+        'SYS_MODULE',
+        'SYS_ADMIN',
+        'SYS_RESOURCE',
+        'DAC_OVERRIDE',
+        'FOWNER',
+        'SETGID',
+        'SETUID',
+      ],
+      cleanCiliumState: ['NET_ADMIN', 'SYS_MODULE', 'SYS_ADMIN', 'SYS_RESOURCE'],
+    },
+  },
   cgroup: { autoMount: { enabled: true }, hostRoot: '/run/cilium/cgroupv2' },
   cluster: { name: 'default' },
   // the chart's own default: helm --wait counts the DaemonSet ready once desired - 2 pods are
   updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } },
 }
 
-const LABELS = (name, indent) => [`app.kubernetes.io/part-of: cilium`, `app.kubernetes.io/name: ${name}`].map((l) => ' '.repeat(indent) + l).join('\n')
+const LABELS = (name, indent) =>
+  [`app.kubernetes.io/part-of: cilium`, `app.kubernetes.io/name: ${name}`].map((l) => ' '.repeat(indent) + l).join('\n')
 
 const SERVICE_ACCOUNTS = `apiVersion: v1
 kind: ServiceAccount
@@ -167,7 +183,15 @@ Your release version is {{ .Chart.Version }}.
 
 /** the chart's files for `version`, as `helm package` lays them out (cilium/...) */
 export function ciliumChartFiles(version) {
-  const chart = { apiVersion: 'v2', name: 'cilium', version, appVersion: version, description: CILIUM_DESCRIPTION, kubeVersion: '>= 1.21.0-0', home: 'https://cilium.io/' }
+  const chart = {
+    apiVersion: 'v2',
+    name: 'cilium',
+    version,
+    appVersion: version,
+    description: CILIUM_DESCRIPTION,
+    kubeVersion: '>= 1.21.0-0',
+    home: 'https://cilium.io/',
+  }
   return [
     ['cilium/Chart.yaml', stringify(chart)],
     ['cilium/values.yaml', stringify(VALUES)],

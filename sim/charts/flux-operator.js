@@ -10,7 +10,8 @@ export const FLUX_OPERATOR_DESCRIPTION = 'A Helm chart for deploying the Flux Op
 
 const VALUES = { image: { repository: 'ghcr.io/controlplaneio-fluxcd/flux-operator', tag: '' }, installCRDs: true }
 
-const LABELS = (indent) => ['app.kubernetes.io/name: flux-operator', 'app.kubernetes.io/instance: {{ .Release.Name }}'].map((l) => ' '.repeat(indent) + l).join('\n')
+const LABELS = (indent) =>
+  ['app.kubernetes.io/name: flux-operator', 'app.kubernetes.io/instance: {{ .Release.Name }}'].map((l) => ' '.repeat(indent) + l).join('\n')
 
 const crd = (plural, kind) => `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -71,7 +72,15 @@ ${LABELS(8)}
 
 /** the chart's files for `version`, as `helm package` lays them out (flux-operator/...) */
 export function fluxOperatorChartFiles(version) {
-  const chart = { apiVersion: 'v2', name: 'flux-operator', version, appVersion: version, description: FLUX_OPERATOR_DESCRIPTION, kubeVersion: '>= 1.30.0-0', home: 'https://fluxcd.control-plane.io/' }
+  const chart = {
+    apiVersion: 'v2',
+    name: 'flux-operator',
+    version,
+    appVersion: version,
+    description: FLUX_OPERATOR_DESCRIPTION,
+    kubeVersion: '>= 1.30.0-0',
+    home: 'https://fluxcd.control-plane.io/',
+  }
   return [
     ['flux-operator/Chart.yaml', stringify(chart)],
     ['flux-operator/values.yaml', stringify(VALUES)],

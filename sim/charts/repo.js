@@ -13,14 +13,30 @@ const CREATED = '2025-11-20T00:00:00Z'
 
 /** what the repository serves: chart name → its versions, files and index fields */
 const CHARTS = {
-  cilium: { versions: CILIUM_VERSIONS, files: ciliumChartFiles, description: CILIUM_DESCRIPTION, home: 'https://cilium.io/', kubeVersion: '>= 1.21.0-0' },
-  'flux-operator': { versions: FLUX_OPERATOR_VERSIONS, files: fluxOperatorChartFiles, description: FLUX_OPERATOR_DESCRIPTION, home: 'https://fluxcd.control-plane.io/', kubeVersion: '>= 1.30.0-0' },
+  cilium: {
+    versions: CILIUM_VERSIONS,
+    files: ciliumChartFiles,
+    description: CILIUM_DESCRIPTION,
+    home: 'https://cilium.io/',
+    kubeVersion: '>= 1.21.0-0',
+  },
+  'flux-operator': {
+    versions: FLUX_OPERATOR_VERSIONS,
+    files: fluxOperatorChartFiles,
+    description: FLUX_OPERATOR_DESCRIPTION,
+    home: 'https://fluxcd.control-plane.io/',
+    kubeVersion: '>= 1.30.0-0',
+  },
 }
 
 /** name-version.tgz → { name, version, bytes }, built once */
 function buildCharts() {
   const mtime = Math.floor(Date.parse(CREATED) / 1000)
-  return new Map(Object.entries(CHARTS).flatMap(([name, c]) => c.versions.map((v) => [`${name}-${v}.tgz`, { name, version: v, bytes: tgz(c.files(v), mtime) }])))
+  return new Map(
+    Object.entries(CHARTS).flatMap(([name, c]) =>
+      c.versions.map((v) => [`${name}-${v}.tgz`, { name, version: v, bytes: tgz(c.files(v), mtime) }]),
+    ),
+  )
 }
 
 function indexYaml(charts) {
@@ -28,9 +44,16 @@ function indexYaml(charts) {
   for (const [file, c] of charts) {
     const meta = CHARTS[c.name]
     ;(entries[c.name] ??= []).push({
-      apiVersion: 'v2', appVersion: c.version, created: CREATED, description: meta.description,
-      digest: createHash('sha256').update(c.bytes).digest('hex'), home: meta.home,
-      kubeVersion: meta.kubeVersion, name: c.name, urls: [file], version: c.version,
+      apiVersion: 'v2',
+      appVersion: c.version,
+      created: CREATED,
+      description: meta.description,
+      digest: createHash('sha256').update(c.bytes).digest('hex'),
+      home: meta.home,
+      kubeVersion: meta.kubeVersion,
+      name: c.name,
+      urls: [file],
+      version: c.version,
     })
   }
   return stringify({ apiVersion: 'v1', entries, generated: CREATED })
@@ -52,7 +75,9 @@ export function startChartRepo({ host = '127.0.0.1', port = 0, cert, key }) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n')
       return
     }
-    res.writeHead(200, { 'content-type': path === 'index.yaml' ? 'text/yaml' : 'application/gzip', 'content-length': body.length }).end(body)
+    res
+      .writeHead(200, { 'content-type': path === 'index.yaml' ? 'text/yaml' : 'application/gzip', 'content-length': body.length })
+      .end(body)
   })
   return new Promise((resolve, reject) => {
     srv.once('error', reject)
@@ -61,7 +86,11 @@ export function startChartRepo({ host = '127.0.0.1', port = 0, cert, key }) {
       resolve({
         url: `https://${host}:${a.port}/`,
         requests,
-        close: () => new Promise((r) => { srv.closeAllConnections?.(); srv.close(() => r()) }),
+        close: () =>
+          new Promise((r) => {
+            srv.closeAllConnections?.()
+            srv.close(() => r())
+          }),
       })
     })
   })

@@ -10,7 +10,6 @@ const PART_OF = 'app.kubernetes.io/part-of'
 const POLL = () => Number(process.env.SIM_FLUX_POLL_MS || 250)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
-
 async function kube(ctx) {
   if (!ctx.client) {
     ctx.client = await connect({ kubeconfig: ctx.flags.kubeconfig, context: ctx.flags.context, userAgent: `flux/${FLUX_VERSION}` })
@@ -21,10 +20,15 @@ async function kube(ctx) {
 }
 const ns = (ctx) => ctx.flags.namespace || NS_DEFAULT
 
-
 /** The objects `flux install` applies (sim/flux/manifests.js), for this command's flags. */
 function manifests(ctx, components, extraLabels = {}) {
-  return fluxObjects({ namespace: ns(ctx), registry: ctx.flags.registry, components, tolerationKeys: ctx.flags['toleration-keys'], extraLabels })
+  return fluxObjects({
+    namespace: ns(ctx),
+    registry: ctx.flags.registry,
+    components,
+    tolerationKeys: ctx.flags['toleration-keys'],
+    extraLabels,
+  })
 }
 
 const subject = (o) => `${o.kind}/${o.metadata.namespace ? o.metadata.namespace + '/' : ''}${o.metadata.name}`
@@ -43,8 +47,15 @@ async function apply(client, objs) {
       }
       lines.push(`${subject(o)} created`)
     } else {
-      const same = JSON.stringify(live.spec) === JSON.stringify({ ...live.spec, ...o.spec }) && Object.entries(o.metadata.labels || {}).every(([k, v]) => live.metadata.labels?.[k] === v)
-      if (!same) await client.patch(o.kind, o.metadata.namespace, o.metadata.name, { metadata: { labels: o.metadata.labels, annotations: o.metadata.annotations }, spec: o.spec, data: o.data })
+      const same =
+        JSON.stringify(live.spec) === JSON.stringify({ ...live.spec, ...o.spec }) &&
+        Object.entries(o.metadata.labels || {}).every(([k, v]) => live.metadata.labels?.[k] === v)
+      if (!same)
+        await client.patch(o.kind, o.metadata.namespace, o.metadata.name, {
+          metadata: { labels: o.metadata.labels, annotations: o.metadata.annotations },
+          spec: o.spec,
+          data: o.data,
+        })
       lines.push(`${subject(o)} ${same ? 'unchanged' : 'configured'}`)
     }
   }
@@ -54,7 +65,13 @@ async function apply(client, objs) {
 const deploymentReady = (d) => {
   const want = d?.spec?.replicas ?? 1
   const st = d?.status || {}
-  return Boolean(d) && (st.observedGeneration === undefined || st.observedGeneration >= d.metadata.generation) && (st.readyReplicas || 0) >= want && (st.availableReplicas || 0) >= want && (st.updatedReplicas ?? want) >= want
+  return (
+    Boolean(d) &&
+    (st.observedGeneration === undefined || st.observedGeneration >= d.metadata.generation) &&
+    (st.readyReplicas || 0) >= want &&
+    (st.availableReplicas || 0) >= want &&
+    (st.updatedReplicas ?? want) >= want
+  )
 }
 
 /** flux's status checker: poll the controllers' Deployments until ready or the deadline. */
@@ -121,7 +138,14 @@ export async function check(ctx) {
     ctx.log.failure(`no controllers found in the '${ns(ctx)}' namespace with the label selector '${PART_OF}=flux'`)
     failed = true
   } else {
-    if (!(await assess(ctx, deps.map((d) => d.metadata.name), Date.now() + ctx.flags.timeout))) failed = true
+    if (
+      !(await assess(
+        ctx,
+        deps.map((d) => d.metadata.name),
+        Date.now() + ctx.flags.timeout,
+      ))
+    )
+      failed = true
     for (const d of deps) for (const c of d.spec?.template?.spec?.containers || []) ctx.log.action(c.image)
   }
   ctx.log.action('checking crds')
@@ -131,7 +155,9 @@ export async function check(ctx) {
     failed = true
   }
   for (const c of crds) {
-    const versions = c.status?.storedVersions?.length ? c.status.storedVersions : (c.spec?.versions || []).filter((v) => v.storage).map((v) => v.name)
+    const versions = c.status?.storedVersions?.length
+      ? c.status.storedVersions
+      : (c.spec?.versions || []).filter((v) => v.storage).map((v) => v.name)
     ctx.log.success(`${c.metadata.name}/${versions[versions.length - 1]}`)
   }
   if (failed) {
@@ -154,7 +180,11 @@ export async function install(ctx) {
   const deadline = Date.now() + ctx.flags.timeout
   if (ctx.flags.export) {
     const { stringify } = await import('yaml')
-    ctx.out(manifests(ctx, componentsOf(ctx)).map((o) => `---\n${stringify(o)}`).join(''))
+    ctx.out(
+      manifests(ctx, componentsOf(ctx))
+        .map((o) => `---\n${stringify(o)}`)
+        .join(''),
+    )
     return 0
   }
   ctx.log.generate('generating manifests')
@@ -165,7 +195,9 @@ export async function install(ctx) {
     throw new FluxError(`cluster info unavailable: ${e.message}`)
   })
   if (crd?.metadata?.labels?.['kustomize.toolkit.fluxcd.io/name']) {
-    throw new FluxError(`this cluster has already been bootstrapped with Flux ${crd.metadata.labels['app.kubernetes.io/version'] || ''}! Please use 'flux bootstrap' to upgrade`)
+    throw new FluxError(
+      `this cluster has already been bootstrapped with Flux ${crd.metadata.labels['app.kubernetes.io/version'] || ''}! Please use 'flux bootstrap' to upgrade`,
+    )
   }
   try {
     await installComponents(ctx, { print: true })
@@ -226,13 +258,17 @@ function publicKeyOf(text) {
  * (`parse "<url>": first path segment in URL cannot contain colon`, `missing protocol scheme`, ...).
  */
 function goParseURL(raw) {
-  const fail = (why) => { throw new FluxError(`parse ${JSON.stringify(raw)}: ${why}`) }
+  const fail = (why) => {
+    throw new FluxError(`parse ${JSON.stringify(raw)}: ${why}`)
+  }
   if ([...raw].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) fail('net/url: invalid control character in URL')
   let rest = raw
   let scheme = ''
   const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(raw)
-  if (m) { scheme = m[1].toLowerCase(); rest = raw.slice(m[0].length) }
-  else if (raw.startsWith(':')) fail('missing protocol scheme')
+  if (m) {
+    scheme = m[1].toLowerCase()
+    rest = raw.slice(m[0].length)
+  } else if (raw.startsWith(':')) fail('missing protocol scheme')
   if (!scheme) {
     const colon = rest.indexOf(':')
     const slash = rest.indexOf('/')
@@ -291,7 +327,8 @@ async function waitReconciled(ctx, kind, name, deadline) {
     await sleep(POLL())
   }
   const ready = condition(obj, 'Ready')
-  if (ready && ready.status !== 'True') return `${kind === 'Kustomization' ? 'kustomization' : 'gitrepository'} '${ns(ctx)}/${name}' not ready: '${ready.message}'`
+  if (ready && ready.status !== 'True')
+    return `${kind === 'Kustomization' ? 'kustomization' : 'gitrepository'} '${ns(ctx)}/${name}' not ready: '${ready.message}'`
   return 'context deadline exceeded'
 }
 
@@ -330,14 +367,20 @@ export async function bootstrapGit(ctx) {
       if (!answer) throw new FluxError('bootstrap cancelled')
     }
   }
-  if (!['ssh', 'https', 'http'].includes(url.scheme)) throw new FluxError(`failed to create authentication options for ${f.url}: scheme ${JSON.stringify(url.scheme)} is not supported`)
-  if (url.scheme === 'http' && !f['allow-insecure-http']) throw new FluxError(`failed to create authentication options for ${f.url}: scheme http is insecure, pass --allow-insecure-http=true to allow it`)
+  if (!['ssh', 'https', 'http'].includes(url.scheme))
+    throw new FluxError(`failed to create authentication options for ${f.url}: scheme ${JSON.stringify(url.scheme)} is not supported`)
+  if (url.scheme === 'http' && !f['allow-insecure-http'])
+    throw new FluxError(
+      `failed to create authentication options for ${f.url}: scheme http is insecure, pass --allow-insecure-http=true to allow it`,
+    )
   // the Git server is not real: the scenario's flux.git says how it answers (GET /sim/v1/git)
   const gitServer = await client.call('GET', '/sim/v1/git').catch(() => ({}))
   if (url.scheme === 'ssh' && f['private-key-file'] && gitServer.hostKeyScan === 'refused') {
     // getAuthOpts -> sourcesecret.ScanHostKey (pkg/manifestgen/sourcesecret/sourcesecret.go)
     const hostPort = /:\d+$/.test(url.host) ? url.host : `${url.host}:22`
-    throw new FluxError(`failed to create authentication options for ${f.url}: SSH key scan for host ${hostPort} failed, error: dial tcp ${hostPort}: connect: connection refused`)
+    throw new FluxError(
+      `failed to create authentication options for ${f.url}: SSH key scan for host ${hostPort} failed, error: dial tcp ${hostPort}: connect: connection refused`,
+    )
   }
   let pub = null
   let identity = null
@@ -399,44 +442,66 @@ export async function bootstrapGit(ctx) {
   ctx.log.action(`determining if source secret "${n}/${secretName}" exists`)
   const secretExists = Boolean(await client.getOrNull('Secret', n, secretName))
   // ReconcileSourceSecret: an existing Secret is kept unless a key or credentials were given
-  const custom = Boolean(f['private-key-file']) || Boolean(f['token-auth'] && (f.username + f.password))
+  const custom = Boolean(f['private-key-file']) || Boolean(f['token-auth'] && f.username + f.password)
   if (secretExists && !custom) ctx.log.success('source secret up to date')
   else await writeSourceSecret()
   async function writeSourceSecret() {
-  ctx.log.action('generating source secret')
-  const data = {}
-  if (f['token-auth']) {
-    if (f['with-bearer-token']) data.bearerToken = f.password
-    else Object.assign(data, { username: f.username, password: f.password })
-  } else {
-    ctx.log.success(`public key: ${pub}`)
-    if (!f.silent && !(await confirm(ctx, 'Please give the key access to your repository'))) throw new FluxError('aborting')
-    // flux scans the Git host's keys here; the simulator has no Git server, so it records a fixed key
-    const host = url.port ? `[${url.hostname}]:${url.port}` : url.hostname
-    Object.assign(data, {
-      identity,
-      'identity.pub': `${pub}\n`,
-      known_hosts: `${host} ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEmKSENjQEezOmxkZMy7opKgwFB9nkt5YRrYMjNuG5N87uRgg6CLrbo5wAdT/y6v0mKV0U2w0WZ2YB/++Tpockg=\n`,
-    })
-  }
-  ctx.log.action(`applying source secret "${n}/${secretName}"`)
-  const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: secretName, namespace: n }, type: 'Opaque', data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) }
-  if (secretExists) await client.patch('Secret', n, secretName, { data: secret.data })
-  else await client.create(secret)
-  ctx.log.success('reconciled source secret')
+    ctx.log.action('generating source secret')
+    const data = {}
+    if (f['token-auth']) {
+      if (f['with-bearer-token']) data.bearerToken = f.password
+      else Object.assign(data, { username: f.username, password: f.password })
+    } else {
+      ctx.log.success(`public key: ${pub}`)
+      if (!f.silent && !(await confirm(ctx, 'Please give the key access to your repository'))) throw new FluxError('aborting')
+      // flux scans the Git host's keys here; the simulator has no Git server, so it records a fixed key
+      const host = url.port ? `[${url.hostname}]:${url.port}` : url.hostname
+      Object.assign(data, {
+        identity,
+        'identity.pub': `${pub}\n`,
+        known_hosts: `${host} ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEmKSENjQEezOmxkZMy7opKgwFB9nkt5YRrYMjNuG5N87uRgg6CLrbo5wAdT/y6v0mKV0U2w0WZ2YB/++Tpockg=\n`,
+      })
+    }
+    ctx.log.action(`applying source secret "${n}/${secretName}"`)
+    const secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: secretName, namespace: n },
+      type: 'Opaque',
+      data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+    }
+    if (secretExists) await client.patch('Secret', n, secretName, { data: secret.data })
+    else await client.create(secret)
+    ctx.log.success('reconciled source secret')
   }
 
-  if (pathDiffers) throw new FluxError(`sync path configuration (${JSON.stringify(path)}) would overwrite path (${JSON.stringify(existing.spec.path)}) of existing Kustomization`)
+  if (pathDiffers)
+    throw new FluxError(
+      `sync path configuration (${JSON.stringify(path)}) would overwrite path (${JSON.stringify(existing.spec.path)}) of existing Kustomization`,
+    )
   commitManifests('sync')
   ctx.log.action('applying sync manifests')
   await apply(client, [
-    { apiVersion: 'source.toolkit.fluxcd.io/v1', kind: 'GitRepository', metadata: { name: n, namespace: n }, spec: { interval: '1m0s', ref: { branch }, secretRef: { name: secretName }, url: repoURL } },
-    { apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', metadata: { name: n, namespace: n }, spec: { interval: '10m0s', path, prune: true, sourceRef: { kind: 'GitRepository', name: n } } },
+    {
+      apiVersion: 'source.toolkit.fluxcd.io/v1',
+      kind: 'GitRepository',
+      metadata: { name: n, namespace: n },
+      spec: { interval: '1m0s', ref: { branch }, secretRef: { name: secretName }, url: repoURL },
+    },
+    {
+      apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+      kind: 'Kustomization',
+      metadata: { name: n, namespace: n },
+      spec: { interval: '10m0s', path, prune: true, sourceRef: { kind: 'GitRepository', name: n } },
+    },
   ])
   ctx.log.success('reconciled sync configuration')
 
   const errs = []
-  for (const [kind, label] of [['GitRepository', 'GitRepository'], ['Kustomization', 'Kustomization']]) {
+  for (const [kind, label] of [
+    ['GitRepository', 'GitRepository'],
+    ['Kustomization', 'Kustomization'],
+  ]) {
     ctx.log.waiting(`waiting for ${label} "${n}/${n}" to be reconciled`)
     const err = await waitReconciled(ctx, kind, n, deadline)
     if (err) {
@@ -445,7 +510,8 @@ export async function bootstrapGit(ctx) {
     } else ctx.log.success(`${label} reconciled successfully`)
   }
   ctx.log.action('confirming components are healthy')
-  if (!(await assess(ctx, componentsOf(ctx), Math.max(deadline, Date.now() + POLL())))) errs.push('timed out waiting for all resources to be ready')
+  if (!(await assess(ctx, componentsOf(ctx), Math.max(deadline, Date.now() + POLL()))))
+    errs.push('timed out waiting for all resources to be ready')
   else ctx.log.success('all components are healthy')
   if (errs.length) {
     const agg = errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`
@@ -474,10 +540,15 @@ const readyOf = (o) => {
 async function getList(ctx, kind, label, args, row, headers) {
   const client = await kube(ctx)
   const all = ctx.flags['all-namespaces']
-  let items = await client.list(kind, all ? undefined : ns(ctx), { labelSelector: ctx.flags['label-selector'] || undefined, fieldSelector: args[0] ? `metadata.name=${args[0]}` : undefined })
+  let items = await client.list(kind, all ? undefined : ns(ctx), {
+    labelSelector: ctx.flags['label-selector'] || undefined,
+    fieldSelector: args[0] ? `metadata.name=${args[0]}` : undefined,
+  })
   if (!items.length) {
     const where = all ? 'any' : `"${ns(ctx)}"`
-    throw new FluxError(args[0] ? `${label} object '${args[0]}' not found in ${where} namespace` : `no ${label} objects found in ${where} namespace`)
+    throw new FluxError(
+      args[0] ? `${label} object '${args[0]}' not found in ${where} namespace` : `no ${label} objects found in ${where} namespace`,
+    )
   }
   const sel = ctx.flags['status-selector']
   if (sel) {
@@ -498,17 +569,31 @@ async function getList(ctx, kind, label, args, row, headers) {
 }
 
 export function getKustomizations(ctx, args) {
-  return getList(ctx, 'Kustomization', 'Kustomization', args, (o) => {
-    const [st, msg] = readyOf(o)
-    return [truncateHex(o.status?.lastAppliedRevision || ''), o.spec?.suspend ? 'True' : 'False', st, truncateHex(msg)]
-  }, ['NAME', 'REVISION', 'SUSPENDED', 'READY', 'MESSAGE'])
+  return getList(
+    ctx,
+    'Kustomization',
+    'Kustomization',
+    args,
+    (o) => {
+      const [st, msg] = readyOf(o)
+      return [truncateHex(o.status?.lastAppliedRevision || ''), o.spec?.suspend ? 'True' : 'False', st, truncateHex(msg)]
+    },
+    ['NAME', 'REVISION', 'SUSPENDED', 'READY', 'MESSAGE'],
+  )
 }
 
 export function getGitRepositories(ctx, args) {
-  return getList(ctx, 'GitRepository', 'GitRepository', args, (o) => {
-    const [st, msg] = readyOf(o)
-    return [truncateHex(o.status?.artifact?.revision || ''), o.spec?.suspend ? 'True' : 'False', st, truncateHex(msg)]
-  }, ['NAME', 'REVISION', 'SUSPENDED', 'READY', 'MESSAGE'])
+  return getList(
+    ctx,
+    'GitRepository',
+    'GitRepository',
+    args,
+    (o) => {
+      const [st, msg] = readyOf(o)
+      return [truncateHex(o.status?.artifact?.revision || ''), o.spec?.suspend ? 'True' : 'False', st, truncateHex(msg)]
+    },
+    ['NAME', 'REVISION', 'SUSPENDED', 'READY', 'MESSAGE'],
+  )
 }
 
 /** Annotate, then wait until the controller handled the request (reconcile.go). */
@@ -538,7 +623,10 @@ async function reconcileOne(ctx, kind, name, namespace, deadline, { quoteMessage
   }
   const ready = condition(o, 'Ready')
   if (!ready) throw new FluxError("status can't be determined")
-  if (ready.status !== 'True') throw new FluxError(quoteMessage ? `${kind} reconciliation failed: '${ready.message}'` : `${kind} reconciliation failed: ${ready.message}`)
+  if (ready.status !== 'True')
+    throw new FluxError(
+      quoteMessage ? `${kind} reconciliation failed: '${ready.message}'` : `${kind} reconciliation failed: ${ready.message}`,
+    )
   return o
 }
 
@@ -589,7 +677,12 @@ export async function version(ctx) {
     }
   }
   if (fmt === 'json') ctx.out(JSON.stringify(Object.fromEntries(Object.entries(info).sort()), null, 2) + '\n')
-  else ctx.out(Object.entries(info).map(([k, v]) => `${k}: ${v}`).join('\n') + '\n')
+  else
+    ctx.out(
+      Object.entries(info)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('\n') + '\n',
+    )
   if (ctx.record) await ctx.record('ok')
   return 0
 }

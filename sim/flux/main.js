@@ -107,7 +107,13 @@ const COMMANDS = {
     },
   },
   get: {
-    flags: { 'all-namespaces': { type: 'bool', short: 'A' }, 'no-header': { type: 'bool' }, 'status-selector': { type: 'string' }, 'label-selector': { type: 'string', short: 'l' }, watch: { type: 'bool', short: 'w' } },
+    flags: {
+      'all-namespaces': { type: 'bool', short: 'A' },
+      'no-header': { type: 'bool' },
+      'status-selector': { type: 'string' },
+      'label-selector': { type: 'string', short: 'l' },
+      watch: { type: 'bool', short: 'w' },
+    },
     sub: {
       kustomizations: { aliases: ['ks', 'kustomization'], flags: { 'show-source': { type: 'bool' } } },
       sources: { sub: { git: { flags: {} } } },

@@ -28,7 +28,12 @@ const CRDS = [
   ['receivers', 'notification.toolkit.fluxcd.io', 'Receiver', 'v1', []],
 ]
 function labels(namespace, component) {
-  return { [PART_OF]: 'flux', 'app.kubernetes.io/instance': namespace, 'app.kubernetes.io/version': FLUX_VERSION, ...(component ? { 'app.kubernetes.io/component': component, 'control-plane': 'controller' } : {}) }
+  return {
+    [PART_OF]: 'flux',
+    'app.kubernetes.io/instance': namespace,
+    'app.kubernetes.io/version': FLUX_VERSION,
+    ...(component ? { 'app.kubernetes.io/component': component, 'control-plane': 'controller' } : {}),
+  }
 }
 
 /** The objects for `namespace`, `components` from `registry`, each with `extraLabels` too. */
@@ -38,10 +43,22 @@ export function fluxObjects({ namespace, registry, components = DEFAULT_COMPONEN
   const objs = CRDS.map(([plural, group, kind, version, shortNames]) => ({
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.${group}`, labels: { ...labels(n), 'app.kubernetes.io/component': group.split('.')[0] + '-controller', ...extraLabels } },
-    spec: { group, names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), ...(shortNames.length ? { shortNames } : {}) }, scope: 'Namespaced', versions: [{ name: version, served: true, storage: true, subresources: { status: {} } }] },
+    metadata: {
+      name: `${plural}.${group}`,
+      labels: { ...labels(n), 'app.kubernetes.io/component': group.split('.')[0] + '-controller', ...extraLabels },
+    },
+    spec: {
+      group,
+      names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), ...(shortNames.length ? { shortNames } : {}) },
+      scope: 'Namespaced',
+      versions: [{ name: version, served: true, storage: true, subresources: { status: {} } }],
+    },
   }))
-  objs.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: n, labels: { ...labels(n), 'pod-security.kubernetes.io/warn': 'restricted', ...extraLabels } } })
+  objs.push({
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: n, labels: { ...labels(n), 'pod-security.kubernetes.io/warn': 'restricted', ...extraLabels } },
+  })
   for (const c of components) {
     objs.push({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: c, namespace: n, labels: { ...labels(n), ...extraLabels } } })
   }

@@ -14,11 +14,12 @@ export function parseDuration(s) {
     s = s.slice(1)
   }
   if (s === '0') return 0
-  const units = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1000, m: 60000, h: 3600000 }
+  const units = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60000, h: 3600000 }
   let total = 0
   while (s.length) {
     const num = /^(\d*)(\.(\d*))?/.exec(s)
-    if (!num || (num[1] === '' && (num[3] === undefined || num[3] === ''))) throw new Error(`time: invalid duration ${JSON.stringify(orig)}`)
+    if (!num || (num[1] === '' && (num[3] === undefined || num[3] === '')))
+      throw new Error(`time: invalid duration ${JSON.stringify(orig)}`)
     s = s.slice(num[0].length)
     const u = /^[^\d.]*/.exec(s)[0]
     if (!u) throw new Error(`time: missing unit in duration ${JSON.stringify(orig)}`)
@@ -122,7 +123,10 @@ export function parseFlags(argv, specs) {
       if (!changed.has(name)) flags[name] = {}
       for (const kv of v.split(',')) {
         const i = kv.indexOf('=')
-        if (i < 0) throw new Error(`invalid argument ${JSON.stringify(raw)} for ${JSON.stringify(flagDisplay(name, spec))} flag: ${kv} must be formatted as key=value`)
+        if (i < 0)
+          throw new Error(
+            `invalid argument ${JSON.stringify(raw)} for ${JSON.stringify(flagDisplay(name, spec))} flag: ${kv} must be formatted as key=value`,
+          )
         flags[name][kv.slice(0, i)] = kv.slice(i + 1)
       }
     } else {
@@ -196,7 +200,11 @@ export function findCommand(argv, tree, allSpecs) {
     if (a.startsWith('-') && a.length > 1) {
       rest.push(a)
       if (!a.includes('=')) {
-        const spec = a.startsWith('--') ? allSpecs[a.slice(2)] : a.length === 2 ? Object.values(allSpecs).find((s) => s.short === a[1]) : null
+        const spec = a.startsWith('--')
+          ? allSpecs[a.slice(2)]
+          : a.length === 2
+            ? Object.values(allSpecs).find((s) => s.short === a[1])
+            : null
         if (spec && spec.type !== 'bool' && spec.noOptDefVal === undefined && i + 1 < argv.length) rest.push(argv[++i])
       }
       continue

@@ -17,28 +17,57 @@ import { resourceDefinition, toResource, timestamp, RD_TYPE, RD_DEFINITION } fro
 import { kubeconfigArchive } from './archive.js'
 
 const dir = fileURLToPath(new URL('./proto/', import.meta.url))
-const packages = grpc.loadPackageDefinition(protoLoader.loadSync(['machine.proto', 'cosi.proto', 'cluster.proto', 'storage.proto'], {
-  includeDirs: [dir], keepCase: true, longs: String, enums: String, defaults: false, oneofs: true,
-}))
+const packages = grpc.loadPackageDefinition(
+  protoLoader.loadSync(['machine.proto', 'cosi.proto', 'cluster.proto', 'storage.proto'], {
+    includeDirs: [dir],
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: false,
+    oneofs: true,
+  }),
+)
 // the event payloads, encoded into Event.data (google.protobuf.Any) as machined does (runtime/events.go ToMachineEvent)
 const eventTypes = new protobuf.Root().loadSync(join(dir, 'machine.proto'), { keepCase: true })
 
-const CODES = { OK: 0, Canceled: 1, Unknown: 2, InvalidArgument: 3, DeadlineExceeded: 4, NotFound: 5, AlreadyExists: 6,
-  PermissionDenied: 7, ResourceExhausted: 8, FailedPrecondition: 9, Aborted: 10, OutOfRange: 11, Unimplemented: 12,
-  Internal: 13, Unavailable: 14, DataLoss: 15, Unauthenticated: 16 }
+const CODES = {
+  OK: 0,
+  Canceled: 1,
+  Unknown: 2,
+  InvalidArgument: 3,
+  DeadlineExceeded: 4,
+  NotFound: 5,
+  AlreadyExists: 6,
+  PermissionDenied: 7,
+  ResourceExhausted: 8,
+  FailedPrecondition: 9,
+  Aborted: 10,
+  OutOfRange: 11,
+  Unimplemented: 12,
+  Internal: 13,
+  Unavailable: 14,
+  DataLoss: 15,
+  Unauthenticated: 16,
+}
 const codeOf = (name) => CODES[name] ?? CODES.Unknown
 const statusError = ({ code, message }) => Object.assign(new Error(message), { code: codeOf(code), details: message })
 
 /** `nodes` / `node` metadata as talosctl sends it (Node's HTTP/2 joins repeated values with ", ") */
 function targetsOf(call) {
-  const split = (key) => call.metadata.get(key).flatMap((v) => String(v).split(/,\s*/)).filter(Boolean)
+  const split = (key) =>
+    call.metadata
+      .get(key)
+      .flatMap((v) => String(v).split(/,\s*/))
+      .filter(Boolean)
   return { nodes: split('nodes'), node: split('node') }
 }
 
 /** the roles of the client certificate the TLS connection verified (its Organization) */
 function rolesOf(call) {
   const o = call.getAuthContext?.()?.sslPeerCertificate?.subject?.O ?? ''
-  return String(o).split(/\n|,/).map((r) => r.trim())
+  return String(o)
+    .split(/\n|,/)
+    .map((r) => r.trim())
 }
 
 /**
@@ -48,19 +77,31 @@ function rolesOf(call) {
 function invoke(ns, call, method, body, { targets, purpose, words = [], emit }) {
   const gone = new AbortController() // a call whose client went away (deadline, Ctrl-C) cancels what still waits for it
   call.on('cancelled', () => gone.abort())
-  return serveCall(ns.sim, ns.node, ns.mode, { method, body, targets, purpose, words, roles: rolesOf(call), signal: gone.signal, emit })
-    .catch((e) => {
-      if (e instanceof RpcError) throw statusError(e)
-      ns.sim.log(`grpc ${method} on ${ns.node.ip}: ${e.stack}`)
-      throw statusError({ code: 'Internal', message: e.message })
-    })
+  return serveCall(ns.sim, ns.node, ns.mode, {
+    method,
+    body,
+    targets,
+    purpose,
+    words,
+    roles: rolesOf(call),
+    signal: gone.signal,
+    emit,
+  }).catch((e) => {
+    if (e instanceof RpcError) throw statusError(e)
+    ns.sim.log(`grpc ${method} on ${ns.node.ip}: ${e.stack}`)
+    throw statusError({ code: 'Internal', message: e.message })
+  })
 }
 
 /** apid's per-node metadata: hostname when the endpoint proxied, error and status when that node failed */
 function metadataOf(m) {
   if (!m.node && !m.error) return undefined
   const md = { hostname: m.node }
-  if (m.error) Object.assign(md, { error: `rpc error: code = ${m.error.code} desc = ${m.error.message}`, status: { code: codeOf(m.error.code), message: m.error.message } })
+  if (m.error)
+    Object.assign(md, {
+      error: `rpc error: code = ${m.error.code} desc = ${m.error.message}`,
+      status: { code: codeOf(m.error.code), message: m.error.message },
+    })
   return md
 }
 
@@ -95,11 +136,18 @@ async function machineStream(ns, call, method, body, send, { purpose, words } = 
   const messages = await invoke(ns, call, method, body, { targets, purpose, words: words ?? COMMAND_WORDS[method] })
   const plain = one2one || (messages.length === 1 && !messages[0].node)
   if (plain && messages[0]?.error) throw statusError(messages[0].error)
-  await Promise.all(messages.map(async (m) => {
-    if (m.error) { call.write({ metadata: metadataOf(m) }); return }
-    const write = (msg) => { if (!call.cancelled && !call.writableEnded) call.write(plain ? msg : { ...msg, metadata: { hostname: m.node } }) }
-    await send(m.data ?? {}, write, (m.node && ns.sim.lookup(m.node)) || ns.node)
-  }))
+  await Promise.all(
+    messages.map(async (m) => {
+      if (m.error) {
+        call.write({ metadata: metadataOf(m) })
+        return
+      }
+      const write = (msg) => {
+        if (!call.cancelled && !call.writableEnded) call.write(plain ? msg : { ...msg, metadata: { hostname: m.node } })
+      }
+      await send(m.data ?? {}, write, (m.node && ns.sim.lookup(m.node)) || ns.node)
+    }),
+  )
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -111,11 +159,14 @@ const byTracker = (call) => targetsOf(call).node.length > 0
  */
 async function follow(ns, call, target, tick) {
   let gone = false
-  call.on('cancelled', () => { gone = true })
+  call.on('cancelled', () => {
+    gone = true
+  })
   while (!gone && !ns.sim.stopped && ns.wanted === 'secure') {
     await sleep(100)
     tick() // what the node wrote before it went down still arrives
-    if (target !== ns.node && ns.sim.listeners.modeOf(target) !== 'secure') throw statusError({ code: 'Unavailable', message: 'error reading from server: EOF' })
+    if (target !== ns.node && ns.sim.listeners.modeOf(target) !== 'secure')
+      throw statusError({ code: 'Unavailable', message: 'error reading from server: EOF' })
   }
 }
 
@@ -127,7 +178,11 @@ const dmesgRecord = (l) => ({ bytes: Buffer.from(`${l.facility}: ${String(l.prio
 /** an event of the node's buffer as machine.Event (data: the payload as google.protobuf.Any) */
 function toEvent(e) {
   const type = eventTypes.lookupType(`machine.${e.type}`)
-  return { data: { type_url: `talos/runtime/machine.${e.type}`, value: type.encode(type.fromObject(e.payload)).finish() }, id: e.id, actor_id: e.actorId }
+  return {
+    data: { type_url: `talos/runtime/machine.${e.type}`, value: type.encode(type.fromObject(e.payload)).finish() },
+    id: e.id,
+    actor_id: e.actorId,
+  }
 }
 
 /** COSI call: one node (`node` metadata, proxied one to one); its error is the call's error */
@@ -153,69 +208,124 @@ function inFlight(ns) {
   return () => setTimeout(() => ns.active.delete(entry), 20)
 }
 /** the talosctl command a machine API method serves, for the calls log */
-const COMMAND_WORDS = { 'machine.ApplyConfiguration': ['apply-config'], 'machine.Bootstrap': ['bootstrap'], 'machine.EtcdMemberList': ['etcd', 'members'],
-  'machine.Dmesg': ['dmesg'], 'machine.Events': ['events'], 'cluster.HealthCheck': ['health'], 'storage.Disks': ['disks'],
-  'machine.EtcdRemoveMemberByID': ['etcd', 'remove-member'], 'machine.Kubeconfig': ['kubeconfig'], 'machine.Reboot': ['reboot'], 'machine.Reset': ['reset'],
-  'machine.ServiceList': ['service'], 'machine.Version': ['version'] }
+const COMMAND_WORDS = {
+  'machine.ApplyConfiguration': ['apply-config'],
+  'machine.Bootstrap': ['bootstrap'],
+  'machine.EtcdMemberList': ['etcd', 'members'],
+  'machine.Dmesg': ['dmesg'],
+  'machine.Events': ['events'],
+  'cluster.HealthCheck': ['health'],
+  'storage.Disks': ['disks'],
+  'machine.EtcdRemoveMemberByID': ['etcd', 'remove-member'],
+  'machine.Kubeconfig': ['kubeconfig'],
+  'machine.Reboot': ['reboot'],
+  'machine.Reset': ['reset'],
+  'machine.ServiceList': ['service'],
+  'machine.Version': ['version'],
+}
 
 const unary = (ns, fn) => (call, cb) => {
   const done = inFlight(ns)
   call.on('cancelled', done) // a hung call (fault `timeout`) the client gave up on
-  fn(call).then((r) => cb(null, r), (e) => cb(e)).finally(done)
+  fn(call)
+    .then(
+      (r) => cb(null, r),
+      (e) => cb(e),
+    )
+    .finally(done)
 }
 /** server stream: `fn` writes the messages; an error ends the stream with its status */
 const streaming = (ns, fn) => (call) => {
   const done = inFlight(ns)
   call.on('finish', done)
   call.on('cancelled', done)
-  fn(call).then(() => call.end(), (e) => call.emit('error', e))
+  fn(call).then(
+    () => call.end(),
+    (e) => call.emit('error', e),
+  )
 }
 const hexToDecimal = (hex) => BigInt(`0x${hex}`).toString(10)
 const decimalToHex = (dec) => BigInt(dec).toString(16).padStart(16, '0')
 const APPLY_MODES = { REBOOT: 'reboot', AUTO: 'auto', NO_REBOOT: 'no-reboot', STAGED: 'staged', TRY: 'try' }
 const WIPE_MODES = { ALL: 'all', SYSTEM_DISK: 'system-disk', USER_DISKS: 'user-disks' }
 
-const serviceAction = (ns, action) => unary(ns, async (call) => ({
-  messages: await machineCall(ns, call, 'machine.ServiceAction', { id: call.request.id, action }, (d) => ({ resp: d.response ?? '' }),
-    { words: ['service', call.request.id, action] }),
-}))
+const serviceAction = (ns, action) =>
+  unary(ns, async (call) => ({
+    messages: await machineCall(ns, call, 'machine.ServiceAction', { id: call.request.id, action }, (d) => ({ resp: d.response ?? '' }), {
+      words: ['service', call.request.id, action],
+    }),
+  }))
 
 function machineService(ns) {
   return {
     ApplyConfiguration: unary(ns, async (call) => {
       const r = call.request
       const mode = APPLY_MODES[r.mode ?? 'REBOOT'] ?? 'auto'
-      const body = { data: Buffer.from(r.data ?? []).toString('utf8'), mode, dryRun: !!r.dry_run,
-        ...(r.try_mode_timeout ? { tryModeTimeoutMs: Number(r.try_mode_timeout.seconds ?? 0) * 1000 } : {}) }
+      const body = {
+        data: Buffer.from(r.data ?? []).toString('utf8'),
+        mode,
+        dryRun: !!r.dry_run,
+        ...(r.try_mode_timeout ? { tryModeTimeoutMs: Number(r.try_mode_timeout.seconds ?? 0) * 1000 } : {}),
+      }
       const messages = await machineCall(ns, call, 'machine.ApplyConfiguration', body, (d) => ({
-        mode: r.mode ?? 'REBOOT', mode_details: d.modeDetails ?? '', warnings: d.warnings ?? [] }))
+        mode: r.mode ?? 'REBOOT',
+        mode_details: d.modeDetails ?? '',
+        warnings: d.warnings ?? [],
+      }))
       return { messages }
     }),
     Bootstrap: unary(ns, async (call) => ({ messages: await machineCall(ns, call, 'machine.Bootstrap', {}, () => ({})) })),
     EtcdMemberList: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.EtcdMemberList', { queryLocal: !!call.request.query_local }, (d) => ({
-        members: (d.members ?? []).map((m) => ({ id: hexToDecimal(m.id), hostname: m.hostname, peer_urls: m.peerUrls, client_urls: m.clientUrls, is_learner: !!m.isLearner })),
+        members: (d.members ?? []).map((m) => ({
+          id: hexToDecimal(m.id),
+          hostname: m.hostname,
+          peer_urls: m.peerUrls,
+          client_urls: m.clientUrls,
+          is_learner: !!m.isLearner,
+        })),
       })),
     })),
     EtcdRemoveMemberByID: unary(ns, async (call) => ({
-      messages: await machineCall(ns, call, 'machine.EtcdRemoveMemberByID', { memberId: decimalToHex(call.request.member_id ?? '0') }, () => ({}),
-        { words: ['etcd', 'remove-member', decimalToHex(call.request.member_id ?? '0')] }),
+      messages: await machineCall(
+        ns,
+        call,
+        'machine.EtcdRemoveMemberByID',
+        { memberId: decimalToHex(call.request.member_id ?? '0') },
+        () => ({}),
+        { words: ['etcd', 'remove-member', decimalToHex(call.request.member_id ?? '0')] },
+      ),
     })),
     Reboot: unary(ns, async (call) => ({
-      messages: await machineCall(ns, call, 'machine.Reboot', { mode: String(call.request.mode ?? 'DEFAULT').toLowerCase() }, (d) => ({ actor_id: d.actorId ?? '' })),
+      messages: await machineCall(ns, call, 'machine.Reboot', { mode: String(call.request.mode ?? 'DEFAULT').toLowerCase() }, (d) => ({
+        actor_id: d.actorId ?? '',
+      })),
     })),
     Reset: unary(ns, async (call) => {
       const r = call.request
-      const body = { graceful: !!r.graceful, reboot: !!r.reboot, wipeMode: WIPE_MODES[r.mode ?? 'ALL'] ?? 'all',
-        systemLabelsToWipe: (r.system_partitions_to_wipe ?? []).filter((p) => p.wipe).map((p) => p.label), userDisksToWipe: r.user_disks_to_wipe ?? [] }
-      const words = ['reset', `--graceful=${body.graceful}`, ...(body.reboot ? ['--reboot'] : []), ...body.systemLabelsToWipe.flatMap((l) => ['--system-labels-to-wipe', l])]
+      const body = {
+        graceful: !!r.graceful,
+        reboot: !!r.reboot,
+        wipeMode: WIPE_MODES[r.mode ?? 'ALL'] ?? 'all',
+        systemLabelsToWipe: (r.system_partitions_to_wipe ?? []).filter((p) => p.wipe).map((p) => p.label),
+        userDisksToWipe: r.user_disks_to_wipe ?? [],
+      }
+      const words = [
+        'reset',
+        `--graceful=${body.graceful}`,
+        ...(body.reboot ? ['--reboot'] : []),
+        ...body.systemLabelsToWipe.flatMap((l) => ['--system-labels-to-wipe', l]),
+      ]
       return { messages: await machineCall(ns, call, 'machine.Reset', body, (d) => ({ actor_id: d.actorId ?? '' }), { words }) }
     }),
     ServiceList: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.ServiceList', {}, (d) => ({
-        services: (d.services ?? []).map((s) => ({ id: s.id, state: s.state,
+        services: (d.services ?? []).map((s) => ({
+          id: s.id,
+          state: s.state,
           events: { events: (s.events ?? []).map((e) => ({ msg: e.msg, state: e.state, ts: timestamp(e.ts) })) },
-          health: { unknown: !!s.health?.unknown, healthy: !!s.health?.healthy, last_message: s.health?.lastMessage ?? '' } })),
+          health: { unknown: !!s.health?.unknown, healthy: !!s.health?.healthy, last_message: s.health?.lastMessage ?? '' },
+        })),
       })),
     })),
     // `talosctl service <id> start|stop|restart` (v1alpha1_server.go ServiceStart/Stop/Restart): one node model call
@@ -224,62 +334,112 @@ function machineService(ns) {
     ServiceRestart: serviceAction(ns, 'restart'),
     // talosctl asks Version before most commands (a skew check whose errors it ignores): a client-internal call
     Version: unary(ns, async (call) => ({
-      messages: await machineCall(ns, call, 'machine.Version', {}, (d) => ({
-        version: { tag: d.tag, sha: d.sha, built: d.built ?? '', go_version: d.goVersion, os: d.os, arch: d.arch },
-        platform: { name: 'metal', mode: 'metal' }, features: { rbac: !!d.features?.rbac } }), { purpose: 'version-check' }),
+      messages: await machineCall(
+        ns,
+        call,
+        'machine.Version',
+        {},
+        (d) => ({
+          version: { tag: d.tag, sha: d.sha, built: d.built ?? '', go_version: d.goVersion, os: d.os, arch: d.arch },
+          platform: { name: 'metal', mode: 'metal' },
+          features: { rbac: !!d.features?.rbac },
+        }),
+        { purpose: 'version-check' },
+      ),
     })),
     // kernel log records, then (--follow) what the node logs from then on (v1alpha1_server.go Dmesg)
-    Dmesg: streaming(ns, (call) => machineStream(ns, call, 'machine.Dmesg', {}, async (data, write, target) => {
-      if (!call.request.tail) for (const l of data.lines ?? []) write(dmesgRecord(l))
-      if (!call.request.follow) return
-      let last = target.logs.at(-1)
-      await follow(ns, call, target, () => {
-        const fresh = target.logs.slice(target.logs.lastIndexOf(last) + 1)
-        if (!fresh.length) return
-        last = fresh.at(-1)
-        for (const l of fresh) write(dmesgRecord({ ...l, ts: ns.sim.displayTime(l.ts).toISOString() }))
-      })
-    })),
+    Dmesg: streaming(ns, (call) =>
+      machineStream(ns, call, 'machine.Dmesg', {}, async (data, write, target) => {
+        if (!call.request.tail) for (const l of data.lines ?? []) write(dmesgRecord(l))
+        if (!call.request.follow) return
+        let last = target.logs.at(-1)
+        await follow(ns, call, target, () => {
+          const fresh = target.logs.slice(target.logs.lastIndexOf(last) + 1)
+          if (!fresh.length) return
+          last = fresh.at(-1)
+          for (const l of fresh) write(dmesgRecord({ ...l, ts: ns.sim.displayTime(l.ts).toISOString() }))
+        })
+      }),
+    ),
     // a service's log (v1alpha1_server.go Logs: the system namespace and the kubelet from machined's buffers)
     Logs: streaming(ns, (call) => {
       const { id = '', tail_lines: tail = -1, follow: following } = call.request
-      return machineStream(ns, call, 'machine.Logs', { id }, async (data, write, target) => {
-        const lines = data.lines ?? []
-        const shown = Number(tail) >= 0 ? lines.slice(Math.max(0, lines.length - Number(tail))) : lines
-        for (const l of shown) write({ bytes: Buffer.from(`${l}\n`) })
-        if (!following) return
-        let sent = lines.length
-        await follow(ns, call, target, () => {
-          let now = []
-          try { now = METHODS['machine.Logs'](ns.sim, target, { id }).lines } catch { return }
-          for (const l of now.slice(sent)) write({ bytes: Buffer.from(`${l}\n`) })
-          sent = Math.max(sent, now.length)
-        })
-      }, { words: ['logs', id] })
+      return machineStream(
+        ns,
+        call,
+        'machine.Logs',
+        { id },
+        async (data, write, target) => {
+          const lines = data.lines ?? []
+          const shown = Number(tail) >= 0 ? lines.slice(Math.max(0, lines.length - Number(tail))) : lines
+          for (const l of shown) write({ bytes: Buffer.from(`${l}\n`) })
+          if (!following) return
+          let sent = lines.length
+          await follow(ns, call, target, () => {
+            let now = []
+            try {
+              now = METHODS['machine.Logs'](ns.sim, target, { id }).lines
+            } catch {
+              return
+            }
+            for (const l of now.slice(sent)) write({ bytes: Buffer.from(`${l}\n`) })
+            sent = Math.max(sent, now.length)
+          })
+        },
+        { words: ['logs', id] },
+      )
     }),
     // only the boot ID: talosctl's reboot/reset --wait reads it before and after (action/tracker.go getBootID)
-    Read: streaming(ns, (call) => machineStream(ns, call, 'machine.Read', { path: call.request.path ?? '' }, async (data, write) => {
-      write({ bytes: Buffer.from(data.bytes ?? '') })
-    }, { purpose: byTracker(call) && call.request.path === '/proc/sys/kernel/random/boot_id' ? 'wait' : undefined, words: ['read', call.request.path ?? ''] })),
+    Read: streaming(ns, (call) =>
+      machineStream(
+        ns,
+        call,
+        'machine.Read',
+        { path: call.request.path ?? '' },
+        async (data, write) => {
+          write({ bytes: Buffer.from(data.bytes ?? '') })
+        },
+        {
+          purpose: byTracker(call) && call.request.path === '/proc/sys/kernel/random/boot_id' ? 'wait' : undefined,
+          words: ['read', call.request.path ?? ''],
+        },
+      ),
+    ),
     // machined's events: an empty hello, the tail asked for, then each new event (v1alpha1_server.go Events)
-    Events: streaming(ns, (call) => machineStream(ns, call, 'machine.Events', {}, async (data, write, target) => {
-      const r = call.request
-      const wanted = (e) => !r.with_actor_id || e.actorId === r.with_actor_id
-      observeEvents(target)
-      const ev = eventsOf(target)
-      write({ data: { type_url: '', value: Buffer.alloc(0) }, actor_id: r.with_actor_id ?? '' })
-      const tail = Number(r.tail_events ?? 0)
-      for (const e of tail < 0 ? ev.list : tail > 0 ? ev.list.slice(-tail) : []) if (wanted(e)) write(toEvent(e))
-      const onEvent = (e) => { if (wanted(e)) write(toEvent(e)) }
-      ev.emitter.on('event', onEvent)
-      // readiness also follows the Kubernetes side: look again while someone listens
-      try { await follow(ns, call, target, () => observeEvents(target)) } finally { ev.emitter.off('event', onEvent) }
-    }, { purpose: byTracker(call) ? 'wait' : undefined })),
+    Events: streaming(ns, (call) =>
+      machineStream(
+        ns,
+        call,
+        'machine.Events',
+        {},
+        async (data, write, target) => {
+          const r = call.request
+          const wanted = (e) => !r.with_actor_id || e.actorId === r.with_actor_id
+          observeEvents(target)
+          const ev = eventsOf(target)
+          write({ data: { type_url: '', value: Buffer.alloc(0) }, actor_id: r.with_actor_id ?? '' })
+          const tail = Number(r.tail_events ?? 0)
+          for (const e of tail < 0 ? ev.list : tail > 0 ? ev.list.slice(-tail) : []) if (wanted(e)) write(toEvent(e))
+          const onEvent = (e) => {
+            if (wanted(e)) write(toEvent(e))
+          }
+          ev.emitter.on('event', onEvent)
+          // readiness also follows the Kubernetes side: look again while someone listens
+          try {
+            await follow(ns, call, target, () => observeEvents(target))
+          } finally {
+            ev.emitter.off('event', onEvent)
+          }
+        },
+        { purpose: byTracker(call) ? 'wait' : undefined },
+      ),
+    ),
     Kubeconfig: streaming(ns, async (call) => {
       const { nodes } = targetsOf(call)
       const messages = await invoke(ns, call, 'machine.Kubeconfig', {}, { targets: nodes, words: COMMAND_WORDS['machine.Kubeconfig'] })
       if (messages.length === 1 && !messages[0].node && messages[0].error) throw statusError(messages[0].error)
-      for (const m of messages) call.write(m.error ? { metadata: metadataOf(m) } : { metadata: metadataOf(m), bytes: kubeconfigArchive(m.data.kubeconfig) })
+      for (const m of messages)
+        call.write(m.error ? { metadata: metadataOf(m) } : { metadata: metadataOf(m), bytes: kubeconfigArchive(m.data.kubeconfig) })
     }),
   }
 }
@@ -291,12 +451,25 @@ function clusterService(ns) {
       const r = call.request
       const { targets, one2one } = routing(call)
       const info = r.cluster_info ?? {}
-      const timeout = r.wait_timeout ? Number(r.wait_timeout.seconds ?? 0) * 1000 + Math.round((r.wait_timeout.nanos ?? 0) / 1e6) : undefined
-      const body = { ...(timeout ? { waitTimeoutMs: timeout } : {}), controlPlaneNodes: info.control_plane_nodes ?? [], workerNodes: info.worker_nodes ?? [], forceEndpoint: info.force_endpoint ?? '' }
+      const timeout = r.wait_timeout
+        ? Number(r.wait_timeout.seconds ?? 0) * 1000 + Math.round((r.wait_timeout.nanos ?? 0) / 1e6)
+        : undefined
+      const body = {
+        ...(timeout ? { waitTimeoutMs: timeout } : {}),
+        controlPlaneNodes: info.control_plane_nodes ?? [],
+        workerNodes: info.worker_nodes ?? [],
+        forceEndpoint: info.force_endpoint ?? '',
+      }
       // one-2-many adds the node's metadata; a worker answers a call for itself locally (apid director)
       const md = one2one || ns.node.role === 'worker' ? undefined : { hostname: targets[0] }
-      const write = (msg) => { if (!call.cancelled) call.write(md ? { metadata: md, ...msg } : msg) }
-      const messages = await invoke(ns, call, 'cluster.HealthCheck', body, { targets, words: COMMAND_WORDS['cluster.HealthCheck'], emit: (line) => write({ message: line }) })
+      const write = (msg) => {
+        if (!call.cancelled) call.write(md ? { metadata: md, ...msg } : msg)
+      }
+      const messages = await invoke(ns, call, 'cluster.HealthCheck', body, {
+        targets,
+        words: COMMAND_WORDS['cluster.HealthCheck'],
+        emit: (line) => write({ message: line }),
+      })
       const err = messages.find((m) => m.error)?.error
       if (!err) return
       // one-2-many: the node's error as message metadata (apid); otherwise the call's status
@@ -310,10 +483,27 @@ function storageService(ns) {
   const TYPES = new Set(['UNKNOWN', 'SSD', 'HDD', 'NVME', 'SD', 'CD'])
   return {
     Disks: unary(ns, async (call) => ({
-      messages: await machineCall(ns, call, 'storage.Disks', {}, (d) => ({
-        disks: (d.disks ?? []).map((x) => ({ size: String(x.size), model: x.model, device_name: x.deviceName, serial: x.serial, wwid: x.wwid,
-          type: TYPES.has(x.type) ? x.type : 'UNKNOWN', bus_path: x.busPath, system_disk: !!x.systemDisk, subsystem: x.subsystem, readonly: !!x.readonly })),
-      }), { purpose: 'wait' }),
+      messages: await machineCall(
+        ns,
+        call,
+        'storage.Disks',
+        {},
+        (d) => ({
+          disks: (d.disks ?? []).map((x) => ({
+            size: String(x.size),
+            model: x.model,
+            device_name: x.deviceName,
+            serial: x.serial,
+            wwid: x.wwid,
+            type: TYPES.has(x.type) ? x.type : 'UNKNOWN',
+            bus_path: x.busPath,
+            system_disk: !!x.systemDisk,
+            subsystem: x.subsystem,
+            readonly: !!x.readonly,
+          })),
+        }),
+        { purpose: 'wait' },
+      ),
     })),
   }
 }
@@ -349,7 +539,9 @@ function stateService(ns) {
       const { namespace, type, id, options } = call.request
       let known = new Map()
       let stopped = false
-      call.on('cancelled', () => { stopped = true })
+      call.on('cancelled', () => {
+        stopped = true
+      })
       call.write({ event: [] }) // the client waits for a first, empty response (cosi runtime protobuf client)
       for (let first = true; !stopped; first = false) {
         if (!first) await new Promise((r) => setTimeout(r, 250))
@@ -360,7 +552,8 @@ function stateService(ns) {
         for (const [rid, r] of now) {
           const old = known.get(rid)
           if (!old) events.push({ resource: r, event_type: 'CREATED' })
-          else if (old.metadata.version !== r.metadata.version || old.spec.yaml_spec !== r.spec.yaml_spec) events.push({ resource: r, old, event_type: 'UPDATED' })
+          else if (old.metadata.version !== r.metadata.version || old.spec.yaml_spec !== r.spec.yaml_spec)
+            events.push({ resource: r, old, event_type: 'UPDATED' })
         }
         for (const [rid, r] of known) if (!now.has(rid)) events.push({ resource: r, event_type: 'DESTROYED' })
         if (first && !id && !options?.bootstrap_contents) events.length = 0

@@ -5,7 +5,10 @@ import { ApiError } from './status.js'
 
 let serviceIp = 0
 // Simulated cluster IPs stay inside loopback, like every address in this project.
-const nextServiceIp = () => { serviceIp++; return `127.96.${Math.floor(serviceIp / 250) % 250}.${(serviceIp % 250) + 1}` }
+const nextServiceIp = () => {
+  serviceIp++
+  return `127.96.${Math.floor(serviceIp / 250) % 250}.${(serviceIp % 250) + 1}`
+}
 
 // A Secret's data is []byte: JSON decoding rejects a value that is not base64
 // (encoding/base64 CorruptInputError, as the apiserver's decoder reports it).
@@ -14,7 +17,13 @@ function checkBase64(obj) {
     const text = String(v)
     const bad = [...text].findIndex((c) => !/[A-Za-z0-9+/=]/.test(c))
     const at = bad >= 0 ? bad : text.length % 4 ? text.length - (text.length % 4) : -1
-    if (at >= 0) throw new ApiError(400, 'BadRequest', `Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte ${at}`, {})
+    if (at >= 0)
+      throw new ApiError(
+        400,
+        'BadRequest',
+        `Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte ${at}`,
+        {},
+      )
   }
 }
 
@@ -45,7 +54,9 @@ function defaultWorkload(obj) {
 export function admitCreate(def, obj) {
   if (def.status && def.kind !== 'Node') delete obj.status
   switch (def.kind) {
-    case 'Secret': foldStringData(obj); break
+    case 'Secret':
+      foldStringData(obj)
+      break
     case 'Namespace':
       obj.metadata.labels = { ...(obj.metadata.labels || {}), 'kubernetes.io/metadata.name': obj.metadata.name }
       obj.spec = { finalizers: ['kubernetes'], ...(obj.spec || {}) }
@@ -59,7 +70,10 @@ export function admitCreate(def, obj) {
       spec.sessionAffinity ||= 'None'
       spec.ipFamilies ||= ['IPv4']
       spec.ipFamilyPolicy ||= 'SingleStack'
-      for (const p of spec.ports || []) { p.protocol ||= 'TCP'; if (p.targetPort === undefined) p.targetPort = p.port }
+      for (const p of spec.ports || []) {
+        p.protocol ||= 'TCP'
+        if (p.targetPort === undefined) p.targetPort = p.port
+      }
       obj.status = { loadBalancer: {} }
       break
     }
@@ -67,7 +81,10 @@ export function admitCreate(def, obj) {
       obj.spec ||= {}
       obj.status = { phase: 'Pending', qosClass: 'BestEffort' }
       break
-    case 'Deployment': case 'DaemonSet': case 'StatefulSet': case 'ReplicaSet':
+    case 'Deployment':
+    case 'DaemonSet':
+    case 'StatefulSet':
+    case 'ReplicaSet':
       defaultWorkload(obj)
       obj.status = {}
       break
@@ -78,7 +95,13 @@ export function admitCreate(def, obj) {
         acceptedNames: obj.spec?.names || {},
         conditions: [
           { type: 'NamesAccepted', status: 'True', lastTransitionTime: t, reason: 'NoConflicts', message: 'no conflicts found' },
-          { type: 'Established', status: 'True', lastTransitionTime: t, reason: 'InitialNamesAccepted', message: 'the initial names have been accepted' },
+          {
+            type: 'Established',
+            status: 'True',
+            lastTransitionTime: t,
+            reason: 'InitialNamesAccepted',
+            message: 'the initial names have been accepted',
+          },
         ],
         storedVersions: (obj.spec?.versions || []).filter((v) => v.storage).map((v) => v.name),
       }
@@ -98,5 +121,8 @@ export function admitUpdate(def, obj, old, subresource) {
   if (def.status && old.status !== undefined) obj.status = structuredClone(old.status)
   if (def.kind === 'Secret') foldStringData(obj)
   if (['Deployment', 'DaemonSet', 'StatefulSet', 'ReplicaSet'].includes(def.kind)) defaultWorkload(obj)
-  if (def.kind === 'Service' && old.spec?.clusterIP && obj.spec && !obj.spec.clusterIP) { obj.spec.clusterIP = old.spec.clusterIP; obj.spec.clusterIPs = old.spec.clusterIPs }
+  if (def.kind === 'Service' && old.spec?.clusterIP && obj.spec && !obj.spec.clusterIP) {
+    obj.spec.clusterIP = old.spec.clusterIP
+    obj.spec.clusterIPs = old.spec.clusterIPs
+  }
 }

@@ -18,20 +18,36 @@ const RECHECK = 60 // how often a faulted CNI pod / Kustomization looks again
 
 // pod-template-hash / controller-revision-hash: 10 chars of the name generator's alphabet.
 const SAFE = 'bcdfghjklmnpqrstvwxz2456789'
-const templateHash = (tpl) => [...createHash('sha256').update(JSON.stringify(tpl || {})).digest().subarray(0, 10)].map((b) => SAFE[b % SAFE.length]).join('')
+const templateHash = (tpl) =>
+  [
+    ...createHash('sha256')
+      .update(JSON.stringify(tpl || {}))
+      .digest()
+      .subarray(0, 10),
+  ]
+    .map((b) => SAFE[b % SAFE.length])
+    .join('')
 
-const DEFAULT_FLUX_MESSAGE = "kustomize build failed: accumulating resources: accumulation err='accumulating resources from './apps': open /tmp/kustomization-1820734512/apps: no such file or directory'"
+const DEFAULT_FLUX_MESSAGE =
+  "kustomize build failed: accumulating resources: accumulation err='accumulating resources from './apps': open /tmp/kustomization-1820734512/apps: no such file or directory'"
 
 export function createControllers({ store, registry, clock, timings, faults, network, flux = {}, isLost = () => false }) {
   const R = (g, v, p) => registry.get(g, v, p)
-  const NODES = R('', 'v1', 'nodes'), PODS = R('', 'v1', 'pods'), NS = R('', 'v1', 'namespaces'), SA = R('', 'v1', 'serviceaccounts')
+  const NODES = R('', 'v1', 'nodes'),
+    PODS = R('', 'v1', 'pods'),
+    NS = R('', 'v1', 'namespaces'),
+    SA = R('', 'v1', 'serviceaccounts')
   const EVENTS = R('', 'v1', 'events')
-  const DS = R('apps', 'v1', 'daemonsets'), DEPLOY = R('apps', 'v1', 'deployments'), RS = R('apps', 'v1', 'replicasets')
+  const DS = R('apps', 'v1', 'daemonsets'),
+    DEPLOY = R('apps', 'v1', 'deployments'),
+    RS = R('apps', 'v1', 'replicasets')
   // Flux's kinds exist only once its CRDs are created: looked up on every pass (fluxDefs)
   let KS, GIT, HREPO, OCI, HR, FI
   const fluxDefs = () => {
-    KS = R('kustomize.toolkit.fluxcd.io', 'v1', 'kustomizations'); GIT = R('source.toolkit.fluxcd.io', 'v1', 'gitrepositories')
-    HREPO = R('source.toolkit.fluxcd.io', 'v1', 'helmrepositories'); OCI = R('source.toolkit.fluxcd.io', 'v1', 'ocirepositories')
+    KS = R('kustomize.toolkit.fluxcd.io', 'v1', 'kustomizations')
+    GIT = R('source.toolkit.fluxcd.io', 'v1', 'gitrepositories')
+    HREPO = R('source.toolkit.fluxcd.io', 'v1', 'helmrepositories')
+    OCI = R('source.toolkit.fluxcd.io', 'v1', 'ocirepositories')
     HR = R('helm.toolkit.fluxcd.io', 'v2', 'helmreleases')
   }
   const JOBS = R('batch', 'v1', 'jobs')
@@ -45,17 +61,38 @@ export function createControllers({ store, registry, clock, timings, faults, net
   function schedule() {
     if (pending || stopped) return
     pending = true
-    setImmediate(() => { pending = false; if (!stopped) reconcile() })
+    setImmediate(() => {
+      pending = false
+      if (!stopped) reconcile()
+    })
   }
 
   function timer(key, simSeconds, fn) {
     if (timers.has(key) || stopped) return
-    const cancel = clock.after(simSeconds, () => { timers.delete(key); if (!stopped) { fn(); schedule() } })
+    const cancel = clock.after(simSeconds, () => {
+      timers.delete(key)
+      if (!stopped) {
+        fn()
+        schedule()
+      }
+    })
     timers.set(key, cancel)
   }
 
-  const tryUpdate = (def, obj) => { try { return store.update(def, obj, { checkVersion: false }) } catch { return null } }
-  const tryCreate = (def, obj) => { try { return store.create(def, obj) } catch { return null } }
+  const tryUpdate = (def, obj) => {
+    try {
+      return store.update(def, obj, { checkVersion: false })
+    } catch {
+      return null
+    }
+  }
+  const tryCreate = (def, obj) => {
+    try {
+      return store.create(def, obj)
+    } catch {
+      return null
+    }
+  }
   const ownedBy = (o, owner) => (o.metadata.ownerReferences || []).some((r) => r.uid === owner.metadata.uid)
   const cond = (o, type) => (o.status?.conditions || []).find((c) => c.type === type)
 
@@ -66,7 +103,10 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const next = { ...c, lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : now() }
     if (heartbeat) next.lastHeartbeatTime = old && old.status === c.status ? old.lastHeartbeatTime : now()
     const at = (conditions || []).findIndex((x) => x.type === c.type)
-    if (at >= 0) { list.splice(at, 0, next); return list }
+    if (at >= 0) {
+      list.splice(at, 0, next)
+      return list
+    }
     return [...list, next]
   }
 
@@ -75,9 +115,25 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const ts = now()
     tryCreate(EVENTS, {
       metadata: { name: `${obj.metadata.name}.${randomHex(16)}`, namespace: obj.metadata.namespace },
-      involvedObject: { kind: obj.kind, namespace: obj.metadata.namespace, name: obj.metadata.name, uid: obj.metadata.uid, apiVersion: obj.apiVersion, resourceVersion: obj.metadata.resourceVersion, ...(fieldPath ? { fieldPath } : {}) },
-      reason, message, source: { component: host ? 'kubelet' : 'default-scheduler', ...(host ? { host } : {}) },
-      firstTimestamp: ts, lastTimestamp: ts, count: 1, type, eventTime: null, reportingComponent: host ? 'kubelet' : 'default-scheduler', reportingInstance: host || '',
+      involvedObject: {
+        kind: obj.kind,
+        namespace: obj.metadata.namespace,
+        name: obj.metadata.name,
+        uid: obj.metadata.uid,
+        apiVersion: obj.apiVersion,
+        resourceVersion: obj.metadata.resourceVersion,
+        ...(fieldPath ? { fieldPath } : {}),
+      },
+      reason,
+      message,
+      source: { component: host ? 'kubelet' : 'default-scheduler', ...(host ? { host } : {}) },
+      firstTimestamp: ts,
+      lastTimestamp: ts,
+      count: 1,
+      type,
+      eventTime: null,
+      reportingComponent: host ? 'kubelet' : 'default-scheduler',
+      reportingInstance: host || '',
     })
   }
 
@@ -86,16 +142,35 @@ export function createControllers({ store, registry, clock, timings, faults, net
   function newPod(owner, name, extraLabels, nodeName) {
     const tpl = owner.spec?.template || {}
     const pod = {
-      apiVersion: 'v1', kind: 'Pod',
+      apiVersion: 'v1',
+      kind: 'Pod',
       metadata: {
-        name, namespace: owner.metadata.namespace,
+        name,
+        namespace: owner.metadata.namespace,
         labels: { ...(tpl.metadata?.labels || {}), ...extraLabels },
         ...(tpl.metadata?.annotations ? { annotations: { ...tpl.metadata.annotations } } : {}),
-        ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid, controller: true, blockOwnerDeletion: true }],
+        ownerReferences: [
+          {
+            apiVersion: owner.apiVersion,
+            kind: owner.kind,
+            name: owner.metadata.name,
+            uid: owner.metadata.uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
-      spec: { restartPolicy: 'Always', schedulerName: 'default-scheduler', dnsPolicy: 'ClusterFirst', terminationGracePeriodSeconds: 30, ...clone(tpl.spec || {}), ...(nodeName ? { nodeName } : {}) },
+      spec: {
+        restartPolicy: 'Always',
+        schedulerName: 'default-scheduler',
+        dnsPolicy: 'ClusterFirst',
+        terminationGracePeriodSeconds: 30,
+        ...clone(tpl.spec || {}),
+        ...(nodeName ? { nodeName } : {}),
+      },
     }
-    if (owner.kind === 'DaemonSet' && owner.metadata.annotations?.[CNI_ANNOTATION] === 'true') pod.metadata.annotations = { ...(pod.metadata.annotations || {}), [CNI_ANNOTATION]: 'true' }
+    if (owner.kind === 'DaemonSet' && owner.metadata.annotations?.[CNI_ANNOTATION] === 'true')
+      pod.metadata.annotations = { ...(pod.metadata.annotations || {}), [CNI_ANNOTATION]: 'true' }
     admitCreate(PODS, pod)
     return tryCreate(PODS, pod)
   }
@@ -104,14 +179,37 @@ export function createControllers({ store, registry, clock, timings, faults, net
   const podReady = (pod) => cond(pod, 'Ready')?.status === 'True'
   const nodeIsReady = (node) => cond(node, 'Ready')?.status === 'True'
   let podIp = 0
-  const nextPodIp = () => { podIp++; return `127.244.${Math.floor(podIp / 250) % 250}.${(podIp % 250) + 1}` }
+  const nextPodIp = () => {
+    podIp++
+    return `127.244.${Math.floor(podIp / 250) % 250}.${(podIp % 250) + 1}`
+  }
 
   function containerStatuses(pod, state, log) {
     return (pod.spec.containers || []).map((c, i) => {
       const prev = pod.status?.containerStatuses?.[i]
-      const base = { name: c.name, image: c.image, imageID: '', restartCount: prev?.restartCount || 0, started: state === 'running', ready: state === 'running' }
+      const base = {
+        name: c.name,
+        image: c.image,
+        imageID: '',
+        restartCount: prev?.restartCount || 0,
+        started: state === 'running',
+        ready: state === 'running',
+      }
       if (state === 'running') return { ...base, containerID: `containerd://${randomHex(64)}`, state: { running: { startedAt: now() } } }
-      if (state === 'crash') return { ...base, restartCount: base.restartCount + 1, lastState: { terminated: { exitCode: 1, reason: 'Error', ...(log ? { message: log } : {}), startedAt: now(), finishedAt: now() } }, state: { waiting: { reason: 'CrashLoopBackOff', message: `back-off 5m0s restarting failed container=${c.name} pod=${pod.metadata.name}_${pod.metadata.namespace}` } } }
+      if (state === 'crash')
+        return {
+          ...base,
+          restartCount: base.restartCount + 1,
+          lastState: {
+            terminated: { exitCode: 1, reason: 'Error', ...(log ? { message: log } : {}), startedAt: now(), finishedAt: now() },
+          },
+          state: {
+            waiting: {
+              reason: 'CrashLoopBackOff',
+              message: `back-off 5m0s restarting failed container=${c.name} pod=${pod.metadata.name}_${pod.metadata.namespace}`,
+            },
+          },
+        }
       return { ...base, state: { waiting: { reason: 'ContainerCreating' } } }
     })
   }
@@ -119,7 +217,15 @@ export function createControllers({ store, registry, clock, timings, faults, net
   function bindPod(pod, node) {
     const next = clone(pod)
     next.spec.nodeName = node.metadata.name
-    next.status = { ...next.status, phase: 'Pending', hostIP: nodeIp(node), hostIPs: [{ ip: nodeIp(node) }], startTime: now(), conditions: setCondition(next.status?.conditions, { type: 'PodScheduled', status: 'True' }), containerStatuses: containerStatuses(next, 'creating') }
+    next.status = {
+      ...next.status,
+      phase: 'Pending',
+      hostIP: nodeIp(node),
+      hostIPs: [{ ip: nodeIp(node) }],
+      startTime: now(),
+      conditions: setCondition(next.status?.conditions, { type: 'PodScheduled', status: 'True' }),
+      containerStatuses: containerStatuses(next, 'creating'),
+    }
     const out = tryUpdate(PODS, next)
     if (out) event(out, 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${node.metadata.name}`)
     return out
@@ -134,8 +240,14 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const noApi = isCni(pod) ? apiUnreachable(pod, host) : null
     if (isCni(pod) && (noApi || faults?.has(host, 'cni'))) {
       const next = clone(pod)
-      next.status = { ...next.status, phase: 'Running', conditions: conditionsFor(next, false), containerStatuses: containerStatuses(next, 'crash', noApi) }
-      if (!podReady(pod) && pod.status?.containerStatuses?.[0]?.state?.waiting?.reason !== 'CrashLoopBackOff') event(pod, 'BackOff', 'Back-off restarting failed container', 'Warning', undefined, host)
+      next.status = {
+        ...next.status,
+        phase: 'Running',
+        conditions: conditionsFor(next, false),
+        containerStatuses: containerStatuses(next, 'crash', noApi),
+      }
+      if (!podReady(pod) && pod.status?.containerStatuses?.[0]?.state?.waiting?.reason !== 'CrashLoopBackOff')
+        event(pod, 'BackOff', 'Back-off restarting failed container', 'Warning', undefined, host)
       tryUpdate(PODS, next)
       timer(`pod:${uid}`, RECHECK, () => startPod(uid))
       return
@@ -143,12 +255,20 @@ export function createControllers({ store, registry, clock, timings, faults, net
     if (['Never', 'OnFailure'].includes(pod.spec.restartPolicy)) return completePod(pod, node)
     const next = clone(pod)
     const ip = pod.spec.hostNetwork ? nodeIp(node) : pod.status?.podIP || nextPodIp()
-    next.status = { ...next.status, phase: 'Running', podIP: ip, podIPs: [{ ip }], conditions: conditionsFor(next, true), containerStatuses: containerStatuses(next, 'running') }
-    const out = tryUpdate(PODS, next)
-    if (out) for (const c of pod.spec.containers || []) {
-      event(out, 'Pulled', `Container image "${c.image}" already present on machine`, 'Normal', `spec.containers{${c.name}}`, host)
-      event(out, 'Started', `Started container ${c.name}`, 'Normal', `spec.containers{${c.name}}`, host)
+    next.status = {
+      ...next.status,
+      phase: 'Running',
+      podIP: ip,
+      podIPs: [{ ip }],
+      conditions: conditionsFor(next, true),
+      containerStatuses: containerStatuses(next, 'running'),
     }
+    const out = tryUpdate(PODS, next)
+    if (out)
+      for (const c of pod.spec.containers || []) {
+        event(out, 'Pulled', `Container image "${c.image}" already present on machine`, 'Normal', `spec.containers{${c.name}}`, host)
+        event(out, 'Started', `Started container ${c.name}`, 'Normal', `spec.containers{${c.name}}`, host)
+      }
   }
 
   // A CNI agent must reach the API server before it can set the node's network up: through
@@ -187,9 +307,20 @@ export function createControllers({ store, registry, clock, timings, faults, net
   function completePod(pod, node) {
     const next = clone(pod)
     const ip = pod.spec.hostNetwork ? nodeIp(node) : pod.status?.podIP || nextPodIp()
-    let cs = conditionsFor(next, false).map((c) => (c.type === 'Ready' || c.type === 'ContainersReady' ? { ...c, reason: 'PodCompleted', message: undefined } : c))
+    let cs = conditionsFor(next, false).map((c) =>
+      c.type === 'Ready' || c.type === 'ContainersReady' ? { ...c, reason: 'PodCompleted', message: undefined } : c,
+    )
     cs = cs.map((c) => JSON.parse(JSON.stringify(c)))
-    const containerStatuses = (pod.spec.containers || []).map((c) => ({ name: c.name, image: c.image, imageID: '', restartCount: 0, started: false, ready: false, containerID: `containerd://${randomHex(64)}`, state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: now(), finishedAt: now() } } }))
+    const containerStatuses = (pod.spec.containers || []).map((c) => ({
+      name: c.name,
+      image: c.image,
+      imageID: '',
+      restartCount: 0,
+      started: false,
+      ready: false,
+      containerID: `containerd://${randomHex(64)}`,
+      state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: now(), finishedAt: now() } },
+    }))
     next.status = { ...next.status, phase: 'Succeeded', podIP: ip, podIPs: [{ ip }], conditions: cs, containerStatuses }
     tryUpdate(PODS, next)
   }
@@ -199,17 +330,40 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const s = ready ? 'True' : 'False'
     cs = setCondition(cs, { type: 'PodReadyToStartContainers', status: 'True' })
     cs = setCondition(cs, { type: 'Initialized', status: 'True' })
-    cs = setCondition(cs, { type: 'Ready', status: s, ...(ready ? {} : { reason: 'ContainersNotReady', message: `containers with unready status: [${(pod.spec.containers || []).map((c) => c.name).join(' ')}]` }) })
-    cs = setCondition(cs, { type: 'ContainersReady', status: s, ...(ready ? {} : { reason: 'ContainersNotReady', message: `containers with unready status: [${(pod.spec.containers || []).map((c) => c.name).join(' ')}]` }) })
+    cs = setCondition(cs, {
+      type: 'Ready',
+      status: s,
+      ...(ready
+        ? {}
+        : {
+            reason: 'ContainersNotReady',
+            message: `containers with unready status: [${(pod.spec.containers || []).map((c) => c.name).join(' ')}]`,
+          }),
+    })
+    cs = setCondition(cs, {
+      type: 'ContainersReady',
+      status: s,
+      ...(ready
+        ? {}
+        : {
+            reason: 'ContainersNotReady',
+            message: `containers with unready status: [${(pod.spec.containers || []).map((c) => c.name).join(' ')}]`,
+          }),
+    })
     cs = setCondition(cs, { type: 'PodScheduled', status: 'True' })
     return cs
   }
 
   const nodeIp = (node) => (node.status?.addresses || []).find((a) => a.type === 'InternalIP')?.address
 
-  const tolerates = (pod, taint) => (pod.spec.tolerations || []).some((t) => t.operator === 'Exists' && !t.key ? true : t.key === taint.key && (!t.effect || t.effect === taint.effect))
+  const tolerates = (pod, taint) =>
+    (pod.spec.tolerations || []).some((t) =>
+      t.operator === 'Exists' && !t.key ? true : t.key === taint.key && (!t.effect || t.effect === taint.effect),
+    )
   // a cordoned node (spec.unschedulable) takes no new pods (kube-scheduler's NodeUnschedulable plugin)
-  const fits = (pod, node) => !node.spec?.unschedulable && (node.spec?.taints || []).every((t) => t.effect === 'PreferNoSchedule' || tolerates(pod, t)) &&
+  const fits = (pod, node) =>
+    !node.spec?.unschedulable &&
+    (node.spec?.taints || []).every((t) => t.effect === 'PreferNoSchedule' || tolerates(pod, t)) &&
     Object.entries(pod.spec.nodeSelector || {}).every(([k, v]) => node.metadata.labels?.[k] === v)
 
   function schedulePods(pods, nodes) {
@@ -221,13 +375,35 @@ export function createControllers({ store, registry, clock, timings, faults, net
       // Strict taints first; when nothing fits, any Ready node (the simulated cluster has no
       // way to untaint control planes, and small clusters are all control planes).
       let candidates = nodes.filter((n) => fits(pod, n))
-      if (!candidates.length) candidates = nodes.filter((n) => nodeIsReady(n) && !n.spec?.unschedulable && Object.entries(pod.spec.nodeSelector || {}).every(([k, v]) => n.metadata.labels?.[k] === v))
+      if (!candidates.length)
+        candidates = nodes.filter(
+          (n) =>
+            nodeIsReady(n) &&
+            !n.spec?.unschedulable &&
+            Object.entries(pod.spec.nodeSelector || {}).every(([k, v]) => n.metadata.labels?.[k] === v),
+        )
       candidates.sort((a, b) => (load.get(a.metadata.name) || 0) - (load.get(b.metadata.name) || 0))
-      if (candidates[0]) { const bound = bindPod(pod, candidates[0]); if (bound) { placed.set(bound.metadata.uid, bound.spec.nodeName); load.set(bound.spec.nodeName, (load.get(bound.spec.nodeName) || 0) + 1) } continue }
+      if (candidates[0]) {
+        const bound = bindPod(pod, candidates[0])
+        if (bound) {
+          placed.set(bound.metadata.uid, bound.spec.nodeName)
+          load.set(bound.spec.nodeName, (load.get(bound.spec.nodeName) || 0) + 1)
+        }
+        continue
+      }
       if (cond(pod, 'PodScheduled')?.status !== 'False') {
         const next = clone(pod)
         const msg = `0/${nodes.length} nodes are available: ${nodes.length ? `${nodes.length} node(s) had untolerated taint {node.kubernetes.io/not-ready: }` : 'no nodes available to schedule pods'}. preemption: 0/${nodes.length} nodes are available: ${nodes.length} Preemption is not helpful for scheduling.`
-        next.status = { ...next.status, phase: 'Pending', conditions: setCondition(next.status?.conditions, { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: msg }) }
+        next.status = {
+          ...next.status,
+          phase: 'Pending',
+          conditions: setCondition(next.status?.conditions, {
+            type: 'PodScheduled',
+            status: 'False',
+            reason: 'Unschedulable',
+            message: msg,
+          }),
+        }
         tryUpdate(PODS, next)
         event(pod, 'FailedScheduling', msg, 'Warning')
       }
@@ -249,11 +425,21 @@ export function createControllers({ store, registry, clock, timings, faults, net
   // ---- workloads --------------------------------------------------------------------
 
   // The DaemonSet controller adds these tolerations to every daemon pod.
-  const DS_TOLERATED = ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node.kubernetes.io/disk-pressure', 'node.kubernetes.io/memory-pressure', 'node.kubernetes.io/pid-pressure', 'node.kubernetes.io/unschedulable', 'node.kubernetes.io/network-unavailable']
+  const DS_TOLERATED = [
+    'node.kubernetes.io/not-ready',
+    'node.kubernetes.io/unreachable',
+    'node.kubernetes.io/disk-pressure',
+    'node.kubernetes.io/memory-pressure',
+    'node.kubernetes.io/pid-pressure',
+    'node.kubernetes.io/unschedulable',
+    'node.kubernetes.io/network-unavailable',
+  ]
   const nodeSelected = (ds, node) => {
     const tpl = { spec: ds.spec?.template?.spec || {} }
-    return Object.entries(tpl.spec.nodeSelector || {}).every(([k, v]) => node.metadata.labels?.[k] === v) &&
+    return (
+      Object.entries(tpl.spec.nodeSelector || {}).every(([k, v]) => node.metadata.labels?.[k] === v) &&
       (node.spec?.taints || []).every((t) => t.effect === 'PreferNoSchedule' || DS_TOLERATED.includes(t.key) || tolerates(tpl, t))
+    )
   }
 
   function reconcileDaemonSet(ds, nodes, pods) {
@@ -264,18 +450,35 @@ export function createControllers({ store, registry, clock, timings, faults, net
     for (const p of pods) {
       if (!ownedBy(p, ds)) continue
       const stale = p.metadata.labels?.['pod-template-generation'] !== gen
-      if (stale || !wantedNames.has(p.spec.nodeName)) { try { store.remove(PODS, p.metadata.namespace, p.metadata.name) } catch { /* gone */ } } else owned.push(p)
+      if (stale || !wantedNames.has(p.spec.nodeName)) {
+        try {
+          store.remove(PODS, p.metadata.namespace, p.metadata.name)
+        } catch {
+          /* gone */
+        }
+      } else owned.push(p)
     }
     const covered = new Set(owned.map((p) => p.spec.nodeName))
     for (const n of wanted) {
       if (covered.has(n.metadata.name)) continue
-      const pod = newPod(ds, `${ds.metadata.name}-${randomSuffix()}`, { 'controller-revision-hash': templateHash(ds.spec?.template), 'pod-template-generation': gen }, n.metadata.name)
-      if (pod) { owned.push(pod); event(pod, 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${n.metadata.name}`) }
+      const pod = newPod(
+        ds,
+        `${ds.metadata.name}-${randomSuffix()}`,
+        { 'controller-revision-hash': templateHash(ds.spec?.template), 'pod-template-generation': gen },
+        n.metadata.name,
+      )
+      if (pod) {
+        owned.push(pod)
+        event(pod, 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${n.metadata.name}`)
+      }
     }
     const ready = owned.filter(podReady).length
     const status = {
-      currentNumberScheduled: owned.length, desiredNumberScheduled: wanted.length, numberMisscheduled: 0,
-      numberReady: ready, observedGeneration: ds.metadata.generation || 1,
+      currentNumberScheduled: owned.length,
+      desiredNumberScheduled: wanted.length,
+      numberMisscheduled: 0,
+      numberReady: ready,
+      observedGeneration: ds.metadata.generation || 1,
       updatedNumberScheduled: owned.length,
     }
     if (ready) status.numberAvailable = ready
@@ -292,15 +495,42 @@ export function createControllers({ store, registry, clock, timings, faults, net
     let active = owned.filter((p) => !['Succeeded', 'Failed'].includes(p.status?.phase)).length
     if (succeeded + active < completions && active < (job.spec?.parallelism ?? 1)) {
       const uid = job.metadata.uid
-      const pod = newPod(job, `${job.metadata.name}-${randomSuffix()}`, { 'batch.kubernetes.io/controller-uid': uid, 'batch.kubernetes.io/job-name': job.metadata.name, 'controller-uid': uid, 'job-name': job.metadata.name })
+      const pod = newPod(job, `${job.metadata.name}-${randomSuffix()}`, {
+        'batch.kubernetes.io/controller-uid': uid,
+        'batch.kubernetes.io/job-name': job.metadata.name,
+        'controller-uid': uid,
+        'job-name': job.metadata.name,
+      })
       if (pod) active++
     }
-    const status = { ...(job.status || {}), startTime: job.status?.startTime || now(), active: active || undefined, succeeded: succeeded || undefined, ready: 0, terminating: 0, uncountedTerminatedPods: {} }
+    const status = {
+      ...(job.status || {}),
+      startTime: job.status?.startTime || now(),
+      active: active || undefined,
+      succeeded: succeeded || undefined,
+      ready: 0,
+      terminating: 0,
+      uncountedTerminatedPods: {},
+    }
     if (succeeded >= completions && !cond(job, 'Complete')) {
       status.completionTime = now()
       status.conditions = [
-        { type: 'SuccessCriteriaMet', status: 'True', reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods', lastProbeTime: now(), lastTransitionTime: now() },
-        { type: 'Complete', status: 'True', reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods', lastProbeTime: now(), lastTransitionTime: now() },
+        {
+          type: 'SuccessCriteriaMet',
+          status: 'True',
+          reason: 'CompletionsReached',
+          message: 'Reached expected number of succeeded pods',
+          lastProbeTime: now(),
+          lastTransitionTime: now(),
+        },
+        {
+          type: 'Complete',
+          status: 'True',
+          reason: 'CompletionsReached',
+          message: 'Reached expected number of succeeded pods',
+          lastProbeTime: now(),
+          lastTransitionTime: now(),
+        },
       ]
     }
     const clean = JSON.parse(JSON.stringify(status))
@@ -319,7 +549,13 @@ export function createControllers({ store, registry, clock, timings, faults, net
     let owned = pods.filter((p) => ownedBy(p, d))
     const current = owned.filter((p) => p.metadata.labels?.['pod-template-hash'] === hash)
     const extra = [...owned.filter((p) => p.metadata.labels?.['pod-template-hash'] !== hash), ...current.slice(replicas)]
-    for (const p of extra) { try { store.remove(PODS, p.metadata.namespace, p.metadata.name) } catch { /* gone */ } }
+    for (const p of extra) {
+      try {
+        store.remove(PODS, p.metadata.namespace, p.metadata.name)
+      } catch {
+        /* gone */
+      }
+    }
     owned = current.slice(0, replicas)
     for (let i = owned.length; i < replicas; i++) {
       const pod = newPod(d, `${d.metadata.name}-${hash}-${randomSuffix()}`, { 'pod-template-hash': hash })
@@ -328,20 +564,46 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const available = owned.filter(podReady).length
     syncReplicaSet({ store, def: RS, d, hash, pods: owned, ready: available })
     const status = { observedGeneration: d.metadata.generation || 1, replicas: owned.length, updatedReplicas: owned.length }
-    if (available) { status.readyReplicas = available; status.availableReplicas = available }
+    if (available) {
+      status.readyReplicas = available
+      status.availableReplicas = available
+    }
     if (owned.length - available > 0) status.unavailableReplicas = owned.length - available
     const rsName = `${d.metadata.name}-${hash}`
     const isAvailable = available >= replicas - maxUnavailable(d)
     let conditions = d.status?.conditions || []
-    conditions = setCondition(conditions, isAvailable
-      ? { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' }
-      : { type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable', message: 'Deployment does not have minimum availability.' })
-    conditions = setCondition(conditions, available >= replicas
-      ? { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: `ReplicaSet "${rsName}" has successfully progressed.` }
-      : { type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated', message: `ReplicaSet "${rsName}" is progressing.` })
+    conditions = setCondition(
+      conditions,
+      isAvailable
+        ? { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' }
+        : {
+            type: 'Available',
+            status: 'False',
+            reason: 'MinimumReplicasUnavailable',
+            message: 'Deployment does not have minimum availability.',
+          },
+    )
+    conditions = setCondition(
+      conditions,
+      available >= replicas
+        ? {
+            type: 'Progressing',
+            status: 'True',
+            reason: 'NewReplicaSetAvailable',
+            message: `ReplicaSet "${rsName}" has successfully progressed.`,
+          }
+        : { type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated', message: `ReplicaSet "${rsName}" is progressing.` },
+    )
     status.conditions = conditions.map((c) => {
       const old = (d.status?.conditions || []).find((x) => x.type === c.type)
-      return { type: c.type, status: c.status, lastUpdateTime: old && old.reason === c.reason && old.status === c.status ? old.lastUpdateTime : now(), lastTransitionTime: c.lastTransitionTime, reason: c.reason, message: c.message }
+      return {
+        type: c.type,
+        status: c.status,
+        lastUpdateTime: old && old.reason === c.reason && old.status === c.status ? old.lastUpdateTime : now(),
+        lastTransitionTime: c.lastTransitionTime,
+        reason: c.reason,
+        message: c.message,
+      }
     })
     if (!deepEqual(d.status, status)) tryUpdate(DEPLOY, { ...d, status })
   }
@@ -356,7 +618,11 @@ export function createControllers({ store, registry, clock, timings, faults, net
       const next = clone(node)
       next.spec.taints = (next.spec.taints || []).filter((t) => t.key !== 'node.kubernetes.io/not-ready')
       if (!next.spec.taints.length) delete next.spec.taints
-      next.status.conditions = setCondition(next.status.conditions, { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }, { heartbeat: true })
+      next.status.conditions = setCondition(
+        next.status.conditions,
+        { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' },
+        { heartbeat: true },
+      )
       tryUpdate(NODES, next)
     }
   }
@@ -370,23 +636,50 @@ export function createControllers({ store, registry, clock, timings, faults, net
   const requested = (o) => o.metadata.annotations?.['reconcile.fluxcd.io/requestedAt']
   const needs = (o) => {
     const ready = cond(o, 'Ready')
-    return !ready || ready.status === 'Unknown' || ready.observedGeneration !== o.metadata.generation || (requested(o) && requested(o) !== o.status?.lastHandledReconcileAt)
+    return (
+      !ready ||
+      ready.status === 'Unknown' ||
+      ready.observedGeneration !== o.metadata.generation ||
+      (requested(o) && requested(o) !== o.status?.lastHandledReconcileAt)
+    )
   }
-  const revisionSha = (o) => { if (!shas.has(o.metadata.uid)) shas.set(o.metadata.uid, randomHex(40)); return shas.get(o.metadata.uid) }
+  const revisionSha = (o) => {
+    if (!shas.has(o.metadata.uid)) shas.set(o.metadata.uid, randomHex(40))
+    return shas.get(o.metadata.uid)
+  }
 
   function fluxStatus(def, o, patch, ready) {
     const status = { ...(o.status || {}), ...patch, observedGeneration: o.metadata.generation }
     if (requested(o)) status.lastHandledReconcileAt = requested(o)
     let cs = (o.status?.conditions || []).filter((c) => c.type !== 'Reconciling')
     cs = setCondition(cs, { type: 'Ready', observedGeneration: o.metadata.generation, ...ready })
-    status.conditions = cs.map((c) => ({ type: c.type, status: c.status, observedGeneration: c.observedGeneration, lastTransitionTime: c.lastTransitionTime, reason: c.reason, message: c.message }))
+    status.conditions = cs.map((c) => ({
+      type: c.type,
+      status: c.status,
+      observedGeneration: c.observedGeneration,
+      lastTransitionTime: c.lastTransitionTime,
+      reason: c.reason,
+      message: c.message,
+    }))
     if (!deepEqual(o.status, status)) tryUpdate(def, { ...o, status })
   }
 
   function progressing(def, o) {
     if (cond(o, 'Reconciling')?.status === 'True') return
-    let cs = setCondition(o.status?.conditions, { type: 'Reconciling', status: 'True', observedGeneration: o.metadata.generation, reason: 'Progressing', message: 'reconciliation in progress' })
-    cs = setCondition(cs, { type: 'Ready', status: 'Unknown', observedGeneration: o.metadata.generation, reason: 'Progressing', message: 'reconciliation in progress' })
+    let cs = setCondition(o.status?.conditions, {
+      type: 'Reconciling',
+      status: 'True',
+      observedGeneration: o.metadata.generation,
+      reason: 'Progressing',
+      message: 'reconciliation in progress',
+    })
+    cs = setCondition(cs, {
+      type: 'Ready',
+      status: 'Unknown',
+      observedGeneration: o.metadata.generation,
+      reason: 'Progressing',
+      message: 'reconciliation in progress',
+    })
     tryUpdate(def, { ...o, status: { ...(o.status || {}), conditions: cs } })
   }
 
@@ -399,20 +692,35 @@ export function createControllers({ store, registry, clock, timings, faults, net
       const key = `flux:${o.metadata.uid}:${o.metadata.generation}:${requested(o) || ''}`
       if (timers.has(key)) continue
       progressing(def, o)
-      timer(key, FLUX_RECONCILE, () => { const fresh = store.get(def, o.metadata.namespace, o.metadata.name); if (fresh) finish(fresh) })
+      timer(key, FLUX_RECONCILE, () => {
+        const fresh = store.get(def, o.metadata.namespace, o.metadata.name)
+        if (fresh) finish(fresh)
+      })
     }
   }
 
   function gitRepoDone(o) {
     const branch = o.spec?.ref?.name || o.spec?.ref?.branch || (o.spec?.ref?.tag ? undefined : 'master')
     const rev = o.spec?.ref?.tag ? `${o.spec.ref.tag}@sha1:${revisionSha(o)}` : `${branch}@sha1:${revisionSha(o)}`
-    const artifact = { revision: rev, digest: `sha256:${createHash('sha256').update(rev).digest('hex')}`, path: `gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`, url: `http://source-controller.flux-system.svc.cluster.local./gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`, lastUpdateTime: now(), size: 12345 }
+    const artifact = {
+      revision: rev,
+      digest: `sha256:${createHash('sha256').update(rev).digest('hex')}`,
+      path: `gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`,
+      url: `http://source-controller.flux-system.svc.cluster.local./gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`,
+      lastUpdateTime: now(),
+      size: 12345,
+    }
     fluxStatus(GIT, o, { artifact }, { status: 'True', reason: 'Succeeded', message: `stored artifact for revision '${rev}'` })
   }
 
   function helmRepoDone(def, o) {
     const rev = `sha256:${createHash('sha256').update(o.metadata.uid).digest('hex')}`
-    fluxStatus(def, o, { artifact: { revision: rev, digest: rev, lastUpdateTime: now() } }, { status: 'True', reason: 'Succeeded', message: `stored artifact: revision '${rev}'` })
+    fluxStatus(
+      def,
+      o,
+      { artifact: { revision: rev, digest: rev, lastUpdateTime: now() } },
+      { status: 'True', reason: 'Succeeded', message: `stored artifact: revision '${rev}'` },
+    )
   }
 
   function sourceOf(k) {
@@ -426,29 +734,62 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const srcRev = src?.status?.artifact?.revision
     if (!src || cond(src, 'Ready')?.status !== 'True' || !srcRev) {
       const what = `${ref.kind || 'GitRepository'}/${ref.namespace || k.metadata.namespace}/${ref.name || ''}`
-      return fluxStatus(KS, k, {}, { status: 'False', reason: 'ArtifactFailed', message: src ? `Source artifact not found, retrying in 30s` : `Source '${what}' not found` })
+      return fluxStatus(
+        KS,
+        k,
+        {},
+        {
+          status: 'False',
+          reason: 'ArtifactFailed',
+          message: src ? `Source artifact not found, retrying in 30s` : `Source '${what}' not found`,
+        },
+      )
     }
     for (const dep of k.spec?.dependsOn || []) {
       const other = store.get(KS, dep.namespace || k.metadata.namespace, dep.name)
-      if (!other || cond(other, 'Ready')?.status !== 'True') return fluxStatus(KS, k, {}, { status: 'False', reason: 'DependencyNotReady', message: `dependency '${dep.namespace || k.metadata.namespace}/${dep.name}' is not ready` })
+      if (!other || cond(other, 'Ready')?.status !== 'True')
+        return fluxStatus(
+          KS,
+          k,
+          {},
+          {
+            status: 'False',
+            reason: 'DependencyNotReady',
+            message: `dependency '${dep.namespace || k.metadata.namespace}/${dep.name}' is not ready`,
+          },
+        )
     }
     const entry = repoEntry(k)
     // decryption (kustomize-controller internal/decryptor/decryptor.go ImportKeys, DecryptResource)
     const decryptionError = entry?.decryption ? decrypt(k) : null
     if (decryptionError) {
       fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: 'BuildFailed', message: decryptionError })
-      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
+      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => {
+        const f = store.get(KS, k.metadata.namespace, k.metadata.name)
+        if (f) kustomizationDone(f)
+      })
       return
     }
     if (entry?.fail) {
       fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: 'BuildFailed', message: entry.fail })
-      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
+      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => {
+        const f = store.get(KS, k.metadata.namespace, k.metadata.name)
+        if (f) kustomizationDone(f)
+      })
       return
     }
     // Cluster-wide fault: faults.has(null, 'flux'); the message (and optional reason) come from the scenario.
     if (faults?.has(null, 'flux')) {
-      fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: faults.reason?.('flux') || 'BuildFailed', message: faults.message?.('flux') || DEFAULT_FLUX_MESSAGE })
-      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
+      fluxStatus(
+        KS,
+        k,
+        { lastAttemptedRevision: srcRev },
+        { status: 'False', reason: faults.reason?.('flux') || 'BuildFailed', message: faults.message?.('flux') || DEFAULT_FLUX_MESSAGE },
+      )
+      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => {
+        const f = store.get(KS, k.metadata.namespace, k.metadata.name)
+        if (f) kustomizationDone(f)
+      })
       return
     }
     applyChildren(k)
@@ -458,16 +799,36 @@ export function createControllers({ store, registry, clock, timings, faults, net
       const failed = kids.find((o) => o && cond(o, 'Ready')?.status === 'False' && cond(o, 'Ready')?.reason !== 'DependencyNotReady')
       if (failed) {
         const ref = `${failed.kind}/${failed.metadata.namespace}/${failed.metadata.name}`
-        fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: 'HealthCheckFailed', message: `health check failed after ${RECHECK}s: timeout waiting for: [${ref} status: 'Failed']` })
-        timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
+        fluxStatus(
+          KS,
+          k,
+          { lastAttemptedRevision: srcRev },
+          {
+            status: 'False',
+            reason: 'HealthCheckFailed',
+            message: `health check failed after ${RECHECK}s: timeout waiting for: [${ref} status: 'Failed']`,
+          },
+        )
+        timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => {
+          const f = store.get(KS, k.metadata.namespace, k.metadata.name)
+          if (f) kustomizationDone(f)
+        })
         return
       }
       if (!kids.every((o) => o && cond(o, 'Ready')?.status === 'True')) {
-        timer(`flux-health:${k.metadata.uid}`, FLUX_RECONCILE, () => { const f = store.get(KS, k.metadata.namespace, k.metadata.name); if (f) kustomizationDone(f) })
+        timer(`flux-health:${k.metadata.uid}`, FLUX_RECONCILE, () => {
+          const f = store.get(KS, k.metadata.namespace, k.metadata.name)
+          if (f) kustomizationDone(f)
+        })
         return
       }
     }
-    fluxStatus(KS, k, { lastAppliedRevision: srcRev, lastAttemptedRevision: srcRev }, { status: 'True', reason: 'ReconciliationSucceeded', message: `Applied revision: ${srcRev}` })
+    fluxStatus(
+      KS,
+      k,
+      { lastAppliedRevision: srcRev, lastAttemptedRevision: srcRev },
+      { status: 'True', reason: 'ReconciliationSucceeded', message: `Applied revision: ${srcRev}` },
+    )
   }
 
   // ---- the Git repository's content (scenario flux.repository) -----------------------
@@ -483,10 +844,17 @@ export function createControllers({ store, registry, clock, timings, faults, net
       const def = e.kind === 'HelmRelease' ? HR : KS
       if (!def || store.get(def, e.namespace, e.name)) continue
       const labels = { 'kustomize.toolkit.fluxcd.io/name': k.metadata.name, 'kustomize.toolkit.fluxcd.io/namespace': k.metadata.namespace }
-      const spec = e.kind === 'HelmRelease'
-        ? { interval: '1h', chart: { spec: { chart: e.name, sourceRef: { kind: 'HelmRepository', name: e.name } } } }
-        : { interval: '1h', path: `./${e.name}`, prune: true, wait: Boolean(e.wait), sourceRef: { kind: 'GitRepository', name: 'flux-system', namespace: 'flux-system' },
-          ...(e.decryption ? { decryption: { provider: 'sops', secretRef: { name: 'sops-age' } } } : {}) }
+      const spec =
+        e.kind === 'HelmRelease'
+          ? { interval: '1h', chart: { spec: { chart: e.name, sourceRef: { kind: 'HelmRepository', name: e.name } } } }
+          : {
+              interval: '1h',
+              path: `./${e.name}`,
+              prune: true,
+              wait: Boolean(e.wait),
+              sourceRef: { kind: 'GitRepository', name: 'flux-system', namespace: 'flux-system' },
+              ...(e.decryption ? { decryption: { provider: 'sops', secretRef: { name: 'sops-age' } } } : {}),
+            }
       tryCreate(def, { apiVersion: def.apiVersion, kind: e.kind, metadata: { name: e.name, namespace: e.namespace, labels }, spec })
     }
   }
@@ -494,11 +862,23 @@ export function createControllers({ store, registry, clock, timings, faults, net
   // The sops-age Secret must hold the age identity the repository's secrets are encrypted to.
   function decrypt(k) {
     const ref = k.spec?.decryption?.secretRef?.name
-    if (!ref) return `Secret/${k.metadata.namespace}/cluster-secrets is SOPS encrypted, configuring decryption is required for this secret to be reconciled`
+    if (!ref)
+      return `Secret/${k.metadata.namespace}/cluster-secrets is SOPS encrypted, configuring decryption is required for this secret to be reconciled`
     const secret = store.get(R('', 'v1', 'secrets'), k.metadata.namespace, ref)
     if (!secret) return `secrets "${ref}" not found`
-    const keys = Object.entries(secret.data || {}).filter(([name]) => name.endsWith('.agekey')).map(([, v]) => Buffer.from(v, 'base64').toString('utf8'))
-    if (flux.ageKey && keys.some((t) => t.split('\n').map((l) => l.trim()).includes(flux.ageKey))) return null
+    const keys = Object.entries(secret.data || {})
+      .filter(([name]) => name.endsWith('.agekey'))
+      .map(([, v]) => Buffer.from(v, 'base64').toString('utf8'))
+    if (
+      flux.ageKey &&
+      keys.some((t) =>
+        t
+          .split('\n')
+          .map((l) => l.trim())
+          .includes(flux.ageKey),
+      )
+    )
+      return null
     return `decryption failed for 'Secret.v1.[noGrp]/cluster-secrets': failed to decrypt and format '${k.metadata.namespace}/cluster-secrets' Secret data: Error getting data key: 0 successful groups required, got 0`
   }
 
@@ -511,7 +891,16 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const chart = h.spec?.chart?.spec?.chart || h.spec?.chartRef?.name || h.metadata.name
     const version = h.spec?.chart?.spec?.version || '1.0.0'
     const release = `${h.spec?.targetNamespace || h.metadata.namespace}/${h.spec?.releaseName || h.metadata.name}`
-    fluxStatus(HR, h, { lastAttemptedRevision: version }, { status: 'True', reason: 'InstallSucceeded', message: `Helm install succeeded for release ${release}.v1 with chart ${chart}@${version}` })
+    fluxStatus(
+      HR,
+      h,
+      { lastAttemptedRevision: version },
+      {
+        status: 'True',
+        reason: 'InstallSucceeded',
+        message: `Helm install succeeded for release ${release}.v1 with chart ${chart}@${version}`,
+      },
+    )
   }
 
   // A Kustomization also re-runs when its source moved on (or was not ready last time).
@@ -519,15 +908,24 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const { src } = sourceOf(k)
     const rev = src?.status?.artifact?.revision
     const ready = cond(k, 'Ready')
-    return Boolean(rev && rev !== k.status?.lastAppliedRevision && ready?.reason !== 'BuildFailed' && !(faults?.has(null, 'flux')))
+    return Boolean(rev && rev !== k.status?.lastAppliedRevision && ready?.reason !== 'BuildFailed' && !faults?.has(null, 'flux'))
   }
 
   // ---- flux-operator: a FluxInstance installs Flux and its sync (controlplaneio-fluxcd/flux-operator) ----
   function fluxInstanceDone(fi) {
     const ns = fi.metadata.namespace
     const spec = fi.spec || {}
-    const managed = { 'app.kubernetes.io/managed-by': 'flux-operator', 'fluxcd.controlplane.io/name': fi.metadata.name, 'fluxcd.controlplane.io/namespace': ns }
-    for (const o of fluxObjects({ namespace: ns, registry: spec.distribution?.registry, components: spec.components?.length ? spec.components : undefined, extraLabels: managed })) {
+    const managed = {
+      'app.kubernetes.io/managed-by': 'flux-operator',
+      'fluxcd.controlplane.io/name': fi.metadata.name,
+      'fluxcd.controlplane.io/namespace': ns,
+    }
+    for (const o of fluxObjects({
+      namespace: ns,
+      registry: spec.distribution?.registry,
+      components: spec.components?.length ? spec.components : undefined,
+      extraLabels: managed,
+    })) {
       const def = registry.byKind(o.apiVersion, o.kind)
       if (!def || store.get(def, o.metadata.namespace, o.metadata.name)) continue
       admitCreate(def, o)
@@ -537,16 +935,29 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const sync = spec.sync
     if (sync && GIT && KS) {
       const name = sync.name || ns
-      const gitSpec = { interval: '1m0s', ref: /^refs\//.test(sync.ref || '') ? { name: sync.ref } : { branch: sync.ref || 'main' }, url: sync.url, ...(sync.pullSecret ? { secretRef: { name: sync.pullSecret } } : {}) }
+      const gitSpec = {
+        interval: '1m0s',
+        ref: /^refs\//.test(sync.ref || '') ? { name: sync.ref } : { branch: sync.ref || 'main' },
+        url: sync.url,
+        ...(sync.pullSecret ? { secretRef: { name: sync.pullSecret } } : {}),
+      }
       const ksSpec = { interval: '10m0s', path: sync.path || './', prune: true, sourceRef: { kind: 'GitRepository', name } }
-      for (const [def, kind, want] of [[GIT, 'GitRepository', gitSpec], [KS, 'Kustomization', ksSpec]]) {
+      for (const [def, kind, want] of [
+        [GIT, 'GitRepository', gitSpec],
+        [KS, 'Kustomization', ksSpec],
+      ]) {
         const live = store.get(def, ns, name)
         if (!live) tryCreate(def, { apiVersion: def.apiVersion, kind, metadata: { name, namespace: ns, labels: managed }, spec: want })
         else if (!deepEqual(live.spec, { ...live.spec, ...want })) tryUpdate(def, { ...live, spec: { ...live.spec, ...want } })
       }
     }
     const rev = `${spec.distribution?.version || '2.x'}@sha256:${createHash('sha256').update(JSON.stringify(spec)).digest('hex')}`
-    fluxStatus(FI, fi, { lastAppliedRevision: rev, lastAttemptedRevision: rev }, { status: 'True', reason: 'ReconciliationSucceeded', message: `Reconciliation finished in ${FLUX_RECONCILE}s` })
+    fluxStatus(
+      FI,
+      fi,
+      { lastAppliedRevision: rev, lastAttemptedRevision: rev },
+      { status: 'True', reason: 'ReconciliationSucceeded', message: `Reconciliation finished in ${FLUX_RECONCILE}s` },
+    )
   }
 
   function reconcileFlux() {
@@ -558,7 +969,10 @@ export function createControllers({ store, registry, clock, timings, faults, net
         const key = `flux:${fi.metadata.uid}:${fi.metadata.generation}`
         if (timers.has(key)) continue
         progressing(FI, fi)
-        timer(key, FLUX_RECONCILE, () => { const fresh = store.get(FI, fi.metadata.namespace, fi.metadata.name); if (fresh) fluxInstanceDone(fresh) })
+        timer(key, FLUX_RECONCILE, () => {
+          const fresh = store.get(FI, fi.metadata.namespace, fi.metadata.name)
+          if (fresh) fluxInstanceDone(fresh)
+        })
       }
     }
     fluxKind(GIT, 'source-controller', gitRepoDone)
@@ -571,15 +985,33 @@ export function createControllers({ store, registry, clock, timings, faults, net
   // ---- garbage collection -----------------------------------------------------------
 
   function gc(def, obj) {
-    if (def === NS) for (const { key, obj: o } of store.namespaceObjects(obj.metadata.name)) {
-      const d = registry.all().find((x) => x.key === key)
-      try { store.remove(d, o.metadata.namespace, o.metadata.name) } catch { /* gone */ }
-    }
-    if (def === NODES) for (const p of store.list(PODS)) if (p.spec.nodeName === obj.metadata.name) { try { store.remove(PODS, p.metadata.namespace, p.metadata.name) } catch { /* gone */ } }
+    if (def === NS)
+      for (const { key, obj: o } of store.namespaceObjects(obj.metadata.name)) {
+        const d = registry.all().find((x) => x.key === key)
+        try {
+          store.remove(d, o.metadata.namespace, o.metadata.name)
+        } catch {
+          /* gone */
+        }
+      }
+    if (def === NODES)
+      for (const p of store.list(PODS))
+        if (p.spec.nodeName === obj.metadata.name) {
+          try {
+            store.remove(PODS, p.metadata.namespace, p.metadata.name)
+          } catch {
+            /* gone */
+          }
+        }
     for (const { key, obj: o } of store.allObjects({ raw: true })) {
       if (!ownedBy(o, obj)) continue
       const d = registry.all().find((x) => x.key === key)
-      try { const gone = store.remove(d, o.metadata.namespace, o.metadata.name); gc(d, gone) } catch { /* gone */ }
+      try {
+        const gone = store.remove(d, o.metadata.namespace, o.metadata.name)
+        gc(d, gone)
+      } catch {
+        /* gone */
+      }
     }
     schedule()
   }
@@ -588,7 +1020,9 @@ export function createControllers({ store, registry, clock, timings, faults, net
 
   function reconcile() {
     const raw = { raw: true } // read-only views; every change goes through store.update
-    for (const n of store.list(NS, undefined, raw)) if (!store.get(SA, n.metadata.name, 'default')) tryCreate(SA, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: n.metadata.name } })
+    for (const n of store.list(NS, undefined, raw))
+      if (!store.get(SA, n.metadata.name, 'default'))
+        tryCreate(SA, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: n.metadata.name } })
     const nodes = store.list(NODES, undefined, raw)
     const podsIn = (all, ns) => all.filter((p) => p.metadata.namespace === ns)
     let pods = store.list(PODS, undefined, raw)
@@ -616,6 +1050,11 @@ export function createControllers({ store, registry, clock, timings, faults, net
     schedule,
     gc,
     CNI_ANNOTATION,
-    stop() { stopped = true; unsubscribe(); for (const c of timers.values()) c(); timers.clear() },
+    stop() {
+      stopped = true
+      unsubscribe()
+      for (const c of timers.values()) c()
+      timers.clear()
+    },
   }
 }

@@ -24,19 +24,38 @@ function aggResource(def, verbs) {
   }
   if (def.shortNames.length) r.shortNames = def.shortNames
   if (def.categories.length) r.categories = def.categories
-  if (def.status) r.subresources = [{ subresource: 'status', responseKind: { group: def.group, version: def.version, kind: def.kind }, verbs: ['get', 'patch', 'update'] }]
-  if (SCALABLE.includes(def.kind)) r.subresources = [...(r.subresources || []), { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get', 'patch', 'update'] }]
+  if (def.status)
+    r.subresources = [
+      {
+        subresource: 'status',
+        responseKind: { group: def.group, version: def.version, kind: def.kind },
+        verbs: ['get', 'patch', 'update'],
+      },
+    ]
+  if (SCALABLE.includes(def.kind))
+    r.subresources = [
+      ...(r.subresources || []),
+      { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get', 'patch', 'update'] },
+    ]
   return r
 }
 
 export function aggregatedDiscovery(registry, version, core) {
-  const items = registry.groups()
+  const items = registry
+    .groups()
     .filter((g) => (core ? g.name === '' : g.name !== ''))
     .map((g) => ({
       metadata: { name: g.name, ...(version === 'v2beta1' ? { creationTimestamp: null } : {}) },
-      versions: g.versions.map((v) => ({ version: v.version, freshness: 'Current', resources: v.resources.map((d) => aggResource(d, registry.VERBS)) })),
+      versions: g.versions.map((v) => ({
+        version: v.version,
+        freshness: 'Current',
+        resources: v.resources.map((d) => aggResource(d, registry.VERBS)),
+      })),
     }))
-  return { contentType: AGG(version), body: { kind: 'APIGroupDiscoveryList', apiVersion: `apidiscovery.k8s.io/${version}`, metadata: {}, items } }
+  return {
+    contentType: AGG(version),
+    body: { kind: 'APIGroupDiscoveryList', apiVersion: `apidiscovery.k8s.io/${version}`, metadata: {}, items },
+  }
 }
 
 export function legacyApiVersions(serverAddress) {
@@ -49,7 +68,14 @@ function apiGroup(g) {
 }
 
 export function legacyGroupList(registry) {
-  return { kind: 'APIGroupList', apiVersion: 'v1', groups: registry.groups().filter((g) => g.name !== '').map(apiGroup) }
+  return {
+    kind: 'APIGroupList',
+    apiVersion: 'v1',
+    groups: registry
+      .groups()
+      .filter((g) => g.name !== '')
+      .map(apiGroup),
+  }
 }
 
 export function legacyGroup(registry, name) {
@@ -66,8 +92,24 @@ export function resourceList(registry, group, version) {
     if (d.shortNames.length) r.shortNames = d.shortNames
     if (d.categories.length) r.categories = d.categories
     resources.push(r)
-    if (d.status) resources.push({ name: `${d.plural}/status`, singularName: '', namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'patch', 'update'] })
-    if (SCALABLE.includes(d.kind)) resources.push({ name: `${d.plural}/scale`, singularName: '', namespaced: d.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] })
+    if (d.status)
+      resources.push({
+        name: `${d.plural}/status`,
+        singularName: '',
+        namespaced: d.namespaced,
+        kind: d.kind,
+        verbs: ['get', 'patch', 'update'],
+      })
+    if (SCALABLE.includes(d.kind))
+      resources.push({
+        name: `${d.plural}/scale`,
+        singularName: '',
+        namespaced: d.namespaced,
+        group: 'autoscaling',
+        version: 'v1',
+        kind: 'Scale',
+        verbs: ['get', 'patch', 'update'],
+      })
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources }
 }
@@ -83,7 +125,11 @@ function gvDoc(registry, group, version, kubernetesVersion) {
         operationId: `patch${d.kind}`,
         'x-kubernetes-action': 'patch',
         'x-kubernetes-group-version-kind': { group, version, kind: d.kind },
-        parameters: [{ name: 'fieldValidation', in: 'query', schema: { type: 'string' } }, { name: 'fieldManager', in: 'query', schema: { type: 'string' } }, { name: 'force', in: 'query', schema: { type: 'boolean' } }],
+        parameters: [
+          { name: 'fieldValidation', in: 'query', schema: { type: 'string' } },
+          { name: 'fieldManager', in: 'query', schema: { type: 'string' } },
+          { name: 'force', in: 'query', schema: { type: 'boolean' } },
+        ],
         responses: { 200: { description: 'OK' } },
       },
     }
@@ -96,9 +142,10 @@ export function openapiV3(registry, path, kubernetesVersion) {
   const hash = (g, v) => createHash('sha512').update(`${registry.generation}:${g}/${v}`).digest('hex').slice(0, 128).toUpperCase()
   if (path === '/openapi/v3') {
     const paths = {}
-    for (const g of registry.groups()) for (const v of g.versions) {
-      paths[gvPath(g.name, v.version)] = { serverRelativeURL: `/openapi/v3/${gvPath(g.name, v.version)}?hash=${hash(g.name, v.version)}` }
-    }
+    for (const g of registry.groups())
+      for (const v of g.versions) {
+        paths[gvPath(g.name, v.version)] = { serverRelativeURL: `/openapi/v3/${gvPath(g.name, v.version)}?hash=${hash(g.name, v.version)}` }
+      }
     return { paths }
   }
   let m = /^\/openapi\/v3\/api\/(v1)$/.exec(path)

@@ -2,7 +2,15 @@
 // Tables, discovery and health endpoints, as the real kubectl and helm use them (k8s.io/apiserver pkg/endpoints/handlers).
 import YAML from 'yaml'
 import { admitCreate, admitUpdate } from './admission.js'
-import { aggregatedDiscovery, aggregatedVersion, legacyApiVersions, legacyGroup, legacyGroupList, openapiV3, resourceList } from './discovery.js'
+import {
+  aggregatedDiscovery,
+  aggregatedVersion,
+  legacyApiVersions,
+  legacyGroup,
+  legacyGroupList,
+  openapiV3,
+  resourceList,
+} from './discovery.js'
 import { decodeDeleteOptions, decodeProtobufObject } from './protobuf.js'
 import { parseFieldSelector, parseLabelSelector } from './selectors.js'
 import { alreadyExists, ApiError, badRequest, invalid, methodNotAllowed, noRoute, notFound, unavailable } from './status.js'
@@ -15,9 +23,17 @@ const SCALABLE = ['Deployment', 'ReplicaSet', 'StatefulSet']
 
 // autoscaling/v1 Scale of a workload (`kubectl scale` PATCHes .../scale).
 function scaleOf(obj) {
-  const sel = Object.entries(obj.spec?.selector?.matchLabels || {}).map(([k, v]) => `${k}=${v}`).join(',')
+  const sel = Object.entries(obj.spec?.selector?.matchLabels || {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',')
   const { name, namespace, uid, resourceVersion, creationTimestamp } = obj.metadata
-  return { kind: 'Scale', apiVersion: 'autoscaling/v1', metadata: { name, namespace, uid, resourceVersion, creationTimestamp }, spec: { replicas: obj.spec?.replicas ?? 1 }, status: { replicas: obj.status?.replicas ?? 0, selector: sel } }
+  return {
+    kind: 'Scale',
+    apiVersion: 'autoscaling/v1',
+    metadata: { name, namespace, uid, resourceVersion, creationTimestamp },
+    spec: { replicas: obj.spec?.replicas ?? 1 },
+    status: { replicas: obj.status?.replicas ?? 0, selector: sel },
+  }
 }
 
 function send(res, code, body, contentType = 'application/json') {
@@ -38,13 +54,34 @@ function readBody(req) {
 function versionInfo(kubernetesVersion) {
   const [major, minor] = kubernetesVersion.replace(/^v/, '').split('.')
   return {
-    major, minor, emulationMajor: major, emulationMinor: minor, minCompatibilityMajor: major, minCompatibilityMinor: String(Number(minor) - 1),
-    gitVersion: kubernetesVersion, gitCommit: GIT_COMMIT, gitTreeState: 'clean', buildDate: '2025-12-17T12:32:06Z',
-    goVersion: 'go1.25.5', compiler: 'gc', platform: 'linux/amd64',
+    major,
+    minor,
+    emulationMajor: major,
+    emulationMinor: minor,
+    minCompatibilityMajor: major,
+    minCompatibilityMinor: String(Number(minor) - 1),
+    gitVersion: kubernetesVersion,
+    gitCommit: GIT_COMMIT,
+    gitTreeState: 'clean',
+    buildDate: '2025-12-17T12:32:06Z',
+    goVersion: 'go1.25.5',
+    compiler: 'gc',
+    platform: 'linux/amd64',
   }
 }
 
-const HEALTH_CHECKS = ['ping', 'log', 'etcd', 'etcd-readiness', 'informer-sync', 'poststarthook/start-apiserver-admission-initializer', 'poststarthook/generic-apiserver-start-informers', 'poststarthook/start-apiextensions-controllers', 'poststarthook/crd-informer-synced', 'shutdown']
+const HEALTH_CHECKS = [
+  'ping',
+  'log',
+  'etcd',
+  'etcd-readiness',
+  'informer-sync',
+  'poststarthook/start-apiserver-admission-initializer',
+  'poststarthook/generic-apiserver-start-informers',
+  'poststarthook/start-apiextensions-controllers',
+  'poststarthook/crd-informer-synced',
+  'shutdown',
+]
 
 export function createHandler({ registry, store, clock, kubernetesVersion, record, isUp, onDelete, git = {} }) {
   const ns = (name) => registry.get('', 'v1', 'namespaces') && store.get(registry.get('', 'v1', 'namespaces'), undefined, name)
@@ -55,7 +92,8 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
       const lines = HEALTH_CHECKS.map((c) => (c === 'etcd' ? '[-]etcd failed: reason withheld' : `[+]${c} ok`))
       return send(res, 500, `${lines.join('\n')}\n${kind} check failed\n`, 'text/plain; charset=utf-8')
     }
-    if (query.has('verbose')) return send(res, 200, `${HEALTH_CHECKS.map((c) => `[+]${c} ok`).join('\n')}\n${kind} check passed\n`, 'text/plain; charset=utf-8')
+    if (query.has('verbose'))
+      return send(res, 200, `${HEALTH_CHECKS.map((c) => `[+]${c} ok`).join('\n')}\n${kind} check passed\n`, 'text/plain; charset=utf-8')
     return send(res, 200, 'ok', 'text/plain; charset=utf-8')
   }
 
@@ -63,25 +101,55 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
   function route(path, method, body) {
     const seg = path.split('/').filter(Boolean).map(decodeURIComponent)
     let group, version, rest
-    if (seg[0] === 'api' && seg.length >= 3) { group = ''; version = seg[1]; rest = seg.slice(2) }
-    else if (seg[0] === 'apis' && seg.length >= 4) { group = seg[1]; version = seg[2]; rest = seg.slice(3) }
-    else return null
+    if (seg[0] === 'api' && seg.length >= 3) {
+      group = ''
+      version = seg[1]
+      rest = seg.slice(2)
+    } else if (seg[0] === 'apis' && seg.length >= 4) {
+      group = seg[1]
+      version = seg[2]
+      rest = seg.slice(3)
+    } else return null
     let watch = false
-    if (rest[0] === 'watch') { watch = true; rest = rest.slice(1) }
+    if (rest[0] === 'watch') {
+      watch = true
+      rest = rest.slice(1)
+    }
     let namespace, plural, name, sub
-    const nsPath = rest[0] === 'namespaces' && rest.length >= 3 && !(group === '' && ['status', 'finalize'].includes(rest[2]) && rest.length === 3)
+    const nsPath =
+      rest[0] === 'namespaces' && rest.length >= 3 && !(group === '' && ['status', 'finalize'].includes(rest[2]) && rest.length === 3)
     if (nsPath) [, namespace, plural, name, sub] = rest
     else [plural, name, sub] = rest
     if (!plural || (nsPath ? rest.length > 5 : rest.length > 3)) return null
     let def = registry.get(group, version, plural)
     // A write of a kind this server has never heard of: accept it as an opaque object.
     // (never a CRD-defined group such as Flux's: those 404 until their CRDs exist, as on a real API server)
-    if (!def && body?.kind && !group.endsWith('.fluxcd.io') && ['POST', 'PUT', 'PATCH'].includes(method) && (body.apiVersion || '') === (group ? `${group}/${version}` : version)) {
-      def = registry.register({ group, version, plural, kind: body.kind, namespaced: Boolean(namespace), status: false, hasGeneration: Boolean(group) })
+    if (
+      !def &&
+      body?.kind &&
+      !group.endsWith('.fluxcd.io') &&
+      ['POST', 'PUT', 'PATCH'].includes(method) &&
+      (body.apiVersion || '') === (group ? `${group}/${version}` : version)
+    ) {
+      def = registry.register({
+        group,
+        version,
+        plural,
+        kind: body.kind,
+        namespaced: Boolean(namespace),
+        status: false,
+        hasGeneration: Boolean(group),
+      })
     }
     if (!def) return null
     if (def.namespaced !== Boolean(namespace) && (name || !def.namespaced)) return null
-    if (sub && !(sub === 'status' && def.status) && !(def.kind === 'Namespace' && sub === 'finalize') && !(sub === 'scale' && SCALABLE.includes(def.kind))) return null
+    if (
+      sub &&
+      !(sub === 'status' && def.status) &&
+      !(def.kind === 'Namespace' && sub === 'finalize') &&
+      !(sub === 'scale' && SCALABLE.includes(def.kind))
+    )
+      return null
     return { def, namespace, name, sub, watch }
   }
 
@@ -90,11 +158,17 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
       const l = parseLabelSelector(query.get('labelSelector'))
       const f = parseFieldSelector(query.get('fieldSelector'))
       return (o) => l(o) && f(o)
-    } catch (e) { throw badRequest(e.message) }
+    } catch (e) {
+      throw badRequest(e.message)
+    }
   }
 
   const wantsTable = (req) => (req.headers.accept || '').includes('as=Table')
-  const tableOpts = (query) => ({ now: clock.now().getTime(), resourceVersion: store.rv, includeObject: query.get('includeObject') || 'Metadata' })
+  const tableOpts = (query) => ({
+    now: clock.now().getTime(),
+    resourceVersion: store.rv,
+    includeObject: query.get('includeObject') || 'Metadata',
+  })
 
   function list(req, res, r, query) {
     const match = matcher(query)
@@ -114,8 +188,15 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     const token = query.get('continue')
     if (token) {
       let t
-      try { t = JSON.parse(Buffer.from(token, 'base64').toString('utf8')) } catch { t = null }
-      if (!t || t.v !== 'meta.k8s.io/v1' || typeof t.start !== 'string') throw badRequest(`continue key is not valid: ${t ? 'incorrect encoded start resourceVersion (version meta.k8s.io/v1)' : 'illegal base64 data at input byte 0'}`)
+      try {
+        t = JSON.parse(Buffer.from(token, 'base64').toString('utf8'))
+      } catch {
+        t = null
+      }
+      if (!t || t.v !== 'meta.k8s.io/v1' || typeof t.start !== 'string')
+        throw badRequest(
+          `continue key is not valid: ${t ? 'incorrect encoded start resourceVersion (version meta.k8s.io/v1)' : 'illegal base64 data at input byte 0'}`,
+        )
       start = all.findIndex((o) => keyOf(o) > t.start)
       if (start < 0) start = all.length
       rv = t.rv
@@ -134,20 +215,29 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     res.flushHeaders()
     const write = (type, object) => {
       if (res.writableEnded) return
-      const obj = table && type !== 'ERROR' ? toTable(r.def, [object], { ...tableOpts(query), resourceVersion: object.metadata.resourceVersion }) : object
+      const obj =
+        table && type !== 'ERROR'
+          ? toTable(r.def, [object], { ...tableOpts(query), resourceVersion: object.metadata.resourceVersion })
+          : object
       res.write(`${JSON.stringify({ type, object: obj })}\n`)
     }
     let cancel = () => {}
     try {
       cancel = store.watch(r.def, { ns: r.namespace, match, resourceVersion: query.get('resourceVersion'), send: write })
     } catch (e) {
-      if (e instanceof ApiError) { write('ERROR', e.toStatus()); return res.end() }
+      if (e instanceof ApiError) {
+        write('ERROR', e.toStatus())
+        return res.end()
+      }
       throw e
     }
     const timeout = Number(query.get('timeoutSeconds') || 0)
     const timer = timeout > 0 ? setTimeout(() => res.end(), timeout * 1000) : null
     // res 'close' (not req 'close', which fires once the request body is read) tells us the client went away
-    res.on('close', () => { cancel(); if (timer) clearTimeout(timer) })
+    res.on('close', () => {
+      cancel()
+      if (timer) clearTimeout(timer)
+    })
   }
 
   function getOne(req, res, r, query) {
@@ -159,17 +249,20 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
 
   function prepareNew(r, body) {
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('the body of the request was in an unknown format')
-    if (body.kind && body.kind !== r.def.kind) throw badRequest(`the API version in the data (${body.apiVersion}) does not match the expected API version (${r.def.apiVersion})`)
+    if (body.kind && body.kind !== r.def.kind)
+      throw badRequest(`the API version in the data (${body.apiVersion}) does not match the expected API version (${r.def.apiVersion})`)
     const obj = clone(body)
     obj.metadata ||= {}
     if (r.namespace) {
-      if (obj.metadata.namespace && obj.metadata.namespace !== r.namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+      if (obj.metadata.namespace && obj.metadata.namespace !== r.namespace)
+        throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
       obj.metadata.namespace = r.namespace
     } else delete obj.metadata.namespace
     if (!obj.metadata.name && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomSuffix()
     if (!obj.metadata.name) throw invalid(r.def, '', 'metadata.name: Required value: name or generateName is required')
     if (r.namespace && !ns(r.namespace)) throw notFound(registry.get('', 'v1', 'namespaces'), r.namespace)
-    for (const k of ['uid', 'resourceVersion', 'creationTimestamp', 'generation', 'deletionTimestamp', 'managedFields']) delete obj.metadata[k]
+    for (const k of ['uid', 'resourceVersion', 'creationTimestamp', 'generation', 'deletionTimestamp', 'managedFields'])
+      delete obj.metadata[k]
     admitCreate(r.def, obj)
     return obj
   }
@@ -178,7 +271,13 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     const obj = prepareNew(r, body)
     if (store.get(r.def, r.namespace, obj.metadata.name)) throw alreadyExists(r.def, obj.metadata.name)
     obj.metadata.managedFields = managedFields ?? afterUpdate(r.def, null, obj, manager, clock.now())
-    if (dryRun) return { ...obj, apiVersion: r.def.apiVersion, kind: r.def.kind, metadata: { ...obj.metadata, creationTimestamp: rfc3339(clock.now()), uid: crypto.randomUUID() } }
+    if (dryRun)
+      return {
+        ...obj,
+        apiVersion: r.def.apiVersion,
+        kind: r.def.kind,
+        metadata: { ...obj.metadata, creationTimestamp: rfc3339(clock.now()), uid: crypto.randomUUID() },
+      }
     return store.create(r.def, obj)
   }
 
@@ -186,26 +285,47 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     old = clone(old) // a patch's result may share nested objects with it
     if (!next || typeof next !== 'object') throw badRequest('the body of the request was in an unknown format')
     next.metadata ||= {}
-    if (next.metadata.name && next.metadata.name !== r.name) throw badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${r.name})`)
+    if (next.metadata.name && next.metadata.name !== r.name)
+      throw badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${r.name})`)
     next.metadata.name = r.name
     if (r.namespace) next.metadata.namespace = r.namespace
     delete next.metadata.managedFields
     admitUpdate(r.def, next, old, r.sub)
     if (!r.sub) next.metadata.managedFields = managedFields ?? afterUpdate(r.def, old, next, manager, clock.now())
-    if (dryRun) return { ...next, metadata: { ...next.metadata, uid: old.metadata.uid, creationTimestamp: old.metadata.creationTimestamp, resourceVersion: old.metadata.resourceVersion } }
+    if (dryRun)
+      return {
+        ...next,
+        metadata: {
+          ...next.metadata,
+          uid: old.metadata.uid,
+          creationTimestamp: old.metadata.creationTimestamp,
+          resourceVersion: old.metadata.resourceVersion,
+        },
+      }
     return store.update(r.def, next, { checkVersion: true })
   }
 
   function patch(req, r, text, dryRun, query) {
     const type = (req.headers['content-type'] || '').split(';')[0].trim()
     let body
-    try { body = type === 'application/apply-patch+yaml' ? YAML.parse(text) : JSON.parse(text) } catch (e) { throw badRequest(`error decoding patch: ${e.message}`) }
+    try {
+      body = type === 'application/apply-patch+yaml' ? YAML.parse(text) : JSON.parse(text)
+    } catch (e) {
+      throw badRequest(`error decoding patch: ${e.message}`)
+    }
     const old = store.get(r.def, r.namespace, r.name)
     const manager = managerOf(query, req.headers['user-agent'])
     if (type === 'application/apply-patch+yaml' && !r.sub) {
       // server-side apply: managedFields decide conflicts and removals (managed-fields.js)
-      if (!query.get('fieldManager')) throw new ApiError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch', {})
-      if (body?.metadata?.name && body.metadata.name !== r.name) throw badRequest(`the name of the object (${body.metadata.name}) does not match the name on the URL (${r.name})`)
+      if (!query.get('fieldManager'))
+        throw new ApiError(
+          422,
+          'Invalid',
+          'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+          {},
+        )
+      if (body?.metadata?.name && body.metadata.name !== r.name)
+        throw badRequest(`the name of the object (${body.metadata.name}) does not match the name on the URL (${r.name})`)
       const applied = { ...body, metadata: { ...(body?.metadata || {}), name: r.name } }
       const force = ['true', '1'].includes(query.get('force') || '')
       if (!old) {
@@ -222,8 +342,17 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
       if (type === 'application/json-patch+json') next = jsonPatch(old, body)
       else if (type === 'application/strategic-merge-patch+json') next = strategicMergePatch(old, body)
       else if (type === 'application/merge-patch+json') next = mergePatch(old, body)
-      else throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`, {})
-    } catch (e) { if (e instanceof ApiError) throw e; throw new ApiError(422, 'Invalid', e.message, {}) }
+      else
+        throw new ApiError(
+          415,
+          'UnsupportedMediaType',
+          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
+          {},
+        )
+    } catch (e) {
+      if (e instanceof ApiError) throw e
+      throw new ApiError(422, 'Invalid', e.message, {})
+    }
     return { code: 200, obj: update(r, old, next, dryRun, manager) }
   }
 
@@ -248,25 +377,47 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
       next = type === 'application/json-patch+json' ? jsonPatch(scaleOf(obj), patchBody) : mergePatch(scaleOf(obj), patchBody)
     } else throw methodNotAllowed()
     const replicas = Number(next?.spec?.replicas)
-    if (!Number.isInteger(replicas) || replicas < 0) throw invalid(r.def, r.name, 'spec.replicas: Invalid value: must be greater than or equal to 0')
-    const updated = dryRun ? { ...obj, spec: { ...obj.spec, replicas } } : store.update(r.def, { ...obj, spec: { ...obj.spec, replicas } }, { checkVersion: false })
+    if (!Number.isInteger(replicas) || replicas < 0)
+      throw invalid(r.def, r.name, 'spec.replicas: Invalid value: must be greater than or equal to 0')
+    const updated = dryRun
+      ? { ...obj, spec: { ...obj.spec, replicas } }
+      : store.update(r.def, { ...obj, spec: { ...obj.spec, replicas } }, { checkVersion: false })
     recordWrite(req, path, 200, updated)
     return send(res, 200, scaleOf(updated))
   }
 
   function recordWrite(req, path, code, result) {
-    const tool = String(req.headers['user-agent'] || 'unknown').split('/')[0].toLowerCase()
+    const tool = String(req.headers['user-agent'] || 'unknown')
+      .split('/')[0]
+      .toLowerCase()
     const outcome = code < 400 ? 'ok' : `error: ${result?.message || code}`
-    record?.({ time: clock.now().toISOString(), node: null, ip: null, tool, call: 'kube', command: `${req.method} ${path}`, args: req.headers['kubectl-command'] ? [String(req.headers['kubectl-command'])] : [], outcome })
+    record?.({
+      time: clock.now().toISOString(),
+      node: null,
+      ip: null,
+      tool,
+      call: 'kube',
+      command: `${req.method} ${path}`,
+      args: req.headers['kubectl-command'] ? [String(req.headers['kubectl-command'])] : [],
+      outcome,
+    })
   }
 
   /** a DELETE's optional DeleteOptions body: protobuf from client-go's typed clients, else JSON */
   function deleteOptions(req, raw, text) {
     if (!raw.length) return undefined
     if ((req.headers['content-type'] || '').includes('protobuf')) {
-      try { return decodeDeleteOptions(raw) } catch (e) { throw badRequest(e.message) }
+      try {
+        return decodeDeleteOptions(raw)
+      } catch (e) {
+        throw badRequest(e.message)
+      }
     }
-    try { return JSON.parse(text) } catch { throw badRequest('the body of the request was in an unknown format') }
+    try {
+      return JSON.parse(text)
+    } catch {
+      throw badRequest('the body of the request was in an unknown format')
+    }
   }
 
   async function handleResource(req, res, path, query) {
@@ -277,11 +428,29 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     if (method === 'DELETE') {
       body = deleteOptions(req, raw, text)
     } else if ((req.headers['content-type'] || '').includes('protobuf') && method !== 'PATCH') {
-      try { body = decodeProtobufObject(raw) } catch (e) { throw new ApiError(415, 'UnsupportedMediaType', e.message, {}) }
+      try {
+        body = decodeProtobufObject(raw)
+      } catch (e) {
+        throw new ApiError(415, 'UnsupportedMediaType', e.message, {})
+      }
     } else if (text && method !== 'PATCH') {
-      try { body = JSON.parse(text) } catch { try { body = YAML.parse(text) } catch { throw badRequest('the body of the request was in an unknown format') } }
+      try {
+        body = JSON.parse(text)
+      } catch {
+        try {
+          body = YAML.parse(text)
+        } catch {
+          throw badRequest('the body of the request was in an unknown format')
+        }
+      }
     }
-    if (method === 'PATCH' && (req.headers['content-type'] || '').includes('apply-patch')) { try { body = YAML.parse(text) } catch { /* reported by patch() */ } }
+    if (method === 'PATCH' && (req.headers['content-type'] || '').includes('apply-patch')) {
+      try {
+        body = YAML.parse(text)
+      } catch {
+        /* reported by patch() */
+      }
+    }
     const r = route(path, method, body)
     if (!r) throw noRoute()
     const dryRun = query.getAll('dryRun').includes('All') || (method === 'DELETE' && (body?.dryRun || []).includes('All'))
@@ -295,18 +464,22 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
         if (r.watch || ['true', '1'].includes(query.get('watch'))) return watch(req, res, r, query)
         return list(req, res, r, query)
       } else if (method === 'POST' && !r.name) {
-        out = create(r, body, dryRun, managerOf(query, req.headers['user-agent'])); code = 201
+        out = create(r, body, dryRun, managerOf(query, req.headers['user-agent']))
+        code = 201
       } else if (method === 'PUT' && r.name) {
         const old = store.get(r.def, r.namespace, r.name)
         if (!old) throw notFound(r.def, r.name)
         out = update(r, old, body, dryRun, managerOf(query, req.headers['user-agent']))
       } else if (method === 'PATCH' && r.name) {
-        ({ code, obj: out } = patch(req, r, text, dryRun, query))
+        ;({ code, obj: out } = patch(req, r, text, dryRun, query))
       } else if (method === 'DELETE' && r.name) {
         out = remove(r, dryRun)
       } else if (method === 'DELETE') {
         const match = matcher(query)
-        const items = store.list(r.def, r.namespace).filter(match).map((o) => remove({ ...r, name: o.metadata.name, namespace: o.metadata.namespace }, dryRun))
+        const items = store
+          .list(r.def, r.namespace)
+          .filter(match)
+          .map((o) => remove({ ...r, name: o.metadata.name, namespace: o.metadata.namespace }, dryRun))
         out = { kind: `${r.def.kind}List`, apiVersion: r.def.apiVersion, metadata: { resourceVersion: store.rv }, items }
       } else throw methodNotAllowed()
       if (write) recordWrite(req, path, code, out)
@@ -335,7 +508,10 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
         if (path === '/version') return send(res, 200, versionInfo(kubernetesVersion))
         if (path === '/api' || path === '/apis') {
           const v = aggregatedVersion(req.headers.accept)
-          if (v) { const { contentType, body } = aggregatedDiscovery(registry, v, path === '/api'); return send(res, 200, body, contentType) }
+          if (v) {
+            const { contentType, body } = aggregatedDiscovery(registry, v, path === '/api')
+            return send(res, 200, body, contentType)
+          }
           const local = `${req.socket.localAddress}:${req.socket.localPort}`
           return send(res, 200, path === '/api' ? legacyApiVersions(local) : legacyGroupList(registry))
         }
@@ -344,13 +520,22 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
           const out = m.length === 2 ? resourceList(registry, '', m[1]) : resourceList(registry, m[1], m[2])
           if (out) return send(res, 200, out)
         }
-        if ((m = /^\/apis\/([^/]+)$/.exec(path))) { const g = legacyGroup(registry, m[1]); if (g) return send(res, 200, g) }
-        if (path.startsWith('/openapi/v3')) { const doc = openapiV3(registry, path, kubernetesVersion); if (doc) return send(res, 200, doc) }
+        if ((m = /^\/apis\/([^/]+)$/.exec(path))) {
+          const g = legacyGroup(registry, m[1])
+          if (g) return send(res, 200, g)
+        }
+        if (path.startsWith('/openapi/v3')) {
+          const doc = openapiV3(registry, path, kubernetesVersion)
+          if (doc) return send(res, 200, doc)
+        }
       }
       if (path.startsWith('/api/') || path.startsWith('/apis/')) return await handleResource(req, res, path, query)
       throw noRoute()
     } catch (e) {
-      const err = e instanceof ApiError ? e : new ApiError(500, 'InternalError', `an error on the server ("${e.message}") has prevented the request from succeeding`, {})
+      const err =
+        e instanceof ApiError
+          ? e
+          : new ApiError(500, 'InternalError', `an error on the server ("${e.message}") has prevented the request from succeeding`, {})
       if (!(e instanceof ApiError)) console.error('[sim/kube]', e)
       if (res.headersSent) return res.end()
       send(res, err.code, err.toStatus())

@@ -1,16 +1,65 @@
 // Types for the TypeScript tests; the implementation is plain ESM JavaScript (index.js).
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 
-export interface SimClock { now(): Date; after(simSeconds: number, fn: () => void): () => void }
-export interface KubeFaults { has(node: string | null, kind: string): boolean; message(kind: string): string | undefined; reason?(kind: string): string | undefined }
-export interface CallRecord { time: string; node: string | null; ip?: string | null; tool: string; call: string; command: string; args: string[]; outcome: string; [k: string]: unknown }
-export interface KubeObject { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; uid: string; resourceVersion: string; generation?: number; labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp: string; [k: string]: unknown }; spec?: any; status?: any; [k: string]: any }
-export interface ResourceDef { key: string; group: string; version: string; plural: string; kind: string; namespaced: boolean; apiVersion: string }
+export interface SimClock {
+  now(): Date
+  after(simSeconds: number, fn: () => void): () => void
+}
+export interface KubeFaults {
+  has(node: string | null, kind: string): boolean
+  message(kind: string): string | undefined
+  reason?(kind: string): string | undefined
+}
+export interface CallRecord {
+  time: string
+  node: string | null
+  ip?: string | null
+  tool: string
+  call: string
+  command: string
+  args: string[]
+  outcome: string
+  [k: string]: unknown
+}
+export interface KubeObject {
+  apiVersion: string
+  kind: string
+  metadata: {
+    name: string
+    namespace?: string
+    uid: string
+    resourceVersion: string
+    generation?: number
+    labels?: Record<string, string>
+    annotations?: Record<string, string>
+    creationTimestamp: string
+    [k: string]: unknown
+  }
+  spec?: any
+  status?: any
+  [k: string]: any
+}
+export interface ResourceDef {
+  key: string
+  group: string
+  version: string
+  plural: string
+  kind: string
+  namespaced: boolean
+  apiVersion: string
+}
 
 export interface Kube {
   handle(req: IncomingMessage, res: ServerResponse): void
   bootstrap(): void
-  registerNode(node: { name: string; ip: string; role?: 'controlplane' | 'worker' | string; kubeletVersion?: string; osImage?: string; bootId?: string }): void
+  registerNode(node: {
+    name: string
+    ip: string
+    role?: 'controlplane' | 'worker' | string
+    kubeletVersion?: string
+    osImage?: string
+    bootId?: string
+  }): void
   removeNode(name: string): void
   kubeletStopped(name: string, graceSeconds: number): void
   cordon(name: string): void
@@ -37,5 +86,17 @@ export const NOT_READY_MESSAGE: string
 export const CNI_ANNOTATION: string
 export const CORDONED: string
 export function createRealtimeClock(opts?: { speed?: number; start?: Date }): SimClock & { speed: number }
-export function createKube(opts?: { clock?: SimClock; kubernetesVersion?: string; timings?: { cni?: number; [k: string]: number | undefined }; faults?: KubeFaults; record?: (c: CallRecord) => void; historyLimit?: number }): Kube
-export function createKubeServer(opts: { kube: Kube; tls?: { key: string | Buffer; cert: string | Buffer; ca?: string | Buffer; requestCert?: boolean }; host?: string; port?: number }): Promise<{ server: Server; url: string; close(): Promise<void> }>
+export function createKube(opts?: {
+  clock?: SimClock
+  kubernetesVersion?: string
+  timings?: { cni?: number; [k: string]: number | undefined }
+  faults?: KubeFaults
+  record?: (c: CallRecord) => void
+  historyLimit?: number
+}): Kube
+export function createKubeServer(opts: {
+  kube: Kube
+  tls?: { key: string | Buffer; cert: string | Buffer; ca?: string | Buffer; requestCert?: boolean }
+  host?: string
+  port?: number
+}): Promise<{ server: Server; url: string; close(): Promise<void> }>

@@ -53,7 +53,8 @@ export { CNI_ANNOTATION }
 export const CORDONED = 'talos.dev/cordoned'
 const UNSCHEDULABLE_TAINT = 'node.kubernetes.io/unschedulable'
 
-export const NOT_READY_MESSAGE = 'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized'
+export const NOT_READY_MESSAGE =
+  'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized'
 
 // Simulated time running `speed` times faster than the wall clock.
 export function createRealtimeClock({ speed = 1, start = new Date() } = {}) {
@@ -72,7 +73,17 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
   if (!clock) clock = createRealtimeClock()
   const registry = createRegistry()
   const store = createStore({ clock, historyLimit })
-  const controllers = createControllers({ store, registry, clock, timings: { cni: 20, ...timings }, faults, network, flux, record, isLost: (name) => lost.has(name) })
+  const controllers = createControllers({
+    store,
+    registry,
+    clock,
+    timings: { cni: 20, ...timings },
+    faults,
+    network,
+    flux,
+    record,
+    isLost: (name) => lost.has(name),
+  })
   let up = false
   const lost = new Set() // nodes whose kubelet stopped
   const stopped = new Map() // node -> cancel: kubelet stopped by a reset, Unknown after the grace period
@@ -85,11 +96,31 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     const names = obj.spec?.names || {}
     for (const v of obj.spec?.versions || []) {
       if (v.served === false || !names.plural || !names.kind) continue
-      registry.register({ group: obj.spec.group, version: v.name, plural: names.plural, kind: names.kind, namespaced: obj.spec.scope !== 'Cluster', shortNames: names.shortNames || [], categories: names.categories || [], singular: names.singular, status: Boolean(v.subresources?.status), hasGeneration: true })
+      registry.register({
+        group: obj.spec.group,
+        version: v.name,
+        plural: names.plural,
+        kind: names.kind,
+        namespaced: obj.spec.scope !== 'Cluster',
+        shortNames: names.shortNames || [],
+        categories: names.categories || [],
+        singular: names.singular,
+        status: Boolean(v.subresources?.status),
+        hasGeneration: true,
+      })
     }
   })
 
-  const handle = createHandler({ registry, store, clock, kubernetesVersion, record, isUp: () => up, onDelete: (d, obj) => controllers.gc(d, obj), git: flux?.git })
+  const handle = createHandler({
+    registry,
+    store,
+    clock,
+    kubernetesVersion,
+    record,
+    isUp: () => up,
+    onDelete: (d, obj) => controllers.gc(d, obj),
+    git: flux?.git,
+  })
 
   function ensure(g, v, p, obj) {
     const d = def(g, v, p)
@@ -100,21 +131,64 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     if (up) return
     up = true
     for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
-      ensure('', 'v1', 'namespaces', { metadata: { name, labels: { 'kubernetes.io/metadata.name': name } }, spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' } })
+      ensure('', 'v1', 'namespaces', {
+        metadata: { name, labels: { 'kubernetes.io/metadata.name': name } },
+        spec: { finalizers: ['kubernetes'] },
+        status: { phase: 'Active' },
+      })
     }
-    ensure('', 'v1', 'services', { metadata: { name: 'kubernetes', namespace: 'default', labels: { component: 'apiserver', provider: 'kubernetes' } }, spec: { type: 'ClusterIP', clusterIP: '127.96.0.1', clusterIPs: ['127.96.0.1'], ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }], sessionAffinity: 'None' }, status: { loadBalancer: {} } })
-    ensure('', 'v1', 'services', { metadata: { name: 'kube-dns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns', 'kubernetes.io/name': 'CoreDNS' } }, spec: { type: 'ClusterIP', clusterIP: '127.96.0.10', clusterIPs: ['127.96.0.10'], selector: { 'k8s-app': 'kube-dns' }, ports: [{ name: 'dns', port: 53, protocol: 'UDP', targetPort: 53 }, { name: 'dns-tcp', port: 53, protocol: 'TCP', targetPort: 53 }], sessionAffinity: 'None' }, status: { loadBalancer: {} } })
+    ensure('', 'v1', 'services', {
+      metadata: { name: 'kubernetes', namespace: 'default', labels: { component: 'apiserver', provider: 'kubernetes' } },
+      spec: {
+        type: 'ClusterIP',
+        clusterIP: '127.96.0.1',
+        clusterIPs: ['127.96.0.1'],
+        ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }],
+        sessionAffinity: 'None',
+      },
+      status: { loadBalancer: {} },
+    })
+    ensure('', 'v1', 'services', {
+      metadata: { name: 'kube-dns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns', 'kubernetes.io/name': 'CoreDNS' } },
+      spec: {
+        type: 'ClusterIP',
+        clusterIP: '127.96.0.10',
+        clusterIPs: ['127.96.0.10'],
+        selector: { 'k8s-app': 'kube-dns' },
+        ports: [
+          { name: 'dns', port: 53, protocol: 'UDP', targetPort: 53 },
+          { name: 'dns-tcp', port: 53, protocol: 'TCP', targetPort: 53 },
+        ],
+        sessionAffinity: 'None',
+      },
+      status: { loadBalancer: {} },
+    })
     ensure('apps', 'v1', 'deployments', {
       metadata: { name: 'coredns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns', 'kubernetes.io/name': 'CoreDNS' } },
       spec: {
-        replicas: 2, selector: { matchLabels: { 'k8s-app': 'kube-dns' } }, revisionHistoryLimit: 10, progressDeadlineSeconds: 600,
+        replicas: 2,
+        selector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+        revisionHistoryLimit: 10,
+        progressDeadlineSeconds: 600,
         strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: '25%' } },
         template: {
           metadata: { labels: { 'k8s-app': 'kube-dns' } },
           spec: {
-            priorityClassName: 'system-cluster-critical', serviceAccountName: 'coredns', dnsPolicy: 'Default',
-            tolerations: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }, { key: 'CriticalAddonsOnly', operator: 'Exists' }],
-            containers: [{ name: 'coredns', image: 'registry.k8s.io/coredns/coredns:v1.12.4', args: ['-conf', '/etc/coredns/Corefile'], ports: [{ name: 'dns', containerPort: 53, protocol: 'UDP' }] }],
+            priorityClassName: 'system-cluster-critical',
+            serviceAccountName: 'coredns',
+            dnsPolicy: 'Default',
+            tolerations: [
+              { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+              { key: 'CriticalAddonsOnly', operator: 'Exists' },
+            ],
+            containers: [
+              {
+                name: 'coredns',
+                image: 'registry.k8s.io/coredns/coredns:v1.12.4',
+                args: ['-conf', '/etc/coredns/Corefile'],
+                ports: [{ name: 'dns', containerPort: 53, protocol: 'UDP' }],
+              },
+            ],
           },
         },
       },
@@ -128,32 +202,72 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     if (existing) {
       // the kubelet registers the existing Node again (same name) with its boot's ID
       if (bootId && existing.status?.nodeInfo?.bootID !== bootId) {
-        existing = store.update(NODES, { ...existing, status: { ...existing.status, nodeInfo: { ...existing.status?.nodeInfo, bootID: bootId } } }, { checkVersion: false })
+        existing = store.update(
+          NODES,
+          { ...existing, status: { ...existing.status, nodeInfo: { ...existing.status?.nodeInfo, bootID: bootId } } },
+          { checkVersion: false },
+        )
       }
       const wasStopped = stopped.has(name)
-      if (wasStopped) { stopped.get(name)(); stopped.delete(name) }
+      if (wasStopped) {
+        stopped.get(name)()
+        stopped.delete(name)
+      }
       // The kubelet came back (after nodeLost, or a reset that stopped it): NotReady until its CNI pod has restarted.
       if (lost.delete(name) || wasStopped) {
         setReady(existing, { status: 'False', reason: 'KubeletNotReady', message: NOT_READY_MESSAGE })
         const PODS = def('', 'v1', 'pods')
         for (const p of store.list(PODS)) {
           if (p.spec.nodeName !== name) continue
-          store.update(PODS, { ...p, status: { ...p.status, phase: 'Pending', conditions: (p.status?.conditions || []).filter((c) => c.type === 'PodScheduled'), containerStatuses: (p.status?.containerStatuses || []).map((c) => ({ ...c, ready: false, started: false, restartCount: (c.restartCount || 0) + 1, state: { waiting: { reason: 'ContainerCreating' } } })) } }, { checkVersion: false })
+          store.update(
+            PODS,
+            {
+              ...p,
+              status: {
+                ...p.status,
+                phase: 'Pending',
+                conditions: (p.status?.conditions || []).filter((c) => c.type === 'PodScheduled'),
+                containerStatuses: (p.status?.containerStatuses || []).map((c) => ({
+                  ...c,
+                  ready: false,
+                  started: false,
+                  restartCount: (c.restartCount || 0) + 1,
+                  state: { waiting: { reason: 'ContainerCreating' } },
+                })),
+              },
+            },
+            { checkVersion: false },
+          )
         }
         controllers.schedule()
       }
       return
     }
-    const ts = clock.now().toISOString().replace(/\.\d{3}Z$/, 'Z')
+    const ts = clock
+      .now()
+      .toISOString()
+      .replace(/\.\d{3}Z$/, 'Z')
     const cp = role === 'controlplane' || role === 'control-plane'
     const pressure = (type, reason, message) => ({ type, status: 'False', lastHeartbeatTime: ts, lastTransitionTime: ts, reason, message })
     store.create(NODES, {
       metadata: {
         name,
-        labels: { 'beta.kubernetes.io/arch': 'amd64', 'beta.kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', ...(cp ? { 'node-role.kubernetes.io/control-plane': '' } : {}) },
+        labels: {
+          'beta.kubernetes.io/arch': 'amd64',
+          'beta.kubernetes.io/os': 'linux',
+          'kubernetes.io/arch': 'amd64',
+          'kubernetes.io/hostname': name,
+          'kubernetes.io/os': 'linux',
+          ...(cp ? { 'node-role.kubernetes.io/control-plane': '' } : {}),
+        },
         annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' },
       },
-      spec: { taints: [...(cp ? [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] : []), { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }] },
+      spec: {
+        taints: [
+          ...(cp ? [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] : []),
+          { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+        ],
+      },
       status: {
         capacity: { cpu: '4', 'ephemeral-storage': '102305Mi', memory: '8124668Ki', pods: '110' },
         allocatable: { cpu: '3950m', 'ephemeral-storage': '96290137Ki', memory: '7760124Ki', pods: '110' },
@@ -161,11 +275,31 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
           pressure('MemoryPressure', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
           pressure('DiskPressure', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
           pressure('PIDPressure', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
-          { type: 'Ready', status: 'False', lastHeartbeatTime: ts, lastTransitionTime: ts, reason: 'KubeletNotReady', message: NOT_READY_MESSAGE },
+          {
+            type: 'Ready',
+            status: 'False',
+            lastHeartbeatTime: ts,
+            lastTransitionTime: ts,
+            reason: 'KubeletNotReady',
+            message: NOT_READY_MESSAGE,
+          },
         ],
-        addresses: [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }],
+        addresses: [
+          { type: 'InternalIP', address: ip },
+          { type: 'Hostname', address: name },
+        ],
         daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
-        nodeInfo: { machineID: randomHex(32), systemUUID: crypto.randomUUID(), bootID: bootId ?? crypto.randomUUID(), kernelVersion: '6.18.2-talos', osImage, containerRuntimeVersion: 'containerd://2.1.5', kubeletVersion, operatingSystem: 'linux', architecture: 'amd64' },
+        nodeInfo: {
+          machineID: randomHex(32),
+          systemUUID: crypto.randomUUID(),
+          bootID: bootId ?? crypto.randomUUID(),
+          kernelVersion: '6.18.2-talos',
+          osImage,
+          containerRuntimeVersion: 'containerd://2.1.5',
+          kubeletVersion,
+          operatingSystem: 'linux',
+          architecture: 'amd64',
+        },
       },
     })
     if (cp) talosManifests(name)
@@ -173,8 +307,28 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     if (cp) {
       for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']) {
         const node = store.get(NODES, undefined, name)
-        const pod = { metadata: { name: `${c}-${name}`, namespace: 'kube-system', labels: { 'k8s-app': c, tier: 'control-plane' }, annotations: { 'kubernetes.io/config.mirror': randomHex(32), 'kubernetes.io/config.source': 'file' }, ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid, controller: true }] }, spec: { nodeName: name, hostNetwork: true, priorityClassName: 'system-node-critical', containers: [{ name: c, image: `registry.k8s.io/${c}:${kubernetesVersion}` }] }, status: { phase: 'Pending' } }
-        if (def('', 'v1', 'namespaces') && store.get(def('', 'v1', 'namespaces'), undefined, 'kube-system') && !store.get(def('', 'v1', 'pods'), 'kube-system', pod.metadata.name)) store.create(def('', 'v1', 'pods'), pod)
+        const pod = {
+          metadata: {
+            name: `${c}-${name}`,
+            namespace: 'kube-system',
+            labels: { 'k8s-app': c, tier: 'control-plane' },
+            annotations: { 'kubernetes.io/config.mirror': randomHex(32), 'kubernetes.io/config.source': 'file' },
+            ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid, controller: true }],
+          },
+          spec: {
+            nodeName: name,
+            hostNetwork: true,
+            priorityClassName: 'system-node-critical',
+            containers: [{ name: c, image: `registry.k8s.io/${c}:${kubernetesVersion}` }],
+          },
+          status: { phase: 'Pending' },
+        }
+        if (
+          def('', 'v1', 'namespaces') &&
+          store.get(def('', 'v1', 'namespaces'), undefined, 'kube-system') &&
+          !store.get(def('', 'v1', 'pods'), 'kube-system', pod.metadata.name)
+        )
+          store.create(def('', 'v1', 'pods'), pod)
       }
     }
     controllers.schedule()
@@ -187,26 +341,74 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
   function talosManifests(name) {
     const of = network?.of?.(name)
     if (!of || !store.get(def('', 'v1', 'namespaces'), undefined, 'kube-system')) return
-    const daemonSet = (dsName, labels, container, annotations) => ensure('apps', 'v1', 'daemonsets', {
-      metadata: { name: dsName, namespace: 'kube-system', labels, ...(annotations ? { annotations } : {}) },
-      spec: { selector: { matchLabels: labels }, updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
-        template: { metadata: { labels, ...(annotations ? { annotations } : {}) },
-          spec: { hostNetwork: true, priorityClassName: 'system-node-critical', tolerations: [{ operator: 'Exists' }], containers: [container] } } },
-      status: {},
-    })
+    const daemonSet = (dsName, labels, container, annotations) =>
+      ensure('apps', 'v1', 'daemonsets', {
+        metadata: { name: dsName, namespace: 'kube-system', labels, ...(annotations ? { annotations } : {}) },
+        spec: {
+          selector: { matchLabels: labels },
+          updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+          template: {
+            metadata: { labels, ...(annotations ? { annotations } : {}) },
+            spec: {
+              hostNetwork: true,
+              priorityClassName: 'system-node-critical',
+              tolerations: [{ operator: 'Exists' }],
+              containers: [container],
+            },
+          },
+        },
+        status: {},
+      })
     if (of.cni === 'flannel') {
-      const env = of.kubePrism.enabled ? [{ name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' }, { name: 'KUBERNETES_SERVICE_PORT', value: String(of.kubePrism.port) }] : []
-      daemonSet('kube-flannel', { 'k8s-app': 'flannel', tier: 'node' }, { name: 'kube-flannel', image: 'ghcr.io/siderolabs/flannel:v0.27.4', command: ['/opt/bin/flanneld'], args: ['--ip-masq', '--kube-subnet-mgr'], env }, { [CNI_ANNOTATION]: 'true' })
+      const env = of.kubePrism.enabled
+        ? [
+            { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+            { name: 'KUBERNETES_SERVICE_PORT', value: String(of.kubePrism.port) },
+          ]
+        : []
+      daemonSet(
+        'kube-flannel',
+        { 'k8s-app': 'flannel', tier: 'node' },
+        {
+          name: 'kube-flannel',
+          image: 'ghcr.io/siderolabs/flannel:v0.27.4',
+          command: ['/opt/bin/flanneld'],
+          args: ['--ip-masq', '--kube-subnet-mgr'],
+          env,
+        },
+        { [CNI_ANNOTATION]: 'true' },
+      )
     }
-    if (of.proxy) daemonSet('kube-proxy', { 'k8s-app': 'kube-proxy', tier: 'node' }, { name: 'kube-proxy', image: `registry.k8s.io/kube-proxy:${kubernetesVersion}`, command: ['/usr/local/bin/kube-proxy'] })
+    if (of.proxy)
+      daemonSet(
+        'kube-proxy',
+        { 'k8s-app': 'kube-proxy', tier: 'node' },
+        { name: 'kube-proxy', image: `registry.k8s.io/kube-proxy:${kubernetesVersion}`, command: ['/usr/local/bin/kube-proxy'] },
+      )
     controllers.schedule()
   }
 
   function setReady(node, ready) {
-    const ts = clock.now().toISOString().replace(/\.\d{3}Z$/, 'Z')
-    const conditions = (node.status?.conditions || []).map((c) => (c.type === 'Ready' ? { ...c, ...ready, lastHeartbeatTime: ts, lastTransitionTime: c.status === ready.status ? c.lastTransitionTime : ts } : c))
+    const ts = clock
+      .now()
+      .toISOString()
+      .replace(/\.\d{3}Z$/, 'Z')
+    const conditions = (node.status?.conditions || []).map((c) =>
+      c.type === 'Ready'
+        ? { ...c, ...ready, lastHeartbeatTime: ts, lastTransitionTime: c.status === ready.status ? c.lastTransitionTime : ts }
+        : c,
+    )
     const next = { ...node, status: { ...node.status, conditions } }
-    if (ready.status !== 'True') next.spec = { ...node.spec, taints: [...(node.spec?.taints || []).filter((t) => t.key !== 'node.kubernetes.io/not-ready' && t.key !== 'node.kubernetes.io/unreachable'), { key: ready.status === 'Unknown' ? 'node.kubernetes.io/unreachable' : 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }] }
+    if (ready.status !== 'True')
+      next.spec = {
+        ...node.spec,
+        taints: [
+          ...(node.spec?.taints || []).filter(
+            (t) => t.key !== 'node.kubernetes.io/not-ready' && t.key !== 'node.kubernetes.io/unreachable',
+          ),
+          { key: ready.status === 'Unknown' ? 'node.kubernetes.io/unreachable' : 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+        ],
+      }
     store.update(NODES, next, { checkVersion: false })
   }
 
@@ -224,7 +426,10 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
   // the last status (Ready) stands. The Node object stays.
   function kubeletStopped(name, graceSeconds) {
     if (!store.get(NODES, undefined, name) || stopped.has(name)) return
-    stopped.set(name, clock.after(graceSeconds, () => nodeLost(name)))
+    stopped.set(
+      name,
+      clock.after(graceSeconds, () => nodeLost(name)),
+    )
   }
 
   // Talos's NodeApplyController.ApplyCordoned (machined controllers/k8s/node_apply.go): a node it
@@ -232,8 +437,22 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
   function cordon(name) {
     const node = store.get(NODES, undefined, name)
     if (!node || node.spec?.unschedulable) return
-    store.update(NODES, { ...node, metadata: { ...node.metadata, annotations: { ...node.metadata.annotations, [CORDONED]: 'true' } },
-      spec: { ...node.spec, unschedulable: true, taints: [...(node.spec?.taints || []).filter((t) => t.key !== UNSCHEDULABLE_TAINT), { key: UNSCHEDULABLE_TAINT, effect: 'NoSchedule' }] } }, { checkVersion: false })
+    store.update(
+      NODES,
+      {
+        ...node,
+        metadata: { ...node.metadata, annotations: { ...node.metadata.annotations, [CORDONED]: 'true' } },
+        spec: {
+          ...node.spec,
+          unschedulable: true,
+          taints: [
+            ...(node.spec?.taints || []).filter((t) => t.key !== UNSCHEDULABLE_TAINT),
+            { key: UNSCHEDULABLE_TAINT, effect: 'NoSchedule' },
+          ],
+        },
+      },
+      { checkVersion: false },
+    )
   }
   // ...and uncordons only a node that carries its annotation (one cordoned by someone else stays)
   function uncordon(name) {
@@ -242,7 +461,8 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     const { [CORDONED]: _, ...annotations } = node.metadata.annotations
     const { unschedulable: __, ...spec } = node.spec
     const taints = (spec.taints || []).filter((t) => t.key !== UNSCHEDULABLE_TAINT)
-    if (taints.length) spec.taints = taints; else delete spec.taints
+    if (taints.length) spec.taints = taints
+    else delete spec.taints
     store.update(NODES, { ...node, metadata: { ...node.metadata, annotations }, spec }, { checkVersion: false })
     controllers.schedule()
   }
@@ -260,9 +480,24 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
       if (pod.spec.nodeName !== name || pod.metadata.annotations?.['kubernetes.io/config.mirror']) continue
       const owner = (pod.metadata.ownerReferences || []).find((r) => r.controller)
       if (!owner || owner.kind === 'DaemonSet') continue
-      const pdb = store.list(PDBS).find((b) => b.metadata.namespace === pod.metadata.namespace && selects(b.spec?.selector, pod) && disruptionsAllowed(b, store.list(PODS)) < 1)
-      if (pdb) { out.blocked.push({ pod: `${pod.metadata.namespace}/${pod.metadata.name}`, pdb: `${pdb.metadata.namespace}/${pdb.metadata.name}` }); continue }
-      try { store.remove(PODS, pod.metadata.namespace, pod.metadata.name); out.evicted++ } catch { /* gone */ }
+      const pdb = store
+        .list(PDBS)
+        .find(
+          (b) =>
+            b.metadata.namespace === pod.metadata.namespace &&
+            selects(b.spec?.selector, pod) &&
+            disruptionsAllowed(b, store.list(PODS)) < 1,
+        )
+      if (pdb) {
+        out.blocked.push({ pod: `${pod.metadata.namespace}/${pod.metadata.name}`, pdb: `${pdb.metadata.namespace}/${pdb.metadata.name}` })
+        continue
+      }
+      try {
+        store.remove(PODS, pod.metadata.namespace, pod.metadata.name)
+        out.evicted++
+      } catch {
+        /* gone */
+      }
     }
     controllers.schedule()
     return out
@@ -275,12 +510,39 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     const PDBS = def('policy', 'v1', 'poddisruptionbudgets')
     const labels = { app: 'guarded' }
     const podName = `guarded-${randomSuffix()}`
-    const ts = clock.now().toISOString().replace(/\.\d{3}Z$/, 'Z')
-    store.create(PODS, { metadata: { name: podName, namespace: 'default', labels, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'guarded-7d4b9c', uid: crypto.randomUUID(), controller: true, blockOwnerDeletion: true }] },
+    const ts = clock
+      .now()
+      .toISOString()
+      .replace(/\.\d{3}Z$/, 'Z')
+    store.create(PODS, {
+      metadata: {
+        name: podName,
+        namespace: 'default',
+        labels,
+        ownerReferences: [
+          {
+            apiVersion: 'apps/v1',
+            kind: 'ReplicaSet',
+            name: 'guarded-7d4b9c',
+            uid: crypto.randomUUID(),
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      },
       spec: { nodeName: name, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] },
-      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: ts }], containerStatuses: [{ name: 'app', ready: true, started: true, restartCount: 0, state: { running: { startedAt: ts } } }] } })
-    if (!store.get(PDBS, 'default', 'guarded')) store.create(PDBS, { metadata: { name: 'guarded', namespace: 'default' }, spec: { minAvailable: 1, selector: { matchLabels: labels } },
-      status: { observedGeneration: 1, disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 } })
+      status: {
+        phase: 'Running',
+        conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: ts }],
+        containerStatuses: [{ name: 'app', ready: true, started: true, restartCount: 0, state: { running: { startedAt: ts } } }],
+      },
+    })
+    if (!store.get(PDBS, 'default', 'guarded'))
+      store.create(PDBS, {
+        metadata: { name: 'guarded', namespace: 'default' },
+        spec: { minAvailable: 1, selector: { matchLabels: labels } },
+        status: { observedGeneration: 1, disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 },
+      })
   }
 
   function selects(selector, pod) {
@@ -301,7 +563,10 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
 
   function removeNode(name) {
     lost.delete(name)
-    if (stopped.has(name)) { stopped.get(name)(); stopped.delete(name) }
+    if (stopped.has(name)) {
+      stopped.get(name)()
+      stopped.delete(name)
+    }
     const node = store.get(NODES, undefined, name)
     if (!node) return
     const gone = store.remove(NODES, undefined, name)
@@ -324,11 +589,17 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     drain,
     nodeLost,
     nodeReady,
-    get apiUp() { return up },
-    setApiUp(v) { up = Boolean(v) },
+    get apiUp() {
+      return up
+    },
+    setApiUp(v) {
+      up = Boolean(v)
+    },
     stop: () => controllers.stop(),
     // For tests and the simulator core (read-only use, please).
-    store, registry, clock,
+    store,
+    registry,
+    clock,
     suffix: randomSuffix,
   }
 }
@@ -336,9 +607,14 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
 // A listener for tests and standalone runs: plain HTTP, or HTTPS when `tls` is given
 // ({ key, cert, ca?, requestCert? }). Resolves to { server, url, close() }.
 export function createKubeServer({ kube, tls, host = '127.0.0.1', port = 0 }) {
-  const handler = (req, res) => { kube.handle(req, res) }
+  const handler = (req, res) => {
+    kube.handle(req, res)
+  }
   const server = tls
-    ? https.createServer({ key: tls.key, cert: tls.cert, ca: tls.ca, requestCert: Boolean(tls.requestCert), rejectUnauthorized: Boolean(tls.requestCert) }, handler)
+    ? https.createServer(
+        { key: tls.key, cert: tls.cert, ca: tls.ca, requestCert: Boolean(tls.requestCert), rejectUnauthorized: Boolean(tls.requestCert) },
+        handler,
+      )
     : http.createServer(handler)
   server.keepAliveTimeout = 60_000
   return new Promise((resolve, reject) => {
@@ -348,7 +624,11 @@ export function createKubeServer({ kube, tls, host = '127.0.0.1', port = 0 }) {
       resolve({
         server,
         url: `${tls ? 'https' : 'http'}://${host}:${addr.port}`,
-        close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()) }),
+        close: () =>
+          new Promise((r) => {
+            server.closeAllConnections?.()
+            server.close(() => r())
+          }),
       })
     })
   })

@@ -39,7 +39,13 @@ function toFieldsV1(paths) {
       node = node[`f:${k}`]
     }
   }
-  const mark = (n) => { for (const c of Object.values(n)) if (Object.keys(c).length) { c['.'] = {}; mark(c) } }
+  const mark = (n) => {
+    for (const c of Object.values(n))
+      if (Object.keys(c).length) {
+        c['.'] = {}
+        mark(c)
+      }
+  }
   mark(root)
   return root
 }
@@ -59,7 +65,11 @@ const valueAt = (obj, path) => path.reduce((o, k) => (o && typeof o === 'object'
 
 function removeAt(obj, path) {
   const parents = [obj]
-  for (const k of path.slice(0, -1)) { const next = parents[parents.length - 1]?.[k]; if (!next || typeof next !== 'object') return; parents.push(next) }
+  for (const k of path.slice(0, -1)) {
+    const next = parents[parents.length - 1]?.[k]
+    if (!next || typeof next !== 'object') return
+    parents.push(next)
+  }
   delete parents[parents.length - 1][path[path.length - 1]]
   // drop maps the removal emptied, as the merge does
   for (let i = parents.length - 1; i > 0; i--) if (!Object.keys(parents[i]).length) delete parents[i - 1][path[i - 1]]
@@ -75,19 +85,35 @@ function entries(obj) {
 }
 
 function finish(list, def, now) {
-  return list.filter((e) => e.paths.length).map((e) => ({ manager: e.manager, operation: e.operation, apiVersion: def.apiVersion, time: e.time ?? now, fieldsType: 'FieldsV1', fieldsV1: toFieldsV1(e.paths) }))
+  return list
+    .filter((e) => e.paths.length)
+    .map((e) => ({
+      manager: e.manager,
+      operation: e.operation,
+      apiVersion: def.apiVersion,
+      time: e.time ?? now,
+      fieldsType: 'FieldsV1',
+      fieldsV1: toFieldsV1(e.paths),
+    }))
 }
 
 /** managedFields after an ordinary write (create, update, patch) by `manager`: it owns what it changed. */
 export function afterUpdate(def, old, next, manager, now) {
   const list = entries(old)
   const changed = leafPaths(next).filter((p) => !old || !deepEqual(valueAt(old, p), valueAt(next, p)))
-  const gone = old ? leafPaths(old).filter((p) => valueAt(next, p) === undefined).map(key) : []
+  const gone = old
+    ? leafPaths(old)
+        .filter((p) => valueAt(next, p) === undefined)
+        .map(key)
+    : []
   if (old && !changed.length && !gone.length) return old.metadata?.managedFields
   const taken = new Set([...changed.map(key), ...gone])
   for (const e of list) e.paths = e.paths.filter((p) => !taken.has(key(p)))
   let mine = list.find((e) => e.manager === manager && e.operation === 'Update')
-  if (!mine) { mine = { manager, operation: 'Update', paths: [] }; list.push(mine) }
+  if (!mine) {
+    mine = { manager, operation: 'Update', paths: [] }
+    list.push(mine)
+  }
   const have = new Set(mine.paths.map(key))
   for (const p of changed) if (!have.has(key(p))) mine.paths.push(p)
   mine.time = rfc3339(now)
@@ -123,7 +149,8 @@ export function apply(def, live, applied, manager, force, now) {
   }
   const merge = (target, src) => {
     for (const [k, v] of Object.entries(src)) {
-      if (v && typeof v === 'object' && !Array.isArray(v) && target[k] && typeof target[k] === 'object' && !Array.isArray(target[k])) merge(target[k], v)
+      if (v && typeof v === 'object' && !Array.isArray(v) && target[k] && typeof target[k] === 'object' && !Array.isArray(target[k]))
+        merge(target[k], v)
       else target[k] = clone(v)
     }
   }
@@ -131,12 +158,24 @@ export function apply(def, live, applied, manager, force, now) {
   // forced or shared: other managers keep only what this apply did not set to a new value
   for (const e of list) {
     if (e.manager === manager && e.operation === 'Apply') continue
-    e.paths = e.paths.filter((q) => !mine.some((p) => (key(q) === key(p) || key(q.slice(0, p.length)) === key(p)) && !(live && deepEqual(valueAt(live, p), valueAt(applied, p)))))
+    e.paths = e.paths.filter(
+      (q) =>
+        !mine.some(
+          (p) => (key(q) === key(p) || key(q.slice(0, p.length)) === key(p)) && !(live && deepEqual(valueAt(live, p), valueAt(applied, p))),
+        ),
+    )
   }
   const rest = list.filter((e) => !(e.manager === manager && e.operation === 'Apply'))
   next.metadata ||= {}
   const same = previous && deepEqual(previous.paths.map(key).sort(), mine.map(key).sort())
-  if (live && same && deepEqual({ ...next, metadata: { ...next.metadata, managedFields: undefined } }, { ...live, metadata: { ...live.metadata, managedFields: undefined } })) {
+  if (
+    live &&
+    same &&
+    deepEqual(
+      { ...next, metadata: { ...next.metadata, managedFields: undefined } },
+      { ...live, metadata: { ...live.metadata, managedFields: undefined } },
+    )
+  ) {
     next.metadata.managedFields = live.metadata.managedFields // a no-op apply changes nothing
     return next
   }
@@ -154,9 +193,13 @@ function conflictError(def, name, conflicts) {
     const [[m, [p]]] = [...conflicts]
     message = `Apply failed with 1 conflict: conflict with "${m}" using ${def.apiVersion}: ${field(p)}`
   } else {
-    const parts = [...conflicts].map(([m, ps]) => `conflicts with "${m}" using ${def.apiVersion}:\n${ps.map((p) => `- ${field(p)}`).join('\n')}`)
+    const parts = [...conflicts].map(
+      ([m, ps]) => `conflicts with "${m}" using ${def.apiVersion}:\n${ps.map((p) => `- ${field(p)}`).join('\n')}`,
+    )
     message = `Apply failed with ${total} conflicts: ${parts.join('\n')}`
   }
-  const causes = [...conflicts].flatMap(([m, ps]) => ps.map((p) => ({ reason: 'FieldManagerConflict', message: `conflict with "${m}" using ${def.apiVersion}`, field: field(p) })))
+  const causes = [...conflicts].flatMap(([m, ps]) =>
+    ps.map((p) => ({ reason: 'FieldManagerConflict', message: `conflict with "${m}" using ${def.apiVersion}`, field: field(p) })),
+  )
   return new ApiError(409, 'Conflict', message, { name, ...(def.group ? { group: def.group } : {}), kind: def.plural, causes })
 }

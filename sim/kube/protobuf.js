@@ -22,10 +22,17 @@ function fields(buf) {
     const no = key >> 3
     const wire = key & 7
     if (wire === 0) out.push({ no, value: varint() })
-    else if (wire === 2) { const len = Number(varint()); out.push({ no, bytes: buf.subarray(i, i + len) }); i += len }
-    else if (wire === 5) { out.push({ no, bytes: buf.subarray(i, i + 4) }); i += 4 }
-    else if (wire === 1) { out.push({ no, bytes: buf.subarray(i, i + 8) }); i += 8 }
-    else throw new Error(`unsupported wire type ${wire}`)
+    else if (wire === 2) {
+      const len = Number(varint())
+      out.push({ no, bytes: buf.subarray(i, i + len) })
+      i += len
+    } else if (wire === 5) {
+      out.push({ no, bytes: buf.subarray(i, i + 4) })
+      i += 4
+    } else if (wire === 1) {
+      out.push({ no, bytes: buf.subarray(i, i + 8) })
+      i += 8
+    } else throw new Error(`unsupported wire type ${wire}`)
   }
   return out
 }
@@ -45,32 +52,51 @@ function map(fs, no, asBytes) {
 function objectMeta(buf) {
   const fs = fields(buf)
   const meta = {}
-  const s = (no, name) => { const f = fs.find((x) => x.no === no); if (f && f.bytes.length) meta[name] = str(f) }
-  s(1, 'name'); s(2, 'generateName'); s(3, 'namespace'); s(6, 'resourceVersion')
-  const labels = map(fs, 11); if (labels) meta.labels = labels
-  const annotations = map(fs, 12); if (annotations) meta.annotations = annotations
-  const fin = fs.filter((x) => x.no === 14).map(str); if (fin.length) meta.finalizers = fin
+  const s = (no, name) => {
+    const f = fs.find((x) => x.no === no)
+    if (f && f.bytes.length) meta[name] = str(f)
+  }
+  s(1, 'name')
+  s(2, 'generateName')
+  s(3, 'namespace')
+  s(6, 'resourceVersion')
+  const labels = map(fs, 11)
+  if (labels) meta.labels = labels
+  const annotations = map(fs, 12)
+  if (annotations) meta.annotations = annotations
+  const fin = fs.filter((x) => x.no === 14).map(str)
+  if (fin.length) meta.finalizers = fin
   return meta
 }
 
 const DECODERS = {
   Namespace: (fs) => {
     const spec = fs.find((x) => x.no === 2)
-    const finalizers = spec ? fields(spec.bytes).filter((x) => x.no === 1).map(str) : []
+    const finalizers = spec
+      ? fields(spec.bytes)
+          .filter((x) => x.no === 1)
+          .map(str)
+      : []
     return finalizers.length ? { spec: { finalizers } } : {}
   },
   Secret: (fs) => {
     const o = {}
-    const data = map(fs, 2, true); if (data) o.data = data
-    const type = fs.find((x) => x.no === 3); if (type) o.type = str(type)
-    const sd = map(fs, 4); if (sd) o.stringData = sd
-    const imm = fs.find((x) => x.no === 5); if (imm) o.immutable = Boolean(imm.value)
+    const data = map(fs, 2, true)
+    if (data) o.data = data
+    const type = fs.find((x) => x.no === 3)
+    if (type) o.type = str(type)
+    const sd = map(fs, 4)
+    if (sd) o.stringData = sd
+    const imm = fs.find((x) => x.no === 5)
+    if (imm) o.immutable = Boolean(imm.value)
     return o
   },
   ConfigMap: (fs) => {
     const o = {}
-    const data = map(fs, 2); if (data) o.data = data
-    const bin = map(fs, 3, true); if (bin) o.binaryData = bin
+    const data = map(fs, 2)
+    if (data) o.data = data
+    const bin = map(fs, 3, true)
+    if (bin) o.binaryData = bin
     return o
   },
   ServiceAccount: () => ({}),
@@ -78,7 +104,8 @@ const DECODERS = {
 
 // Returns the JSON form of the object, or throws (unsupported kind / bad bytes).
 export function decodeProtobufObject(buf) {
-  if (buf.length < 4 || buf.subarray(0, 4).toString('latin1') !== 'k8s\u0000') throw new Error('provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]')
+  if (buf.length < 4 || buf.subarray(0, 4).toString('latin1') !== 'k8s\u0000')
+    throw new Error('provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]')
   const unknown = fields(buf.subarray(4))
   const tm = unknown.find((x) => x.no === 1)
   const raw = unknown.find((x) => x.no === 2)
@@ -97,13 +124,17 @@ export function decodeProtobufObject(buf) {
 // Fields from k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto: gracePeriodSeconds 1,
 // propagationPolicy 4, dryRun 5. Returns the JSON form.
 export function decodeDeleteOptions(buf) {
-  if (buf.length < 4 || buf.subarray(0, 4).toString('latin1') !== 'k8s\u0000') throw new Error('provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]')
+  if (buf.length < 4 || buf.subarray(0, 4).toString('latin1') !== 'k8s\u0000')
+    throw new Error('provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]')
   const unknown = fields(buf.subarray(4))
   const raw = unknown.find((x) => x.no === 2)
   const fs = raw ? fields(raw.bytes) : []
   const o = { kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/v1' }
-  const grace = fs.find((x) => x.no === 1 && x.value !== undefined); if (grace) o.gracePeriodSeconds = Number(BigInt.asIntN(64, grace.value))
-  const prop = fs.find((x) => x.no === 4 && x.bytes); if (prop) o.propagationPolicy = str(prop)
-  const dry = fs.filter((x) => x.no === 5 && x.bytes).map(str); if (dry.length) o.dryRun = dry
+  const grace = fs.find((x) => x.no === 1 && x.value !== undefined)
+  if (grace) o.gracePeriodSeconds = Number(BigInt.asIntN(64, grace.value))
+  const prop = fs.find((x) => x.no === 4 && x.bytes)
+  if (prop) o.propagationPolicy = str(prop)
+  const dry = fs.filter((x) => x.no === 5 && x.bytes).map(str)
+  if (dry.length) o.dryRun = dry
   return o
 }

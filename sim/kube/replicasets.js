@@ -16,7 +16,19 @@ export function syncReplicaSet({ store, def, d, hash, pods, ready }) {
   const owned = (rs) => (rs.metadata.ownerReferences || []).some((r) => r.uid === d.metadata.uid && r.controller)
   for (const old of store.list(def, ns, { raw: true })) {
     if (old.metadata.name === name || !owned(old) || (old.spec?.replicas ?? 0) === 0) continue
-    try { store.update(def, { ...clone(old), spec: { ...old.spec, replicas: 0 }, status: { replicas: 0, observedGeneration: (old.metadata.generation || 1) + 1 } }, { checkVersion: false }) } catch { /* gone */ }
+    try {
+      store.update(
+        def,
+        {
+          ...clone(old),
+          spec: { ...old.spec, replicas: 0 },
+          status: { replicas: 0, observedGeneration: (old.metadata.generation || 1) + 1 },
+        },
+        { checkVersion: false },
+      )
+    } catch {
+      /* gone */
+    }
   }
   const tpl = clone(d.spec?.template || {})
   tpl.metadata = { ...(tpl.metadata || {}), labels: { ...(tpl.metadata?.labels || {}), 'pod-template-hash': hash } }
@@ -29,21 +41,42 @@ export function syncReplicaSet({ store, def, d, hash, pods, ready }) {
   if (!current) {
     try {
       store.create(def, {
-        apiVersion: 'apps/v1', kind: 'ReplicaSet',
+        apiVersion: 'apps/v1',
+        kind: 'ReplicaSet',
         metadata: {
-          name, namespace: ns, labels: { ...(tpl.metadata.labels) },
-          annotations: { 'deployment.kubernetes.io/desired-replicas': String(replicas), 'deployment.kubernetes.io/max-replicas': String(replicas), 'deployment.kubernetes.io/revision': '1' },
-          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: d.metadata.name, uid: d.metadata.uid, controller: true, blockOwnerDeletion: true }],
+          name,
+          namespace: ns,
+          labels: { ...tpl.metadata.labels },
+          annotations: {
+            'deployment.kubernetes.io/desired-replicas': String(replicas),
+            'deployment.kubernetes.io/max-replicas': String(replicas),
+            'deployment.kubernetes.io/revision': '1',
+          },
+          ownerReferences: [
+            {
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              name: d.metadata.name,
+              uid: d.metadata.uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
         },
         spec,
       })
-    } catch { return }
+    } catch {
+      return
+    }
   }
   const rs = store.get(def, ns, name)
   if (!rs) return
   let next = rs
   if (!deepEqual(rs.spec, spec)) next = store.update(def, { ...rs, spec }, { checkVersion: false })
   const status = { replicas: pods.length, fullyLabeledReplicas: pods.length, observedGeneration: next.metadata.generation || 1 }
-  if (ready) { status.readyReplicas = ready; status.availableReplicas = ready }
+  if (ready) {
+    status.readyReplicas = ready
+    status.availableReplicas = ready
+  }
   if (!deepEqual(next.status, status)) store.update(def, { ...next, status }, { checkVersion: false })
 }

@@ -48,11 +48,31 @@ export function createRegistry() {
   const byKey = new Map()
   let generation = 0 // bumps when discovery content changes (OpenAPI hashes use it)
 
-  function register({ group, version, plural, kind, namespaced, shortNames = [], status = true, hasGeneration = true, categories = [], singular }) {
+  function register({
+    group,
+    version,
+    plural,
+    kind,
+    namespaced,
+    shortNames = [],
+    status = true,
+    hasGeneration = true,
+    categories = [],
+    singular,
+  }) {
     const key = `${group}/${version}/${plural}`
     if (byKey.has(key)) return byKey.get(key)
     const def = {
-      key, group, version, plural, kind, namespaced, shortNames, status, hasGeneration, categories,
+      key,
+      group,
+      version,
+      plural,
+      kind,
+      namespaced,
+      shortNames,
+      status,
+      hasGeneration,
+      categories,
       singular: singular || kind.toLowerCase(),
       apiVersion: group ? `${group}/${version}` : version,
     }
@@ -62,7 +82,17 @@ export function createRegistry() {
   }
 
   for (const [group, version, plural, kind, namespaced, shortNames, flags] of BUILTIN) {
-    register({ group, version, plural, kind, namespaced, shortNames, status: flags.includes('s'), hasGeneration: flags.includes('g'), categories: flags.includes('a') ? ['all'] : [] })
+    register({
+      group,
+      version,
+      plural,
+      kind,
+      namespaced,
+      shortNames,
+      status: flags.includes('s'),
+      hasGeneration: flags.includes('g'),
+      categories: flags.includes('a') ? ['all'] : [],
+    })
   }
 
   return {
@@ -79,9 +109,14 @@ export function createRegistry() {
         if (!versions.has(def.version)) versions.set(def.version, [])
         versions.get(def.version).push(def)
       }
-      return [...groups].map(([name, versions]) => ({ name, versions: [...versions].map(([version, resources]) => ({ version, resources })) }))
+      return [...groups].map(([name, versions]) => ({
+        name,
+        versions: [...versions].map(([version, resources]) => ({ version, resources })),
+      }))
     },
-    get generation() { return generation },
+    get generation() {
+      return generation
+    },
     VERBS,
   }
 }

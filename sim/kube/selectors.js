@@ -9,7 +9,10 @@ function splitTerms(text) {
   for (const ch of text) {
     if (ch === '(') depth++
     if (ch === ')') depth--
-    if (ch === ',' && depth === 0) { terms.push(cur); cur = '' } else cur += ch
+    if (ch === ',' && depth === 0) {
+      terms.push(cur)
+      cur = ''
+    } else cur += ch
   }
   terms.push(cur)
   return terms.map((t) => t.trim()).filter(Boolean)
@@ -19,7 +22,10 @@ export function parseLabelSelector(text) {
   if (!text) return () => true
   const tests = splitTerms(text).map((term) => {
     let m
-    if ((m = /^!\s*([\w./-]+)$/.exec(term))) { const k = m[1]; return (l) => !(k in l) }
+    if ((m = /^!\s*([\w./-]+)$/.exec(term))) {
+      const k = m[1]
+      return (l) => !(k in l)
+    }
     if ((m = /^([\w./-]+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(term))) {
       const [, k, op, list] = m
       const vals = list.split(',').map((v) => v.trim())
@@ -29,10 +35,16 @@ export function parseLabelSelector(text) {
       const [, k, op, v] = m
       return op === '!=' ? (l) => l[k] !== v : (l) => k in l && l[k] === v
     }
-    if ((m = /^([\w./-]+)$/.exec(term))) { const k = m[1]; return (l) => k in l }
+    if ((m = /^([\w./-]+)$/.exec(term))) {
+      const k = m[1]
+      return (l) => k in l
+    }
     throw new Error(`unable to parse requirement: found '${term}', expected: identifier`)
   })
-  return (obj) => { const l = obj?.metadata?.labels || {}; return tests.every((t) => t(l)) }
+  return (obj) => {
+    const l = obj?.metadata?.labels || {}
+    return tests.every((t) => t(l))
+  }
 }
 
 function fieldValue(obj, path) {

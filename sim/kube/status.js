@@ -9,7 +9,16 @@ export class ApiError extends Error {
   }
 
   toStatus() {
-    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason, details: this.details, code: this.code }
+    return {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: this.message,
+      reason: this.reason,
+      details: this.details,
+      code: this.code,
+    }
   }
 }
 
@@ -23,11 +32,24 @@ function details(def, name) {
 }
 
 export const notFound = (def, name) => new ApiError(404, 'NotFound', `${qualified(def)} "${name}" not found`, details(def, name))
-export const alreadyExists = (def, name) => new ApiError(409, 'AlreadyExists', `${qualified(def)} "${name}" already exists`, details(def, name))
-export const conflict = (def, name) => new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(def)} "${name}": the object has been modified; please apply your changes to the latest version and try again`, details(def, name))
+export const alreadyExists = (def, name) =>
+  new ApiError(409, 'AlreadyExists', `${qualified(def)} "${name}" already exists`, details(def, name))
+export const conflict = (def, name) =>
+  new ApiError(
+    409,
+    'Conflict',
+    `Operation cannot be fulfilled on ${qualified(def)} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+    details(def, name),
+  )
 export const noRoute = () => new ApiError(404, 'NotFound', 'the server could not find the requested resource', {})
 export const badRequest = (message) => new ApiError(400, 'BadRequest', message, {})
-export const invalid = (def, name, causeText) => new ApiError(422, 'Invalid', `${def.kind} "${name}" is invalid: ${causeText}`, { name, kind: def.kind, ...(def.group ? { group: def.group } : {}) })
-export const methodNotAllowed = () => new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {})
+export const invalid = (def, name, causeText) =>
+  new ApiError(422, 'Invalid', `${def.kind} "${name}" is invalid: ${causeText}`, {
+    name,
+    kind: def.kind,
+    ...(def.group ? { group: def.group } : {}),
+  })
+export const methodNotAllowed = () =>
+  new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {})
 export const unavailable = (message) => new ApiError(503, 'ServiceUnavailable', message, {})
 export const expired = (requested, oldest) => new ApiError(410, 'Expired', `too old resource version: ${requested} (${oldest})`, {})

@@ -32,15 +32,21 @@ export function createStore({ clock, historyLimit = 20000 }) {
   }
 
   const api = {
-    get rv() { return String(rv) },
+    get rv() {
+      return String(rv)
+    },
 
-    get(def, ns, name) { return clone(bucket(def).get(id(ns, name))) },
+    get(def, ns, name) {
+      return clone(bucket(def).get(id(ns, name)))
+    },
 
     // raw: the stored objects themselves, for controllers that only read (never mutate them).
     list(def, ns, { raw = false } = {}) {
       const out = []
       for (const o of bucket(def).values()) if (!ns || !def.namespaced || o.metadata.namespace === ns) out.push(raw ? o : clone(o))
-      return out.sort((a, b) => (a.metadata.namespace || '').localeCompare(b.metadata.namespace || '') || a.metadata.name.localeCompare(b.metadata.name))
+      return out.sort(
+        (a, b) => (a.metadata.namespace || '').localeCompare(b.metadata.namespace || '') || a.metadata.name.localeCompare(b.metadata.name),
+      )
     },
 
     create(def, input) {
@@ -128,7 +134,10 @@ export function createStore({ clock, historyLimit = 20000 }) {
     },
 
     // Controllers subscribe to every write: fn(def, type, obj, old).
-    onChange(fn) { listeners.add(fn); return () => listeners.delete(fn) },
+    onChange(fn) {
+      listeners.add(fn)
+      return () => listeners.delete(fn)
+    },
 
     namespaceObjects(ns) {
       const out = []

@@ -13,12 +13,24 @@ export function createTestFaults() {
   return {
     has: (node, kind) => set.has(`${node ?? '*'}:${kind}`),
     message: (kind) => [...set].find(([k]) => k.endsWith(`:${kind}`))?.[1],
-    add(node, kind, message) { set.set(`${node ?? '*'}:${kind}`, message) },
-    clear(node, kind) { set.delete(`${node ?? '*'}:${kind}`) },
+    add(node, kind, message) {
+      set.set(`${node ?? '*'}:${kind}`, message)
+    },
+    clear(node, kind) {
+      set.delete(`${node ?? '*'}:${kind}`)
+    },
   }
 }
 
-export async function startTestKube({ host, port = 6443, speed = 600, timings = {}, kubernetesVersion = 'v1.35.0', tls, bootstrap = true } = {}) {
+export async function startTestKube({
+  host,
+  port = 6443,
+  speed = 600,
+  timings = {},
+  kubernetesVersion = 'v1.35.0',
+  tls,
+  bootstrap = true,
+} = {}) {
   const clock = createRealtimeClock({ speed })
   const faults = createTestFaults()
   const calls = []
@@ -27,21 +39,31 @@ export async function startTestKube({ host, port = 6443, speed = 600, timings = 
   const server = await createKubeServer({ kube, tls, host, port })
   const dir = await mkdtemp(join(tmpdir(), 'sim-kube-'))
   const kubeconfig = join(dir, 'kubeconfig')
-  await writeFile(kubeconfig, [
-    'apiVersion: v1', 'kind: Config',
-    `clusters: [{name: sim, cluster: {server: "${server.url}"${tls?.ca ? `, certificate-authority-data: ${Buffer.from(tls.ca).toString('base64')}` : ''}}}]`,
-    'contexts: [{name: sim, context: {cluster: sim, user: sim}}]', 'current-context: sim',
-    `users: [{name: sim, user: {${tls?.clientCert ? `client-certificate-data: ${Buffer.from(tls.clientCert).toString('base64')}, client-key-data: ${Buffer.from(tls.clientKey).toString('base64')}` : ''}}}]`,
-    '',
-  ].join('\n'))
+  await writeFile(
+    kubeconfig,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: sim, cluster: {server: "${server.url}"${tls?.ca ? `, certificate-authority-data: ${Buffer.from(tls.ca).toString('base64')}` : ''}}}]`,
+      'contexts: [{name: sim, context: {cluster: sim, user: sim}}]',
+      'current-context: sim',
+      `users: [{name: sim, user: {${tls?.clientCert ? `client-certificate-data: ${Buffer.from(tls.clientCert).toString('base64')}, client-key-data: ${Buffer.from(tls.clientKey).toString('base64')}` : ''}}}]`,
+      '',
+    ].join('\n'),
+  )
   let n = 0
   async function kubectl(args, { input, timeoutMs = 60_000 } = {}) {
     const cache = join(dir, `cache-${n++}`)
     const started = Date.now()
     return new Promise((resolve) => {
-      const child = execFile('kubectl', ['--cache-dir', cache, ...args], { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: timeoutMs }, (err, stdout, stderr) => {
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr, ms: Date.now() - started })
-      })
+      const child = execFile(
+        'kubectl',
+        ['--cache-dir', cache, ...args],
+        { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: timeoutMs },
+        (err, stdout, stderr) => {
+          resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr, ms: Date.now() - started })
+        },
+      )
       child.stdin.end(input) // never leave kubectl waiting on a prompt
     })
   }
@@ -51,7 +73,19 @@ export async function startTestKube({ host, port = 6443, speed = 600, timings = 
     return p
   }
   return {
-    kube, clock, faults, calls, url: server.url, kubeconfig, dir, kubectl, writeManifest,
-    async stop() { kube.stop(); await server.close(); await rm(dir, { recursive: true, force: true }) },
+    kube,
+    clock,
+    faults,
+    calls,
+    url: server.url,
+    kubeconfig,
+    dir,
+    kubectl,
+    writeManifest,
+    async stop() {
+      kube.stop()
+      await server.close()
+      await rm(dir, { recursive: true, force: true })
+    },
   }
 }

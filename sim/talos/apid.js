@@ -32,13 +32,31 @@ async function latency(sim, node, kind) {
  * Resolves with one answer per target, [{node: the target as given ('' when local), error: RpcError | null, data}];
  * rejects with an RpcError when the call fails as a whole; never settles for a hung call (fault `timeout`).
  */
-export async function serveCall(sim, endpoint, mode, { method, body = {}, targets: given = [], words, purpose = null, roles = [], signal, emit }) {
+export async function serveCall(
+  sim,
+  endpoint,
+  mode,
+  { method, body = {}, targets: given = [], words, purpose = null, roles = [], signal, emit },
+) {
   const insecure = mode === 'maintenance'
   const kind = callKind(method, insecure)
   const args = [...words.slice(1), ...(insecure ? ['--insecure'] : []), '-e', endpoint.ip, '-n', given.join(',') || endpoint.ip]
-  const rec = (node, outcome) => sim.record({ time: new Date().toISOString(), node: node?.name ?? null, ip: node?.ip ?? null, tool: 'talosctl',
-    call: kind, command: words[0], args, outcome, ...(purpose ? { purpose } : {}) })
-  const fail = (e, node = endpoint) => { rec(node, `error: ${e}`); throw e }
+  const rec = (node, outcome) =>
+    sim.record({
+      time: new Date().toISOString(),
+      node: node?.name ?? null,
+      ip: node?.ip ?? null,
+      tool: 'talosctl',
+      call: kind,
+      command: words[0],
+      args,
+      outcome,
+      ...(purpose ? { purpose } : {}),
+    })
+  const fail = (e, node = endpoint) => {
+    rec(node, `error: ${e}`)
+    throw e
+  }
   const takeFault = (name) => (purpose ? null : sim.takeCallFault(name, kind))
 
   await latency(sim, endpoint, kind)
@@ -48,7 +66,10 @@ export async function serveCall(sim, endpoint, mode, { method, body = {}, target
   // call-scoped transport faults of the endpoint: what the client sees of a refused dial, a hung call, a broken stream
   const fault = takeFault(endpoint.name)
   if (fault?.kind === 'refused' || fault?.kind === 'unreachable') fail(rpc('Unavailable', dialRefused(endpoint.ip)))
-  if (fault?.kind === 'timeout') { rec(endpoint, 'error: no answer (timeout)'); return never() }
+  if (fault?.kind === 'timeout') {
+    rec(endpoint, 'error: no answer (timeout)')
+    return never()
+  }
   if (fault?.kind === 'unavailable') fail(rpc('Unavailable', 'error reading from server: EOF'))
 
   if (insecure && !MAINTENANCE_METHODS.has(method)) fail(rpc('Unimplemented', 'API is not implemented in maintenance mode'))
@@ -75,12 +96,19 @@ export async function serveCall(sim, endpoint, mode, { method, body = {}, target
   const answers = []
   for (const { str, node } of list) {
     try {
-      if (!node) throw rpc('Unavailable', /^\d+\.\d+\.\d+\.\d+$/.test(str) ? dialRefused(str) : `connection error: desc = "transport: Error while dialing: dial tcp: lookup ${str}: no such host"`)
+      if (!node)
+        throw rpc(
+          'Unavailable',
+          /^\d+\.\d+\.\d+\.\d+$/.test(str)
+            ? dialRefused(str)
+            : `connection error: desc = "transport: Error while dialing: dial tcp: lookup ${str}: no such host"`,
+        )
       if (node !== endpoint) {
         // apid proxies to the target over mTLS: the target's listener decides what it sees
         const m = sim.listeners.modeOf(node)
         if (m === 'off') throw rpc('Unavailable', dialRefused(node.ip))
-        if (m === 'hang') throw rpc('Unavailable', `connection error: desc = "transport: Error while dialing: dial tcp ${node.ip}:50000: i/o timeout"`)
+        if (m === 'hang')
+          throw rpc('Unavailable', `connection error: desc = "transport: Error while dialing: dial tcp ${node.ip}:50000: i/o timeout"`)
         if (m === 'maintenance') throw rpc('Unavailable', unknownAuthority(false))
         if (m === 'pki') throw rpc('Unavailable', unknownAuthority(true))
         await latency(sim, node, kind)

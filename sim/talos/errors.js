@@ -1,9 +1,16 @@
 // gRPC-style errors the node API returns ({code, message}); the CLI prints
 // `rpc error: code = <code> desc = <message>`.
 export class RpcError extends Error {
-  constructor(code, message) { super(message); this.code = code }
-  toJSON() { return { code: this.code, message: this.message } }
-  toString() { return `rpc error: code = ${this.code} desc = ${this.message}` }
+  constructor(code, message) {
+    super(message)
+    this.code = code
+  }
+  toJSON() {
+    return { code: this.code, message: this.message }
+  }
+  toString() {
+    return `rpc error: code = ${this.code} desc = ${this.message}`
+  }
 }
 export const rpc = (code, message) => new RpcError(code, message)
 
@@ -18,4 +25,7 @@ export const dialRefused = (ip) =>
   `connection error: desc = "transport: Error while dialing: dial tcp ${ip}:50000: connect: connection refused"`
 export const unknownAuthority = (mismatch) =>
   `connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority${
-    mismatch ? ' (possibly because of \\"x509: Ed25519 verification failure\\" while trying to verify candidate authority certificate \\"talos\\")' : ''}"`
+    mismatch
+      ? ' (possibly because of \\"x509: Ed25519 verification failure\\" while trying to verify candidate authority certificate \\"talos\\")'
+      : ''
+  }"`

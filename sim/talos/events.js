@@ -11,11 +11,26 @@ import { randomBytes, randomUUID } from 'node:crypto'
 
 const CAPACITY = 1000 // events kept per boot (machined's buffer is bounded too)
 // MachineStatusEvent.MachineStage as the node model names its stages
-export const STAGES = { unknown: 'UNKNOWN', booting: 'BOOTING', installing: 'INSTALLING', maintenance: 'MAINTENANCE', running: 'RUNNING',
-  rebooting: 'REBOOTING', 'shutting down': 'SHUTTING_DOWN', resetting: 'RESETTING', upgrading: 'UPGRADING' }
+export const STAGES = {
+  unknown: 'UNKNOWN',
+  booting: 'BOOTING',
+  installing: 'INSTALLING',
+  maintenance: 'MAINTENANCE',
+  running: 'RUNNING',
+  rebooting: 'REBOOTING',
+  'shutting down': 'SHUTTING_DOWN',
+  resetting: 'RESETTING',
+  upgrading: 'UPGRADING',
+}
 // stopAllPhaselist (v1alpha1_sequencer.go): [phase, task]
-const STOP_ALL = [['stopServices', 'stopServicesEphemeral'], ['umount', 'unmountPodMounts'], ['unmountBind', 'unmountSystemDiskBindMounts'],
-  ['unmountSystem', 'unmountEphemeralPartition'], ['volumeFinalize', 'teardownVolumeLifecycle'], ['stopEverything', 'stopAllServices']]
+const STOP_ALL = [
+  ['stopServices', 'stopServicesEphemeral'],
+  ['umount', 'unmountPodMounts'],
+  ['unmountBind', 'unmountSystemDiskBindMounts'],
+  ['unmountSystem', 'unmountEphemeralPartition'],
+  ['volumeFinalize', 'teardownVolumeLifecycle'],
+  ['stopEverything', 'stopAllServices'],
+]
 
 // xid-like IDs (rs/xid: 20 characters of base32hex, ordered by time): the client only passes them back as tail_id
 let counter = randomBytes(3).readUIntBE(0, 3)
@@ -26,17 +41,30 @@ function xid() {
   machine.copy(b, 4)
   b.writeUIntBE((counter = (counter + 1) % 0x1000000), 9, 3)
   const alphabet = '0123456789abcdefghijklmnopqrstuv'
-  let bits = 0, value = 0, out = ''
+  let bits = 0,
+    value = 0,
+    out = ''
   for (const byte of b) {
-    value = (value << 8) | byte; bits += 8
-    while (bits >= 5) { out += alphabet[(value >>> (bits - 5)) & 31]; bits -= 5 }
+    value = (value << 8) | byte
+    bits += 8
+    while (bits >= 5) {
+      out += alphabet[(value >>> (bits - 5)) & 31]
+      bits -= 5
+    }
   }
   return out + alphabet[(value << (5 - bits)) & 31]
 }
 
 /** a node's event buffer: { list, emitter } plus what was last seen of the node */
 export function eventsOf(node) {
-  node.machineEvents ??= { list: [], emitter: new EventEmitter().setMaxListeners(0), stage: null, status: null, actor: null, resetState: null }
+  node.machineEvents ??= {
+    list: [],
+    emitter: new EventEmitter().setMaxListeners(0),
+    stage: null,
+    status: null,
+    actor: null,
+    resetState: null,
+  }
   return node.machineEvents
 }
 
@@ -56,7 +84,8 @@ export function startAction(node, sequence, { graceful = true } = {}) {
   return id
 }
 
-const sequence = (node, name, action, actor, error) => publish(node, 'SequenceEvent', { sequence: name, action, ...(error ? { error: { code: 'FATAL', message: error } } : {}) }, actor)
+const sequence = (node, name, action, actor, error) =>
+  publish(node, 'SequenceEvent', { sequence: name, action, ...(error ? { error: { code: 'FATAL', message: error } } : {}) }, actor)
 /** a phase with its one task, run to the end (or only started: the machine goes down in it) */
 function phase(node, name, task, actor, { done = true } = {}) {
   publish(node, 'PhaseEvent', { phase: name, action: 'START' }, actor)
@@ -78,7 +107,10 @@ function takeActor(node, name) {
 function machineStatus(node) {
   const ev = eventsOf(node)
   const { stage, status } = node.machineStatus()
-  const payload = { stage: STAGES[stage] ?? 'UNKNOWN', status: { ready: status.ready, unmet_conditions: status.unmetConditions.map((c) => ({ name: c.name, reason: c.reason })) } }
+  const payload = {
+    stage: STAGES[stage] ?? 'UNKNOWN',
+    status: { ready: status.ready, unmet_conditions: status.unmetConditions.map((c) => ({ name: c.name, reason: c.reason })) },
+  }
   const key = JSON.stringify(payload)
   if (key === ev.status) return
   ev.status = key
@@ -125,9 +157,20 @@ function resetBegins(node) {
   const leaves = graceful && node.role === 'controlplane'
   ev.resetState = { actor, leaves, phases: 0, logMark: node.logs.at(-1) }
   sequence(node, 'reset', 'START', actor)
-  const begin = graceful ? [['drain', 'cordonAndDrainNode'], ['cleanup', 'removeAllPods']] : [['cleanup', 'stopAllPods']]
-  for (const [p, t] of [...begin, ['dbus', 'stopDBus']]) { phase(node, p, t, actor); ev.resetState.phases++ }
-  if (leaves) { phase(node, 'leave', 'leaveEtcd', actor, { done: false }); ev.resetState.phases++ }
+  const begin = graceful
+    ? [
+        ['drain', 'cordonAndDrainNode'],
+        ['cleanup', 'removeAllPods'],
+      ]
+    : [['cleanup', 'stopAllPods']]
+  for (const [p, t] of [...begin, ['dbus', 'stopDBus']]) {
+    phase(node, p, t, actor)
+    ev.resetState.phases++
+  }
+  if (leaves) {
+    phase(node, 'leave', 'leaveEtcd', actor, { done: false })
+    ev.resetState.phases++
+  }
 }
 
 /** the rest of a reset: a refused etcd leave fails the sequence; otherwise every service stops and the node goes down */
@@ -138,13 +181,22 @@ function resetProgress(node) {
   const { actor } = st
   // LeaveEtcd failed (the node model logs why; v1alpha1_sequencer_tasks.go LeaveEtcd)
   const last = node.logs.at(-1)
-  const refused = last !== st.logMark && last?.text.startsWith('[talos] reset: leave etcd: ') ? last.text.slice('[talos] reset: leave etcd: '.length) : null
+  const refused =
+    last !== st.logMark && last?.text.startsWith('[talos] reset: leave etcd: ')
+      ? last.text.slice('[talos] reset: leave etcd: '.length)
+      : null
   if (refused) {
     st.finished = true
     publish(node, 'TaskEvent', { task: 'leaveEtcd', action: 'STOP' }, actor)
     publish(node, 'PhaseEvent', { phase: 'leave', action: 'STOP' }, actor)
     sequence(node, 'reset', 'STOP', actor)
-    sequence(node, 'reset', 'NOOP', actor, `sequence failed: error running phase ${st.phases} in reset sequence: task 1/1: failed, failed to leave cluster: ${refused}`)
+    sequence(
+      node,
+      'reset',
+      'NOOP',
+      actor,
+      `sequence failed: error running phase ${st.phases} in reset sequence: task 1/1: failed, failed to leave cluster: ${refused}`,
+    )
     return
   }
   // the node model wiped it: its config is gone, services stopped

@@ -6,7 +6,8 @@ import { multierror, rpc } from './errors.js'
 
 export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal } = {}) {
   if (endpoint.role !== 'controlplane') {
-    return sim.talosMinor >= 13 ? rpc('Unimplemented', 'cluster health check is only available on control plane nodes')
+    return sim.talosMinor >= 13
+      ? rpc('Unimplemented', 'cluster health check is only available on control plane nodes')
       : rpc('Unknown', 'error getting kubernetes client: kubeconfig is only available on control plane nodes')
   }
   const byIp = (ips) => ips.map((ip) => sim.lookup(ip)).filter(Boolean)
@@ -14,59 +15,90 @@ export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal
   let workers = body.workerNodes?.length ? byIp(body.workerNodes) : null
   if (!cps) {
     const members = sim.allNodes().filter((n) => n.configured && n.installed && ['booting', 'running'].includes(n.stage))
-    cps = members.filter((n) => n.role === 'controlplane'); workers = members.filter((n) => n.role === 'worker')
+    cps = members.filter((n) => n.role === 'controlplane')
+    workers = members.filter((n) => n.role === 'worker')
     emit(`discovered nodes: [${members.map((n) => `"${n.ip}"`).join(' ')}]`)
   }
   workers ??= []
   const all = [...cps, ...workers]
   const v13 = sim.talosMinor >= 13
   const svcErr = (nodes, id) => {
-    const errs = nodes.map((n) => {
-      const s = n.services.get(id)
-      if (s?.state === 'Running' && s.healthy) return null
-      const last = s?.events.at(-1)?.msg ?? ''
-      return `${n.ip}: service "${id}" not in expected state "Running": current state [${s?.state ?? 'Unknown'}] ${last}`
-    }).filter(Boolean)
+    const errs = nodes
+      .map((n) => {
+        const s = n.services.get(id)
+        if (s?.state === 'Running' && s.healthy) return null
+        const last = s?.events.at(-1)?.msg ?? ''
+        return `${n.ip}: service "${id}" not in expected state "Running": current state [${s?.state ?? 'Unknown'}] ${last}`
+      })
+      .filter(Boolean)
     return errs.length ? multierror(errs) : null
   }
   const checks = [
     ['etcd to be healthy', () => svcErr(cps, 'etcd')],
     ['etcd members to be consistent across nodes', () => null],
     ['etcd members to be control plane nodes', () => null],
-    ['apid to be ready', () => {
-      const errs = all.filter((n) => sim.listeners.modeOf(n) !== 'secure').map((n) => `${n.ip}: rpc error: code = Unavailable desc = connection refused`)
-      return errs.length ? multierror(errs) : null
-    }],
+    [
+      'apid to be ready',
+      () => {
+        const errs = all
+          .filter((n) => sim.listeners.modeOf(n) !== 'secure')
+          .map((n) => `${n.ip}: rpc error: code = Unavailable desc = connection refused`)
+        return errs.length ? multierror(errs) : null
+      },
+    ],
     ['all nodes memory sizes', () => null],
     ['all nodes disk sizes', () => null],
     ['no diagnostics', () => null],
     ['kubelet to be healthy', () => svcErr(cps, 'kubelet')],
-    ['all nodes to finish boot sequence', () => {
-      const notRunning = all.filter((n) => n.stage !== 'running')
-      if (!notRunning.length) return null
-      const groups = new Map()
-      for (const n of notRunning) groups.set(n.stage, [...(groups.get(n.stage) ?? []), n.ip])
-      return `nodes are not running: ${[...groups].map(([s, ips]) => `${s}: [${ips.join(' ')}]`).join(', ')}`
-    }],
-    ['all k8s nodes to report', () => {
-      const missing = all.filter((n) => !n.registered).map((n) => n.ip)
-      return missing.length ? `can't find expected node with IPs [${missing.map((i) => `"${i}"`).join(' ')}]` : null
-    }],
-    ['all control plane static pods to be running', () => {
-      const n = cps.find((x) => !x.apiServerUp)
-      return n ? `missing static pods on node ${n.ip}: [${['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'].map((p) => `kube-system/${p}-${n.name}`).join(' ')}]` : null
-    }],
-    ['all control plane components to be ready', () => (cps.every((n) => n.apiServerUp && n.registered) ? null : 'expected number of pods for kube-apiserver to be 3, got 0'.replace('3', String(cps.length)))],
-    ['all k8s nodes to report ready', () => {
-      if (v13) return 'SKIP'
-      const nr = all.filter((n) => !sim.kubeNodeReady(n.name)).map((n) => n.name)
-      return nr.length ? `some nodes are not ready: [${nr.join(' ')}]` : null
-    }],
+    [
+      'all nodes to finish boot sequence',
+      () => {
+        const notRunning = all.filter((n) => n.stage !== 'running')
+        if (!notRunning.length) return null
+        const groups = new Map()
+        for (const n of notRunning) groups.set(n.stage, [...(groups.get(n.stage) ?? []), n.ip])
+        return `nodes are not running: ${[...groups].map(([s, ips]) => `${s}: [${ips.join(' ')}]`).join(', ')}`
+      },
+    ],
+    [
+      'all k8s nodes to report',
+      () => {
+        const missing = all.filter((n) => !n.registered).map((n) => n.ip)
+        return missing.length ? `can't find expected node with IPs [${missing.map((i) => `"${i}"`).join(' ')}]` : null
+      },
+    ],
+    [
+      'all control plane static pods to be running',
+      () => {
+        const n = cps.find((x) => !x.apiServerUp)
+        return n
+          ? `missing static pods on node ${n.ip}: [${['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'].map((p) => `kube-system/${p}-${n.name}`).join(' ')}]`
+          : null
+      },
+    ],
+    [
+      'all control plane components to be ready',
+      () =>
+        cps.every((n) => n.apiServerUp && n.registered)
+          ? null
+          : 'expected number of pods for kube-apiserver to be 3, got 0'.replace('3', String(cps.length)),
+    ],
+    [
+      'all k8s nodes to report ready',
+      () => {
+        if (v13) return 'SKIP'
+        const nr = all.filter((n) => !sim.kubeNodeReady(n.name)).map((n) => n.name)
+        return nr.length ? `some nodes are not ready: [${nr.join(' ')}]` : null
+      },
+    ],
     ['kube-proxy to report ready', () => 'SKIP'],
-    ['coredns to report ready', () => {
-      if (v13) return 'SKIP'
-      return all.some((n) => sim.kubeNodeReady(n.name)) ? null : 'some pods are not ready: [kube-system/coredns]'
-    }],
+    [
+      'coredns to report ready',
+      () => {
+        if (v13) return 'SKIP'
+        return all.some((n) => sim.kubeNodeReady(n.name)) ? null : 'some pods are not ready: [kube-system/coredns]'
+      },
+    ],
     ['all k8s nodes to report schedulable', () => null],
   ]
   const deadline = Date.now() + (body.waitTimeoutMs ?? 20 * 60e3)
@@ -78,7 +110,10 @@ export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal
       if (signal?.aborted || sim.stopped) return null
       const r = fn()
       const text = r === null ? 'OK' : r
-      if (text !== last) { emit(`waiting for ${desc}: ${text}`); last = text }
+      if (text !== last) {
+        emit(`waiting for ${desc}: ${text}`)
+        last = text
+      }
       if (r === null || r === 'SKIP') break
       if (Date.now() > deadline) return rpc('DeadlineExceeded', 'context deadline exceeded')
       await new Promise((resolve) => setTimeout(resolve, poll))

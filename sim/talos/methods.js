@@ -10,20 +10,52 @@ import { startAction } from './events.js'
 const GO_VERSION = 'go1.25.5'
 const sha = (tag) => Buffer.from(tag).toString('hex').padEnd(8, '0').slice(0, 8)
 const prettySize = (b) => {
-  for (const [u, v] of [['TB', 1e12], ['GB', 1e9], ['MB', 1e6], ['kB', 1e3]]) if (b >= v) return `${Math.round((b / v) * 10) / 10} ${u}`
+  for (const [u, v] of [
+    ['TB', 1e12],
+    ['GB', 1e9],
+    ['MB', 1e6],
+    ['kB', 1e3],
+  ])
+    if (b >= v) return `${Math.round((b / v) * 10) / 10} ${u}`
   return `${b} B`
 }
 
 const OMITEMPTY = ['model', 'serial', 'wwid', 'bus_path', 'transport', 'rotational']
-const omitEmpty = (spec) => Object.fromEntries(Object.entries(spec).filter(([k, v]) => !(OMITEMPTY.includes(k) && (v === '' || v === false || v == null))))
+const omitEmpty = (spec) =>
+  Object.fromEntries(Object.entries(spec).filter(([k, v]) => !(OMITEMPTY.includes(k) && (v === '' || v === false || v == null))))
 // the squashfs loop device every Talos node lists (no transport: never an install disk)
-const LOOP0 = { id: 'loop0', dev: '/dev/loop0', size: 75763712, model: '', serial: '', wwid: '', busPath: '', transport: '', rotational: false, readonly: true, cdrom: false }
+const LOOP0 = {
+  id: 'loop0',
+  dev: '/dev/loop0',
+  size: 75763712,
+  model: '',
+  serial: '',
+  wwid: '',
+  busPath: '',
+  transport: '',
+  rotational: false,
+  readonly: true,
+  cdrom: false,
+}
 
 function resource(node, d, id, spec, extra = {}) {
-  const show = (t) => node.ctx.displayTime(t).toISOString().replace(/\.\d+Z$/, 'Z')
+  const show = (t) =>
+    node.ctx
+      .displayTime(t)
+      .toISOString()
+      .replace(/\.\d+Z$/, 'Z')
   return {
-    metadata: { namespace: d.namespace, type: d.type, id, version: node.rev + 1, owner: extra.owner ?? '',
-      phase: 'running', created: show(node.created), updated: show(node.updated), ...(extra.annotations ? { annotations: extra.annotations } : {}) },
+    metadata: {
+      namespace: d.namespace,
+      type: d.type,
+      id,
+      version: node.rev + 1,
+      owner: extra.owner ?? '',
+      phase: 'running',
+      created: show(node.created),
+      updated: show(node.updated),
+      ...(extra.annotations ? { annotations: extra.annotations } : {}),
+    },
     spec,
   }
 }
@@ -32,33 +64,92 @@ function resource(node, d, id, spec, extra = {}) {
 function listResources(sim, node, d) {
   const cluster = sim.scenario.cluster
   switch (d.displayType) {
-    case 'MachineStatus': return [resource(node, d, 'machine', node.machineStatus(), { owner: 'runtime.MachineStatusController' })]
+    case 'MachineStatus':
+      return [resource(node, d, 'machine', node.machineStatus(), { owner: 'runtime.MachineStatusController' })]
     // empty fields are omitted (pkg/machinery/resources/block/disk.go omitempty), loop devices listed
-    case 'Disk': return [...node.disks, LOOP0].map((x) => resource(node, d, x.id, omitEmpty({
-      dev_path: x.dev, size: x.size, pretty_size: prettySize(x.size), io_size: 512, sector_size: 512, readonly: x.readonly,
-      cdrom: x.cdrom, model: x.model, serial: x.serial, wwid: x.wwid, bus_path: x.busPath, transport: x.transport, rotational: x.rotational,
-      sub_system: '/sys/class/block',
-    }), { owner: 'block.DisksController' }))
+    case 'Disk':
+      return [...node.disks, LOOP0].map((x) =>
+        resource(
+          node,
+          d,
+          x.id,
+          omitEmpty({
+            dev_path: x.dev,
+            size: x.size,
+            pretty_size: prettySize(x.size),
+            io_size: 512,
+            sector_size: 512,
+            readonly: x.readonly,
+            cdrom: x.cdrom,
+            model: x.model,
+            serial: x.serial,
+            wwid: x.wwid,
+            bus_path: x.busPath,
+            transport: x.transport,
+            rotational: x.rotational,
+            sub_system: '/sys/class/block',
+          }),
+          { owner: 'block.DisksController' },
+        ),
+      )
     case 'SystemDisk': {
       if (!node.installed || !node.configured || node.stage === 'maintenance') return []
       const dev = node.config?.machine?.install?.disk ?? node.disks[0].dev
       return [resource(node, d, 'system-disk', { diskID: dev.replace('/dev/', ''), devPath: dev }, { owner: 'block.SystemDiskController' })]
     }
-    case 'Nodename': return node.configured ? [resource(node, d, 'nodename', { nodename: node.name, hostnameVersion: '1', skipNodeRegistration: false }, { owner: 'k8s.NodenameController' })] : []
-    case 'MachineConfig': return node.configured ? [resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } })] : []
-    case 'MachineType': return [resource(node, d, 'machine-type', node.configured ? node.role : 'unknown')]
-    case 'EtcdMember': return node.etcdMember && node.etcdRunning ? [resource(node, d, 'local', { memberID: node.etcdMember }, { owner: 'etcd.MemberController' })] : []
-    case 'Service': return [...node.services.values()].sort((a, b) => a.id.localeCompare(b.id)).map((s) =>
-      resource(node, d, s.id, { running: s.state === 'Running', healthy: s.healthy === true, unknown: s.healthy == null }))
-    case 'HostnameStatus': return [resource(node, d, 'hostname', { hostname: node.configured ? node.name : `talos-${node.ip.replace(/\./g, '-')}`, domainname: '' })]
-    case 'Version': return [resource(node, d, 'version', { name: 'Talos', version: cluster.talosVersion })]
+    case 'Nodename':
+      return node.configured
+        ? [
+            resource(
+              node,
+              d,
+              'nodename',
+              { nodename: node.name, hostnameVersion: '1', skipNodeRegistration: false },
+              { owner: 'k8s.NodenameController' },
+            ),
+          ]
+        : []
+    case 'MachineConfig':
+      return node.configured ? [resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } })] : []
+    case 'MachineType':
+      return [resource(node, d, 'machine-type', node.configured ? node.role : 'unknown')]
+    case 'EtcdMember':
+      return node.etcdMember && node.etcdRunning
+        ? [resource(node, d, 'local', { memberID: node.etcdMember }, { owner: 'etcd.MemberController' })]
+        : []
+    case 'Service':
+      return [...node.services.values()]
+        .sort((a, b) => a.id.localeCompare(b.id))
+        .map((s) => resource(node, d, s.id, { running: s.state === 'Running', healthy: s.healthy === true, unknown: s.healthy == null }))
+    case 'HostnameStatus':
+      return [
+        resource(node, d, 'hostname', { hostname: node.configured ? node.name : `talos-${node.ip.replace(/\./g, '-')}`, domainname: '' }),
+      ]
+    case 'Version':
+      return [resource(node, d, 'version', { name: 'Talos', version: cluster.talosVersion })]
     case 'Member': {
       if (!node.configured) return []
-      return sim.allNodes().filter((n) => n.configured && ['booting', 'running'].includes(n.stage) && n.installed).map((n) =>
-        resource(node, d, n.name, { nodeId: n.bootId.replace(/-/g, '').slice(0, 22), addresses: [n.ip], hostname: n.name,
-          machineType: n.role, operatingSystem: `Talos (${cluster.talosVersion})` }, { owner: 'cluster.MemberController' }))
+      return sim
+        .allNodes()
+        .filter((n) => n.configured && ['booting', 'running'].includes(n.stage) && n.installed)
+        .map((n) =>
+          resource(
+            node,
+            d,
+            n.name,
+            {
+              nodeId: n.bootId.replace(/-/g, '').slice(0, 22),
+              addresses: [n.ip],
+              hostname: n.name,
+              machineType: n.role,
+              operatingSystem: `Talos (${cluster.talosVersion})`,
+            },
+            { owner: 'cluster.MemberController' },
+          ),
+        )
     }
-    default: return []
+    default:
+      return []
   }
 }
 
@@ -90,7 +181,10 @@ export const METHODS = {
     return maintenance ? node.applyMaintenance(body) : node.applyConfigured(body)
   },
 
-  'machine.Bootstrap'(sim, node) { node.bootstrap(); return {} },
+  'machine.Bootstrap'(sim, node) {
+    node.bootstrap()
+    return {}
+  },
 
   'machine.Kubeconfig'(sim, node) {
     if (node.role !== 'controlplane') throw rpc('Unimplemented', 'kubeconfig is only available on control plane nodes')
@@ -98,9 +192,16 @@ export const METHODS = {
   },
 
   'machine.ServiceList'(sim, node) {
-    return { services: [...node.services.values()].sort((a, b) => a.id.localeCompare(b.id)).map((s) => ({
-      id: s.id, state: s.state, health: { unknown: s.healthy == null, healthy: s.healthy === true, lastMessage: s.lastMessage },
-      events: s.events.map((e) => ({ ...e, ts: sim.displayTime(e.ts).toISOString() })) })) }
+    return {
+      services: [...node.services.values()]
+        .sort((a, b) => a.id.localeCompare(b.id))
+        .map((s) => ({
+          id: s.id,
+          state: s.state,
+          health: { unknown: s.healthy == null, healthy: s.healthy === true, lastMessage: s.lastMessage },
+          events: s.events.map((e) => ({ ...e, ts: sim.displayTime(e.ts).toISOString() })),
+        })),
+    }
   },
 
   'machine.ServiceAction'(sim, node, body) {
@@ -110,7 +211,10 @@ export const METHODS = {
     if (action === 'stop') {
       node.svc(id, 'Finished', 'Service finished successfully', null)
       // a stopped etcd serves no member list and counts for no quorum
-      if (id === 'etcd') { node.etcdRunning = false; node.etcdHealthy = false }
+      if (id === 'etcd') {
+        node.etcdRunning = false
+        node.etcdHealthy = false
+      }
     } else if (id === 'etcd') sim.etcd.restart(node)
     else if (id === 'kubelet') node.startKubelet()
     else node.startService(id)
@@ -123,7 +227,11 @@ export const METHODS = {
   async 'machine.EtcdMemberList'(sim, node, body, { signal }) {
     if (node.role !== 'controlplane') throw rpc('Unimplemented', 'member list is only available on control plane nodes')
     await sim.etcd.reachable(node, signal)
-    return { members: sim.etcd.members(node).map((m) => ({ id: m.id, hostname: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner })) }
+    return {
+      members: sim.etcd
+        .members(node)
+        .map((m) => ({ id: m.id, hostname: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner })),
+    }
   },
 
   'machine.EtcdRemoveMemberByID'(sim, node, body) {
@@ -135,12 +243,17 @@ export const METHODS = {
   },
 
   'machine.Reset'(sim, node, body, { maintenance }) {
-    if (maintenance) throw sim.talosMinor <= 12 ? rpc('Unimplemented', 'API is not implemented in maintenance mode') : rpc('PermissionDenied', 'not authorized')
+    if (maintenance)
+      throw sim.talosMinor <= 12
+        ? rpc('Unimplemented', 'API is not implemented in maintenance mode')
+        : rpc('PermissionDenied', 'not authorized')
     const wipeMode = body.wipeMode ?? 'all'
     if (!['all', 'system-disk', 'user-disks'].includes(wipeMode)) throw rpc('InvalidArgument', `unknown wipe mode "${wipeMode}"`)
     const graceful = body.graceful !== false
     const actorId = startAction(node, 'reset', { graceful })
-    node.ctx.clock.after(0.01, () => node.reset({ graceful, reboot: !!body.reboot, wipeMode, systemLabelsToWipe: body.systemLabelsToWipe ?? [] }))
+    node.ctx.clock.after(0.01, () =>
+      node.reset({ graceful, reboot: !!body.reboot, wipeMode, systemLabelsToWipe: body.systemLabelsToWipe ?? [] }),
+    )
     return { actorId }
   },
 
@@ -152,7 +265,9 @@ export const METHODS = {
     return { actorId }
   },
 
-  'machine.Dmesg'(sim, node) { return { lines: node.logs.map((l) => ({ ...l, ts: sim.displayTime(l.ts).toISOString() })) } },
+  'machine.Dmesg'(sim, node) {
+    return { lines: node.logs.map((l) => ({ ...l, ts: sim.displayTime(l.ts).toISOString() })) }
+  },
 
   // a service's log exists once its process started in this boot (logging/circular.go: only the
   // runner's Writer registers it); what the process printed is not modelled beyond its start line
@@ -170,13 +285,36 @@ export const METHODS = {
   },
 
   // the Events stream's start: access and reachability (the stream itself: sim/grpc/server.js follows sim/talos/events.js)
-  'machine.Events'() { return {} },
+  'machine.Events'() {
+    return {}
+  },
 
   // storaged's Disks (internal/app/storaged/server.go), also on the maintenance API: reset --reboot --wait's post check
   'storage.Disks'(sim, node) {
-    return { disks: node.disks.map((d) => ({ size: d.size, model: d.model ?? '', deviceName: d.dev, serial: d.serial ?? '', wwid: d.wwid ?? '',
-      type: d.cdrom ? 'CD' : d.transport === 'nvme' ? 'NVME' : d.transport === 'mmc' ? 'SD' : d.rotational ? 'HDD' : d.transport ? 'SSD' : 'UNKNOWN',
-      busPath: d.busPath ?? '', systemDisk: false, subsystem: '/sys/class/block', readonly: !!d.readonly })) }
+    return {
+      disks: node.disks.map((d) => ({
+        size: d.size,
+        model: d.model ?? '',
+        deviceName: d.dev,
+        serial: d.serial ?? '',
+        wwid: d.wwid ?? '',
+        type: d.cdrom
+          ? 'CD'
+          : d.transport === 'nvme'
+            ? 'NVME'
+            : d.transport === 'mmc'
+              ? 'SD'
+              : d.rotational
+                ? 'HDD'
+                : d.transport
+                  ? 'SSD'
+                  : 'UNKNOWN',
+        busPath: d.busPath ?? '',
+        systemDisk: false,
+        subsystem: '/sys/class/block',
+        readonly: !!d.readonly,
+      })),
+    }
   },
 }
 
@@ -188,43 +326,78 @@ function serviceStartLine(sim, id, at) {
     const klog = `${p2(at.getUTCMonth() + 1)}${p2(at.getUTCDate())} ${p2(at.getUTCHours())}:${p2(at.getUTCMinutes())}:${p2(at.getUTCSeconds())}.${String(at.getUTCMilliseconds() * 1000).padStart(6, '0')}`
     return `I${klog}    2456 server.go:526] "Kubelet version" kubeletVersion="${k8s}"`
   }
-  if (id === 'etcd') return `{"level":"info","ts":"${at.toISOString()}","caller":"etcdmain/etcd.go:64","msg":"Running: ","args":["/usr/local/bin/etcd"]}`
+  if (id === 'etcd')
+    return `{"level":"info","ts":"${at.toISOString()}","caller":"etcdmain/etcd.go:64","msg":"Running: ","args":["/usr/local/bin/etcd"]}`
   return `${at.toISOString()} ${id} started`
 }
 
 // roles allowed per method (internal/app/machined/pkg/system/services/machined.go rules); others: PermissionDenied
 const READ = ['os:admin', 'os:operator', 'os:reader']
 export const ROLES = {
-  'resources.Get': READ, 'machine.Version': READ, 'machine.ServiceList': READ, 'machine.Dmesg': READ, 'cluster.HealthCheck': READ,
+  'resources.Get': READ,
+  'machine.Version': READ,
+  'machine.ServiceList': READ,
+  'machine.Dmesg': READ,
+  'cluster.HealthCheck': READ,
   'machine.EtcdMemberList': [...READ, 'os:etcd:backup'],
-  'machine.Logs': READ, 'machine.Events': READ, 'storage.Disks': READ, 'machine.Read': ['os:admin'],
-  'machine.ServiceAction': ['os:admin', 'os:operator'], 'machine.Reboot': ['os:admin', 'os:operator'],
-  'machine.ApplyConfiguration': ['os:admin'], 'machine.Bootstrap': ['os:admin'], 'machine.Kubeconfig': ['os:admin'], 'machine.Reset': ['os:admin'],
+  'machine.Logs': READ,
+  'machine.Events': READ,
+  'storage.Disks': READ,
+  'machine.Read': ['os:admin'],
+  'machine.ServiceAction': ['os:admin', 'os:operator'],
+  'machine.Reboot': ['os:admin', 'os:operator'],
+  'machine.ApplyConfiguration': ['os:admin'],
+  'machine.Bootstrap': ['os:admin'],
+  'machine.Kubeconfig': ['os:admin'],
+  'machine.Reset': ['os:admin'],
   'machine.EtcdRemoveMemberByID': ['os:admin'],
 }
 
 // methods the maintenance API serves (everything else: Unimplemented)
-export const MAINTENANCE_METHODS = new Set(['resources.Get', 'machine.ApplyConfiguration', 'machine.Version', 'machine.Reset', 'storage.Disks'])
+export const MAINTENANCE_METHODS = new Set([
+  'resources.Get',
+  'machine.ApplyConfiguration',
+  'machine.Version',
+  'machine.Reset',
+  'storage.Disks',
+])
 
 /** `on:` kind of a call for faults and the calls log */
 export function callKind(method, insecure) {
   if (insecure && (method === 'resources.Get' || method === 'machine.Version' || method === 'storage.Disks')) return 'probe'
-  return {
-    'machine.ApplyConfiguration': 'apply', 'machine.Bootstrap': 'bootstrap', 'machine.Kubeconfig': 'kubeconfig',
-    'machine.ServiceAction': 'service', 'machine.Reset': 'reset', 'machine.Reboot': 'reboot', 'cluster.HealthCheck': 'health',
-    'machine.EtcdMemberList': 'etcd', 'machine.EtcdRemoveMemberByID': 'etcd',
-  }[method] ?? 'get'
+  return (
+    {
+      'machine.ApplyConfiguration': 'apply',
+      'machine.Bootstrap': 'bootstrap',
+      'machine.Kubeconfig': 'kubeconfig',
+      'machine.ServiceAction': 'service',
+      'machine.Reset': 'reset',
+      'machine.Reboot': 'reboot',
+      'cluster.HealthCheck': 'health',
+      'machine.EtcdMemberList': 'etcd',
+      'machine.EtcdRemoveMemberByID': 'etcd',
+    }[method] ?? 'get'
+  )
 }
 
 export function kubeconfigYaml(scenario, pki) {
   const name = scenario.cluster.name
   const b64 = (s) => Buffer.from(s).toString('base64')
-  return stringify({
-    apiVersion: 'v1', kind: 'Config',
-    clusters: [{ name, cluster: { server: scenario.cluster.endpoint, 'certificate-authority-data': b64(pki.kube.ca.cert) } }],
-    users: [{ name: `admin@${name}`, user: { 'client-certificate-data': b64(pki.kube.admin.cert), 'client-key-data': b64(pki.kube.admin.key) } }],
-    contexts: [{ context: { cluster: name, namespace: 'default', user: `admin@${name}` }, name: `admin@${name}` }],
-    'current-context': `admin@${name}`,
-  }, { lineWidth: 0 })
+  return stringify(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name, cluster: { server: scenario.cluster.endpoint, 'certificate-authority-data': b64(pki.kube.ca.cert) } }],
+      users: [
+        {
+          name: `admin@${name}`,
+          user: { 'client-certificate-data': b64(pki.kube.admin.cert), 'client-key-data': b64(pki.kube.admin.key) },
+        },
+      ],
+      contexts: [{ context: { cluster: name, namespace: 'default', user: `admin@${name}` }, name: `admin@${name}` }],
+      'current-context': `admin@${name}`,
+    },
+    { lineWidth: 0 },
+  )
 }
 export { DEFINITIONS }

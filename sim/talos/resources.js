@@ -1,31 +1,95 @@
 // COSI resource definitions the node serves and how `resources.Get` resolves a typed name.
 import { rpc } from './errors.js'
 
-const def = (type, displayType, namespace, aliases, columns = [], extra = {}) =>
-  ({ type, displayType, namespace, aliases, columns: columns.map(([name, jsonPath]) => ({ name, jsonPath })), ...extra })
+const def = (type, displayType, namespace, aliases, columns = [], extra = {}) => ({
+  type,
+  displayType,
+  namespace,
+  aliases,
+  columns: columns.map(([name, jsonPath]) => ({ name, jsonPath })),
+  ...extra,
+})
 
 // canonical type -> definition (aliases are matched case-insensitively, as talosctl does)
 export const DEFINITIONS = [
-  def('MachineStatuses.runtime.talos.dev', 'MachineStatus', 'runtime', ['machinestatus', 'machinestatuses', 'ms'],
-    [['STAGE', '{.stage}'], ['READY', '{.status.ready}']]),
+  def(
+    'MachineStatuses.runtime.talos.dev',
+    'MachineStatus',
+    'runtime',
+    ['machinestatus', 'machinestatuses', 'ms'],
+    [
+      ['STAGE', '{.stage}'],
+      ['READY', '{.status.ready}'],
+    ],
+  ),
   def('MountStatuses.runtime.talos.dev', 'MountStatus', 'runtime', ['mountstatus', 'mountstatuses', 'ms']),
   def('ManifestStatuses.kubernetes.talos.dev', 'ManifestStatus', 'controlplane', ['manifeststatus', 'manifeststatuses', 'ms']),
   def('MemoryStats.perf.talos.dev', 'MemoryStat', 'perf', ['memorystat', 'memorystats', 'ms']),
-  def('Members.cluster.talos.dev', 'Member', 'cluster', ['member', 'members'],
-    [['HOSTNAME', '{.hostname}'], ['MACHINE TYPE', '{.machineType}'], ['OS', '{.operatingSystem}'], ['ADDRESSES', '{.addresses}']]),
-  def('Disks.block.talos.dev', 'Disk', 'runtime', ['disk', 'disks'],
-    [['SIZE', '{.pretty_size}'], ['READ ONLY', '{.readonly}'], ['TRANSPORT', '{.transport}'], ['ROTATIONAL', '{.rotational}'],
-      ['WWID', '{.wwid}'], ['MODEL', '{.model}'], ['SERIAL', '{.serial}']]),
+  def(
+    'Members.cluster.talos.dev',
+    'Member',
+    'cluster',
+    ['member', 'members'],
+    [
+      ['HOSTNAME', '{.hostname}'],
+      ['MACHINE TYPE', '{.machineType}'],
+      ['OS', '{.operatingSystem}'],
+      ['ADDRESSES', '{.addresses}'],
+    ],
+  ),
+  def(
+    'Disks.block.talos.dev',
+    'Disk',
+    'runtime',
+    ['disk', 'disks'],
+    [
+      ['SIZE', '{.pretty_size}'],
+      ['READ ONLY', '{.readonly}'],
+      ['TRANSPORT', '{.transport}'],
+      ['ROTATIONAL', '{.rotational}'],
+      ['WWID', '{.wwid}'],
+      ['MODEL', '{.model}'],
+      ['SERIAL', '{.serial}'],
+    ],
+  ),
   def('SystemDisks.block.talos.dev', 'SystemDisk', 'runtime', ['systemdisk', 'systemdisks', 'sd', 'sds'], [['DISK', '{.diskID}']]),
   def('Nodenames.kubernetes.talos.dev', 'Nodename', 'k8s', ['nodename', 'nodenames'], [['NODENAME', '{.nodename}']]),
-  def('MachineConfigs.config.talos.dev', 'MachineConfig', 'config', ['machineconfig', 'machineconfigs', 'mc', 'mcs'], [], { sensitive: true }),
+  def('MachineConfigs.config.talos.dev', 'MachineConfig', 'config', ['machineconfig', 'machineconfigs', 'mc', 'mcs'], [], {
+    sensitive: true,
+  }),
   def('MachineTypes.config.talos.dev', 'MachineType', 'config', ['machinetype', 'machinetypes', 'mt', 'mts'], [['TYPE', '{@}']]),
   def('EtcdMembers.etcd.talos.dev', 'EtcdMember', 'etcd', ['etcdmember', 'etcdmembers', 'em', 'ems'], [['MEMBER ID', '{.memberID}']]),
-  def('Services.v1alpha1.talos.dev', 'Service', 'runtime', ['service', 'services', 'svc'],
-    [['RUNNING', '{.running}'], ['HEALTHY', '{.healthy}'], ['HEALTH UNKNOWN', '{.unknown}']]),
-  def('HostnameStatuses.net.talos.dev', 'HostnameStatus', 'network', ['hostname', 'hostnamestatus', 'hostnamestatuses'],
-    [['HOSTNAME', '{.hostname}'], ['DOMAINNAME', '{.domainname}']]),
-  def('Versions.runtime.talos.dev', 'Version', 'runtime', ['version', 'versions'], [['NAME', '{.name}'], ['VERSION', '{.version}']]),
+  def(
+    'Services.v1alpha1.talos.dev',
+    'Service',
+    'runtime',
+    ['service', 'services', 'svc'],
+    [
+      ['RUNNING', '{.running}'],
+      ['HEALTHY', '{.healthy}'],
+      ['HEALTH UNKNOWN', '{.unknown}'],
+    ],
+  ),
+  def(
+    'HostnameStatuses.net.talos.dev',
+    'HostnameStatus',
+    'network',
+    ['hostname', 'hostnamestatus', 'hostnamestatuses'],
+    [
+      ['HOSTNAME', '{.hostname}'],
+      ['DOMAINNAME', '{.domainname}'],
+    ],
+  ),
+  def(
+    'Versions.runtime.talos.dev',
+    'Version',
+    'runtime',
+    ['version', 'versions'],
+    [
+      ['NAME', '{.name}'],
+      ['VERSION', '{.version}'],
+    ],
+  ),
 ]
 
 /** resolve a user-typed type; throws the NotFound / ambiguity errors talosctl prints */

@@ -15,7 +15,10 @@ export function parseConfig(text, { maintenance, minor }) {
   }
   if (!doc || typeof doc !== 'object' || doc.version !== 'v1alpha1' || !doc.machine) {
     if (maintenance && minor <= 12) throw rpc('Unknown', 'failed to parse config: config is missing v1alpha1 document')
-    throw rpc('InvalidArgument', "the applied machine configuration doesn't contain v1alpha1 config, did you mean to patch the machine config instead?")
+    throw rpc(
+      'InvalidArgument',
+      "the applied machine configuration doesn't contain v1alpha1 config, did you mean to patch the machine config instead?",
+    )
   }
   return doc
 }
@@ -36,9 +39,11 @@ export function validateConfig(cfg, { requireInstall }) {
     if (inst.diskSelector?.type && !['ssd', 'hdd', 'nvme', 'sd'].includes(inst.diskSelector.type)) {
       errs.push(`install disk selector is invalid: unsupported disk type "${inst.diskSelector.type}"`)
     }
-    if (inst.extraKernelArgs?.length && inst.grubUseUKICmdline) errs.push("install.extraKernelArgs and install.grubUseUKICmdline can't be used together")
+    if (inst.extraKernelArgs?.length && inst.grubUseUKICmdline)
+      errs.push("install.extraKernelArgs and install.grubUseUKICmdline can't be used together")
   }
-  if (m.type === 'worker' && m.network?.interfaces?.some((i) => i.vip)) errs.push('virtual (shared) IP is not allowed on non-controlplane nodes')
+  if (m.type === 'worker' && m.network?.interfaces?.some((i) => i.vip))
+    errs.push('virtual (shared) IP is not allowed on non-controlplane nodes')
   return errs
 }
 
@@ -53,7 +58,10 @@ const parseCmp = (v) => {
 /** CEL-like rendering of a Talos diskSelector, as `no disks matched the expression:` prints it */
 export function selectorExpression(sel) {
   const parts = []
-  if (sel.size != null) { const { op, size } = parseCmp(sel.size); parts.push(`disk.size ${op} ${size}u`) }
+  if (sel.size != null) {
+    const { op, size } = parseCmp(sel.size)
+    parts.push(`disk.size ${op} ${size}u`)
+  }
   if (sel.model) parts.push(`glob("${sel.model}", disk.model)`)
   if (sel.serial) parts.push(`glob("${sel.serial}", disk.serial)`)
   if (sel.wwid) parts.push(`glob("${sel.wwid}", disk.wwid)`)
@@ -63,7 +71,14 @@ export function selectorExpression(sel) {
 }
 
 // ryanuber/go-glob (Talos's CEL glob): only `*` is special
-const glob = (pattern, s) => new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's').test(s ?? '')
+const glob = (pattern, s) =>
+  new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    's',
+  ).test(s ?? '')
 
 export function diskMatches(sel, d) {
   if (d.cdrom || d.readonly || !d.transport) return false

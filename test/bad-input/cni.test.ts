@@ -55,23 +55,46 @@ describe('machine configs against the CNI settings: exit 2 before any node is to
   it('k8sServicePort that is not the KubePrism port, with wait-ready run alone (bootstrap:wait-ready)', async () => {
     const file = bed.edit(SETTINGS, 'k8sServicePort: 7445', 'k8sServicePort: 6443')
     const result = await bed.cluster.task('bootstrap:wait-ready')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'k8sServicePort'), what: /^cni\.values\.k8sServicePort is 6443 but KubePrism listens on 7445/, fix: /^set k8sServicePort: 7445$/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'k8sServicePort'),
+      what: /^cni\.values\.k8sServicePort is 6443 but KubePrism listens on 7445/,
+      fix: /^set k8sServicePort: 7445$/,
+    })
   })
 
   it('one worker with KubePrism disabled: the configs disagree, and cilium needs it there (bootstrap:preflight)', async () => {
     const file = bed.edit(WORKER, /kubePrism:\n(\s+)enabled: true/, 'kubePrism:\n$1enabled: false')
     const line = lineOf(file, 'enabled: false')
     const result = await bed.cluster.task('bootstrap:preflight')
-    expectBadInput(result, bed,
-      { file, line, what: /^wrkr-2: machine\.features\.kubePrism\.enabled is false here but true in e2e-cp-1\.yaml \(cp-1\): the configs of one cluster disagree$/, fix: /enable KubePrism on every node/ },
-      { file, line, what: /^wrkr-2: KubePrism is disabled .*k8sServiceHost: localhost/, fix: /machine\.features\.kubePrism\.enabled: true/ })
+    expectBadInput(
+      result,
+      bed,
+      {
+        file,
+        line,
+        what: /^wrkr-2: machine\.features\.kubePrism\.enabled is false here but true in e2e-cp-1\.yaml \(cp-1\): the configs of one cluster disagree$/,
+        fix: /enable KubePrism on every node/,
+      },
+      {
+        file,
+        line,
+        what: /^wrkr-2: KubePrism is disabled .*k8sServiceHost: localhost/,
+        fix: /machine\.features\.kubePrism\.enabled: true/,
+      },
+    )
   })
 
   it('a chart that is not cilium: the CNI name is still checked; the checks skipped are named', async () => {
     bed.edit(SETTINGS, 'chart: cilium', 'chart: tigera-operator')
     const file = bed.edit(CP, 'name: none', 'name: flannel')
     const result = await bed.cluster.task('bootstrap:preflight')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'name: flannel'), what: /Talos installs its own flannel next to tigera-operator/, fix: /cni\.name: none/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'name: flannel'),
+      what: /Talos installs its own flannel next to tigera-operator/,
+      fix: /cni\.name: none/,
+    })
     expect(result.stderr).toMatch(/CNI check: chart tigera-operator is not cilium: checked the CNI name only; .* not checked/)
   })
 })

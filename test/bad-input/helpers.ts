@@ -79,7 +79,6 @@ export function lineOf(file: string, pattern: string | RegExp): number {
   return index + 1
 }
 
-
 export interface Expected {
   /** the file the message must start with; omitted for input that has no file (a flag, a variable) */
   file?: string

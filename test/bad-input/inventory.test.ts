@@ -18,11 +18,19 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
   it('YAML syntax error in talconfig.yaml (bootstrap:preflight)', async () => {
     const file = bed.edit(TALCONFIG, '    - hostname: wrkr-1', '    - hostname: [wrkr-1')
     const result = await bed.cluster.task('bootstrap:preflight')
-    expectBadInput(result, bed, { file, line: lineOf(file, '[wrkr-1') + 1, what: /^YAML syntax error at column \d+: Flow sequence in block collection must be sufficiently indented/, fix: /correct the YAML syntax/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, '[wrkr-1') + 1,
+      what: /^YAML syntax error at column \d+: Flow sequence in block collection must be sufficiently indented/,
+      fix: /correct the YAML syntax/,
+    })
   })
 
   it('wrong type: nodes is a mapping, not a list (bootstrap:apply)', async () => {
-    const file = bed.write(TALCONFIG, 'clusterName: e2e\nendpoint: https://127.70.1.10:6443\nnodes:\n  hostname: cp-1\n  ipAddress: 127.70.1.11\n')
+    const file = bed.write(
+      TALCONFIG,
+      'clusterName: e2e\nendpoint: https://127.70.1.10:6443\nnodes:\n  hostname: cp-1\n  ipAddress: 127.70.1.11\n',
+    )
     const result = await bed.cluster.task('bootstrap:apply')
     expectBadInput(result, bed, { file, line: 4, what: /^nodes must be a list$/, fix: /one "- " item per node/ })
   })
@@ -30,21 +38,36 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
   it('wrong type: controlPlane is a string (bootstrap:verify)', async () => {
     const file = bed.edit(TALCONFIG, /(hostname: wrkr-1\n\s+ipAddress: \S+\n\s+controlPlane:) false/, '$1 "no"')
     const result = await bed.cluster.task('bootstrap:verify')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'controlPlane: "no"'), what: /^wrkr-1: role missing or invalid \("no"\)$/, fix: /controlPlane: true or false/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'controlPlane: "no"'),
+      what: /^wrkr-1: role missing or invalid \("no"\)$/,
+      fix: /controlPlane: true or false/,
+    })
   })
 
   it('duplicate hostname (bootstrap:etcd)', async () => {
     const file = bed.edit(TALCONFIG, 'hostname: wrkr-2', 'hostname: wrkr-1')
     const result = await bed.cluster.task('bootstrap:etcd')
     const second = lineOf(file, /hostname: wrkr-1$/) + 4 // the second wrkr-1, one node (4 lines) further down
-    expectBadInput(result, bed, { file, line: second, what: /^duplicate node name "wrkr-1" \(also nodes\[1\]\)$/, fix: /give every node its own name/ })
+    expectBadInput(result, bed, {
+      file,
+      line: second,
+      what: /^duplicate node name "wrkr-1" \(also nodes\[1\]\)$/,
+      fix: /give every node its own name/,
+    })
   })
 
   it('duplicate address (bootstrap:talos)', async () => {
     const file = bed.edit(TALCONFIG, 'ipAddress: 127.70.1.22', 'ipAddress: 127.70.1.21')
     const result = await bed.cluster.task('bootstrap:talos')
     const second = lineOf(file, 'hostname: wrkr-2') + 1
-    expectBadInput(result, bed, { file, line: second, what: /^duplicate address 127\.70\.1\.21 of wrkr-2 \(also nodes\[1\]\)$/, fix: /own address/ })
+    expectBadInput(result, bed, {
+      file,
+      line: second,
+      what: /^duplicate address 127\.70\.1\.21 of wrkr-2 \(also nodes\[1\]\)$/,
+      fix: /own address/,
+    })
   })
 
   it('missing machine config file (bootstrap:all)', async () => {
@@ -62,17 +85,30 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
   it('invalid address (bootstrap:wait-ready)', async () => {
     const file = bed.edit(TALCONFIG, 'ipAddress: 127.70.1.21', 'ipAddress: 127.70.1.300')
     const result = await bed.cluster.task('bootstrap:wait-ready')
-    expectBadInput(result, bed, { file, line: lineOf(file, '127.70.1.300'), what: /^nodes\[1\]\.ipAddress "127\.70\.1\.300" of wrkr-1 is not an IP address$/, fix: /the node's IP address/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, '127.70.1.300'),
+      what: /^nodes\[1\]\.ipAddress "127\.70\.1\.300" of wrkr-1 is not an IP address$/,
+      fix: /the node's IP address/,
+    })
   })
 
   it('unknown NODES entry (bootstrap:apply NODES=wrkr-9)', async () => {
     const result = await bed.cluster.task('bootstrap:apply', { NODES: 'cp-1,wrkr-9' })
-    expectBadInput(result, bed, { file: bed.path(TALCONFIG), what: /^NODES names "wrkr-9", not in the inventory$/, fix: /cp-1, wrkr-1, wrkr-2/ })
+    expectBadInput(result, bed, {
+      file: bed.path(TALCONFIG),
+      what: /^NODES names "wrkr-9", not in the inventory$/,
+      fix: /cp-1, wrkr-1, wrkr-2/,
+    })
   })
 
   it('NODES with an empty entry (bootstrap:verify NODES=cp-1,,wrkr-1)', async () => {
     const result = await bed.cluster.task('bootstrap:verify', { NODES: 'cp-1,,wrkr-1' })
-    expectBadInput(result, bed, { file: bed.path(TALCONFIG), what: /^NODES "cp-1,,wrkr-1" has an empty entry$/, fix: /comma-separated names or addresses/ })
+    expectBadInput(result, bed, {
+      file: bed.path(TALCONFIG),
+      what: /^NODES "cp-1,,wrkr-1" has an empty entry$/,
+      fix: /comma-separated names or addresses/,
+    })
   })
 
   it('no control plane (bootstrap:flux)', async () => {
@@ -81,13 +117,23 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
     bed.edit('clusterconfig/e2e-cp-1.yaml', 'type: controlplane', 'type: worker')
     const result = await bed.cluster.task('bootstrap:flux')
     // the line of the nodes list (its first item)
-    expectBadInput(result, bed, { file, line: lineOf(file, '- hostname: cp-1'), what: /^no control plane node in the inventory$/, fix: /at least one node as a control plane/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, '- hostname: cp-1'),
+      what: /^no control plane node in the inventory$/,
+      fix: /at least one node as a control plane/,
+    })
   })
 
   it('a node name with shell metacharacters (bootstrap:preflight)', async () => {
     const file = bed.edit(TALCONFIG, 'hostname: wrkr-2', 'hostname: "wrkr-2; touch /tmp/pwned-$(id -u)"')
     const result = await bed.cluster.task('bootstrap:preflight')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'pwned'), what: /^nodes\[2\]\.hostname "wrkr-2; touch \/tmp\/pwned-\$\(id -u\)" is not a valid node name$/, fix: /letters, digits and dashes, in dot-separated labels/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'pwned'),
+      what: /^nodes\[2\]\.hostname "wrkr-2; touch \/tmp\/pwned-\$\(id -u\)" is not a valid node name$/,
+      fix: /letters, digits and dashes, in dot-separated labels/,
+    })
   })
 
   it('an empty inventory (bootstrap:apply)', async () => {
@@ -99,7 +145,12 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
   it('an endpoint that is not an https URL (bootstrap:talos)', async () => {
     const file = bed.edit(TALCONFIG, 'endpoint: https://127.70.1.10:6443', 'endpoint: 127.70.1.10:6443')
     const result = await bed.cluster.task('bootstrap:talos')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'endpoint:'), what: /^endpoint "127\.70\.1\.10:6443" is not an https URL$/, fix: /https:\/\/<address>:6443/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'endpoint:'),
+      what: /^endpoint "127\.70\.1\.10:6443" is not an https URL$/,
+      fix: /https:\/\/<address>:6443/,
+    })
   })
 
   it('missing CLUSTER_DIR (bootstrap:preflight CLUSTER_DIR=<no such dir>)', async () => {
@@ -112,7 +163,11 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
     const empty = bed.path('empty-cluster')
     mkdirSync(empty)
     const result = await bed.cluster.task('bootstrap:apply', { CLUSTER_DIR: empty })
-    expectBadInput(result, bed, { file: empty, what: /^no talconfig\.yaml or nodes\.yaml in the cluster directory$/, fix: /add talconfig\.yaml/ })
+    expectBadInput(result, bed, {
+      file: empty,
+      what: /^no talconfig\.yaml or nodes\.yaml in the cluster directory$/,
+      fix: /add talconfig\.yaml/,
+    })
   })
 
   it('two input errors at once are both reported (bootstrap:talos)', async () => {
@@ -123,7 +178,12 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
     expectBadInput(
       result,
       bed,
-      { file, line: lineOf(file, 'not an address'), what: /^nodes\[0\]\.ipAddress "not an address" of cp-1 is not an IP address$/, fix: /IP address/ },
+      {
+        file,
+        line: lineOf(file, 'not an address'),
+        what: /^nodes\[0\]\.ipAddress "not an address" of cp-1 is not an IP address$/,
+        fix: /IP address/,
+      },
       { file, line: lineOf(file, /hostname: wrkr-1$/) + 4, what: /^duplicate node name "wrkr-1"/, fix: /own name/ },
     )
     expect(inputErrors(result.stderr)).toHaveLength(2)

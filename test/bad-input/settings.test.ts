@@ -31,7 +31,10 @@ describe('bad settings and flags: exit 2, where, what and fix, no node touched',
 
   it('a mistyped flag names the nearest one (bootstrap:talos -- --fail-fsat)', async () => {
     const result = await bed.cluster.task('bootstrap:talos', {}, ['--fail-fsat'])
-    expectBadInput(result, bed, { what: /^unknown or malformed flag --fail-fsat$/, fix: /^did you mean --fail-fast\? run with -- --help for every flag: task bootstrap:talos/ })
+    expectBadInput(result, bed, {
+      what: /^unknown or malformed flag --fail-fsat$/,
+      fix: /^did you mean --fail-fast\? run with -- --help for every flag: task bootstrap:talos/,
+    })
   })
 
   it('a stray argument (bootstrap:etcd -- now)', async () => {
@@ -48,7 +51,12 @@ describe('bad settings and flags: exit 2, where, what and fix, no node touched',
   it('a settings file with an unknown key (bootstrap:etcd)', async () => {
     const file = bed.edit(SETTINGS, 'retries: 5', 'retrys: 5')
     const result = await bed.cluster.task('bootstrap:etcd')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'retrys:'), what: /^unknown setting "retrys"$/, fix: /remove it or use one of: .*retries/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'retrys:'),
+      what: /^unknown setting "retrys"$/,
+      fix: /remove it or use one of: .*retries/,
+    })
   })
 
   it('an unknown key in a section of bootstrap.yaml (bootstrap:wait-ready)', async () => {
@@ -60,35 +68,61 @@ describe('bad settings and flags: exit 2, where, what and fix, no node touched',
   it('bootstrap.yaml with a wrong type: retries: many (bootstrap:talos)', async () => {
     const file = bed.edit(SETTINGS, 'retries: 5', 'retries: many')
     const result = await bed.cluster.task('bootstrap:talos')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'retries: many'), what: /^retries must be a whole number >= 0, got "many"$/, fix: /set retries: 4 in bootstrap\.yaml/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'retries: many'),
+      what: /^retries must be a whole number >= 0, got "many"$/,
+      fix: /set retries: 4 in bootstrap\.yaml/,
+    })
   })
 
   it('bootstrap.yaml with a wrong type: concurrency is a list (bootstrap:preflight)', async () => {
     const file = bed.edit(SETTINGS, 'concurrency: 4', 'concurrency: [1, 2]')
     const result = await bed.cluster.task('bootstrap:preflight')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'concurrency:'), what: /^concurrency must be a whole number >= 1, got \[1,2\]$/, fix: /concurrency: 4/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'concurrency:'),
+      what: /^concurrency must be a whole number >= 1, got \[1,2\]$/,
+      fix: /concurrency: 4/,
+    })
   })
 
   it('a negative duration in bootstrap.yaml (bootstrap:apply)', async () => {
     const file = bed.edit(SETTINGS, /retryDelay: .*/, 'retryDelay: -3s')
     const result = await bed.cluster.task('bootstrap:apply')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'retryDelay:'), what: /^retryDelay must be a duration, got "-3s"$/, fix: /retryDelay: 5s/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'retryDelay:'),
+      what: /^retryDelay must be a duration, got "-3s"$/,
+      fix: /retryDelay: 5s/,
+    })
   })
 
   it('a zero duration in bootstrap.yaml (bootstrap:verify)', async () => {
     const file = bed.edit(SETTINGS, /callTimeout: .*/, 'callTimeout: 0s')
     const result = await bed.cluster.task('bootstrap:verify')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'callTimeout:'), what: /^callTimeout must be a duration, got "0s"$/, fix: /callTimeout: 5s/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'callTimeout:'),
+      what: /^callTimeout must be a duration, got "0s"$/,
+      fix: /callTimeout: 5s/,
+    })
   })
 
   it('a malformed duration flag (bootstrap:verify -- --verify-timeout 5minutes)', async () => {
     const result = await bed.cluster.task('bootstrap:verify', {}, ['--verify-timeout', '5minutes'])
-    expectBadInput(result, bed, { what: /^flag --verify-timeout: verifyTimeout must be a duration, got "5minutes"$/, fix: /--verify-timeout 5s/ })
+    expectBadInput(result, bed, {
+      what: /^flag --verify-timeout: verifyTimeout must be a duration, got "5minutes"$/,
+      fix: /--verify-timeout 5s/,
+    })
   })
 
   it('a malformed duration in the environment (bootstrap:wait-ready BOOTSTRAP_POLL_INTERVAL=fast)', async () => {
     const result = await bed.cluster.task('bootstrap:wait-ready', {}, [], { BOOTSTRAP_POLL_INTERVAL: 'fast' })
-    expectBadInput(result, bed, { what: /^environment BOOTSTRAP_POLL_INTERVAL: pollInterval must be a duration, got "fast"$/, fix: /BOOTSTRAP_POLL_INTERVAL=5s/ })
+    expectBadInput(result, bed, {
+      what: /^environment BOOTSTRAP_POLL_INTERVAL: pollInterval must be a duration, got "fast"$/,
+      fix: /BOOTSTRAP_POLL_INTERVAL=5s/,
+    })
   })
 
   it('a negative count flag (bootstrap:apply -- --retries=-1)', async () => {
@@ -99,7 +133,12 @@ describe('bad settings and flags: exit 2, where, what and fix, no node touched',
   it('a YAML syntax error in bootstrap.yaml (bootstrap:all)', async () => {
     const file = bed.edit(SETTINGS, 'retries: 5', 'retries: 5\n  nested: 1')
     const result = await bed.cluster.task('bootstrap:all')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'retries: 5'), what: /^YAML syntax error at column 10: Nested mappings are not allowed in compact mappings$/, fix: /correct the YAML syntax/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'retries: 5'),
+      what: /^YAML syntax error at column 10: Nested mappings are not allowed in compact mappings$/,
+      fix: /correct the YAML syntax/,
+    })
   })
 
   it('bootstrap.yaml that is a list, not a mapping (bootstrap:talos)', async () => {
@@ -111,6 +150,11 @@ describe('bad settings and flags: exit 2, where, what and fix, no node touched',
   it('flux.mode with a value it does not know (bootstrap:flux)', async () => {
     const file = bed.edit(SETTINGS, 'mode: bootstrap', 'mode: gitops')
     const result = await bed.cluster.task('bootstrap:flux')
-    expectBadInput(result, bed, { file, line: lineOf(file, 'mode: gitops'), what: /^flux\.mode must be bootstrap, operator or existing, got "gitops"$/, fix: /flux\.mode: bootstrap/ })
+    expectBadInput(result, bed, {
+      file,
+      line: lineOf(file, 'mode: gitops'),
+      what: /^flux\.mode must be bootstrap, operator or existing, got "gitops"$/,
+      fix: /flux\.mode: bootstrap/,
+    })
   })
 })

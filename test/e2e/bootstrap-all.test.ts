@@ -27,18 +27,32 @@ describe('bootstrap:all', () => {
     expect(statuses(report, 'bootstrap')).toEqual({ 'cp-1': 'ok', 'cp-2': 'ok', 'cp-3': 'ok', 'wrkr-1': 'skipped', 'wrkr-2': 'skipped' })
 
     // exactly one bootstrap call, on the first control plane
-    expect(cluster.calls().filter((c) => c.call === 'bootstrap').map((c) => c.node)).toEqual(['cp-1'])
+    expect(
+      cluster
+        .calls()
+        .filter((c) => c.call === 'bootstrap')
+        .map((c) => c.node),
+    ).toEqual(['cp-1'])
 
     // the kubelets are read in one batched call through cp-1 per poll round (naming the nodes not
     // yet registered), not one call per node
-    const kubeletReads = readFileSync(join(cluster.clusterDir, '.bootstrap', 'commands.log'), 'utf8').split('\n').filter((l) => / talosctl service kubelet /.test(l))
-    expect(kubeletReads[0]).toMatch(/ -e 127\.61\.1\.11 -n 127\.61\.1\.11,127\.61\.1\.12,127\.61\.1\.13,127\.61\.1\.21,127\.61\.1\.22(\s|$)/)
+    const kubeletReads = readFileSync(join(cluster.clusterDir, '.bootstrap', 'commands.log'), 'utf8')
+      .split('\n')
+      .filter((l) => / talosctl service kubelet /.test(l))
+    expect(kubeletReads[0]).toMatch(
+      / -e 127\.61\.1\.11 -n 127\.61\.1\.11,127\.61\.1\.12,127\.61\.1\.13,127\.61\.1\.21,127\.61\.1\.22(\s|$)/,
+    )
     for (const line of kubeletReads) expect(line).toMatch(/ -e 127\.61\.1\.11 -n /)
 
     const kubeconfig = join(cluster.clusterDir, 'kubeconfig')
     expect(statSync(kubeconfig).mode & 0o777).toBe(0o600)
 
-    const nodes = await cluster.kubectl(['get', 'nodes', '-o', 'jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}'])
+    const nodes = await cluster.kubectl([
+      'get',
+      'nodes',
+      '-o',
+      'jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}',
+    ])
     expect(nodes.code, nodes.stderr).toBe(0)
     expect(nodes.stdout.trim().split('\n').sort()).toEqual(['cp-1 True', 'cp-2 True', 'cp-3 True', 'wrkr-1 True', 'wrkr-2 True'])
 

@@ -32,7 +32,8 @@ describe('preflight, apply, verify end to end', () => {
     expect(Object.values(statuses(report, 'verify'))).toEqual(Array(6).fill('ok'))
     for (const n of ['cp-1', 'cp-2', 'cp-3']) expect(nodeIn(report, 'verify', n).detail).toMatch(/running|etcd waiting for bootstrap/)
     // behind the VIP with discovery off a worker's API waits for the bootstrap (secrets/api.go): verify says so
-    for (const n of ['wrkr-1', 'wrkr-2', 'wrkr-3']) expect(nodeIn(report, 'verify', n).detail).toMatch(/^config accepted, out of maintenance; waiting for the control plane: /)
+    for (const n of ['wrkr-1', 'wrkr-2', 'wrkr-3'])
+      expect(nodeIn(report, 'verify', n).detail).toMatch(/^config accepted, out of maintenance; waiting for the control plane: /)
 
     const before = cluster.calls().length
     const again = await cluster.task('bootstrap:apply')
@@ -64,7 +65,10 @@ describe('preflight, apply, verify end to end', () => {
     // wrkr-1: two refused applies retried, the third accepted; each retry with its kind and the delay waited
     const applied = nodeIn(reportOf('apply'), 'apply', 'wrkr-1')
     expect(applied).toMatchObject({ status: 'ok', attempts: 3 })
-    expect(applied.retries?.map((r) => [r.attempt, r.kind])).toEqual([[1, 'unreachable'], [2, 'unreachable']])
+    expect(applied.retries?.map((r) => [r.attempt, r.kind])).toEqual([
+      [1, 'unreachable'],
+      [2, 'unreachable'],
+    ])
     for (const retry of applied.retries ?? []) expect(retry.delayMs).toBeGreaterThan(0)
     // wrkr-2: one probe answered Unavailable, retried once
     const probed = nodeIn(reportOf('preflight'), 'preflight', 'wrkr-2')
@@ -97,12 +101,21 @@ describe('preflight, apply, verify end to end', () => {
     writeFileSync(talconfig, readFileSync(talconfig, 'utf8').replace('hostname: wrkr-2', 'hostname: wrkr-1'))
     const result = await cluster.task('bootstrap:apply')
     expect(result.code).toBe(2)
-    expect(result.stderr).toMatch(new RegExp(`${talconfig.replace(/[.]/g, '\\.')}:\\d+: duplicate node name "wrkr-1" \\(also nodes\\[1\\]\\) \\(fix: give every node its own name\\)`))
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `${talconfig.replace(/[.]/g, '\\.')}:\\d+: duplicate node name "wrkr-1" \\(also nodes\\[1\\]\\) \\(fix: give every node its own name\\)`,
+      ),
+    )
     expect(cluster.calls()).toEqual([])
   })
 
   it('never has more than CONCURRENCY=3 nodes in flight', async () => {
-    const slow = ['cp-1', ...Array.from({ length: 6 }, (_, i) => `wrkr-${i + 1}`)].map((node) => ({ node, on: 'apply', kind: 'latency', ms: 300 }))
+    const slow = ['cp-1', ...Array.from({ length: 6 }, (_, i) => `wrkr-${i + 1}`)].map((node) => ({
+      node,
+      on: 'apply',
+      kind: 'latency',
+      ms: 300,
+    }))
     cluster = await E2eCluster.start('127.60.5', { cps: 1, workers: 6, faults: slow })
     const result = await cluster.task('bootstrap:apply', { CONCURRENCY: '3' })
     expect(result.code).toBe(0)

@@ -45,8 +45,20 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
     speed: shape.speed ?? 600,
     timings: { install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20, ...shape.timings },
     nodes: [
-      ...Array.from({ length: cps }, (_, i) => ({ name: `cp-${i + 1}`, ip: `${range}.${11 + i}`, role: 'controlplane' as const, image: shape.image ?? 'iso', disks })),
-      ...Array.from({ length: workers }, (_, i) => ({ name: `wrkr-${i + 1}`, ip: `${range}.${21 + i}`, role: 'worker' as const, image: shape.image ?? 'iso', disks })),
+      ...Array.from({ length: cps }, (_, i) => ({
+        name: `cp-${i + 1}`,
+        ip: `${range}.${11 + i}`,
+        role: 'controlplane' as const,
+        image: shape.image ?? 'iso',
+        disks,
+      })),
+      ...Array.from({ length: workers }, (_, i) => ({
+        name: `wrkr-${i + 1}`,
+        ip: `${range}.${21 + i}`,
+        role: 'worker' as const,
+        image: shape.image ?? 'iso',
+        disks,
+      })),
     ],
     faults: shape.faults ?? [],
     ...(shape.flux ? { flux: shape.flux } : {}),
@@ -105,7 +117,11 @@ export class E2eCluster {
 
   /** The real kubectl against the cluster, with its own discovery cache. */
   kubectl(args: string[]): Promise<TaskResult> {
-    return run('kubectl', ['--kubeconfig', join(this.clusterDir, 'kubeconfig'), '--cache-dir', join(this.dir, 'kube-cache'), ...args], this.env())
+    return run(
+      'kubectl',
+      ['--kubeconfig', join(this.clusterDir, 'kubeconfig'), '--cache-dir', join(this.dir, 'kube-cache'), ...args],
+      this.env(),
+    )
   }
 
   report(): Report {

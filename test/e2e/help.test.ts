@@ -20,8 +20,10 @@ describe('help and task names', () => {
     it(`\`-- ${flag}\` lists every flag with its default and names docs/settings.md`, async () => {
       const result = await run('task', ['-x', '-d', ROOT, 'bootstrap:talos', '--', flag], env, tmpdir())
       expect(result.code, result.stderr).toBe(0)
-      for (const spec of SCALAR_SETTINGS) expect(result.stdout).toMatch(new RegExp(`^  --${spec.flag} \\S+ +.*\\(${spec.env}; default: [^)]+\\)$`, 'm'))
-      for (const flag of ['cluster-dir', 'nodes', 'dry-run', 'fail-fast', 'reapply', 'node', 'reset', 'yes', 'watch']) expect(result.stdout).toMatch(new RegExp(`^  --${flag}\\b.*default: `, 'm'))
+      for (const spec of SCALAR_SETTINGS)
+        expect(result.stdout).toMatch(new RegExp(`^  --${spec.flag} \\S+ +.*\\(${spec.env}; default: [^)]+\\)$`, 'm'))
+      for (const flag of ['cluster-dir', 'nodes', 'dry-run', 'fail-fast', 'reapply', 'node', 'reset', 'yes', 'watch'])
+        expect(result.stdout).toMatch(new RegExp(`^  --${flag}\\b.*default: `, 'm'))
       expect(result.stdout).toMatch(/default: 5m\)$/m)
       expect(result.stdout).toContain(join(ROOT, 'docs', 'settings.md'))
     })

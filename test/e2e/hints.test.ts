@@ -24,7 +24,10 @@ function hintOf(stderr: string, who: string): { hint: string; command: string } 
 /** A fresh shell: only PATH and HOME, started in another directory than the repository. */
 function cleanShell(cluster: E2eCluster, command: string): Promise<TaskResult> {
   const env = { PATH: cluster.env().PATH ?? '', HOME: process.env.HOME ?? tmpdir() }
-  const child = spawn('env', ['-i', `PATH=${env.PATH}`, `HOME=${env.HOME}`, 'bash', '-c', command], { cwd: tmpdir(), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn('env', ['-i', `PATH=${env.PATH}`, `HOME=${env.HOME}`, 'bash', '-c', command], {
+    cwd: tmpdir(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   return new Promise((resolve, reject) => {
     let stdout = ''
     let stderr = ''
@@ -50,13 +53,60 @@ interface Row {
 
 const READY_SHORT = fastWith('--ready-timeout', '6s')
 const rows: Row[] = [
-  { name: 'unreachable', range: '127.118.1', shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'any', kind: 'unreachable' }] }, who: 'wrkr-1', fault: { node: 'wrkr-1', kind: 'unreachable' } },
-  { name: 'timeout', range: '127.118.2', shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'any', kind: 'timeout' }] }, who: 'wrkr-1', fault: { node: 'wrkr-1', kind: 'timeout' }, flags: [...fastWith('--call-timeout', '2s').slice(0, -2), '--retries', '1'] },
-  { name: 'maintenance (crash during install)', range: '127.118.3', shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'install', kind: 'crash' }] }, who: 'wrkr-1', fault: { node: 'wrkr-1', kind: 'crash' } },
-  { name: 'config-invalid', range: '127.118.4', shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'apply', kind: 'config-rejected' }] }, who: 'wrkr-1', fault: { node: 'wrkr-1', kind: 'config-rejected' }, says: /talosctl validate --mode metal -c \S+e2e-wrkr-1\.yaml/ },
-  { name: 'disk-mismatch', range: '127.118.5', shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'apply', kind: 'disk-mismatch' }] }, who: 'wrkr-1', fault: { node: 'wrkr-1', kind: 'disk-mismatch' }, says: /talosctl get disks --insecure -n 127\.118\.5\.21/ },
-  { name: 'pki-mismatch', range: '127.118.6', shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }] }, who: 'wrkr-1', fault: { node: 'wrkr-1', kind: 'pki-mismatch' }, says: /NODE=wrkr-1 RESET=true -- --yes$/ },
-  { name: 'stuck (boot loop)', range: '127.118.7', shape: { workers: 1, timings: { boot: 900, reboot: 900 }, faults: [{ node: 'wrkr-1', on: 'boot', kind: 'boot-loop' }] }, who: 'wrkr-1', fault: { node: 'wrkr-1', kind: 'boot-loop' }, says: /talosctl --talosconfig \S+ -e 127\.118\.7\.21 -n 127\.118\.7\.21 dmesg/ },
+  {
+    name: 'unreachable',
+    range: '127.118.1',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'any', kind: 'unreachable' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'unreachable' },
+  },
+  {
+    name: 'timeout',
+    range: '127.118.2',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'any', kind: 'timeout' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'timeout' },
+    flags: [...fastWith('--call-timeout', '2s').slice(0, -2), '--retries', '1'],
+  },
+  {
+    name: 'maintenance (crash during install)',
+    range: '127.118.3',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'install', kind: 'crash' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'crash' },
+  },
+  {
+    name: 'config-invalid',
+    range: '127.118.4',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'apply', kind: 'config-rejected' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'config-rejected' },
+    says: /talosctl validate --mode metal -c \S+e2e-wrkr-1\.yaml/,
+  },
+  {
+    name: 'disk-mismatch',
+    range: '127.118.5',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'apply', kind: 'disk-mismatch' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'disk-mismatch' },
+    says: /talosctl get disks --insecure -n 127\.118\.5\.21/,
+  },
+  {
+    name: 'pki-mismatch',
+    range: '127.118.6',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'pki-mismatch' },
+    says: /NODE=wrkr-1 RESET=true -- --yes$/,
+  },
+  {
+    name: 'stuck (boot loop)',
+    range: '127.118.7',
+    shape: { workers: 1, timings: { boot: 900, reboot: 900 }, faults: [{ node: 'wrkr-1', on: 'boot', kind: 'boot-loop' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'boot-loop' },
+    says: /talosctl --talosconfig \S+ -e 127\.118\.7\.21 -n 127\.118\.7\.21 dmesg/,
+  },
   {
     name: 'etcd-join',
     range: '127.118.8',
@@ -67,27 +117,58 @@ const rows: Row[] = [
     // asks the working control plane (cp-1), through it about cp-2, with the talosconfig; then RESET
     says: /talosctl --talosconfig \S+ -e 127\.118\.8\.11 -n 127\.118\.8\.11 etcd members.*talosctl --talosconfig \S+ -e 127\.118\.8\.11 -n 127\.118\.8\.12 service etcd.*NODE=cp-2 RESET=true -- --yes$/,
   },
-  { name: 'kubelet', range: '127.118.9', shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'kubelet' }] }, who: 'wrkr-1', fault: { node: 'wrkr-1', kind: 'kubelet' }, flags: READY_SHORT, says: /talosctl --talosconfig \S+ -e 127\.118\.9\.21 -n 127\.118\.9\.21 service kubelet restart && task / },
-  { name: 'cni', range: '127.118.10', shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'cni' }] }, who: 'wrkr-1', fault: { node: 'wrkr-1', kind: 'cni' }, flags: READY_SHORT, says: /kubectl --kubeconfig \S+ -n kube-system get pods/ },
-  { name: 'flux', range: '127.118.11', shape: { workers: 1, faults: [{ kind: 'flux', message: 'kustomization path not found' }] }, who: 'flux/flux-install', fault: { kind: 'flux' }, task: 'bootstrap:all', flags: fastWith('--flux-timeout', '6s'), says: /flux get kustomizations -A --kubeconfig \S+/ },
+  {
+    name: 'kubelet',
+    range: '127.118.9',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'kubelet' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'kubelet' },
+    flags: READY_SHORT,
+    says: /talosctl --talosconfig \S+ -e 127\.118\.9\.21 -n 127\.118\.9\.21 service kubelet restart && task /,
+  },
+  {
+    name: 'cni',
+    range: '127.118.10',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'cni' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'cni' },
+    flags: READY_SHORT,
+    says: /kubectl --kubeconfig \S+ -n kube-system get pods/,
+  },
+  {
+    name: 'flux',
+    range: '127.118.11',
+    shape: { workers: 1, faults: [{ kind: 'flux', message: 'kustomization path not found' }] },
+    who: 'flux/flux-install',
+    fault: { kind: 'flux' },
+    task: 'bootstrap:all',
+    flags: fastWith('--flux-timeout', '6s'),
+    says: /flux get kustomizations -A --kubeconfig \S+/,
+  },
 ]
 
 describe.concurrent('every hint runs as written once its cause is gone', () => {
   for (const row of rows) {
-    it(row.name, () =>
-      withCluster(row.range, row.shape, async (cluster) => {
-        const failed = await cluster.task(row.task ?? 'bootstrap:talos', {}, row.flags ?? FAST)
-        expect(failed.code, failed.stderr).toBe(1)
-        const { hint, command } = hintOf(failed.stderr, row.who)
-        expect(command).toMatch(new RegExp(`(^|&& )task -d \\S+ bootstrap:\\S+ CLUSTER_DIR=${cluster.clusterDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}( |$)`))
-        if (row.says) expect(hint).toMatch(row.says)
+    it(
+      row.name,
+      () =>
+        withCluster(row.range, row.shape, async (cluster) => {
+          const failed = await cluster.task(row.task ?? 'bootstrap:talos', {}, row.flags ?? FAST)
+          expect(failed.code, failed.stderr).toBe(1)
+          const { hint, command } = hintOf(failed.stderr, row.who)
+          expect(command).toMatch(
+            new RegExp(`(^|&& )task -d \\S+ bootstrap:\\S+ CLUSTER_DIR=${cluster.clusterDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}( |$)`),
+          )
+          if (row.says) expect(hint).toMatch(row.says)
 
-        cluster.sim.clearFault(row.fault.node ?? null, row.fault.kind)
-        const recovered = await cleanShell(cluster, command)
-        expect(recovered.code, `${command}\n${recovered.stdout}\n${recovered.stderr}`).toBe(0)
-        const report = cluster.report()
-        expect(report.ok).toBe(true)
-        if (row.fault.node) expect(cluster.sim.node(row.fault.node)?.stage).toBe('running')
-      }), ROW_TIMEOUT)
+          cluster.sim.clearFault(row.fault.node ?? null, row.fault.kind)
+          const recovered = await cleanShell(cluster, command)
+          expect(recovered.code, `${command}\n${recovered.stdout}\n${recovered.stderr}`).toBe(0)
+          const report = cluster.report()
+          expect(report.ok).toBe(true)
+          if (row.fault.node) expect(cluster.sim.node(row.fault.node)?.stage).toBe('running')
+        }),
+      ROW_TIMEOUT,
+    )
   }
 })

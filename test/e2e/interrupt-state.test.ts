@@ -11,7 +11,10 @@ afterEach(async () => {
 })
 
 describe('the state of every node when the run stopped', () => {
-  for (const [signal, range] of [['SIGINT', '127.184.1'], ['SIGTERM', '127.184.2']] as const) {
+  for (const [signal, range] of [
+    ['SIGINT', '127.184.1'],
+    ['SIGTERM', '127.184.2'],
+  ] as const) {
     it(`${signal} inside wrkr-1's apply: cp-1 done, wrkr-1 interrupted, wrkr-2 not run; phases reached preflight and apply`, async () => {
       // wrkr-1's first apply never answers: the run is caught inside it
       cluster = await E2eCluster.start(range, { workers: 2, faults: [{ node: 'wrkr-1', on: 'apply', kind: 'timeout', times: 1 }] })
@@ -24,9 +27,15 @@ describe('the state of every node when the run stopped', () => {
 
       const report = c.report()
       expect(report).toMatchObject({ ok: false, interrupted: true })
-      expect(report.phases.map((p) => [p.name, p.ok])).toEqual([['preflight', true], ['apply', false]])
+      expect(report.phases.map((p) => [p.name, p.ok])).toEqual([
+        ['preflight', true],
+        ['apply', false],
+      ])
       expect(statuses(report, 'apply')).toEqual({ 'cp-1': 'ok', 'wrkr-1': 'failed', 'wrkr-2': 'not-run' })
-      expect(nodeIn(report, 'apply', 'wrkr-1').error).toMatchObject({ kind: 'interrupted', message: expect.stringMatching(new RegExp(`interrupted by ${signal} during: `)) })
+      expect(nodeIn(report, 'apply', 'wrkr-1').error).toMatchObject({
+        kind: 'interrupted',
+        message: expect.stringMatching(new RegExp(`interrupted by ${signal} during: `)),
+      })
       expect(nodeIn(report, 'apply', 'wrkr-2').detail).toBe('interrupted before it ran')
 
       expect(result.stdout).toMatch(/^NODE\s+IP\s+ROLE\s+PREFLIGHT\s+APPLY\s+RESULT$/m)

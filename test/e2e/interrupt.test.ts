@@ -54,11 +54,17 @@ describe('interruptions', () => {
     cluster = await E2eCluster.start('127.62.3', { workers: 1, faults: [{ node: 'wrkr-1', on: 'any', kind: 'unreachable' }] })
     const c = cluster
     const first = c.spawnTask('bootstrap:preflight', {}, ['--retries', '2', '--retry-delay', '2s', '--retry-max-delay', '10s'])
-    await waitFor(() => c.calls().some((call) => call.node === 'cp-1' && call.args.includes('disks') && call.outcome === 'ok'), 20_000, 'the first run to finish with cp-1')
+    await waitFor(
+      () => c.calls().some((call) => call.node === 'cp-1' && call.args.includes('disks') && call.outcome === 'ok'),
+      20_000,
+      'the first run to finish with cp-1',
+    )
     const before = c.calls().length
     const second = await c.task('bootstrap:preflight')
     expect(second.code, second.stderr + second.stdout).toBe(2)
-    expect(second.stderr).toMatch(/\.bootstrap\/lock: another run holds the lock \(pid \d+, [^()]*scripts\/preflight\.ts[^()]*\) \(fix: wait for pid \d+ to finish, or stop it/)
+    expect(second.stderr).toMatch(
+      /\.bootstrap\/lock: another run holds the lock \(pid \d+, [^()]*scripts\/preflight\.ts[^()]*\) \(fix: wait for pid \d+ to finish, or stop it/,
+    )
     // the refused run touched no node (the first one is only retrying unreachable wrkr-1 by now)
     expect(c.calls().slice(before)).toEqual([])
     expect((await first.done).code).toBe(1)
@@ -84,9 +90,13 @@ describe('interruptions', () => {
     expect(result.stdout).toMatch(/apply \(dry run\): 2 would run, 0 skipped, 0 failed, 0 not run/)
     expect(result.stdout).toMatch(/^wrkr-1 +127\.62\.4\.21 +worker +would run +would run /m)
     expect(result.stdout).not.toMatch(/config accepted|bootstrapped on|cilium installed|\b\d+ ok\b/)
-    expect(result.stdout).toMatch(/^wrkr-1:\n(  .*\n)*  talosctl apply-config --insecure -n 127\.62\.4\.21 -e 127\.62\.4\.21 -f \S+e2e-wrkr-1\.yaml$/m)
+    expect(result.stdout).toMatch(
+      /^wrkr-1:\n(  .*\n)*  talosctl apply-config --insecure -n 127\.62\.4\.21 -e 127\.62\.4\.21 -f \S+e2e-wrkr-1\.yaml$/m,
+    )
     expect(result.stdout).toMatch(/^cp-1:\n(  .*\n)*  talosctl bootstrap --talosconfig \S+ -e 127\.62\.4\.11 -n 127\.62\.4\.11$/m)
-    expect(result.stdout).toMatch(/^  helm upgrade --install cilium cilium --namespace kube-system .* --repo https:\/\/127\.0\.0\.1:\d+\/ --ca-file \S+\/charts-ca\.crt /m)
+    expect(result.stdout).toMatch(
+      /^  helm upgrade --install cilium cilium --namespace kube-system .* --repo https:\/\/127\.0\.0\.1:\d+\/ --ca-file \S+\/charts-ca\.crt /m,
+    )
     expect(result.stdout).toMatch(/^  flux bootstrap git --url /m)
     expect(callsTo(cluster.calls(), 'wrkr-1')).toEqual([])
   })

@@ -8,7 +8,12 @@ import { E2eCluster } from './harness.js'
 const NODES = ['cp-1', 'wrkr-1', 'wrkr-2']
 let cluster: E2eCluster
 beforeAll(async () => {
-  cluster = await E2eCluster.start('127.97.6', { cps: 1, workers: 2, speed: 3000, faults: NODES.map((node) => ({ node, on: 'any', kind: 'unreachable', times: 2 })) })
+  cluster = await E2eCluster.start('127.97.6', {
+    cps: 1,
+    workers: 2,
+    speed: 3000,
+    faults: NODES.map((node) => ({ node, on: 'any', kind: 'unreachable', times: 2 })),
+  })
 })
 afterAll(async () => {
   await cluster?.stop()

@@ -48,7 +48,10 @@ describe('recovery', () => {
     expect((await cluster.task('bootstrap:talos')).code).toBe(0)
     const result = await cluster.task('bootstrap:node', { NODE: 'cp-1', RESET: 'true' }, ['--yes'])
     expect(result.code).toBe(1)
-    expect(nodeIn(cluster.report(), 'reset', 'cp-1').error).toMatchObject({ kind: 'etcd-join', message: expect.stringMatching(/only control plane|last etcd member/) })
+    expect(nodeIn(cluster.report(), 'reset', 'cp-1').error).toMatchObject({
+      kind: 'etcd-join',
+      message: expect.stringMatching(/only control plane|last etcd member/),
+    })
     expect(callsTo(cluster.calls(), 'cp-1', 'reset')).toEqual([])
   })
 
@@ -58,7 +61,10 @@ describe('recovery', () => {
     const first = await c.task('bootstrap:talos', {}, ['--retries', '1'])
     expect(first.code).toBe(1)
     expect(statuses(c.report(), 'wait-ready')).toEqual({ 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'not-run' })
-    const appliedBefore = c.calls().filter((call) => call.call === 'apply').map((call) => call.node)
+    const appliedBefore = c
+      .calls()
+      .filter((call) => call.call === 'apply')
+      .map((call) => call.node)
     expect(appliedBefore.sort()).toEqual(['cp-1', 'wrkr-1'])
 
     c.sim.clearFault('wrkr-2', 'unreachable')

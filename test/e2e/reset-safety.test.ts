@@ -20,7 +20,13 @@ async function talosctl(c: E2eCluster, ip: string, args: string[]): Promise<stri
 function faultAfterPreflight(c: E2eCluster, node: string, fault: Fault): () => void {
   const mark = c.calls().length
   const timer = setInterval(() => {
-    if (!c.calls().slice(mark).some((call) => call.node === node && call.call === 'get' && !call.purpose && call.outcome === 'ok')) return
+    if (
+      !c
+        .calls()
+        .slice(mark)
+        .some((call) => call.node === node && call.call === 'get' && !call.purpose && call.outcome === 'ok')
+    )
+      return
     clearInterval(timer)
     c.sim.addFault(fault)
   }, 1)
@@ -29,13 +35,20 @@ function faultAfterPreflight(c: E2eCluster, node: string, fault: Fault): () => v
 
 const memberIds = async (c: E2eCluster, ip: string): Promise<string[]> =>
   // rows are NODE ID HOSTNAME …: the 16-hex-digit ID of each
-  (await talosctl(c, ip, ['etcd', 'members'])).split('\n').slice(1).map((l) => /\b[0-9a-f]{16}\b/.exec(l)?.[0] ?? '').filter(Boolean)
+  (await talosctl(c, ip, ['etcd', 'members']))
+    .split('\n')
+    .slice(1)
+    .map((l) => /\b[0-9a-f]{16}\b/.exec(l)?.[0] ?? '')
+    .filter(Boolean)
 
 describe('reset safety', () => {
   it('refuses to reset a control plane when the other members run no etcd (quorum), wiping nothing', async () => {
     cluster = await E2eCluster.start('127.116.1', { cps: 3, workers: 0 })
     const c = cluster
-    { const b = await c.task('bootstrap:talos'); expect(b.code, b.stderr + b.stdout).toBe(0) }
+    {
+      const b = await c.task('bootstrap:talos')
+      expect(b.code, b.stderr + b.stdout).toBe(0)
+    }
     const before = await memberIds(c, '127.116.1.12')
     expect(before).toHaveLength(3)
     // the other two members' etcd goes away: cp-2 holds the last running copy of the data
@@ -45,7 +58,10 @@ describe('reset safety', () => {
     const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--call-timeout', '3s'])
     expect(result.code).toBe(1)
     const failed = nodeIn(c.report(), 'reset', 'cp-2')
-    expect(failed.error).toMatchObject({ kind: 'etcd-join', message: expect.stringMatching(/would break etcd quorum: 0 healthy of 2 remaining voting members, 2 needed/) })
+    expect(failed.error).toMatchObject({
+      kind: 'etcd-join',
+      message: expect.stringMatching(/would break etcd quorum: 0 healthy of 2 remaining voting members, 2 needed/),
+    })
     expect(failed.error?.hint).toMatch(/etcd members/)
     expect(callsTo(c.calls(), 'cp-2', 'reset')).toEqual([])
     expect(c.sim.node('cp-2')?.stage).toBe('running')
@@ -55,14 +71,20 @@ describe('reset safety', () => {
   it('refuses to reset a control plane when no member list can be read, naming why', async () => {
     cluster = await E2eCluster.start('127.116.2', { cps: 3, workers: 0 })
     const c = cluster
-    { const b = await c.task('bootstrap:talos'); expect(b.code, b.stderr + b.stdout).toBe(0) }
+    {
+      const b = await c.task('bootstrap:talos')
+      expect(b.code, b.stderr + b.stdout).toBe(0)
+    }
     // every etcd client call fails; the services still say Running
     c.sim.addFault({ node: null, on: 'etcd', kind: 'unavailable' })
 
     const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--retries', '1'])
     expect(result.code).toBe(1)
     const failed = nodeIn(c.report(), 'reset', 'cp-2')
-    expect(failed.error).toMatchObject({ kind: 'etcd-join', message: expect.stringMatching(/no etcd member list could be read \(cp-1: .*; cp-3: .*; cp-2: .*\)/) })
+    expect(failed.error).toMatchObject({
+      kind: 'etcd-join',
+      message: expect.stringMatching(/no etcd member list could be read \(cp-1: .*; cp-3: .*; cp-2: .*\)/),
+    })
     expect(failed.error?.hint).toMatch(/service etcd/)
     expect(callsTo(c.calls(), 'cp-2', 'reset')).toEqual([])
     c.sim.clearFault(null, 'unavailable')
@@ -72,7 +94,10 @@ describe('reset safety', () => {
   it('removes an unreachable control plane by its hex member ID through another, then forces the reset', async () => {
     cluster = await E2eCluster.start('127.116.3', { cps: 3, workers: 0 })
     const c = cluster
-    { const b = await c.task('bootstrap:talos'); expect(b.code, b.stderr + b.stdout).toBe(0) }
+    {
+      const b = await c.task('bootstrap:talos')
+      expect(b.code, b.stderr + b.stdout).toBe(0)
+    }
     const old = c.sim.node('cp-2')?.etcdMember
     expect(old).toMatch(/^[0-9a-f]{16}$/)
     c.sim.addFault({ node: 'cp-2', kind: 'unreachable' })
@@ -96,7 +121,10 @@ describe('reset safety', () => {
   it('rejoin after a reset whose leave found etcd stopped: the stale member goes, done only under a new started ID', async () => {
     cluster = await E2eCluster.start('127.116.6', { cps: 3, workers: 0 })
     const c = cluster
-    { const b = await c.task('bootstrap:talos'); expect(b.code, b.stderr + b.stdout).toBe(0) }
+    {
+      const b = await c.task('bootstrap:talos')
+      expect(b.code, b.stderr + b.stdout).toBe(0)
+    }
     const old = c.sim.node('cp-2')?.etcdMember
     expect(old).toMatch(/^[0-9a-f]{16}$/)
     // the graceful leave does nothing while etcd is not running (LeaveEtcd): its member stays behind
@@ -118,7 +146,10 @@ describe('reset safety', () => {
   it('names a reset whose etcd leave was refused: half done, still configured, the way out', async () => {
     cluster = await E2eCluster.start('127.116.7', { cps: 3, workers: 0 })
     const c = cluster
-    { const b = await c.task('bootstrap:talos'); expect(b.code, b.stderr + b.stdout).toBe(0) }
+    {
+      const b = await c.task('bootstrap:talos')
+      expect(b.code, b.stderr + b.stdout).toBe(0)
+    }
     const old = c.sim.node('cp-2')?.etcdMember
     // etcd refuses the leave's MemberRemove (strict reconfiguration), as after a member failed since the guard read
     c.sim.addFault({ node: 'cp-2', kind: 'etcd-leave' })
@@ -126,7 +157,12 @@ describe('reset safety', () => {
     const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--reset-timeout', '4s'])
     expect(result.code).toBe(1)
     const failed = nodeIn(c.report(), 'reset', 'cp-2')
-    expect(failed.error).toMatchObject({ kind: 'etcd-join', message: expect.stringMatching(/the reset stopped half-way: cp-2 is still configured \(stage resetting\).*cordoned.*re-configuration failed/) })
+    expect(failed.error).toMatchObject({
+      kind: 'etcd-join',
+      message: expect.stringMatching(
+        /the reset stopped half-way: cp-2 is still configured \(stage resetting\).*cordoned.*re-configuration failed/,
+      ),
+    })
     expect(failed.error?.hint).toMatch(/kubectl uncordon cp-2.*RESET=true -- --yes/)
     expect(c.sim.node('cp-2')).toMatchObject({ stage: 'resetting', configured: true })
     expect(await memberIds(c, '127.116.7.11')).toContain(old)
@@ -135,7 +171,10 @@ describe('reset safety', () => {
   it('resets a live worker gracefully when its status read times out once (never --graceful=false)', async () => {
     cluster = await E2eCluster.start('127.116.4', { cps: 1, workers: 1 })
     const c = cluster
-    { const b = await c.task('bootstrap:talos'); expect(b.code, b.stderr + b.stdout).toBe(0) }
+    {
+      const b = await c.task('bootstrap:talos')
+      expect(b.code, b.stderr + b.stdout).toBe(0)
+    }
     const stop = faultAfterPreflight(c, 'wrkr-1', { node: 'wrkr-1', on: 'get', kind: 'timeout', times: 1 })
     const result = await c.task('bootstrap:node', { NODE: 'wrkr-1', RESET: 'true' }, ['--yes', '--call-timeout', '2s'])
     stop()
@@ -148,12 +187,18 @@ describe('reset safety', () => {
   it('refuses to force a worker whose status reads keep timing out', async () => {
     cluster = await E2eCluster.start('127.116.5', { cps: 1, workers: 1 })
     const c = cluster
-    { const b = await c.task('bootstrap:talos'); expect(b.code, b.stderr + b.stdout).toBe(0) }
+    {
+      const b = await c.task('bootstrap:talos')
+      expect(b.code, b.stderr + b.stdout).toBe(0)
+    }
     const stop = faultAfterPreflight(c, 'wrkr-1', { node: 'wrkr-1', on: 'get', kind: 'timeout', times: 2 })
     const result = await c.task('bootstrap:node', { NODE: 'wrkr-1', RESET: 'true' }, ['--yes', '--call-timeout', '2s', '--retries', '1'])
     stop()
     expect(result.code).toBe(1)
-    expect(nodeIn(c.report(), 'reset', 'wrkr-1').error).toMatchObject({ kind: 'timeout', message: expect.stringMatching(/not reset: wrkr-1 did not answer .*--graceful=false\) is only for an unreachable node/) })
+    expect(nodeIn(c.report(), 'reset', 'wrkr-1').error).toMatchObject({
+      kind: 'timeout',
+      message: expect.stringMatching(/not reset: wrkr-1 did not answer .*--graceful=false\) is only for an unreachable node/),
+    })
     expect(callsTo(c.calls(), 'wrkr-1', 'reset')).toEqual([])
     expect(c.sim.node('wrkr-1')?.stage).toBe('running')
   })

@@ -59,7 +59,16 @@ describe('task bootstrap:status', () => {
     }
     expect(cluster.sim.node('wrkr-2')?.listener).toBe('off')
     expect(cluster.sim.node('wrkr-2')?.registered).toBe(false)
-    expect(rows['wrkr-2']).toMatchObject({ STAGE: 'unreachable', READY: '-', ETCD: '-', KUBELET: '-', K8S: 'not registered', 'LAST RUN': 'failed in preflight', ERROR: 'unreachable', NOTE: 'connection refused' })
+    expect(rows['wrkr-2']).toMatchObject({
+      STAGE: 'unreachable',
+      READY: '-',
+      ETCD: '-',
+      KUBELET: '-',
+      K8S: 'not registered',
+      'LAST RUN': 'failed in preflight',
+      ERROR: 'unreachable',
+      NOTE: 'connection refused',
+    })
     expect(status.stdout).toMatch(/^last run: talos of \S+: failed: wrkr-2$/m)
     // read-only and batched: one MachineStatus read and one kubelet read for every node that
     // answers (through cp-1, listed first), one etcd member list; wrkr-2 alone is asked on its own
@@ -132,11 +141,26 @@ describe('task bootstrap:status', () => {
     expect(status.stdout).not.toMatch(/^last run:/m)
 
     // --watch in a pipe: one table after the other, until interrupted
-    const child = spawn('node', ['--import', 'tsx', 'scripts/status.ts', '--cluster-dir', cluster.clusterDir, '--nodes', 'cp-1,wrkr-1', '--watch', '--poll-interval', '200ms'], {
-      cwd: ROOT,
-      env: cluster.env(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const child = spawn(
+      'node',
+      [
+        '--import',
+        'tsx',
+        'scripts/status.ts',
+        '--cluster-dir',
+        cluster.clusterDir,
+        '--nodes',
+        'cp-1,wrkr-1',
+        '--watch',
+        '--poll-interval',
+        '200ms',
+      ],
+      {
+        cwd: ROOT,
+        env: cluster.env(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
     let out = ''
     let interrupted = false
     const code = await new Promise<number | null>((done) => {

@@ -18,7 +18,11 @@ beforeAll(async () => {
   const fqdn = (name: string): string => `${name}.lab.example`
   // talhelper genconfig -o generated: the configs named as it names them, hostnames as FQDNs
   renameSync(join(dir, 'clusterconfig'), join(dir, 'generated'))
-  for (const [name, file] of [['cp-1', `e2e-${fqdn('cp-1')}.yaml`], ['wrkr-1', `e2e-${fqdn('wrkr-1')}.yaml`], ['wrkr-2', `${fqdn('wrkr-2')}.yaml`]] as const) {
+  for (const [name, file] of [
+    ['cp-1', `e2e-${fqdn('cp-1')}.yaml`],
+    ['wrkr-1', `e2e-${fqdn('wrkr-1')}.yaml`],
+    ['wrkr-2', `${fqdn('wrkr-2')}.yaml`],
+  ] as const) {
     const from = join(dir, 'generated', `e2e-${name}.yaml`)
     writeFileSync(join(dir, 'generated', file), readFileSync(from, 'utf8').replace(`hostname: ${name}\n`, `hostname: ${fqdn(name)}\n`))
     if (file !== `e2e-${name}.yaml`) renameSync(from, `${from}.old`)
@@ -95,8 +99,14 @@ describe('the home-ops fixture (test/fixtures/talhelper/home-ops), as the issue 
     const env = cluster.env({ CLUSTER_DIR: dir, CLUSTER_DOMAIN: 'home.example', NODE3_IP: '127.97.3.13' })
     const dry = await run('task', ['-x', 'bootstrap:apply', `CLUSTER_DIR=${dir}`, 'DRY_RUN=true'], env)
     expect(dry.code, dry.stderr + dry.stdout).toBe(0)
-    for (const [ip, host] of [['127.97.3.11', 'knode01'], ['127.97.3.12', 'knode02'], ['127.97.3.13', 'knode03']]) {
-      expect(dry.stdout).toContain(`apply-config --insecure -n ${ip} -e ${ip} -f ${join(dir, 'clusterconfig', `home-${host}.home.example.yaml`)}`)
+    for (const [ip, host] of [
+      ['127.97.3.11', 'knode01'],
+      ['127.97.3.12', 'knode02'],
+      ['127.97.3.13', 'knode03'],
+    ]) {
+      expect(dry.stdout).toContain(
+        `apply-config --insecure -n ${ip} -e ${ip} -f ${join(dir, 'clusterconfig', `home-${host}.home.example.yaml`)}`,
+      )
     }
     // the repository installs its CNI some other way: preflight loads it and names that alone (issue 17)
     const noCni = await run('task', ['-x', 'bootstrap:preflight', `CLUSTER_DIR=${dir}`, '--', '--retries', '0'], env)

@@ -57,13 +57,17 @@ describe('every documented variable, as a task variable and from the environment
     expect(documentedVariables().sort()).toEqual(Object.keys(VALUES).sort())
   })
 
-  it.each(FORMS)('all of them %s reach the effective settings (bootstrap:preflight report)', async (_form, given) => {
-    const { vars, env } = given(all)
-    const result = await cluster.task('bootstrap:preflight', vars, [], env)
-    expect(result.code, why(result)).toBe(0)
-    expect(result.stdout + result.stderr).toMatch(/\b3 node\(s\); concurrency 3\b/)
-    expect(cluster.report().settings).toMatchObject(wanted)
-  }, 60_000)
+  it.each(FORMS)(
+    'all of them %s reach the effective settings (bootstrap:preflight report)',
+    async (_form, given) => {
+      const { vars, env } = given(all)
+      const result = await cluster.task('bootstrap:preflight', vars, [], env)
+      expect(result.code, why(result)).toBe(0)
+      expect(result.stdout + result.stderr).toMatch(/\b3 node\(s\); concurrency 3\b/)
+      expect(cluster.report().settings).toMatchObject(wanted)
+    },
+    60_000,
+  )
 
   it('an empty task variable counts as unset: bootstrap.yaml applies', async () => {
     const result = await cluster.task('bootstrap:preflight', { BOOTSTRAP_RETRIES: '', BOOTSTRAP_NODE: '', CONCURRENCY: '' })
@@ -81,27 +85,35 @@ describe('every documented variable, as a task variable and from the environment
     expect(result.stdout).not.toMatch(/^ {2}talosctl bootstrap .*-n 127\.124\.1\.11$/m)
   }
 
-  it.each(FORMS)('BOOTSTRAP_NODE=cp-2 %s: etcd is bootstrapped on cp-2 (bootstrap:talos DRY_RUN=true)', async (_form, given) => {
-    const { vars, env } = given({ BOOTSTRAP_NODE: 'cp-2' })
-    const result = await cluster.task('bootstrap:talos', { DRY_RUN: 'true', ...vars }, [], env)
-    bootstrapsOn(result, 'cp-2', '127.124.1.12')
-  }, 60_000)
+  it.each(FORMS)(
+    'BOOTSTRAP_NODE=cp-2 %s: etcd is bootstrapped on cp-2 (bootstrap:talos DRY_RUN=true)',
+    async (_form, given) => {
+      const { vars, env } = given({ BOOTSTRAP_NODE: 'cp-2' })
+      const result = await cluster.task('bootstrap:talos', { DRY_RUN: 'true', ...vars }, [], env)
+      bootstrapsOn(result, 'cp-2', '127.124.1.12')
+    },
+    60_000,
+  )
 
   it('a task variable beats the environment (BOOTSTRAP_NODE=cp-2 given, cp-1 exported)', async () => {
     const result = await cluster.task('bootstrap:talos', { DRY_RUN: 'true', BOOTSTRAP_NODE: 'cp-2' }, [], { BOOTSTRAP_NODE: 'cp-1' })
     bootstrapsOn(result, 'cp-2', '127.124.1.12')
   }, 60_000)
 
-  it.each(FORMS)('the other variables the scripts read reach them %s (FAIL_FAST, TALOSCTL)', async (_form, given) => {
-    const failFast = given({ FAIL_FAST: 'maybe' })
-    const bad = await cluster.task('bootstrap:preflight', failFast.vars, [], failFast.env)
-    expect(bad.code, why(bad)).toBe(2)
-    expect(bad.stderr).toMatch(/environment FAIL_FAST: fail-fast must be true or false, got "maybe"/)
-    const missing = given({ TALOSCTL: '/nonexistent/talosctl' })
-    const none = await cluster.task('bootstrap:preflight', missing.vars, [], missing.env)
-    expect(none.code, why(none)).toBe(3)
-    expect(none.stderr).toContain('/nonexistent/talosctl')
-  }, 60_000)
+  it.each(FORMS)(
+    'the other variables the scripts read reach them %s (FAIL_FAST, TALOSCTL)',
+    async (_form, given) => {
+      const failFast = given({ FAIL_FAST: 'maybe' })
+      const bad = await cluster.task('bootstrap:preflight', failFast.vars, [], failFast.env)
+      expect(bad.code, why(bad)).toBe(2)
+      expect(bad.stderr).toMatch(/environment FAIL_FAST: fail-fast must be true or false, got "maybe"/)
+      const missing = given({ TALOSCTL: '/nonexistent/talosctl' })
+      const none = await cluster.task('bootstrap:preflight', missing.vars, [], missing.env)
+      expect(none.code, why(none)).toBe(3)
+      expect(none.stderr).toContain('/nonexistent/talosctl')
+    },
+    60_000,
+  )
 })
 
 describe('retries and a timeout take effect given either way', () => {
@@ -121,25 +133,33 @@ describe('retries and a timeout take effect given either way', () => {
     await cluster?.stop()
   })
 
-  it.each(FORMS)('BOOTSTRAP_RETRIES=1 %s: an unreachable node is given up after 2 attempts (bootstrap.yaml says 5)', async (_form, given) => {
-    const { vars, env } = given({ BOOTSTRAP_RETRIES: '1', BOOTSTRAP_RETRY_DELAY: '100ms' })
-    const result = await cluster.task('bootstrap:preflight', { NODES: 'wrkr-1', ...vars }, [], env)
-    expect(result.code, why(result)).toBe(1)
-    const node = nodeIn(cluster.report(), 'preflight', 'wrkr-1')
-    expect(node).toMatchObject({ status: 'failed', attempts: 2, error: { kind: 'unreachable' } })
-    expect(node.retries?.map((r) => r.attempt)).toEqual([1])
-    expect(cluster.report().settings).toMatchObject({ retries: 1, retryDelayMs: 100 })
-  }, 60_000)
+  it.each(FORMS)(
+    'BOOTSTRAP_RETRIES=1 %s: an unreachable node is given up after 2 attempts (bootstrap.yaml says 5)',
+    async (_form, given) => {
+      const { vars, env } = given({ BOOTSTRAP_RETRIES: '1', BOOTSTRAP_RETRY_DELAY: '100ms' })
+      const result = await cluster.task('bootstrap:preflight', { NODES: 'wrkr-1', ...vars }, [], env)
+      expect(result.code, why(result)).toBe(1)
+      const node = nodeIn(cluster.report(), 'preflight', 'wrkr-1')
+      expect(node).toMatchObject({ status: 'failed', attempts: 2, error: { kind: 'unreachable' } })
+      expect(node.retries?.map((r) => r.attempt)).toEqual([1])
+      expect(cluster.report().settings).toMatchObject({ retries: 1, retryDelayMs: 100 })
+    },
+    60_000,
+  )
 
-  it.each(FORMS)('BOOTSTRAP_CALL_TIMEOUT=2s %s: a hung call is cut after 2 s (bootstrap.yaml says 30s)', async (_form, given) => {
-    const { vars, env } = given({ BOOTSTRAP_CALL_TIMEOUT: '2s' })
-    // the retries as a flag (known to work), so only the timeout comes from the variable
-    const result = await cluster.task('bootstrap:preflight', { NODES: 'wrkr-2', ...vars }, ['--retries', '0'], env)
-    expect(result.code, why(result)).toBe(1)
-    const node = nodeIn(cluster.report(), 'preflight', 'wrkr-2')
-    expect(node).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'timeout' } })
-    expect(node.durationMs).toBeGreaterThanOrEqual(2_000)
-    expect(node.durationMs).toBeLessThan(15_000)
-    expect(cluster.report().settings).toMatchObject({ callTimeoutMs: 2_000 })
-  }, 90_000)
+  it.each(FORMS)(
+    'BOOTSTRAP_CALL_TIMEOUT=2s %s: a hung call is cut after 2 s (bootstrap.yaml says 30s)',
+    async (_form, given) => {
+      const { vars, env } = given({ BOOTSTRAP_CALL_TIMEOUT: '2s' })
+      // the retries as a flag (known to work), so only the timeout comes from the variable
+      const result = await cluster.task('bootstrap:preflight', { NODES: 'wrkr-2', ...vars }, ['--retries', '0'], env)
+      expect(result.code, why(result)).toBe(1)
+      const node = nodeIn(cluster.report(), 'preflight', 'wrkr-2')
+      expect(node).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'timeout' } })
+      expect(node.durationMs).toBeGreaterThanOrEqual(2_000)
+      expect(node.durationMs).toBeLessThan(15_000)
+      expect(cluster.report().settings).toMatchObject({ callTimeoutMs: 2_000 })
+    },
+    90_000,
+  )
 })

@@ -14,7 +14,11 @@ const READY_SHORT = fastWith('--ready-timeout', '6s')
  * the files (which preflight reads) say something else. Applies and verifies with `applied` edits
  * in place, then puts the files as `files` wants them.
  */
-async function appliedThenRegenerated(cluster: E2eCluster, applied: (text: string) => string, files: (text: string) => string): Promise<void> {
+async function appliedThenRegenerated(
+  cluster: E2eCluster,
+  applied: (text: string) => string,
+  files: (text: string) => string,
+): Promise<void> {
   const config = join(cluster.clusterDir, 'clusterconfig', 'e2e-cp-1.yaml')
   const original = readFileSync(config, 'utf8')
   writeFileSync(config, applied(original))
@@ -37,80 +41,126 @@ async function expectEveryNodeCni(cluster: E2eCluster, message: RegExp, hint: Re
 }
 
 describe.concurrent('the CNI as Talos needs it', () => {
-  it('helm failing with timeout-like text from the chart download: the CNI step fails with the cause, not ok (issue 12 item 4)', () =>
-    withCluster('127.87.2', { workers: 1 }, async (cluster) => {
-      // a helm whose chart download times out; every other helm command is the simulator's
-      const bin = mkdtempSync(join(tmpdir(), 'tb-helm-'))
-      const helm = join(bin, 'helm')
-      writeFileSync(helm, `#!/usr/bin/env bash
+  it(
+    'helm failing with timeout-like text from the chart download: the CNI step fails with the cause, not ok (issue 12 item 4)',
+    () =>
+      withCluster('127.87.2', { workers: 1 }, async (cluster) => {
+        // a helm whose chart download times out; every other helm command is the simulator's
+        const bin = mkdtempSync(join(tmpdir(), 'tb-helm-'))
+        const helm = join(bin, 'helm')
+        writeFileSync(
+          helm,
+          `#!/usr/bin/env bash
 if [ "$1" = upgrade ]; then
   echo 'Error: looks like "https://helm.cilium.io/" is not a valid chart repository or cannot be reached: Get "https://helm.cilium.io/index.yaml": dial tcp: lookup helm.cilium.io: i/o timeout' >&2
   exit 1
 fi
 exec '${cluster.sim.binDir}/helm' "$@"
-`)
-      chmodSync(helm, 0o755)
-      const result = await cluster.task('bootstrap:talos', {}, READY_SHORT, { HELM: helm })
-      expect(result.code).toBe(1)
-      const report = cluster.report()
-      const cni = stepIn(report, 'wait-ready', 'cni')
-      expect(cni.status, JSON.stringify(cni)).toBe('failed')
-      expect(cni.error?.message).toMatch(/i\/o timeout \(release cilium: not installed\)$/)
-      expect(cni.error?.hint).toMatch(/check that the chart can be fetched .*task -d \S+ bootstrap:wait-ready CLUSTER_DIR=\S+/)
-      // every node carries that cause, none waits out a timeout on a CNI that was never installed
-      for (const node of ['cp-1', 'wrkr-1']) expect(nodeIn(report, 'wait-ready', node).error?.message).toMatch(/^cni: .*i\/o timeout/)
-    }), ROW_TIMEOUT)
+`,
+        )
+        chmodSync(helm, 0o755)
+        const result = await cluster.task('bootstrap:talos', {}, READY_SHORT, { HELM: helm })
+        expect(result.code).toBe(1)
+        const report = cluster.report()
+        const cni = stepIn(report, 'wait-ready', 'cni')
+        expect(cni.status, JSON.stringify(cni)).toBe('failed')
+        expect(cni.error?.message).toMatch(/i\/o timeout \(release cilium: not installed\)$/)
+        expect(cni.error?.hint).toMatch(/check that the chart can be fetched .*task -d \S+ bootstrap:wait-ready CLUSTER_DIR=\S+/)
+        // every node carries that cause, none waits out a timeout on a CNI that was never installed
+        for (const node of ['cp-1', 'wrkr-1']) expect(nodeIn(report, 'wait-ready', node).error?.message).toMatch(/^cni: .*i\/o timeout/)
+      }),
+    ROW_TIMEOUT,
+  )
 
-  it('the chart repository served with a CA helm is not given (no cni.caFile): the real helm refuses it, the CNI step names the repository and caFile', () =>
-    withCluster('127.87.6', { workers: 1 }, async (cluster) => {
-      const settings = join(cluster.clusterDir, 'bootstrap.yaml')
-      writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n  caFile: charts-ca\.crt/, ''))
-      const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
-      expect(result.code).toBe(1)
-      const cni = stepIn(cluster.report(), 'wait-ready', 'cni')
-      expect(cni.status).toBe('failed')
-      expect(cni.error?.message).toMatch(/^Error: looks like "https:\/\/127\.0\.0\.1:\d+\/" is not a valid chart repository or cannot be reached: .*x509: certificate signed by unknown authority/)
-      expect(cni.error?.hint).toMatch(/cni\.caFile .*bootstrap\.yaml.*task .*bootstrap:wait-ready/)
-      expect(cluster.sim.chartRepo.requests).toEqual([])
-    }), ROW_TIMEOUT)
+  it(
+    'the chart repository served with a CA helm is not given (no cni.caFile): the real helm refuses it, the CNI step names the repository and caFile',
+    () =>
+      withCluster('127.87.6', { workers: 1 }, async (cluster) => {
+        const settings = join(cluster.clusterDir, 'bootstrap.yaml')
+        writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n  caFile: charts-ca\.crt/, ''))
+        const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
+        expect(result.code).toBe(1)
+        const cni = stepIn(cluster.report(), 'wait-ready', 'cni')
+        expect(cni.status).toBe('failed')
+        expect(cni.error?.message).toMatch(
+          /^Error: looks like "https:\/\/127\.0\.0\.1:\d+\/" is not a valid chart repository or cannot be reached: .*x509: certificate signed by unknown authority/,
+        )
+        expect(cni.error?.hint).toMatch(/cni\.caFile .*bootstrap\.yaml.*task .*bootstrap:wait-ready/)
+        expect(cluster.sim.chartRepo.requests).toEqual([])
+      }),
+    ROW_TIMEOUT,
+  )
 
-  it('the chart comes from the repository in the settings, with its CA: index.yaml, then the chart archive', () =>
-    withCluster('127.87.7', { workers: 1 }, async (cluster) => {
-      const result = await cluster.task('bootstrap:talos', {}, [])
-      expect(result.code, result.stderr).toBe(0)
-      expect(stepIn(cluster.report(), 'wait-ready', 'cni').detail).toBe('cilium installed')
-      expect(cluster.sim.chartRepo.requests).toEqual(['GET /index.yaml', 'GET /cilium-1.18.4.tgz'])
-    }), ROW_TIMEOUT)
+  it(
+    'the chart comes from the repository in the settings, with its CA: index.yaml, then the chart archive',
+    () =>
+      withCluster('127.87.7', { workers: 1 }, async (cluster) => {
+        const result = await cluster.task('bootstrap:talos', {}, [])
+        expect(result.code, result.stderr).toBe(0)
+        expect(stepIn(cluster.report(), 'wait-ready', 'cni').detail).toBe('cilium installed')
+        expect(cluster.sim.chartRepo.requests).toEqual(['GET /index.yaml', 'GET /cilium-1.18.4.tgz'])
+      }),
+    ROW_TIMEOUT,
+  )
 
-  it('helm printing a timeout although the release went in: read back, deployed, ok', () =>
-    withCluster('127.87.3', { workers: 1 }, async (cluster) => {
-      const bin = mkdtempSync(join(tmpdir(), 'tb-helm-'))
-      const helm = join(bin, 'helm')
-      writeFileSync(helm, `#!/usr/bin/env bash
+  it(
+    'helm printing a timeout although the release went in: read back, deployed, ok',
+    () =>
+      withCluster('127.87.3', { workers: 1 }, async (cluster) => {
+        const bin = mkdtempSync(join(tmpdir(), 'tb-helm-'))
+        const helm = join(bin, 'helm')
+        writeFileSync(
+          helm,
+          `#!/usr/bin/env bash
 '${cluster.sim.binDir}/helm' "$@" || exit $?
 if [ "$1" = upgrade ]; then echo 'Error: context deadline exceeded' >&2; exit 1; fi
-`)
-      chmodSync(helm, 0o755)
-      const result = await cluster.task('bootstrap:talos', {}, [], { HELM: helm })
-      expect(result.code, result.stderr).toBe(0)
-      expect(stepIn(cluster.report(), 'wait-ready', 'cni').detail).toBe('cilium installed (helm said "Error: context deadline exceeded", but the release is deployed)')
-    }), ROW_TIMEOUT)
+`,
+        )
+        chmodSync(helm, 0o755)
+        const result = await cluster.task('bootstrap:talos', {}, [], { HELM: helm })
+        expect(result.code, result.stderr).toBe(0)
+        expect(stepIn(cluster.report(), 'wait-ready', 'cni').detail).toBe(
+          'cilium installed (helm said "Error: context deadline exceeded", but the release is deployed)',
+        )
+      }),
+    ROW_TIMEOUT,
+  )
 
-  it('nodes running with kube-proxy disabled and cilium without k8sServiceHost: each node names the agent that cannot reach the API server', () =>
-    withCluster('127.87.4', { workers: 1, image: 'disk' }, async (cluster) => {
-      await appliedThenRegenerated(cluster, (t) => t, (t) => t.replace(/proxy:\n(\s+)disabled: true/, 'proxy:\n$1disabled: false'))
-      const settings = join(cluster.clusterDir, 'bootstrap.yaml')
-          writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n {4}k8sServiceHost: localhost\n {4}k8sServicePort: 7445/, ''))
-      await expectEveryNodeCni(cluster,
-        /^not Ready within \S+: CNI pod cilium-\w+ Running not ready, restarting \(\d+ restarts\): .*Unable to initialize Kubernetes subsystem.*dial tcp 127\.96\.0\.1:443: i\/o timeout/,
-        /k8sServiceHost: localhost, k8sServicePort: 7445 .*kubectl --kubeconfig \S+ -n kube-system logs -p cilium-\w+/)
-    }), ROW_TIMEOUT)
+  it(
+    'nodes running with kube-proxy disabled and cilium without k8sServiceHost: each node names the agent that cannot reach the API server',
+    () =>
+      withCluster('127.87.4', { workers: 1, image: 'disk' }, async (cluster) => {
+        await appliedThenRegenerated(
+          cluster,
+          (t) => t,
+          (t) => t.replace(/proxy:\n(\s+)disabled: true/, 'proxy:\n$1disabled: false'),
+        )
+        const settings = join(cluster.clusterDir, 'bootstrap.yaml')
+        writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n {4}k8sServiceHost: localhost\n {4}k8sServicePort: 7445/, ''))
+        await expectEveryNodeCni(
+          cluster,
+          /^not Ready within \S+: CNI pod cilium-\w+ Running not ready, restarting \(\d+ restarts\): .*Unable to initialize Kubernetes subsystem.*dial tcp 127\.96\.0\.1:443: i\/o timeout/,
+          /k8sServiceHost: localhost, k8sServicePort: 7445 .*kubectl --kubeconfig \S+ -n kube-system logs -p cilium-\w+/,
+        )
+      }),
+    ROW_TIMEOUT,
+  )
 
-  it("nodes running Talos's flannel next to cilium: two CNIs named on each node", () =>
-    withCluster('127.87.5', { workers: 1, image: 'disk' }, async (cluster) => {
-      await appliedThenRegenerated(cluster, (t) => t.replace('name: none', 'name: flannel'), (t) => t)
-      await expectEveryNodeCni(cluster,
-        /^two CNIs on the node: Talos's own flannel \(pod kube-flannel-\w+\) runs next to cilium;/,
-        /cluster\.network\.cni\.name: none .*kubectl --kubeconfig \S+ -n kube-system delete daemonset kube-flannel/)
-    }), ROW_TIMEOUT)
+  it(
+    "nodes running Talos's flannel next to cilium: two CNIs named on each node",
+    () =>
+      withCluster('127.87.5', { workers: 1, image: 'disk' }, async (cluster) => {
+        await appliedThenRegenerated(
+          cluster,
+          (t) => t.replace('name: none', 'name: flannel'),
+          (t) => t,
+        )
+        await expectEveryNodeCni(
+          cluster,
+          /^two CNIs on the node: Talos's own flannel \(pod kube-flannel-\w+\) runs next to cilium;/,
+          /cluster\.network\.cni\.name: none .*kubectl --kubeconfig \S+ -n kube-system delete daemonset kube-flannel/,
+        )
+      }),
+    ROW_TIMEOUT,
+  )
 })

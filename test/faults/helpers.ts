@@ -10,7 +10,20 @@ import { E2eCluster, nodeIn, statuses, type ClusterShape } from '../e2e/harness.
  * (a healthy node needs ~1 s of each at speed 600, more on a loaded CI machine); a row shortens
  * only the one wait its failing node must sit out (e.g. `fastWith('--ready-timeout', '6s')`).
  */
-export const FAST = ['--verify-timeout', '20s', '--bootstrap-timeout', '20s', '--ready-timeout', '20s', '--flux-timeout', '20s', '--call-timeout', '10s', '--retries', '2']
+export const FAST = [
+  '--verify-timeout',
+  '20s',
+  '--bootstrap-timeout',
+  '20s',
+  '--ready-timeout',
+  '20s',
+  '--flux-timeout',
+  '20s',
+  '--call-timeout',
+  '10s',
+  '--retries',
+  '2',
+]
 
 /** Rows of one file in flight at once: most of a row is waiting, but more than this starves 2 cores. */
 const ROWS_AT_ONCE = 3
@@ -59,7 +72,11 @@ export type Expected = Record<string, string>
  */
 export function expectPhase(report: Report, phase: string, expected: Expected, recovery?: (node: string) => string): void {
   const plain = Object.fromEntries(Object.entries(expected).map(([n, s]) => [n, s.split(':')[0]]))
-  const why = report.phases.find((p) => p.name === phase)?.nodes.filter((n) => n.error).map((n) => `${n.name}: ${n.error?.kind}: ${n.error?.message}`).join('; ')
+  const why = report.phases
+    .find((p) => p.name === phase)
+    ?.nodes.filter((n) => n.error)
+    .map((n) => `${n.name}: ${n.error?.kind}: ${n.error?.message}`)
+    .join('; ')
   expect(statuses(report, phase), `statuses in ${phase} (${why})`).toEqual(plain)
   for (const [name, want] of Object.entries(expected)) {
     const [status, kind] = want.split(':')
@@ -67,7 +84,8 @@ export function expectPhase(report: Report, phase: string, expected: Expected, r
     if (status === 'failed') {
       expect(node.error?.kind, `${name} kind in ${phase}: ${node.error?.message ?? ''}`).toBe(kind)
       if (recovery) expect(node.error?.hint, `${name} hint in ${phase}`).toContain(recovery(name))
-      if (recovery) expect(node.error?.hint, `${name} hint names the repository and the cluster`).toMatch(/task -d \S+ bootstrap:node CLUSTER_DIR=\S+ /)
+      if (recovery)
+        expect(node.error?.hint, `${name} hint names the repository and the cluster`).toMatch(/task -d \S+ bootstrap:node CLUSTER_DIR=\S+ /)
     } else if (status === 'ok') {
       expect(node.error, `${name} has no error in ${phase}`).toBeUndefined()
     }

@@ -58,7 +58,10 @@ describe('reset: the Kubernetes Node', () => {
     expect(result.code).toBe(1)
     expect(nodeIn(c.report(), 'reset', 'wrkr-1').status).toBe('ok')
     const failed = nodeIn(c.report(), 'wait-ready', 'wrkr-1')
-    expect(failed.error).toMatchObject({ kind: 'node-not-ready', message: expect.stringMatching(/Ready but cordoned \(spec\.unschedulable\), not by Talos \(no talos\.dev\/cordoned annotation\)/) })
+    expect(failed.error).toMatchObject({
+      kind: 'node-not-ready',
+      message: expect.stringMatching(/Ready but cordoned \(spec\.unschedulable\), not by Talos \(no talos\.dev\/cordoned annotation\)/),
+    })
     expect(failed.error?.hint).toMatch(/kubectl --kubeconfig \S+ uncordon wrkr-1/)
     expect((await kubeNode(c, 'wrkr-1')).spec?.unschedulable).toBe(true)
   })
@@ -77,7 +80,9 @@ describe('reset: a drain blocked by a PodDisruptionBudget', () => {
     const failed = nodeIn(c.report(), 'reset', 'wrkr-1')
     expect(failed.error).toMatchObject({
       kind: 'drain-blocked',
-      message: expect.stringMatching(/the reset's drain of wrkr-1 is blocked: PodDisruptionBudget default\/guarded allows no disruption of default\/guarded-\w+ \(evictions refused\); still configured \(stage resetting\)/),
+      message: expect.stringMatching(
+        /the reset's drain of wrkr-1 is blocked: PodDisruptionBudget default\/guarded allows no disruption of default\/guarded-\w+ \(evictions refused\); still configured \(stage resetting\)/,
+      ),
     })
     expect(failed.error?.hint).toMatch(/get pdb -A/)
     expect(failed.error?.hint).toMatch(/--field-selector spec\.nodeName=wrkr-1/)
@@ -93,7 +98,10 @@ describe('reset: a drain blocked by a PodDisruptionBudget', () => {
     const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--reset-timeout', '8s'])
     expect(result.code).toBe(1)
     const failed = nodeIn(c.report(), 'reset', 'cp-2')
-    expect(failed.error).toMatchObject({ kind: 'etcd-join', message: expect.stringMatching(/the reset stopped half-way: cp-2 is still configured \(stage resetting\)/) })
+    expect(failed.error).toMatchObject({
+      kind: 'etcd-join',
+      message: expect.stringMatching(/the reset stopped half-way: cp-2 is still configured \(stage resetting\)/),
+    })
   })
 
   it('a reset that outlasts the blocked drain (Talos gives up on it after 5m) completes, and says the budget was not kept', async () => {
@@ -102,6 +110,8 @@ describe('reset: a drain blocked by a PodDisruptionBudget', () => {
 
     const result = await c.task('bootstrap:node', { NODE: 'wrkr-1', RESET: 'true' }, ['--yes'])
     expect(result.code, result.stderr + result.stdout).toBe(0)
-    expect(nodeIn(c.report(), 'reset', 'wrkr-1').detail).toMatch(/^reset to maintenance; the drain was blocked \(PodDisruptionBudget default\/guarded allows no disruption of default\/guarded-\w+\): Talos removed the pods after its 5m drain timeout regardless$/)
+    expect(nodeIn(c.report(), 'reset', 'wrkr-1').detail).toMatch(
+      /^reset to maintenance; the drain was blocked \(PodDisruptionBudget default\/guarded allows no disruption of default\/guarded-\w+\): Talos removed the pods after its 5m drain timeout regardless$/,
+    )
   })
 })

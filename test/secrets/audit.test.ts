@@ -42,7 +42,10 @@ function expectNoLeak(cluster: E2eCluster, outputs: Output[], secrets: Secret[])
 
 /** A Flux git token as a Secret manifest that bootstrap:flux applies before Flux (flux.secrets). */
 function writeFluxToken(cluster: E2eCluster, token: string): void {
-  writeFileSync(join(cluster.clusterDir, 'flux-git-token.yaml'), `apiVersion: v1\nkind: Secret\nmetadata:\n  name: git-token\n  namespace: flux-system\ntype: Opaque\nstringData:\n  token: ${token}\n`)
+  writeFileSync(
+    join(cluster.clusterDir, 'flux-git-token.yaml'),
+    `apiVersion: v1\nkind: Secret\nmetadata:\n  name: git-token\n  namespace: flux-system\ntype: Opaque\nstringData:\n  token: ${token}\n`,
+  )
   const settings = join(cluster.clusterDir, 'bootstrap.yaml')
   writeFileSync(settings, readFileSync(settings, 'utf8').replace(/^flux:\n/m, 'flux:\n  secrets:\n    - flux-git-token.yaml\n'))
 }
@@ -52,26 +55,30 @@ describe('secrets audit: no secret value reaches stdout, stderr, the logs or the
     const { cluster, secrets } = await start('127.71.1', { cps: 1, workers: 1, speed: 1200 })
     const origins = secrets.map((s) => s.origin)
     // every kind the brief names: machine config tokens, secrets and CA keys; talosconfig key/crt; the Flux key
-    expect(origins).toEqual(expect.arrayContaining([
-      'clusterconfig/e2e-cp-1.yaml machine.token',
-      'clusterconfig/e2e-cp-1.yaml machine.ca.key',
-      'clusterconfig/e2e-cp-1.yaml cluster.secret',
-      'clusterconfig/e2e-cp-1.yaml cluster.token',
-      'clusterconfig/e2e-cp-1.yaml cluster.ca.key',
-      'clusterconfig/e2e-cp-1.yaml cluster.etcd.ca.key',
-      'clusterconfig/e2e-cp-1.yaml cluster.serviceAccount.key',
-      'clusterconfig/e2e-cp-1.yaml cluster.secretboxEncryptionSecret',
-      'clusterconfig/e2e-wrkr-1.yaml machine.token',
-      'clusterconfig/talosconfig contexts.e2e.key',
-      'clusterconfig/talosconfig contexts.e2e.crt',
-      'flux-deploy-key',
-    ]))
+    expect(origins).toEqual(
+      expect.arrayContaining([
+        'clusterconfig/e2e-cp-1.yaml machine.token',
+        'clusterconfig/e2e-cp-1.yaml machine.ca.key',
+        'clusterconfig/e2e-cp-1.yaml cluster.secret',
+        'clusterconfig/e2e-cp-1.yaml cluster.token',
+        'clusterconfig/e2e-cp-1.yaml cluster.ca.key',
+        'clusterconfig/e2e-cp-1.yaml cluster.etcd.ca.key',
+        'clusterconfig/e2e-cp-1.yaml cluster.serviceAccount.key',
+        'clusterconfig/e2e-cp-1.yaml cluster.secretboxEncryptionSecret',
+        'clusterconfig/e2e-wrkr-1.yaml machine.token',
+        'clusterconfig/talosconfig contexts.e2e.key',
+        'clusterconfig/talosconfig contexts.e2e.crt',
+        'flux-deploy-key',
+      ]),
+    )
     const cp = join(cluster.clusterDir, 'clusterconfig', 'e2e-cp-1.yaml')
     expect(findLeaks([{ where: cp, text: readFileSync(cp, 'utf8') }], secrets).length).toBeGreaterThan(5)
     // a PEM body line, printed alone and decoded, is still found
     const caKey = secrets.find((s) => s.origin.endsWith('cluster.ca.key'))
     const bodyLine = caKey?.needles.find((n) => !/^[A-Za-z0-9+/=]{100,}$/.test(n)) ?? 'missing'
-    expect(findLeaks([{ where: 'sample', text: `error: ${bodyLine}\n` }], secrets).map((l) => l.origin)).toContain('clusterconfig/e2e-cp-1.yaml cluster.ca.key')
+    expect(findLeaks([{ where: 'sample', text: `error: ${bodyLine}\n` }], secrets).map((l) => l.origin)).toContain(
+      'clusterconfig/e2e-cp-1.yaml cluster.ca.key',
+    )
     expect(needlesOf('abcdef.0123456789abcdef')).toContain(Buffer.from('abcdef.0123456789abcdef').toString('base64').slice(0, 28))
   })
 
@@ -92,7 +99,9 @@ describe('secrets audit: no secret value reaches stdout, stderr, the logs or the
     printed.push(...outputsOf('bootstrap:all', all))
 
     // the kubeconfig the run wrote holds a client key: it must not reach the outputs either
-    const kubeconfigSecrets = yamlSecrets(join(cluster.clusterDir, 'kubeconfig'), 'kubeconfig (written by the run)').filter((s) => /client-key-data|token/.test(s.origin))
+    const kubeconfigSecrets = yamlSecrets(join(cluster.clusterDir, 'kubeconfig'), 'kubeconfig (written by the run)').filter((s) =>
+      /client-key-data|token/.test(s.origin),
+    )
 
     // bad input on a line holding a secret: the error names the line, never the value
     const worker = join(cluster.clusterDir, 'clusterconfig', 'e2e-wrkr-1.yaml')
@@ -103,61 +112,86 @@ describe('secrets audit: no secret value reaches stdout, stderr, the logs or the
     expect(bad.code, bad.stderr).toBe(2)
     printed.push(...outputsOf('bad input', bad))
 
-    expect((await cluster.kubectl(['get', 'secret', '-n', 'flux-system', 'git-token', '-o', 'name'])).stdout.trim()).toBe('secret/git-token')
+    expect((await cluster.kubectl(['get', 'secret', '-n', 'flux-system', 'git-token', '-o', 'name'])).stdout.trim()).toBe(
+      'secret/git-token',
+    )
     expectNoLeak(cluster, everyOutput(cluster, printed), [...secrets, ...kubeconfigSecrets])
   })
 
-  it('after failing runs (a rejected config, a node trusting another CA, a failing Flux kustomization): nothing leaks', { timeout: 180_000 }, async () => {
-    // Kubernetes quotes an invalid value in its error ("Invalid value: …"), and Flux carries that into the
-    // Kustomization's Ready message: a Flux token from flux.secrets can come back in a failure message
-    const token = `ghp_${randomBytes(18).toString('hex')}`
-    const { cluster, secrets } = await start('127.71.3', {
-      cps: 1,
-      workers: 2,
-      speed: 1200,
-      faults: [
-        { node: 'wrkr-1', on: 'apply', kind: 'config-rejected' },
-        { node: 'wrkr-2', on: 'any', kind: 'pki-mismatch' },
-        { kind: 'flux', message: `Secret/flux-system/git-token dry-run failed: Secret "git-token" is invalid: data[token]: Invalid value: "${token}": must be base64` },
-      ],
-    })
-    writeFluxToken(cluster, token)
-    secrets.push({ origin: 'flux-git-token.yaml stringData.token', needles: needlesOf(token) })
-    const printed: Output[] = []
-    // short waits: the failures are permanent, waiting longer would only slow the test
-    const all = await cluster.task('bootstrap:all', {}, ['--retries', '1', '--verify-timeout', '5s', '--flux-timeout', '5s'])
-    expect(all.code, `${all.stdout}\n${all.stderr}`).toBe(1)
-    printed.push(...outputsOf('failing bootstrap:all', all))
-    const report = cluster.report()
-    expect(report.ok).toBe(false)
+  it(
+    'after failing runs (a rejected config, a node trusting another CA, a failing Flux kustomization): nothing leaks',
+    { timeout: 180_000 },
+    async () => {
+      // Kubernetes quotes an invalid value in its error ("Invalid value: …"), and Flux carries that into the
+      // Kustomization's Ready message: a Flux token from flux.secrets can come back in a failure message
+      const token = `ghp_${randomBytes(18).toString('hex')}`
+      const { cluster, secrets } = await start('127.71.3', {
+        cps: 1,
+        workers: 2,
+        speed: 1200,
+        faults: [
+          { node: 'wrkr-1', on: 'apply', kind: 'config-rejected' },
+          { node: 'wrkr-2', on: 'any', kind: 'pki-mismatch' },
+          {
+            kind: 'flux',
+            message: `Secret/flux-system/git-token dry-run failed: Secret "git-token" is invalid: data[token]: Invalid value: "${token}": must be base64`,
+          },
+        ],
+      })
+      writeFluxToken(cluster, token)
+      secrets.push({ origin: 'flux-git-token.yaml stringData.token', needles: needlesOf(token) })
+      const printed: Output[] = []
+      // short waits: the failures are permanent, waiting longer would only slow the test
+      const all = await cluster.task('bootstrap:all', {}, ['--retries', '1', '--verify-timeout', '5s', '--flux-timeout', '5s'])
+      expect(all.code, `${all.stdout}\n${all.stderr}`).toBe(1)
+      printed.push(...outputsOf('failing bootstrap:all', all))
+      const report = cluster.report()
+      expect(report.ok).toBe(false)
 
-    const verify = await cluster.task('bootstrap:verify', { NODES: 'wrkr-1' }, ['--verify-timeout', '2s'])
-    expect(verify.code).toBe(1)
-    printed.push(...outputsOf('failing verify', verify))
+      const verify = await cluster.task('bootstrap:verify', { NODES: 'wrkr-1' }, ['--verify-timeout', '2s'])
+      expect(verify.code).toBe(1)
+      printed.push(...outputsOf('failing verify', verify))
 
-    expectNoLeak(cluster, everyOutput(cluster, printed), secrets)
-  })
+      expectNoLeak(cluster, everyOutput(cluster, printed), secrets)
+    },
+  )
 
-  it('short Secret values and a second document after `--- ` (trailing space) in flux.secrets: nothing leaks', { timeout: 180_000 }, async () => {
-    // a 7-character password, and a token in the file's second document; Flux quotes both in its failure
-    const short = `p${randomBytes(3).toString('hex')}`
-    const second = `tok_${randomBytes(12).toString('hex')}`
-    const { cluster, secrets } = await start('127.71.5', {
-      cps: 1,
-      workers: 1,
-      speed: 1200,
-      faults: [{ kind: 'flux', message: `Secret/flux-system/creds is invalid: data[password]: Invalid value: "${short}"; data[token]: Invalid value: "${second}"` }],
-    })
-    const file = join(cluster.clusterDir, 'flux-creds.yaml')
-    const doc = (name: string, body: string): string => `apiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: flux-system\ntype: Opaque\n${body}`
-    writeFileSync(file, `${doc('creds', `stringData:\n  password: ${short}\n`)}--- \n${doc('creds-2', `data:\n  token: ${Buffer.from(second).toString('base64')}\n`)}`)
-    const settings = join(cluster.clusterDir, 'bootstrap.yaml')
-    writeFileSync(settings, readFileSync(settings, 'utf8').replace(/^flux:\n/m, 'flux:\n  secrets:\n    - flux-creds.yaml\n'))
-    const all = await cluster.task('bootstrap:all', {}, ['--retries', '1', '--flux-timeout', '5s'])
-    expect(all.code, `${all.stdout}\n${all.stderr}`).toBe(1)
-    // the failure was reported (with the values masked), so the values did pass through the outputs
-    expect(all.stderr).toContain('Invalid value: "<redacted>"')
-    const needles = [{ origin: 'flux-creds.yaml stringData.password (7 characters)', needles: [short] }, { origin: 'flux-creds.yaml (second document) data.token', needles: needlesOf(second) }]
-    expectNoLeak(cluster, everyOutput(cluster, outputsOf('failing bootstrap:all', all)), [...secrets, ...needles])
-  })
+  it(
+    'short Secret values and a second document after `--- ` (trailing space) in flux.secrets: nothing leaks',
+    { timeout: 180_000 },
+    async () => {
+      // a 7-character password, and a token in the file's second document; Flux quotes both in its failure
+      const short = `p${randomBytes(3).toString('hex')}`
+      const second = `tok_${randomBytes(12).toString('hex')}`
+      const { cluster, secrets } = await start('127.71.5', {
+        cps: 1,
+        workers: 1,
+        speed: 1200,
+        faults: [
+          {
+            kind: 'flux',
+            message: `Secret/flux-system/creds is invalid: data[password]: Invalid value: "${short}"; data[token]: Invalid value: "${second}"`,
+          },
+        ],
+      })
+      const file = join(cluster.clusterDir, 'flux-creds.yaml')
+      const doc = (name: string, body: string): string =>
+        `apiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: flux-system\ntype: Opaque\n${body}`
+      writeFileSync(
+        file,
+        `${doc('creds', `stringData:\n  password: ${short}\n`)}--- \n${doc('creds-2', `data:\n  token: ${Buffer.from(second).toString('base64')}\n`)}`,
+      )
+      const settings = join(cluster.clusterDir, 'bootstrap.yaml')
+      writeFileSync(settings, readFileSync(settings, 'utf8').replace(/^flux:\n/m, 'flux:\n  secrets:\n    - flux-creds.yaml\n'))
+      const all = await cluster.task('bootstrap:all', {}, ['--retries', '1', '--flux-timeout', '5s'])
+      expect(all.code, `${all.stdout}\n${all.stderr}`).toBe(1)
+      // the failure was reported (with the values masked), so the values did pass through the outputs
+      expect(all.stderr).toContain('Invalid value: "<redacted>"')
+      const needles = [
+        { origin: 'flux-creds.yaml stringData.password (7 characters)', needles: [short] },
+        { origin: 'flux-creds.yaml (second document) data.token', needles: needlesOf(second) },
+      ]
+      expectNoLeak(cluster, everyOutput(cluster, outputsOf('failing bootstrap:all', all)), [...secrets, ...needles])
+    },
+  )
 })

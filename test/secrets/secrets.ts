@@ -68,13 +68,17 @@ function walk(value: unknown, path: string[], out: Array<{ path: string; value: 
 export function yamlSecrets(file: string, label: string, certsToo = false): Secret[] {
   const found: Array<{ path: string; value: string }> = []
   for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) walk(doc.toJS(), [], found, certsToo)
-  return found.map((f) => ({ origin: `${label} ${f.path}`, needles: needlesOf(f.value), partial: partialsOf(f.value) })).filter((s) => s.needles.length > 0)
+  return found
+    .map((f) => ({ origin: `${label} ${f.path}`, needles: needlesOf(f.value), partial: partialsOf(f.value) }))
+    .filter((s) => s.needles.length > 0)
 }
 
 /** A private key file (OpenSSH or PEM): its body lines, and the base64 of the whole file (as in a Secret). */
 export function keyFileSecrets(file: string, label: string): Secret[] {
   const text = readFileSync(file, 'utf8')
-  return [{ origin: label, needles: [...pemBodyLines(text), base64Stem(text)], partial: [Buffer.from(text).toString('base64').slice(60, 120)] }]
+  return [
+    { origin: label, needles: [...pemBodyLines(text), base64Stem(text)], partial: [Buffer.from(text).toString('base64').slice(60, 120)] },
+  ]
 }
 
 /** Every secret of a cluster dir as the simulator wrote it: machine configs, talosconfig, Flux deploy key. */
@@ -122,5 +126,7 @@ export function findLeaks(outputs: Array<{ where: string; text: string }>, secre
 }
 
 export function describeLeaks(leaks: Leak[], base: string): string {
-  return leaks.map((l) => `${l.where.startsWith(base) ? relative(base, l.where) : l.where}: secret from ${l.origin} (${l.needle})`).join('\n')
+  return leaks
+    .map((l) => `${l.where.startsWith(base) ? relative(base, l.where) : l.where}: secret from ${l.origin} (${l.needle})`)
+    .join('\n')
 }

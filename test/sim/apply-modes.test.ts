@@ -7,7 +7,10 @@ import { parse, stringify } from 'yaml'
 import { applyInsecure, at, configFile, configOf, stageLog, startOn, talosctl, type Started } from './helpers.js'
 
 let c: Started | null = null
-afterEach(async () => { await c?.stop(); c = null })
+afterEach(async () => {
+  await c?.stop()
+  c = null
+})
 
 describe('authenticated apply', () => {
   it('auto applies a live change without a reboot, reboots for another; no-reboot refuses it; a bad config is InvalidArgument', async () => {
@@ -16,23 +19,36 @@ describe('authenticated apply', () => {
     for (const n of ['cp-1', 'wrkr-1']) await applyInsecure(c.sim, n)
     await c.sim.until(() => c!.sim.node('wrkr-1')!.stage === 'running')
     const ip = '127.44.1.21'
-    const apply = (name: string, cfg: unknown, mode: string) => talosctl(c!.sim, ['apply-config', ...at(ip), '-f', configFile(c!.sim, name, stringify(cfg)), '--mode', mode])
+    const apply = (name: string, cfg: unknown, mode: string) =>
+      talosctl(c!.sim, ['apply-config', ...at(ip), '-f', configFile(c!.sim, name, stringify(cfg)), '--mode', mode])
     // a worker answers a call for its own address locally (apid): a plain error, not a per-node one
     const failed = (desc: string) => `error applying new configuration: rpc error: code = ${desc}\n`
     const base = configOf(c.sim, 'wrkr-1')
-    const labelled = parse(base); labelled.machine.nodeLabels = { zone: 'a' }
+    const labelled = parse(base)
+    labelled.machine.nodeLabels = { zone: 'a' }
     expect(await apply('labelled', labelled, 'auto')).toMatchObject({ code: 0, stderr: 'Applied configuration without a reboot\n' })
     expect(c.sim.node('wrkr-1')!.stage).toBe('running')
-    const changed = parse(base); changed.machine.env = { FOO: 'bar' }
-    expect((await apply('changed', changed, 'no-reboot')).stderr).toBe(failed("InvalidArgument desc = this config change can't be applied in immediate mode\n" +
-      'diff: machine configuration changed outside the fields applied live'))
-    const bad = parse(base); bad.machine.type = 'nonsense'
-    expect((await apply('bad', bad, 'auto')).stderr).toMatch(/^error applying new configuration: rpc error: code = InvalidArgument desc = 1 error occurred:\n\t\* v1alpha1\.Config: 1 error occurred:\n\t\* unknown machine type "nonsense"\n/)
+    const changed = parse(base)
+    changed.machine.env = { FOO: 'bar' }
+    expect((await apply('changed', changed, 'no-reboot')).stderr).toBe(
+      failed(
+        "InvalidArgument desc = this config change can't be applied in immediate mode\n" +
+          'diff: machine configuration changed outside the fields applied live',
+      ),
+    )
+    const bad = parse(base)
+    bad.machine.type = 'nonsense'
+    expect((await apply('bad', bad, 'auto')).stderr).toMatch(
+      /^error applying new configuration: rpc error: code = InvalidArgument desc = 1 error occurred:\n\t\* v1alpha1\.Config: 1 error occurred:\n\t\* unknown machine type "nonsense"\n/,
+    )
     const log = stageLog(c.sim, 'wrkr-1')
     expect(await apply('changed', changed, 'auto')).toMatchObject({ code: 0, stderr: 'Applied configuration with a reboot\n' })
     // a second apply before the reboot is refused
-    expect((await apply('changed', changed, 'auto')).stderr)
-      .toBe(failed('FailedPrecondition desc = configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot'))
+    expect((await apply('changed', changed, 'auto')).stderr).toBe(
+      failed(
+        'FailedPrecondition desc = configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot',
+      ),
+    )
     await c.sim.until(() => log.length > 2 && c!.sim.node('wrkr-1')!.stage === 'running')
     expect(log).toEqual(['running', 'rebooting', 'booting', 'running'])
   })
@@ -42,15 +58,27 @@ describe('authenticated apply', () => {
     for (const n of ['cp-1', 'wrkr-1']) await applyInsecure(c.sim, n)
     await c.sim.until(() => c!.sim.node('wrkr-1')!.stage === 'running')
     const ip = '127.44.2.21'
-    const changed = parse(configOf(c.sim, 'wrkr-1')); changed.machine.env = { FOO: 'bar' }
+    const changed = parse(configOf(c.sim, 'wrkr-1'))
+    changed.machine.env = { FOO: 'bar' }
     const file = configFile(c.sim, 'changed', stringify(changed))
     const log = stageLog(c.sim, 'wrkr-1')
-    expect(await talosctl(c.sim, ['apply-config', ...at(ip), '-f', file, '--mode', 'staged'])).toMatchObject({ code: 0, stderr: 'Staged configuration to be applied after the next reboot\n' })
+    expect(await talosctl(c.sim, ['apply-config', ...at(ip), '-f', file, '--mode', 'staged'])).toMatchObject({
+      code: 0,
+      stderr: 'Staged configuration to be applied after the next reboot\n',
+    })
     const dry = await talosctl(c.sim, ['apply-config', ...at(ip), '-f', file, '--dry-run'])
     expect(dry).toMatchObject({ code: 0 })
     expect(dry.stderr).toMatch(/^Dry run summary:\nApplied configuration with a reboot \(skipped in dry-run\)\./)
-    const labelled = parse(configOf(c.sim, 'wrkr-1')); labelled.machine.nodeLabels = { zone: 'b' }
-    const tried = await talosctl(c.sim, ['apply-config', ...at(ip), '-f', configFile(c.sim, 'labelled', stringify(labelled)), '--mode', 'try'])
+    const labelled = parse(configOf(c.sim, 'wrkr-1'))
+    labelled.machine.nodeLabels = { zone: 'b' }
+    const tried = await talosctl(c.sim, [
+      'apply-config',
+      ...at(ip),
+      '-f',
+      configFile(c.sim, 'labelled', stringify(labelled)),
+      '--mode',
+      'try',
+    ])
     expect(tried).toMatchObject({ code: 0 })
     expect(tried.stderr).toMatch(/^Applied configuration without a reboot\nThe config is applied in 'try' mode/)
     expect(log).toEqual(['running'])

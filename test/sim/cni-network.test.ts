@@ -17,8 +17,23 @@ import { startKubeForTest, run } from '../../sim/testkit.js'
 import { networkOf } from '../../sim/talos/network.js'
 
 type Kit = Awaited<ReturnType<typeof startKubeForTest>>
-interface Network { cni: string; proxy: boolean; kubePrism: { enabled: boolean; port: number } }
-interface PodView { metadata: { name: string; labels?: Record<string, string> }; spec: { nodeName?: string }; status?: { conditions?: Array<{ type: string; status: string }>; containerStatuses?: Array<{ restartCount: number; state?: { waiting?: { reason?: string } }; lastState?: { terminated?: { message?: string } } }> } }
+interface Network {
+  cni: string
+  proxy: boolean
+  kubePrism: { enabled: boolean; port: number }
+}
+interface PodView {
+  metadata: { name: string; labels?: Record<string, string> }
+  spec: { nodeName?: string }
+  status?: {
+    conditions?: Array<{ type: string; status: string }>
+    containerStatuses?: Array<{
+      restartCount: number
+      state?: { waiting?: { reason?: string } }
+      lastState?: { terminated?: { message?: string } }
+    }>
+  }
+}
 
 const TALOS: Network = { cni: 'none', proxy: false, kubePrism: { enabled: true, port: 7445 } }
 const GUIDE = ['--set', 'kubeProxyReplacement=true', '--set', 'k8sServiceHost=localhost', '--set', 'k8sServicePort=7445']
@@ -43,7 +58,8 @@ async function cluster(range: string, network: Network): Promise<Kit> {
   return kit as Kit
 }
 
-const pods = (k: Kit, label: string): PodView[] => (k.kube.store.list(k.kube.registry.get('', 'v1', 'pods')) as PodView[]).filter((p) => p.metadata.labels?.['k8s-app'] === label)
+const pods = (k: Kit, label: string): PodView[] =>
+  (k.kube.store.list(k.kube.registry.get('', 'v1', 'pods')) as PodView[]).filter((p) => p.metadata.labels?.['k8s-app'] === label)
 const ready = (p: PodView): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false
 const until = async (what: string, check: () => boolean): Promise<void> => {
   for (let i = 0; i < 400; i++) {
@@ -52,18 +68,24 @@ const until = async (what: string, check: () => boolean): Promise<void> => {
   }
   throw new Error(`never happened: ${what}`)
 }
-const install = (k: Kit, extra: string[]) => run('helm', ['upgrade', '--install', 'cilium', ...k.chart, '-n', 'kube-system', ...extra], { env: k.env })
+const install = (k: Kit, extra: string[]) =>
+  run('helm', ['upgrade', '--install', 'cilium', ...k.chart, '-n', 'kube-system', ...extra], { env: k.env })
 
 describe('a CNI held to what a Talos node needs', () => {
   it('kube-proxy disabled, cilium without k8sServiceHost: the agents restart, unable to reach the API server; nodes stay NotReady', async () => {
     const k = await cluster('127.38.1', TALOS)
     expect((await install(k, ['--set', 'kubeProxyReplacement=true'])).code).toBe(0)
-    await until('both agents restarted', () => pods(k, 'cilium').length === 2 && pods(k, 'cilium').every((p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) > 0))
+    await until(
+      'both agents restarted',
+      () => pods(k, 'cilium').length === 2 && pods(k, 'cilium').every((p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) > 0),
+    )
     for (const pod of pods(k, 'cilium')) {
       expect(ready(pod)).toBe(false)
       const status = pod.status?.containerStatuses?.[0]
       expect(status?.state?.waiting?.reason).toBe('CrashLoopBackOff')
-      expect(status?.lastState?.terminated?.message).toMatch(/level=fatal msg="Unable to initialize Kubernetes subsystem" error="unable to create k8s client: Get \\"https:\/\/127\.96\.0\.1:443\/api\/v1\/namespaces\/kube-system\\": dial tcp 127\.96\.0\.1:443: i\/o timeout"/)
+      expect(status?.lastState?.terminated?.message).toMatch(
+        /level=fatal msg="Unable to initialize Kubernetes subsystem" error="unable to create k8s client: Get \\"https:\/\/127\.96\.0\.1:443\/api\/v1\/namespaces\/kube-system\\": dial tcp 127\.96\.0\.1:443: i\/o timeout"/,
+      )
       expect(status?.lastState?.terminated?.message).toMatch(/msg="Unable to contact k8s api-server"/)
     }
     expect(k.kube.nodeReady('cp-1') || k.kube.nodeReady('wrkr-1')).toBe(false)
@@ -83,7 +105,8 @@ describe('a CNI held to what a Talos node needs', () => {
     const k = await cluster('127.38.3', TALOS)
     expect((await install(k, [...GUIDE, '--set', 'k8sServicePort=6443'])).code).toBe(0)
     await until('an agent restarted', () => pods(k, 'cilium').some((p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) > 0))
-    const message = pods(k, 'cilium').find((p) => p.status?.containerStatuses?.[0]?.lastState?.terminated)?.status?.containerStatuses?.[0]?.lastState?.terminated?.message
+    const message = pods(k, 'cilium').find((p) => p.status?.containerStatuses?.[0]?.lastState?.terminated)?.status?.containerStatuses?.[0]
+      ?.lastState?.terminated?.message
     expect(message).toMatch(/dial tcp 127\.0\.0\.1:6443: connect: connection refused/)
   })
 
@@ -119,8 +142,12 @@ describe("what the simulator reads from a node's applied config (sim/talos/netwo
   it('Talos defaults: no cni section is flannel, no proxy section deploys kube-proxy, no kubePrism section is off on 7445', () => {
     // v1alpha1_clusterconfig.go CNI(), v1alpha1_proxyconfig.go Enabled(), v1alpha1_features.go
     expect(networkOf({ machine: {}, cluster: {} })).toEqual({ cni: 'flannel', proxy: true, kubePrism: { enabled: false, port: 7445 } })
-    expect(networkOf({ machine: { features: { kubePrism: { enabled: true, port: 7000 } } }, cluster: { network: { cni: { name: 'none' } }, proxy: { disabled: true } } }))
-      .toEqual({ cni: 'none', proxy: false, kubePrism: { enabled: true, port: 7000 } })
+    expect(
+      networkOf({
+        machine: { features: { kubePrism: { enabled: true, port: 7000 } } },
+        cluster: { network: { cni: { name: 'none' } }, proxy: { disabled: true } },
+      }),
+    ).toEqual({ cni: 'none', proxy: false, kubePrism: { enabled: true, port: 7000 } })
     expect(networkOf(null)).toBeUndefined()
   })
 })

@@ -9,26 +9,49 @@ import { parse } from 'yaml'
 const tmp = mkdtempSync(join(tmpdir(), 'sim-cli-'))
 const dir = join(tmp, '.sim')
 const scenario = join(tmp, 'scenario.yaml')
-writeFileSync(scenario, `cluster: { name: clitest, endpoint: https://127.25.1.10:6443, talosVersion: v1.13.9 }
+writeFileSync(
+  scenario,
+  `cluster: { name: clitest, endpoint: https://127.25.1.10:6443, talosVersion: v1.13.9 }
 speed: 600
 nodes:
   - { name: cp-1, ip: 127.25.1.11, role: controlplane }
   - { name: wrkr-1, ip: 127.25.1.21, role: worker, image: disk }
 faults:
   - { node: wrkr-1, on: probe, kind: refused, times: 1 }
-`)
+`,
+)
 const cli = (...args: string[]) => spawnSync(process.execPath, ['sim/cli.js', ...args], { encoding: 'utf8', timeout: 60000 })
 /** `get machinestatus --insecure` with the talosctl the daemon's .sim/bin holds (the real one) */
-const probe = (ip: string) => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-  execFile(join(dir, 'bin', 'talosctl'), ['get', 'machinestatus', '--insecure', '-e', ip, '-n', ip, '-o', 'json'], { encoding: 'utf8', timeout: 30_000, env: { PATH: '/usr/bin:/bin', HOME: tmp } },
-    (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }))
-})
-const refused = (ip: string) => `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${ip}:50000: connect: connection refused"\n`
+const probe = (ip: string) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      join(dir, 'bin', 'talosctl'),
+      ['get', 'machinestatus', '--insecure', '-e', ip, '-n', ip, '-o', 'json'],
+      { encoding: 'utf8', timeout: 30_000, env: { PATH: '/usr/bin:/bin', HOME: tmp } },
+      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    )
+  })
+const refused = (ip: string) =>
+  `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${ip}:50000: connect: connection refused"\n`
 
 // exited counts even while the adopted process waits to be reaped (zombie)
-const alive = (pid: number) => { try { process.kill(pid, 0) } catch { return false } try { return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('Z') } catch { return false } }
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+  } catch {
+    return false
+  }
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('Z')
+  } catch {
+    return false
+  }
+}
 
-afterAll(() => { cli('down', '--dir', dir); rmSync(tmp, { recursive: true, force: true }) })
+afterAll(() => {
+  cli('down', '--dir', dir)
+  rmSync(tmp, { recursive: true, force: true })
+})
 
 describe('sim cli', () => {
   it('up writes env and a fresh cluster dir and returns with every node in maintenance', async () => {
@@ -42,21 +65,43 @@ describe('sim cli', () => {
     expect(env).toContain(`export CLUSTER_DIR='${join(dir, 'cluster')}'`)
     expect(env).toContain(`export PATH='${join(dir, 'bin')}':"$PATH"`)
     // the talosctl and helm first on that PATH are the real builds (`task tools`), not the simulator's own programs
-    const versions = execFileSync('bash', ['-c', `source ${join(dir, 'env')} && talosctl version --client && helm version`], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin', HOME: tmp } })
+    const versions = execFileSync('bash', ['-c', `source ${join(dir, 'env')} && talosctl version --client && helm version`], {
+      encoding: 'utf8',
+      env: { PATH: '/usr/bin:/bin', HOME: tmp },
+    })
     expect(versions).toMatch(/^Client:\n\tTag: +v1\.12\.11\n/)
     expect(versions).toMatch(/\nversion\.BuildInfo\{Version:"v3\.21\.4",/)
-    for (const tool of ['talosctl', 'helm']) expect(readFileSync(join(dir, 'bin', tool)).subarray(0, 4).toString('latin1')).toBe('\x7fELF')
+    for (const tool of ['talosctl', 'helm'])
+      expect(
+        readFileSync(join(dir, 'bin', tool))
+          .subarray(0, 4)
+          .toString('latin1'),
+      ).toBe('\x7fELF')
     const tc = parse(readFileSync(join(dir, 'cluster/clusterconfig/talosconfig'), 'utf8'))
     expect(tc.context).toBe('clitest')
     expect(tc.contexts.clitest.endpoints).toEqual([])
     expect(tc.contexts.clitest.nodes).toBeUndefined()
     expect(Buffer.from(tc.contexts.clitest.ca, 'base64').toString()).toMatch(/^-----BEGIN CERTIFICATE-----/)
     const tal = parse(readFileSync(join(dir, 'cluster/talconfig.yaml'), 'utf8'))
-    expect(tal).toMatchObject({ clusterName: 'clitest', endpoint: 'https://127.25.1.10:6443', nodes: [{ hostname: 'cp-1', ipAddress: '127.25.1.11', controlPlane: true, installDisk: '/dev/sda' }, { hostname: 'wrkr-1', controlPlane: false }] })
+    expect(tal).toMatchObject({
+      clusterName: 'clitest',
+      endpoint: 'https://127.25.1.10:6443',
+      nodes: [
+        { hostname: 'cp-1', ipAddress: '127.25.1.11', controlPlane: true, installDisk: '/dev/sda' },
+        { hostname: 'wrkr-1', controlPlane: false },
+      ],
+    })
     const cp = parse(readFileSync(join(dir, 'cluster/clusterconfig/clitest-cp-1.yaml'), 'utf8'))
     const w = parse(readFileSync(join(dir, 'cluster/clusterconfig/clitest-wrkr-1.yaml'), 'utf8'))
-    expect(cp).toMatchObject({ version: 'v1alpha1', machine: { type: 'controlplane', network: { hostname: 'cp-1' }, install: { disk: '/dev/sda', image: 'ghcr.io/siderolabs/installer:v1.13.9' } },
-      cluster: { clusterName: 'clitest', controlPlane: { endpoint: 'https://127.25.1.10:6443' }, network: { cni: { name: 'none' } } } })
+    expect(cp).toMatchObject({
+      version: 'v1alpha1',
+      machine: {
+        type: 'controlplane',
+        network: { hostname: 'cp-1' },
+        install: { disk: '/dev/sda', image: 'ghcr.io/siderolabs/installer:v1.13.9' },
+      },
+      cluster: { clusterName: 'clitest', controlPlane: { endpoint: 'https://127.25.1.10:6443' }, network: { cni: { name: 'none' } } },
+    })
     expect(Buffer.from(cp.machine.ca.key, 'base64').toString()).toMatch(/PRIVATE KEY/)
     expect(Buffer.from(cp.cluster.etcd.ca.crt, 'base64').toString()).toMatch(/BEGIN CERTIFICATE/)
     expect(w.machine.ca.key).toBeUndefined() // workers carry no CA keys
@@ -64,9 +109,26 @@ describe('sim cli', () => {
     expect(w.cluster.etcd).toBeUndefined()
     expect(statSync(join(dir, 'cluster/clusterconfig/talosconfig')).mode & 0o777).toBe(0o600)
     const settings = parse(readFileSync(join(dir, 'cluster/bootstrap.yaml'), 'utf8'))
-    expect(settings).toMatchObject({ pollInterval: '200ms', retryDelay: '50ms', callTimeout: '30s', verifyTimeout: '1m',
-      cni: { chart: 'cilium', repo: expect.stringMatching(/^https:\/\/127\.0\.0\.1:\d+\/$/), caFile: 'charts-ca.crt', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium' },
-      flux: { mode: 'bootstrap', kustomization: 'flux-system/flux-system', git: { url: 'ssh://git@127.0.0.1/fleet.git', branch: 'main', path: 'clusters/clitest', privateKeyFile: 'flux-deploy-key' } } })
+    expect(settings).toMatchObject({
+      pollInterval: '200ms',
+      retryDelay: '50ms',
+      callTimeout: '30s',
+      verifyTimeout: '1m',
+      cni: {
+        chart: 'cilium',
+        repo: expect.stringMatching(/^https:\/\/127\.0\.0\.1:\d+\/$/),
+        caFile: 'charts-ca.crt',
+        version: '1.18.4',
+        release: 'cilium',
+        namespace: 'kube-system',
+        daemonset: 'cilium',
+      },
+      flux: {
+        mode: 'bootstrap',
+        kustomization: 'flux-system/flux-system',
+        git: { url: 'ssh://git@127.0.0.1/fleet.git', branch: 'main', path: 'clusters/clitest', privateKeyFile: 'flux-deploy-key' },
+      },
+    })
     expect(readFileSync(join(dir, 'cluster/flux-deploy-key'), 'utf8')).toMatch(/^-----BEGIN OPENSSH PRIVATE KEY-----\n/)
     expect(readFileSync(join(dir, 'cluster/charts-ca.crt'), 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----\n/)
     // the daemon serves: first probe of wrkr-1 is refused by the fault (counted), the second answers
@@ -75,12 +137,24 @@ describe('sim cli', () => {
     const ok = await probe('127.25.1.21')
     expect(JSON.parse(ok.stdout).spec.stage).toBe('maintenance')
     // talosctl's own calls (type resolution) carry their `purpose`: the command's calls are the rest
-    const calls = cli('calls', '--dir', dir).stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((x) => !x.purpose)
+    const calls = cli('calls', '--dir', dir)
+      .stdout.trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((x) => !x.purpose)
     expect(calls.map((x) => [x.node, x.tool, x.call, x.command, x.outcome.slice(0, 6)])).toEqual([
-      ['wrkr-1', 'talosctl', 'probe', 'get', 'error:'], ['wrkr-1', 'talosctl', 'probe', 'get', 'ok']])
+      ['wrkr-1', 'talosctl', 'probe', 'get', 'error:'],
+      ['wrkr-1', 'talosctl', 'probe', 'get', 'ok'],
+    ])
     expect(calls[1].args).toEqual(['machinestatuses', '--insecure', '-e', '127.25.1.21', '-n', '127.25.1.21'])
-    const status = cli('status', '--dir', dir).stdout.trim().split('\n').map((l) => JSON.parse(l))
-    expect(status.map((n) => [n.name, n.stage])).toEqual([['cp-1', 'maintenance'], ['wrkr-1', 'maintenance']])
+    const status = cli('status', '--dir', dir)
+      .stdout.trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+    expect(status.map((n) => [n.name, n.stage])).toEqual([
+      ['cp-1', 'maintenance'],
+      ['wrkr-1', 'maintenance'],
+    ])
     expect(cli('critical-path', '--dir', dir).stdout.trim()).toBe(((120 + 40 + 30 + 20 + 15 + 20) / 600).toFixed(3))
   })
 
@@ -123,11 +197,16 @@ describe('sim cli', () => {
     cpSync('sim', join(bare, 'sim'), { recursive: true })
     symlinkSync(resolve('node_modules'), join(bare, 'node_modules'))
     writeFileSync(join(bare, 'package.json'), readFileSync('package.json'))
-    const r = spawnSync(process.execPath, [join(bare, 'sim', 'cli.js'), 'up', '--scenario', scenario, '--dir', join(tmp, 'bare-dir')],
-      { encoding: 'utf8', timeout: 60000, env: { PATH: dirname(process.execPath), HOME: tmp } })
+    const r = spawnSync(process.execPath, [join(bare, 'sim', 'cli.js'), 'up', '--scenario', scenario, '--dir', join(tmp, 'bare-dir')], {
+      encoding: 'utf8',
+      timeout: 60000,
+      env: { PATH: dirname(process.execPath), HOME: tmp },
+    })
     expect(r.status).toBe(3)
-    expect(r.stderr).toBe('simulator not started: talosctl and helm not found: the simulator needs the real talosctl (v1.12.x) and helm (v3) ' +
-      '(fix: run `task tools`, which puts them into .tools/bin, or put them on PATH)\n')
+    expect(r.stderr).toBe(
+      'simulator not started: talosctl and helm not found: the simulator needs the real talosctl (v1.12.x) and helm (v3) ' +
+        '(fix: run `task tools`, which puts them into .tools/bin, or put them on PATH)\n',
+    )
     expect(existsSync(join(tmp, 'bare-dir', 'sim.pid'))).toBe(false)
   })
 

@@ -6,7 +6,13 @@ import { startOn, tlsHandshake, talosCreds, applyInsecure, machineStatus, type S
 describe('node API TLS', () => {
   let c: Started
   beforeAll(async () => {
-    c = await startOn('127.22.1', { cps: 1, workers: 1, image: 'disk', vip: false, faults: [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }] })
+    c = await startOn('127.22.1', {
+      cps: 1,
+      workers: 1,
+      image: 'disk',
+      vip: false,
+      faults: [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }],
+    })
   })
   afterAll(() => c.stop())
 

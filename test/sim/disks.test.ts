@@ -4,7 +4,10 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { at, jsonDocs, startOn, talosctl, type Started } from './helpers.js'
 
 let c: Started | null = null
-afterEach(async () => { await c?.stop(); c = null })
+afterEach(async () => {
+  await c?.stop()
+  c = null
+})
 
 describe('get disks', () => {
   it('omits empty serial, wwid and a false rotational; lists loop0 without a transport', async () => {
@@ -13,7 +16,14 @@ describe('get disks', () => {
     expect(r.code, r.stderr).toBe(0)
     const byId = Object.fromEntries(jsonDocs(r.stdout).map((x) => [x.metadata.id, x.spec]))
     expect(Object.keys(byId).sort()).toEqual(['loop0', 'sda'])
-    expect(byId.sda).toMatchObject({ dev_path: '/dev/sda', size: 100e9, model: 'QEMU HARDDISK', transport: 'virtio', readonly: false, cdrom: false })
+    expect(byId.sda).toMatchObject({
+      dev_path: '/dev/sda',
+      size: 100e9,
+      model: 'QEMU HARDDISK',
+      transport: 'virtio',
+      readonly: false,
+      cdrom: false,
+    })
     for (const k of ['serial', 'wwid', 'rotational']) expect(byId.sda, k).not.toHaveProperty(k)
     expect(byId.loop0).toMatchObject({ dev_path: '/dev/loop0', readonly: true })
     expect(byId.loop0).not.toHaveProperty('transport')

@@ -7,9 +7,13 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { applyInsecure, at, bootstrapWhenReady, etcdMembers, startOn, talosctl, type Member, type Started } from './helpers.js'
 
 let c: Started | null = null
-afterEach(async () => { await c?.stop(); c = null })
+afterEach(async () => {
+  await c?.stop()
+  c = null
+})
 
-const members = (c: Started, ip: string, timeoutMs?: number): Promise<Member[] | string> => etcdMembers(c.sim, ip, { ...(timeoutMs ? { timeoutMs } : {}) })
+const members = (c: Started, ip: string, timeoutMs?: number): Promise<Member[] | string> =>
+  etcdMembers(c.sim, ip, { ...(timeoutMs ? { timeoutMs } : {}) })
 
 describe('learners', () => {
   it('a joining control plane is a learner with an empty name and client URLs, then started, then promoted', async () => {
@@ -30,9 +34,12 @@ describe('learners', () => {
       }
       await new Promise((r) => setTimeout(r, 20))
     }
-    const last = await members(c, '127.34.1.11') as Member[]
+    const last = (await members(c, '127.34.1.11')) as Member[]
     const promoted = last.find((x) => x.hostname === 'cp-2')!
-    expect(seen.filter((x) => x.endsWith('learner=true'))).toEqual(['<empty> <empty> learner=true', 'cp-2 https://127.34.1.12:2379 learner=true'])
+    expect(seen.filter((x) => x.endsWith('learner=true'))).toEqual([
+      '<empty> <empty> learner=true',
+      'cp-2 https://127.34.1.12:2379 learner=true',
+    ])
     expect(promoted).toMatchObject({ isLearner: false, clientUrls: ['https://127.34.1.12:2379'] })
     expect(promoted.id).toBe(unstarted!.id)
     expect(promoted.id).toMatch(/^[0-9a-f]{16}$/)
@@ -45,7 +52,7 @@ describe('learners', () => {
     expect(await members(c, '127.34.2.11', 1000)).toBe('TIMEOUT')
     const pending = members(c, '127.34.2.11')
     expect((await bootstrapWhenReady(c.sim, 'cp-1')).code).toBe(0)
-    const list = await pending as Member[]
+    const list = (await pending) as Member[]
     expect(list.map((m) => [m.hostname, m.isLearner])).toEqual([['cp-1', false]])
   })
 })
@@ -59,11 +66,14 @@ describe('bootstrap on a control plane that has not joined', () => {
     await c.sim.until(() => c!.sim.node('cp-2')!.etcdMember !== null && c!.sim.node('cp-2')!.services.etcd === 'Preparing', 20000)
     expect(await talosctl(c.sim, ['bootstrap', ...at('127.34.3.12')])).toMatchObject({ code: 0, stderr: '' })
     await c.sim.until(() => c!.sim.node('cp-2')!.etcdHealthy, 20000)
-    const one = await members(c, '127.34.3.11') as Member[]
-    const two = await members(c, '127.34.3.12') as Member[]
+    const one = (await members(c, '127.34.3.11')) as Member[]
+    const two = (await members(c, '127.34.3.12')) as Member[]
     expect(two.map((m) => m.hostname)).toEqual(['cp-2'])
     // cp-1's cluster still holds cp-2's learner that never started
-    expect(one.map((m) => [m.hostname, m.isLearner])).toEqual([['cp-1', false], ['', true]])
+    expect(one.map((m) => [m.hostname, m.isLearner])).toEqual([
+      ['cp-1', false],
+      ['', true],
+    ])
     expect(one.find((m) => m.hostname === 'cp-1')!.id).not.toBe(two[0]!.id)
     // talosctl prints the learner's empty cells as blanks in the aligned table
     const lines = (await talosctl(c.sim, ['etcd', 'members', ...at('127.34.3.11')])).stdout.trimEnd().split('\n')
@@ -73,7 +83,8 @@ describe('bootstrap on a control plane that has not joined', () => {
     expect(row.slice(lines[0]!.indexOf('CLIENT URLS'), lines[0]!.indexOf('LEARNER')).trim()).toBe('')
     expect(row.endsWith('true')).toBe(true)
     // now cp-2 has data: a bootstrap there is refused
-    expect((await talosctl(c.sim, ['bootstrap', ...at('127.34.3.12')])).stderr)
-      .toBe('error executing bootstrap: 1 error occurred:\n\t* 127.34.3.12: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n')
+    expect((await talosctl(c.sim, ['bootstrap', ...at('127.34.3.12')])).stderr).toBe(
+      'error executing bootstrap: 1 error occurred:\n\t* 127.34.3.12: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n',
+    )
   })
 })

@@ -2,16 +2,34 @@
 // `times` counting; clearFault. drain-blocked and etcd-leave act on a reset: test/sim/reset-kube.test.ts
 // (and talosctl-ops.test.ts); `on: kube` faults: test/sim/kube-faults.test.ts. Range 127.24.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
-import { applyInsecure, at, bootstrapWhenReady, etcdMembers, machineStatus, service, stageLog, startOn, talosctl, tlsHandshake,
-  type Member, type Started } from './helpers.js'
+import {
+  applyInsecure,
+  at,
+  bootstrapWhenReady,
+  etcdMembers,
+  machineStatus,
+  service,
+  stageLog,
+  startOn,
+  talosctl,
+  tlsHandshake,
+  type Member,
+  type Started,
+} from './helpers.js'
 import type { Fault } from '../../sim/index.js'
 
 let c: Started | null = null
-afterEach(async () => { await c?.stop(); c = null })
-const start = async (sub: number, faults: Fault[], o: Parameters<typeof startOn>[1] = {}) => (c = await startOn(`127.24.${sub}`, { cps: 1, workers: 1, ...o, faults }))
+afterEach(async () => {
+  await c?.stop()
+  c = null
+})
+const start = async (sub: number, faults: Fault[], o: Parameters<typeof startOn>[1] = {}) =>
+  (c = await startOn(`127.24.${sub}`, { cps: 1, workers: 1, ...o, faults }))
 /** the product's maintenance probe: `get machinestatus --insecure` */
-const probe = (s: Started, ip: string, timeoutMs?: number) => machineStatus(s.sim, ip, { insecure: true, ...(timeoutMs ? { timeoutMs } : {}) })
-const refused = (ip: string) => `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${ip}:50000: connect: connection refused"`
+const probe = (s: Started, ip: string, timeoutMs?: number) =>
+  machineStatus(s.sim, ip, { insecure: true, ...(timeoutMs ? { timeoutMs } : {}) })
+const refused = (ip: string) =>
+  `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${ip}:50000: connect: connection refused"`
 /** the calls talosctl's commands made, without its own (version check, type resolution) */
 const commandCalls = (s: Started) => s.sim.calls().filter((x) => !x.purpose)
 
@@ -22,12 +40,18 @@ describe('transport faults', () => {
     expect((await probe(s, '127.24.1.21')).stage).toBe('maintenance') // other calls unaffected
     expect((await applyInsecure(s.sim, 'wrkr-1')).stderr).toContain(refused('127.24.1.21'))
     expect((await applyInsecure(s.sim, 'wrkr-1')).code).toBe(0)
-    expect(s.sim.calls().filter((x) => x.call === 'apply').map((x) => x.outcome)).toEqual([`error: ${refused('127.24.1.21')}`, `error: ${refused('127.24.1.21')}`, 'ok'])
+    expect(
+      s.sim
+        .calls()
+        .filter((x) => x.call === 'apply')
+        .map((x) => x.outcome),
+    ).toEqual([`error: ${refused('127.24.1.21')}`, `error: ${refused('127.24.1.21')}`, 'ok'])
   })
 
   it("talosctl's own calls (version check, type resolution) neither trigger nor consume a call fault, and are logged with their purpose", async () => {
     const s = await start(15, [{ node: 'wrkr-1', on: 'get', kind: 'refused', times: 1 }], { image: 'disk', vip: false })
-    await applyInsecure(s.sim, 'cp-1'); await applyInsecure(s.sim, 'wrkr-1')
+    await applyInsecure(s.sim, 'cp-1')
+    await applyInsecure(s.sim, 'wrkr-1')
     await s.sim.until(() => s.sim.node('wrkr-1')!.listener === 'secure')
     expect(await machineStatus(s.sim, '127.24.15.21')).toContain(refused('127.24.15.21'))
     expect((await machineStatus(s.sim, '127.24.15.21')).stage).toMatch(/booting|running/)
@@ -50,11 +74,18 @@ describe('transport faults', () => {
     expect(await probe(s, '127.24.16.21')).toContain(refused('127.24.16.21'))
     expect((await applyInsecure(s.sim, 'wrkr-1')).stderr).toContain(refused('127.24.16.21'))
     expect((await probe(s, '127.24.16.21')).stage).toBe('maintenance')
-    expect(commandCalls(s).map((x) => [x.call, x.outcome === 'ok'])).toEqual([['probe', false], ['apply', false], ['probe', true]])
+    expect(commandCalls(s).map((x) => [x.call, x.outcome === 'ok'])).toEqual([
+      ['probe', false],
+      ['apply', false],
+      ['probe', true],
+    ])
   })
 
   it('refused and unreachable on any: nothing listens until the fault is cleared', async () => {
-    const s = await start(2, [{ node: 'wrkr-1', on: 'any', kind: 'unreachable' }, { node: 'cp-1', on: 'any', kind: 'refused' }])
+    const s = await start(2, [
+      { node: 'wrkr-1', on: 'any', kind: 'unreachable' },
+      { node: 'cp-1', on: 'any', kind: 'refused' },
+    ])
     expect(await probe(s, '127.24.2.21')).toContain(refused('127.24.2.21'))
     expect(await probe(s, '127.24.2.11')).toContain(refused('127.24.2.11'))
     expect(s.sim.node('wrkr-1')!.stage).toBe('maintenance') // the node itself is fine
@@ -66,19 +97,29 @@ describe('transport faults', () => {
   })
 
   it('timeout: on any the connection is accepted and never answered; on probe with times 1 only the first call hangs', async () => {
-    const s = await start(3, [{ node: 'wrkr-1', on: 'any', kind: 'timeout' }, { node: 'cp-1', on: 'probe', kind: 'timeout', times: 1 }])
+    const s = await start(3, [
+      { node: 'wrkr-1', on: 'any', kind: 'timeout' },
+      { node: 'cp-1', on: 'probe', kind: 'timeout', times: 1 },
+    ])
     const t0 = Date.now()
     expect(await probe(s, '127.24.3.21', 1500)).toBe('TIMEOUT')
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1450)
     expect(await probe(s, '127.24.3.11', 1500)).toBe('TIMEOUT')
-    expect(s.sim.calls().filter((x) => x.node === 'cp-1' && !x.purpose).map((x) => x.outcome)).toEqual(['error: no answer (timeout)'])
+    expect(
+      s.sim
+        .calls()
+        .filter((x) => x.node === 'cp-1' && !x.purpose)
+        .map((x) => x.outcome),
+    ).toEqual(['error: no answer (timeout)'])
     expect((await probe(s, '127.24.3.11')).stage).toBe('maintenance')
   })
 
   it('unavailable on bootstrap, times 1: rpc Unavailable once', async () => {
     const s = await start(4, [{ node: 'cp-1', on: 'bootstrap', kind: 'unavailable', times: 1 }], { image: 'disk' })
     await applyInsecure(s.sim, 'cp-1')
-    expect((await bootstrapWhenReady(s.sim, 'cp-1')).stderr).toBe('error executing bootstrap: rpc error: code = Unavailable desc = error reading from server: EOF\n')
+    expect((await bootstrapWhenReady(s.sim, 'cp-1')).stderr).toBe(
+      'error executing bootstrap: rpc error: code = Unavailable desc = error reading from server: EOF\n',
+    )
     expect((await bootstrapWhenReady(s.sim, 'cp-1')).code).toBe(0)
   })
 
@@ -94,26 +135,36 @@ describe('transport faults', () => {
 
   it('pki-mismatch: a control plane proxying to the node reports the Go x509 text with the candidate authority', async () => {
     const s = await start(6, [{ node: 'wrkr-1', on: 'any', kind: 'pki-mismatch' }], { image: 'disk', vip: false })
-    await applyInsecure(s.sim, 'cp-1'); await applyInsecure(s.sim, 'wrkr-1')
+    await applyInsecure(s.sim, 'cp-1')
+    await applyInsecure(s.sim, 'wrkr-1')
     await s.sim.until(() => s.sim.node('cp-1')!.listener === 'secure' && s.sim.node('wrkr-1')!.listener === 'pki')
-    const unknownAuthority = 'connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of \\"x509: Ed25519 verification failure\\" while trying to verify candidate authority certificate \\"talos\\")"'
-    expect((await talosctl(s.sim, ['version', ...at('127.24.6.11', '127.24.6.21')])).stderr).toContain(`127.24.6.21: rpc error: code = Unavailable desc = ${unknownAuthority}`)
-    expect((await talosctl(s.sim, ['version', ...at('127.24.6.21')])).stderr).toContain(`rpc error: code = Unavailable desc = ${unknownAuthority}`)
+    const unknownAuthority =
+      'connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of \\"x509: Ed25519 verification failure\\" while trying to verify candidate authority certificate \\"talos\\")"'
+    expect((await talosctl(s.sim, ['version', ...at('127.24.6.11', '127.24.6.21')])).stderr).toContain(
+      `127.24.6.21: rpc error: code = Unavailable desc = ${unknownAuthority}`,
+    )
+    expect((await talosctl(s.sim, ['version', ...at('127.24.6.21')])).stderr).toContain(
+      `rpc error: code = Unavailable desc = ${unknownAuthority}`,
+    )
   })
 })
 
 describe('apply-time faults', () => {
   it('disk-mismatch: runtime validation names the CEL expression', async () => {
     const s = await start(7, [{ node: 'wrkr-1', on: 'apply', kind: 'disk-mismatch' }])
-    expect((await applyInsecure(s.sim, 'wrkr-1')).stderr).toBe('error applying new configuration: rpc error: code = InvalidArgument desc = runtime configuration validation failed: ' +
-      '1 error occurred:\n\t* v1alpha1.Config: 1 error occurred:\n\t* no disks matched the expression: disk.dev_path == "/dev/sda" && disk.transport != "" && !disk.readonly && !disk.cdrom\n\n\n\n\n')
+    expect((await applyInsecure(s.sim, 'wrkr-1')).stderr).toBe(
+      'error applying new configuration: rpc error: code = InvalidArgument desc = runtime configuration validation failed: ' +
+        '1 error occurred:\n\t* v1alpha1.Config: 1 error occurred:\n\t* no disks matched the expression: disk.dev_path == "/dev/sda" && disk.transport != "" && !disk.readonly && !disk.cdrom\n\n\n\n\n',
+    )
     expect(s.sim.node('wrkr-1')!.stage).toBe('maintenance')
   })
 
   it('config-rejected: validation error, node stays in maintenance', async () => {
     const s = await start(8, [{ node: 'wrkr-1', on: 'apply', kind: 'config-rejected', times: 1 }])
-    expect((await applyInsecure(s.sim, 'wrkr-1')).stderr).toBe('error applying new configuration: rpc error: code = InvalidArgument desc = configuration validation failed: ' +
-      "1 error occurred:\n\t* v1alpha1.Config: 1 error occurred:\n\t* install.extraKernelArgs and install.grubUseUKICmdline can't be used together\n\n\n\n\n")
+    expect((await applyInsecure(s.sim, 'wrkr-1')).stderr).toBe(
+      'error applying new configuration: rpc error: code = InvalidArgument desc = configuration validation failed: ' +
+        "1 error occurred:\n\t* v1alpha1.Config: 1 error occurred:\n\t* install.extraKernelArgs and install.grubUseUKICmdline can't be used together\n\n\n\n\n",
+    )
     expect(s.sim.node('wrkr-1')!.stage).toBe('maintenance')
     expect((await applyInsecure(s.sim, 'wrkr-1')).code).toBe(0)
   })
@@ -155,24 +206,29 @@ describe('lifecycle faults', () => {
 
   it('etcd-join: the control plane never joins and stays booting', async () => {
     const s = await start(12, [{ node: 'cp-2', kind: 'etcd-join' }], { cps: 2, workers: 0, image: 'disk' })
-    await applyInsecure(s.sim, 'cp-1'); await applyInsecure(s.sim, 'cp-2')
+    await applyInsecure(s.sim, 'cp-1')
+    await applyInsecure(s.sim, 'cp-2')
     await bootstrapWhenReady(s.sim, 'cp-1')
     await s.sim.until(() => s.sim.node('cp-1')!.stage === 'running')
     // etcd healthy on cp-1 and cp-2's CRI up: cp-2 has tried to join (sim/etcd.js maybeJoin, called
     // from either; the fault decides then, no timer left), so "never joins" is final from here on
     await s.sim.until(() => s.sim.node('cp-1')!.etcdHealthy && s.sim.node('cp-2')!.services.cri === 'Running')
     expect(s.sim.node('cp-2')!.stage).toBe('booting')
-    expect((await etcdMembers(s.sim, '127.24.12.11') as Member[]).map((x) => x.hostname)).toEqual(['cp-1'])
+    expect(((await etcdMembers(s.sim, '127.24.12.11')) as Member[]).map((x) => x.hostname)).toEqual(['cp-1'])
     // its data dir is empty: Bootstrap's only check (v1alpha1_server.go), so it starts a second etcd cluster
     expect((await talosctl(s.sim, ['bootstrap', ...at('127.24.12.12')])).code).toBe(0)
     await s.sim.until(() => s.sim.node('cp-2')!.etcdHealthy)
-    const split = await etcdMembers(s.sim, '127.24.12.11', { nodes: '127.24.12.11,127.24.12.12' }) as Member[]
-    expect(split.map((x) => [x.node, x.hostname])).toEqual([['127.24.12.11', 'cp-1'], ['127.24.12.12', 'cp-2']])
+    const split = (await etcdMembers(s.sim, '127.24.12.11', { nodes: '127.24.12.11,127.24.12.12' })) as Member[]
+    expect(split.map((x) => [x.node, x.hostname])).toEqual([
+      ['127.24.12.11', 'cp-1'],
+      ['127.24.12.12', 'cp-2'],
+    ])
   })
 
   it('kubelet: the service fails with a volume mount error, the node never registers', async () => {
     const s = await start(13, [{ node: 'wrkr-1', kind: 'kubelet' }], { image: 'disk' })
-    await applyInsecure(s.sim, 'cp-1'); await applyInsecure(s.sim, 'wrkr-1')
+    await applyInsecure(s.sim, 'cp-1')
+    await applyInsecure(s.sim, 'wrkr-1')
     await bootstrapWhenReady(s.sim, 'cp-1')
     await s.sim.until(() => s.sim.node('cp-1')!.registered && s.sim.node('wrkr-1')!.stage === 'running')
     // the kubelet failed at its start (sim/node.js startKubelet); a failed kubelet never registers (sim/cluster.js)
@@ -181,7 +237,9 @@ describe('lifecycle faults', () => {
     expect(s.sim.node('wrkr-1')!.registered).toBe(false)
     const k = await service(s.sim, '127.24.13.21', 'kubelet')
     expect(k).toMatchObject({ state: 'Failed' })
-    expect(typeof k !== 'string' && k.events[0]).toMatch(/^\[Failed\]: Failed to run pre stage: failed to create kubelet volume mounts: .*volume mount|mounting/)
+    expect(typeof k !== 'string' && k.events[0]).toMatch(
+      /^\[Failed\]: Failed to run pre stage: failed to create kubelet volume mounts: .*volume mount|mounting/,
+    )
     expect(s.sim.node('wrkr-1')!.unmetConditions[0]).toEqual({ name: 'services', reason: 'kubelet not running, kubelet not running' })
 
     // the runner does not retry a failed pre stage (machined system/service_runner.go): clearing the
@@ -196,7 +254,10 @@ describe('lifecycle faults', () => {
   })
 
   it('cni and flux: handed to the Kubernetes side through faults.has/message', async () => {
-    const s = await start(14, [{ node: 'wrkr-1', kind: 'cni' }, { kind: 'flux', message: 'kustomization path not found' }])
+    const s = await start(14, [
+      { node: 'wrkr-1', kind: 'cni' },
+      { kind: 'flux', message: 'kustomization path not found' },
+    ])
     const f = (s.sim as any).faults
     expect(f.has('wrkr-1', 'cni')).toBe(true)
     expect(f.has('cp-1', 'cni')).toBe(false)

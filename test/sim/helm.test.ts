@@ -17,13 +17,19 @@ import { realTool } from '../support/real-tools.js'
 import { startOn, type Started } from './helpers.js'
 
 type Kit = Awaited<ReturnType<typeof startKubeForTest>>
-interface Call { tool: string; call: string; command: string; outcome: string }
+interface Call {
+  tool: string
+  call: string
+  command: string
+  outcome: string
+}
 
 const tool = realTool('helm')
 if (tool.skip) console.warn(`SKIPPED test/sim/helm.test.ts: ${tool.skip}`)
 
 const kubectl = (k: Kit, ...args: string[]) => run('kubectl', ['--kubeconfig', k.kubeconfig, ...args], { env: k.env })
-const DEPLOYED = /^NAME: cilium\nLAST DEPLOYED: \w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\nNAMESPACE: kube-system\nSTATUS: deployed\nREVISION: (\d+)\nTEST SUITE: None\nNOTES:\nYou have successfully installed Cilium\.\n\nYour release version is 1\.18\.4\.\n$/
+const DEPLOYED =
+  /^NAME: cilium\nLAST DEPLOYED: \w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\nNAMESPACE: kube-system\nSTATUS: deployed\nREVISION: (\d+)\nTEST SUITE: None\nNOTES:\nYou have successfully installed Cilium\.\n\nYour release version is 1\.18\.4\.\n$/
 
 describe.skipIf(!!tool.skip)('the real helm: cilium from the chart repository on a cluster with registered nodes', () => {
   let k: Kit
@@ -39,7 +45,25 @@ describe.skipIf(!!tool.skip)('the real helm: cilium from the chart repository on
   })
   afterAll(async () => k?.close())
   const helm = (...args: string[]) => run('helm', args, { env: k.env })
-  const install = ['upgrade', '--install', 'cilium', 'CHART', '--namespace', 'kube-system', '--version', '1.18.4', '--set', 'k8sServiceHost=localhost', '--set', 'k8sServicePort=7445', '--set', 'operator.replicas=1', '--wait', '--timeout', '30s']
+  const install = [
+    'upgrade',
+    '--install',
+    'cilium',
+    'CHART',
+    '--namespace',
+    'kube-system',
+    '--version',
+    '1.18.4',
+    '--set',
+    'k8sServiceHost=localhost',
+    '--set',
+    'k8sServicePort=7445',
+    '--set',
+    'operator.replicas=1',
+    '--wait',
+    '--timeout',
+    '30s',
+  ]
   const withChart = (args: string[]) => args.flatMap((a) => (a === 'CHART' ? k.chart : [a]))
 
   it('upgrade --install --wait from --repo with --ca-file: the chart fetched from index.yaml, the agents ready, nodes Ready', async () => {
@@ -52,22 +76,38 @@ describe.skipIf(!!tool.skip)('the real helm: cilium from the chart repository on
     expect(k.repo.requests).toEqual(['GET /index.yaml', 'GET /cilium-1.18.4.tgz'])
     // the chart's values reached the agent as the env its readiness depends on (sim/kube/controllers.js)
     const env = await kubectl(k, '-n', 'kube-system', 'get', 'ds', 'cilium', '-o', 'jsonpath={.spec.template.spec.containers[0].env}')
-    expect(JSON.parse(env.stdout)).toEqual([{ name: 'KUBERNETES_SERVICE_HOST', value: 'localhost' }, { name: 'KUBERNETES_SERVICE_PORT', value: '7445' }])
+    expect(JSON.parse(env.stdout)).toEqual([
+      { name: 'KUBERNETES_SERVICE_HOST', value: 'localhost' },
+      { name: 'KUBERNETES_SERVICE_PORT', value: '7445' },
+    ])
     // the Service --wait checked: given a cluster IP from the service range (pkg/kube/ready.go serviceReady)
-    expect((await kubectl(k, '-n', 'kube-system', 'get', 'svc', 'hubble-peer', '-o', 'jsonpath={.spec.type} {.spec.clusterIP}')).stdout).toMatch(/^ClusterIP 127\.96\.\d+\.\d+$/)
+    expect(
+      (await kubectl(k, '-n', 'kube-system', 'get', 'svc', 'hubble-peer', '-o', 'jsonpath={.spec.type} {.spec.clusterIP}')).stdout,
+    ).toMatch(/^ClusterIP 127\.96\.\d+\.\d+$/)
     const deadline = Date.now() + 10_000
     while (!(k.kube.nodeReady('cp-1') && k.kube.nodeReady('wrkr-1')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
     expect([k.kube.nodeReady('cp-1'), k.kube.nodeReady('wrkr-1')]).toEqual([true, true])
   })
 
   it('--wait on a Deployment: it returned once the new ReplicaSet, controlled by the Deployment, had its pod ready', async () => {
-    const rs = JSON.parse((await kubectl(k, '-n', 'kube-system', 'get', 'rs', '-l', 'io.cilium/app=operator', '-o', 'json')).stdout) as { items: Array<{ metadata: { name: string; ownerReferences: Array<{ kind: string; name: string; controller: boolean }> }; spec: { template: { metadata: { labels: Record<string, string> } } }; status: { readyReplicas?: number; observedGeneration: number } }> }
+    const rs = JSON.parse((await kubectl(k, '-n', 'kube-system', 'get', 'rs', '-l', 'io.cilium/app=operator', '-o', 'json')).stdout) as {
+      items: Array<{
+        metadata: { name: string; ownerReferences: Array<{ kind: string; name: string; controller: boolean }> }
+        spec: { template: { metadata: { labels: Record<string, string> } } }
+        status: { readyReplicas?: number; observedGeneration: number }
+      }>
+    }
     expect(rs.items).toHaveLength(1)
     const [set] = rs.items
-    expect(set!.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Deployment', name: 'cilium-operator', controller: true })])
+    expect(set!.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Deployment', name: 'cilium-operator', controller: true }),
+    ])
     expect(set!.metadata.name).toBe(`cilium-operator-${set!.spec.template.metadata.labels['pod-template-hash']}`)
     expect(set!.status.readyReplicas).toBe(1)
-    const deploy = JSON.parse((await kubectl(k, '-n', 'kube-system', 'get', 'deploy', 'cilium-operator', '-o', 'json')).stdout) as { metadata: { generation: number }; status: { observedGeneration: number } }
+    const deploy = JSON.parse((await kubectl(k, '-n', 'kube-system', 'get', 'deploy', 'cilium-operator', '-o', 'json')).stdout) as {
+      metadata: { generation: number }
+      status: { observedGeneration: number }
+    }
     expect(deploy.status.observedGeneration).toBe(deploy.metadata.generation)
   })
 
@@ -76,39 +116,114 @@ describe.skipIf(!!tool.skip)('the real helm: cilium from the chart repository on
     expect(second.code).toBe(0)
     expect(second.stdout).toMatch(/^Release "cilium" has been upgraded\. Happy Helming!\n/)
     expect(second.stdout.replace(/^.*\n/, '').match(DEPLOYED)?.[1]).toBe('2')
-    const secrets = await kubectl(k, '-n', 'kube-system', 'get', 'secrets', '-l', 'owner=helm', '-o', 'jsonpath={range .items[*]}{.metadata.name} {.type} {.metadata.labels.status}{"\\n"}{end}')
-    expect(secrets.stdout).toBe('sh.helm.release.v1.cilium.v1 helm.sh/release.v1 superseded\nsh.helm.release.v1.cilium.v2 helm.sh/release.v1 deployed\n')
+    const secrets = await kubectl(
+      k,
+      '-n',
+      'kube-system',
+      'get',
+      'secrets',
+      '-l',
+      'owner=helm',
+      '-o',
+      'jsonpath={range .items[*]}{.metadata.name} {.type} {.metadata.labels.status}{"\\n"}{end}',
+    )
+    expect(secrets.stdout).toBe(
+      'sh.helm.release.v1.cilium.v1 helm.sh/release.v1 superseded\nsh.helm.release.v1.cilium.v2 helm.sh/release.v1 deployed\n',
+    )
   })
 
   it('changed values: helm patches the objects (strategic merge); the DaemonSet rolls to a new generation, the Deployment to a new ReplicaSet, and --wait waits for both', async () => {
-    const before = JSON.parse((await kubectl(k, '-n', 'kube-system', 'get', 'ds', 'cilium', '-o', 'json')).stdout) as { metadata: { generation: number } }
-    const r = await helm(...withChart(install), '--set', 'image.tag=v1.18.4-patched', '--set', 'operator.image.tag=v1.18.4-patched', '--set', 'ipam.mode=kubernetes')
+    const before = JSON.parse((await kubectl(k, '-n', 'kube-system', 'get', 'ds', 'cilium', '-o', 'json')).stdout) as {
+      metadata: { generation: number }
+    }
+    const r = await helm(
+      ...withChart(install),
+      '--set',
+      'image.tag=v1.18.4-patched',
+      '--set',
+      'operator.image.tag=v1.18.4-patched',
+      '--set',
+      'ipam.mode=kubernetes',
+    )
     expect(r.stderr).toBe('')
     expect(r.stdout.replace(/^.*\n/, '').match(DEPLOYED)?.[1]).toBe('3')
-    const patches = (k.calls as Call[]).filter((c) => c.call === 'kube' && c.command.startsWith('PATCH')).map((c) => `${c.command} ${c.outcome}`)
-    expect(patches).toEqual(expect.arrayContaining(['PATCH /apis/apps/v1/namespaces/kube-system/daemonsets/cilium ok', 'PATCH /api/v1/namespaces/kube-system/configmaps/cilium-config ok']))
-    const ds = JSON.parse((await kubectl(k, '-n', 'kube-system', 'get', 'ds', 'cilium', '-o', 'json')).stdout) as { metadata: { generation: number }; spec: { template: { spec: { containers: Array<{ image: string; env: unknown[] }> } } }; status: { observedGeneration: number; updatedNumberScheduled: number; desiredNumberScheduled: number } }
+    const patches = (k.calls as Call[])
+      .filter((c) => c.call === 'kube' && c.command.startsWith('PATCH'))
+      .map((c) => `${c.command} ${c.outcome}`)
+    expect(patches).toEqual(
+      expect.arrayContaining([
+        'PATCH /apis/apps/v1/namespaces/kube-system/daemonsets/cilium ok',
+        'PATCH /api/v1/namespaces/kube-system/configmaps/cilium-config ok',
+      ]),
+    )
+    const ds = JSON.parse((await kubectl(k, '-n', 'kube-system', 'get', 'ds', 'cilium', '-o', 'json')).stdout) as {
+      metadata: { generation: number }
+      spec: { template: { spec: { containers: Array<{ image: string; env: unknown[] }> } } }
+      status: { observedGeneration: number; updatedNumberScheduled: number; desiredNumberScheduled: number }
+    }
     expect(ds.metadata.generation).toBe(before.metadata.generation + 1)
     expect(ds.status.observedGeneration).toBe(ds.metadata.generation)
     expect(ds.spec.template.spec.containers[0]!.image).toBe('quay.io/cilium/cilium:v1.18.4-patched')
     expect(ds.spec.template.spec.containers[0]!.env).toHaveLength(2)
     expect((await kubectl(k, '-n', 'kube-system', 'get', 'cm', 'cilium-config', '-o', 'jsonpath={.data.ipam}')).stdout).toBe('kubernetes')
-    const sets = (await kubectl(k, '-n', 'kube-system', 'get', 'rs', '-l', 'io.cilium/app=operator', '-o', 'jsonpath={range .items[*]}{.spec.template.spec.containers[0].image} {.spec.replicas} {.status.readyReplicas}{"\\n"}{end}')).stdout
-    expect(sets.trim().split('\n').sort()).toEqual(['quay.io/cilium/operator-generic:v1.18.4 0 ', 'quay.io/cilium/operator-generic:v1.18.4-patched 1 1'])
+    const sets = (
+      await kubectl(
+        k,
+        '-n',
+        'kube-system',
+        'get',
+        'rs',
+        '-l',
+        'io.cilium/app=operator',
+        '-o',
+        'jsonpath={range .items[*]}{.spec.template.spec.containers[0].image} {.spec.replicas} {.status.readyReplicas}{"\\n"}{end}',
+      )
+    ).stdout
+    expect(sets.trim().split('\n').sort()).toEqual([
+      'quay.io/cilium/operator-generic:v1.18.4 0 ',
+      'quay.io/cilium/operator-generic:v1.18.4-patched 1 1',
+    ])
   })
 
   it('status, list (-o json with --filter, as lib/tools/helm.ts reads the release), get values, history', async () => {
     expect((await helm('status', 'cilium', '-n', 'kube-system')).stdout).toMatch(DEPLOYED)
     // status -o json strips the chart (cmd/helm/status.go): the chart version comes from list
-    const json = JSON.parse((await helm('status', 'cilium', '-n', 'kube-system', '-o', 'json')).stdout) as { info: { status: string }; chart?: unknown; version: number }
+    const json = JSON.parse((await helm('status', 'cilium', '-n', 'kube-system', '-o', 'json')).stdout) as {
+      info: { status: string }
+      chart?: unknown
+      version: number
+    }
     expect([json.info.status, json.chart, json.version]).toEqual(['deployed', undefined, 3])
     const listed = JSON.parse((await helm('list', '-n', 'kube-system', '--filter', '^cilium$', '--all', '-o', 'json')).stdout) as unknown[]
-    expect(listed).toEqual([expect.objectContaining({ name: 'cilium', namespace: 'kube-system', revision: '3', status: 'deployed', chart: 'cilium-1.18.4', app_version: '1.18.4' })])
+    expect(listed).toEqual([
+      expect.objectContaining({
+        name: 'cilium',
+        namespace: 'kube-system',
+        revision: '3',
+        status: 'deployed',
+        chart: 'cilium-1.18.4',
+        app_version: '1.18.4',
+      }),
+    ])
     const lines = (await helm('list', '-A')).stdout.split('\n')
     expect(lines[0]).toMatch(/^NAME  \tNAMESPACE  \tREVISION\tUPDATED +\tSTATUS  \tCHART        \tAPP VERSION$/)
-    expect(lines[1]).toMatch(/^cilium\tkube-system\t3       \t\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \+0000 UTC\tdeployed\tcilium-1\.18\.4\t1\.18\.4     $/)
-    expect((await helm('get', 'values', 'cilium', '-n', 'kube-system', '-o', 'json')).stdout).toBe('{"image":{"tag":"v1.18.4-patched"},"ipam":{"mode":"kubernetes"},"k8sServiceHost":"localhost","k8sServicePort":7445,"operator":{"image":{"tag":"v1.18.4-patched"},"replicas":1}}\n')
-    expect((await helm('history', 'cilium', '-n', 'kube-system')).stdout.split('\n').map((l) => l.split('\t').map((c) => c.trim())).slice(1, 4).map((c) => [c[0], c[2], c[5]])).toEqual([['1', 'superseded', 'Install complete'], ['2', 'superseded', 'Upgrade complete'], ['3', 'deployed', 'Upgrade complete']])
+    expect(lines[1]).toMatch(
+      /^cilium\tkube-system\t3       \t\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \+0000 UTC\tdeployed\tcilium-1\.18\.4\t1\.18\.4     $/,
+    )
+    expect((await helm('get', 'values', 'cilium', '-n', 'kube-system', '-o', 'json')).stdout).toBe(
+      '{"image":{"tag":"v1.18.4-patched"},"ipam":{"mode":"kubernetes"},"k8sServiceHost":"localhost","k8sServicePort":7445,"operator":{"image":{"tag":"v1.18.4-patched"},"replicas":1}}\n',
+    )
+    expect(
+      (await helm('history', 'cilium', '-n', 'kube-system')).stdout
+        .split('\n')
+        .map((l) => l.split('\t').map((c) => c.trim()))
+        .slice(1, 4)
+        .map((c) => [c[0], c[2], c[5]]),
+    ).toEqual([
+      ['1', 'superseded', 'Install complete'],
+      ['2', 'superseded', 'Upgrade complete'],
+      ['3', 'deployed', 'Upgrade complete'],
+    ])
     expect(await helm('status', 'nope', '-n', 'kube-system')).toEqual({ code: 1, stdout: '', stderr: 'Error: release: not found\n' })
   })
 
@@ -116,7 +231,11 @@ describe.skipIf(!!tool.skip)('the real helm: cilium from the chart repository on
     const calls = () => (k.calls as Call[]).filter((c) => c.call === 'kube' && c.command.startsWith('DELETE'))
     const r = await helm('uninstall', 'cilium', '-n', 'kube-system', '--wait')
     expect(r).toEqual({ code: 0, stdout: 'release "cilium" uninstalled\n', stderr: '' })
-    expect(calls().map((c) => `${c.command} ${c.outcome}`).sort()).toEqual([
+    expect(
+      calls()
+        .map((c) => `${c.command} ${c.outcome}`)
+        .sort(),
+    ).toEqual([
       'DELETE /api/v1/namespaces/kube-system/configmaps/cilium-config ok',
       'DELETE /api/v1/namespaces/kube-system/secrets/sh.helm.release.v1.cilium.v1 ok',
       'DELETE /api/v1/namespaces/kube-system/secrets/sh.helm.release.v1.cilium.v2 ok',
@@ -130,7 +249,11 @@ describe.skipIf(!!tool.skip)('the real helm: cilium from the chart repository on
     const left = (await kubectl(k, '-n', 'kube-system', 'get', 'ds,deploy,rs,secrets,sa,cm,svc', '-o', 'name')).stdout.split('\n')
     expect(left.filter((n) => /cilium|hubble|sh\.helm/.test(n))).toEqual([])
     expect(left).toContain('deployment.apps/coredns') // what the cluster made stays
-    expect(await helm('uninstall', 'cilium', '-n', 'kube-system')).toEqual({ code: 1, stdout: '', stderr: 'Error: uninstall: Release not loaded: cilium: release: not found\n' })
+    expect(await helm('uninstall', 'cilium', '-n', 'kube-system')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Error: uninstall: Release not loaded: cilium: release: not found\n',
+    })
   })
 })
 
@@ -146,10 +269,37 @@ describe.skipIf(!!tool.skip)('the real helm: failures', () => {
   const helm = (...args: string[]) => run('helm', args, { env: k.env })
 
   it('--wait times out when the CNI pods never get ready; the failed revision is recorded', async () => {
-    const r = await helm('upgrade', '-i', 'cilium', ...k.chart, '-n', 'kube-system', '--set', 'operator.replicas=1', '--wait', '--timeout=1s')
-    expect(r).toEqual({ code: 1, stdout: 'Release "cilium" does not exist. Installing it now.\n', stderr: 'Error: context deadline exceeded\n' })
+    const r = await helm(
+      'upgrade',
+      '-i',
+      'cilium',
+      ...k.chart,
+      '-n',
+      'kube-system',
+      '--set',
+      'operator.replicas=1',
+      '--wait',
+      '--timeout=1s',
+    )
+    expect(r).toEqual({
+      code: 1,
+      stdout: 'Release "cilium" does not exist. Installing it now.\n',
+      stderr: 'Error: context deadline exceeded\n',
+    })
     expect(k.kube.nodeReady('cp-1')).toBe(false)
-    const again = await helm('upgrade', '-i', 'cilium', ...k.chart, '-n', 'kube-system', '--set', 'operator.replicas=1', '--wait', '--timeout', '500ms')
+    const again = await helm(
+      'upgrade',
+      '-i',
+      'cilium',
+      ...k.chart,
+      '-n',
+      'kube-system',
+      '--set',
+      'operator.replicas=1',
+      '--wait',
+      '--timeout',
+      '500ms',
+    )
     expect(again.stderr).toBe('Error: UPGRADE FAILED: context deadline exceeded\n')
     const st = await helm('status', 'cilium', '-n', 'kube-system', '--show-desc')
     expect(st.stdout).toContain('STATUS: failed\nREVISION: 2\nDESCRIPTION: Upgrade "cilium" failed: context deadline exceeded\n')
@@ -157,26 +307,52 @@ describe.skipIf(!!tool.skip)('the real helm: failures', () => {
 
   it('the repository: no CA, refused, unknown chart or version; an unreachable cluster', async () => {
     const installing = 'Release "x" does not exist. Installing it now.\n'
-    expect(await helm('upgrade', '-i', 'x', 'cilium', '--repo', k.repo.url)).toEqual({ code: 1, stdout: installing,
-      stderr: `Error: looks like "${k.repo.url}" is not a valid chart repository or cannot be reached: Get "${k.repo.url}index.yaml": tls: failed to verify certificate: x509: certificate signed by unknown authority\n` })
-    expect((await helm('upgrade', '-i', 'x', 'cilium', '--repo', 'https://127.0.0.1:1/', '--ca-file', k.repo.caFile)).stderr)
-      .toBe('Error: looks like "https://127.0.0.1:1/" is not a valid chart repository or cannot be reached: Get "https://127.0.0.1:1/index.yaml": dial tcp 127.0.0.1:1: connect: connection refused\n')
-    expect((await helm('upgrade', '-i', 'x', 'nope', '--repo', k.repo.url, '--ca-file', k.repo.caFile)).stderr).toBe(`Error: chart "nope" not found in ${k.repo.url} repository\n`)
-    expect((await helm('upgrade', '-i', 'x', ...k.chart, '--version', '9.9.9')).stderr).toBe(`Error: chart "cilium" version "9.9.9" not found in ${k.repo.url} repository\n`)
-    fs.writeFileSync(k.kubeconfig + '.down', fs.readFileSync(k.kubeconfig, 'utf8').replace('https://127.50.1.1:6443', 'https://127.50.1.9:6443'))
-    expect(await helm('upgrade', '--install', 'cilium', ...k.chart, '-n', 'kube-system', '--kubeconfig', k.kubeconfig + '.down')).toEqual({ code: 1, stdout: '',
-      stderr: 'Error: Kubernetes cluster unreachable: Get "https://127.50.1.9:6443/version": dial tcp 127.50.1.9:6443: connect: connection refused\n' })
+    expect(await helm('upgrade', '-i', 'x', 'cilium', '--repo', k.repo.url)).toEqual({
+      code: 1,
+      stdout: installing,
+      stderr: `Error: looks like "${k.repo.url}" is not a valid chart repository or cannot be reached: Get "${k.repo.url}index.yaml": tls: failed to verify certificate: x509: certificate signed by unknown authority\n`,
+    })
+    expect((await helm('upgrade', '-i', 'x', 'cilium', '--repo', 'https://127.0.0.1:1/', '--ca-file', k.repo.caFile)).stderr).toBe(
+      'Error: looks like "https://127.0.0.1:1/" is not a valid chart repository or cannot be reached: Get "https://127.0.0.1:1/index.yaml": dial tcp 127.0.0.1:1: connect: connection refused\n',
+    )
+    expect((await helm('upgrade', '-i', 'x', 'nope', '--repo', k.repo.url, '--ca-file', k.repo.caFile)).stderr).toBe(
+      `Error: chart "nope" not found in ${k.repo.url} repository\n`,
+    )
+    expect((await helm('upgrade', '-i', 'x', ...k.chart, '--version', '9.9.9')).stderr).toBe(
+      `Error: chart "cilium" version "9.9.9" not found in ${k.repo.url} repository\n`,
+    )
+    fs.writeFileSync(
+      k.kubeconfig + '.down',
+      fs.readFileSync(k.kubeconfig, 'utf8').replace('https://127.50.1.1:6443', 'https://127.50.1.9:6443'),
+    )
+    expect(await helm('upgrade', '--install', 'cilium', ...k.chart, '-n', 'kube-system', '--kubeconfig', k.kubeconfig + '.down')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'Error: Kubernetes cluster unreachable: Get "https://127.50.1.9:6443/version": dial tcp 127.50.1.9:6443: connect: connection refused\n',
+    })
   })
 })
 
 describe.skipIf(!!tool.skip)('.sim/env', () => {
   let s: Started
-  beforeAll(async () => { s = await startOn('127.50.2', { cps: 1, workers: 0, speed: 1000 }) })
-  afterAll(async () => { await s?.stop() })
+  beforeAll(async () => {
+    s = await startOn('127.50.2', { cps: 1, workers: 0, speed: 1000 })
+  })
+  afterAll(async () => {
+    await s?.stop()
+  })
 
   it("puts the real helm first on PATH (helm version --short is v3.21.4); bootstrap.yaml names the simulator's repository and CA", async () => {
     expect(tool.path).toBe(resolve('.tools/bin/helm'))
-    const v = await new Promise<{ stdout: string }>((done) => execFile('bash', ['-c', `source '${join(s.sim.dir, 'env')}' && command -v helm && helm version --short`], { encoding: 'utf8' }, (_e, stdout) => done({ stdout })))
+    const v = await new Promise<{ stdout: string }>((done) =>
+      execFile(
+        'bash',
+        ['-c', `source '${join(s.sim.dir, 'env')}' && command -v helm && helm version --short`],
+        { encoding: 'utf8' },
+        (_e, stdout) => done({ stdout }),
+      ),
+    )
     expect(v.stdout).toBe(`${join(s.sim.dir, 'bin', 'helm')}\nv3.21.4\n`)
     expect(fs.realpathSync(join(s.sim.dir, 'bin', 'helm'))).toBe(fs.realpathSync(tool.path!))
     const settings = fs.readFileSync(join(s.sim.clusterDir, 'bootstrap.yaml'), 'utf8')

@@ -10,32 +10,67 @@ import { startSimulator, type Simulator, type ScenarioInput, type Fault } from '
 
 export type { Simulator }
 export interface ClusterOpts {
-  cps?: number; workers?: number; image?: 'iso' | 'disk'; workerImage?: 'iso' | 'disk'
-  speed?: number; talosVersion?: string; faults?: Fault[]; vip?: boolean; timings?: ScenarioInput['timings']
+  cps?: number
+  workers?: number
+  image?: 'iso' | 'disk'
+  workerImage?: 'iso' | 'disk'
+  speed?: number
+  talosVersion?: string
+  faults?: Fault[]
+  vip?: boolean
+  timings?: ScenarioInput['timings']
   discovery?: 'enabled' | 'disabled'
 }
 
 /** a scenario on `range` (three octets, e.g. "127.23.1"): cps at .11.., workers at .21.., VIP .10 */
 export function scenarioOn(range: string, o: ClusterOpts = {}): ScenarioInput {
-  const cps = o.cps ?? 1, workers = o.workers ?? 1
+  const cps = o.cps ?? 1,
+    workers = o.workers ?? 1
   const nodes = [
-    ...Array.from({ length: cps }, (_, i) => ({ name: `cp-${i + 1}`, ip: `${range}.${11 + i}`, role: 'controlplane' as const, image: o.image ?? 'iso' })),
-    ...Array.from({ length: workers }, (_, i) => ({ name: `wrkr-${i + 1}`, ip: `${range}.${21 + i}`, role: 'worker' as const, image: o.workerImage ?? o.image ?? 'iso' })),
+    ...Array.from({ length: cps }, (_, i) => ({
+      name: `cp-${i + 1}`,
+      ip: `${range}.${11 + i}`,
+      role: 'controlplane' as const,
+      image: o.image ?? 'iso',
+    })),
+    ...Array.from({ length: workers }, (_, i) => ({
+      name: `wrkr-${i + 1}`,
+      ip: `${range}.${21 + i}`,
+      role: 'worker' as const,
+      image: o.workerImage ?? o.image ?? 'iso',
+    })),
   ]
   return {
-    cluster: { name: 'test', talosVersion: o.talosVersion ?? 'v1.12.11', endpoint: `https://${o.vip === false ? `${range}.11` : `${range}.10`}:6443`,
-      ...(o.vip === false ? {} : { vip: { address: `${range}.10`, up: 'after-bootstrap' as const } }), ...(o.discovery ? { discovery: o.discovery } : {}) },
+    cluster: {
+      name: 'test',
+      talosVersion: o.talosVersion ?? 'v1.12.11',
+      endpoint: `https://${o.vip === false ? `${range}.11` : `${range}.10`}:6443`,
+      ...(o.vip === false ? {} : { vip: { address: `${range}.10`, up: 'after-bootstrap' as const } }),
+      ...(o.discovery ? { discovery: o.discovery } : {}),
+    },
     speed: o.speed ?? 1000,
     timings: { maintenance: 2, install: 60, reboot: 20, boot: 30, etcd: 20, kubelet: 15, cni: 20, ...o.timings },
-    nodes, faults: o.faults ?? [],
+    nodes,
+    faults: o.faults ?? [],
   }
 }
 
-export interface Started { sim: Simulator; dir: string; stop(): Promise<void> }
+export interface Started {
+  sim: Simulator
+  dir: string
+  stop(): Promise<void>
+}
 export async function startOn(range: string, o: ClusterOpts = {}): Promise<Started> {
   const dir = mkdtempSync(join(tmpdir(), 'sim-test-'))
   const sim = await startSimulator({ scenario: scenarioOn(range, o), dir })
-  return { sim, dir, async stop() { await sim.stop(); rmSync(dir, { recursive: true, force: true }) } }
+  return {
+    sim,
+    dir,
+    async stop() {
+      await sim.stop()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
 }
 
 /** the talosconfig's credentials (CA, admin cert/key) */
@@ -46,22 +81,51 @@ export function talosCreds(sim: Simulator) {
 }
 
 /** what one talosctl run did: its exit code (-1 when killed at `timeoutMs`), output, and how long it took */
-export interface Run { code: number; stdout: string; stderr: string; killed: boolean; ms: number }
+export interface Run {
+  code: number
+  stdout: string
+  stderr: string
+  killed: boolean
+  ms: number
+}
 
 /** the real talosctl with the simulator's talosconfig; killed after `timeoutMs` (a call that never answers) */
-export function talosctl(sim: Simulator, args: string[], { timeoutMs = 30_000, talosconfig }: { timeoutMs?: number; talosconfig?: string } = {}): Promise<Run> {
+export function talosctl(
+  sim: Simulator,
+  args: string[],
+  { timeoutMs = 30_000, talosconfig }: { timeoutMs?: number; talosconfig?: string } = {},
+): Promise<Run> {
   const t0 = Date.now()
   return new Promise((done) => {
-    execFile(join(sim.binDir, 'talosctl'), args, { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL',
-      env: { PATH: process.env.PATH ?? '', HOME: sim.dir, TALOSCONFIG: talosconfig ?? sim.env.TALOSCONFIG } },
-    (err, stdout, stderr) => done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr, killed: !!err?.killed, ms: Date.now() - t0 }))
+    execFile(
+      join(sim.binDir, 'talosctl'),
+      args,
+      {
+        encoding: 'utf8',
+        timeout: timeoutMs,
+        killSignal: 'SIGKILL',
+        env: { PATH: process.env.PATH ?? '', HOME: sim.dir, TALOSCONFIG: talosconfig ?? sim.env.TALOSCONFIG },
+      },
+      (err, stdout, stderr) =>
+        done({
+          code: err ? (typeof err.code === 'number' ? err.code : -1) : 0,
+          stdout,
+          stderr,
+          killed: !!err?.killed,
+          ms: Date.now() - t0,
+        }),
+    )
   })
 }
 
 /** `-e ip -n ip`: the node answers for itself, through its own apid */
 export const at = (ip: string, nodes = ip): string[] => ['-e', ip, '-n', nodes]
 /** resources as `talosctl get -o json` prints them (one JSON document after another) */
-export const jsonDocs = (text: string): Array<Record<string, any>> => text.split(/\n(?=\{)/).filter((t) => t.trim()).map((t) => JSON.parse(t))
+export const jsonDocs = (text: string): Array<Record<string, any>> =>
+  text
+    .split(/\n(?=\{)/)
+    .filter((t) => t.trim())
+    .map((t) => JSON.parse(t))
 
 /** a node's machinestatus spec (`get machinestatus -o json`), or what talosctl printed when it failed ('TIMEOUT' when it hung) */
 export async function machineStatus(sim: Simulator, ip: string, { insecure = false, timeoutMs = 30_000 } = {}): Promise<any> {
@@ -98,16 +162,33 @@ export async function bootstrapWhenReady(sim: Simulator, node: string, timeoutMs
 }
 
 /** the members `talosctl etcd members` prints (its table read by the header's columns: a learner's cells may be empty) */
-export interface Member { node: string; id: string; hostname: string; peerUrls: string[]; clientUrls: string[]; isLearner: boolean }
+export interface Member {
+  node: string
+  id: string
+  hostname: string
+  peerUrls: string[]
+  clientUrls: string[]
+  isLearner: boolean
+}
 export function membersTable(stdout: string): Member[] {
   const [header, ...rows] = stdout.trimEnd().split('\n')
   if (!header) return []
   const names = ['NODE', 'ID', 'HOSTNAME', 'PEER URLS', 'CLIENT URLS', 'LEARNER'].filter((h) => header.includes(h))
   const starts = names.map((h) => header.indexOf(h))
   return rows.map((row) => {
-    const cell = (h: string) => { const i = names.indexOf(h); return i < 0 ? '' : row.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : undefined).trim() }
+    const cell = (h: string) => {
+      const i = names.indexOf(h)
+      return i < 0 ? '' : row.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : undefined).trim()
+    }
     const list = (h: string) => (cell(h) ? cell(h).split(',') : [])
-    return { node: cell('NODE'), id: cell('ID'), hostname: cell('HOSTNAME'), peerUrls: list('PEER URLS'), clientUrls: list('CLIENT URLS'), isLearner: cell('LEARNER') === 'true' }
+    return {
+      node: cell('NODE'),
+      id: cell('ID'),
+      hostname: cell('HOSTNAME'),
+      peerUrls: list('PEER URLS'),
+      clientUrls: list('CLIENT URLS'),
+      isLearner: cell('LEARNER') === 'true',
+    }
   })
 }
 /** `talosctl etcd members` on ip (or through it, `nodes`): the members, or what talosctl printed ('TIMEOUT' when it hung) */
@@ -118,23 +199,38 @@ export async function etcdMembers(sim: Simulator, ip: string, { nodes = ip, time
 }
 
 /** one `talosctl service <id>` block: state, health, events (newest first) */
-export async function service(sim: Simulator, ip: string, id: string): Promise<{ state: string; health: string; lastHealthMessage: string; events: string[] } | string> {
+export async function service(
+  sim: Simulator,
+  ip: string,
+  id: string,
+): Promise<{ state: string; health: string; lastHealthMessage: string; events: string[] } | string> {
   const r = await talosctl(sim, ['service', id, ...at(ip)])
   if (r.code !== 0) return r.stderr
   const field = (name: string) => new RegExp(`^${name} +(.*)$`, 'm').exec(r.stdout)?.[1] ?? ''
-  const events = r.stdout.slice(r.stdout.indexOf('EVENTS')).replace(/^EVENTS/, '').split('\n').map((l) => l.trim()).filter(Boolean)
+  const events = r.stdout
+    .slice(r.stdout.indexOf('EVENTS'))
+    .replace(/^EVENTS/, '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
   return { state: field('STATE'), health: field('HEALTH'), lastHealthMessage: field('LAST HEALTH MSG'), events }
 }
 
 /** resolves with the handshake outcome: 'ok' or the error code */
-export function tlsHandshake(ip: string, opts: tls.ConnectionOptions): Promise<{ result: string; peer?: tls.PeerCertificate; authorizationError?: string }> {
+export function tlsHandshake(
+  ip: string,
+  opts: tls.ConnectionOptions,
+): Promise<{ result: string; peer?: tls.PeerCertificate; authorizationError?: string }> {
   return new Promise((resolve) => {
     // ALPN h2, as a gRPC client offers it
     const s = tls.connect({ host: ip, port: 50000, checkServerIdentity: () => undefined, ALPNProtocols: ['h2'], ...opts }, () => {
       // TLS 1.3: the server's verdict on our certificate arrives after the handshake
       s.once('data', () => {})
       const peer = s.getPeerCertificate()
-      setTimeout(() => { resolve({ result: s.destroyed ? 'closed' : 'ok', peer }); s.destroy() }, 50)
+      setTimeout(() => {
+        resolve({ result: s.destroyed ? 'closed' : 'ok', peer })
+        s.destroy()
+      }, 50)
     })
     s.on('error', (e: NodeJS.ErrnoException) => resolve({ result: e.code ?? e.message }))
   })
@@ -143,7 +239,9 @@ export function tlsHandshake(ip: string, opts: tls.ConnectionOptions): Promise<{
 /** record every distinct stage a node goes through */
 export function stageLog(sim: Simulator, node: string): string[] {
   const log = [sim.node(node)!.stage]
-  sim.watch((v) => { if (v.name === node && log.at(-1) !== v.stage) log.push(v.stage) })
+  sim.watch((v) => {
+    if (v.name === node && log.at(-1) !== v.stage) log.push(v.stage)
+  })
   return log
 }
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))

@@ -14,11 +14,16 @@ describe('kube API inside the simulator', () => {
   let dir: string
   let kubeconfig: string
   let n = 0
-  const kubectl = (args: string[], input?: string) => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const child = execFile('kubectl', ['--cache-dir', join(dir, `cache-${n++}`), '--kubeconfig', kubeconfig, ...args], { timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }))
-    child.stdin?.end(input)
-  })
+  const kubectl = (args: string[], input?: string) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const child = execFile(
+        'kubectl',
+        ['--cache-dir', join(dir, `cache-${n++}`), '--kubeconfig', kubeconfig, ...args],
+        { timeout: 60_000 },
+        (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+      )
+      child.stdin?.end(input)
+    })
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sim-kube-cluster-'))
@@ -29,7 +34,10 @@ describe('kube API inside the simulator', () => {
     kubeconfig = join(dir, 'kubeconfig')
     expect((await talosctl(c.sim, ['kubeconfig', kubeconfig, '--merge=false', '--force', ...at('127.43.1.11')])).code).toBe(0)
   })
-  afterAll(async () => { await c?.stop(); rmSync(dir, { recursive: true, force: true }) })
+  afterAll(async () => {
+    await c?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
 
   it('serves kubectl through the VIP with the cluster CA and client certificate', async () => {
     const ready = await kubectl(['get', '--raw', '/readyz'])

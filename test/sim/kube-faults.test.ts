@@ -45,16 +45,37 @@ describe('on: kube faults', () => {
     expect((await kubeGet(sim, ip, '/version')).status).toBe(200)
     const failed = await kubeGet(sim, ip, '/api/v1/nodes')
     expect(failed.status).toBe(503)
-    expect(JSON.parse(failed.body ?? '{}')).toMatchObject({ kind: 'Status', status: 'Failure', reason: 'ServiceUnavailable', code: 503, message: 'the server is currently unable to handle the request' })
+    expect(JSON.parse(failed.body ?? '{}')).toMatchObject({
+      kind: 'Status',
+      status: 'Failure',
+      reason: 'ServiceUnavailable',
+      code: 503,
+      message: 'the server is currently unable to handle the request',
+    })
     expect((await kubeGet(sim, ip, '/api/v1/nodes')).status).toBe(200)
-    expect(sim.calls().filter((r) => r.call === 'kube' && r.outcome.startsWith('fault')).map((r) => r.outcome)).toEqual(['fault unavailable'])
+    expect(
+      sim
+        .calls()
+        .filter((r) => r.call === 'kube' && r.outcome.startsWith('fault'))
+        .map((r) => r.outcome),
+    ).toEqual(['fault unavailable'])
   })
 
   it('the scenario schema: a kube fault may omit the node, names a control plane if any, and only request kinds take path', () => {
     const base = scenarioOn('127.183.2', { cps: 1, workers: 1 })
-    expect(loadScenario({ ...base, faults: [{ on: 'kube', kind: 'latency', ms: 200, path: '/apis' }] }).faults[0]).toMatchObject({ node: null, on: 'kube', kind: 'latency', ms: 200, path: '/apis' })
-    expect(() => loadScenario({ ...base, faults: [{ node: 'wrkr-1', on: 'kube', kind: 'unavailable' }] })).toThrow(/serves no Kubernetes API/)
-    expect(() => loadScenario({ ...base, faults: [{ on: 'kube', kind: 'refused', path: '/api' }] })).toThrow(/only kube faults acting on requests/)
+    expect(loadScenario({ ...base, faults: [{ on: 'kube', kind: 'latency', ms: 200, path: '/apis' }] }).faults[0]).toMatchObject({
+      node: null,
+      on: 'kube',
+      kind: 'latency',
+      ms: 200,
+      path: '/apis',
+    })
+    expect(() => loadScenario({ ...base, faults: [{ node: 'wrkr-1', on: 'kube', kind: 'unavailable' }] })).toThrow(
+      /serves no Kubernetes API/,
+    )
+    expect(() => loadScenario({ ...base, faults: [{ on: 'kube', kind: 'refused', path: '/api' }] })).toThrow(
+      /only kube faults acting on requests/,
+    )
     expect(() => loadScenario({ ...base, faults: [{ on: 'apply', kind: 'refused' }] })).toThrow(/needs a node/)
   })
 })

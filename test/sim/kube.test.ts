@@ -63,7 +63,10 @@ spec:
   scope: Namespaced
   versions: [{name: v1, served: true, storage: true, subresources: {status: {}}}]
 `
-const FLUX_CRDS = [crd('gitrepositories', 'source.toolkit.fluxcd.io', 'GitRepository', 'gitrepo'), crd('kustomizations', 'kustomize.toolkit.fluxcd.io', 'Kustomization', 'ks')].join('---\n')
+const FLUX_CRDS = [
+  crd('gitrepositories', 'source.toolkit.fluxcd.io', 'GitRepository', 'gitrepo'),
+  crd('kustomizations', 'kustomize.toolkit.fluxcd.io', 'Kustomization', 'ks'),
+].join('---\n')
 
 const SECRET = `apiVersion: v1
 kind: Secret
@@ -80,7 +83,9 @@ describe('kube API with kubectl: nodes, CNI, readiness', () => {
     k.kube.registerNode({ name: 'cp-1', ip: '127.40.0.11', role: 'controlplane' })
     k.kube.registerNode({ name: 'wrkr-1', ip: '127.40.0.21', role: 'worker' })
   })
-  afterAll(async () => { await k?.stop() })
+  afterAll(async () => {
+    await k?.stop()
+  })
 
   it('answers /readyz and /version', async () => {
     const ready = await k.kubectl(['get', '--raw', '/readyz'])
@@ -128,7 +133,9 @@ describe('kube API with kubectl: nodes, CNI, readiness', () => {
     expect(rollout.stdout.trim().split('\n').at(-1)).toBe('daemon set "cilium" successfully rolled out')
     const all = await k.kubectl(['wait', '--for=condition=Ready', 'nodes', '--all', '--timeout=10s'])
     expect(all.stdout).toBe('node/cp-1 condition met\nnode/wrkr-1 condition met\n')
-    const ready = JSON.parse((await k.kubectl(['get', 'node', 'cp-1', '-o', 'json'])).stdout).status.conditions.find((c: { type: string }) => c.type === 'Ready')
+    const ready = JSON.parse((await k.kubectl(['get', 'node', 'cp-1', '-o', 'json'])).stdout).status.conditions.find(
+      (c: { type: string }) => c.type === 'Ready',
+    )
     expect(ready).toMatchObject({ status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' })
   })
 
@@ -141,7 +148,14 @@ describe('kube API with kubectl: nodes, CNI, readiness', () => {
       expect(p.metadata.labels).toMatchObject({ 'k8s-app': 'cilium', tier: 'agent' })
     }
     const ds = JSON.parse((await k.kubectl(['get', 'ds', 'cilium', '-n', 'kube-system', '-o', 'json'])).stdout)
-    expect(ds.status).toMatchObject({ desiredNumberScheduled: 2, currentNumberScheduled: 2, updatedNumberScheduled: 2, numberReady: 2, numberAvailable: 2, observedGeneration: 1 })
+    expect(ds.status).toMatchObject({
+      desiredNumberScheduled: 2,
+      currentNumberScheduled: 2,
+      updatedNumberScheduled: 2,
+      numberReady: 2,
+      numberAvailable: 2,
+      observedGeneration: 1,
+    })
   })
 
   it('runs the coredns Deployment once a node is Ready and rolls it out', async () => {
@@ -150,26 +164,61 @@ describe('kube API with kubectl: nodes, CNI, readiness', () => {
     expect(r.stdout.trim().split('\n').at(-1)).toBe('deployment "coredns" successfully rolled out')
     const av = await k.kubectl(['wait', '--for=condition=Available', 'deployment/coredns', '-n', 'kube-system', '--timeout=5s'])
     expect(av.stdout).toBe('deployment.apps/coredns condition met\n')
-    expect(await k.kubectl(['scale', 'deployment/coredns', '-n', 'kube-system', '--replicas=3'])).toMatchObject({ code: 0, stdout: 'deployment.apps/coredns scaled\n' })
+    expect(await k.kubectl(['scale', 'deployment/coredns', '-n', 'kube-system', '--replicas=3'])).toMatchObject({
+      code: 0,
+      stdout: 'deployment.apps/coredns scaled\n',
+    })
     expect((await k.kubectl(['rollout', 'status', 'deployment/coredns', '-n', 'kube-system', '--timeout=20s'])).code).toBe(0)
     const table = await k.kubectl(['get', 'deploy', 'coredns', '-n', 'kube-system', '--no-headers'])
     expect(table.stdout).toMatch(/^coredns\s+3\/3\s+3\s+3\s+\S+\n$/)
   })
 
   it('runs a Job to completion', async () => {
-    const job = (await k.kubectl(['create', 'job', 'hello', '--image=busybox', '--dry-run=client', '-o', 'yaml', '--', 'echo', 'hi'])).stdout
+    const job = (await k.kubectl(['create', 'job', 'hello', '--image=busybox', '--dry-run=client', '-o', 'yaml', '--', 'echo', 'hi']))
+      .stdout
     expect(await k.kubectl(['apply', '-f', '-'], { input: job })).toMatchObject({ code: 0, stdout: 'job.batch/hello created\n' })
-    expect(await k.kubectl(['wait', '--for=condition=complete', 'job/hello', '--timeout=20s'])).toMatchObject({ code: 0, stdout: 'job.batch/hello condition met\n' })
+    expect(await k.kubectl(['wait', '--for=condition=complete', 'job/hello', '--timeout=20s'])).toMatchObject({
+      code: 0,
+      stdout: 'job.batch/hello condition met\n',
+    })
     expect((await k.kubectl(['get', 'jobs', '--no-headers'])).stdout).toMatch(/^hello\s+Complete\s+1\/1\s+\S+\s+\S+\n$/)
-    expect((await k.kubectl(['get', 'pods', '-l', 'job-name=hello', '--no-headers'])).stdout).toMatch(/^hello-\S{5}\s+0\/1\s+Completed\s+0\s+/)
+    expect((await k.kubectl(['get', 'pods', '-l', 'job-name=hello', '--no-headers'])).stdout).toMatch(
+      /^hello-\S{5}\s+0\/1\s+Completed\s+0\s+/,
+    )
   })
 
   it('honours label and field selectors on list', async () => {
-    const onWorker = await k.kubectl(['get', 'pods', '-n', 'kube-system', '-l', 'k8s-app in (cilium,kube-dns)', '--field-selector', 'spec.nodeName=wrkr-1', '-o', 'name'])
+    const onWorker = await k.kubectl([
+      'get',
+      'pods',
+      '-n',
+      'kube-system',
+      '-l',
+      'k8s-app in (cilium,kube-dns)',
+      '--field-selector',
+      'spec.nodeName=wrkr-1',
+      '-o',
+      'name',
+    ])
     const names = onWorker.stdout.trim().split('\n')
     expect(names.some((n) => /^pod\/cilium-/.test(n))).toBe(true)
     for (const n of names) expect(n).toMatch(/^pod\/(cilium|coredns)-/)
-    const cp = JSON.parse((await k.kubectl(['get', 'pods', '-n', 'kube-system', '--field-selector', 'spec.nodeName=cp-1,metadata.name!=kube-scheduler-cp-1', '-l', 'tier', '-o', 'json'])).stdout)
+    const cp = JSON.parse(
+      (
+        await k.kubectl([
+          'get',
+          'pods',
+          '-n',
+          'kube-system',
+          '--field-selector',
+          'spec.nodeName=cp-1,metadata.name!=kube-scheduler-cp-1',
+          '-l',
+          'tier',
+          '-o',
+          'json',
+        ])
+      ).stdout,
+    )
     const cpNames = cp.items.map((p: { metadata: { name: string } }) => p.metadata.name).sort()
     expect(cpNames).toContain('kube-apiserver-cp-1')
     expect(cpNames).not.toContain('kube-scheduler-cp-1')
@@ -205,19 +254,29 @@ describe('kube API with kubectl: apply, secrets and Flux', () => {
     k.kube.registerNode({ name: 'cp-1', ip: '127.40.1.11', role: 'controlplane' })
     await k.kubectl(['apply', '-f', await k.writeManifest('cilium.yaml', CILIUM)])
   })
-  afterAll(async () => { await k?.stop() })
+  afterAll(async () => {
+    await k?.stop()
+  })
 
   it('applies a Secret: created, configured, server-side, with stringData folded into data', async () => {
     const missingNs = await k.kubectl(['apply', '-f', await k.writeManifest('secret.yaml', SECRET)])
     expect(missingNs.code).toBe(1)
-    expect(missingNs.stderr).toMatch(/^Error from server \(NotFound\): error when creating ".*secret\.yaml": namespaces "flux-system" not found\n$/)
+    expect(missingNs.stderr).toMatch(
+      /^Error from server \(NotFound\): error when creating ".*secret\.yaml": namespaces "flux-system" not found\n$/,
+    )
     expect(await k.kubectl(['create', 'namespace', 'flux-system'])).toMatchObject({ code: 0, stdout: 'namespace/flux-system created\n' })
     const file = await k.writeManifest('secret.yaml', SECRET)
     expect(await k.kubectl(['apply', '-f', file])).toMatchObject({ code: 0, stdout: 'secret/app-credentials created\n' })
     expect(await k.kubectl(['apply', '-f', file])).toMatchObject({ code: 0, stdout: 'secret/app-credentials configured\n' })
-    expect(await k.kubectl(['apply', '--server-side', '-f', file])).toMatchObject({ code: 0, stdout: 'secret/app-credentials serverside-applied\n' })
+    expect(await k.kubectl(['apply', '--server-side', '-f', file])).toMatchObject({
+      code: 0,
+      stdout: 'secret/app-credentials serverside-applied\n',
+    })
     const ssa = await k.writeManifest('ssa.yaml', SECRET.replace('app-credentials', 'ssa-credentials'))
-    expect(await k.kubectl(['apply', '--server-side', '-f', ssa])).toMatchObject({ code: 0, stdout: 'secret/ssa-credentials serverside-applied\n' })
+    expect(await k.kubectl(['apply', '--server-side', '-f', ssa])).toMatchObject({
+      code: 0,
+      stdout: 'secret/ssa-credentials serverside-applied\n',
+    })
     const s = JSON.parse((await k.kubectl(['get', 'secret', 'app-credentials', '-n', 'flux-system', '-o', 'json'])).stdout)
     expect(s.type).toBe('Opaque')
     expect(s.stringData).toBeUndefined()
@@ -231,7 +290,9 @@ describe('kube API with kubectl: apply, secrets and Flux', () => {
     expect(table.stdout).toMatch(/^NAME\s+TYPE\s+DATA\s+AGE\napp-credentials\s+Opaque\s+2\s+\S+\nssa-credentials\s+Opaque\s+2\s+\S+\n$/)
     // `kubectl create secret … --dry-run=client -o yaml | kubectl apply -f -`, twice: the second run's
     // {"metadata":{"creationTimestamp":null}} patch must not lose it.
-    const pipe = (await k.kubectl(['create', 'secret', 'generic', 'x', '-n', 'flux-system', '--from-literal=key=v', '--dry-run=client', '-o', 'yaml'])).stdout
+    const pipe = (
+      await k.kubectl(['create', 'secret', 'generic', 'x', '-n', 'flux-system', '--from-literal=key=v', '--dry-run=client', '-o', 'yaml'])
+    ).stdout
     expect(await k.kubectl(['apply', '-f', '-'], { input: pipe })).toMatchObject({ code: 0, stdout: 'secret/x created\n' })
     expect(await k.kubectl(['apply', '-f', '-'], { input: pipe })).toMatchObject({ code: 0, stdout: 'secret/x configured\n' })
     const ts = await k.kubectl(['get', 'secret', 'x', '-n', 'flux-system', '-o', 'jsonpath={.metadata.creationTimestamp}'])
@@ -252,26 +313,46 @@ describe('kube API with kubectl: apply, secrets and Flux', () => {
     const w = await k.kubectl(['wait', 'kustomization/flux-system', '-n', 'flux-system', '--for=condition=Ready', '--timeout=20s'])
     expect(w).toMatchObject({ code: 0, stdout: 'kustomization.kustomize.toolkit.fluxcd.io/flux-system condition met\n' })
     const ks = await k.kubectl(['get', 'ks', '-A'])
-    expect(ks.stdout).toMatch(/^NAMESPACE\s+NAME\s+AGE\s+READY\s+STATUS\nflux-system\s+flux-system\s+\S+\s+True\s+Applied revision: main@sha1:[0-9a-f]{40}\n$/)
+    expect(ks.stdout).toMatch(
+      /^NAMESPACE\s+NAME\s+AGE\s+READY\s+STATUS\nflux-system\s+flux-system\s+\S+\s+True\s+Applied revision: main@sha1:[0-9a-f]{40}\n$/,
+    )
     const git = JSON.parse((await k.kubectl(['get', 'gitrepo', 'flux-system', '-n', 'flux-system', '-o', 'json'])).stdout)
-    const kso = JSON.parse((await k.kubectl(['get', 'kustomizations.kustomize.toolkit.fluxcd.io', 'flux-system', '-n', 'flux-system', '-o', 'json'])).stdout)
+    const kso = JSON.parse(
+      (await k.kubectl(['get', 'kustomizations.kustomize.toolkit.fluxcd.io', 'flux-system', '-n', 'flux-system', '-o', 'json'])).stdout,
+    )
     expect(kso.status.lastAppliedRevision).toBe(git.status.artifact.revision)
-    expect(kso.status.conditions[0]).toMatchObject({ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded', observedGeneration: 1 })
+    expect(kso.status.conditions[0]).toMatchObject({
+      type: 'Ready',
+      status: 'True',
+      reason: 'ReconciliationSucceeded',
+      observedGeneration: 1,
+    })
   })
 
   it('fails Kustomizations with the flux fault message and heals when it clears', async () => {
     k.faults.add(null, 'flux', 'kustomize build failed: missing ./apps')
-    const apps = await k.writeManifest('apps.yaml', `apiVersion: kustomize.toolkit.fluxcd.io/v1
+    const apps = await k.writeManifest(
+      'apps.yaml',
+      `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata: {name: apps, namespace: flux-system}
 spec: {interval: 10m0s, path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}
-`)
+`,
+    )
     await k.kubectl(['apply', '-f', apps])
     const w = await k.kubectl(['wait', 'kustomization/apps', '-n', 'flux-system', '--for=condition=Ready', '--timeout=1s'])
     expect(w).toMatchObject({ code: 1, stderr: 'error: timed out waiting for the condition on kustomizations/apps\n' })
     const row = await k.kubectl(['get', 'ks', 'apps', '-n', 'flux-system', '--no-headers'])
     expect(row.stdout).toMatch(/^apps\s+\S+\s+False\s+kustomize build failed: missing \.\/apps\n$/)
-    const reason = await k.kubectl(['get', 'ks', 'apps', '-n', 'flux-system', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}'])
+    const reason = await k.kubectl([
+      'get',
+      'ks',
+      'apps',
+      '-n',
+      'flux-system',
+      '-o',
+      'jsonpath={.status.conditions[?(@.type=="Ready")].reason}',
+    ])
     expect(reason.stdout).toBe('BuildFailed')
     k.faults.clear(null, 'flux')
     const healed = await k.kubectl(['wait', 'kustomization/apps', '-n', 'flux-system', '--for=condition=Ready', '--timeout=20s'])

@@ -12,7 +12,10 @@ import { join } from 'node:path'
 import { applyInsecure, at, bootstrapWhenReady, startOn, talosctl, type Started } from './helpers.js'
 
 let c: Started | null = null
-afterEach(async () => { await c?.stop(); c = null })
+afterEach(async () => {
+  await c?.stop()
+  c = null
+})
 
 const kubeOf = (s: Started): Kube => s.sim.kube as Kube
 function nodeObj(s: Started, name: string): KubeObject | undefined {
@@ -20,7 +23,9 @@ function nodeObj(s: Started, name: string): KubeObject | undefined {
   return k.store.get(k.registry.get('', 'v1', 'nodes')!, undefined, name)
 }
 const ready = (n: KubeObject | undefined): { status: string; lastTransitionTime: string } | undefined =>
-  (n?.status?.conditions as Array<{ type: string; status: string; lastTransitionTime: string }> | undefined)?.find((x) => x.type === 'Ready')
+  (n?.status?.conditions as Array<{ type: string; status: string; lastTransitionTime: string }> | undefined)?.find(
+    (x) => x.type === 'Ready',
+  )
 
 async function running(range: string, speed = 1000): Promise<Started> {
   c = await startOn(range, { cps: 1, workers: 1, image: 'disk', speed, timings: { drain: 30 } })
@@ -36,10 +41,14 @@ async function running(range: string, speed = 1000): Promise<Started> {
  * reset, through the control plane) printed of the node's log until the node went down.
  */
 function whenKubeletStops(s: Started, node: string, ip: string): Promise<{ at: number; dmesg: Promise<string> }> {
-  const follow = execFile(join(s.sim.binDir, 'talosctl'), ['dmesg', '-f', ...at(s.sim.node('cp-1')!.ip, ip)], { encoding: 'utf8',
-    env: { PATH: process.env.PATH ?? '', HOME: s.sim.dir, TALOSCONFIG: s.sim.env.TALOSCONFIG } })
+  const follow = execFile(join(s.sim.binDir, 'talosctl'), ['dmesg', '-f', ...at(s.sim.node('cp-1')!.ip, ip)], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', HOME: s.sim.dir, TALOSCONFIG: s.sim.env.TALOSCONFIG },
+  })
   let out = ''
-  follow.stdout?.on('data', (d: string) => { out += d })
+  follow.stdout?.on('data', (d: string) => {
+    out += d
+  })
   const dmesg = new Promise<string>((done) => follow.on('exit', () => done(out)))
   return new Promise((resolve) => {
     const stop = s.sim.watch((v) => {
@@ -121,7 +130,9 @@ describe('reset, Kubernetes side', () => {
     const { at: kubeletStopped, dmesg } = await stopped
     // DrainTimeout is 5 minutes of simulated time; the eviction was never allowed
     expect(kubeletStopped - t0).toBeGreaterThanOrEqual(300_000)
-    expect(await dmesg).toMatch(/\[talos\] WARNING: failed to evict pod: failed to evict pod default\/guarded-\w+: context deadline exceeded\n/)
+    expect(await dmesg).toMatch(
+      /\[talos\] WARNING: failed to evict pod: failed to evict pod default\/guarded-\w+: context deadline exceeded\n/,
+    )
     // Drain's errors are only logged (taskErrorHandler(logError, …)): the reset carries on to maintenance
     await sim.until(() => sim.node('wrkr-1')!.stage === 'maintenance')
   })
@@ -131,7 +142,16 @@ describe('reset, Kubernetes side', () => {
     const { sim } = s
     const k = kubeOf(s)
     const PODS = k.registry.get('', 'v1', 'pods')!
-    k.store.create(PODS, { metadata: { name: 'web-1', namespace: 'default', labels: { app: 'web' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: 'u1', controller: true }] }, spec: { nodeName: 'wrkr-1', containers: [{ name: 'c', image: 'x' }] }, status: { phase: 'Running' } })
+    k.store.create(PODS, {
+      metadata: {
+        name: 'web-1',
+        namespace: 'default',
+        labels: { app: 'web' },
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: 'u1', controller: true }],
+      },
+      spec: { nodeName: 'wrkr-1', containers: [{ name: 'c', image: 'x' }] },
+      status: { phase: 'Running' },
+    })
     const stopped = whenKubeletStops(s, 'wrkr-1', '127.162.4.21')
     const t0 = k.clock.now().getTime()
     await reset(s, '127.162.4.21')

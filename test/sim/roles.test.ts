@@ -6,7 +6,10 @@ import { applyInsecure, at, configPath, scenarioOn, startOn, talosctl, type Star
 import { loadScenario } from '../../sim/index.js'
 
 let c: Started | null = null
-afterEach(async () => { await c?.stop(); c = null })
+afterEach(async () => {
+  await c?.stop()
+  c = null
+})
 
 describe('talosconfig roles', () => {
   it('os:reader reads, but apply, bootstrap, kubeconfig and reset are not authorized', async () => {
@@ -16,14 +19,26 @@ describe('talosconfig roles', () => {
     const { mkdtempSync, rmSync } = await import('node:fs')
     const dir = mkdtempSync('/tmp/sim-roles-')
     const sim = await startSimulator({ scenario: s, dir })
-    c = { sim, dir, async stop() { await sim.stop(); rmSync(dir, { recursive: true, force: true }) } }
+    c = {
+      sim,
+      dir,
+      async stop() {
+        await sim.stop()
+        rmSync(dir, { recursive: true, force: true })
+      },
+    }
     await applyInsecure(sim, 'cp-1') // maintenance: no client certificate, no role
     await sim.until(() => sim.node('cp-1')!.listener === 'secure')
     const ip = '127.35.1.11'
     expect((await talosctl(sim, ['get', 'machinestatus', ...at(ip)])).code).toBe(0)
     const denied = 'rpc error: code = PermissionDenied desc = not authorized'
-    for (const args of [['apply-config', '-f', configPath(sim, 'cp-1')], ['bootstrap'], ['kubeconfig', `${dir}/kubeconfig`, '--force'], ['reset', '--wait=false'],
-      ['etcd', 'remove-member', '0123456789abcdef']]) {
+    for (const args of [
+      ['apply-config', '-f', configPath(sim, 'cp-1')],
+      ['bootstrap'],
+      ['kubeconfig', `${dir}/kubeconfig`, '--force'],
+      ['reset', '--wait=false'],
+      ['etcd', 'remove-member', '0123456789abcdef'],
+    ]) {
       const r = await talosctl(sim, [...args, ...at(ip)])
       expect(r.code, args.join(' ')).toBe(1)
       expect(r.stderr, args.join(' ')).toContain(denied)
@@ -36,6 +51,8 @@ describe('talosconfig roles', () => {
     expect(c.sim.scenario.cluster).toMatchObject({ talosconfigRole: 'os:admin' })
     const bad = scenarioOn('127.35.3', { cps: 1, workers: 0 })
     bad.cluster.talosconfigRole = 'os:root' as never
-    expect(() => loadScenario(bad)).toThrow(/cluster\.talosconfigRole: "os:root" must be one of os:admin, os:operator, os:reader, os:etcd:backup/)
+    expect(() => loadScenario(bad)).toThrow(
+      /cluster\.talosconfigRole: "os:root" must be one of os:admin, os:operator, os:reader, os:etcd:backup/,
+    )
   })
 })

@@ -7,7 +7,10 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { applyInsecure, at, bootstrapWhenReady, configOf, machineStatus, sleep, startOn, talosctl, type Started } from './helpers.js'
 
 let c: Started | null = null
-afterEach(async () => { await c?.stop(); c = null })
+afterEach(async () => {
+  await c?.stop()
+  c = null
+})
 
 /** the node's stage, or what talosctl printed */
 const stageOf = async (c: Started, ip: string): Promise<string> => {
@@ -35,7 +38,9 @@ describe("a worker's apid waits for trustd", () => {
     expect(proxied.stderr).toContain(refused('127.33.1.21'))
     // the worker's apid comes up only after etcd (and with it the VIP) did
     let etcdWhenOpened: boolean | undefined
-    c.sim.watch((v) => { if (v.name === 'wrkr-1' && v.listener === 'secure' && etcdWhenOpened === undefined) etcdWhenOpened = c!.sim.node('cp-1')!.etcdHealthy })
+    c.sim.watch((v) => {
+      if (v.name === 'wrkr-1' && v.listener === 'secure' && etcdWhenOpened === undefined) etcdWhenOpened = c!.sim.node('cp-1')!.etcdHealthy
+    })
     expect((await bootstrapWhenReady(c.sim, 'cp-1')).code).toBe(0)
     await c.sim.until(() => c.sim.node('wrkr-1')!.stage === 'running')
     expect(etcdWhenOpened).toBe(true)
@@ -73,17 +78,28 @@ describe('etcd registers late', () => {
   it('a booting control plane answers before StartAllServices: etcd is not registered, then Waiting, then Preparing', async () => {
     c = await startOn('127.33.5', { cps: 1, workers: 0, image: 'disk', vip: false, speed: 20, timings: { boot: 80 } }) // half the boot: 2 s real
     const seen: string[] = []
-    c.sim.watch((v) => { if (v.name === 'cp-1' && v.listener === 'secure') { const s = v.services.etcd ?? 'not registered'; if (seen.at(-1) !== s) seen.push(s) } })
+    c.sim.watch((v) => {
+      if (v.name === 'cp-1' && v.listener === 'secure') {
+        const s = v.services.etcd ?? 'not registered'
+        if (seen.at(-1) !== s) seen.push(s)
+      }
+    })
     await applyInsecure(c.sim, 'cp-1')
     await c.sim.until(() => c.sim.node('cp-1')!.listener === 'secure')
     const list = await talosctl(c.sim, ['service', ...at('127.33.5.11')])
     expect(list.code, list.stderr).toBe(0)
-    const ids = list.stdout.trimEnd().split('\n').slice(1).map((l) => l.split(/\s+/)[1])
+    const ids = list.stdout
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/)[1])
     expect(ids).toContain('apid')
     expect(ids).not.toContain('etcd')
     expect(ids).not.toContain('trustd')
     await c.sim.until(() => c.sim.node('cp-1')!.services.etcd === 'Preparing', 10000)
     expect(seen).toEqual(['not registered', 'Waiting', 'Preparing'])
-    expect((await talosctl(c.sim, ['service', 'etcd', ...at('127.33.5.11')])).stdout).toMatch(/^NODE +127\.33\.5\.11\nID +etcd\nSTATE +Preparing\n/)
+    expect((await talosctl(c.sim, ['service', 'etcd', ...at('127.33.5.11')])).stdout).toMatch(
+      /^NODE +127\.33\.5\.11\nID +etcd\nSTATE +Preparing\n/,
+    )
   })
 })

@@ -20,11 +20,22 @@ const NODES: FixtureNode[] = [
   { hostname: 'wrkr-3', ip: '127.0.0.23', cp: false },
 ]
 
-const refused = (ip: string): string => `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${ip}:50000: connect: connection refused"`
+const refused = (ip: string): string =>
+  `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${ip}:50000: connect: connection refused"`
 const row = (ip: string, stage: string): string =>
-  JSON.stringify({ metadata: { id: 'machine', namespace: 'runtime', type: 'MachineStatuses.runtime.talos.dev' }, node: ip, spec: { stage, status: { ready: stage === 'running', unmetConditions: [] } } }, null, 4)
-const multi = (errors: string[]): string => `${errors.length} error${errors.length === 1 ? '' : 's'} occurred:\n${errors.map((e) => `\t* ${e}`).join('\n')}\n\n`
-const block = (ip: string): string => `NODE     ${ip}\nID       kubelet\nSTATE    Running\nHEALTH   OK\nEVENTS   [Running]: Health check successful (3m43s ago)\n`
+  JSON.stringify(
+    {
+      metadata: { id: 'machine', namespace: 'runtime', type: 'MachineStatuses.runtime.talos.dev' },
+      node: ip,
+      spec: { stage, status: { ready: stage === 'running', unmetConditions: [] } },
+    },
+    null,
+    4,
+  )
+const multi = (errors: string[]): string =>
+  `${errors.length} error${errors.length === 1 ? '' : 's'} occurred:\n${errors.map((e) => `\t* ${e}`).join('\n')}\n\n`
+const block = (ip: string): string =>
+  `NODE     ${ip}\nID       kubelet\nSTATE    Running\nHEALTH   OK\nEVENTS   [Running]: Health check successful (3m43s ago)\n`
 
 type Answer = Pick<ToolResult, 'exitCode' | 'stdout' | 'stderr'>
 
@@ -53,7 +64,11 @@ function setup(answer: (args: string[]) => Answer) {
 
 describe('batched MachineStatus read', () => {
   it("a node's own error in the batch is that node's (unreachable), the others answer", async () => {
-    const { talosctl, node } = setup(() => ({ exitCode: 1, stdout: [row('127.0.0.11', 'running'), row('127.0.0.23', 'booting')].join('\n'), stderr: multi([refused('127.0.0.21'), refused('127.0.0.22')]) }))
+    const { talosctl, node } = setup(() => ({
+      exitCode: 1,
+      stdout: [row('127.0.0.11', 'running'), row('127.0.0.23', 'booting')].join('\n'),
+      stderr: multi([refused('127.0.0.21'), refused('127.0.0.22')]),
+    }))
     const answers = await talosctl.machineStatuses([node('cp-1'), node('wrkr-1'), node('wrkr-2'), node('wrkr-3')], node('cp-1'))
     expect(answers.get('127.0.0.11')?.value?.stage).toBe('running')
     expect(answers.get('127.0.0.23')?.value?.stage).toBe('booting')
@@ -80,7 +95,11 @@ describe('batched MachineStatus read', () => {
 
 describe('batched service read', () => {
   it("apid's per-node error names the node: classified for it alone", async () => {
-    const { talosctl, node } = setup(() => ({ exitCode: 0, stdout: block('127.0.0.11') + block('127.0.0.23'), stderr: `WARNING: 1 error occurred:\n\t* 127.0.0.22: ${refused('127.0.0.22')}\n\n` }))
+    const { talosctl, node } = setup(() => ({
+      exitCode: 0,
+      stdout: block('127.0.0.11') + block('127.0.0.23'),
+      stderr: `WARNING: 1 error occurred:\n\t* 127.0.0.22: ${refused('127.0.0.22')}\n\n`,
+    }))
     const answers = await talosctl.serviceStatuses([node('cp-1'), node('wrkr-2'), node('wrkr-3')], node('cp-1'), 'kubelet')
     expect(answers.get('127.0.0.11')?.value?.state).toBe('Running')
     expect(answers.get('127.0.0.23')?.value?.state).toBe('Running')
@@ -95,7 +114,8 @@ describe('batched service read', () => {
 })
 
 /** A Run with just what StatusReads uses. */
-const runOf = (talosctl: Talosctl): Run => ({ talosctl, failed: new Map<string, string>(), settings: { pollIntervalMs: 400 } }) as unknown as Run
+const runOf = (talosctl: Talosctl): Run =>
+  ({ talosctl, failed: new Map<string, string>(), settings: { pollIntervalMs: 400 } }) as unknown as Run
 
 describe('StatusReads (verify and wait-ready)', () => {
   it('one refusing node of a batch fails its read alone while the others progress, with no read of their own', async () => {
@@ -103,7 +123,14 @@ describe('StatusReads (verify and wait-ready)', () => {
       const asked = nodesArg(args)
       if (asked.length === 1) return { exitCode: 0, stdout: row(asked[0] ?? '', 'booting'), stderr: '' }
       const down: string[] = asked.filter((ip) => ip === '127.0.0.22')
-      return { exitCode: down.length ? 1 : 0, stdout: asked.filter((ip) => !down.includes(ip)).map((ip) => row(ip, 'running')).join('\n'), stderr: down.length ? multi(down.map(refused)) : '' }
+      return {
+        exitCode: down.length ? 1 : 0,
+        stdout: asked
+          .filter((ip) => !down.includes(ip))
+          .map((ip) => row(ip, 'running'))
+          .join('\n'),
+        stderr: down.length ? multi(down.map(refused)) : '',
+      }
     })
     const reads = new StatusReads(runOf(talosctl))
     // no control plane has answered yet: read alone; cp-1 answering makes it the endpoint
@@ -121,7 +148,9 @@ describe('StatusReads (verify and wait-ready)', () => {
     const { talosctl, calls, node } = setup((args) => {
       const asked = nodesArg(args)
       if (asked.length > 1) return { exitCode: 1, stdout: '', stderr: `${refused('127.0.0.11')}\n` }
-      return asked[0] === '127.0.0.11' && calls.length > 1 ? { exitCode: 1, stdout: '', stderr: `${refused('127.0.0.11')}\n` } : { exitCode: 0, stdout: row(asked[0] ?? '', 'running'), stderr: '' }
+      return asked[0] === '127.0.0.11' && calls.length > 1
+        ? { exitCode: 1, stdout: '', stderr: `${refused('127.0.0.11')}\n` }
+        : { exitCode: 0, stdout: row(asked[0] ?? '', 'running'), stderr: '' }
     })
     const reads = new StatusReads(runOf(talosctl))
     await reads.read(node('cp-1'))
@@ -137,7 +166,13 @@ describe('StatusReads (verify and wait-ready)', () => {
 
 describe('large batches', () => {
   it('go out as several calls of at most 50 nodes, each resolving the type through the same first node', async () => {
-    const { talosctl, calls, node, inventory } = setup((args) => ({ exitCode: 0, stdout: nodesArg(args).map((ip) => row(ip, 'running')).join('\n'), stderr: '' }))
+    const { talosctl, calls, node, inventory } = setup((args) => ({
+      exitCode: 0,
+      stdout: nodesArg(args)
+        .map((ip) => row(ip, 'running'))
+        .join('\n'),
+      stderr: '',
+    }))
     const many = Array.from({ length: 120 }, (_, i) => ({ ...inventory.nodes[1]!, name: `w-${i}`, address: `127.0.1.${i + 1}` }))
     const answers = await talosctl.machineStatuses([node('cp-1'), ...many], node('cp-1'))
     expect(answers.size).toBe(121)
@@ -153,7 +188,13 @@ describe('StatusReads: the spared node', () => {
   it('is never borrowed to resolve a batch: another control plane is, else each node is read alone', async () => {
     const nodes2: FixtureNode[] = [...NODES.slice(0, 1), { hostname: 'cp-2', ip: '127.0.0.12', cp: true }, ...NODES.slice(1)]
     const inventory = loadInventory(clusterDir(nodes2))
-    const { runner, calls } = fakeRunner((args) => ({ exitCode: 0, stdout: nodesArg(args).map((ip) => row(ip, 'running')).join('\n'), stderr: '' }))
+    const { runner, calls } = fakeRunner((args) => ({
+      exitCode: 0,
+      stdout: nodesArg(args)
+        .map((ip) => row(ip, 'running'))
+        .join('\n'),
+      stderr: '',
+    }))
     const node = (name: string) => inventory.nodes.find((n) => n.name === name) ?? expect.fail(name)
     const reads = new StatusReads(runOf(new Talosctl(runner, inventory)), undefined, () => node('cp-1'))
     await reads.read(node('cp-1'))

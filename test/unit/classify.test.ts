@@ -4,7 +4,17 @@ import { isTransient, type ErrorKind } from '../../lib/core/errors.js'
 import type { ToolResult } from '../../lib/tools/exec.js'
 
 function failed(stderr: string, extra: Partial<ToolResult> = {}): ToolResult {
-  return { call: { tool: 'talosctl', args: ['get'] }, ok: false, exitCode: 1, stdout: '', stderr, durationMs: 10, timedOut: false, aborted: false, ...extra }
+  return {
+    call: { tool: 'talosctl', args: ['get'] },
+    ok: false,
+    exitCode: 1,
+    stdout: '',
+    stderr,
+    durationMs: 10,
+    timedOut: false,
+    aborted: false,
+    ...extra,
+  }
 }
 
 const unavailable = (desc: string): string => `rpc error: code = Unavailable desc = connection error: desc = "${desc}"`
@@ -12,11 +22,19 @@ const unavailable = (desc: string): string => `rpc error: code = Unavailable des
 // Every error text of docs/design.md "What the real tools do" (talosctl: connection outcomes and the bootstrap checks of
 // internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go in siderolabs/talos), with the kind it must get.
 const CASES: Array<[string, ErrorKind]> = [
-  [`error executing bootstrap: ${unavailable('transport: Error while dialing: dial tcp 127.0.0.2:50000: connect: connection refused')}`, 'unreachable'],
+  [
+    `error executing bootstrap: ${unavailable('transport: Error while dialing: dial tcp 127.0.0.2:50000: connect: connection refused')}`,
+    'unreachable',
+  ],
   [unavailable('transport: Error while dialing: dial tcp 127.0.0.2:50000: i/o timeout'), 'timeout'],
   [unavailable('transport: Error while dialing: dial tcp 127.0.0.2:50000: connect: no route to host'), 'unreachable'],
   [unavailable('error reading server preface: remote error: tls: certificate required'), 'configured'],
-  [unavailable('transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority'), 'maintenance'],
+  [
+    unavailable(
+      'transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority',
+    ),
+    'maintenance',
+  ],
   [
     unavailable(
       'transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of \\"x509: Ed25519 verification failure\\" while trying to verify candidate authority certificate \\"talos\\")',
@@ -26,28 +44,52 @@ const CASES: Array<[string, ErrorKind]> = [
   [unavailable('error reading server preface: remote error: tls: unknown certificate authority'), 'pki-mismatch'],
   [unavailable('error reading server preface: remote error: tls: expired certificate'), 'pki-mismatch'],
   ["error applying new configuration: leaf peer certificate doesn't match the provided fingerprints: [abc]", 'pki-mismatch'],
-  ['error applying new configuration: rpc error: code = InvalidArgument desc = configuration validation failed: 1 error occurred:\n\t* install instructions are required in "metal" mode\n\n', 'config-invalid'],
-  ['error applying new configuration: rpc error: code = InvalidArgument desc = runtime configuration validation failed: 1 error occurred:\n\t* no disks matched the expression: disk.size >= 100000000000u\n\n', 'disk-mismatch'],
-  ["1 error occurred:\n\t* v1alpha1.Config: 1 error occurred:\n\t* install.extraKernelArgs and install.grubUseUKICmdline can't be used together\n\n", 'config-invalid'],
+  [
+    'error applying new configuration: rpc error: code = InvalidArgument desc = configuration validation failed: 1 error occurred:\n\t* install instructions are required in "metal" mode\n\n',
+    'config-invalid',
+  ],
+  [
+    'error applying new configuration: rpc error: code = InvalidArgument desc = runtime configuration validation failed: 1 error occurred:\n\t* no disks matched the expression: disk.size >= 100000000000u\n\n',
+    'disk-mismatch',
+  ],
+  [
+    "1 error occurred:\n\t* v1alpha1.Config: 1 error occurred:\n\t* install.extraKernelArgs and install.grubUseUKICmdline can't be used together\n\n",
+    'config-invalid',
+  ],
   ['error applying new configuration: rpc error: code = Unknown desc = failed to parse config: yaml: line 3', 'config-invalid'],
-  ['error executing bootstrap: 1 error occurred:\n\t* 127.0.0.2: rpc error: code = FailedPrecondition desc = bootstrap is not available yet\n\n', 'not-ready-yet'],
+  [
+    'error executing bootstrap: 1 error occurred:\n\t* 127.0.0.2: rpc error: code = FailedPrecondition desc = bootstrap is not available yet\n\n',
+    'not-ready-yet',
+  ],
   ['error executing bootstrap: rpc error: code = FailedPrecondition desc = time is not in sync yet', 'not-ready-yet'],
-  ['error executing bootstrap: rpc error: code = FailedPrecondition desc = bootstrap can only be performed on a control plane node', 'wrong-node'],
+  [
+    'error executing bootstrap: rpc error: code = FailedPrecondition desc = bootstrap can only be performed on a control plane node',
+    'wrong-node',
+  ],
   ['error executing bootstrap: rpc error: code = Unimplemented desc = bootstrap is only available on control plane nodes', 'wrong-node'],
   ['rpc error: code = PermissionDenied desc = not authorized', 'unauthorized'],
   ['error getting version: rpc error: code = Unavailable desc = error reading from server: EOF', 'unreachable'],
   ['Error: UPGRADE FAILED: context deadline exceeded', 'timeout'],
-  ['Error: Kubernetes cluster unreachable: Get "https://127.0.0.2:6443/version": dial tcp 127.0.0.2:6443: connect: connection refused', 'unreachable'],
+  [
+    'Error: Kubernetes cluster unreachable: Get "https://127.0.0.2:6443/version": dial tcp 127.0.0.2:6443: connect: connection refused',
+    'unreachable',
+  ],
   ['error: timed out waiting for the condition on nodes/wrkr-1', 'timeout'],
   ['something nobody has seen before', 'unknown'],
   // as the real talosctl v1.12.11 and helm v3.21.4 print them against the simulator
   // (test/sim/talosctl-ops.test.ts, test/sim/talosctl-real.test.ts, test/sim/helm.test.ts)
   [`${unavailable('transport: Error while dialing: dial tcp 127.31.1.99:50000: connect: connection refused')}\n`, 'unreachable'],
   ['1 error occurred:\n\t* rpc error: code = DeadlineExceeded desc = context deadline exceeded\n\n\n', 'timeout'],
-  ['error listing services: 1 error occurred:\n\t* 127.31.1.21: rpc error: code = Unavailable desc = error reading from server: EOF\n\n\n', 'unreachable'],
+  [
+    'error listing services: 1 error occurred:\n\t* 127.31.1.21: rpc error: code = Unavailable desc = error reading from server: EOF\n\n\n',
+    'unreachable',
+  ],
   ['error executing reset: rpc error: code = PermissionDenied desc = not authorized\n', 'unauthorized'],
   // not retried: the bootstrap phase reads it as "already bootstrapped" (lib/phases/etcd.ts)
-  ['error executing bootstrap: 1 error occurred:\n\t* 127.37.1.11: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n', 'unknown'],
+  [
+    'error executing bootstrap: 1 error occurred:\n\t* 127.37.1.11: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n',
+    'unknown',
+  ],
   ['Error: release: not found\n', 'unknown'],
   ['Error: uninstall: Release not loaded: cilium: release: not found\n', 'unknown'],
 ]
@@ -66,12 +108,16 @@ describe('classify', () => {
     expect(isTransient('unreachable')).toBe(true)
     expect(isTransient('timeout')).toBe(true)
     expect(isTransient('not-ready-yet')).toBe(true)
-    for (const kind of ['configured', 'pki-mismatch', 'config-invalid', 'disk-mismatch', 'unknown'] as const) expect(isTransient(kind)).toBe(false)
+    for (const kind of ['configured', 'pki-mismatch', 'config-invalid', 'disk-mismatch', 'unknown'] as const)
+      expect(isTransient(kind)).toBe(false)
   })
 
   it('keeps the meaning and drops the usage block and multierror framing', () => {
-    const text = 'error executing bootstrap: 1 error occurred:\n\t* 127.0.0.2: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n'
-    expect(essence(text)).toBe('error executing bootstrap: 127.0.0.2: rpc error: code = AlreadyExists desc = etcd data directory is not empty')
+    const text =
+      'error executing bootstrap: 1 error occurred:\n\t* 127.0.0.2: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n'
+    expect(essence(text)).toBe(
+      'error executing bootstrap: 127.0.0.2: rpc error: code = AlreadyExists desc = etcd data directory is not empty',
+    )
     expect(essence('unknown flag: --foo\n\nUsage:\n  talosctl get <type> [flags]\n')).toBe('unknown flag: --foo')
   })
 })

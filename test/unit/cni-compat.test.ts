@@ -16,10 +16,16 @@ interface NodeShape {
 }
 
 function config(role: 'controlplane' | 'worker', shape: NodeShape): string {
-  const prism = shape.kubePrism === null ? '' : `        kubePrism:\n            enabled: ${String(shape.kubePrism?.enabled ?? true)}\n${shape.kubePrism?.port ? `            port: ${shape.kubePrism.port}\n` : '            port: 7445\n'}`
+  const prism =
+    shape.kubePrism === null
+      ? ''
+      : `        kubePrism:\n            enabled: ${String(shape.kubePrism?.enabled ?? true)}\n${shape.kubePrism?.port ? `            port: ${shape.kubePrism.port}\n` : '            port: 7445\n'}`
   const cni = shape.cni === null ? '' : `        cni:\n            name: ${shape.cni ?? 'none'}\n`
   const proxyDisabled = shape.proxyDisabled === undefined ? role === 'controlplane' : shape.proxyDisabled
-  const proxy = proxyDisabled === null || (role === 'worker' && shape.proxyDisabled === undefined) ? '' : `    proxy:\n        disabled: ${String(proxyDisabled)}\n`
+  const proxy =
+    proxyDisabled === null || (role === 'worker' && shape.proxyDisabled === undefined)
+      ? ''
+      : `    proxy:\n        disabled: ${String(proxyDisabled)}\n`
   return `version: v1alpha1\ndebug: false\nmachine:\n    type: ${role}\n    features:\n        rbac: true\n${prism}cluster:\n    clusterName: demo\n    network:\n${cni}        dnsDomain: cluster.local\n${proxy}---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: x\n`
 }
 
@@ -30,7 +36,10 @@ const GUIDE_VALUES = `    ipam: { mode: kubernetes }
     cgroup: { autoMount: { enabled: false }, hostRoot: /sys/fs/cgroup }
 `
 
-async function cluster(nodes: Record<string, NodeShape & { role?: 'controlplane' | 'worker' }>, settings: string | undefined): Promise<{ dir: string; result: CniCheckResult; file: (n: string) => string }> {
+async function cluster(
+  nodes: Record<string, NodeShape & { role?: 'controlplane' | 'worker' }>,
+  settings: string | undefined,
+): Promise<{ dir: string; result: CniCheckResult; file: (n: string) => string }> {
   const dir = mkdtempSync(join(tmpdir(), 'tb-cni-'))
   const list: ClusterNode[] = Object.entries(nodes).map(([name, shape], i) => {
     const role = shape.role ?? (name.startsWith('cp') ? 'controlplane' : 'worker')
@@ -40,11 +49,18 @@ async function cluster(nodes: Record<string, NodeShape & { role?: 'controlplane'
   })
   if (settings !== undefined) writeFileSync(join(dir, 'bootstrap.yaml'), settings)
   const loaded = loadSettings({ clusterDir: dir, env: {}, flags: {} })
-  return { dir, result: await checkClusterCni(list, loaded.cni, dir), file: (n) => join(dir, n === 'settings' ? 'bootstrap.yaml' : `demo-${n}.yaml`) }
+  return {
+    dir,
+    result: await checkClusterCni(list, loaded.cni, dir),
+    file: (n) => join(dir, n === 'settings' ? 'bootstrap.yaml' : `demo-${n}.yaml`),
+  }
 }
 
 const cilium = (values = GUIDE_VALUES, chart = 'cilium'): string => `cni:\n  chart: ${chart}\n  release: cilium\n  values:\n${values}`
-const lineOf = (file: string, text: string): number => readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes(text)) + 1
+const lineOf = (file: string, text: string): number =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .findIndex((l) => l.includes(text)) + 1
 
 function only(result: CniCheckResult): { file: string | undefined; line: number | undefined; message: string; fix: string } {
   expect(result.errors.map((e) => e.format())).toHaveLength(1)
@@ -101,16 +117,24 @@ describe('machine configs against the CNI settings', async () => {
   })
 
   it('kube-proxy disabled and cilium without k8sServiceHost/k8sServicePort: at cni.values', async () => {
-    const { result, file } = await cluster({ 'cp-1': {}, 'wrkr-1': {} }, cilium('    ipam: { mode: kubernetes }\n    kubeProxyReplacement: true\n'))
+    const { result, file } = await cluster(
+      { 'cp-1': {}, 'wrkr-1': {} },
+      cilium('    ipam: { mode: kubernetes }\n    kubeProxyReplacement: true\n'),
+    )
     const e = only(result)
     expect(e.file).toBe(file('settings'))
     expect(e.line).toBe(lineOf(file('settings'), 'ipam:'))
-    expect(e.message).toMatch(/cni\.values has no k8sServiceHost and k8sServicePort but demo-cp-1\.yaml disables kube-proxy .*could not reach the API server/)
+    expect(e.message).toMatch(
+      /cni\.values has no k8sServiceHost and k8sServicePort but demo-cp-1\.yaml disables kube-proxy .*could not reach the API server/,
+    )
     expect(e.fix).toMatch(/k8sServiceHost: localhost and k8sServicePort: 7445/)
   })
 
   it('kube-proxy disabled and kubeProxyReplacement false: at that key', async () => {
-    const { result, file } = await cluster({ 'cp-1': {} }, cilium(GUIDE_VALUES.replace('kubeProxyReplacement: true', 'kubeProxyReplacement: false')))
+    const { result, file } = await cluster(
+      { 'cp-1': {} },
+      cilium(GUIDE_VALUES.replace('kubeProxyReplacement: true', 'kubeProxyReplacement: false')),
+    )
     const e = only(result)
     expect(e.line).toBe(lineOf(file('settings'), 'kubeProxyReplacement'))
     expect(e.message).toMatch(/kubeProxyReplacement is false but demo-cp-1\.yaml disables kube-proxy/)
@@ -122,7 +146,10 @@ describe('machine configs against the CNI settings', async () => {
   })
 
   it('k8sServicePort is not the KubePrism port: at k8sServicePort', async () => {
-    const { result, file } = await cluster({ 'cp-1': { kubePrism: { enabled: true, port: 7446 } }, 'wrkr-1': { kubePrism: { enabled: true, port: 7446 } } }, cilium())
+    const { result, file } = await cluster(
+      { 'cp-1': { kubePrism: { enabled: true, port: 7446 } }, 'wrkr-1': { kubePrism: { enabled: true, port: 7446 } } },
+      cilium(),
+    )
     const e = only(result)
     expect(e.file).toBe(file('settings'))
     expect(e.line).toBe(lineOf(file('settings'), 'k8sServicePort'))
@@ -131,7 +158,10 @@ describe('machine configs against the CNI settings', async () => {
   })
 
   it('KubePrism disabled everywhere while cilium uses localhost: at each config', async () => {
-    const { result, file } = await cluster({ 'cp-1': { kubePrism: { enabled: false } }, 'wrkr-1': { kubePrism: { enabled: false } } }, cilium())
+    const { result, file } = await cluster(
+      { 'cp-1': { kubePrism: { enabled: false } }, 'wrkr-1': { kubePrism: { enabled: false } } },
+      cilium(),
+    )
     expect(result.errors.map((e) => [e.file, e.line])).toEqual([
       [file('cp-1'), lineOf(file('cp-1'), 'enabled: false')],
       [file('wrkr-1'), lineOf(file('wrkr-1'), 'enabled: false')],
@@ -146,22 +176,36 @@ describe('machine configs against the CNI settings', async () => {
 
   it('configs that disagree: cni name, proxy, KubePrism port; each at the differing config', async () => {
     const { result, file } = await cluster(
-      { 'cp-1': {}, 'cp-2': { proxyDisabled: false }, 'wrkr-1': { cni: 'flannel' }, 'wrkr-2': { kubePrism: { enabled: true, port: 7000 } } },
+      {
+        'cp-1': {},
+        'cp-2': { proxyDisabled: false },
+        'wrkr-1': { cni: 'flannel' },
+        'wrkr-2': { kubePrism: { enabled: true, port: 7000 } },
+      },
       cilium(),
     )
     const messages = result.errors.map((e) => `${e.file ?? ''}:${e.line ?? ''}: ${e.message}`)
-    expect(messages).toEqual(expect.arrayContaining([
-      `${file('wrkr-1')}:${lineOf(file('wrkr-1'), 'name: flannel')}: wrkr-1: cluster.network.cni.name is flannel here but none in demo-cp-1.yaml (cp-1): the configs of one cluster disagree`,
-      `${file('cp-2')}:${lineOf(file('cp-2'), 'disabled: false')}: cp-2: cluster.proxy.disabled is false here but true in demo-cp-1.yaml (cp-1): the configs of one cluster disagree`,
-      `${file('wrkr-2')}:${lineOf(file('wrkr-2'), 'port: 7000')}: wrkr-2: machine.features.kubePrism.port is 7000 here but 7445 in demo-cp-1.yaml (cp-1): the configs of one cluster disagree`,
-    ]))
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        `${file('wrkr-1')}:${lineOf(file('wrkr-1'), 'name: flannel')}: wrkr-1: cluster.network.cni.name is flannel here but none in demo-cp-1.yaml (cp-1): the configs of one cluster disagree`,
+        `${file('cp-2')}:${lineOf(file('cp-2'), 'disabled: false')}: cp-2: cluster.proxy.disabled is false here but true in demo-cp-1.yaml (cp-1): the configs of one cluster disagree`,
+        `${file('wrkr-2')}:${lineOf(file('wrkr-2'), 'port: 7000')}: wrkr-2: machine.features.kubePrism.port is 7000 here but 7445 in demo-cp-1.yaml (cp-1): the configs of one cluster disagree`,
+      ]),
+    )
     expect(result.errors).toHaveLength(3)
   })
 
   it('a chart that is not cilium: the CNI name is checked, the cilium checks are said to be skipped', async () => {
-    const { result, file } = await cluster({ 'cp-1': { cni: 'flannel' } }, 'cni:\n  chart: tigera-operator\n  repo: https://docs.tigera.io/calico/charts\n  release: calico\n')
+    const { result, file } = await cluster(
+      { 'cp-1': { cni: 'flannel' } },
+      'cni:\n  chart: tigera-operator\n  repo: https://docs.tigera.io/calico/charts\n  release: calico\n',
+    )
     expect(only(result).file).toBe(file('cp-1'))
-    expect(result.skipped).toEqual([expect.stringMatching(/chart tigera-operator is not cilium: checked the CNI name only; kube-proxy .*k8sServiceHost\/k8sServicePort and KubePrism .* not checked/)])
+    expect(result.skipped).toEqual([
+      expect.stringMatching(
+        /chart tigera-operator is not cilium: checked the CNI name only; kube-proxy .*k8sServiceHost\/k8sServicePort and KubePrism .* not checked/,
+      ),
+    ])
   })
 })
 
@@ -174,17 +218,33 @@ describe('the example settings and the simulator carry the Talos guide "Deployin
       kubeProxyReplacement: true,
       k8sServiceHost: 'localhost',
       k8sServicePort: 7445,
-      securityContext: { capabilities: {
-        ciliumAgent: ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID'],
-        cleanCiliumState: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE'],
-      } },
+      securityContext: {
+        capabilities: {
+          ciliumAgent: [
+            'CHOWN',
+            'KILL',
+            'NET_ADMIN',
+            'NET_RAW',
+            'IPC_LOCK',
+            'SYS_ADMIN',
+            'SYS_RESOURCE',
+            'DAC_OVERRIDE',
+            'FOWNER',
+            'SETGID',
+            'SETUID',
+          ],
+          cleanCiliumState: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE'],
+        },
+      },
       cgroup: { autoMount: { enabled: false }, hostRoot: '/sys/fs/cgroup' },
     })
   })
 
   it("the simulator's written settings carry the same values", async () => {
     // @ts-expect-error plain JS module of the simulator
-    const { bootstrapSettings } = (await import('../../sim/writer.js')) as { bootstrapSettings: (s: object) => { cni: { values: unknown } } }
+    const { bootstrapSettings } = (await import('../../sim/writer.js')) as {
+      bootstrapSettings: (s: object) => { cni: { values: unknown } }
+    }
     expect(bootstrapSettings({ speed: 60, cluster: { name: 'x' } }).cni.values).toEqual(example.cni?.values)
   })
 

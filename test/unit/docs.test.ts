@@ -32,14 +32,18 @@ describe('documentation', () => {
     })
   }
 
-  const cited = execFileSync('git', ['ls-files', '--', '.', ':!test/unit/docs.test.ts'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean)
+  const cited = execFileSync('git', ['ls-files', '--', '.', ':!test/unit/docs.test.ts'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean)
   it('no file cites a design or reference document the repository does not hold', () => {
     const citing = cited.filter((file) => /DESIGN\.md|\breference\/[\w-]+\.md/.test(readFileSync(resolve(ROOT, file), 'utf8')))
     expect(citing).toEqual([])
   })
 
   it('only the tools build (scripts/tools.sh) looks beside the repository (../shared)', () => {
-    const all = execFileSync('git', ['ls-files', '--', '.', ':!test/unit/docs.test.ts'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean)
+    const all = execFileSync('git', ['ls-files', '--', '.', ':!test/unit/docs.test.ts'], { cwd: ROOT, encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
     expect(all.filter((file) => /\.\.\/shared(?![\w-])/.test(readFileSync(resolve(ROOT, file), 'utf8')))).toEqual(['scripts/tools.sh'])
   })
 
@@ -47,7 +51,9 @@ describe('documentation', () => {
     const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8')
     const command = /^# run the tests.*\n(.+)$/m.exec(readme)?.[1] ?? ''
     expect(command).toMatch(/task setup && task test$/)
-    const ci = readFileSync(resolve(ROOT, '.ci/run'), 'utf8').split('\n').filter((line) => line && !line.startsWith('#'))
+    const ci = readFileSync(resolve(ROOT, '.ci/run'), 'utf8')
+      .split('\n')
+      .filter((line) => line && !line.startsWith('#'))
     expect(ci).toEqual(['set -euo pipefail', 'cd "$(dirname "$0")/.."', command])
   })
 })

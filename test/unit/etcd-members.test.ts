@@ -28,7 +28,9 @@ describe('parseEtcdMembers', () => {
   })
 
   it('without the NODE column', () => {
-    expect(parseEtcdMembers(WITHOUT_NODE)).toEqual([{ id: '61dee3edd94c0972', hostname: '', peerUrls: ['https://127.0.0.2:2380'], isLearner: true }])
+    expect(parseEtcdMembers(WITHOUT_NODE)).toEqual([
+      { id: '61dee3edd94c0972', hostname: '', peerUrls: ['https://127.0.0.2:2380'], isLearner: true },
+    ])
   })
 
   it('no output, no members', () => {

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { InputError, InputErrors } from '../../lib/core/errors.js'
 
-const pem = (label: string): string => Buffer.from(`-----BEGIN ${label}-----\nMIIBfakefakefakefake${label.replace(/\s/g, '')}\n-----END ${label}-----\n`).toString('base64')
+const pem = (label: string): string =>
+  Buffer.from(`-----BEGIN ${label}-----\nMIIBfakefakefakefake${label.replace(/\s/g, '')}\n-----END ${label}-----\n`).toString('base64')
 
 export function talosconfigText(name = 'demo'): string {
   return `context: ${name}\ncontexts:\n    ${name}:\n        endpoints: []\n        ca: ${pem('CERTIFICATE')}\n        crt: ${pem('CERTIFICATE')}\n        key: ${pem('ED25519 PRIVATE KEY')}\n`
@@ -16,14 +17,20 @@ export interface FixtureNode {
 }
 
 /** A talhelper-style cluster directory; `talconfig` replaces the generated talconfig.yaml text. */
-export function clusterDir(nodes: FixtureNode[], options: { talconfig?: string; skipConfigFor?: string[]; settings?: string } = {}): string {
+export function clusterDir(
+  nodes: FixtureNode[],
+  options: { talconfig?: string; skipConfigFor?: string[]; settings?: string } = {},
+): string {
   const dir = mkdtempSync(join(tmpdir(), 'tb-unit-'))
   mkdirSync(join(dir, 'clusterconfig'))
   const lines = ['clusterName: demo', 'endpoint: https://127.0.0.10:6443', 'nodes:']
   for (const n of nodes) {
     lines.push(`  - hostname: ${n.hostname}`, `    ipAddress: ${n.ip}`, `    controlPlane: ${n.cp}`, '    installDisk: /dev/sda')
     if (!options.skipConfigFor?.includes(n.hostname)) {
-      writeFileSync(join(dir, 'clusterconfig', `demo-${n.hostname}.yaml`), `version: v1alpha1\nmachine:\n  type: ${n.cp ? 'controlplane' : 'worker'}\n  token: abcdefgh12345678\n  install:\n    disk: /dev/sda\n`)
+      writeFileSync(
+        join(dir, 'clusterconfig', `demo-${n.hostname}.yaml`),
+        `version: v1alpha1\nmachine:\n  type: ${n.cp ? 'controlplane' : 'worker'}\n  token: abcdefgh12345678\n  install:\n    disk: /dev/sda\n`,
+      )
     }
   }
   writeFileSync(join(dir, 'talconfig.yaml'), options.talconfig ?? `${lines.join('\n')}\n`)

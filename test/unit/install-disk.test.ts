@@ -8,11 +8,73 @@ import { parseDisks, type Disk } from '../../lib/tools/talosctl.js'
 
 // the shapes of a real `get disks -o json`: loop0 has no transport, sda no serial/wwid/rotational
 const GET_DISKS = [
-  { node: '', metadata: { id: 'loop0' }, spec: { dev_path: '/dev/loop0', size: 75763712, pretty_size: '76 MB', io_size: 512, sector_size: 512, readonly: true, cdrom: false, sub_system: '/sys/class/block' } },
-  { node: '', metadata: { id: 'mmcblk0' }, spec: { dev_path: '/dev/mmcblk0', size: 31914983424, pretty_size: '32 GB', io_size: 512, sector_size: 512, readonly: false, cdrom: false, serial: '0x1b2c3d4e', transport: 'mmc', sub_system: '/sys/class/block' } },
-  { node: '', metadata: { id: 'sda' }, spec: { dev_path: '/dev/sda', size: 100000000000, pretty_size: '100 GB', io_size: 512, sector_size: 512, readonly: false, cdrom: false, model: 'QEMU HARDDISK', transport: 'virtio', bus_path: '/pci0000:00/0000:00:05.0/virtio2', sub_system: '/sys/class/block' } },
-  { node: '', metadata: { id: 'sdb' }, spec: { dev_path: '/dev/sdb', size: 101000000000, pretty_size: '101 GB', io_size: 512, sector_size: 512, readonly: false, cdrom: false, model: 'QEMU HARDDISK', transport: 'virtio', rotational: true, sub_system: '/sys/class/block' } },
-].map((d) => JSON.stringify(d)).join('\n')
+  {
+    node: '',
+    metadata: { id: 'loop0' },
+    spec: {
+      dev_path: '/dev/loop0',
+      size: 75763712,
+      pretty_size: '76 MB',
+      io_size: 512,
+      sector_size: 512,
+      readonly: true,
+      cdrom: false,
+      sub_system: '/sys/class/block',
+    },
+  },
+  {
+    node: '',
+    metadata: { id: 'mmcblk0' },
+    spec: {
+      dev_path: '/dev/mmcblk0',
+      size: 31914983424,
+      pretty_size: '32 GB',
+      io_size: 512,
+      sector_size: 512,
+      readonly: false,
+      cdrom: false,
+      serial: '0x1b2c3d4e',
+      transport: 'mmc',
+      sub_system: '/sys/class/block',
+    },
+  },
+  {
+    node: '',
+    metadata: { id: 'sda' },
+    spec: {
+      dev_path: '/dev/sda',
+      size: 100000000000,
+      pretty_size: '100 GB',
+      io_size: 512,
+      sector_size: 512,
+      readonly: false,
+      cdrom: false,
+      model: 'QEMU HARDDISK',
+      transport: 'virtio',
+      bus_path: '/pci0000:00/0000:00:05.0/virtio2',
+      sub_system: '/sys/class/block',
+    },
+  },
+  {
+    node: '',
+    metadata: { id: 'sdb' },
+    spec: {
+      dev_path: '/dev/sdb',
+      size: 101000000000,
+      pretty_size: '101 GB',
+      io_size: 512,
+      sector_size: 512,
+      readonly: false,
+      cdrom: false,
+      model: 'QEMU HARDDISK',
+      transport: 'virtio',
+      rotational: true,
+      sub_system: '/sys/class/block',
+    },
+  },
+]
+  .map((d) => JSON.stringify(d))
+  .join('\n')
 
 const disks = async (): Promise<Disk[]> => parseDisks(GET_DISKS)
 

@@ -20,7 +20,10 @@ describe('inventory', () => {
 
   it('knows the endpoint is a node address (no VIP)', () => {
     const dir = clusterDir(threeNodes)
-    writeFileSync(join(dir, 'talconfig.yaml'), `clusterName: demo\nendpoint: https://127.0.0.11:6443\nnodes:\n  - hostname: cp-1\n    ipAddress: 127.0.0.11\n    controlPlane: true\n`)
+    writeFileSync(
+      join(dir, 'talconfig.yaml'),
+      `clusterName: demo\nendpoint: https://127.0.0.11:6443\nnodes:\n  - hostname: cp-1\n    ipAddress: 127.0.0.11\n    controlPlane: true\n`,
+    )
     expect(loadInventory(dir).vip).toBeUndefined()
   })
 
@@ -32,12 +35,16 @@ describe('inventory', () => {
 
   it('names a duplicate address', () => {
     const dir = clusterDir([...threeNodes, { hostname: 'wrkr-3', ip: '127.0.0.22', cp: false }])
-    expect(inputErrors(() => loadInventory(dir))[0]).toMatch(/talconfig\.yaml:17: duplicate address 127\.0\.0\.22 of wrkr-3 \(also nodes\[2\]\)/)
+    expect(inputErrors(() => loadInventory(dir))[0]).toMatch(
+      /talconfig\.yaml:17: duplicate address 127\.0\.0\.22 of wrkr-3 \(also nodes\[2\]\)/,
+    )
   })
 
   it('names a missing machine config with the command that generates it', () => {
     const dir = clusterDir(threeNodes, { skipConfigFor: ['wrkr-2'] })
-    expect(inputErrors(() => loadInventory(dir))[0]).toMatch(/talconfig\.yaml:12: wrkr-2: machine config .*demo-wrkr-2\.yaml not found \(fix: run `talhelper genconfig`/)
+    expect(inputErrors(() => loadInventory(dir))[0]).toMatch(
+      /talconfig\.yaml:12: wrkr-2: machine config .*demo-wrkr-2\.yaml not found \(fix: run `talhelper genconfig`/,
+    )
   })
 
   it('refuses an inventory without a control plane', () => {
@@ -76,7 +83,10 @@ describe('inventory', () => {
     writeFileSync(join(dir, 'cp.yaml'), 'version: v1alpha1\n')
     rmSync(join(dir, 'talconfig.yaml'))
     copyFileSync(join(dir, 'clusterconfig', 'talosconfig'), join(dir, 'talosconfig'))
-    writeFileSync(join(dir, 'nodes.yaml'), 'endpoint: https://127.0.0.11:6443\nnodes:\n  - { name: cp-1, ip: 127.0.0.11, role: controlplane, config: cp.yaml }\n')
+    writeFileSync(
+      join(dir, 'nodes.yaml'),
+      'endpoint: https://127.0.0.11:6443\nnodes:\n  - { name: cp-1, ip: 127.0.0.11, role: controlplane, config: cp.yaml }\n',
+    )
     const inv = loadInventory(dir)
     expect(inv.nodes).toHaveLength(1)
     expect(inv.nodes[0]?.role).toBe('controlplane')
@@ -87,6 +97,8 @@ describe('inventory', () => {
     const inv = loadInventory(clusterDir(threeNodes))
     expect(selectNodes(inv, 'wrkr-2,127.0.0.11').map((n) => n.name)).toEqual(['cp-1', 'wrkr-2'])
     expect(selectNodes(inv, '').map((n) => n.name)).toHaveLength(3)
-    expect(inputErrors(() => selectNodes(inv, 'cp-1,nope'))[0]).toMatch(/NODES names "nope", not in the inventory \(fix: use names or addresses from the inventory: cp-1, wrkr-1, wrkr-2\)/)
+    expect(inputErrors(() => selectNodes(inv, 'cp-1,nope'))[0]).toMatch(
+      /NODES names "nope", not in the inventory \(fix: use names or addresses from the inventory: cp-1, wrkr-1, wrkr-2\)/,
+    )
   })
 })

@@ -7,24 +7,34 @@ const options = { intervalMs: 1, timeoutMs: 2000, signal: new AbortController().
 
 describe('pollUntil', () => {
   it('waits on through transient errors (refused, timed out, 503) and returns once done', async () => {
-    const errors = [new NodeError('unreachable', 'connection refused', 'h'), new NodeError('timeout', 'i/o timeout', 'h'), new NodeError('unreachable', 'ServiceUnavailable', 'h')]
+    const errors = [
+      new NodeError('unreachable', 'connection refused', 'h'),
+      new NodeError('timeout', 'i/o timeout', 'h'),
+      new NodeError('unreachable', 'ServiceUnavailable', 'h'),
+    ]
     const states: string[] = []
     let calls = 0
-    const value = await pollUntil(async () => {
-      calls++
-      const err = errors.shift()
-      if (err) throw err
-      return { done: true, value: 'ready' }
-    }, { ...options, onState: (s) => states.push(s) })
+    const value = await pollUntil(
+      async () => {
+        calls++
+        const err = errors.shift()
+        if (err) throw err
+        return { done: true, value: 'ready' }
+      },
+      { ...options, onState: (s) => states.push(s) },
+    )
     expect(value).toBe('ready')
     expect(calls).toBe(4)
     expect(states).toEqual(['unreachable: connection refused', 'timeout: i/o timeout', 'unreachable: ServiceUnavailable'])
   })
 
   it('fails at the deadline with the last error as its state', async () => {
-    const wait = pollUntil(async () => {
-      throw new NodeError('unreachable', 'connection refused', 'h')
-    }, { ...options, timeoutMs: 20 })
+    const wait = pollUntil(
+      async () => {
+        throw new NodeError('unreachable', 'connection refused', 'h')
+      },
+      { ...options, timeoutMs: 20 },
+    )
     await expect(wait).rejects.toBeInstanceOf(PollTimeout)
     await expect(wait).rejects.toMatchObject({ lastState: 'unreachable: connection refused' })
   })

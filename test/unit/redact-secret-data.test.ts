@@ -21,7 +21,8 @@ function redactorFor(text: string): Redactor {
   return redactor
 }
 
-const secret = (name: string, body: string): string => `apiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: flux-system\n${body}`
+const secret = (name: string, body: string): string =>
+  `apiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: flux-system\n${body}`
 
 describe('Secret values from flux.secrets files', () => {
   it('masks a short stringData value (7 characters) and its base64 form', () => {
@@ -40,7 +41,9 @@ describe('Secret values from flux.secrets files', () => {
 
   for (const separator of ['--- ', '---  # the second secret', '---\t']) {
     it(`masks the values of a second document after ${JSON.stringify(separator)}`, () => {
-      const r = redactorFor(`${secret('first', 'stringData:\n  token: first-token-value\n')}${separator}\n${secret('second', 'stringData:\n  token: s3cr3t!\n  key: another-long-secret-value\n')}`)
+      const r = redactorFor(
+        `${secret('first', 'stringData:\n  token: first-token-value\n')}${separator}\n${secret('second', 'stringData:\n  token: s3cr3t!\n  key: another-long-secret-value\n')}`,
+      )
       expect(r.redact('first-token-value s3cr3t! another-long-secret-value')).toBe('<redacted> <redacted> <redacted>')
     })
   }
@@ -53,7 +56,37 @@ describe('a report with a short secret', () => {
     const r = redactorFor(secret('c', 'stringData:\n  pin: "1"\n  word: "true"\n'))
     const cluster = dir as string
     mkdirSync(join(cluster, '.bootstrap'), { recursive: true })
-    writeReport(cluster, { version: 1, command: 'apply', ok: true, startedAt: '2026-01-01T00:00:00.000Z', finishedAt: '2026-01-01T00:00:01.000Z', settings: { retries: 1 }, phases: [{ name: 'apply', ok: true, durationMs: 1, steps: [], nodes: [{ name: 'cp-1', ip: '127.0.0.1', role: 'controlplane', status: 'failed', attempts: 1, durationMs: 1, error: { kind: 'unknown', message: 'pin 1 is true', hint: 'h' } }] }] }, r)
+    writeReport(
+      cluster,
+      {
+        version: 1,
+        command: 'apply',
+        ok: true,
+        startedAt: '2026-01-01T00:00:00.000Z',
+        finishedAt: '2026-01-01T00:00:01.000Z',
+        settings: { retries: 1 },
+        phases: [
+          {
+            name: 'apply',
+            ok: true,
+            durationMs: 1,
+            steps: [],
+            nodes: [
+              {
+                name: 'cp-1',
+                ip: '127.0.0.1',
+                role: 'controlplane',
+                status: 'failed',
+                attempts: 1,
+                durationMs: 1,
+                error: { kind: 'unknown', message: 'pin 1 is true', hint: 'h' },
+              },
+            ],
+          },
+        ],
+      },
+      r,
+    )
     const report = JSON.parse(readFileSync(join(cluster, '.bootstrap', 'last-run.json'), 'utf8'))
     expect(report.ok).toBe(true)
     expect(report.settings.retries).toBe(1)
@@ -61,7 +94,9 @@ describe('a report with a short secret', () => {
   })
 
   it('masks the Secrets of a List, and each long line of a multi-line value', () => {
-    const r = redactorFor('apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: Secret\n    metadata: { name: l }\n    stringData:\n      conf: |\n        user=admin\n        password=correct-horse-battery\n')
+    const r = redactorFor(
+      'apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: Secret\n    metadata: { name: l }\n    stringData:\n      conf: |\n        user=admin\n        password=correct-horse-battery\n',
+    )
     expect(r.redact('line: password=correct-horse-battery; {}')).toBe('line: <redacted>; {}')
   })
 })

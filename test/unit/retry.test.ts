@@ -36,7 +36,10 @@ describe('withRetry', () => {
   })
 
   it('`retries` keeps a transient kind for the caller: not-ready-yet goes back at once, unreachable is retried', async () => {
-    const errors = [new NodeError('unreachable', 'connection refused', 'hint'), new NodeError('not-ready-yet', 'bootstrap is not available yet', 'hint')]
+    const errors = [
+      new NodeError('unreachable', 'connection refused', 'hint'),
+      new NodeError('not-ready-yet', 'bootstrap is not available yet', 'hint'),
+    ]
     let calls = 0
     const promise = withRetry(
       async () => {
@@ -61,7 +64,11 @@ describe('withRetry', () => {
         if (calls < 3) throw new NodeError('timeout', 'slow', 'hint')
         return calls
       },
-      { settings: { retries: 3, retryDelayMs: 1000, retryMaxDelayMs: 10_000 }, signal: new AbortController().signal, onRetry: (e) => events.push(e) },
+      {
+        settings: { retries: 3, retryDelayMs: 1000, retryMaxDelayMs: 10_000 },
+        signal: new AbortController().signal,
+        onRetry: (e) => events.push(e),
+      },
     )
     await vi.advanceTimersByTimeAsync(0)
     expect(events.map((e) => e.delayMs)).toEqual([1100])

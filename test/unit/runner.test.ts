@@ -7,7 +7,12 @@ import type { Run } from '../../lib/engine/run.js'
 import { runPhases } from '../../lib/engine/runner.js'
 
 function nodes(count: number): ClusterNode[] {
-  return Array.from({ length: count }, (_, i) => ({ name: `n-${i + 1}`, address: `127.0.0.${i + 1}`, role: i === 0 ? 'controlplane' : 'worker', configFile: '/dev/null' }))
+  return Array.from({ length: count }, (_, i) => ({
+    name: `n-${i + 1}`,
+    address: `127.0.0.${i + 1}`,
+    role: i === 0 ? 'controlplane' : 'worker',
+    configFile: '/dev/null',
+  }))
 }
 
 function fakeRun(nodeList: ClusterNode[], concurrency: number, failFast = false): Run {
@@ -52,7 +57,17 @@ describe('runPhases', () => {
     const phase: Phase = {
       name: 'apply',
       title: 'test',
-      steps: () => [{ kind: 'node', title: 'work', run: async (node) => { order.push(`start ${node.name}`); await sleep(5); order.push(`end ${node.name}`) } }],
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'work',
+          run: async (node) => {
+            order.push(`start ${node.name}`)
+            await sleep(5)
+            order.push(`end ${node.name}`)
+          },
+        },
+      ],
     }
     await runPhases(fakeRun(nodes(3), 1), [phase])
     expect(order).toEqual(['start n-1', 'end n-1', 'start n-2', 'end n-2', 'start n-3', 'end n-3'])
@@ -63,9 +78,29 @@ describe('runPhases', () => {
     const first: Phase = {
       name: 'apply',
       title: 'first',
-      steps: () => [{ kind: 'node', title: 'work', run: async (node) => { if (node.name === 'n-2') throw new NodeError('unreachable', 'refused', 'task bootstrap:node NODE=n-2') } }],
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'work',
+          run: async (node) => {
+            if (node.name === 'n-2') throw new NodeError('unreachable', 'refused', 'task bootstrap:node NODE=n-2')
+          },
+        },
+      ],
     }
-    const second: Phase = { name: 'verify', title: 'second', steps: () => [{ kind: 'node', title: 'work', run: async (node) => { seen.push(node.name) } }] }
+    const second: Phase = {
+      name: 'verify',
+      title: 'second',
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'work',
+          run: async (node) => {
+            seen.push(node.name)
+          },
+        },
+      ],
+    }
     const results = await runPhases(fakeRun(nodes(3), 2), [first, second])
     expect(results[0]?.nodes.map((n) => n.status)).toEqual(['ok', 'failed', 'ok'])
     expect(results[0]?.nodes[1]?.error).toEqual({ kind: 'unreachable', message: 'refused', hint: 'task bootstrap:node NODE=n-2' })
@@ -80,7 +115,16 @@ describe('runPhases', () => {
     const phase: Phase = {
       name: 'apply',
       title: 'test',
-      steps: () => [{ kind: 'node', title: 'work', run: async (node) => { started.push(node.name); if (node.name === 'n-1') throw new NodeError('config-invalid', 'bad', 'fix it') } }],
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'work',
+          run: async (node) => {
+            started.push(node.name)
+            if (node.name === 'n-1') throw new NodeError('config-invalid', 'bad', 'fix it')
+          },
+        },
+      ],
     }
     const results = await runPhases(fakeRun(nodes(3), 1, true), [phase])
     expect(started).toEqual(['n-1'])
@@ -92,7 +136,15 @@ describe('runPhases', () => {
       name: 'bootstrap',
       title: 'test',
       steps: () => [
-        { kind: 'cluster', name: 'etcd-bootstrap', title: 'bootstrap etcd', blocks: (n) => n.role === 'controlplane', run: async () => { throw new NodeError('not-ready-yet', 'bootstrap is not available yet', 'retry later') } },
+        {
+          kind: 'cluster',
+          name: 'etcd-bootstrap',
+          title: 'bootstrap etcd',
+          blocks: (n) => n.role === 'controlplane',
+          run: async () => {
+            throw new NodeError('not-ready-yet', 'bootstrap is not available yet', 'retry later')
+          },
+        },
         { kind: 'node', title: 'join', run: async () => undefined },
       ],
     }
@@ -104,11 +156,35 @@ describe('runPhases', () => {
   })
 
   it('with --fail-fast, a later phase that never ran is not ok and says why for every node', async () => {
-    const failing: Phase = { name: 'apply', title: 'first', steps: () => [{ kind: 'node', title: 'work', run: async (node) => { if (node.name === 'n-1') throw new NodeError('config-invalid', 'bad', 'fix it') } }] }
+    const failing: Phase = {
+      name: 'apply',
+      title: 'first',
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'work',
+          run: async (node) => {
+            if (node.name === 'n-1') throw new NodeError('config-invalid', 'bad', 'fix it')
+          },
+        },
+      ],
+    }
     const later: Phase = { name: 'verify', title: 'second', steps: () => [{ kind: 'node', title: 'work', run: async () => undefined }] }
-    const last: Phase = { name: 'bootstrap', title: 'third', steps: () => [{ kind: 'cluster', name: 'etcd-bootstrap', title: 'etcd', run: async () => 'done' }] }
+    const last: Phase = {
+      name: 'bootstrap',
+      title: 'third',
+      steps: () => [{ kind: 'cluster', name: 'etcd-bootstrap', title: 'etcd', run: async () => 'done' }],
+    }
     const results = await runPhases(fakeRun(nodes(3), 1, true), [failing, later, last])
-    expect(results.map((p) => [p.name, p.ok])).toEqual([['apply', false], ['verify', false], ['bootstrap', false]])
-    expect(results[1]?.nodes.map((n) => [n.status, n.detail])).toEqual([['not-run', 'failed in apply'], ['not-run', 'stopped by --fail-fast'], ['not-run', 'stopped by --fail-fast']])
+    expect(results.map((p) => [p.name, p.ok])).toEqual([
+      ['apply', false],
+      ['verify', false],
+      ['bootstrap', false],
+    ])
+    expect(results[1]?.nodes.map((n) => [n.status, n.detail])).toEqual([
+      ['not-run', 'failed in apply'],
+      ['not-run', 'stopped by --fail-fast'],
+      ['not-run', 'stopped by --fail-fast'],
+    ])
   })
 })

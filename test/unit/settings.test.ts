@@ -17,7 +17,16 @@ function inputError(fn: () => unknown): string {
 describe('settings', () => {
   it('has the documented defaults', () => {
     const s = loadSettings({ clusterDir: clusterDir(threeNodes), env: {}, flags: {} })
-    expect(s).toMatchObject({ concurrency: 1, retries: 5, retryDelayMs: 3000, retryMaxDelayMs: 60_000, pollIntervalMs: 5000, verifyTimeoutMs: 300_000, callTimeoutMs: 30_000, kubeconfig: 'kubeconfig' })
+    expect(s).toMatchObject({
+      concurrency: 1,
+      retries: 5,
+      retryDelayMs: 3000,
+      retryMaxDelayMs: 60_000,
+      pollIntervalMs: 5000,
+      verifyTimeoutMs: 300_000,
+      callTimeoutMs: 30_000,
+      kubeconfig: 'kubeconfig',
+    })
   })
 
   it('layers defaults < bootstrap.yaml < environment < flags', () => {
@@ -38,33 +47,60 @@ describe('settings', () => {
 
   it('names the line of an unknown key', () => {
     const dir = clusterDir(threeNodes, { settings: 'retries: 2\nretrys: 3\n' })
-    expect(inputError(() => loadSettings({ clusterDir: dir, env: {}, flags: {} }))).toMatch(new RegExp(`^${join(dir, 'bootstrap.yaml')}:2: unknown setting "retrys" \\(fix: remove it or use one of: concurrency, retries`))
+    expect(inputError(() => loadSettings({ clusterDir: dir, env: {}, flags: {} }))).toMatch(
+      new RegExp(`^${join(dir, 'bootstrap.yaml')}:2: unknown setting "retrys" \\(fix: remove it or use one of: concurrency, retries`),
+    )
   })
 
   it('names the line of a wrong type', () => {
     const dir = clusterDir(threeNodes, { settings: 'retries: 2\npollInterval: soon\n' })
-    expect(inputError(() => loadSettings({ clusterDir: dir, env: {}, flags: {} }))).toMatch(/bootstrap\.yaml:2: pollInterval must be a duration, got "soon"/)
+    expect(inputError(() => loadSettings({ clusterDir: dir, env: {}, flags: {} }))).toMatch(
+      /bootstrap\.yaml:2: pollInterval must be a duration, got "soon"/,
+    )
   })
 
   it('reads the cni, gates and flux sections', () => {
     const dir = clusterDir(threeNodes, {
-      settings: 'cni: { chart: cilium, version: 1.18.4 }\nreadinessGates:\n  - { namespace: kube-system, selector: k8s-app=kube-dns }\nflux:\n  mode: bootstrap\n  git: { url: ssh://git@127.0.0.1/fleet.git, path: clusters/x, privateKeyFile: deploy-key }\n  readinessGates:\n    - { namespace: storage, selector: app=csi }\n',
+      settings:
+        'cni: { chart: cilium, version: 1.18.4 }\nreadinessGates:\n  - { namespace: kube-system, selector: k8s-app=kube-dns }\nflux:\n  mode: bootstrap\n  git: { url: ssh://git@127.0.0.1/fleet.git, path: clusters/x, privateKeyFile: deploy-key }\n  readinessGates:\n    - { namespace: storage, selector: app=csi }\n',
     })
     const s = loadSettings({ clusterDir: dir, env: {}, flags: {} })
-    expect(s.cni).toEqual({ chart: 'cilium', repo: 'https://helm.cilium.io/', version: '1.18.4', release: 'cilium', namespace: 'kube-system', daemonset: 'cilium' })
+    expect(s.cni).toEqual({
+      chart: 'cilium',
+      repo: 'https://helm.cilium.io/',
+      version: '1.18.4',
+      release: 'cilium',
+      namespace: 'kube-system',
+      daemonset: 'cilium',
+    })
     expect(s.readinessGates).toEqual([{ name: 'k8s-app=kube-dns', namespace: 'kube-system', selector: 'k8s-app=kube-dns' }])
-    expect(s.flux).toMatchObject({ mode: 'bootstrap', kustomization: 'flux-system/flux-system', handover: 'all', git: { branch: 'main', path: 'clusters/x', privateKeyFile: 'deploy-key' } })
+    expect(s.flux).toMatchObject({
+      mode: 'bootstrap',
+      kustomization: 'flux-system/flux-system',
+      handover: 'all',
+      git: { branch: 'main', path: 'clusters/x', privateKeyFile: 'deploy-key' },
+    })
     // post-Flux gates: on what Flux deploys (issue 12 item 5)
     expect(s.flux?.readinessGates).toEqual([{ name: 'app=csi', namespace: 'storage', selector: 'app=csi' }])
   })
 
   it('cni: the repository URL and its CA file (absolute); a `helm repo add` alias is bad input at its line', () => {
-    const dir = clusterDir(threeNodes, { settings: 'cni:\n  chart: tigera-operator\n  repo: https://127.0.0.1:8443/charts/\n  caFile: clusterconfig/talosconfig\n' })
-    expect(loadSettings({ clusterDir: dir, env: {}, flags: {} }).cni).toMatchObject({ chart: 'tigera-operator', repo: 'https://127.0.0.1:8443/charts/', caFile: join(dir, 'clusterconfig', 'talosconfig'), release: 'tigera-operator' })
+    const dir = clusterDir(threeNodes, {
+      settings: 'cni:\n  chart: tigera-operator\n  repo: https://127.0.0.1:8443/charts/\n  caFile: clusterconfig/talosconfig\n',
+    })
+    expect(loadSettings({ clusterDir: dir, env: {}, flags: {} }).cni).toMatchObject({
+      chart: 'tigera-operator',
+      repo: 'https://127.0.0.1:8443/charts/',
+      caFile: join(dir, 'clusterconfig', 'talosconfig'),
+      release: 'tigera-operator',
+    })
     const alias = clusterDir(threeNodes, { settings: 'retries: 2\ncni:\n  chart: cilium/cilium\n' })
     expect(inputError(() => loadSettings({ clusterDir: alias, env: {}, flags: {} }))).toBe(
-      `${join(alias, 'bootstrap.yaml')}:3: cni.chart "cilium/cilium" names a chart through a \`helm repo add\` alias, which this tool does not rely on (fix: write chart: cilium and repo: https://helm.cilium.io/ under cni (docs/settings.md))`)
+      `${join(alias, 'bootstrap.yaml')}:3: cni.chart "cilium/cilium" names a chart through a \`helm repo add\` alias, which this tool does not rely on (fix: write chart: cilium and repo: https://helm.cilium.io/ under cni (docs/settings.md))`,
+    )
     const noCa = clusterDir(threeNodes, { settings: 'cni:\n  chart: cilium\n  repo: https://127.0.0.1:8443/\n  caFile: charts-ca.crt\n' })
-    expect(inputError(() => loadSettings({ clusterDir: noCa, env: {}, flags: {} }))).toMatch(/bootstrap\.yaml:4: cni\.caFile \S+charts-ca\.crt not found \(fix: write the chart repository's CA certificate \(PEM\) there or fix the path\)$/)
+    expect(inputError(() => loadSettings({ clusterDir: noCa, env: {}, flags: {} }))).toMatch(
+      /bootstrap\.yaml:4: cni\.caFile \S+charts-ca\.crt not found \(fix: write the chart repository's CA certificate \(PEM\) there or fix the path\)$/,
+    )
   })
 })

@@ -2,7 +2,18 @@
 // a live run, a journal of the wrong shape is ignored and rewritten, and nothing is written through
 // a symbolic link (issue 12, items 14-16).
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -66,7 +77,9 @@ describe('lock', () => {
     const pid = await sleeper()
     writeFileSync(join(state, 'lock'), `${pid}\nstart: ${procStart(pid)}\ncommand: node scripts/talos.ts\n`)
     const err = inputError(() => acquireLock(dir, () => undefined))
-    expect(err.format()).toBe(`${join(state, 'lock')}: another run holds the lock (pid ${pid}, node scripts/talos.ts) (fix: wait for pid ${pid} to finish, or stop it (kill -INT ${pid}))`)
+    expect(err.format()).toBe(
+      `${join(state, 'lock')}: another run holds the lock (pid ${pid}, node scripts/talos.ts) (fix: wait for pid ${pid} to finish, or stop it (kill -INT ${pid}))`,
+    )
   })
 
   it('takes over a lock whose pid now belongs to another process (start time differs), with a warning', async () => {
@@ -74,7 +87,9 @@ describe('lock', () => {
     const warnings: string[] = []
     writeFileSync(join(state, 'lock'), `${pid}\nstart: 1\ncommand: node scripts/talos.ts\n`)
     acquireLock(dir, (m) => warnings.push(m))()
-    expect(warnings).toEqual([expect.stringMatching(new RegExp(`taking over a stale lock .* left by pid ${pid}.*now belongs to another process \\(sleep 60\\)`))])
+    expect(warnings).toEqual([
+      expect.stringMatching(new RegExp(`taking over a stale lock .* left by pid ${pid}.*now belongs to another process \\(sleep 60\\)`)),
+    ])
   })
 
   it('takes over an old pid-only lock held by an unrelated live process (pid reuse, e.g. pid 1)', () => {
@@ -96,13 +111,21 @@ describe('lock', () => {
   it('a dangling lock symlink is bad input naming the path, not a crash', () => {
     symlinkSync(join(dir, 'nowhere'), join(state, 'lock'))
     const err = inputError(() => acquireLock(dir, () => undefined))
-    expect(err.format()).toMatch(new RegExp(`^${join(state, 'lock')}: is a symbolic link: refusing to write through it \\(fix: remove the link`))
+    expect(err.format()).toMatch(
+      new RegExp(`^${join(state, 'lock')}: is a symbolic link: refusing to write through it \\(fix: remove the link`),
+    )
     expect(existsSync(join(dir, 'nowhere'))).toBe(false)
   })
 })
 
 describe('journal', () => {
-  const phase = { name: 'apply' as const, ok: true, durationMs: 1, steps: [], nodes: [{ name: 'cp-1', ip: '127.0.0.1', role: 'controlplane' as const, status: 'ok' as const, attempts: 1, durationMs: 1 }] }
+  const phase = {
+    name: 'apply' as const,
+    ok: true,
+    durationMs: 1,
+    steps: [],
+    nodes: [{ name: 'cp-1', ip: '127.0.0.1', role: 'controlplane' as const, status: 'ok' as const, attempts: 1, durationMs: 1 }],
+  }
 
   for (const [label, text] of [
     ['a node entry that is a number', '{"version":1,"nodes":{"cp-1":5}}'],
@@ -114,7 +137,9 @@ describe('journal', () => {
       writeFileSync(join(state, 'journal.json'), text)
       const warnings: string[] = []
       const journal = Journal.load(dir, (m) => warnings.push(m))
-      expect(warnings).toEqual([expect.stringMatching(/journal\.json: ignoring a journal of the wrong shape \(.+\); it is rewritten by this run/)])
+      expect(warnings).toEqual([
+        expect.stringMatching(/journal\.json: ignoring a journal of the wrong shape \(.+\); it is rewritten by this run/),
+      ])
       expect(journal.done('cp-1', 'apply')).toBe(false)
       journal.record(phase)
       journal.save()
@@ -126,7 +151,15 @@ describe('journal', () => {
 })
 
 describe('nothing is written through a symbolic link', () => {
-  const report: Report = { version: 1, command: 'apply', ok: true, startedAt: '2026-01-01T00:00:00.000Z', finishedAt: '2026-01-01T00:00:01.000Z', settings: {}, phases: [] }
+  const report: Report = {
+    version: 1,
+    command: 'apply',
+    ok: true,
+    startedAt: '2026-01-01T00:00:00.000Z',
+    finishedAt: '2026-01-01T00:00:01.000Z',
+    settings: {},
+    phases: [],
+  }
 
   it('a linked last-run.json is refused, its target untouched', () => {
     const target = join(dir, 'precious')
@@ -159,7 +192,14 @@ describe('nothing is written through a symbolic link', () => {
     const target = join(dir, 'precious')
     writeFileSync(target, 'keep me\n')
     symlinkSync(target, join(state, 'commands.log'))
-    const tools = new ToolRunner({ env: process.env, callTimeoutMs: 5000, signal: new AbortController().signal, dryRun: false, redactor: new Redactor(), log: commandLog(join(state, 'commands.log')) })
+    const tools = new ToolRunner({
+      env: process.env,
+      callTimeoutMs: 5000,
+      signal: new AbortController().signal,
+      dryRun: false,
+      redactor: new Redactor(),
+      log: commandLog(join(state, 'commands.log')),
+    })
     await tools.run({ tool: 'kubectl', args: ['version', '--client'], local: true })
     expect(readFileSync(target, 'utf8')).toBe('keep me\n')
     expect(lstatSync(join(state, 'commands.log')).isSymbolicLink()).toBe(true)
@@ -169,7 +209,9 @@ describe('nothing is written through a symbolic link', () => {
   it('a directory where a state file belongs, or a file where runs/ belongs, is bad input naming it', () => {
     mkdirSync(join(state, 'journal.json'))
     const files = ['lock', 'commands.log', 'journal.json', 'last-run.json'].map((f) => join(state, f))
-    expect(inputError(() => checkStateFiles(dir, files, [join(state, 'runs')])).format()).toMatch(new RegExp(`^${join(state, 'journal.json')}: is not a regular file \\(fix: move it away`))
+    expect(inputError(() => checkStateFiles(dir, files, [join(state, 'runs')])).format()).toMatch(
+      new RegExp(`^${join(state, 'journal.json')}: is not a regular file \\(fix: move it away`),
+    )
     rmSync(join(state, 'journal.json'), { recursive: true })
     writeFileSync(join(state, 'runs'), '')
     expect(inputError(() => checkStateFiles(dir, files, [join(state, 'runs')])).format()).toMatch(/runs: is not a directory/)
@@ -177,6 +219,8 @@ describe('nothing is written through a symbolic link', () => {
 
   it('a lock that is a directory is bad input, not a crash', () => {
     mkdirSync(join(state, 'lock'))
-    expect(inputError(() => acquireLock(dir, () => undefined)).format()).toMatch(/lock: cannot read the lock \(EISDIR\) \(fix: remove it if no run is active/)
+    expect(inputError(() => acquireLock(dir, () => undefined)).format()).toMatch(
+      /lock: cannot read the lock \(EISDIR\) \(fix: remove it if no run is active/,
+    )
   })
 })

@@ -16,7 +16,11 @@ const FIXTURES = resolve(import.meta.dirname, '../fixtures/talhelper')
 const HOME_ENV = { PATH: process.env.PATH ?? '', CLUSTER_DOMAIN: 'home.example', NODE3_IP: '127.97.3.13' }
 
 function lineOf(file: string, text: string): number {
-  return readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes(text)) + 1
+  return (
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .findIndex((l) => l.includes(text)) + 1
+  )
 }
 
 /** a fixture copied to a temporary directory, so a case can change it */
@@ -43,7 +47,9 @@ describe('a home-ops repository as talhelper reads it', () => {
     ])
     expect(inv.nodes[1]?.addresses).toEqual(['127.97.3.12', '127.97.3.112'])
     // talhelper's file name: <clusterName>-<hostname>.yaml
-    expect(inv.nodes.map((n) => n.configFile)).toEqual(['knode01', 'knode02', 'knode03'].map((h) => join(dir, 'clusterconfig', `home-${h}.home.example.yaml`)))
+    expect(inv.nodes.map((n) => n.configFile)).toEqual(
+      ['knode01', 'knode02', 'knode03'].map((h) => join(dir, 'clusterconfig', `home-${h}.home.example.yaml`)),
+    )
     // Talos registers an FQDN hostname in Kubernetes by its first label
     expect(inv.nodes.map((n) => n.kubeName)).toEqual(['knode01', 'knode02', 'knode03'])
     expect(inv.nodes[0]?.installDiskSelector).toEqual({ wwid: 'naa.5000c500a1b2c3d4' })
@@ -59,12 +65,16 @@ describe('a home-ops repository as talhelper reads it', () => {
   it('an unset variable is exit 2 naming it and its line', () => {
     const env = { PATH: HOME_ENV.PATH, CLUSTER_DOMAIN: 'home.example' }
     const file = join(dir, 'talconfig.yaml')
-    expect(inputErrors(() => loadInventory(dir, { env }))).toEqual([`${file}:${lineOf(file, 'ipAddress: $NODE3_IP')}: variable \${NODE3_IP} not set (fix: export it or set it in talenv.yaml beside talconfig.yaml (KEY: value), as for talhelper genconfig; write $$ for a literal $)`])
+    expect(inputErrors(() => loadInventory(dir, { env }))).toEqual([
+      `${file}:${lineOf(file, 'ipAddress: $NODE3_IP')}: variable \${NODE3_IP} not set (fix: export it or set it in talenv.yaml beside talconfig.yaml (KEY: value), as for talhelper genconfig; write $$ for a literal $)`,
+    ])
   })
 
   it('a variable set but empty is refused, as talhelper refuses it', () => {
     const messages = inputErrors(() => loadInventory(dir, { env: { ...HOME_ENV, NODE3_IP: '' } }))
-    expect(messages[0]).toContain(`talconfig.yaml:${lineOf(join(dir, 'talconfig.yaml'), 'ipAddress: $NODE3_IP')}: variable \${NODE3_IP} set but empty (fix:`)
+    expect(messages[0]).toContain(
+      `talconfig.yaml:${lineOf(join(dir, 'talconfig.yaml'), 'ipAddress: $NODE3_IP')}: variable \${NODE3_IP} set but empty (fix:`,
+    )
   })
 
   it('NODES takes the full name, the short name when unique, or any address of the node', () => {
@@ -78,10 +88,21 @@ describe('a home-ops repository as talhelper reads it', () => {
   it('a short name two FQDNs share is ambiguous: exit 2 asking for the full name', () => {
     const copyDir = copy('home-ops')
     const talconfig = join(copyDir, 'talconfig.yaml')
-    cpSync(join(copyDir, 'clusterconfig', 'home-knode03.home.example.yaml'), join(copyDir, 'clusterconfig', 'home-knode01.lab.example.yaml'))
-    writeFileSync(talconfig, readFileSync(talconfig, 'utf8').replace('\npatches:\n', '  - hostname: knode01.lab.example\n    ipAddress: 127.97.3.14\n    installDisk: /dev/nvme0n1\n\npatches:\n'))
+    cpSync(
+      join(copyDir, 'clusterconfig', 'home-knode03.home.example.yaml'),
+      join(copyDir, 'clusterconfig', 'home-knode01.lab.example.yaml'),
+    )
+    writeFileSync(
+      talconfig,
+      readFileSync(talconfig, 'utf8').replace(
+        '\npatches:\n',
+        '  - hostname: knode01.lab.example\n    ipAddress: 127.97.3.14\n    installDisk: /dev/nvme0n1\n\npatches:\n',
+      ),
+    )
     const inv = loadInventory(copyDir, { env: HOME_ENV })
-    expect(inputErrors(() => selectNodes(inv, 'knode01'))[0]).toMatch(/NODES entry "knode01" matches several nodes: knode01\.home\.example, knode01\.lab\.example \(fix: write the full name/)
+    expect(inputErrors(() => selectNodes(inv, 'knode01'))[0]).toMatch(
+      /NODES entry "knode01" matches several nodes: knode01\.home\.example, knode01\.lab\.example \(fix: write the full name/,
+    )
   })
 })
 
@@ -105,11 +126,15 @@ describe('another config file (-c), output folder (-o) and filenameTmpl', () => 
   })
 
   it('a talconfig named in the settings that does not exist is exit 2, not a fallback', () => {
-    expect(inputErrors(() => loadInventory(dir, { env: {}, talconfig: 'talos/missing.yaml' }))[0]).toMatch(/talos\/missing\.yaml: the talconfig file set in the settings does not exist \(fix:/)
+    expect(inputErrors(() => loadInventory(dir, { env: {}, talconfig: 'talos/missing.yaml' }))[0]).toMatch(
+      /talos\/missing\.yaml: the talconfig file set in the settings does not exist \(fix:/,
+    )
   })
 
   it('without the output folder setting the configs are looked for in clusterconfig/ and named', () => {
-    expect(inputErrors(() => loadInventory(dir, { env: {}, talconfig: 'talos/cluster.yaml' }))[0]).toMatch(/cluster\.yaml:6: LabCP1: machine config .*clusterconfig\/lab_LabCP1\.yaml not found \(fix: .*talhelperOutDir/)
+    expect(inputErrors(() => loadInventory(dir, { env: {}, talconfig: 'talos/cluster.yaml' }))[0]).toMatch(
+      /cluster\.yaml:6: LabCP1: machine config .*clusterconfig\/lab_LabCP1\.yaml not found \(fix: .*talhelperOutDir/,
+    )
   })
 })
 
@@ -117,7 +142,9 @@ describe('talenv.sops.yaml', () => {
   it('without sops on PATH: exit 2 saying sops is needed; the ciphertext is never a value', () => {
     const dir = join(FIXTURES, 'sops')
     const messages = inputErrors(() => loadInventory(dir, { env: { PATH: '/nonexistent' } }))
-    expect(messages).toEqual([`${join(dir, 'talenv.sops.yaml')}: the env file is encrypted with SOPS and sops is needed to read it ("sops" not found) (fix: install sops (or point SOPS at it) with the key that decrypts this file, or export its variables and remove the file)`])
+    expect(messages).toEqual([
+      `${join(dir, 'talenv.sops.yaml')}: the env file is encrypted with SOPS and sops is needed to read it ("sops" not found) (fix: install sops (or point SOPS at it) with the key that decrypts this file, or export its variables and remove the file)`,
+    ])
   })
 
   it('with sops: its plaintext is what is substituted', () => {
@@ -136,7 +163,9 @@ describe('talenv.sops.yaml', () => {
     const bin = mkdtempSync(join(tmpdir(), 'tb-sops-'))
     writeFileSync(join(bin, 'sops'), `#!/bin/sh\necho 'Failed to get the data key required to decrypt the SOPS file.' >&2\nexit 128\n`)
     chmodSync(join(bin, 'sops'), 0o755)
-    expect(inputErrors(() => loadInventory(dir, { env: { PATH: `${bin}:/usr/bin:/bin` } }))[0]).toMatch(/talenv\.sops\.yaml: sops could not decrypt the env file: Failed to get the data key/)
+    expect(inputErrors(() => loadInventory(dir, { env: { PATH: `${bin}:/usr/bin:/bin` } }))[0]).toMatch(
+      /talenv\.sops\.yaml: sops could not decrypt the env file: Failed to get the data key/,
+    )
   })
 })
 
@@ -188,7 +217,9 @@ describe('filenameTmpl (Go text/template fields)', () => {
     expect(renderFilename('{{.Role}} -  {{- .IPAddress -}}  .yaml{{/* x */}}', data)).toEqual({ name: 'worker -127.97.3.1.yaml' })
   })
   it('refuses what it cannot evaluate', () => {
-    expect(renderFilename('{{ .Hostname | upper }}.yaml', data)).toEqual({ error: 'filenameTmpl action {{ .Hostname | upper }} is not one this tool evaluates (.ClusterName, .Hostname, .IPAddress, .Role)' })
+    expect(renderFilename('{{ .Hostname | upper }}.yaml', data)).toEqual({
+      error: 'filenameTmpl action {{ .Hostname | upper }} is not one this tool evaluates (.ClusterName, .Hostname, .IPAddress, .Role)',
+    })
   })
 })
 
@@ -213,14 +244,26 @@ describe('machine config documents', () => {
 
   it('a stray --- (an empty document) is no document; a second v1alpha1 document or a scalar is refused', () => {
     expect(loadInventory(withWorkerConfig(`---\n${V1}---\n---\n`), { env: {} }).nodes).toHaveLength(3)
-    expect(inputErrors(() => loadInventory(withWorkerConfig(`${V1}---\n${V1}`), { env: {} }))[0]).toMatch(/demo-wrkr-1\.yaml:7: the machine config of wrkr-1 has 2 v1alpha1 documents \(fix: regenerate/)
-    expect(inputErrors(() => loadInventory(withWorkerConfig('hello\n'), { env: {} }))[0]).toMatch(/demo-wrkr-1\.yaml:1: the machine config of wrkr-1 holds the scalar "hello" where a Talos config document belongs/)
+    expect(inputErrors(() => loadInventory(withWorkerConfig(`${V1}---\n${V1}`), { env: {} }))[0]).toMatch(
+      /demo-wrkr-1\.yaml:7: the machine config of wrkr-1 has 2 v1alpha1 documents \(fix: regenerate/,
+    )
+    expect(inputErrors(() => loadInventory(withWorkerConfig('hello\n'), { env: {} }))[0]).toMatch(
+      /demo-wrkr-1\.yaml:1: the machine config of wrkr-1 holds the scalar "hello" where a Talos config document belongs/,
+    )
   })
 
   it('the Kubernetes node name: the config hostname (v1alpha1 or HostnameConfig) first label, or all of it with registerWithFQDN', () => {
-    const hostnameDoc = loadInventory(withWorkerConfig(`${V1}---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: Worker_One.lab.example\n`), { env: {} })
+    const hostnameDoc = loadInventory(
+      withWorkerConfig(`${V1}---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: Worker_One.lab.example\n`),
+      { env: {} },
+    )
     expect(hostnameDoc.nodes[1]?.kubeName).toBe('worker-one')
-    const fqdn = loadInventory(withWorkerConfig(`${V1.replace('  install:', '  kubelet:\n    registerWithFQDN: true\n  network:\n    hostname: w1.lab.example\n  install:')}`), { env: {} })
+    const fqdn = loadInventory(
+      withWorkerConfig(
+        `${V1.replace('  install:', '  kubelet:\n    registerWithFQDN: true\n  network:\n    hostname: w1.lab.example\n  install:')}`,
+      ),
+      { env: {} },
+    )
     expect(fqdn.nodes[1]?.kubeName).toBe('w1.lab.example')
     // a plain name that Talos keeps as it is needs no second name
     expect(loadInventory(withWorkerConfig(V1), { env: {} }).nodes[1]?.kubeName).toBeUndefined()

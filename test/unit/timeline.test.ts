@@ -41,7 +41,11 @@ function handMade(): Report {
             { attempt: 1, kind: 'unreachable', message: 'connection refused', delayMs: 300, atMs: 100 },
             { attempt: 2, kind: 'unreachable', message: 'connection refused', delayMs: 600, atMs: 500 },
           ],
-          error: { kind: 'unreachable', message: 'dial tcp 127.0.0.22:50000: connect: connection refused', hint: 'task bootstrap:node NODE=wrkr-2' },
+          error: {
+            kind: 'unreachable',
+            message: 'dial tcp 127.0.0.22:50000: connect: connection refused',
+            hint: 'task bootstrap:node NODE=wrkr-2',
+          },
         }),
       ],
     },
@@ -163,7 +167,8 @@ describe('timeline of a run', () => {
     }
     expect(bar('cp-1', 'apply') / bar('wrkr-1', 'apply')).toBeCloseTo(2, 3)
     expect(bar('cp-1', 'verify') / bar('cp-1', 'preflight')).toBeCloseTo(4, 3)
-    const failedLane = /<g class="lane failed" data-node="wrkr-2" data-result="failed in preflight \(unreachable\)">[\s\S]*?<\/g>/.exec(svg)?.[0] ?? ''
+    const failedLane =
+      /<g class="lane failed" data-node="wrkr-2" data-result="failed in preflight \(unreachable\)">[\s\S]*?<\/g>/.exec(svg)?.[0] ?? ''
     expect(failedLane).toContain('data-status="failed"')
     expect(failedLane).toContain('class="failure"')
     expect(count(failedLane, 'class="retry"')).toBe(2)
@@ -204,7 +209,14 @@ describe('task bootstrap:report files', () => {
     const report = handMade()
     writeFileSync(join(dir, '.bootstrap', 'last-run.json'), JSON.stringify(report))
     writeFileSync(join(runs, '2026-11-25T21-00-00-000Z-talos.json'), JSON.stringify(report))
-    const older = { ...handMade(), ok: true, command: 'apply', startedAt: '2026-11-25T20:00:00.000Z', finishedAt: '2026-11-25T20:00:03.000Z', phases: [handMade().phases[1] as PhaseResult] }
+    const older = {
+      ...handMade(),
+      ok: true,
+      command: 'apply',
+      startedAt: '2026-11-25T20:00:00.000Z',
+      finishedAt: '2026-11-25T20:00:03.000Z',
+      phases: [handMade().phases[1] as PhaseResult],
+    }
     writeFileSync(join(runs, '2026-11-25T20-00-00-000Z-apply.json'), JSON.stringify(older))
 
     const last = locateReport(dir, undefined)

@@ -15,9 +15,18 @@ writeFileSync(join(home, '.bashrc'), `touch '${marker}'\n`)
 afterAll(() => rmSync(home, { recursive: true, force: true }))
 
 describe('ToolRunner', () => {
-  it.each([['SHLVL=0', { SHLVL: '0' }], ['SHLVL unset', {}]])('does not make bash read ~/.bashrc (%s)', async (_, shlvl) => {
+  it.each([
+    ['SHLVL=0', { SHLVL: '0' }],
+    ['SHLVL unset', {}],
+  ])('does not make bash read ~/.bashrc (%s)', async (_, shlvl) => {
     const { SHLVL: _ignored, ...env } = process.env
-    const runner = new ToolRunner({ env: { ...env, ...shlvl, HOME: home, KUBECTL: 'echo' }, callTimeoutMs: 10_000, signal: new AbortController().signal, dryRun: false, redactor: new Redactor() })
+    const runner = new ToolRunner({
+      env: { ...env, ...shlvl, HOME: home, KUBECTL: 'echo' },
+      callTimeoutMs: 10_000,
+      signal: new AbortController().signal,
+      dryRun: false,
+      redactor: new Redactor(),
+    })
     const result = await runner.run({ tool: 'kubectl', args: ['hello'] })
     expect(result).toMatchObject({ exitCode: 0, stdout: 'hello\n' })
     expect(existsSync(marker)).toBe(false)

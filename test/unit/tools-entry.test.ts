@@ -8,7 +8,9 @@ import { realTool } from '../support/real-tools.js'
 
 const SCRIPT = resolve('scripts/tools.sh')
 const temps: string[] = []
-afterEach(() => { for (const t of temps.splice(0)) rmSync(t, { recursive: true, force: true }) })
+afterEach(() => {
+  for (const t of temps.splice(0)) rmSync(t, { recursive: true, force: true })
+})
 
 /** a checkout holding only the script, with nothing to build the tools from beside it */
 function bareCheckout(): string {
@@ -18,14 +20,17 @@ function bareCheckout(): string {
   copyFileSync(SCRIPT, join(root, 'scripts', 'tools.sh'))
   return root
 }
-const run = (root: string, path: string) => spawnSync('bash', [join(root, 'scripts', 'tools.sh')], { encoding: 'utf8', env: { PATH: path, HOME: root } })
+const run = (root: string, path: string) =>
+  spawnSync('bash', [join(root, 'scripts', 'tools.sh')], { encoding: 'utf8', env: { PATH: path, HOME: root } })
 
 describe('task tools', () => {
   it('without the tools on PATH and nothing to build them from: exit 3 with the install instructions', () => {
     const root = bareCheckout()
     const r = run(root, '/usr/bin:/bin')
     expect(r.status).toBe(3)
-    expect(r.stderr).toMatch(/^error: talosctl helm not found at a supported version \(talosctl v1\.12\.x, helm v3\) and cannot be built here\n/)
+    expect(r.stderr).toMatch(
+      /^error: talosctl helm not found at a supported version \(talosctl v1\.12\.x, helm v3\) and cannot be built here\n/,
+    )
     expect(r.stderr).toContain('(fix: install them and re-run `task tools`')
   })
 
@@ -50,9 +55,15 @@ describe('task tools', () => {
     symlinkSync(helm.path!, join(onPath, 'helm'))
     const first = run(root, `${onPath}:/usr/bin:/bin`)
     expect(first.stderr).toBe('')
-    expect(first.stdout).toBe(`talosctl: using ${onPath}/talosctl\nhelm: using ${onPath}/helm\ntalosctl v1.12.11: .tools/bin/talosctl\nhelm v3.21.4: .tools/bin/helm\n`)
+    expect(first.stdout).toBe(
+      `talosctl: using ${onPath}/talosctl\nhelm: using ${onPath}/helm\ntalosctl v1.12.11: .tools/bin/talosctl\nhelm v3.21.4: .tools/bin/helm\n`,
+    )
     expect(first.status).toBe(0)
     const second = run(root, '/usr/bin:/bin') // nothing on PATH now: .tools/bin already holds them
-    expect(second).toMatchObject({ status: 0, stdout: 'talosctl v1.12.11: .tools/bin/talosctl\nhelm v3.21.4: .tools/bin/helm\n', stderr: '' })
+    expect(second).toMatchObject({
+      status: 0,
+      stdout: 'talosctl v1.12.11: .tools/bin/talosctl\nhelm v3.21.4: .tools/bin/helm\n',
+      stderr: '',
+    })
   })
 })

@@ -8,7 +8,12 @@ export function bootstrapNode(run: Run): ClusterNode {
   const wanted = run.settings.bootstrapNode
   const cps = controlPlanes(run.inventory)
   const node = wanted ? cps.find((n) => n.name === wanted || n.address === wanted) : cps[0]
-  if (!node) throw new NodeError('wrong-node', `bootstrapNode "${wanted}" is not a control plane of the inventory`, hintFor('wrong-node', cps[0] as ClusterNode))
+  if (!node)
+    throw new NodeError(
+      'wrong-node',
+      `bootstrapNode "${wanted}" is not a control plane of the inventory`,
+      hintFor('wrong-node', cps[0] as ClusterNode),
+    )
   return node
 }
 

@@ -20,17 +20,25 @@ interface Selector {
 function selects(selector: Selector | undefined, labels: Record<string, string>): boolean {
   if (!selector) return false
   const byLabel = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v)
-  return byLabel && (selector.matchExpressions ?? []).every((e) => {
-    const has = e.key in labels
-    const value = labels[e.key] ?? ''
-    switch (e.operator) {
-      case 'In': return has && (e.values ?? []).includes(value)
-      case 'NotIn': return !has || !(e.values ?? []).includes(value)
-      case 'Exists': return has
-      case 'DoesNotExist': return !has
-      default: return false
-    }
-  })
+  return (
+    byLabel &&
+    (selector.matchExpressions ?? []).every((e) => {
+      const has = e.key in labels
+      const value = labels[e.key] ?? ''
+      switch (e.operator) {
+        case 'In':
+          return has && (e.values ?? []).includes(value)
+        case 'NotIn':
+          return !has || !(e.values ?? []).includes(value)
+        case 'Exists':
+          return has
+        case 'DoesNotExist':
+          return !has
+        default:
+          return false
+      }
+    })
+  )
 }
 
 /**
@@ -46,7 +54,10 @@ export async function blockedEvictions(kubectl: Kubectl, nodeName: string): Prom
   const stuck = pdbs.filter((b) => Number((b.status as { disruptionsAllowed?: number } | undefined)?.disruptionsAllowed ?? 1) < 1)
   const out: BlockedEviction[] = []
   for (const pod of pods.filter(evictable)) {
-    const pdb = stuck.find((b) => b.metadata.namespace === pod.metadata.namespace && selects(b.spec?.selector as Selector | undefined, pod.metadata.labels ?? {}))
+    const pdb = stuck.find(
+      (b) =>
+        b.metadata.namespace === pod.metadata.namespace && selects(b.spec?.selector as Selector | undefined, pod.metadata.labels ?? {}),
+    )
     if (pdb) out.push({ pod: `${pod.metadata.namespace}/${pod.metadata.name}`, pdb: `${pdb.metadata.namespace}/${pdb.metadata.name}` })
   }
   return out

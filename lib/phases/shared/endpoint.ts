@@ -29,7 +29,11 @@ export function endpointReading(run: Run): SharedReading<boolean> {
  * A node that does not answer but took its config in an earlier run, and whose API waits for the
  * control plane (the endpoint does not answer yet): why, else undefined. Not down, just not up yet.
  */
-export async function appliedAndWaiting(node: ClusterNode, run: Run, endpoint: SharedReading<boolean> = endpointReading(run)): Promise<string | undefined> {
+export async function appliedAndWaiting(
+  node: ClusterNode,
+  run: Run,
+  endpoint: SharedReading<boolean> = endpointReading(run),
+): Promise<string | undefined> {
   const waits = waitsForControlPlane(node, run)
   if (!waits || !run.journal.done(node.name, 'apply') || run.options.reset) return undefined
   return (await endpoint.get()) ? undefined : waits

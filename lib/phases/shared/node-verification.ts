@@ -40,7 +40,8 @@ class StageWatch {
 }
 
 /** The node took its config: applied in this run or an earlier one. */
-const configAccepted = (node: ClusterNode, run: Run): boolean => run.facts.of(node.name).applied === true || run.journal.done(node.name, 'apply')
+const configAccepted = (node: ClusterNode, run: Run): boolean =>
+  run.facts.of(node.name).applied === true || run.journal.done(node.name, 'apply')
 
 /** Verified: a worker running; a control plane running, or booting with etcd waiting for its bootstrap. */
 async function verified(node: ClusterNode, run: Run, status: MachineStatus): Promise<string | undefined> {
@@ -72,7 +73,13 @@ async function etcdWhileBooting(node: ClusterNode, run: Run): Promise<'waiting' 
  * for the control plane (waitsForControlPlane) is done once it took its config and left maintenance;
  * without it (after the bootstrap) that worker must answer like any other node.
  */
-export async function verifyNode(node: ClusterNode, run: Run, report: StepReporter, reads: StatusReads, endpoint?: SharedReading<boolean>): Promise<NodeOutcome> {
+export async function verifyNode(
+  node: ClusterNode,
+  run: Run,
+  report: StepReporter,
+  reads: StatusReads,
+  endpoint?: SharedReading<boolean>,
+): Promise<NodeOutcome> {
   const watch = new StageWatch()
   const waits = waitsForControlPlane(node, run)
   let silentPolls = 0
@@ -106,7 +113,9 @@ export async function verifyNode(node: ClusterNode, run: Run, report: StepReport
         // seen twice a poll apart: the node is really in maintenance (crashed back or never applied)
         if (++watch.maintenanceSightings >= 2) {
           const wasApplied = watch.answered || watch.wentDown || run.facts.of(node.name).applied === true
-          const why = wasApplied ? 'dropped back to maintenance mode after its config was applied (crashed during install?)' : 'is in maintenance mode: its config was never applied'
+          const why = wasApplied
+            ? 'dropped back to maintenance mode after its config was applied (crashed during install?)'
+            : 'is in maintenance mode: its config was never applied'
           throw new NodeError('maintenance', `${node.name} ${why}`, hintFor('maintenance', node))
         }
         watch.see('maintenance', elapsed)
@@ -121,7 +130,8 @@ export async function verifyNode(node: ClusterNode, run: Run, report: StepReport
     watch.see(status.stage, elapsed)
     // re-applied with a reboot: an answer from before it went down is not the new config running
     if (run.facts.of(node.name).rebootAfterApply) {
-      if (!watch.wentDown && status.stage !== 'rebooting') return { done: false, state: `${status.stage}, waiting for the reboot that applies its config` }
+      if (!watch.wentDown && status.stage !== 'rebooting')
+        return { done: false, state: `${status.stage}, waiting for the reboot that applies its config` }
       if (status.stage === 'rebooting') watch.wentDown = true
     }
     if (watch.rebootsAfterBoot >= BOOT_LOOP_REBOOTS) throw bootLoop(node, watch)
@@ -148,7 +158,11 @@ export async function verifyNode(node: ClusterNode, run: Run, report: StepReport
 }
 
 function bootLoop(node: ClusterNode, watch: StageWatch): NodeError {
-  return new NodeError('stuck', `boot-looping: rebooted ${watch.rebootsAfterBoot} times after booting and never reached running`, hintFor('stuck', node))
+  return new NodeError(
+    'stuck',
+    `boot-looping: rebooted ${watch.rebootsAfterBoot} times after booting and never reached running`,
+    hintFor('stuck', node),
+  )
 }
 
 /** After the bootstrap: a worker verify left waiting for the control plane answers and runs. */
@@ -157,4 +171,3 @@ export async function completeVerification(node: ClusterNode, run: Run, report: 
   delete run.facts.of(node.name).awaitingControlPlane
   return { ...outcome, detail: `${outcome.detail ?? 'running'} (authenticated API up after the bootstrap)` }
 }
-
