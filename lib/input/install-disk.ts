@@ -116,15 +116,20 @@ export function selectorMatches(selector: Record<string, unknown>, disk: Disk): 
   return true
 }
 
-/** Which disk the node would install to; undefined when nothing matches. */
+/**
+ * Which disk the node would install to; undefined when nothing matches. With both a selector and a
+ * disk, the selector wins and the disk is not looked at, as in Talos (the install task in
+ * internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_sequencer_tasks.go tries the match expression
+ * first).
+ */
 export function findInstallDisk(target: InstallTarget, disks: Disk[]): Disk | undefined {
-  if (target.disk) return disks.find((d) => d.devPath === target.disk || `/dev/${d.id}` === target.disk)
   if (target.selector) return disks.find((d) => selectorMatches(target.selector as Record<string, unknown>, d))
+  if (target.disk) return disks.find((d) => d.devPath === target.disk || `/dev/${d.id}` === target.disk)
   return undefined
 }
 
 export function describeTarget(target: InstallTarget): string {
-  if (target.disk) return `install disk ${target.disk}`
   if (target.selector) return `install disk selector ${JSON.stringify(target.selector)}`
+  if (target.disk) return `install disk ${target.disk}`
   return 'no install disk'
 }

@@ -103,4 +103,12 @@ describe('install disk selector', () => {
     expect(findInstallDisk({ selector: { name: '/dev/sda' } }, all)).toBeUndefined()
     expect(findInstallDisk({ selector: { serial: '0x*' } }, all)?.devPath).toBe('/dev/mmcblk0')
   })
+
+  it('with both a selector and a disk, the selector wins (Talos ignores install.disk then)', async () => {
+    const all = await disks()
+    // talosctl gen config writes /dev/sda; a selector patch then picks the NVMe disk
+    expect(findInstallDisk({ disk: '/dev/sda', selector: { size: '>= 101GB' } }, all)?.devPath).toBe('/dev/sdb')
+    expect(findInstallDisk({ disk: '/dev/sdz', selector: { size: '100GB' } }, all)?.devPath).toBe('/dev/sda')
+    expect(findInstallDisk({ disk: '/dev/sda', selector: { size: '5TB' } }, all)).toBeUndefined()
+  })
 })
