@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { toolAvailable, type ToolRunner } from './exec.js'
+import { toolAvailable, toolBinary, type ToolRunner } from './exec.js'
 
 /** Environment variable that overrides the sops binary, like TALOSCTL for talosctl. */
 export const SOPS_ENV = 'SOPS'
@@ -28,7 +28,7 @@ export class Sops {
     if (result.ok) return { ok: true, text: result.stdout }
     const reason = result.timedOut
       ? 'sops did not answer in time'
-      : result.stderr.trim().split('\n').filter(Boolean).slice(-3).join('; ') || `sops exited ${result.exitCode ?? 'abnormally'}`
+      : sopsFailure(result.stderr) || `sops exited ${result.exitCode ?? 'abnormally'}`
     return { ok: false, reason }
   }
 }
@@ -45,7 +45,7 @@ export type SopsResult = { ok: true; text: string } | { ok: false; missing: bool
  * through the ToolRunner: the inventory is read before the runner exists. The plaintext is returned, never logged.
  */
 export function sopsDecrypt(file: string, env: NodeJS.ProcessEnv): SopsResult {
-  const binary = env[SOPS_ENV] || 'sops'
+  const binary = toolBinary(env, 'sops')
   const result = spawnSync(binary, ['--decrypt', '--input-type', 'yaml', '--output-type', 'yaml', file], {
     env,
     encoding: 'utf8',
@@ -56,12 +56,43 @@ export function sopsDecrypt(file: string, env: NodeJS.ProcessEnv): SopsResult {
     return { ok: false, missing, binary, message: result.error.message }
   }
   if (result.status !== 0) {
-    // sops's own message (no key, wrong key): its last non-empty stderr line
-    const lines = result.stderr
-      .split('\n')
-      .map((l) => l.trim())
-      .filter(Boolean)
-    return { ok: false, missing: false, binary, message: lines[lines.length - 1] ?? `exit ${String(result.status)}` }
+    return { ok: false, missing: false, binary, message: sopsFailure(result.stderr) || `exit ${String(result.status)}` }
   }
   return { ok: true, text: result.stdout }
+}
+
+/**
+ * sops's failure on one line, its cause kept: the headline, then each key's own reason (the
+ * `- | …` block under `<key>: FAILED`, which names the key file that is missing or the key that does
+ * not match); the closing "Recovery failed … but none were." paragraph says nothing more.
+ */
+export function sopsFailure(stderr: string): string {
+  const out: string[] = []
+  let key = ''
+  let cause: string[] = []
+  const flush = (): void => {
+    if (cause.length > 0) out.push(`${key ? `${key}: ` : ''}${cause.join(' ')}`)
+    cause = []
+  }
+  for (const raw of stderr.split('\n')) {
+    const line = raw.trim()
+    if (!line || /^Group \d+: FAILED$/.test(line)) continue
+    if (/^Recovery failed because/.test(line)) break
+    const failedKey = /^(\S+): FAILED$/.exec(line)
+    if (failedKey) {
+      flush()
+      key = failedKey[1] ?? ''
+      continue
+    }
+    const part = /^(?:- )?\|\s?(.*)$/.exec(line)
+    if (part) {
+      cause.push((part[1] ?? '').trim())
+      continue
+    }
+    flush()
+    key = ''
+    out.push(line)
+  }
+  flush()
+  return out.join('; ').slice(0, 1000)
 }

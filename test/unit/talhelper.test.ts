@@ -3,6 +3,7 @@
 // its generated configs, addresses rewritten to 127.97.3-5.x); talhelper's rules follow its source:
 // pkg/substitute/envsubst.go (a8m/envsubst with noUnset, noEmpty), cmd/genconfig.go (talenv files),
 // pkg/config/validator.go (hostnames, addresses), pkg/config/outputfilename.go (filenameTmpl).
+import { execFileSync } from 'node:child_process'
 import { chmodSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -10,6 +11,7 @@ import { describe, expect, it } from 'vitest'
 import { canonicalAddress, loadInventory, selectNodes } from '../../lib/input/inventory.js'
 import { loadSettings } from '../../lib/input/settings.js'
 import { parseDotenv, renderFilename, substituteEnv } from '../../lib/input/talhelper.js'
+import { goBin } from '../support/go-bin.js'
 import { clusterDir, inputErrors, threeNodes } from './fixtures.js'
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/talhelper')
@@ -166,6 +168,20 @@ describe('talenv.sops.yaml', () => {
     expect(inputErrors(() => loadInventory(dir, { env: { PATH: `${bin}:/usr/bin:/bin` } }))[0]).toMatch(
       /talenv\.sops\.yaml: sops could not decrypt the env file: Failed to get the data key/,
     )
+  })
+
+  it('the real sops without its key file: the message names the key file it could not open', () => {
+    const dir = copy('sops')
+    const go = goBin()
+    const keys = mkdtempSync(join(tmpdir(), 'tb-age-'))
+    execFileSync(join(go, 'age-keygen'), ['-o', join(keys, 'key.txt')], { stdio: 'ignore' })
+    const recipient = /public key: (\S+)/.exec(readFileSync(join(keys, 'key.txt'), 'utf8'))?.[1] ?? ''
+    const plain = join(keys, 'talenv.yaml')
+    writeFileSync(plain, 'S1_IP: 127.97.5.11\n')
+    const encrypted = execFileSync(join(go, 'sops'), ['--encrypt', '--age', recipient, plain], { encoding: 'utf8' })
+    writeFileSync(join(dir, 'talenv.sops.yaml'), encrypted)
+    const env = { PATH: `${go}:/usr/bin:/bin`, SOPS_AGE_KEY_FILE: join(keys, 'missing.txt'), HOME: keys }
+    expect(inputErrors(() => loadInventory(dir, { env }))[0]).toContain(`open ${join(keys, 'missing.txt')}: no such file or directory`)
   })
 })
 
