@@ -163,7 +163,11 @@ function fromNodesFile(dir: string, file: YamlFile): Inventory {
       path: ['nodes', i],
     }
   })
-  return build(dir, file, clusterName, endpoint, raw, resolve(dir, talosconfig), 'nodes')
+  const inventory = build(dir, file, clusterName, endpoint, raw, resolve(dir, talosconfig), 'nodes')
+  // nodes.yaml names no Talos version: the installer image the configs ask for does
+  const version = inventory.nodes.map((n) => MachineConfig.of(n.configFile).installerVersion()).find((v) => v !== undefined)
+  if (version) inventory.talosVersion = version
+  return inventory
 }
 
 /**

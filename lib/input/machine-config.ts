@@ -96,6 +96,17 @@ export class MachineConfig {
     return undefined
   }
 
+  /** The Talos version of the installer image the config asks for (`machine.install.image`'s tag, `v1.13.7`), when it has one. */
+  installerVersion(): string | undefined {
+    for (const value of this.values()) {
+      const image = (value as { machine?: { install?: { image?: unknown } } } | null)?.machine?.install?.image
+      if (typeof image !== 'string') continue
+      const tag = /:(v\d+\.\d+\.\d+[^@]*)(?:@|$)/.exec(image)?.[1]
+      if (tag) return tag
+    }
+    return undefined
+  }
+
   /**
    * cluster.discovery.enabled with the service registry on (Talos's default when absent: off,
    * pkg/machinery/config/types/v1alpha1/v1alpha1_discoveryconfig.go). The kubernetes registry

@@ -22,19 +22,50 @@ const VALIDATIONS_PER_CPU = 4
 async function validateConfigs(run: Run): Promise<void> {
   const errors: InputError[] = []
   const problems = await mapLimit(run.nodes, availableParallelism() * VALIDATIONS_PER_CPU, (node) => run.talosctl.validate(node.configFile))
+  const failed = problems.filter((p): p is string => p !== undefined)
+  // a document kind or field talosctl does not know, while the cluster's Talos is newer: the client is the cause
+  const tooOld = failed.some(isUnknownToClient) ? await talosctlOlderThanCluster(run) : undefined
   for (const [i, node] of run.nodes.entries()) {
     const detail = problems[i]
-    if (detail) {
-      errors.push(
-        new InputError(`machine config of ${node.name} is invalid: ${detail}`, {
-          file: node.configFile,
-          fix: 'correct the config (or its talhelper patches) and regenerate it',
-        }),
-      )
-    }
+    if (!detail) continue
+    errors.push(
+      tooOld && isUnknownToClient(detail)
+        ? new InputError(
+            `machine config of ${node.name} uses what talosctl ${tooOld.talosctl} does not know (${detail}); the configs are for Talos ${tooOld.cluster}`,
+            {
+              file: node.configFile,
+              fix: `use talosctl ${tooOld.minor}.x, the cluster's Talos minor (put it on PATH or point TALOSCTL at it), then run the same command again`,
+            },
+          )
+        : new InputError(`machine config of ${node.name} is invalid: ${detail}`, {
+            file: node.configFile,
+            fix: 'correct the config (or its talhelper patches) and regenerate it',
+          }),
+    )
   }
   if (errors.length === 1) throw errors[0]
   if (errors.length > 1) throw new InputErrors(errors)
+}
+
+/** talosctl's answer to a document kind or a field that its version of the config schema lacks. */
+function isUnknownToClient(detail: string): boolean {
+  return /": not registered|unknown keys found during decoding/.test(detail)
+}
+
+const minorOf = (version: string): number[] | undefined => {
+  const m = /^v?(\d+)\.(\d+)/.exec(version)
+  return m ? [Number(m[1]), Number(m[2])] : undefined
+}
+
+/** The versions when the cluster's Talos minor (talconfig's talosVersion, or the installer image's tag) is newer than talosctl's. */
+async function talosctlOlderThanCluster(run: Run): Promise<{ talosctl: string; cluster: string; minor: string } | undefined> {
+  const cluster = run.inventory.talosVersion
+  if (!cluster) return undefined
+  const talosctl = await run.talosctl.clientVersion()
+  const [want, have] = [minorOf(cluster), minorOf(talosctl)]
+  if (!want || !have) return undefined
+  const newer = want[0]! > have[0]! || (want[0] === have[0] && want[1]! > have[1]!)
+  return newer ? { talosctl, cluster, minor: `v${want[0]}.${want[1]}` } : undefined
 }
 
 /** Reachability and state of one node, retried while it does not answer. */

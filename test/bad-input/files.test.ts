@@ -93,6 +93,27 @@ describe('bad machine configs: exit 2, file, line and fix, no node touched', () 
     })
   })
 
+  it('a Talos 1.13 config checked with talosctl 1.12: the client version is named as the cause (bootstrap:preflight)', async () => {
+    bed.edit('talconfig.yaml', /^talosVersion: .*$/m, 'talosVersion: v1.13.7')
+    const file = bed.edit(WORKER_CONFIG, /\n*$/, '\n---\napiVersion: v1alpha1\nkind: ImageVerificationConfig\nrules: []\n')
+    const result = await bed.cluster.task('bootstrap:preflight')
+    expectBadInput(result, bed, {
+      file,
+      what: /^machine config of wrkr-1 uses what talosctl v1\.12\.\d+ does not know \(.*"ImageVerificationConfig" "v1alpha1": not registered\); the configs are for Talos v1\.13\.7$/,
+      fix: /^use talosctl v1\.13\.x, the cluster's Talos minor/,
+    })
+  })
+
+  it('the same unknown document where the cluster is not newer than talosctl: an invalid config (bootstrap:preflight)', async () => {
+    const file = bed.edit(WORKER_CONFIG, /\n*$/, '\n---\napiVersion: v1alpha1\nkind: ImageVerificationConfig\nrules: []\n')
+    const result = await bed.cluster.task('bootstrap:preflight')
+    expectBadInput(result, bed, {
+      file,
+      what: /^machine config of wrkr-1 is invalid: .*not registered$/,
+      fix: /correct the config/,
+    })
+  })
+
   it('a machine config that is not YAML is refused before apply sends it (bootstrap:apply)', async () => {
     const file = bed.edit(WORKER_CONFIG, /^( {4})type: worker$/m, '$1type: [worker')
     const result = await bed.cluster.task('bootstrap:apply')

@@ -93,6 +93,21 @@ describe('inventory', () => {
     expect(inv.talosconfig).toBe(join(dir, 'talosconfig'))
   })
 
+  it('nodes.yaml: the Talos version is the installer image tag the configs ask for (the version warnings need it)', () => {
+    const dir = clusterDir(threeNodes)
+    writeFileSync(
+      join(dir, 'cp.yaml'),
+      'version: v1alpha1\nmachine:\n  type: controlplane\n  install:\n    disk: /dev/sda\n    image: factory.talos.dev/installer/abc123:v1.13.7\n',
+    )
+    rmSync(join(dir, 'talconfig.yaml'))
+    copyFileSync(join(dir, 'clusterconfig', 'talosconfig'), join(dir, 'talosconfig'))
+    writeFileSync(
+      join(dir, 'nodes.yaml'),
+      'endpoint: https://127.0.0.11:6443\nnodes:\n  - { name: cp-1, ip: 127.0.0.11, role: controlplane, config: cp.yaml }\n',
+    )
+    expect(loadInventory(dir).talosVersion).toBe('v1.13.7')
+  })
+
   it('selects NODES by name or address and refuses unknown entries', () => {
     const inv = loadInventory(clusterDir(threeNodes))
     expect(selectNodes(inv, 'wrkr-2,127.0.0.11').map((n) => n.name)).toEqual(['cp-1', 'wrkr-2'])
