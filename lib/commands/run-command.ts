@@ -6,7 +6,7 @@ import { Facts } from '../engine/facts.js'
 import { setHintContext } from '../cli/hints.js'
 import { loadInventory, selectNodes } from '../input/inventory.js'
 import { MachineConfig } from '../input/machine-config.js'
-import { kubeNodeName, type Inventory } from '../core/model.js'
+import { bootstrapControlPlane, controlPlanes, kubeNodeName, type Inventory } from '../core/model.js'
 import { Journal } from '../state/journal.js'
 import { acquireLock } from '../state/lock.js'
 import { output } from '../cli/output.js'
@@ -72,13 +72,14 @@ export function loadCluster(
   if (settings.flux?.sopsAgeKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.sopsAgeKeyFile))
   // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
   for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(inventory.clusterDir, file))
-  const controlPlanes = inventory.nodes.filter((n) => n.role === 'controlplane')
-  const first = controlPlanes.find((n) => n.name === settings.bootstrapNode || n.address === settings.bootstrapNode)
+  const cps = controlPlanes(inventory)
+  // the bootstrap control plane first: hints name it where one control plane is enough
+  const first = settings.bootstrapNode ? bootstrapControlPlane(inventory, settings.bootstrapNode) : undefined
   setHintContext({
     clusterDir: inventory.clusterDir,
     talosconfig: inventory.talosconfig,
     kubeconfig: resolve(inventory.clusterDir, settings.kubeconfig),
-    controlPlanes: first ? [first, ...controlPlanes.filter((n) => n !== first)] : controlPlanes,
+    controlPlanes: first ? [first, ...cps.filter((n) => n !== first)] : cps,
   })
   return { settings, inventory, redactor }
 }

@@ -42,6 +42,15 @@ export interface Inventory {
   nodes: ClusterNode[]
 }
 
+/**
+ * The control plane that bootstraps etcd: the one `wanted` names (bootstrapNode, by name or address),
+ * else the first in the inventory; undefined when `wanted` names no control plane.
+ */
+export function bootstrapControlPlane(inventory: Pick<Inventory, 'nodes'>, wanted: string | undefined): ClusterNode | undefined {
+  const cps = controlPlanes(inventory)
+  return wanted ? cps.find((n) => n.name === wanted || n.address === wanted) : cps[0]
+}
+
 /** The control planes of the inventory, in its order. */
 export function controlPlanes(inventory: Pick<Inventory, 'nodes'>): ClusterNode[] {
   return inventory.nodes.filter((n) => n.role === 'controlplane')

@@ -2,7 +2,7 @@ import { existsSync, realpathSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseDuration } from '../core/duration.js'
 import { InputError } from '../core/errors.js'
-import type { Inventory } from '../core/model.js'
+import { controlPlanes, type Inventory } from '../core/model.js'
 import { TALENV_FILES } from './talhelper.js'
 import { YamlFile } from './yaml-file.js'
 
@@ -489,7 +489,7 @@ export function checkSettingsFit(input: SettingsInput, settings: Settings, inven
   const wanted = settings.bootstrapNode
   if (wanted !== undefined) {
     const node = inventory.nodes.find((n) => n.name === wanted || n.address === wanted)
-    const cps = inventory.nodes.filter((n) => n.role === 'controlplane').map((n) => n.name)
+    const cps = controlPlanes(inventory).map((n) => n.name)
     const fix = `name a control plane (${cps.join(', ') || 'none in the inventory'}), or unset bootstrapNode to use the first`
     if (!node) throw at('bootstrapNode', `bootstrapNode "${wanted}" is no node of the inventory`, fix)
     if (node.role !== 'controlplane')

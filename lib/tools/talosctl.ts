@@ -1,7 +1,7 @@
 import { classify } from './classify.js'
 import { NodeError } from '../core/errors.js'
 import { hintFor } from '../cli/hints.js'
-import type { ClusterNode, Inventory } from '../core/model.js'
+import { controlPlanes, type ClusterNode, type Inventory } from '../core/model.js'
 import type { ToolResult, ToolRunner } from './exec.js'
 import { parseJsonStream } from './json-stream.js'
 
@@ -301,9 +301,13 @@ export class Talosctl {
   async etcdMembers(node: ClusterNode): Promise<EtcdMember[]> {
     // dry run: the happy answer, every control plane a member
     const rows = [['ID', 'HOSTNAME', 'PEER URLS', 'CLIENT URLS', 'LEARNER']].concat(
-      this.inventory.nodes
-        .filter((n) => n.role === 'controlplane')
-        .map((n, i) => [String(i + 1).padStart(16, '0'), n.name, `https://${n.address}:2380`, `https://${n.address}:2379`, 'false']),
+      controlPlanes(this.inventory).map((n, i) => [
+        String(i + 1).padStart(16, '0'),
+        n.name,
+        `https://${n.address}:2380`,
+        `https://${n.address}:2379`,
+        'false',
+      ]),
     )
     // aligned as talosctl's tabwriter does (the parser reads columns at the header's offsets)
     const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))

@@ -1,13 +1,13 @@
 import { NodeError } from '../../core/errors.js'
-import { controlPlanes, type ClusterNode } from '../../core/model.js'
+import { bootstrapControlPlane, controlPlanes, type ClusterNode } from '../../core/model.js'
 import { hintFor } from '../../cli/hints.js'
 import type { Run } from '../../engine/run.js'
 
 /** The control plane that bootstraps etcd: bootstrapNode from settings, else the first in the inventory. */
 export function bootstrapNode(run: Run): ClusterNode {
   const wanted = run.settings.bootstrapNode
+  const node = bootstrapControlPlane(run.inventory, wanted)
   const cps = controlPlanes(run.inventory)
-  const node = wanted ? cps.find((n) => n.name === wanted || n.address === wanted) : cps[0]
   if (!node)
     throw new NodeError(
       'wrong-node',
