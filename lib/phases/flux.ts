@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseAllDocuments } from 'yaml'
-import { isTransient, NodeError } from '../core/errors.js'
+import { NodeError } from '../core/errors.js'
 import { formatDuration } from '../core/duration.js'
 import { fluxHint, kubectlCommand, taskCommand } from '../cli/hints.js'
 import { InputError } from '../core/errors.js'
@@ -116,48 +116,42 @@ async function clusterReady(run: Run, report: StepReporter): Promise<string> {
   if (run.options.dryRun) return 'dry run'
   const kubectl = kube(run)
   const cni = run.settings.cni
-  let why = ''
   try {
     return await report.poll(
+      // a transient API error is "not yet" (the poller's rule); the deadline decides
       async (): Promise<PollAnswer<string>> => {
-        try {
-          const nodes = await kubectl.list('nodes')
-          const notReady = nodes
-            .filter((n) => condition(n, 'Ready')?.status !== 'True')
-            .map((n) => `${n.metadata.name} NotReady (${condition(n, 'Ready')?.message ?? 'no Ready condition'})`)
-          const missing = run.nodes.filter((n) => !nodes.some((k) => k.metadata.name === n.name)).map((n) => `${n.name} not registered`)
-          const problems = [...missing, ...notReady]
-          if (cni) {
-            const ds = await kubectl.get('daemonsets', cni.daemonset, cni.namespace)
-            const st = ds?.status as { desiredNumberScheduled?: number; numberReady?: number } | undefined
-            if (!ds) problems.push(`CNI DaemonSet ${cni.namespace}/${cni.daemonset} not found`)
-            else if ((st?.numberReady ?? 0) < (st?.desiredNumberScheduled ?? 1))
-              problems.push(`CNI ${cni.daemonset}: ${st?.numberReady ?? 0}/${st?.desiredNumberScheduled ?? '?'} pods ready`)
-          }
-          for (const gate of run.settings.readinessGates) {
-            const pods = await kubectl.list('pods', { namespace: gate.namespace, selector: gate.selector })
-            if (pods.length === 0 || pods.some((p) => condition(p, 'Ready')?.status !== 'True'))
-              problems.push(`readiness gate ${gate.name} not met`)
-          }
-          why = problems.join('; ')
-          return problems.length
-            ? { done: false, state: why }
-            : { done: true, value: `${nodes.length} node(s) Ready${cni ? `, ${cni.daemonset} ready` : ''}` }
-        } catch (err) {
-          // a transient API error is "not yet"; the deadline decides
-          if (err instanceof NodeError && isTransient(err.kind)) return { done: false, state: (why = err.message) }
-          throw err
+        const nodes = await kubectl.list('nodes')
+        const notReady = nodes
+          .filter((n) => condition(n, 'Ready')?.status !== 'True')
+          .map((n) => `${n.metadata.name} NotReady (${condition(n, 'Ready')?.message ?? 'no Ready condition'})`)
+        const missing = run.nodes.filter((n) => !nodes.some((k) => k.metadata.name === n.name)).map((n) => `${n.name} not registered`)
+        const problems = [...missing, ...notReady]
+        if (cni) {
+          const ds = await kubectl.get('daemonsets', cni.daemonset, cni.namespace)
+          const st = ds?.status as { desiredNumberScheduled?: number; numberReady?: number } | undefined
+          if (!ds) problems.push(`CNI DaemonSet ${cni.namespace}/${cni.daemonset} not found`)
+          else if ((st?.numberReady ?? 0) < (st?.desiredNumberScheduled ?? 1))
+            problems.push(`CNI ${cni.daemonset}: ${st?.numberReady ?? 0}/${st?.desiredNumberScheduled ?? '?'} pods ready`)
         }
+        for (const gate of run.settings.readinessGates) {
+          const pods = await kubectl.list('pods', { namespace: gate.namespace, selector: gate.selector })
+          if (pods.length === 0 || pods.some((p) => condition(p, 'Ready')?.status !== 'True'))
+            problems.push(`readiness gate ${gate.name} not met`)
+        }
+        const why = problems.join('; ')
+        return problems.length
+          ? { done: false, state: why }
+          : { done: true, value: `${nodes.length} node(s) Ready${cni ? `, ${cni.daemonset} ready` : ''}` }
       },
       // a check, not a wait: wait-ready is the phase that waits
       Math.max(3 * run.settings.pollIntervalMs, 15_000),
     )
   } catch (err) {
     if (err instanceof PollTimeout) {
-      run.facts.cluster.fluxBlocked = `the cluster is not ready: ${why}`
+      run.facts.cluster.fluxBlocked = `the cluster is not ready: ${err.lastState}`
       throw new NodeError(
         'node-not-ready',
-        `the cluster is not ready for Flux: ${why}`,
+        `the cluster is not ready for Flux: ${err.lastState}`,
         `make every node Ready first (${taskCommand('bootstrap:wait-ready')}), then run: ${again()}`,
       )
     }
@@ -275,7 +269,6 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
   report.progress('FluxInstance flux')
   await kubectl.applyServerSide(JSON.stringify(instance))
   if (run.options.dryRun) return 'dry run'
-  let state = ''
   try {
     return await report.poll(async (): Promise<PollAnswer<string>> => {
       const fi = await kubectl.get('fluxinstances.fluxcd.controlplane.io', 'flux', namespace)
@@ -292,13 +285,13 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
           `FluxInstance ${namespace}/flux: ${ready.reason ?? ''}: ${ready.message ?? ''}`,
           `see \`${kubectlCommand(`-n ${namespace} describe fluxinstance flux`)}\` and the flux-operator logs, then run: ${again()}`,
         )
-      return { done: false, state: (state = `FluxInstance flux: ${ready?.message ?? 'not reconciled yet'}`) }
+      return { done: false, state: `FluxInstance flux: ${ready?.message ?? 'not reconciled yet'}` }
     }, run.settings.fluxTimeoutMs)
   } catch (err) {
     if (err instanceof PollTimeout)
       throw new NodeError(
         'flux',
-        `FluxInstance flux not Ready within ${formatDuration(err.waitedMs)}: ${state}`,
+        `FluxInstance flux not Ready within ${formatDuration(err.waitedMs)}: ${err.lastState}`,
         `see the flux-operator logs (\`${kubectlCommand(`-n ${namespace} logs deploy/flux-operator`)}\`), then run: ${again()}`,
       )
     throw err
@@ -384,23 +377,16 @@ async function waitHandover(run: Run, report: StepReporter): Promise<string> {
   const kubectl = kube(run)
   const { namespace, name } = rootOf(flux)
   let pending: KubeObject[] = []
-  let state = ''
   try {
     return await report.poll(async (): Promise<PollAnswer<string>> => {
       if (run.options.dryRun) return { done: true, value: 'dry run' }
-      let ks: KubeObject[] | undefined
-      let hrs: KubeObject[] | undefined
-      try {
-        ks = await kubectl.listServed(KS, { allNamespaces: true })
-        hrs = ks && flux.handover === 'all' ? await kubectl.listServed(HR, { allNamespaces: true }) : []
-      } catch (err) {
-        if (err instanceof NodeError && isTransient(err.kind)) return { done: false, state: (state = err.message) }
-        throw err
-      }
+      // a transient API error is "not yet" (the poller's rule); the deadline decides
+      const ks = await kubectl.listServed(KS, { allNamespaces: true })
+      const hrs = ks && flux.handover === 'all' ? await kubectl.listServed(HR, { allNamespaces: true }) : []
       // the API serves no Kustomization kind: Flux's CRDs are not installed (yet)
-      if (!ks) return { done: false, state: (state = "Flux's CRDs are not installed (the API serves no Kustomization kind)") }
+      if (!ks) return { done: false, state: "Flux's CRDs are not installed (the API serves no Kustomization kind)" }
       const root = ks.find((k) => k.metadata.name === name && k.metadata.namespace === namespace)
-      if (!root) return { done: false, state: (state = `${flux.kustomization} not created yet`) }
+      if (!root) return { done: false, state: `${flux.kustomization} not created yet` }
       if (root.spec?.suspend)
         throw new NodeError(
           'flux',
@@ -428,14 +414,14 @@ async function waitHandover(run: Run, report: StepReporter): Promise<string> {
           value: `handed over: ${counts} Ready (${String(root.status?.lastAppliedRevision ?? condition(root, 'Ready')?.message ?? '')})`,
         }
       }
-      return { done: false, state: (state = pending.map(describe).join('; ')) }
+      return { done: false, state: pending.map(describe).join('; ') }
     }, run.settings.fluxTimeoutMs)
   } catch (err) {
     run.facts.cluster.fluxNotHandedOver = true
     if (err instanceof PollTimeout)
       throw new NodeError(
         'flux',
-        `not handed over within ${formatDuration(err.waitedMs)}: ${pending.length ? pending.map(describe).join('; ') : state}`,
+        `not handed over within ${formatDuration(err.waitedMs)}: ${pending.length ? pending.map(describe).join('; ') : err.lastState}`,
         fluxHint(),
       )
     throw err

@@ -9,7 +9,6 @@ import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
 /** Every gate's pods exist and are Ready, or the deadline; `recoveryTask` is the task the hint names. */
 export async function waitForGates(run: Run, gates: ReadinessGate[], report: StepReporter, recoveryTask: string): Promise<string> {
   if (gates.length === 0) return 'no readiness gates'
-  let pending = ''
   try {
     await report.poll(async (): Promise<PollAnswer<true>> => {
       const waiting: string[] = []
@@ -19,14 +18,13 @@ export async function waitForGates(run: Run, gates: ReadinessGate[], report: Ste
         if (pods.length === 0) waiting.push(`${gate.name}: no pods match ${gate.selector} in ${gate.namespace}`)
         else if (notReady.length > 0) waiting.push(`${gate.name}: ${notReady.map((p) => p.metadata.name).join(', ')} not ready`)
       }
-      pending = waiting.join('; ')
-      return waiting.length === 0 ? { done: true, value: true } : { done: false, state: pending }
+      return waiting.length === 0 ? { done: true, value: true } : { done: false, state: waiting.join('; ') }
     }, run.settings.readyTimeoutMs)
   } catch (err) {
     if (err instanceof PollTimeout)
       throw new NodeError(
         'node-not-ready',
-        `readiness gates not satisfied: ${pending}`,
+        `readiness gates not satisfied: ${err.lastState}`,
         `see the pods named above (\`${kubectlCommand('get pods -A')}\`), then run: ${taskCommand(recoveryTask)}`,
       )
     throw err
