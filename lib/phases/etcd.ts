@@ -137,13 +137,8 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
   return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
     try {
       const detail = await report.poll(async () => {
-        let list: EtcdMember[]
-        try {
-          list = await members.get()
-        } catch (err) {
-          if (err instanceof NodeError && err.transient) return { done: false, state: `etcd members unavailable (${err.kind})` }
-          throw err
-        }
+        // a member list that cannot be read now (transient) is "not yet": the poller's rule
+        const list = await members.get()
         // after a reset: a new, started voter, and the old ID gone (a stale one is not a rejoin)
         const old = run.facts.of(node.name).replacedEtcdMember
         const mine = list.filter((m) => m.id !== old && isMemberOf(node, m))
