@@ -16,6 +16,8 @@ export const FAULT_KINDS = {
   unreachable: { on: ['any'], def: 'any' },
   latency: { on: ['any', ...CALL_KINDS, 'kube'], def: 'any' },
   'pki-mismatch': { on: ['any'], def: 'any' },
+  clock: { on: ['any'], def: 'any' },
+  'cert-sans': { on: ['any'], def: 'any' },
   'disk-mismatch': { on: ['apply'], def: 'apply' },
   'config-rejected': { on: ['apply'], def: 'apply' },
   crash: { on: ['install'], def: 'install' },

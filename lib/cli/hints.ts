@@ -72,6 +72,12 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `the node is in maintenance mode (never applied, or it dropped back during install); run: ${recover}`
     case 'pki-mismatch':
       return `the node trusts another CA than the talosconfig (secrets regenerated?): regenerate the configs from the original secrets and run ${recover}, or wipe the node (STATE and EPHEMERAL) and apply again with: ${reset}`
+    case 'clock':
+      // Talos issues its API certificate by its own clock and issues it again when its time changes
+      // (machined controllers/secrets/api.go: the time status is one of its inputs)
+      return `compare the clocks: this workstation's (\`date -u\`) and the node's (its console; the certificate's validity in the message starts at the node's time when it issued it; a machine without a working RTC starts in 1970 until NTP answers); fix the one that is off: on the node make the time servers in machine.time.servers of ${node.configFile ? shellWord(node.configFile) : 'its config'} reachable (Talos issues its certificate again once its time syncs), then run: ${recover}`
+    case 'cert-sans':
+      return `the node's API certificate does not name ${node.address}: use an address the certificate names (listed in the message) as the node's address in the inventory, or add ${node.address} to machine.certSANs in ${node.configFile ? shellWord(node.configFile) : 'its config'} and apply it (\`talosctl apply-config\` through an address the certificate names), then run: ${recover}`
     case 'unauthorized':
       return `the talosconfig's certificate lacks the os:admin role: point the inventory at the talosconfig generated with the machine configs, then run: ${recover}`
     case 'config-invalid':

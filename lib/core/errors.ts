@@ -66,6 +66,8 @@ export type ErrorKind =
   | 'configured'
   | 'maintenance'
   | 'pki-mismatch'
+  | 'clock'
+  | 'cert-sans'
   | 'unauthorized'
   | 'config-invalid'
   | 'disk-mismatch'

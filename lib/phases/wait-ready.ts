@@ -8,7 +8,7 @@ import { formatDuration } from '../core/duration.js'
 import { hintFor, hintForCniApi, hintForCordoned, hintForTalosCni, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import { PollTimeout, type PollAnswer } from '../wait/poll.js'
+import { lastErrorNote, PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { NodeFacts } from '../engine/facts.js'
 import type { Run } from '../engine/run.js'
 import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
@@ -101,7 +101,7 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
       if (err instanceof PollTimeout)
         throw new NodeError(
           'unreachable',
-          `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`,
+          `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)} (last: ${err.lastState})${lastErrorNote(err.lastError)}`,
           `check the control planes (${controlPlanes(run.inventory)
             .map((cp) => `\`${talosctlCommand(cp, 'service kube-apiserver')}\``)
             .join(', ')}), then run: ${taskCommand('bootstrap:wait-ready')}`,

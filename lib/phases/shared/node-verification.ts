@@ -2,7 +2,7 @@ import { NodeError } from '../../core/errors.js'
 import { formatDuration } from '../../core/duration.js'
 import { hintFor } from '../../cli/hints.js'
 import type { ClusterNode } from '../../core/model.js'
-import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
+import { lastErrorNote, PollTimeout, type PollAnswer } from '../../wait/poll.js'
 import type { Run } from '../../engine/run.js'
 import { SharedReading } from '../../wait/shared-reading.js'
 import type { StatusReads } from '../../wait/status-reads.js'
@@ -23,6 +23,12 @@ class StageWatch {
   answered = false
   /** stopped answering at some point (installing, rebooting) */
   wentDown = false
+  /** the last read that failed as "not up yet", and how many did */
+  lastError: { text: string; count: number } | undefined
+
+  failed(err: NodeError): void {
+    this.lastError = { text: `${err.kind}: ${err.message}`, count: (this.lastError?.count ?? 0) + 1 }
+  }
 
   see(stage: string, elapsed: number): void {
     if (stage === this.stage) return
@@ -101,6 +107,7 @@ export async function verifyNode(
     } catch (err) {
       if (!(err instanceof NodeError)) throw err
       if (WAITABLE.has(err.kind)) {
+        watch.failed(err)
         watch.wentDown = true
         watch.see('not answering', elapsed)
         // out of maintenance (nothing answers there) twice a poll apart, and the VIP is not up yet
@@ -123,7 +130,8 @@ export async function verifyNode(
         throw err
       }
       if (watch.rebootsAfterBoot >= BOOT_LOOP_REBOOTS) throw bootLoop(node, watch)
-      return { done: false, state: watch.describe(elapsed) }
+      const last = watch.stage === 'not answering' && watch.lastError ? ` (${watch.lastError.text})` : ''
+      return { done: false, state: `${watch.describe(elapsed)}${last}` }
     }
     watch.answered = true
     watch.maintenanceSightings = 0
@@ -152,7 +160,7 @@ export async function verifyNode(
     const after = run.facts.of(node.name).awaitingControlPlane
     const message = watch.answered
       ? `not verified within ${formatDuration(run.settings.verifyTimeoutMs)}: ${err.lastState}`
-      : `never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}${after ? ` after the bootstrap; its ${after}` : ''}`
+      : `never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}${after ? ` after the bootstrap; its ${after}` : ''}${lastErrorNote(watch.lastError ?? err.lastError)}`
     throw new NodeError(kind, message, hintFor(kind, node))
   }
 }
