@@ -18,6 +18,7 @@ export const FAULT_KINDS = {
   'pki-mismatch': { on: ['any'], def: 'any' },
   clock: { on: ['any'], def: 'any' },
   'cert-sans': { on: ['any'], def: 'any' },
+  'time-sync': { on: ['any'], def: 'any' },
   'disk-mismatch': { on: ['apply'], def: 'apply' },
   'config-rejected': { on: ['apply'], def: 'apply' },
   crash: { on: ['install'], def: 'install' },

@@ -381,7 +381,11 @@ export class Node {
     this.criUp = true
     this.criUpAt = this.ctx.clock.now().getTime()
     this.startService('cri')
-    if (this.role === 'controlplane') {
+    if (this.role === 'controlplane' && this.timeUnsynced()) {
+      // etcd (and the kubelet) wait for time sync before their pre stage (system/services/etcd.go,
+      // kubelet.go: timeresource.NewSyncCondition; service_runner.go "Waiting for %s")
+      this.svc('etcd', 'Waiting', 'Waiting for time sync')
+    } else if (this.role === 'controlplane') {
       this.svc('etcd', 'Preparing', 'Running pre state')
       if (this.etcdMember) this.ctx.etcd.restart(this)
       else {
@@ -396,7 +400,17 @@ export class Node {
     this.changed()
   }
 
+  /** fault time-sync: no time server answers, the TimeStatus stays synced: false */
+  timeUnsynced() {
+    return this.ctx.faults.has(this.name, 'time-sync')
+  }
+
   startKubelet() {
+    if (this.timeUnsynced()) {
+      this.svc('kubelet', 'Waiting', 'Waiting for time sync')
+      this.talosLog('ntp query error with server "time.cloudflare.com": read udp: i/o timeout')
+      return
+    }
     if (this.ctx.faults.has(this.name, 'kubelet')) {
       this.kubeletFailed = true
       this.svc('kubelet', 'Preparing', 'Running pre state')
@@ -442,6 +456,8 @@ export class Node {
         ? rpc('FailedPrecondition', 'bootstrap can only be performed on a control plane node')
         : rpc('Unimplemented', 'bootstrap is only available on control plane nodes')
     }
+    // then time sync (waited for 5 s: v1alpha1_server.go Bootstrap, timeresource.NewSyncCondition)
+    if (this.timeUnsynced()) throw rpc('FailedPrecondition', 'time is not in sync yet')
     // the only check is an empty data directory (v1alpha1_server.go Bootstrap): a control plane still
     // joining has none yet, so bootstrapping it starts a second etcd cluster
     if (this.ctx.etcd.hasData(this)) throw rpc('AlreadyExists', 'etcd data directory is not empty')

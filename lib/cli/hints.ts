@@ -78,6 +78,10 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `compare the clocks: this workstation's (\`date -u\`) and the node's (its console; the certificate's validity in the message starts at the node's time when it issued it; a machine without a working RTC starts in 1970 until NTP answers); fix the one that is off: on the node make the time servers in machine.time.servers of ${node.configFile ? shellWord(node.configFile) : 'its config'} reachable (Talos issues its certificate again once its time syncs), then run: ${recover}`
     case 'cert-sans':
       return `the node's API certificate does not name ${node.address}: use an address the certificate names (listed in the message) as the node's address in the inventory, or add ${node.address} to machine.certSANs in ${node.configFile ? shellWord(node.configFile) : 'its config'} and apply it (\`talosctl apply-config\` through an address the certificate names), then run: ${recover}`
+    case 'time-sync':
+      // etcd, the kubelet and trustd wait for time sync, and so does the Bootstrap call
+      // (v1alpha1_server.go Bootstrap; system/services/etcd.go: timeresource.NewSyncCondition)
+      return `the node's clock never synced: set machine.time.servers in ${node.configFile ? shellWord(node.configFile) : 'its config'} to time servers the node can reach (NTP, udp/123, not blocked or intercepted on its network), apply it (${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}); check with \`${talosctlCommand(node, 'get timestatus')}\` and the console (\`${talosctlCommand(node, 'dmesg')}\`), then run: ${taskCommand('bootstrap:talos')}`
     case 'unauthorized':
       return `the talosconfig's certificate lacks the os:admin role: point the inventory at the talosconfig generated with the machine configs, then run: ${recover}`
     case 'config-invalid':

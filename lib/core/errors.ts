@@ -68,6 +68,7 @@ export type ErrorKind =
   | 'pki-mismatch'
   | 'clock'
   | 'cert-sans'
+  | 'time-sync'
   | 'unauthorized'
   | 'config-invalid'
   | 'disk-mismatch'

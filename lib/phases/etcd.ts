@@ -6,6 +6,7 @@ import { stateDir } from '../state/paths.js'
 import { hintFor, talosctlCommand, taskCommand } from '../cli/hints.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
 import { PollTimeout } from '../wait/poll.js'
+import { formatDuration } from '../core/duration.js'
 import type { Run } from '../engine/run.js'
 import { SharedReading } from '../wait/shared-reading.js'
 import type { EtcdMember, NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
@@ -94,16 +95,26 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   // "bootstrap is not available yet" is a booting control plane, not a failure: a slow boot may
   // outlast the retries, so only bootstrapTimeout ends that wait
   let notYet: NodeError | undefined
+  // "time is not in sync yet": a node syncs its clock within seconds of booting; one that does not
+  // (time servers blocked or intercepted) never will, so it is failed after a short grace, not the whole timeout
+  const grace = Math.min(TIME_SYNC_GRACE_MS, run.settings.bootstrapTimeoutMs / 4)
+  let unsyncedSince: number | undefined
   try {
     // any other failure (the retries spent) ends the wait at once, as it did without it
-    const failed = await report.poll(async () => {
+    const failed = await report.poll(async (elapsed) => {
       try {
         await attempts()
         return { done: true, value: undefined }
       } catch (err) {
         if (!(err instanceof NodeError) || err.kind !== 'not-ready-yet') return { done: true, value: err }
         notYet = err
-        return { done: false, state: err.message }
+        if (!TIME_NOT_SYNCED.test(err.message)) {
+          unsyncedSince = undefined
+          return { done: false, state: err.message }
+        }
+        unsyncedSince ??= elapsed
+        if (elapsed - unsyncedSince < grace) return { done: false, state: `waiting for time sync on ${node.name} (${err.message})` }
+        return { done: true, value: await timeNotSynced(run, node, elapsed - unsyncedSince, err) }
       }
     }, run.settings.bootstrapTimeoutMs)
     if (failed !== undefined) throw failed
@@ -182,6 +193,21 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
       )
     }
   }
+}
+
+const TIME_NOT_SYNCED = /time is not in sync yet/
+/** how long a bootstrap answered "time is not in sync yet" is waited for (at most a quarter of bootstrapTimeout) */
+const TIME_SYNC_GRACE_MS = 60_000
+
+/** The bootstrap node's clock did not sync within the grace: its TimeStatus says why, if it answers. */
+async function timeNotSynced(run: Run, node: ClusterNode, waitedMs: number, err: NodeError): Promise<NodeError> {
+  const synced = await run.talosctl.timeSynced(node).catch(() => undefined)
+  const status = synced === undefined ? '' : `; its TimeStatus says synced: ${synced}`
+  return new NodeError(
+    'time-sync',
+    `${node.name}'s time is not in sync after ${formatDuration(waitedMs)}: etcd cannot be bootstrapped (talosctl bootstrap: ${err.message})${status}`,
+    hintFor('time-sync', node),
+  )
 }
 
 /**

@@ -125,6 +125,8 @@ function listResources(sim, node, d) {
       return [
         resource(node, d, 'hostname', { hostname: node.configured ? node.name : `talos-${node.ip.replace(/\./g, '-')}`, domainname: '' }),
       ]
+    case 'TimeStatus':
+      return [resource(node, d, 'node', { synced: !node.timeUnsynced(), epoch: 0, syncDisabled: false }, { owner: 'time.SyncController' })]
     case 'Version':
       return [resource(node, d, 'version', { name: 'Talos', version: cluster.talosVersion })]
     case 'Member': {

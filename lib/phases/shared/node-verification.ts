@@ -53,10 +53,18 @@ const configAccepted = (node: ClusterNode, run: Run): boolean =>
 async function verified(node: ClusterNode, run: Run, status: MachineStatus): Promise<string | undefined> {
   if (status.stage === 'running') return status.ready ? 'running, ready' : 'running'
   if (node.role !== 'controlplane' || status.stage !== 'booting') return undefined
-  return (await etcdWhileBooting(node, run)) === 'waiting' ? BOOTING_VERIFIED : undefined
+  return (await etcdWhileBooting(node, run)) === 'waiting' ? bootingVerified(node, run) : undefined
 }
 
-const BOOTING_VERIFIED = 'booting, etcd waiting for bootstrap'
+/**
+ * A booting control plane whose etcd waits: for the bootstrap, or first for time sync (etcd's
+ * service waits for it: machined system/services/etcd.go, timeresource.NewSyncCondition).
+ */
+function bootingVerified(node: ClusterNode, run: Run): string {
+  return /time sync/.test(run.facts.of(node.name).etcdEvent ?? '')
+    ? 'booting, etcd waiting for time sync'
+    : 'booting, etcd waiting for bootstrap'
+}
 
 /**
  * A booting control plane's etcd service: waiting for the bootstrap, not registered yet (it answered:
@@ -67,6 +75,7 @@ async function etcdWhileBooting(node: ClusterNode, run: Run): Promise<'waiting' 
   try {
     const etcd = await run.talosctl.serviceStatus(node, 'etcd')
     run.facts.of(node.name).etcd = etcd.state
+    run.facts.of(node.name).etcdEvent = etcd.lastEvent
     return etcd.state === 'Preparing' || etcd.state === 'Waiting' ? 'waiting' : 'other'
   } catch (err) {
     if (!(err instanceof NodeError) || !err.transient) throw err
@@ -98,7 +107,7 @@ export async function verifyNode(
         if (err instanceof NodeError) return 'other' as const
         throw err
       })
-      if (etcd === 'waiting') return { done: true, value: BOOTING_VERIFIED }
+      if (etcd === 'waiting') return { done: true, value: bootingVerified(node, run) }
       if (etcd === 'not registered') return { done: false, state: watch.describe(elapsed) }
     }
     let status: MachineStatus
