@@ -28,6 +28,7 @@ export const FAULT_KINDS = {
   'etcd-leave': { on: ['etcd-leave'], def: 'etcd-leave' },
   'drain-blocked': { on: ['drain'], def: 'drain' },
   kubelet: { on: ['kubelet'], def: 'kubelet' },
+  'kubelet-crashloop': { on: ['kubelet'], def: 'kubelet' },
   cni: { on: ['cni'], def: 'cni' },
   flux: { on: ['flux'], def: 'flux' },
 }

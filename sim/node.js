@@ -9,8 +9,8 @@ const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd
 // Talos's DrainTimeout (pkg/kubernetes/kubernetes.go) and LeaveCluster's retry (internal/pkg/etcd/etcd.go), simulated seconds
 const DRAIN_TIMEOUT = 300
 const ETCD_LEAVE_RETRY = 300
-export const KUBELET_FAILURE =
-  'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
+export const KUBELET_RESTART_S = 15
+const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
 
 export class Node {
   /** spec from the scenario; ctx = the Simulator (clock, faults, minor, etcd, trustd, listeners, kube hooks) */
@@ -407,6 +407,7 @@ export class Node {
 
   startKubelet() {
     if (this.timeUnsynced()) {
+      this.kubeletFailed = true
       this.svc('kubelet', 'Waiting', 'Waiting for time sync')
       this.talosLog('ntp query error with server "time.cloudflare.com": read udp: i/o timeout')
       return
@@ -418,11 +419,28 @@ export class Node {
       this.talosLog(`service[kubelet](Failed): Failed to run pre stage: ${KUBELET_FAILURE}`)
       return
     }
+    if (this.ctx.faults.has(this.name, 'kubelet-crashloop')) {
+      this.kubeletFailed = true
+      this.kubeletCrash()
+      return
+    }
     const restarted = this.kubeletFailed
     this.kubeletFailed = false
     this.startService('kubelet')
     // started again (service restart) after its pre stage failed: it registers like one started at boot
     if (restarted && this.stage === 'running') this.ctx.nodeRunning(this)
+  }
+
+  /**
+   * fault kubelet-crashloop: the kubelet's process starts and exits (its log's last line the fault's
+   * message), and machined restarts it forever (runner/restart/restart.go: "Error running %v, going to
+   * restart forever: %v"; the interval is ours); the node never registers
+   */
+  kubeletCrash() {
+    if (!this.ctx.faults.has(this.name, 'kubelet-crashloop') || !this.criUp) return
+    this.startService('kubelet', { healthy: false })
+    this.svc('kubelet', 'Waiting', 'Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1')
+    this.after(KUBELET_RESTART_S, () => this.kubeletCrash())
   }
 
   /** etcd on this control plane came up healthy (bootstrap or join) */

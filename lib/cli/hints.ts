@@ -125,6 +125,14 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
   }
 }
 
+/**
+ * A kubelet that keeps restarting (machined restarts it forever: runner/restart/restart.go): its own
+ * log names the cause; Talos picks up a fixed config on its next restart.
+ */
+export function hintForKubeletLog(node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>): string {
+  return `the kubelet starts and exits: read its log (\`${talosctlCommand(node, 'logs kubelet')}\`); fix what it names in ${shellWord(node.configFile)} (a node IP it does not have: machine.kubelet.nodeIP.validSubnets must select one of the node's addresses and not the VIP; an image it cannot pull: machine.kubelet.image and the registry), apply it (${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}), then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
+}
+
 /** A CNI agent that cannot reach the API server: with kube-proxy disabled it needs KubePrism. */
 export function hintForCniApi(pod: { name: string; namespace: string }): string {
   return `the CNI cannot reach the API server: with cluster.proxy.disabled set cni.values kubeProxyReplacement: true, k8sServiceHost: localhost, k8sServicePort: 7445 (KubePrism, machine.features.kubePrism) in bootstrap.yaml, check it with \`${taskCommand('bootstrap:preflight')}\`, then run: ${taskCommand('bootstrap:wait-ready')} (its log: \`${kubectlCommand(`-n ${pod.namespace} logs -p ${pod.name}`)}\`)`
