@@ -22,6 +22,7 @@ export const FAULT_KINDS = {
   'disk-mismatch': { on: ['apply'], def: 'apply' },
   'config-rejected': { on: ['apply'], def: 'apply' },
   crash: { on: ['install'], def: 'install' },
+  'installer-pull': { on: ['install'], def: 'install' },
   'boot-loop': { on: ['boot'], def: 'boot' },
   'bootstrap-not-ready': { on: ['bootstrap'], def: 'bootstrap' },
   'etcd-join': { on: ['etcd-join'], def: 'etcd-join' },

@@ -10,6 +10,7 @@ const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd
 const DRAIN_TIMEOUT = 300
 const ETCD_LEAVE_RETRY = 300
 export const KUBELET_RESTART_S = 15
+const INSTALLER_PULL_RETRY_S = 20
 const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
 
 export class Node {
@@ -284,6 +285,7 @@ export class Node {
       this.setStage('installing')
     })
     this.after(install, () => {
+      if (this.ctx.faults.has(this.name, 'installer-pull')) return this.installerPullFails()
       const disk = this.config.machine.install?.disk
       const crash = this.ctx.faults.take(this.name, { kind: 'crash' })
       if (crash || (disk && !this.disks.some((d) => d.dev === disk))) {
@@ -299,6 +301,24 @@ export class Node {
       this.talosLog('install successful')
       this.reboot({})
     })
+  }
+
+  /**
+   * fault installer-pull: the installer image (machine.install.image) cannot be pulled; the install
+   * retries the pull (internal/pkg/containers/image/image.go Pull: retry.Exponential with error logging,
+   * `failed to pull image %q: %w`) and never ends here; each retry's error goes to the console
+   */
+  installerPullFails() {
+    const f = this.ctx.faults.find(this.name, { kind: 'installer-pull' })[0]
+    if (!f || this.stage !== 'installing') return
+    const image = this.config?.machine?.install?.image ?? `ghcr.io/siderolabs/installer:${this.ctx.scenario.cluster.talosVersion}`
+    const [repo, tag] = [image.replace(/:[^:/]+$/, ''), image.match(/:([^:/]+)$/)?.[1] ?? 'latest']
+    const host = repo.split('/')[0]
+    const error =
+      f.message ??
+      `failed to pull image "${image}": failed to resolve reference "${image}": failed to do request: Head "https://${host}/v2/${repo.slice(host.length + 1)}/manifests/${tag}": dial tcp: lookup ${host}: i/o timeout`
+    this.talosLog(`retrying error: ${error}`)
+    this.after(INSTALLER_PULL_RETRY_S, () => this.installerPullFails())
   }
 
   /** rebooting (nothing listens) for `reboot` seconds, then boot again */

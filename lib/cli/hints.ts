@@ -82,6 +82,8 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       // etcd, the kubelet and trustd wait for time sync, and so does the Bootstrap call
       // (v1alpha1_server.go Bootstrap; system/services/etcd.go: timeresource.NewSyncCondition)
       return `the node's clock never synced: set machine.time.servers in ${node.configFile ? shellWord(node.configFile) : 'its config'} to time servers the node can reach (NTP, udp/123, not blocked or intercepted on its network), apply it (${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}); check with \`${talosctlCommand(node, 'get timestatus')}\` and the console (\`${talosctlCommand(node, 'dmesg')}\`), then run: ${taskCommand('bootstrap:talos')}`
+    case 'install':
+      return hintForInstall(node, undefined)
     case 'unauthorized':
       return `the talosconfig's certificate lacks the os:admin role: point the inventory at the talosconfig generated with the machine configs, then run: ${recover}`
     case 'config-invalid':
@@ -123,6 +125,16 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
     case 'unknown':
       return `read the message above and the node's console (${dmesg}), then run: ${recover}`
   }
+}
+
+/**
+ * A node that took its config and never came back: its install did not finish. The API is down while
+ * an ISO node installs (v1.12), so its console tells: the installer image pull is the usual cause
+ * (internal/pkg/containers/image/image.go: `retrying error: failed to pull image …`).
+ */
+export function hintForInstall(node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>, image: string | undefined): string {
+  const which = image ? `the installer image ${image} (machine.install.image)` : 'the installer image (machine.install.image)'
+  return `read the node's console (its screen, serial console or hypervisor console: the API is down while it installs; Talos v1.13 also \`${talosctlCommand(node, 'dmesg')}\`) for the install's error; if ${which} cannot be pulled, make its registry reachable from the node (or a mirror in machine.registries) or set an image that exists for this Talos version in ${shellWord(node.configFile)}; then wipe the node back to maintenance (reboot it from the ISO) and run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
 }
 
 /**

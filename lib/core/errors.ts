@@ -69,6 +69,7 @@ export type ErrorKind =
   | 'clock'
   | 'cert-sans'
   | 'time-sync'
+  | 'install'
   | 'unauthorized'
   | 'config-invalid'
   | 'disk-mismatch'

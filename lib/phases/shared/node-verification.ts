@@ -1,6 +1,7 @@
 import { NodeError } from '../../core/errors.js'
 import { formatDuration } from '../../core/duration.js'
-import { hintFor } from '../../cli/hints.js'
+import { hintFor, hintForInstall } from '../../cli/hints.js'
+import { MachineConfig } from '../../input/machine-config.js'
 import type { ClusterNode } from '../../core/model.js'
 import { lastErrorNote, PollTimeout, type PollAnswer } from '../../wait/poll.js'
 import type { Run } from '../../engine/run.js'
@@ -13,6 +14,8 @@ import { waitsForControlPlane } from './endpoint.js'
 /** Kinds that mean "not up yet" while a node installs and reboots: keep waiting. */
 const WAITABLE = new Set(['unreachable', 'timeout'])
 const BOOT_LOOP_REBOOTS = 2
+/** nothing listens or nothing answers: what a node shows while it installs or reboots */
+const SILENT = /^timeout: |connection refused|i\/o timeout|deadline exceeded/
 
 /** Watches one node's stages: how long in each, and whether it keeps rebooting. */
 class StageWatch {
@@ -25,6 +28,11 @@ class StageWatch {
   wentDown = false
   /** the last read that failed as "not up yet", and how many did */
   lastError: { text: string; count: number } | undefined
+
+  /** the last failed read found nothing answering (refused, timed out): down, installing or rebooting, not erring */
+  silent(): boolean {
+    return this.lastError !== undefined && SILENT.test(this.lastError.text)
+  }
 
   failed(err: NodeError): void {
     this.lastError = { text: `${err.kind}: ${err.message}`, count: (this.lastError?.count ?? 0) + 1 }
@@ -140,7 +148,12 @@ export async function verifyNode(
       }
       if (watch.rebootsAfterBoot >= BOOT_LOOP_REBOOTS) throw bootLoop(node, watch)
       const last = watch.stage === 'not answering' && watch.lastError ? ` (${watch.lastError.text})` : ''
-      return { done: false, state: `${watch.describe(elapsed)}${last}` }
+      // took its config and went silent: an ISO node installs (pulling its installer), then reboots
+      const installing =
+        watch.stage === 'not answering' && !watch.answered && watch.silent() && configAccepted(node, run)
+          ? 'installing: took its config, '
+          : ''
+      return { done: false, state: `${installing}${watch.describe(elapsed)}${last}` }
     }
     watch.answered = true
     watch.maintenanceSightings = 0
@@ -165,13 +178,29 @@ export async function verifyNode(
     return { status: 'ok', detail }
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err
-    const kind = watch.answered ? 'stuck' : 'unreachable'
     const after = run.facts.of(node.name).awaitingControlPlane
+    if (!watch.answered && !after && configAccepted(node, run) && watch.silent()) throw installNeverEnded(node, run, err, watch)
+    const kind = watch.answered ? 'stuck' : 'unreachable'
     const message = watch.answered
       ? `not verified within ${formatDuration(run.settings.verifyTimeoutMs)}: ${err.lastState}`
       : `never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}${after ? ` after the bootstrap; its ${after}` : ''}${lastErrorNote(watch.lastError ?? err.lastError)}`
     throw new NodeError(kind, message, hintFor(kind, node))
   }
+}
+
+/** Took its config, then silence to the deadline: the install did not finish; name its installer image. */
+function installNeverEnded(node: ClusterNode, run: Run, err: PollTimeout, watch: StageWatch): NodeError {
+  const configured = MachineConfig.of(node.configFile).installImage()
+  const version = run.inventory.talosVersion
+  const image = configured ?? (version ? `ghcr.io/siderolabs/installer:${version}` : undefined)
+  const which = image
+    ? `${image}${configured ? ' (machine.install.image)' : ' (the default, no machine.install.image)'}`
+    : 'machine.install.image'
+  return new NodeError(
+    'install',
+    `took its config but never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}: its install did not finish (installer image ${which}; the console has the install's errors)${lastErrorNote(watch.lastError ?? err.lastError)}`,
+    hintForInstall(node, image),
+  )
 }
 
 function bootLoop(node: ClusterNode, watch: StageWatch): NodeError {
