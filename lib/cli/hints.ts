@@ -101,9 +101,10 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       const ask = via
         ? `ask a working control plane: \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(node, 'service etcd', via)}\``
         : `check etcd: \`${talosctlCommand(node, 'service etcd')}\``
-      // Talos gives up joining after EtcdJoinTimeout and does not try again by itself
-      // (machined services/etcd.go, buildInitialCluster): the node must be wiped to rejoin
-      return `${ask}; once the cause is gone, a control plane that gave up joining etcd does not retry by itself: wipe it and let it rejoin with: ${reset}`
+      // Talos retries the join for EtcdJoinTimeout (30 min: machined services/etcd.go, buildInitialCluster);
+      // a boot whose services are not up within BootTimeout (70 min: v1alpha1_sequencer_tasks.go) fails
+      // and machined reboots the node, which tries again (machined main.go)
+      return `${ask}; once the cause is gone Talos joins by itself: it retries the join for 30 minutes, and a boot not done within 70 minutes reboots the node, which tries again; to retry now, reboot it (\`${talosctlCommand(node, 'reboot', via ?? node)}\`); if it still does not join, wipe it and let it rejoin with: ${reset}`
     }
     case 'drain-blocked':
       // Talos's Drain gives up after DrainTimeout and the reset goes on (pkg/kubernetes/kubernetes.go)

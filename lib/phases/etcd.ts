@@ -144,10 +144,29 @@ function memberReading(run: Run): SharedReading<EtcdMember[]> {
   return new SharedReading(async () => run.talosctl.etcdMembers(bootstrapNode(run)), run.settings.pollIntervalMs / 2)
 }
 
+/**
+ * What says etcd membership is moving: every member, learner or voter, started or not. Talos adds
+ * and promotes learners one at a time (machined services/etcd.go: promoteMember, retried for up to
+ * 10 min each; about 2 min each in the field), so a later control plane waits for those before it.
+ */
+const membership = (list: EtcdMember[]): string =>
+  list
+    .map((m) => `${m.id}:${m.isLearner ? 'learner' : 'voter'}:${m.hostname ? 'started' : 'not started'}`)
+    .sort()
+    .join(',')
+
 function joinStep(members: SharedReading<EtcdMember[]>) {
   return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
+    // the wait ends when membership has not moved for bootstrapTimeout (a learner promoted, a member
+    // added or started is progress), never before; bounded by one bootstrapTimeout per control plane
+    const budget = run.settings.bootstrapTimeoutMs
+    const bound = budget * Math.max(1, controlPlanes(run.inventory).length)
+    let seen: string | undefined
+    let movedAt = 0
+    let lastState = 'not an etcd member yet'
     try {
-      const detail = await report.poll(async () => {
+      const detail = await report.poll(async (elapsed) => {
+        if (elapsed - movedAt >= budget) throw new PollTimeout(lastState, elapsed)
         let list: EtcdMember[]
         try {
           list = await members.get()
@@ -155,6 +174,9 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
           if (err instanceof NodeError && err.transient) return { done: false, state: `etcd members unavailable (${err.kind})` }
           throw err
         }
+        const now = membership(list)
+        if (seen !== undefined && now !== seen) movedAt = elapsed
+        seen = now
         // after a reset: a new, started voter, and the old ID gone (a stale one is not a rejoin)
         const old = run.facts.of(node.name).replacedEtcdMember
         const mine = list.filter((m) => m.id !== old && isMemberOf(node, m))
@@ -167,15 +189,14 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
             done: false,
             state: `the old etcd member ${old} is still listed${member ? `; new member ${member.id}${member.isLearner ? ' (learner)' : ''}` : ''}`,
           }
-        return {
-          done: false,
-          state: member
-            ? member.isLearner
-              ? 'etcd learner, not promoted yet'
-              : 'etcd member not started yet'
-            : `not an etcd member yet (${list.length} members)`,
-        }
-      }, run.settings.bootstrapTimeoutMs)
+        const learners = list.filter((m) => m.isLearner && !isMemberOf(node, m)).length
+        lastState = member
+          ? member.isLearner
+            ? 'etcd learner, not promoted yet'
+            : 'etcd member not started yet'
+          : `not an etcd member yet (${list.length} members${learners > 0 ? `, ${learners} other learner${learners > 1 ? 's' : ''} being promoted first` : ''})`
+        return { done: false, state: lastState }
+      }, bound)
       return { status: 'ok', detail }
     } catch (err) {
       if (!(err instanceof PollTimeout)) throw err
@@ -188,7 +209,7 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
       }
       throw new NodeError(
         'etcd-join',
-        `did not join etcd within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}${etcdState}`,
+        `did not join etcd within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}${etcdState}; no progress in etcd membership for the last ${formatDuration(Math.min(budget, err.waitedMs - movedAt))}`,
         hintFor('etcd-join', node),
       )
     }
