@@ -164,6 +164,8 @@ export class Simulator {
       ms: fault.ms ?? null,
       message: fault.message ?? null,
       ...(fault.path != null ? { path: fault.path } : {}),
+      ...(fault.offsetS != null ? { offsetS: fault.offsetS } : {}),
+      ...(fault.address != null ? { address: fault.address } : {}),
     })
     for (const n of this.nodes) this.changed(n)
   }

@@ -10,6 +10,8 @@ import { randomBytes } from 'node:crypto'
 export const memberId = () => randomBytes(8).toString('hex')
 const NOT_ENOUGH_STARTED = 'etcdserver: re-configuration failed due to not enough started members'
 
+const JOIN_RETRY_S = 3
+
 export class Etcd {
   /** ctx = the Simulator: clock, faults, timings, nodes, waitFor */
   constructor(ctx) {
@@ -83,6 +85,15 @@ export class Etcd {
     }
     // a member with this node's name is removed first (services/etcd.go addMember: a stale entry)
     for (const [id, m] of target.members) if (m.name === n.name) target.members.delete(id)
+    // etcd admits one learner at a time (server.go: --max-learners, default 1): a second add is refused
+    // and Talos retries it (services/etcd.go buildInitialCluster: retry.Constant every 3 s), so
+    // control planes join one after another
+    if ([...target.members.values()].some((m) => m.isLearner)) {
+      n.joining = false
+      n.talosLog('retrying error: etcdserver: too many learner members in cluster')
+      n.after(JOIN_RETRY_S, () => this.maybeJoin(n))
+      return
+    }
     const learner = this.newMember(n, { learner: true })
     target.members.set(learner.id, learner)
     n.etcdMember = learner.id
@@ -90,7 +101,7 @@ export class Etcd {
     // bootstrap call, or its own CRI if that came later (so joins run alongside the first member)
     const { timings } = this.ctx
     const now = this.ctx.clock.now().getTime()
-    const from = Math.max(this.startedAt ?? now, n.criUpAt ?? now)
+    const from = Math.max(this.startedAt ?? now, n.criUpAt ?? now, this.lastPromotedAt ?? now)
     // at least a short learner time once added: start, catch up, be promoted (never instant on a real cluster)
     const delay = Math.max((from - now) / 1000 + timings.etcd, Math.min(2, timings.etcd / 10))
     const gen = (n.joinGen = (n.joinGen ?? 0) + 1)
@@ -105,7 +116,10 @@ export class Etcd {
       if (gen !== n.joinGen || !target.members.has(learner.id)) return
       n.joining = false
       learner.isLearner = false // promoted once caught up
+      this.lastPromotedAt = this.ctx.clock.now().getTime()
       n.etcdUp()
+      // the next control plane waiting may add itself now
+      for (const other of this.ctx.nodes ?? []) if (other !== n && other.role === 'controlplane') this.maybeJoin(other)
     })
   }
 

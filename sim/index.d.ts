@@ -24,6 +24,10 @@ export interface Fault {
   ms?: number | null
   message?: string | null
   path?: string | null
+  /** fault clock: the node's clock minus the real time, in seconds */
+  offsetS?: number
+  /** fault cert-sans: the address the node's certificate names instead of its inventory address */
+  address?: string
 }
 export interface ScenarioInput {
   cluster: {

@@ -40,9 +40,41 @@ export class Listeners {
     return base
   }
 
+  /**
+   * What the node's own apid certificate says beyond the defaults: fault `clock` (offsetS: issued by
+   * the node's clock) and fault `cert-sans` (names another address than the inventory's).
+   */
+  identityOf(n) {
+    const { faults } = this.ctx
+    const clock = faults.find(n.name, { kind: 'clock' })[0]
+    const sans = faults.find(n.name, { kind: 'cert-sans' })[0]
+    return { offsetS: clock ? (clock.offsetS ?? 0) : null, address: sans ? certSansAddress(n, sans) : null }
+  }
+
+  /**
+   * The x509 error a client checking the node's certificate at `address` with the real time sees, or
+   * null: Go's crypto/x509 texts (CertificateInvalidError Expired, HostnameError), as talosctl and apid print them.
+   */
+  certificateError(n, address = n.ip) {
+    const { offsetS, address: named } = this.identityOf(n)
+    if (offsetS != null && offsetS !== 0) {
+      const now = Date.now()
+      const notBefore = Math.floor((now + offsetS * 1000) / 1000) * 1000
+      const notAfter = notBefore + 86400e3
+      if (now < notBefore)
+        return `x509: certificate has expired or is not yet valid: current time ${goTime(now)} is before ${goTime(notBefore)}`
+      if (now > notAfter)
+        return `x509: certificate has expired or is not yet valid: current time ${goTime(now)} is after ${goTime(notAfter)}`
+    }
+    if (named && named !== address) return `x509: certificate is valid for ${named}, not ${address}`
+    return null
+  }
+
   /** after a node's change: its API listener follows, the Kubernetes listeners too */
   sync(n) {
-    this.nodeServers.get(n.name)?.setMode(this.modeOf(n))
+    const mode = this.modeOf(n)
+    const id = mode === 'secure' ? this.identityOf(n) : null
+    this.nodeServers.get(n.name)?.setMode(mode, id ? `${id.offsetS}|${id.address}` : '')
     this.reconcileKube()
   }
 
@@ -165,6 +197,14 @@ export class Listeners {
   }
 }
 
+/** the address a cert-sans fault's certificate names: its `address`, or a private one the node could have behind NAT */
+export function certSansAddress(n, fault) {
+  return fault.address ?? `10.0.0.${n.ip.split('.')[3]}`
+}
+
+/** Go's time.Time String() for a UTC time as x509 prints it (RFC3339) */
+const goTime = (ms) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z')
+
 function closeKube(srv) {
   for (const s of srv.sockets ?? []) s.destroy()
   return new Promise((r) => srv.close(() => r()))
@@ -193,12 +233,14 @@ export class NodeServer {
     this.active = new Set() // calls in flight (sim/grpc/server.js inFlight): a stage change lets them answer first
   }
 
-  /** switch the listener; serialized so close/listen never overlap */
-  setMode(mode) {
-    if (mode === this.wanted) return this.queue
+  /** switch the listener (mode, and the identity its certificate carries); serialized so close/listen never overlap */
+  setMode(mode, identity = '') {
+    const want = `${mode}#${identity}`
+    if (want === this.wantedKey) return this.queue
     this.wanted = mode
+    this.wantedKey = want
     this.queue = this.queue
-      .then(() => this.apply(mode))
+      .then(() => this.apply(mode, want))
       .catch((e) => {
         this.lastError = e
         this.sim.log(`listener ${this.node.ip}:${TALOS_PORT}: ${e.message}`)
@@ -206,10 +248,11 @@ export class NodeServer {
     return this.queue
   }
 
-  async apply(mode) {
-    if (mode !== this.wanted || mode === this.mode) return
+  async apply(mode, want) {
+    if (want !== this.wantedKey || want === this.modeKey) return
     await this.closeServer()
     this.mode = mode
+    this.modeKey = want
     if (mode === 'off' || this.sim.stopped) return
     let server
     if (mode === 'hang')
@@ -247,9 +290,10 @@ export class NodeServer {
       const other = await pki.otherIdentity(this.node)
       return { cert: other.cert, key: other.key, ca: other.ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }
     }
+    const apid = await pki.apidFor(this.node, this.sim.listeners.identityOf(this.node))
     return {
-      cert: pki.talos.apid.cert,
-      key: pki.talos.apid.key,
+      cert: apid.cert,
+      key: apid.key,
       ca: pki.talos.ca.cert,
       requestCert: true,
       rejectUnauthorized: true,
@@ -279,8 +323,10 @@ export class NodeServer {
 
   close() {
     this.wanted = 'off'
+    this.wantedKey = 'off#'
     this.queue = this.queue.then(() => {
       this.mode = 'off'
+      this.modeKey = 'off#'
       return this.closeServer()
     })
     return this.queue

@@ -9,8 +9,9 @@ const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd
 // Talos's DrainTimeout (pkg/kubernetes/kubernetes.go) and LeaveCluster's retry (internal/pkg/etcd/etcd.go), simulated seconds
 const DRAIN_TIMEOUT = 300
 const ETCD_LEAVE_RETRY = 300
-export const KUBELET_FAILURE =
-  'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
+export const KUBELET_RESTART_S = 15
+const INSTALLER_PULL_RETRY_S = 20
+const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
 
 export class Node {
   /** spec from the scenario; ctx = the Simulator (clock, faults, minor, etcd, trustd, listeners, kube hooks) */
@@ -284,6 +285,7 @@ export class Node {
       this.setStage('installing')
     })
     this.after(install, () => {
+      if (this.ctx.faults.has(this.name, 'installer-pull')) return this.installerPullFails()
       const disk = this.config.machine.install?.disk
       const crash = this.ctx.faults.take(this.name, { kind: 'crash' })
       if (crash || (disk && !this.disks.some((d) => d.dev === disk))) {
@@ -299,6 +301,24 @@ export class Node {
       this.talosLog('install successful')
       this.reboot({})
     })
+  }
+
+  /**
+   * fault installer-pull: the installer image (machine.install.image) cannot be pulled; the install
+   * retries the pull (internal/pkg/containers/image/image.go Pull: retry.Exponential with error logging,
+   * `failed to pull image %q: %w`) and never ends here; each retry's error goes to the console
+   */
+  installerPullFails() {
+    const f = this.ctx.faults.find(this.name, { kind: 'installer-pull' })[0]
+    if (!f || this.stage !== 'installing') return
+    const image = this.config?.machine?.install?.image ?? `ghcr.io/siderolabs/installer:${this.ctx.scenario.cluster.talosVersion}`
+    const [repo, tag] = [image.replace(/:[^:/]+$/, ''), image.match(/:([^:/]+)$/)?.[1] ?? 'latest']
+    const host = repo.split('/')[0]
+    const error =
+      f.message ??
+      `failed to pull image "${image}": failed to resolve reference "${image}": failed to do request: Head "https://${host}/v2/${repo.slice(host.length + 1)}/manifests/${tag}": dial tcp: lookup ${host}: i/o timeout`
+    this.talosLog(`retrying error: ${error}`)
+    this.after(INSTALLER_PULL_RETRY_S, () => this.installerPullFails())
   }
 
   /** rebooting (nothing listens) for `reboot` seconds, then boot again */
@@ -381,7 +401,11 @@ export class Node {
     this.criUp = true
     this.criUpAt = this.ctx.clock.now().getTime()
     this.startService('cri')
-    if (this.role === 'controlplane') {
+    if (this.role === 'controlplane' && this.timeUnsynced()) {
+      // etcd (and the kubelet) wait for time sync before their pre stage (system/services/etcd.go,
+      // kubelet.go: timeresource.NewSyncCondition; service_runner.go "Waiting for %s")
+      this.svc('etcd', 'Waiting', 'Waiting for time sync')
+    } else if (this.role === 'controlplane') {
       this.svc('etcd', 'Preparing', 'Running pre state')
       if (this.etcdMember) this.ctx.etcd.restart(this)
       else {
@@ -396,7 +420,18 @@ export class Node {
     this.changed()
   }
 
+  /** fault time-sync: no time server answers, the TimeStatus stays synced: false */
+  timeUnsynced() {
+    return this.ctx.faults.has(this.name, 'time-sync')
+  }
+
   startKubelet() {
+    if (this.timeUnsynced()) {
+      this.kubeletFailed = true
+      this.svc('kubelet', 'Waiting', 'Waiting for time sync')
+      this.talosLog('ntp query error with server "time.cloudflare.com": read udp: i/o timeout')
+      return
+    }
     if (this.ctx.faults.has(this.name, 'kubelet')) {
       this.kubeletFailed = true
       this.svc('kubelet', 'Preparing', 'Running pre state')
@@ -404,11 +439,28 @@ export class Node {
       this.talosLog(`service[kubelet](Failed): Failed to run pre stage: ${KUBELET_FAILURE}`)
       return
     }
+    if (this.ctx.faults.has(this.name, 'kubelet-crashloop')) {
+      this.kubeletFailed = true
+      this.kubeletCrash()
+      return
+    }
     const restarted = this.kubeletFailed
     this.kubeletFailed = false
     this.startService('kubelet')
     // started again (service restart) after its pre stage failed: it registers like one started at boot
     if (restarted && this.stage === 'running') this.ctx.nodeRunning(this)
+  }
+
+  /**
+   * fault kubelet-crashloop: the kubelet's process starts and exits (its log's last line the fault's
+   * message), and machined restarts it forever (runner/restart/restart.go: "Error running %v, going to
+   * restart forever: %v"; the interval is ours); the node never registers
+   */
+  kubeletCrash() {
+    if (!this.ctx.faults.has(this.name, 'kubelet-crashloop') || !this.criUp) return
+    this.startService('kubelet', { healthy: false })
+    this.svc('kubelet', 'Waiting', 'Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1')
+    this.after(KUBELET_RESTART_S, () => this.kubeletCrash())
   }
 
   /** etcd on this control plane came up healthy (bootstrap or join) */
@@ -442,6 +494,8 @@ export class Node {
         ? rpc('FailedPrecondition', 'bootstrap can only be performed on a control plane node')
         : rpc('Unimplemented', 'bootstrap is only available on control plane nodes')
     }
+    // then time sync (waited for 5 s: v1alpha1_server.go Bootstrap, timeresource.NewSyncCondition)
+    if (this.timeUnsynced()) throw rpc('FailedPrecondition', 'time is not in sync yet')
     // the only check is an empty data directory (v1alpha1_server.go Bootstrap): a control plane still
     // joining has none yet, so bootstrapping it starts a second etcd cluster
     if (this.ctx.etcd.hasData(this)) throw rpc('AlreadyExists', 'etcd data directory is not empty')

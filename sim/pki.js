@@ -21,6 +21,8 @@ async function keyPem(privateKey) {
   return `-----BEGIN PRIVATE KEY-----\n${b64lines(await webcrypto.subtle.exportKey('pkcs8', privateKey))}\n-----END PRIVATE KEY-----\n`
 }
 const validity = () => ({ notBefore: new Date(Date.now() - 3600e3), notAfter: new Date(Date.now() + 10 * YEAR) })
+// Talos's default certificate validity (siderolabs/crypto x509 DefaultCertificateValidityDuration)
+const DAY = 86400e3
 const nextSerial = () => (serial++).toString(16).padStart(2, '0') + randomBytes(8).toString('hex')
 
 async function makeCA(name, alg) {
@@ -41,7 +43,7 @@ async function makeCA(name, alg) {
 }
 
 /** issue a leaf cert from `ca`; sans: [{type:'ip'|'dns', value}], usages: ['server','client'] */
-async function issue(ca, { subject, sans = [], usages, keys }) {
+async function issue(ca, { subject, sans = [], usages, keys, valid = validity() }) {
   keys ??= await genKey(ca.alg)
   const eku = usages.map((u) => (u === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth))
   const extensions = [
@@ -61,7 +63,7 @@ async function issue(ca, { subject, sans = [], usages, keys }) {
     publicKey: keys.publicKey,
     signingKey: ca.keys.privateKey,
     signingAlgorithm: ca.alg,
-    ...validity(),
+    ...valid,
     extensions,
   })
   return { cert: cert.toString('pem'), key: await keyPem(keys.privateKey) }
@@ -153,6 +155,26 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
     return others.get(node.name)
   }
 
+  // each node's own apid serving certificate (secrets/api_cert_sans.go: the node's addresses, its
+  // hostname and machine.certSANs; here its address, its name and, on a control plane, the VIP).
+  // opts.offsetS (fault clock): issued by the node's own clock, valid from its "now" for a day
+  // (secrets/api.go: NotAfter now + DefaultCertificateValidityDuration, NotBefore now);
+  // opts.address (fault cert-sans): the certificate names that address instead of the node's.
+  const apids = new Map()
+  function apidFor(node, { offsetS = null, address = null } = {}) {
+    const key = `${node.name}|${offsetS}|${address}`
+    if (!apids.has(key)) {
+      const ips = address ? [address] : [node.ip, ...(vip && node.role === 'controlplane' ? [vip] : [])]
+      const nodeNow = Date.now() + (offsetS ?? 0) * 1000
+      const valid = offsetS == null ? validity() : { notBefore: new Date(nodeNow), notAfter: new Date(nodeNow + DAY) }
+      apids.set(
+        key,
+        issue(talosCA, { subject: 'CN=apid', usages: ['server', 'client'], sans: [dnsSan(node.name), ...ips.map(ipSan)], valid }),
+      )
+    }
+    return apids.get(key)
+  }
+
   const b64 = () => randomBytes(32).toString('base64')
   return {
     talos: { ca: pair(talosCA), apid, admin: talosAdmin },
@@ -163,6 +185,7 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
     serviceAccount: { key: await keyPem(saKeys.privateKey) },
     maintenance,
     otherIdentity,
+    apidFor,
     secrets: {
       machineToken: token(6, 16),
       bootstrapToken: token(6, 16),

@@ -256,7 +256,7 @@ function validateScenario(s, { file, lineOf }) {
   const faults = faultList.map((f, i) => {
     const p = ['faults', i]
     obj(f, p)
-    known(f, ['node', 'on', 'kind', 'times', 'ms', 'message', 'path'], p)
+    known(f, ['node', 'on', 'kind', 'times', 'ms', 'message', 'path', 'offsetS', 'address'], p)
     const spec = FAULT_KINDS[f.kind]
     if (!spec) fail([...p, 'kind'], `unknown fault kind ${q(f.kind)} (known: ${Object.keys(FAULT_KINDS).join(', ')})`)
     if (f.node != null && !names.has(f.node)) fail([...p, 'node'], `${q(f.node)} is not a node of this scenario`)
@@ -272,6 +272,10 @@ function validateScenario(s, { file, lineOf }) {
     if (f.kind === 'latency') num(f.ms, [...p, 'ms'])
     else if (f.ms != null) fail([...p, 'ms'], 'only latency faults take ms')
     if (f.message != null) str(f.message, [...p, 'message'])
+    if (f.kind === 'clock') num(f.offsetS, [...p, 'offsetS'], -Infinity)
+    else if (f.offsetS != null) fail([...p, 'offsetS'], 'only clock faults take offsetS')
+    if (f.address != null && f.kind !== 'cert-sans') fail([...p, 'address'], 'only cert-sans faults take address')
+    if (f.address != null) str(f.address, [...p, 'address'])
     return {
       node: f.node ?? null,
       on,
@@ -280,6 +284,8 @@ function validateScenario(s, { file, lineOf }) {
       ms: f.ms ?? null,
       message: f.message ?? null,
       ...(f.path != null ? { path: f.path } : {}),
+      ...(f.offsetS != null ? { offsetS: f.offsetS } : {}),
+      ...(f.address != null ? { address: f.address } : {}),
     }
   })
 

@@ -72,6 +72,18 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `the node is in maintenance mode (never applied, or it dropped back during install); run: ${recover}`
     case 'pki-mismatch':
       return `the node trusts another CA than the talosconfig (secrets regenerated?): regenerate the configs from the original secrets and run ${recover}, or wipe the node (STATE and EPHEMERAL) and apply again with: ${reset}`
+    case 'clock':
+      // Talos issues its API certificate by its own clock and issues it again when its time changes
+      // (machined controllers/secrets/api.go: the time status is one of its inputs)
+      return `compare the clocks: this workstation's (\`date -u\`) and the node's (its console; the certificate's validity in the message starts at the node's time when it issued it; a machine without a working RTC starts in 1970 until NTP answers); fix the one that is off: on the node make the time servers in machine.time.servers of ${node.configFile ? shellWord(node.configFile) : 'its config'} reachable (Talos issues its certificate again once its time syncs), then run: ${recover}`
+    case 'cert-sans':
+      return `the node's API certificate does not name ${node.address}: use an address the certificate names (listed in the message) as the node's address in the inventory, or add ${node.address} to machine.certSANs in ${node.configFile ? shellWord(node.configFile) : 'its config'} and apply it (\`talosctl apply-config\` through an address the certificate names), then run: ${recover}`
+    case 'time-sync':
+      // etcd, the kubelet and trustd wait for time sync, and so does the Bootstrap call
+      // (v1alpha1_server.go Bootstrap; system/services/etcd.go: timeresource.NewSyncCondition)
+      return `the node's clock never synced: set machine.time.servers in ${node.configFile ? shellWord(node.configFile) : 'its config'} to time servers the node can reach (NTP, udp/123, not blocked or intercepted on its network), apply it (${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}); check with \`${talosctlCommand(node, 'get timestatus')}\` and the console (\`${talosctlCommand(node, 'dmesg')}\`), then run: ${taskCommand('bootstrap:talos')}`
+    case 'install':
+      return hintForInstall(node, undefined)
     case 'unauthorized':
       return `the talosconfig's certificate lacks the os:admin role: point the inventory at the talosconfig generated with the machine configs, then run: ${recover}`
     case 'config-invalid':
@@ -89,9 +101,10 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       const ask = via
         ? `ask a working control plane: \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(node, 'service etcd', via)}\``
         : `check etcd: \`${talosctlCommand(node, 'service etcd')}\``
-      // Talos gives up joining after EtcdJoinTimeout and does not try again by itself
-      // (machined services/etcd.go, buildInitialCluster): the node must be wiped to rejoin
-      return `${ask}; once the cause is gone, a control plane that gave up joining etcd does not retry by itself: wipe it and let it rejoin with: ${reset}`
+      // Talos retries the join for EtcdJoinTimeout (30 min: machined services/etcd.go, buildInitialCluster);
+      // a boot whose services are not up within BootTimeout (70 min: v1alpha1_sequencer_tasks.go) fails
+      // and machined reboots the node, which tries again (machined main.go)
+      return `${ask}; once the cause is gone Talos joins by itself: it retries the join for 30 minutes, and a boot not done within 70 minutes reboots the node, which tries again; to retry now, reboot it (\`${talosctlCommand(node, 'reboot', via ?? node)}\`); if it still does not join, wipe it and let it rejoin with: ${reset}`
     }
     case 'drain-blocked':
       // Talos's Drain gives up after DrainTimeout and the reset goes on (pkg/kubernetes/kubernetes.go)
@@ -113,6 +126,24 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
     case 'unknown':
       return `read the message above and the node's console (${dmesg}), then run: ${recover}`
   }
+}
+
+/**
+ * A node that took its config and never came back: its install did not finish. The API is down while
+ * an ISO node installs (v1.12), so its console tells: the installer image pull is the usual cause
+ * (internal/pkg/containers/image/image.go: `retrying error: failed to pull image …`).
+ */
+export function hintForInstall(node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>, image: string | undefined): string {
+  const which = image ? `the installer image ${image} (machine.install.image)` : 'the installer image (machine.install.image)'
+  return `read the node's console (its screen, serial console or hypervisor console: the API is down while it installs; Talos v1.13 also \`${talosctlCommand(node, 'dmesg')}\`) for the install's error; if ${which} cannot be pulled, make its registry reachable from the node (or a mirror in machine.registries) or set an image that exists for this Talos version in ${shellWord(node.configFile)}; then wipe the node back to maintenance (reboot it from the ISO) and run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
+}
+
+/**
+ * A kubelet that keeps restarting (machined restarts it forever: runner/restart/restart.go): its own
+ * log names the cause; Talos picks up a fixed config on its next restart.
+ */
+export function hintForKubeletLog(node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>): string {
+  return `the kubelet starts and exits: read its log (\`${talosctlCommand(node, 'logs kubelet')}\`); fix what it names in ${shellWord(node.configFile)} (a node IP it does not have: machine.kubelet.nodeIP.validSubnets must select one of the node's addresses and not the VIP; an image it cannot pull: machine.kubelet.image and the registry), apply it (${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}), then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
 }
 
 /** A CNI agent that cannot reach the API server: with kube-proxy disabled it needs KubePrism. */

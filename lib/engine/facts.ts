@@ -7,6 +7,8 @@ export interface NodeFacts {
   applied?: boolean
   /** the etcd service state last read on this node during this run */
   etcd?: string
+  /** that service's last event (`Waiting for time sync`, `Running pre state`) */
+  etcdEvent?: string
   /** a re-apply made the node reboot: it is verified only once seen down and back */
   rebootAfterApply?: boolean
   /** verify left this worker waiting for a control plane's trustd (why): the bootstrap completes it */

@@ -116,6 +116,31 @@ export function selectorMatches(selector: Record<string, unknown>, disk: Disk): 
   return true
 }
 
+/** Every disk the target matches (a selector may match several: Talos installs to the first). */
+export function matchingDisks(target: InstallTarget, disks: Disk[]): Disk[] {
+  // the selector wins over the disk, as in findInstallDisk below
+  if (target.selector) return disks.filter((d) => selectorMatches(target.selector as Record<string, unknown>, d))
+  if (target.disk) return disks.filter((d) => d.devPath === target.disk || `/dev/${d.id}` === target.disk)
+  return []
+}
+
+/** `/dev/sda (100 GB, QEMU HARDDISK, virtio)`: what an operator recognizes a disk by. */
+export function describeDisk(disk: Disk): string {
+  const what = [`${Math.round(disk.sizeBytes / 1e9)} GB`, disk.model, disk.transport].filter((x) => x).join(', ')
+  return `${disk.devPath} (${what})`
+}
+
+/** Below this an install disk is worth a word (Talos's own minimum is 10 GB; 100 GB is its recommendation). */
+export const SMALL_DISK_BYTES = 32e9
+
+/** What is risky about installing to `disk` (a USB stick, a small disk), or nothing. */
+export function diskRisks(disk: Disk): string[] {
+  const risks: string[] = []
+  if (disk.transport === 'usb') risks.push('a USB disk (removable: often the boot stick, not the disk meant for the system)')
+  if (disk.sizeBytes > 0 && disk.sizeBytes < SMALL_DISK_BYTES) risks.push(`only ${Math.round(disk.sizeBytes / 1e9)} GB`)
+  return risks
+}
+
 /**
  * Which disk the node would install to; undefined when nothing matches. With both a selector and a
  * disk, the selector wins and the disk is not looked at, as in Talos (the install task in

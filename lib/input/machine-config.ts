@@ -82,6 +82,15 @@ export class MachineConfig {
     })
   }
 
+  /** machine.install.image: the installer an ISO node pulls to install itself, when the config names one. */
+  installImage(): string | undefined {
+    for (const value of this.values()) {
+      const image = (value as { machine?: { install?: { image?: unknown } } } | null)?.machine?.install?.image
+      if (typeof image === 'string' && image) return image
+    }
+    return undefined
+  }
+
   /** The install disk or selector the config asks for, when it asks for one. */
   installTarget(): InstallTarget | undefined {
     for (const value of this.values()) {

@@ -6,6 +6,7 @@ import { stateDir } from '../state/paths.js'
 import { hintFor, talosctlCommand, taskCommand } from '../cli/hints.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
 import { PollTimeout } from '../wait/poll.js'
+import { formatDuration } from '../core/duration.js'
 import type { Run } from '../engine/run.js'
 import { SharedReading } from '../wait/shared-reading.js'
 import type { EtcdMember, NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
@@ -94,16 +95,26 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
   // "bootstrap is not available yet" is a booting control plane, not a failure: a slow boot may
   // outlast the retries, so only bootstrapTimeout ends that wait
   let notYet: NodeError | undefined
+  // "time is not in sync yet": a node syncs its clock within seconds of booting; one that does not
+  // (time servers blocked or intercepted) never will, so it is failed after a short grace, not the whole timeout
+  const grace = Math.min(TIME_SYNC_GRACE_MS, run.settings.bootstrapTimeoutMs / 4)
+  let unsyncedSince: number | undefined
   try {
     // any other failure (the retries spent) ends the wait at once, as it did without it
-    const failed = await report.poll(async () => {
+    const failed = await report.poll(async (elapsed) => {
       try {
         await attempts()
         return { done: true, value: undefined }
       } catch (err) {
         if (!(err instanceof NodeError) || err.kind !== 'not-ready-yet') return { done: true, value: err }
         notYet = err
-        return { done: false, state: err.message }
+        if (!TIME_NOT_SYNCED.test(err.message)) {
+          unsyncedSince = undefined
+          return { done: false, state: err.message }
+        }
+        unsyncedSince ??= elapsed
+        if (elapsed - unsyncedSince < grace) return { done: false, state: `waiting for time sync on ${node.name} (${err.message})` }
+        return { done: true, value: await timeNotSynced(run, node, elapsed - unsyncedSince, err) }
       }
     }, run.settings.bootstrapTimeoutMs)
     if (failed !== undefined) throw failed
@@ -133,12 +144,34 @@ function memberReading(run: Run): SharedReading<EtcdMember[]> {
   return new SharedReading(async () => run.talosctl.etcdMembers(bootstrapNode(run)), run.settings.pollIntervalMs / 2)
 }
 
+/**
+ * What says etcd membership is moving: every member, learner or voter, started or not. Talos adds
+ * and promotes learners one at a time (machined services/etcd.go: promoteMember, retried for up to
+ * 10 min each; about 2 min each in the field), so a later control plane waits for those before it.
+ */
+const membership = (list: EtcdMember[]): string =>
+  list
+    .map((m) => `${m.id}:${m.isLearner ? 'learner' : 'voter'}:${m.hostname ? 'started' : 'not started'}`)
+    .sort()
+    .join(',')
+
 function joinStep(members: SharedReading<EtcdMember[]>) {
   return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
+    // the wait ends when membership has not moved for bootstrapTimeout (a learner promoted, a member
+    // added or started is progress), never before; bounded by one bootstrapTimeout per control plane
+    const budget = run.settings.bootstrapTimeoutMs
+    const bound = budget * Math.max(1, controlPlanes(run.inventory).length)
+    let seen: string | undefined
+    let movedAt = 0
+    let lastState = 'not an etcd member yet'
     try {
-      const detail = await report.poll(async () => {
+      const detail = await report.poll(async (elapsed) => {
+        if (elapsed - movedAt >= budget) throw new PollTimeout(lastState, elapsed)
         // a member list that cannot be read now (transient) is "not yet": the poller's rule
         const list = await members.get()
+        const now = membership(list)
+        if (seen !== undefined && now !== seen) movedAt = elapsed
+        seen = now
         // after a reset: a new, started voter, and the old ID gone (a stale one is not a rejoin)
         const old = run.facts.of(node.name).replacedEtcdMember
         const mine = list.filter((m) => m.id !== old && isMemberOf(node, m))
@@ -151,15 +184,14 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
             done: false,
             state: `the old etcd member ${old} is still listed${member ? `; new member ${member.id}${member.isLearner ? ' (learner)' : ''}` : ''}`,
           }
-        return {
-          done: false,
-          state: member
-            ? member.isLearner
-              ? 'etcd learner, not promoted yet'
-              : 'etcd member not started yet'
-            : `not an etcd member yet (${list.length} members)`,
-        }
-      }, run.settings.bootstrapTimeoutMs)
+        const learners = list.filter((m) => m.isLearner && !isMemberOf(node, m)).length
+        lastState = member
+          ? member.isLearner
+            ? 'etcd learner, not promoted yet'
+            : 'etcd member not started yet'
+          : `not an etcd member yet (${list.length} members${learners > 0 ? `, ${learners} other learner${learners > 1 ? 's' : ''} being promoted first` : ''})`
+        return { done: false, state: lastState }
+      }, bound)
       return { status: 'ok', detail }
     } catch (err) {
       if (!(err instanceof PollTimeout)) throw err
@@ -172,11 +204,26 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
       }
       throw new NodeError(
         'etcd-join',
-        `did not join etcd within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}${etcdState}`,
+        `did not join etcd within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}${etcdState}; no progress in etcd membership for the last ${formatDuration(Math.min(budget, err.waitedMs - movedAt))}`,
         hintFor('etcd-join', node),
       )
     }
   }
+}
+
+const TIME_NOT_SYNCED = /time is not in sync yet/
+/** how long a bootstrap answered "time is not in sync yet" is waited for (at most a quarter of bootstrapTimeout) */
+const TIME_SYNC_GRACE_MS = 60_000
+
+/** The bootstrap node's clock did not sync within the grace: its TimeStatus says why, if it answers. */
+async function timeNotSynced(run: Run, node: ClusterNode, waitedMs: number, err: NodeError): Promise<NodeError> {
+  const synced = await run.talosctl.timeSynced(node).catch(() => undefined)
+  const status = synced === undefined ? '' : `; its TimeStatus says synced: ${synced}`
+  return new NodeError(
+    'time-sync',
+    `${node.name}'s time is not in sync after ${formatDuration(waitedMs)}: etcd cannot be bootstrapped (talosctl bootstrap: ${err.message})${status}`,
+    hintFor('time-sync', node),
+  )
 }
 
 /**

@@ -3,7 +3,7 @@ import { NodeError } from '../core/errors.js'
 import { checkCni } from '../input/cni-compat.js'
 import { InputError, InputErrors } from '../core/errors.js'
 import { hintFor } from '../cli/hints.js'
-import { describeTarget, findInstallDisk, installTarget } from '../input/install-disk.js'
+import { describeDisk, describeTarget, diskRisks, findInstallDisk, installTarget, matchingDisks } from '../input/install-disk.js'
 import type { ClusterNode } from '../core/model.js'
 import { mapLimit } from '../wait/map-limit.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
@@ -125,7 +125,18 @@ function checkInstallDisk(node: ClusterNode, run: Run, disks: Disk[]): NodeOutco
       hintFor('disk-mismatch', node),
     )
   }
-  return { status: 'ok', detail: `maintenance, installs to ${disk.devPath}` }
+  const notes: string[] = []
+  const matching = target.selector ? matchingDisks(target, disks) : [disk]
+  if (matching.length > 1)
+    notes.push(`the selector matches ${matching.length} disks (${matching.map(describeDisk).join(', ')}): Talos installs to the first`)
+  const risks = diskRisks(disk)
+  if (risks.length > 0) notes.push(`the install disk is ${risks.join(' and ')}`)
+  // the install wipes the disk: say which one before anything is applied
+  for (const note of notes) run.warn(`${node.name}: ${note}; it will be wiped: check ${describeTarget(target)} in ${node.configFile}`)
+  return {
+    status: 'ok',
+    detail: `maintenance, installs to ${describeDisk(disk)}${notes.length > 0 ? `; warning: ${notes.join('; ')}` : ''}`,
+  }
 }
 
 export const preflight: Phase = {

@@ -5,10 +5,10 @@ import { stringify } from 'yaml'
 import { NodeError } from '../core/errors.js'
 import { checkCni } from '../input/cni-compat.js'
 import { formatDuration } from '../core/duration.js'
-import { hintFor, hintForCniApi, hintForCordoned, hintForTalosCni, talosctlCommand, taskCommand } from '../cli/hints.js'
+import { hintFor, hintForCniApi, hintForCordoned, hintForKubeletLog, hintForTalosCni, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import { PollTimeout, type PollAnswer } from '../wait/poll.js'
+import { lastErrorNote, PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { NodeFacts } from '../engine/facts.js'
 import type { Run } from '../engine/run.js'
 import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
@@ -101,7 +101,7 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
       if (err instanceof PollTimeout)
         throw new NodeError(
           'unreachable',
-          `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)}`,
+          `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)} (last: ${err.lastState})${lastErrorNote(err.lastError)}`,
           `check the control planes (${controlPlanes(run.inventory)
             .map((cp) => `\`${talosctlCommand(cp, 'service kube-apiserver')}\``)
             .join(', ')}), then run: ${taskCommand('bootstrap:wait-ready')}`,
@@ -168,6 +168,21 @@ function cniPodWhy(pod: KubeObject, run: Run): Stage {
   }
 }
 
+/** machined's restart runner after the kubelet's process exited (runner/restart/restart.go) */
+const KUBELET_RESTARTING = /going to restart/
+/** polls that saw the kubelet restarting before its log is read and named */
+const KUBELET_RESTARTS_TO_FAIL = 3
+
+/** The last error line of the kubelet's own log (klog `E…` lines, `err=`, `failed`), or undefined. */
+async function kubeletLogCause(node: ClusterNode, run: Run): Promise<string | undefined> {
+  const lines = await run.talosctl.logs(node, 'kubelet').catch(() => [])
+  const errors = lines.filter((l) => /^(?:\S+: )?E\d{4} |\berr=|\bfailed\b|\berror\b/i.test(l))
+  return errors
+    .at(-1)
+    ?.replace(/^\S+: (?=E\d{4} )/, '')
+    .trim()
+}
+
 /**
  * One node, in the order things happen to it: kubelet running and the Node registered, its CNI
  * pod ready, the Node Ready. A timeout names the stage it stopped at (kubelet, cni, node-not-ready).
@@ -176,6 +191,7 @@ function nodeReadyStep(r: Readings) {
   return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
     let stage: Stage = { kind: 'kubelet', why: 'not checked yet' }
     let registered = false
+    let restartsSeen = 0
     const check = async (): Promise<PollAnswer<NodeOutcome>> => {
       // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once; once
       // registered, Talos's flannel too (what Ready then needs, without a read after it)
@@ -200,6 +216,11 @@ function nodeReadyStep(r: Readings) {
               ? 'registered'
               : 'not registered'
           stage = { kind: 'kubelet', why: `${kubeletState}; ${nodeState}` }
+          // a kubelet machined keeps restarting: its own log names why it exits
+          if (kubelet && KUBELET_RESTARTING.test(kubelet.lastEvent) && ++restartsSeen >= KUBELET_RESTARTS_TO_FAIL) {
+            const cause = await kubeletLogCause(node, run)
+            if (cause) throw new NodeError('kubelet', `the kubelet keeps restarting; its log: ${cause}`, hintForKubeletLog(node))
+          }
           return { done: false, state: stage.why }
         }
       }

@@ -4,6 +4,8 @@ import type { ToolResult } from './exec.js'
 interface Rule {
   kind: ErrorKind
   pattern: RegExp
+  /** what the text means, put before it */
+  means?: string
 }
 
 /**
@@ -11,6 +13,18 @@ interface Rule {
  * (test/unit/classify.test.ts holds each as a row; docs/failures.md names what each means).
  */
 const RULES: readonly Rule[] = [
+  // Go crypto/x509 CertificateInvalidError (Expired): the client's time is outside the certificate's validity
+  {
+    kind: 'clock',
+    pattern: /x509: certificate has expired or is not yet valid/,
+    means: "the node's certificate is not valid at this workstation's time (the node's clock or this one is off)",
+  },
+  // Go crypto/x509 HostnameError: the address dialled is not among the certificate's SANs
+  {
+    kind: 'cert-sans',
+    pattern: /x509: certificate is valid for .*, not |x509: cannot validate certificate for .* because it doesn't contain any IP SANs/,
+    means: "the address used is not in the node's certificate",
+  },
   { kind: 'configured', pattern: /tls: certificate required/ },
   {
     kind: 'pki-mismatch',
@@ -55,7 +69,7 @@ export function classify(result: ToolResult): { kind: ErrorKind; message: string
   const text = `${result.stderr}\n${result.stdout}`
   const message = essence(result.stderr || result.stdout) || `${result.call.tool} exited with code ${result.exitCode}`
   for (const rule of RULES) {
-    if (rule.pattern.test(text)) return { kind: rule.kind, message }
+    if (rule.pattern.test(text)) return { kind: rule.kind, message: rule.means ? `${rule.means}: ${message}` : message }
   }
   return { kind: 'unknown', message }
 }

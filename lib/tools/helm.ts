@@ -56,6 +56,21 @@ export class Helm {
     }
   }
 
+  /**
+   * A release left pending by an interrupted helm (helm's action/upgrade.go refuses while the last
+   * revision is pending). A first install (pending-install, revision 1) has nothing to roll back to
+   * (`helm rollback` needs a previous revision): it is uninstalled; a pending upgrade or rollback is
+   * rolled back to the revision before it.
+   */
+  private pendingFix(cni: CniSettings, release: ReleaseStatus | undefined): string {
+    const where = `-n ${cni.namespace} --kubeconfig ${this.access.kubeconfig}`
+    if (release?.status === 'pending-install' || (release?.revision === 1 && release.status.startsWith('pending')))
+      return `the first install of ${cni.release} was interrupted and is still pending-install (revision 1, nothing to roll back to): uninstall it with \`helm uninstall ${cni.release} ${where}\``
+    if (release && release.status.startsWith('pending'))
+      return `the release is stuck in ${release.status} (revision ${release.revision ?? '?'}): roll it back to the revision before it with \`helm rollback ${cni.release} ${where}\``
+    return `the release is stuck in a pending state: see \`helm history ${cni.release} ${where}\`; uninstall it if its only revision is pending-install, otherwise \`helm rollback ${cni.release} ${where}\``
+  }
+
   /** helm upgrade --install of a chart other than the CNI (flux-operator); failures hint `recovery`. */
   async installChart(
     chart: { release: string; chart: string; namespace: string; version?: string; repo?: string; caFile?: string },
@@ -132,12 +147,18 @@ export class Helm {
         : `check cni.repo in bootstrap.yaml (${cni.repo ?? cni.chart}) and that it answers from here`
       throw new NodeError('cni', message, `${fix}, then run: ${taskCommand('bootstrap:wait-ready')}`)
     }
+    if (/another operation .* in progress/.test(message)) {
+      const release = await this.release(cni.release, cni.namespace).catch(() => undefined)
+      throw new NodeError(
+        'cni',
+        `${message} (release ${cni.release}: ${release ? `${release.status}, revision ${release.revision ?? '?'}` : 'unknown'})`,
+        `${this.pendingFix(cni, release)}, then run: ${taskCommand('bootstrap:wait-ready')}`,
+      )
+    }
     throw new NodeError(
       kind === 'unreachable' ? 'unreachable' : 'cni',
       message,
-      /another operation .* in progress/.test(message)
-        ? `the release is stuck in a pending state: \`helm history ${cni.release} -n ${cni.namespace} --kubeconfig ${this.access.kubeconfig}\`, then \`helm rollback\` or uninstall it, then run: ${taskCommand('bootstrap:wait-ready')}`
-        : `fix the chart or its values (helm said: ${message.slice(0, 120)}), then run: ${taskCommand('bootstrap:wait-ready')}`,
+      `fix the chart or its values (helm said: ${message.slice(0, 120)}), then run: ${taskCommand('bootstrap:wait-ready')}`,
     )
   }
 }

@@ -211,6 +211,19 @@ export class Talosctl {
     return { reboots: /Applied configuration with a reboot/.test(`${result.stderr}\n${result.stdout}`) }
   }
 
+  /** The last lines of a service's own log (`talosctl logs <service> --tail <n>`). */
+  async logs(node: ClusterNode, service: string, tail = 50): Promise<string[]> {
+    const result = await this.call(node, ['logs', service, ...this.secureArgs(node), '--tail', String(tail)], '')
+    return result.stdout.split('\n').filter((l) => l.trim() !== '')
+  }
+
+  /** The node's TimeStatus (pkg/machinery/resources/time/status.go): whether its clock is in sync. */
+  async timeSynced(node: ClusterNode): Promise<boolean | undefined> {
+    const result = await this.call(node, ['get', 'timestatus', ...this.secureArgs(node), '-o', 'json'], '')
+    const doc = parseJsonStream(result.stdout)[0] as { spec?: { synced?: boolean } } | undefined
+    return doc?.spec?.synced
+  }
+
   async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {
     const result = await this.call(node, ['service', service, ...this.secureArgs(node)], DRY_SERVICE(node.address, service))
     return parseServiceBlock(result.stdout, service)

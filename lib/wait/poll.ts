@@ -7,10 +7,18 @@ export class PollTimeout extends Error {
   constructor(
     readonly lastState: string,
     readonly waitedMs: number,
+    /** the last transient error the wait took as "not yet", and how many there were */
+    readonly lastError?: { text: string; count: number },
   ) {
     super(`still ${lastState} after ${Math.round(waitedMs / 1000)}s`)
     this.name = 'PollTimeout'
   }
+}
+
+/** `; <n> failed reads, the last: <error>` for a final message (nothing when no read failed) */
+export function lastErrorNote(lastError: { text: string; count: number } | undefined): string {
+  if (!lastError) return ''
+  return `; ${lastError.count} ${lastError.count === 1 ? 'read' : 'reads'} failed, the last: ${lastError.text}`
 }
 
 export interface PollOptions {
@@ -30,18 +38,22 @@ export interface PollOptions {
 export async function pollUntil<T>(check: (elapsedMs: number) => Promise<PollAnswer<T>>, options: PollOptions): Promise<T> {
   const started = performance.now()
   let lastState = 'not checked yet'
+  let lastError: { text: string; count: number } | undefined
   for (;;) {
     options.signal.throwIfAborted()
     const elapsed = performance.now() - started
     const answer = await check(elapsed).catch((err: unknown): PollAnswer<T> => {
-      if (err instanceof NodeError && err.transient && !options.signal.aborted) return { done: false, state: `${err.kind}: ${err.message}` }
+      if (err instanceof NodeError && err.transient && !options.signal.aborted) {
+        lastError = { text: `${err.kind}: ${err.message}`, count: (lastError?.count ?? 0) + 1 }
+        return { done: false, state: lastError.text }
+      }
       throw err
     })
     if (answer.done) return answer.value
     lastState = answer.state
     options.onState?.(answer.state, elapsed)
     const remaining = options.timeoutMs - (performance.now() - started)
-    if (remaining <= 0) throw new PollTimeout(lastState, performance.now() - started)
+    if (remaining <= 0) throw new PollTimeout(lastState, performance.now() - started, lastError)
     await sleep(Math.min(options.intervalMs, remaining), undefined, { signal: options.signal })
   }
 }

@@ -111,6 +111,12 @@ export async function serveCall(
           throw rpc('Unavailable', `connection error: desc = "transport: Error while dialing: dial tcp ${node.ip}:50000: i/o timeout"`)
         if (m === 'maintenance') throw rpc('Unavailable', unknownAuthority(false))
         if (m === 'pki') throw rpc('Unavailable', unknownAuthority(true))
+        const x509 = sim.listeners.certificateError(node)
+        if (x509)
+          throw rpc(
+            'Unavailable',
+            `connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: ${x509}"`,
+          )
         await latency(sim, node, kind)
         const tf = takeFault(node.name)
         if (tf?.kind === 'refused' || tf?.kind === 'unreachable') throw rpc('Unavailable', dialRefused(node.ip))

@@ -7,6 +7,10 @@ import { rpc } from './errors.js'
 import { DEFINITIONS, resolveType, notFound } from './resources.js'
 import { startAction } from './events.js'
 
+/** fault kubelet-crashloop without a message: the kubelet's own error for a node IP it does not have (k8s cmd/kubelet/app/server.go) */
+const KUBELET_CRASH_DEFAULT = (ip) =>
+  `E0101 00:00:00.000000    2456 run.go:72] "command failed" err="failed to run Kubelet: failed to validate nodeIP: node IP: \"${ip}\" not found in the host's network interfaces"`
+
 const GO_VERSION = 'go1.25.5'
 const sha = (tag) => Buffer.from(tag).toString('hex').padEnd(8, '0').slice(0, 8)
 const prettySize = (b) => {
@@ -125,6 +129,8 @@ function listResources(sim, node, d) {
       return [
         resource(node, d, 'hostname', { hostname: node.configured ? node.name : `talos-${node.ip.replace(/\./g, '-')}`, domainname: '' }),
       ]
+    case 'TimeStatus':
+      return [resource(node, d, 'node', { synced: !node.timeUnsynced(), epoch: 0, syncDisabled: false }, { owner: 'time.SyncController' })]
     case 'Version':
       return [resource(node, d, 'version', { name: 'Talos', version: cluster.talosVersion })]
     case 'Member': {
@@ -275,7 +281,12 @@ export const METHODS = {
     const s = node.services.get(body.id)
     const starts = (s?.events ?? []).filter((e) => e.state === 'Running' && e.msg.startsWith('Started task'))
     if (!starts.length) throw rpc('Unknown', `log ${JSON.stringify(body.id)} was not registered`)
-    return { lines: starts.map((e) => serviceStartLine(sim, body.id, sim.displayTime(e.ts))) }
+    // fault kubelet-crashloop: each start of the kubelet ends with its own error line
+    const crash =
+      body.id === 'kubelet' && sim.faults.has(node.name, 'kubelet-crashloop')
+        ? (sim.faults.find(node.name, { kind: 'kubelet-crashloop' })[0]?.message ?? KUBELET_CRASH_DEFAULT(node.ip))
+        : null
+    return { lines: starts.flatMap((e) => [serviceStartLine(sim, body.id, sim.displayTime(e.ts)), ...(crash ? [crash] : [])]) }
   },
 
   // Read serves the one file talosctl reads by itself: the boot ID its reboot/reset --wait compares

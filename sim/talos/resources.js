@@ -80,6 +80,8 @@ export const DEFINITIONS = [
       ['DOMAINNAME', '{.domainname}'],
     ],
   ),
+  // pkg/machinery/resources/time/status.go (served to the maintenance API too: non-sensitive)
+  def('TimeStatuses.v1alpha1.talos.dev', 'TimeStatus', 'runtime', ['timestatus', 'timestatuses', 'ts'], [['SYNCED', '{.synced}']]),
   def(
     'Versions.runtime.talos.dev',
     'Version',

@@ -4,7 +4,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join, resolve } from 'node:path'
-import { startSimulator, type CallRecord, type Fault, type ScenarioInput, type Simulator } from '../../sim/index.js'
+import { startSimulator, type CallRecord, type Fault, type ScenarioInput, type ScenarioNode, type Simulator } from '../../sim/index.js'
 import type { Report } from '../../lib/core/results.js'
 import { goBin } from '../support/go-bin.js'
 
@@ -24,6 +24,8 @@ export interface ClusterShape {
   speed?: number
   timings?: ScenarioInput['timings']
   flux?: ScenarioInput['flux']
+  /** per node name: its disks and install disk or selector instead of the defaults */
+  nodeOverrides?: Record<string, Partial<Pick<ScenarioNode, 'disks' | 'installDisk' | 'installDiskSelector'>>>
 }
 
 /** cps at <range>.11.., workers at <range>.21.., the VIP at <range>.10 */
@@ -51,6 +53,7 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
         role: 'controlplane' as const,
         image: shape.image ?? 'iso',
         disks,
+        ...shape.nodeOverrides?.[`cp-${i + 1}`],
       })),
       ...Array.from({ length: workers }, (_, i) => ({
         name: `wrkr-${i + 1}`,
@@ -58,6 +61,7 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
         role: 'worker' as const,
         image: shape.image ?? 'iso',
         disks,
+        ...shape.nodeOverrides?.[`wrkr-${i + 1}`],
       })),
     ],
     faults: shape.faults ?? [],

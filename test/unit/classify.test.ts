@@ -42,6 +42,18 @@ const CASES: Array<[string, ErrorKind]> = [
     'pki-mismatch',
   ],
   [unavailable('error reading server preface: remote error: tls: unknown certificate authority'), 'pki-mismatch'],
+  [
+    unavailable(
+      'transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-11-26T14:00:00Z is before 2026-11-26T16:00:00Z',
+    ),
+    'clock',
+  ],
+  [
+    unavailable(
+      'transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate is valid for 10.0.0.21, 127.0.0.1, ::1, not 192.0.2.21',
+    ),
+    'cert-sans',
+  ],
   [unavailable('error reading server preface: remote error: tls: expired certificate'), 'pki-mismatch'],
   ["error applying new configuration: leaf peer certificate doesn't match the provided fingerprints: [abc]", 'pki-mismatch'],
   [

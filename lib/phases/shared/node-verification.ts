@@ -1,8 +1,9 @@
 import { NodeError } from '../../core/errors.js'
 import { formatDuration } from '../../core/duration.js'
-import { hintFor } from '../../cli/hints.js'
+import { hintFor, hintForInstall } from '../../cli/hints.js'
+import { MachineConfig } from '../../input/machine-config.js'
 import type { ClusterNode } from '../../core/model.js'
-import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
+import { lastErrorNote, PollTimeout, type PollAnswer } from '../../wait/poll.js'
 import type { Run } from '../../engine/run.js'
 import { SharedReading } from '../../wait/shared-reading.js'
 import type { StatusReads } from '../../wait/status-reads.js'
@@ -13,6 +14,8 @@ import { waitsForControlPlane } from './endpoint.js'
 /** Kinds that mean "not up yet" while a node installs and reboots: keep waiting. */
 const WAITABLE = new Set(['unreachable', 'timeout'])
 const BOOT_LOOP_REBOOTS = 2
+/** nothing listens or nothing answers: what a node shows while it installs or reboots */
+const SILENT = /^timeout: |connection refused|i\/o timeout|deadline exceeded/
 
 /** Watches one node's stages: how long in each, and whether it keeps rebooting. */
 class StageWatch {
@@ -23,6 +26,17 @@ class StageWatch {
   answered = false
   /** stopped answering at some point (installing, rebooting) */
   wentDown = false
+  /** the last read that failed as "not up yet", and how many did */
+  lastError: { text: string; count: number } | undefined
+
+  /** the last failed read found nothing answering (refused, timed out): down, installing or rebooting, not erring */
+  silent(): boolean {
+    return this.lastError !== undefined && SILENT.test(this.lastError.text)
+  }
+
+  failed(err: NodeError): void {
+    this.lastError = { text: `${err.kind}: ${err.message}`, count: (this.lastError?.count ?? 0) + 1 }
+  }
 
   see(stage: string, elapsed: number): void {
     if (stage === this.stage) return
@@ -47,10 +61,18 @@ const configAccepted = (node: ClusterNode, run: Run): boolean =>
 async function verified(node: ClusterNode, run: Run, status: MachineStatus): Promise<string | undefined> {
   if (status.stage === 'running') return status.ready ? 'running, ready' : 'running'
   if (node.role !== 'controlplane' || status.stage !== 'booting') return undefined
-  return (await etcdWhileBooting(node, run)) === 'waiting' ? BOOTING_VERIFIED : undefined
+  return (await etcdWhileBooting(node, run)) === 'waiting' ? bootingVerified(node, run) : undefined
 }
 
-const BOOTING_VERIFIED = 'booting, etcd waiting for bootstrap'
+/**
+ * A booting control plane whose etcd waits: for the bootstrap, or first for time sync (etcd's
+ * service waits for it: machined system/services/etcd.go, timeresource.NewSyncCondition).
+ */
+function bootingVerified(node: ClusterNode, run: Run): string {
+  return /time sync/.test(run.facts.of(node.name).etcdEvent ?? '')
+    ? 'booting, etcd waiting for time sync'
+    : 'booting, etcd waiting for bootstrap'
+}
 
 /**
  * A booting control plane's etcd service: waiting for the bootstrap, not registered yet (it answered:
@@ -61,6 +83,7 @@ async function etcdWhileBooting(node: ClusterNode, run: Run): Promise<'waiting' 
   try {
     const etcd = await run.talosctl.serviceStatus(node, 'etcd')
     run.facts.of(node.name).etcd = etcd.state
+    run.facts.of(node.name).etcdEvent = etcd.lastEvent
     return etcd.state === 'Preparing' || etcd.state === 'Waiting' ? 'waiting' : 'other'
   } catch (err) {
     if (!(err instanceof NodeError) || !err.transient) throw err
@@ -92,7 +115,7 @@ export async function verifyNode(
         if (err instanceof NodeError) return 'other' as const
         throw err
       })
-      if (etcd === 'waiting') return { done: true, value: BOOTING_VERIFIED }
+      if (etcd === 'waiting') return { done: true, value: bootingVerified(node, run) }
       if (etcd === 'not registered') return { done: false, state: watch.describe(elapsed) }
     }
     let status: MachineStatus
@@ -101,6 +124,7 @@ export async function verifyNode(
     } catch (err) {
       if (!(err instanceof NodeError)) throw err
       if (WAITABLE.has(err.kind)) {
+        watch.failed(err)
         watch.wentDown = true
         watch.see('not answering', elapsed)
         // out of maintenance (nothing answers there) twice a poll apart, and the VIP is not up yet
@@ -123,7 +147,13 @@ export async function verifyNode(
         throw err
       }
       if (watch.rebootsAfterBoot >= BOOT_LOOP_REBOOTS) throw bootLoop(node, watch)
-      return { done: false, state: watch.describe(elapsed) }
+      const last = watch.stage === 'not answering' && watch.lastError ? ` (${watch.lastError.text})` : ''
+      // took its config and went silent: an ISO node installs (pulling its installer), then reboots
+      const installing =
+        watch.stage === 'not answering' && !watch.answered && watch.silent() && configAccepted(node, run)
+          ? 'installing: took its config, '
+          : ''
+      return { done: false, state: `${installing}${watch.describe(elapsed)}${last}` }
     }
     watch.answered = true
     watch.maintenanceSightings = 0
@@ -148,13 +178,29 @@ export async function verifyNode(
     return { status: 'ok', detail }
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err
-    const kind = watch.answered ? 'stuck' : 'unreachable'
     const after = run.facts.of(node.name).awaitingControlPlane
+    if (!watch.answered && !after && configAccepted(node, run) && watch.silent()) throw installNeverEnded(node, run, err, watch)
+    const kind = watch.answered ? 'stuck' : 'unreachable'
     const message = watch.answered
       ? `not verified within ${formatDuration(run.settings.verifyTimeoutMs)}: ${err.lastState}`
-      : `never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}${after ? ` after the bootstrap; its ${after}` : ''}`
+      : `never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}${after ? ` after the bootstrap; its ${after}` : ''}${lastErrorNote(watch.lastError ?? err.lastError)}`
     throw new NodeError(kind, message, hintFor(kind, node))
   }
+}
+
+/** Took its config, then silence to the deadline: the install did not finish; name its installer image. */
+function installNeverEnded(node: ClusterNode, run: Run, err: PollTimeout, watch: StageWatch): NodeError {
+  const configured = MachineConfig.of(node.configFile).installImage()
+  const version = run.inventory.talosVersion
+  const image = configured ?? (version ? `ghcr.io/siderolabs/installer:${version}` : undefined)
+  const which = image
+    ? `${image}${configured ? ' (machine.install.image)' : ' (the default, no machine.install.image)'}`
+    : 'machine.install.image'
+  return new NodeError(
+    'install',
+    `took its config but never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}: its install did not finish (installer image ${which}; the console has the install's errors)${lastErrorNote(watch.lastError ?? err.lastError)}`,
+    hintForInstall(node, image),
+  )
 }
 
 function bootLoop(node: ClusterNode, watch: StageWatch): NodeError {
