@@ -12,7 +12,7 @@ import type { EtcdMember, NodeAnswer, ServiceStatus } from '../tools/talosctl.js
 import { controlPlanes, type ClusterNode } from '../core/model.js'
 import { bootstrapNode, NOT_BOOTSTRAPPED } from './shared/bootstrap-node.js'
 import { pointKubeconfig } from './shared/endpoint.js'
-import { isMemberOf } from './shared/etcd-members.js'
+import { describeElsewhere, isMemberOf, namedElsewhere } from './shared/etcd-members.js'
 
 /**
  * etcd runs on some control plane already: the cluster was bootstrapped (never bootstrap twice).
@@ -147,6 +147,14 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
         // after a reset: a new, started voter, and the old ID gone (a stale one is not a rejoin)
         const old = run.facts.of(node.name).replacedEtcdMember
         const mine = list.filter((m) => m.id !== old && isMemberOf(node, m))
+        const elsewhere = namedElsewhere(node, list)
+        // its name at another address: the inventory is wrong, or another machine carries the name
+        if (mine.length === 0 && elsewhere)
+          throw new NodeError(
+            'etcd-join',
+            `${describeElsewhere(node, elsewhere)}: not counted as ${node.name}'s member`,
+            `correct ${node.name}'s address in the inventory (talconfig.yaml / nodes.yaml) to where it runs, then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`,
+          )
         const member = mine.find((m) => !m.isLearner && m.hostname) ?? mine[0]
         const stale = old !== undefined && list.some((m) => m.id === old)
         if (member && !member.isLearner && member.hostname && !stale)
