@@ -277,7 +277,8 @@ export function lastRunLines(used: Array<{ report: Report; nodes: string[] }>): 
     if (r.ok) return 'ok'
     const nodes = [...new Set(r.phases.flatMap((p) => p.nodes.filter((n) => n.status === 'failed').map((n) => n.name)))]
     const steps = r.phases.flatMap((p) => p.steps.filter((s) => s.status === 'failed').map((s) => `${p.name}/${s.name}`))
-    const what = nodes.length > 0 ? nodes : steps
+    const checked = (r.finalCheck ?? []).map((p) => `${p.node} (final check)`)
+    const what = nodes.length > 0 ? nodes : steps.length > 0 ? steps : checked
     return what.length > 0 ? `failed: ${what.join(', ')}` : 'failed'
   }
   return used
