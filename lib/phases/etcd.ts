@@ -34,7 +34,7 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
         if (answer?.error) throw answer.error
         const etcd = answer?.value ?? (await run.talosctl.serviceStatus(cp, 'etcd'))
         run.facts.of(cp.name).etcd = etcd.state
-        return etcd.state
+        return afterBootstrapRequest(etcd) ? `${etcd.state} (bootstrap requested)` : etcd.state
       } catch (err) {
         if (!(err instanceof NodeError)) throw err
         // a control plane that does not answer cannot tell; the others can
@@ -54,7 +54,17 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
       `bring a control plane back (${taskCommand('bootstrap:status')} shows them), then run the same command again`,
     )
   }
-  return cps.find((_, i) => states[i] === 'Running')
+  return cps.find((_, i) => states[i] === 'Running' || states[i]?.endsWith('(bootstrap requested)'))
+}
+
+/**
+ * The etcd service as it reads once a bootstrap was accepted on that node: Talos's BootstrapEtcd
+ * (internal/app/machined/pkg/system/services/etcd.go) stops the waiting service (`Finished`,
+ * "Bootstrap requested") and starts it again, so for seconds it reads `Finished`, then `Preparing`,
+ * before `Running`. A waiting control plane never reads `Finished`, and its events hold no request.
+ */
+function afterBootstrapRequest(etcd: ServiceStatus): boolean {
+  return etcd.state === 'Finished' || etcd.events.some((e) => /Bootstrap requested/i.test(e))
 }
 
 async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
