@@ -184,14 +184,27 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     report.progress('talosctl reset --graceful (leaves etcd), wiping STATE and EPHEMERAL, rebooting')
     await report.retry(() => run.talosctl.reset(node, true))
   } else {
+    let removed: string | undefined
     if (etcd?.member) {
       const { member, list } = etcd
       report.progress(`removing etcd member ${member.id} through ${list.via.name}`)
       // a retry whose first reply was lost meets NotFound: the member is gone, which is what was asked
       await report.retry(() => run.talosctl.etcdRemoveMember(list.via, member.id))
+      removed = `etcd member ${member.id} was removed through ${list.via.name}`
     }
     report.progress('talosctl reset --graceful=false')
-    await report.retry(() => run.talosctl.reset(node, false))
+    try {
+      await report.retry(() => run.talosctl.reset(node, false))
+    } catch (err) {
+      if (!(err instanceof NodeError) || !removed) throw err
+      // half done: out of etcd, not wiped. Only the reset finishes it (a plain rejoin would find
+      // the node configured with its old etcd data and wait for a member that no longer exists)
+      throw new NodeError(
+        err.kind,
+        `the reset is half done: ${removed}, but ${node.name} was not wiped (${err.message})`,
+        `power ${node.name} on or make it reachable (\`${talosctlCommand(node, 'version')}\`), then finish the reset; run: ${taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])}`,
+      )
+    }
   }
   // a budget-blocked drain seen while it was still configured (Talos gives up on it after 5m)
   let blocked: BlockedEviction[] = []

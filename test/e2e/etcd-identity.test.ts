@@ -1,9 +1,11 @@
 // Issue 26 items 1 and 3: a member is a node's only by the address in its peer URL, and a reset of a
 // control plane needs the remaining voters' health established. Range 127.201.x.y.
+import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { callsTo, E2eCluster, nodeIn, run } from './harness.js'
+import { callsTo, E2eCluster, nodeIn, run, type TaskResult } from './harness.js'
 
 let cluster: E2eCluster | undefined
 afterEach(async () => {
@@ -27,6 +29,22 @@ function moveInInventory(c: E2eCluster, from: string, to: string): void {
 
 const mutations = (c: E2eCluster) =>
   c.calls().filter((call) => call.call === 'reset' || (call.command === 'etcd' && call.args.includes('remove-member')))
+
+/** The hint's command run verbatim in a fresh shell: PATH and HOME only, another directory. */
+function cleanShell(c: E2eCluster, command: string): Promise<TaskResult> {
+  const child = spawn('env', ['-i', `PATH=${c.env().PATH ?? ''}`, `HOME=${process.env.HOME ?? tmpdir()}`, 'bash', '-c', command], {
+    cwd: tmpdir(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  return new Promise((resolve, reject) => {
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
 
 describe('etcd membership by address', () => {
   it('a reset of a control plane whose inventory address is wrong refuses: the hostname match at another address is named, nothing removed', async () => {
@@ -95,4 +113,28 @@ describe('etcd membership by address', () => {
     )
     expect(mutations(c)).toEqual([])
   })
+
+  it('a reset that removed the member and then could not reach the node says it is half done; its hint (RESET=true kept) finishes it', async () => {
+    cluster = await E2eCluster.start('127.201.4', { cps: 3, workers: 0 })
+    const c = cluster
+    {
+      const b = await c.task('bootstrap:talos')
+      expect(b.code, b.stderr + b.stdout).toBe(0)
+    }
+    c.sim.addFault({ node: 'cp-2', kind: 'unreachable' })
+    const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--retries', '1'])
+    expect(result.code).toBe(1)
+    const failed = nodeIn(c.report(), 'reset', 'cp-2')
+    expect(failed.error?.message).toMatch(
+      /the reset is half done: etcd member [0-9a-f]{16} was removed through cp-1, but cp-2 was not wiped/,
+    )
+    const next = result.stderr.split('\n').find((l) => /next: .*RESET=true/.test(l)) ?? ''
+    const command = /.*run: (task .+)$/.exec(next)?.[1] ?? ''
+    expect(command).toMatch(/bootstrap:node .*NODE=cp-2 RESET=true -- --yes$/)
+    // the node is powered on again; the hint, verbatim, in a fresh shell finishes the job
+    c.sim.clearFault('cp-2', 'unreachable')
+    const again = await cleanShell(c, command)
+    expect(again.code, again.stderr + again.stdout).toBe(0)
+    expect(await memberCount(c, '127.201.4.11')).toBe(3)
+  }, 180_000)
 })
