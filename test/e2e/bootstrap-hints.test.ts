@@ -48,4 +48,25 @@ describe('hints while the bootstrap is undone', () => {
         .map((call) => call.node),
     ).toEqual(['cp-1'])
   }, 180_000)
+
+  it('bootstrap:all with a failed node: the Flux steps left not run get their own next: line, and run verbatim they hand over', async () => {
+    cluster = await E2eCluster.start('127.204.2', { cps: 1, workers: 1, faults: [{ node: 'wrkr-1', on: 'any', kind: 'unreachable' }] })
+    const c = cluster
+    const result = await c.task('bootstrap:all', {}, FAST)
+    expect(result.code).toBe(1)
+    const lines = result.stderr.split('\n')
+    const at = lines.findIndex((l) => /^error: flux\/\S+: not run/.test(l))
+    expect(at, result.stderr).toBeGreaterThanOrEqual(0)
+    const flux = /next: once the failures above are recovered, run: (task .+)$/.exec(lines[at + 1] ?? '')?.[1] ?? ''
+    expect(flux).toMatch(/^task -d \S+ bootstrap:flux CLUSTER_DIR=\S+$/)
+    // the node's own hint first, then the Flux one, each verbatim in a fresh shell
+    const node = /.*run: (task .+)$/.exec(nodeIn(c.report(), 'preflight', 'wrkr-1').error?.hint ?? '')?.[1] ?? ''
+    c.sim.clearFault('wrkr-1', 'unreachable')
+    const recovered = await cleanShell(c, node)
+    expect(recovered.code, recovered.stderr + recovered.stdout).toBe(0)
+    const handed = await cleanShell(c, flux)
+    expect(handed.code, handed.stderr + handed.stdout).toBe(0)
+    expect(c.report().command).toBe('flux')
+    expect(c.report().ok).toBe(true)
+  }, 240_000)
 })
