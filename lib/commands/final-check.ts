@@ -63,10 +63,14 @@ async function readProblems(run: Run): Promise<FinalProblem[]> {
   return problems
 }
 
-/** The problems left once the run ended: read up to three times a poll interval apart (a read that flickers is no failure). */
+/** A reading that flickers under load (a slow kubectl, a batched read that timed out) is no failure: re-read for this long. */
+const SETTLE_MS = 10_000
+
+/** The problems left once the run ended: re-read every poll interval (at least three reads, for at least SETTLE_MS) while any is left. */
 export async function finalCheck(run: Run): Promise<FinalProblem[]> {
+  const until = Date.now() + Math.max(3 * run.settings.pollIntervalMs, SETTLE_MS)
   let problems = await readProblems(run)
-  for (let i = 0; i < 2 && problems.length > 0 && !run.signal.aborted; i++) {
+  for (let reads = 1; problems.length > 0 && !run.signal.aborted && (reads < 3 || Date.now() < until); reads++) {
     await sleep(run.settings.pollIntervalMs, undefined, { signal: run.signal }).catch(() => undefined)
     if (run.signal.aborted) break
     problems = await readProblems(run)
