@@ -64,8 +64,21 @@ export class Etcd {
     this.clusters.push({ id: memberId(), members: new Map([[member.id, member]]) })
     n.etcdMember = member.id
     n.etcdRunning = true
+    // BootstrapEtcd (internal/app/machined/pkg/system/services/etcd.go, system.Services().Stop then
+    // Start): the waiting service is stopped, `Finished` "Bootstrap requested", then started again:
+    // `Preparing` (pre state, runner) for a while before `Running`, so for seconds after an accepted
+    // bootstrap the node's etcd service reads neither Waiting nor Running
     n.svc('etcd', 'Finished', 'Bootstrap requested')
-    n.startService('etcd', { healthy: false })
+    const { etcd } = this.ctx.timings
+    n.after(etcd * 0.1, () => {
+      n.svc('etcd', 'Preparing', 'Running pre state')
+      n.svc('etcd', 'Preparing', 'Creating service runner')
+      n.changed()
+    })
+    n.after(etcd * 0.4, () => {
+      n.svc('etcd', 'Running', `Started task etcd (PID ${1000 + Math.floor(Math.random() * 9000)}) for container etcd`, null)
+      n.changed()
+    })
     n.talosLog('bootstrap request received')
     n.after(this.ctx.timings.etcd, () => n.etcdUp())
     n.changed()

@@ -12,6 +12,8 @@ import { acquireLock } from '../state/lock.js'
 import { output } from '../cli/output.js'
 import type { Phase } from '../engine/phase.js'
 import { phasesFor } from '../phases/index.js'
+import { finalCheck } from './final-check.js'
+import { retargetBootstrapHints } from './bootstrap-hints.js'
 import { Redactor, redactProcessOutput } from '../input/redact.js'
 import type { Report } from '../core/results.js'
 import { stateDir, statePaths } from '../state/paths.js'
@@ -181,7 +183,12 @@ async function execute(
     run.journal.save()
   }
 
-  const ok = !interrupted && results.length === phases.length && results.every((p) => p.ok)
+  retargetBootstrapHints(results, spec.command, spec.recover ?? false)
+  const phasesOk = !interrupted && results.length === phases.length && results.every((p) => p.ok)
+  // a multi-phase command ends at exit 0 only over what bootstrap:status would call healthy
+  const problems = phasesOk && !args.dryRun && spec.phases.length > 1 ? await finalCheck(run) : []
+  interrupted ||= signal.aborted
+  const ok = phasesOk && !interrupted && problems.length === 0
   const report: Report = {
     version: 1,
     command: spec.command,
@@ -192,6 +199,7 @@ async function execute(
     finishedAt: new Date().toISOString(),
     settings: { ...settings },
     phases: results,
+    ...(problems.length > 0 ? { finalCheck: problems.map((p) => ({ node: p.node.name, message: p.message, hint: p.hint })) } : {}),
   }
   if (args.dryRun) {
     output.table(redactor.redact(summaryTable(nodes, results, true)))
@@ -200,6 +208,10 @@ async function execute(
     const file = writeReport(inventory.clusterDir, report, redactor)
     output.table(redactor.redact(summaryTable(nodes, results)))
     for (const line of failureDetails(results)) output.error(redactor.redact(line))
+    for (const p of problems) {
+      output.error(redactor.redact(`final check: ${p.node.name} (${p.node.address}): ${p.message}`))
+      output.error(redactor.redact(`  next: ${p.hint}`))
+    }
     output.info(`report: ${file}`)
   }
   if (interrupted) return ExitCode.interrupted

@@ -15,7 +15,7 @@ import { buildTimeline, type Lane } from '../report/timeline.js'
 import type { ToolRunner } from '../tools/exec.js'
 import { condition, type Kubectl } from '../tools/kubectl.js'
 import type { EtcdMember, MachineStatus, Talosctl } from '../tools/talosctl.js'
-import { isMemberOf } from '../phases/shared/etcd-members.js'
+import { describeElsewhere, isMemberOf, namedElsewhere } from '../phases/shared/etcd-members.js'
 
 /** Deadline of one status call (capped by callTimeout): long enough for a loaded node, short enough to stay live. */
 export const STATUS_DEADLINE_MS = 3_000
@@ -186,7 +186,7 @@ function etcdCell(node: ClusterNode, members: EtcdMember[] | undefined): string 
   if (node.role !== 'controlplane') return '-'
   if (!members) return '?'
   const member = members.find((m) => isMemberOf(node, m))
-  if (!member) return 'no'
+  if (!member) return namedElsewhere(node, members) ? 'elsewhere' : 'no'
   return member.isLearner ? 'learner' : 'member'
 }
 
@@ -245,6 +245,8 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
     if (status && status.unmetConditions.length > 0)
       notes.push(`unmet: ${status.unmetConditions.map((c) => `${c.name} (${c.reason})`).join(', ')}`)
     if (machine?.state === 'error' && !['unreachable', 'timeout'].includes(machine.kind)) notes.push(machine.message)
+    const elsewhere = node.role === 'controlplane' && members ? namedElsewhere(node, members) : undefined
+    if (elsewhere && !members?.some((m) => isMemberOf(node, m))) notes.push(describeElsewhere(node, elsewhere))
     if (machine?.state === 'error' && machine.kind === 'timeout') notes.push(`no answer within ${Math.round(tools.deadlineMs / 1000)}s`)
     if (machine?.state === 'error' && machine.kind === 'unreachable')
       notes.push(/connect: ([^"]+)/.exec(machine.message)?.[1] ?? 'no connection')
@@ -275,7 +277,8 @@ export function lastRunLines(used: Array<{ report: Report; nodes: string[] }>): 
     if (r.ok) return 'ok'
     const nodes = [...new Set(r.phases.flatMap((p) => p.nodes.filter((n) => n.status === 'failed').map((n) => n.name)))]
     const steps = r.phases.flatMap((p) => p.steps.filter((s) => s.status === 'failed').map((s) => `${p.name}/${s.name}`))
-    const what = nodes.length > 0 ? nodes : steps
+    const checked = (r.finalCheck ?? []).map((p) => `${p.node} (final check)`)
+    const what = nodes.length > 0 ? nodes : steps.length > 0 ? steps : checked
     return what.length > 0 ? `failed: ${what.join(', ')}` : 'failed'
   }
   return used

@@ -69,4 +69,6 @@ export interface Report {
   settings: Record<string, unknown>
   phases: PhaseResult[]
   plan?: Array<{ node?: string; command: string }>
+  /** what the check at the end of a multi-phase command found wrong (the phases all ended ok) */
+  finalCheck?: Array<{ node: string; message: string; hint: string }>
 }

@@ -13,7 +13,7 @@ import type { EtcdMember, NodeAnswer, ServiceStatus } from '../tools/talosctl.js
 import { controlPlanes, type ClusterNode } from '../core/model.js'
 import { bootstrapNode, NOT_BOOTSTRAPPED } from './shared/bootstrap-node.js'
 import { pointKubeconfig } from './shared/endpoint.js'
-import { isMemberOf } from './shared/etcd-members.js'
+import { describeElsewhere, isMemberOf, namedElsewhere } from './shared/etcd-members.js'
 
 /**
  * etcd runs on some control plane already: the cluster was bootstrapped (never bootstrap twice).
@@ -35,7 +35,7 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
         if (answer?.error) throw answer.error
         const etcd = answer?.value ?? (await run.talosctl.serviceStatus(cp, 'etcd'))
         run.facts.of(cp.name).etcd = etcd.state
-        return etcd.state
+        return afterBootstrapRequest(etcd) ? `${etcd.state} (bootstrap requested)` : etcd.state
       } catch (err) {
         if (!(err instanceof NodeError)) throw err
         // a control plane that does not answer cannot tell; the others can
@@ -55,7 +55,17 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
       `bring a control plane back (${taskCommand('bootstrap:status')} shows them), then run the same command again`,
     )
   }
-  return cps.find((_, i) => states[i] === 'Running')
+  return cps.find((_, i) => states[i] === 'Running' || states[i]?.endsWith('(bootstrap requested)'))
+}
+
+/**
+ * The etcd service as it reads once a bootstrap was accepted on that node: Talos's BootstrapEtcd
+ * (internal/app/machined/pkg/system/services/etcd.go) stops the waiting service (`Finished`,
+ * "Bootstrap requested") and starts it again, so for seconds it reads `Finished`, then `Preparing`,
+ * before `Running`. A waiting control plane never reads `Finished`, and its events hold no request.
+ */
+function afterBootstrapRequest(etcd: ServiceStatus): boolean {
+  return etcd.state === 'Finished' || etcd.events.some((e) => /Bootstrap requested/i.test(e))
 }
 
 async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
@@ -175,6 +185,14 @@ function joinStep(members: SharedReading<EtcdMember[]>) {
         // after a reset: a new, started voter, and the old ID gone (a stale one is not a rejoin)
         const old = run.facts.of(node.name).replacedEtcdMember
         const mine = list.filter((m) => m.id !== old && isMemberOf(node, m))
+        const elsewhere = namedElsewhere(node, list)
+        // its name at another address: the inventory is wrong, or another machine carries the name
+        if (mine.length === 0 && elsewhere)
+          throw new NodeError(
+            'etcd-join',
+            `${describeElsewhere(node, elsewhere)}: not counted as ${node.name}'s member`,
+            `correct ${node.name}'s address in the inventory (talconfig.yaml / nodes.yaml) to where it runs, then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`,
+          )
         const member = mine.find((m) => !m.isLearner && m.hostname) ?? mine[0]
         const stale = old !== undefined && list.some((m) => m.id === old)
         if (member && !member.isLearner && member.hostname && !stale)

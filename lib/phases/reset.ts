@@ -12,7 +12,7 @@ import { PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { Run } from '../engine/run.js'
 import { bootIdOf, condition } from '../tools/kubectl.js'
 import type { EtcdMember } from '../tools/talosctl.js'
-import { isMemberOf } from './shared/etcd-members.js'
+import { describeElsewhere, isMemberOf, namedElsewhere } from './shared/etcd-members.js'
 
 interface MemberList {
   via: ClusterNode
@@ -42,9 +42,11 @@ async function etcdServices(node: ClusterNode, run: Run): Promise<{ cp: ClusterN
 }
 
 /**
- * A control plane is reset only when a member list was read and taking its member away keeps a
- * quorum: etcd counts voting members only (a learner never votes, never counts as healthy), and
- * refuses a removal leaving fewer started voters than a quorum of the rest (strict reconfiguration).
+ * A control plane is reset only when a member list was read, the member this node's by its address
+ * (a member named after it at another address is a contradiction: refused, never removed), and the
+ * remaining voters' health established: each one's etcd service running, its etcd API answering
+ * (its own member list read), started and not a learner. A removal is a proposal the current N
+ * voters commit, so the healthy voters left must be a quorum of N: healthy - 1 >= floor(N/2) + 1.
  */
 async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberList; member: EtcdMember | undefined } | undefined> {
   if (node.role !== 'controlplane') return undefined
@@ -53,14 +55,19 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
     throw new NodeError('etcd-join', `${node.name} is the only control plane: resetting it destroys the cluster's etcd`, snapshotHint)
   const services = await etcdServices(node, run)
   let list: MemberList | undefined
-  const failures = services.filter((s) => !s.running).map((s) => `${s.cp.name}: ${s.why}`)
+  const failures = new Map<string, string>(services.filter((s) => !s.running).map((s) => [s.cp.name, `${s.cp.name}: ${s.why}`]))
+  // whose etcd API answered: every other control plane is asked, not only the first that answers
+  const answered = new Set<string>()
   for (const s of services.filter((x) => x.running)) {
+    // this node's own list is needed only when no other control plane gave one
+    if (s.cp.name === node.name && list) continue
     try {
-      list = { via: s.cp, members: await run.talosctl.etcdMembers(s.cp) }
-      break
+      const members = await run.talosctl.etcdMembers(s.cp)
+      answered.add(s.cp.name)
+      list ??= { via: s.cp, members }
     } catch (err) {
       if (!(err instanceof NodeError)) throw err
-      failures.push(`${s.cp.name}: ${err.message}`)
+      failures.set(s.cp.name, `${s.cp.name}: ${err.message}`)
     }
   }
   const again = taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])
@@ -68,8 +75,16 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
     const ask = others.map((cp) => `\`${talosctlCommand(cp, 'service etcd')}\``).join(', ')
     throw new NodeError(
       'etcd-join',
-      `no etcd member list could be read (${failures.join('; ')}): without one a reset of ${node.name} could wipe the last running etcd member`,
+      `no etcd member list could be read (${[...failures.values()].join('; ')}): without one a reset of ${node.name} could wipe the last running etcd member`,
       `check etcd on the other control planes (${ask}); once one answers \`${talosctlCommand(others[0]!, 'etcd members')}\`, run: ${again}`,
+    )
+  }
+  const elsewhere = namedElsewhere(node, list.members)
+  if (elsewhere) {
+    throw new NodeError(
+      'etcd-join',
+      `not reset: ${describeElsewhere(node, elsewhere)} (read through ${list.via.name}); the inventory and the cluster disagree about where ${node.name} runs, and removing that member could throw a running control plane out of etcd`,
+      `correct ${node.name}'s address in the inventory (talconfig.yaml / nodes.yaml) to the one its member carries, or remove the member yourself once you know that machine is gone (\`${talosctlCommand(list.via, 'etcd members')}\`); then run: ${again}`,
     )
   }
   const member = list.members.find((m) => isMemberOf(node, m))
@@ -78,13 +93,26 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
   const voters = list.members.filter((m) => !m.isLearner && m !== member)
   if (voters.length === 0)
     throw new NodeError('etcd-join', `${node.name} is the last etcd member: resetting it destroys the cluster's data`, snapshotHint)
-  // a voter counts when its etcd runs and it started (a member that never started holds no data)
-  const healthy = voters.filter((m) => m.hostname && services.some((s) => s.running && isMemberOf(s.cp, m))).length
-  const quorum = Math.floor(voters.length / 2) + 1
-  if (healthy < quorum) {
+  // a voter is healthy when it started (a member that never started holds no data) and the control
+  // plane at its address runs etcd and answered: a member at no inventory address cannot be read
+  const cpOf = (m: EtcdMember): ClusterNode | undefined => others.find((cp) => isMemberOf(cp, m))
+  const healthy = voters.filter((m) => {
+    const cp = cpOf(m)
+    return m.hostname !== '' && cp !== undefined && answered.has(cp.name)
+  })
+  const quorum = Math.floor((voters.length + 1) / 2) + 1
+  if (healthy.length < quorum) {
+    const unread = voters
+      .filter((m) => !healthy.includes(m))
+      .map((m) => {
+        const cp = cpOf(m)
+        if (!cp) return `member ${m.id}${m.hostname ? ` (${m.hostname})` : ''}: at no control plane's inventory address`
+        if (m.hostname === '') return `${cp.name}: member ${m.id} not started`
+        return failures.get(cp.name) ?? `${cp.name}: etcd not read`
+      })
     throw new NodeError(
       'etcd-join',
-      `resetting ${node.name} would break etcd quorum: ${healthy} healthy of ${voters.length} remaining voting members, ${quorum} needed (${failures.join('; ') || 'members not in the inventory'})`,
+      `resetting ${node.name} would break etcd quorum: ${healthy.length} healthy of ${voters.length} remaining voting members, ${quorum} needed of ${voters.length + 1} (not established: ${unread.join('; ')})`,
       `bring the other control planes' etcd back first (${taskCommand('bootstrap:status')}, \`${talosctlCommand(list.via, 'etcd members')}\`), then run: ${again}`,
     )
   }
@@ -156,14 +184,27 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     report.progress('talosctl reset --graceful (leaves etcd), wiping STATE and EPHEMERAL, rebooting')
     await report.retry(() => run.talosctl.reset(node, true))
   } else {
+    let removed: string | undefined
     if (etcd?.member) {
       const { member, list } = etcd
       report.progress(`removing etcd member ${member.id} through ${list.via.name}`)
       // a retry whose first reply was lost meets NotFound: the member is gone, which is what was asked
       await report.retry(() => run.talosctl.etcdRemoveMember(list.via, member.id))
+      removed = `etcd member ${member.id} was removed through ${list.via.name}`
     }
     report.progress('talosctl reset --graceful=false')
-    await report.retry(() => run.talosctl.reset(node, false))
+    try {
+      await report.retry(() => run.talosctl.reset(node, false))
+    } catch (err) {
+      if (!(err instanceof NodeError) || !removed) throw err
+      // half done: out of etcd, not wiped. Only the reset finishes it (a plain rejoin would find
+      // the node configured with its old etcd data and wait for a member that no longer exists)
+      throw new NodeError(
+        err.kind,
+        `the reset is half done: ${removed}, but ${node.name} was not wiped (${err.message})`,
+        `power ${node.name} on or make it reachable (\`${talosctlCommand(node, 'version')}\`), then finish the reset; run: ${taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])}`,
+      )
+    }
   }
   // a budget-blocked drain seen while it was still configured (Talos gives up on it after 5m)
   let blocked: BlockedEviction[] = []

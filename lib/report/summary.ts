@@ -1,6 +1,7 @@
 import type { ClusterNode } from '../core/model.js'
 import type { NodeResult, PhaseResult } from '../core/results.js'
 import { formatTable } from '../cli/table.js'
+import { taskCommand } from '../cli/hints.js'
 
 function overall(results: NodeResult[], ok: string): string {
   const failed = results.find((r) => r.status === 'failed')
@@ -58,5 +59,29 @@ export function failureDetails(phases: PhaseResult[]): string[] {
       }
     }
   }
+  // a step the failures left undone gets its own way to finish it: following a node's hint alone
+  // (bootstrap:node) never runs a later phase's cluster steps (the CNI, Flux)
+  if (lines.length > 0) {
+    for (const phase of phases) {
+      for (const step of phase.steps) {
+        if (step.status !== 'not-run') continue
+        lines.push(
+          `${phase.name}/${step.name}: not run${step.detail ? ` (${step.detail})` : ''}`,
+          `  next: once the failures above are recovered, run: ${taskCommand(PHASE_TASK[phase.name])}`,
+        )
+      }
+    }
+  }
   return lines
+}
+
+/** The task that runs one phase alone. */
+const PHASE_TASK: Record<PhaseResult['name'], string> = {
+  preflight: 'bootstrap:preflight',
+  reset: 'bootstrap:talos',
+  apply: 'bootstrap:apply',
+  verify: 'bootstrap:verify',
+  bootstrap: 'bootstrap:etcd',
+  'wait-ready': 'bootstrap:wait-ready',
+  flux: 'bootstrap:flux',
 }

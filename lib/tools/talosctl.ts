@@ -41,6 +41,8 @@ export interface ServiceStatus {
   state: string
   health: string
   lastEvent: string
+  /** every event talosctl printed, newest first (`Bootstrap requested`, `Running pre state`, …) */
+  events: string[]
 }
 
 /** One node's part of a batched read: its answer, or its own error (classified as a read of that node alone). */
@@ -439,7 +441,16 @@ function toDisk(doc: unknown): Disk {
 export function parseServiceBlock(stdout: string, id: string): ServiceStatus {
   const field = (name: string): string => new RegExp(`^${name}\\s+(.*)$`, 'm').exec(stdout)?.[1]?.trim() ?? ''
   const event = /^EVENTS\s+\[\w+\]: (.*?)(?: \(\S+ ago\))?$/m.exec(stdout)?.[1] ?? ''
-  return { id, state: field('STATE') || 'unknown', health: field('HEALTH') || '?', lastEvent: event }
+  // the EVENTS line, then one indented line per older event
+  const events: string[] = []
+  let inEvents = false
+  for (const line of stdout.split('\n')) {
+    if (/^EVENTS\s/.test(line)) inEvents = true
+    else if (!/^\s/.test(line)) inEvents = false
+    const m = inEvents ? /^(?:EVENTS)?\s+\[\w+\]: (.*?)(?: \(\S+ ago\))?$/.exec(line) : null
+    if (m?.[1] !== undefined) events.push(m[1])
+  }
+  return { id, state: field('STATE') || 'unknown', health: field('HEALTH') || '?', lastEvent: event, events }
 }
 
 /**

@@ -170,7 +170,9 @@ describe.concurrent('bootstrap faults', () => {
         const result = await cluster.task('bootstrap:talos', {}, FAST)
         expect(result.code).toBe(1)
         const report = cluster.report()
-        expectPhase(report, 'preflight', { 'cp-1': 'failed:unreachable', 'cp-2': 'ok', 'wrkr-1': 'ok' }, nodeRecovery)
+        expectPhase(report, 'preflight', { 'cp-1': 'failed:unreachable', 'cp-2': 'ok', 'wrkr-1': 'ok' })
+        // bootstrap:node never bootstraps: the hint of a node that failed before the bootstrap is bootstrap:talos (issue 26 item 9)
+        expect(nodeIn(report, 'preflight', 'cp-1').error?.hint).toMatch(/task -d \S+ bootstrap:talos CLUSTER_DIR=\S+$/)
         expectPhase(report, 'verify', { 'cp-1': 'not-run', 'cp-2': 'ok', 'wrkr-1': 'ok' })
         expect(stepIn(report, 'bootstrap', 'etcd-bootstrap')).toMatchObject({
           status: 'not-run',

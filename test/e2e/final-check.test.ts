@@ -1,0 +1,65 @@
+// Issue 26 items 4 and 5: a multi-phase command exits 0 only when what bootstrap:status checks holds at
+// its end: every control plane's etcd running and healthy, every selected node running and Ready.
+// Range 127.202.x.y.
+import { afterEach, describe, expect, it } from 'vitest'
+import { E2eCluster, run } from './harness.js'
+
+let cluster: E2eCluster | undefined
+afterEach(async () => {
+  await cluster?.stop()
+  cluster = undefined
+})
+
+/** Runs `act` once, the first time `when` holds (checked every 5 ms). */
+function once(when: () => boolean, act: () => Promise<unknown> | void): { stop: () => void; fired: () => boolean } {
+  let fired = false
+  const timer = setInterval(() => {
+    if (fired || !when()) return
+    fired = true
+    clearInterval(timer)
+    void act()
+  }, 5)
+  return { stop: () => clearInterval(timer), fired: () => fired }
+}
+
+describe('the final check of a multi-phase command', () => {
+  it("bootstrap:talos: cp-3's etcd stopped after its join step: exit 1 naming cp-3, as bootstrap:status says", async () => {
+    cluster = await E2eCluster.start('127.202.1', { cps: 3, workers: 1 })
+    const c = cluster
+    // once cp-3's kubelet registered (its join step is over), its etcd is stopped
+    const t = once(
+      () => c.sim.node('cp-3')?.registered === true && c.sim.node('wrkr-1')?.registered === true,
+      () => run('talosctl', ['service', 'etcd', 'stop', '-e', '127.202.1.13', '-n', '127.202.1.13'], c.env()),
+    )
+    const result = await c.task('bootstrap:talos')
+    t.stop()
+    expect(t.fired()).toBe(true)
+    expect(result.code, result.stdout + result.stderr).toBe(1)
+    expect(result.stderr).toMatch(/final check: cp-3 \(127\.202\.1\.13\): etcd is not running and healthy at the end of the run/)
+    expect(result.stderr).toMatch(/next: .*bootstrap:status/)
+    const report = c.report()
+    expect(report.ok).toBe(false)
+    expect(report.finalCheck?.map((p) => p.node)).toEqual(['cp-3'])
+    const status = await c.task('bootstrap:status')
+    expect(status.code).toBe(1)
+  })
+
+  it('bootstrap:all: a worker down during the Flux phase: exit 1 naming it, the phases themselves ok', async () => {
+    cluster = await E2eCluster.start('127.202.2', { cps: 1, workers: 2 })
+    const c = cluster
+    const t = once(
+      () => c.calls().some((call) => call.tool === 'flux'),
+      () => c.sim.addFault({ node: 'wrkr-2', kind: 'unreachable' }),
+    )
+    const result = await c.task('bootstrap:all')
+    t.stop()
+    expect(t.fired()).toBe(true)
+    expect(result.code, result.stdout + result.stderr).toBe(1)
+    const report = c.report()
+    expect(report.phases.every((p) => p.ok)).toBe(true)
+    expect(report.finalCheck?.map((p) => p.node)).toEqual(['wrkr-2'])
+    expect(result.stderr).toMatch(
+      /final check: wrkr-2 \(127\.202\.2\.22\): not running and Ready at the end of the run \(stage unreachable/,
+    )
+  })
+})
