@@ -14,7 +14,7 @@ import {
   talhelperEnv,
   talosVersionOf,
 } from './talhelper.js'
-import { MachineConfig } from './machine-config.js'
+import { type ConfigSetting, MachineConfig, networkIdentity } from './machine-config.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
 
 export interface InventoryOptions {
@@ -207,6 +207,7 @@ function build(
 ): Inventory {
   const errors: InputError[] = []
   const nodes: ClusterNode[] = []
+  const identities: Array<{ node: ClusterNode; addresses: Array<ConfigSetting<string>>; dhcp: boolean }> = []
   const seenNames = new Map<string, number>()
   const seenAddresses = new Map<string, { index: number; written: string }>()
   if (raw.length === 0) {
@@ -298,7 +299,7 @@ function build(
       return
     }
     // a config that is not a v1alpha1 machine config of this role would otherwise reach the node
-    const config = checkMachineConfig(n.configFile, n.name, role, schema)
+    const config = checkMachineConfig(n.configFile, n.name, role, schema, file.path)
     if ('problems' in config) {
       errors.push(...config.problems)
       return
@@ -315,7 +316,9 @@ function build(
     if (kubeName !== n.name) node.kubeName = kubeName
     if (MachineConfig.of(n.configFile).discovery) node.discovery = true
     nodes.push(node)
+    identities.push({ node, addresses: config.addresses, dhcp: config.dhcp })
   })
+  errors.push(...addressProblems(file.path, identities, schema))
   if (raw.length > 0 && errors.length === 0 && !nodes.some((n) => n.role === 'controlplane')) {
     errors.push(file.error(['nodes'], 'no control plane node in the inventory', 'mark at least one node as a control plane'))
   }
@@ -391,8 +394,9 @@ function checkMachineConfig(
   name: string,
   role: Role,
   schema: 'talhelper' | 'nodes',
-): { problems: InputError[] } | { hostname?: string; registerWithFQDN: boolean } {
-  const problems = machineConfigProblems(path, name, role, schema)
+  inventoryFile: string,
+): { problems: InputError[] } | ConfigIdentity {
+  const problems = machineConfigProblems(path, name, role, schema, inventoryFile)
   return Array.isArray(problems) ? { problems } : problems
 }
 
@@ -409,12 +413,20 @@ export function kubernetesNodeName(hostname: string, registerWithFQDN: boolean):
     .replace(/[^a-z0-9.-]/g, '')
 }
 
+interface ConfigIdentity {
+  hostname?: string
+  registerWithFQDN: boolean
+  addresses: Array<ConfigSetting<string>>
+  dhcp: boolean
+}
+
 function machineConfigProblems(
   path: string,
   name: string,
   role: Role,
   schema: 'talhelper' | 'nodes',
-): InputError[] | { hostname?: string; registerWithFQDN: boolean } {
+  inventoryFile: string,
+): InputError[] | ConfigIdentity {
   const machineConfig = MachineConfig.of(path)
   const source = machineConfig.source
   if (source === undefined) {
@@ -447,7 +459,6 @@ function machineConfigProblems(
   const err = (doc: Document, keys: Array<string | number>, message: string, fix: string): InputError =>
     new InputError(message, { file: path, ...at(doc, keys), fix })
   const v1alpha1: Document[] = []
-  let hostnameDoc: unknown
   for (const doc of docs) {
     // an empty document (a stray `---`) holds nothing
     if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) continue
@@ -468,7 +479,6 @@ function machineConfigProblems(
       v1alpha1.push(doc)
       continue
     }
-    if (kind === 'HostnameConfig') hostnameDoc = doc.get('hostname')
     if (typeof kind !== 'string' || typeof doc.get('apiVersion') !== 'string') {
       return [
         err(
@@ -537,11 +547,103 @@ function machineConfigProblems(
     )
   }
   if (problems.length > 0) return problems
-  // the hostname Talos takes: the v1alpha1 one, else a HostnameConfig document's (Talos 1.12 multi-doc)
-  const hostname = [config.getIn(['machine', 'network', 'hostname']), hostnameDoc].find(
-    (h): h is string => typeof h === 'string' && h !== '',
-  )
-  return { ...(hostname ? { hostname } : {}), registerWithFQDN: config.getIn(['machine', 'kubelet', 'registerWithFQDN']) === true }
+  // the hostname Talos takes (the Kubernetes Node's name) and the addresses it gives itself: another
+  // node's config saved under this node's name would bring this machine up as that node
+  const identity = networkIdentity(machineConfig)
+  const hostname = identity.hostname
+  const regenerate =
+    schema === 'talhelper'
+      ? `point the node at its own machine config: regenerate them with talhelper genconfig from ${inventoryFile}`
+      : `point config: in ${inventoryFile} at the node's own machine config`
+  if (hostname) {
+    const where = { file: path, ...(hostname.line ? { line: hostname.line } : {}) }
+    if (typeof hostname.value !== 'string' || !isDns1123Hostname(hostname.value)) {
+      return [
+        new InputError(`${hostname.key} ${JSON.stringify(hostname.value)} of ${name} is not a DNS-1123 hostname`, {
+          ...where,
+          fix: 'use letters, digits and dashes in dot-separated labels of at most 63 characters, each starting and ending with a letter or digit, and regenerate the config',
+        }),
+      ]
+    }
+    if (!sameHost(hostname.value, name)) {
+      return [
+        new InputError(
+          `${hostname.key} "${hostname.value}" contradicts ${inventoryFile}, where this config is node ${name}: the machine would come up as ${hostname.value}`,
+          { ...where, fix: regenerate },
+        ),
+      ]
+    }
+  }
+  return {
+    ...(hostname && typeof hostname.value === 'string' ? { hostname: hostname.value } : {}),
+    registerWithFQDN: config.getIn(['machine', 'kubelet', 'registerWithFQDN']) === true,
+    addresses: identity.addresses,
+    dhcp: identity.dhcp,
+  }
+}
+
+/** DNS-1123 (RFC 1123) labels, any case (Talos lower-cases the Node name), at most 253 characters. */
+function isDns1123Hostname(name: string): boolean {
+  return name.length <= 253 && /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(name)
+}
+
+/** The same host: equal in any case, or one the short name of the other (knode01 / knode01.home.example). */
+function sameHost(a: string, b: string): boolean {
+  const x = a.toLowerCase().replace(/\.$/, '')
+  const y = b.toLowerCase().replace(/\.$/, '')
+  return x === y || x === y.split('.')[0] || y === x.split('.')[0]
+}
+
+/**
+ * Every static address a config gives its node must be that node's: one of another inventory node's
+ * addresses means another node's config; static addresses none of which is the inventory's address
+ * (with no DHCP to reach it otherwise) mean the node would leave the address the tool reaches it at.
+ */
+function addressProblems(
+  inventoryFile: string,
+  nodes: ReadonlyArray<{ node: ClusterNode; addresses: Array<ConfigSetting<string>>; dhcp: boolean }>,
+  schema: 'talhelper' | 'nodes',
+): InputError[] {
+  const owner = new Map<string, ClusterNode>()
+  for (const { node } of nodes) for (const a of addressesOfNode(node)) owner.set(canonicalAddress(a), node)
+  const problems: InputError[] = []
+  const fix = (name: string): string =>
+    schema === 'talhelper'
+      ? `point ${name} at its own machine config (regenerate them with talhelper genconfig), or correct its ipAddress in ${inventoryFile}`
+      : `point config: of ${name} at its own machine config, or correct its ip in ${inventoryFile}`
+  for (const { node, addresses, dhcp } of nodes) {
+    if (!node.configFile || addresses.length === 0) continue
+    const where = (a: ConfigSetting<string>): { file: string; line?: number; fix: string } => ({
+      file: node.configFile as string,
+      ...(a.line ? { line: a.line } : {}),
+      fix: fix(node.name),
+    })
+    const foreign = addresses.find((a) => {
+      const other = owner.get(canonicalAddress(a.value))
+      return other !== undefined && other !== node
+    })
+    if (foreign) {
+      const other = owner.get(canonicalAddress(foreign.value)) as ClusterNode
+      problems.push(
+        new InputError(
+          `${foreign.key} ${foreign.value} in the config of ${node.name} is the address of ${other.name} in ${inventoryFile}: the machine would come up with ${other.name}'s address`,
+          where(foreign),
+        ),
+      )
+      continue
+    }
+    const own = addressesOfNode(node).map(canonicalAddress)
+    const ips = addressesOfNode(node).filter((a) => isIP(a.replace(/^\[|\]$/g, '')) !== 0)
+    if (dhcp || ips.length === 0 || addresses.some((a) => own.includes(canonicalAddress(a.value)))) continue
+    const first = addresses[0] as ConfigSetting<string>
+    problems.push(
+      new InputError(
+        `the config of ${node.name} gives it the static address${addresses.length > 1 ? 'es' : ''} ${addresses.map((a) => a.value).join(', ')}, none of them its address ${ips.join(', ')} in ${inventoryFile}: the machine would leave the address it is reached at`,
+        where(first),
+      ),
+    )
+  }
+  return problems
 }
 
 /** A talosconfig must parse and hold a context with credentials, or every authenticated call fails later. */
