@@ -57,21 +57,29 @@ export function loadCluster(
   args: Pick<CommandArgs, 'clusterDir' | 'settingFlags'>,
   env: NodeJS.ProcessEnv,
 ): { settings: Settings; inventory: Inventory; redactor: Redactor } {
+  // every line printed from here on goes through the redactor, input errors included; it learns
+  // each secret before the file that could quote it is parsed (a config path that resolves to the
+  // deploy key prints the key's lines only masked)
+  const redactor = new Redactor()
+  redactProcessOutput(redactor)
   const input = { clusterDir: args.clusterDir, env, flags: args.settingFlags }
   const settings = loadSettings(input)
+  const dir = resolve(args.clusterDir)
+  // credentials in a URL's user info are never printed, in a plan, a progress line or a report
+  for (const url of [settings.cni?.repo, settings.flux?.git?.url, settings.flux?.operator?.repo, settings.flux?.operator?.chart])
+    if (url) redactor.addUrlCredentials(url)
+  if (settings.flux?.git?.privateKeyFile) redactor.addFile(resolve(dir, settings.flux.git.privateKeyFile))
+  if (settings.flux?.sopsAgeKeyFile) redactor.addFile(resolve(dir, settings.flux.sopsAgeKeyFile))
+  // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
+  for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(dir, file))
   const inventory = loadInventory(args.clusterDir, {
     env,
     ...(settings.talconfig ? { talconfig: settings.talconfig } : {}),
     ...(settings.talhelperOutDir ? { talhelperOutDir: settings.talhelperOutDir } : {}),
   })
-  checkSettingsFit(input, settings, inventory)
-  const redactor = new Redactor()
   redactor.addFromYamlFile(inventory.talosconfig)
-  for (const node of inventory.nodes) for (const doc of MachineConfig.of(node.configFile).values()) redactor.addFromValue(doc)
-  if (settings.flux?.git?.privateKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.git.privateKeyFile))
-  if (settings.flux?.sopsAgeKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.sopsAgeKeyFile))
-  // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
-  for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(inventory.clusterDir, file))
+  for (const node of inventory.nodes) for (const doc of MachineConfig.of(node.configFile).values()) redactor.addFromMachineConfig(doc)
+  checkSettingsFit(input, settings, inventory)
   const controlPlanes = inventory.nodes.filter((n) => n.role === 'controlplane')
   const first = controlPlanes.find((n) => n.name === settings.bootstrapNode || n.address === settings.bootstrapNode)
   setHintContext({
@@ -92,7 +100,6 @@ async function execute(
 ): Promise<number> {
   const startedAt = new Date()
   const { settings, inventory, redactor } = loadCluster(args, env)
-  redactProcessOutput(redactor)
   const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node, inventory), 'NODE') : selectNodes(inventory, args.nodes)
   const names = spec.recover && args.reset ? spec.phases.flatMap((p) => (p === 'preflight' ? [p, 'reset' as const] : [p])) : spec.phases
   const phases: Phase[] = phasesFor(names)

@@ -14,6 +14,7 @@ import {
   talhelperEnv,
   talosVersionOf,
 } from './talhelper.js'
+import { outsideClusterDir } from './inside.js'
 import { type ConfigSetting, MachineConfig, networkIdentity } from './machine-config.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
 
@@ -36,7 +37,11 @@ export function loadInventory(clusterDir: string, options: InventoryOptions = {}
   }
   const talconfig = resolve(dir, options.talconfig ?? 'talconfig.yaml')
   const nodesFile = join(dir, 'nodes.yaml')
-  if (existsSync(talconfig)) return fromTalconfig(dir, talconfig, options)
+  if (existsSync(talconfig)) {
+    const outside = outsideClusterDir(dir, talconfig, 'the talconfig file', 'keep talconfig.yaml in the cluster directory')
+    if (outside) throw outside
+    return fromTalconfig(dir, talconfig, options)
+  }
   if (options.talconfig !== undefined) {
     throw new InputError('the talconfig file set in the settings does not exist', {
       file: talconfig,
@@ -298,6 +303,16 @@ function build(
       errors.push(file.error(n.path, `${n.name}: machine config ${n.configFile} not found`, fix))
       return
     }
+    const outside = outsideClusterDir(
+      dir,
+      n.configFile,
+      `the machine config of ${n.name}`,
+      'keep the machine configs in the cluster directory',
+    )
+    if (outside) {
+      errors.push(outside)
+      return
+    }
     // a config that is not a v1alpha1 machine config of this role would otherwise reach the node
     const config = checkMachineConfig(n.configFile, n.name, role, schema, file.path)
     if ('problems' in config) {
@@ -337,6 +352,8 @@ function build(
       ),
     )
   }
+  const talosconfigOutside = outsideClusterDir(dir, talosconfig, 'the talosconfig', 'keep the talosconfig in the cluster directory')
+  if (talosconfigOutside) errors.push(talosconfigOutside)
   if (errors.length === 0) checkTalosconfig(talosconfig, errors)
   if (errors.length === 1) throw errors[0]
   if (errors.length > 1) throw new InputErrors(errors)

@@ -1,7 +1,8 @@
 import { existsSync, realpathSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseDuration } from '../core/duration.js'
-import { InputError } from '../core/errors.js'
+import { InputError, InputErrors } from '../core/errors.js'
+import { outsideClusterDir } from './inside.js'
 import type { Inventory } from '../core/model.js'
 import { TALENV_FILES } from './talhelper.js'
 import { YamlFile } from './yaml-file.js'
@@ -567,6 +568,14 @@ export function checkSettingsFit(input: SettingsInput, settings: Settings, inven
       fix: 'move the directory away, or point kubeconfig at a file path (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig)',
     })
   }
+  // every file the run reads lies in the cluster directory (no `../`, no link out of it)
+  const outside = inputFiles(input.clusterDir, settings, inventory)
+    .map((file) =>
+      outsideClusterDir(inventory.clusterDir, file, 'this input file', 'move it into the cluster directory and name it relative to it'),
+    )
+    .filter((e): e is InputError => e !== undefined)
+  if (outside.length === 1) throw outside[0]
+  if (outside.length > 1) throw new InputErrors(outside)
   // the kubeconfig is written: never over one of the files the run reads
   const clashing = inputFiles(input.clusterDir, settings, inventory).find((file) => samePath(file, kubeconfig))
   if (clashing) {
@@ -589,6 +598,8 @@ function inputFiles(clusterDir: string, settings: Settings, inventory: Inventory
     ...(settings.flux?.git?.privateKeyFile ? [resolve(clusterDir, settings.flux.git.privateKeyFile)] : []),
     ...(settings.flux?.sopsAgeKeyFile ? [resolve(clusterDir, settings.flux.sopsAgeKeyFile)] : []),
     ...(settings.flux?.secrets ?? []).map((f) => resolve(clusterDir, f)),
+    ...(settings.flux?.git?.knownHostsFile ? [resolve(clusterDir, settings.flux.git.knownHostsFile)] : []),
+    ...(settings.flux?.operator?.caFile ? [settings.flux.operator.caFile] : []),
   ].map((f) => resolve(clusterDir, f))
 }
 

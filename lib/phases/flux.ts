@@ -80,7 +80,11 @@ async function readSecrets(run: Run, flux: FluxSettings): Promise<Array<{ file: 
         fix: `check that ${flux.sopsAgeKeyFile ?? ''} holds the age identity the file is encrypted to`,
       })
     // the plaintext values must never reach the output either
-    for (const value of secretValues(result.text)) run.redactor.add(value)
+    // (short ones too, and each line of a multi-line one: the plaintext path learns them the same way)
+    for (const value of secretValues(result.text)) {
+      run.redactor.add(value, true)
+      for (const line of value.split('\n')) if (line !== value) run.redactor.add(line, line.trim().length >= 4)
+    }
     out.push({ file, text: result.text })
   }
   return out

@@ -116,7 +116,9 @@ export class ToolRunner {
       ok: output.exitCode === 0 && !timedOut && !aborted,
       exitCode: output.exitCode,
       stdout: output.stdout,
-      stderr: output.stderr,
+      // a tool's error text can quote any input (talosctl validate echoes a config's values): masked
+      // here, before any step, hint or report sees it
+      stderr: this.options.redactor.redactLines(output.stderr),
       durationMs: performance.now() - started,
       timedOut,
       aborted,
