@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path'
 import type { CommandArgs } from '../cli/args.js'
 import { runWrapped } from './command.js'
-import { ExitCode, InputError } from '../core/errors.js'
+import { errorMessage, ExitCode, InputError } from '../core/errors.js'
 import { Facts } from '../engine/facts.js'
 import { setHintContext } from '../cli/hints.js'
 import { loadInventory, selectNodes } from '../input/inventory.js'
@@ -183,8 +183,12 @@ async function execute(
   interrupted ||= signal.aborted
   if (interrupted && !args.dryRun) {
     // the phase in flight when the run stopped: keep what its nodes finished
-    for (const phase of results) run.journal.record(phase)
-    run.journal.save()
+    try {
+      for (const phase of results) run.journal.record(phase)
+      run.journal.save()
+    } catch (err) {
+      output.warn(`the journal could not be written (${errorMessage(err)}): a rerun reads the nodes' live state instead`)
+    }
   }
 
   const ok = !interrupted && results.length === phases.length && results.every((p) => p.ok)
@@ -203,10 +207,22 @@ async function execute(
     output.table(redactor.redact(summaryTable(nodes, results, true)))
     output.table(redactor.redact(planText(tools.plan)))
   } else {
-    const file = writeReport(inventory.clusterDir, report, redactor)
+    // the summary first: a report that cannot be written (a full disk) must not cost the operator the table
     output.table(redactor.redact(summaryTable(nodes, results)))
     for (const line of failureDetails(results)) output.error(redactor.redact(line))
-    output.info(`report: ${file}`)
+    try {
+      output.info(`report: ${writeReport(inventory.clusterDir, report, redactor)}`)
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      const what = err instanceof InputError ? err.format() : `${code ?? 'error'}: ${errorMessage(err)}`
+      output.error(
+        redactor.redact(
+          `the report could not be written under ${stateDir(inventory.clusterDir)} (${what}); the summary above is this run's result`,
+        ),
+      )
+      // nodes were touched: not bad input, a run that did not end cleanly
+      return interrupted ? ExitCode.interrupted : ExitCode.nodeFailed
+    }
   }
   if (interrupted) return ExitCode.interrupted
   return ok ? ExitCode.ok : ExitCode.nodeFailed

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml'
@@ -17,6 +17,7 @@ import {
 import { outsideClusterDir } from './inside.js'
 import { type ConfigSetting, MachineConfig, networkIdentity } from './machine-config.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
+import { readErrorCode, readRegularFile } from '../core/files.js'
 
 export interface InventoryOptions {
   /** talhelper's config file (genconfig -c), relative to the cluster directory; default talconfig.yaml */
@@ -71,9 +72,9 @@ interface RawNode {
 function readTalconfig(dir: string, path: string, env: NodeJS.ProcessEnv): { file: YamlFile; strings: unknown } {
   let source: string
   try {
-    source = readFileSync(path, 'utf8')
+    source = readRegularFile(path)
   } catch (err) {
-    throw new InputError(`cannot read file (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { file: path, fix: DEMO_FIX })
+    throw new InputError(`cannot read file (${readErrorCode(err)})`, { file: path, fix: DEMO_FIX })
   }
   const talenv = talhelperEnv(dir, env)
   const { text, errors } = substituteEnv(source, talenv.vars)
@@ -448,7 +449,7 @@ function machineConfigProblems(
   const source = machineConfig.source
   if (source === undefined) {
     return [
-      new InputError(`cannot read the machine config (${machineConfig.readError?.code ?? 'error'})`, {
+      new InputError(`cannot read the machine config (${machineConfig.readError ? readErrorCode(machineConfig.readError) : 'error'})`, {
         file: path,
         fix: 'make it a readable file (talhelper genconfig writes it)',
       }),

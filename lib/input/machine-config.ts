@@ -1,7 +1,8 @@
 // A node's machine config, read and parsed once per process: every check (the inventory's, the CNI's,
 // the install target, discovery, the redactor) asks this object instead of parsing the file again.
-import { readFileSync, statSync } from 'node:fs'
+import { statSync } from 'node:fs'
 import { type Document, isMap, isScalar, isSeq, LineCounter, parseAllDocuments } from 'yaml'
+import { readRegularFile } from '../core/files.js'
 
 export interface InstallTarget {
   disk?: string
@@ -22,7 +23,7 @@ export class MachineConfig {
     let source: string | undefined
     let readError: NodeJS.ErrnoException | undefined
     try {
-      source = readFileSync(path, 'utf8')
+      source = readRegularFile(path)
     } catch (err) {
       readError = err as NodeJS.ErrnoException
     }

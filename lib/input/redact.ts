@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs'
 import { parseAllDocuments } from 'yaml'
+import { readRegularFile } from '../core/files.js'
 
 const SECRET_KEY = /^(key|token|secret|bootstraptoken|secretboxEncryptionSecret|aescbcEncryptionSecret|password|privateKey|identity)$/i
 const MIN_SECRET_LENGTH = 8
@@ -81,7 +81,7 @@ export class Redactor {
   addFromYamlFile(path: string): void {
     let text: string
     try {
-      text = readFileSync(path, 'utf8')
+      text = readRegularFile(path)
     } catch {
       return
     }
@@ -175,7 +175,7 @@ export class Redactor {
 
   addFile(path: string): void {
     try {
-      const text = readFileSync(path, 'utf8')
+      const text = readRegularFile(path)
       // a key file travels whole, base64-encoded, in a Secret (flux's identity)
       if (text.trim().length >= MIN_SECRET_LENGTH) this.secrets.add(base64Stem(text))
       for (const line of text.split('\n')) if (line.length >= 16 && !line.startsWith('-----')) this.secrets.add(line.trim())

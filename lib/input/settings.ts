@@ -308,6 +308,12 @@ export const CILIUM_REPO = 'https://helm.cilium.io/'
 function readCaFile(file: YamlFile, obj: Record<string, unknown>, at: string[], clusterDir: string): string | undefined {
   if (obj.caFile === undefined) return undefined
   const caFile = resolve(clusterDir, requireString(file, obj, at, 'caFile'))
+  if (existsSync(caFile) && !statSync(caFile).isFile())
+    throw file.error(
+      [...at, 'caFile'],
+      `${at.join('.')}.caFile ${caFile} is not a regular file`,
+      "point it at the chart repository's CA certificate (PEM)",
+    )
   if (!existsSync(caFile))
     throw file.error(
       [...at, 'caFile'],
@@ -555,8 +561,11 @@ export function checkSettingsFit(input: SettingsInput, settings: Settings, inven
   }
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
   let isDir = false
+  let special = false
   try {
-    isDir = statSync(kubeconfig).isDirectory()
+    const stat = statSync(kubeconfig)
+    isDir = stat.isDirectory()
+    special = !isDir && !stat.isFile()
   } catch {
     // absent: the bootstrap phase writes it
   }
@@ -576,6 +585,12 @@ export function checkSettingsFit(input: SettingsInput, settings: Settings, inven
     .filter((e): e is InputError => e !== undefined)
   if (outside.length === 1) throw outside[0]
   if (outside.length > 1) throw new InputErrors(outside)
+  if (special) {
+    throw new InputError(`is not a regular file (a FIFO, a socket or a device), not a kubeconfig file (kubeconfig from ${where})`, {
+      file: kubeconfig,
+      fix: 'move it away, or point kubeconfig at a file path (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig)',
+    })
+  }
   // the kubeconfig is written: never over one of the files the run reads
   const clashing = inputFiles(input.clusterDir, settings, inventory).find((file) => samePath(file, kubeconfig))
   if (clashing) {

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseAllDocuments, stringify } from 'yaml'
 import { isTransient, NodeError } from '../core/errors.js'
@@ -12,6 +12,7 @@ import type { FluxSettings } from '../input/settings.js'
 import { condition, type KubeObject, type Kubectl } from '../tools/kubectl.js'
 import { isSopsEncrypted } from '../tools/sops.js'
 import { waitForGates } from './shared/gates.js'
+import { readRegularFile } from '../core/files.js'
 
 /** Every failure of this phase is recovered by running it again (rendered when the hint is made). */
 const AGAIN = 'bootstrap:flux'
@@ -58,7 +59,7 @@ async function readSecrets(run: Run, flux: FluxSettings): Promise<Array<{ file: 
   const ageKey = flux.sopsAgeKeyFile ? resolve(run.inventory.clusterDir, flux.sopsAgeKeyFile) : undefined
   for (const file of flux.secrets) {
     const path = resolve(run.inventory.clusterDir, file)
-    const raw = readFileSync(path, 'utf8')
+    const raw = readRegularFile(path)
     if (!isSopsEncrypted(path, raw)) {
       out.push({ file, text: raw })
       continue
@@ -194,7 +195,7 @@ async function applySecrets(run: Run, report: StepReporter): Promise<string> {
   if (manifests.length === 0 && !flux.sopsAgeKeyFile) return 'no secrets to apply'
   const { namespace } = rootOf(flux)
   if (flux.sopsAgeKeyFile) {
-    const key = readFileSync(resolve(run.inventory.clusterDir, flux.sopsAgeKeyFile))
+    const key = readRegularFile(resolve(run.inventory.clusterDir, flux.sopsAgeKeyFile), null)
     manifests.push({
       file: 'sops-age',
       text: manifestList([
@@ -250,7 +251,7 @@ async function driftOf(run: Run, flux: FluxSettings, root: KubeObject): Promise<
   if (git.privateKeyFile && secretName) {
     const secret = await kubectl.get('secrets', secretName, source?.metadata.namespace)
     const identity = (secret as { data?: Record<string, string> } | undefined)?.data?.identity
-    const want = readFileSync(resolve(run.inventory.clusterDir, git.privateKeyFile), 'utf8').trim()
+    const want = readRegularFile(resolve(run.inventory.clusterDir, git.privateKeyFile)).trim()
     if (identity !== undefined && Buffer.from(identity, 'base64').toString('utf8').trim() !== want)
       drift.push(`git.privateKeyFile (the ${secretName} Secret holds another key)`)
   }
@@ -272,7 +273,7 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
     )
   const kubectl = kube(run)
   const { namespace, name } = rootOf(flux)
-  const b64 = (file: string): string => readFileSync(resolve(run.inventory.clusterDir, file)).toString('base64')
+  const b64 = (file: string): string => readRegularFile(resolve(run.inventory.clusterDir, file), null).toString('base64')
   report.progress(`deploy key Secret ${namespace}/${name}`)
   await kubectl.applyServerSide(
     manifestList([

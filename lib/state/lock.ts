@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { InputError } from '../core/errors.js'
 import { stateDir } from './paths.js'
 import { ensureStateDir, refuseSymlink } from './state-files.js'
+import { readRegularFile } from '../core/files.js'
 
 /**
  * What identifies a process beyond its pid (pids are reused, and mean nothing in another PID
@@ -126,7 +127,7 @@ function linkNew(from: string, path: string): boolean {
 
 function readOrUndefined(path: string): string | undefined {
   try {
-    return readFileSync(path, 'utf8')
+    return readRegularFile(path)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw err
@@ -221,7 +222,7 @@ function takeOver(path: string, mine: string, judged: string): 'taken' | 'change
   if (!linkNew(mine, marker)) {
     // a takeover left by a crash (its holder gone, long ago) is cleared; otherwise wait for it
     try {
-      const holder = parseLock(readFileSync(marker, 'utf8'))
+      const holder = parseLock(readRegularFile(marker))
       const old = Date.now() - statSync(marker).mtimeMs > TAKEOVER_STALE_MS
       if (old && (!holder || goneReason(holder))) rmSync(marker, { force: true })
     } catch {

@@ -2,6 +2,7 @@ import { $, which } from 'zx'
 import { ToolMissingError } from '../core/errors.js'
 import { shellWord } from '../core/shell.js'
 import type { Redactor } from '../input/redact.js'
+import { escapeControls } from '../core/text.js'
 
 export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'flux' | 'sops'
 
@@ -118,7 +119,7 @@ export class ToolRunner {
       stdout: output.stdout,
       // a tool's error text can quote any input (talosctl validate echoes a config's values): masked
       // here, before any step, hint or report sees it
-      stderr: this.options.redactor.redactLines(output.stderr),
+      stderr: escapeControls(this.options.redactor.redactLines(output.stderr)),
       durationMs: performance.now() - started,
       timedOut,
       aborted,
