@@ -400,6 +400,9 @@ function installFields(
   return { fields }
 }
 
+/** Talos's apply limit: the maintenance API's gRPC message size (4 MiB). */
+const MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
 const TALOS_DOC_FIX =
   'regenerate the machine config (talhelper genconfig or talosctl gen config); it holds one v1alpha1 document (version: v1alpha1) and optional Talos documents with apiVersion and kind'
 
@@ -455,6 +458,16 @@ function machineConfigProblems(
       }),
     ]
   }
+  // the maintenance API takes a config of at most 4 MiB (Talos's gRPC message limit): a larger one
+  // passes every offline check and fails only at the apply, as an unknown error
+  const bytes = Buffer.byteLength(source)
+  if (bytes > MAX_CONFIG_BYTES)
+    return [
+      new InputError(`the machine config of ${name} is ${(bytes / 1048576).toFixed(1)} MiB: a node accepts at most 4 MiB`, {
+        file: path,
+        fix: 'remove what makes it large (embedded files, inline manifests: serve them by URL) and regenerate it',
+      }),
+    ]
   const docs = machineConfig.documents
   // the syntax error message is built only when there is one
   const syntax = machineConfig.syntaxOk ? undefined : YamlFile.checkSyntax(path, source)

@@ -95,6 +95,8 @@ export interface ScalarSpec {
   flag: string
   kind: 'count' | 'positive' | 'duration' | 'string'
   default: number | string | undefined
+  /** the shortest duration that can work (a tool call needs a process start and a TLS handshake) */
+  minMs?: number
 }
 
 /** Every scalar setting with its file key, environment variable and flag (docs/settings.md). */
@@ -111,7 +113,15 @@ export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
     default: 60_000,
   },
   { key: 'pollIntervalMs', file: 'pollInterval', env: 'BOOTSTRAP_POLL_INTERVAL', flag: 'poll-interval', kind: 'duration', default: 5_000 },
-  { key: 'callTimeoutMs', file: 'callTimeout', env: 'BOOTSTRAP_CALL_TIMEOUT', flag: 'call-timeout', kind: 'duration', default: 30_000 },
+  {
+    key: 'callTimeoutMs',
+    file: 'callTimeout',
+    env: 'BOOTSTRAP_CALL_TIMEOUT',
+    flag: 'call-timeout',
+    kind: 'duration',
+    default: 30_000,
+    minMs: 1_000,
+  },
   {
     key: 'verifyTimeoutMs',
     file: 'verifyTimeout',
@@ -184,6 +194,13 @@ function convert(spec: ScalarSpec, raw: unknown, source: Source): number | strin
       const ms = parseDuration(text)
       if (ms === undefined || ms <= 0) {
         throw invalid(source, `${spec.file} must be a duration, got ${JSON.stringify(raw)}`, example(spec))
+      }
+      if (spec.minMs !== undefined && ms < spec.minMs) {
+        throw invalid(
+          source,
+          `${spec.file} ${JSON.stringify(raw)} is too short: every tool call would be killed before it could answer (at least ${spec.minMs / 1000}s)`,
+          example(spec),
+        )
       }
       // a timer holds at most 2^31-1 ms; Node fires a longer one after 1 ms
       if (ms > MAX_TIMER_MS) {

@@ -1,6 +1,6 @@
 import { parse as parseYaml } from 'yaml'
-import { classify } from './classify.js'
-import { NodeError } from '../core/errors.js'
+import { classify, essence } from './classify.js'
+import { NodeError, ToolUnusableError } from '../core/errors.js'
 import { hintFor } from '../cli/hints.js'
 import type { ClusterNode, Inventory } from '../core/model.js'
 import type { ToolResult, ToolRunner } from './exec.js'
@@ -92,8 +92,15 @@ export class Talosctl {
       local: true,
       dryRunStdout: 'Client:\n\tTag:         v0.0.0-dry-run\n',
     })
-    if (!result.ok) throw new Error(`talosctl version --client failed: ${result.stderr.trim()}`)
-    return /Tag:\s+(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'
+    const tag = /Tag:\s+(\S+)/.exec(result.stdout)?.[1]
+    // a binary that is no talosctl (TALOSCTL=/bin/sh) fails here or answers without a Tag
+    if (!result.ok || !tag) {
+      const why = result.timedOut
+        ? `\`talosctl version --client\` did not answer within ${Math.round(result.durationMs)}ms`
+        : `\`talosctl version --client\` ${result.ok ? 'printed no version' : `failed: ${essence(result.stderr || result.stdout) || `exit ${String(result.exitCode)}`}`}`
+      throw new ToolUnusableError('talosctl', this.runner.binary('talosctl'), 'TALOSCTL', why)
+    }
+    return tag
   }
 
   /**
