@@ -107,7 +107,7 @@ function goneReason(holder: Identity): string | undefined {
 }
 
 function describe(holder: Identity): string {
-  return `pid ${holder.pid}${holder.host ? ` on ${holder.host}` : ''}${holder.command ? `, ${holder.command}` : ''}`
+  return `pid ${holder.pid}${holder.host && holder.host !== hostname() ? ` on ${holder.host}` : ''}${holder.command ? `, ${holder.command}` : ''}`
 }
 
 function sleepSync(ms: number): void {

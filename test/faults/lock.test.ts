@@ -69,7 +69,7 @@ describe('the holder identified across PID namespaces and hosts', () => {
   it('a lock from another PID namespace (a container) whose pid is no process here: refused, not taken over', () => {
     writeFileSync(lock, `2147483646\nstart: 5\ncommand: node scripts/talos.ts\nhost: ${hostname()}\nboot: ${bootId()}\npidns: pid:[1]\n`)
     expect(refusal(() => acquireLock(dir, () => undefined))).toMatch(
-      /another run holds the lock \(pid 2147483646 on .*, in another PID namespace \(pid:\[1\], a container\)\): it cannot be checked from here \(fix: .*rm /,
+      /another run holds the lock \(pid 2147483646, node scripts\/talos\.ts, in another PID namespace \(pid:\[1\], a container\)\): it cannot be checked from here \(fix: .*rm /,
     )
     expect(readFileSync(lock, 'utf8')).toContain('pidns: pid:[1]')
   })
