@@ -10,6 +10,7 @@ import { statePaths } from '../state/paths.js'
 import { readReport, recentRunFiles, runName } from '../state/report-store.js'
 import { writeStateFile } from '../state/state-files.js'
 import { buildTimeline, renderSvg, renderText, type Timeline } from '../report/timeline.js'
+import { escapeControlsDeep } from '../core/text.js'
 
 export const REPORT_USAGE = 'task bootstrap:report [CLUSTER_DIR=dir] [RUN=<report file, or its name under .bootstrap/runs>]'
 
@@ -57,13 +58,14 @@ export function headline(timeline: Timeline): string {
 export async function reportCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   return runWrapped({ usage: REPORT_USAGE }, argv, env, async ({ args }) => {
     const { file, svg } = locateReport(args.clusterDir, args.run)
-    const report = readReport(file)
+    // a report file is outside text too: its names and messages are printed with controls made visible
+    const report = escapeControlsDeep(readReport(file))
     const timeline = buildTimeline(report)
     const colour = process.stdout.isTTY === true && !env.NO_COLOR && env.TERM !== 'dumb'
     const columns = process.stdout.isTTY === true ? (process.stdout.columns ?? 100) : 100
     const svgFile = svg(report)
     writeStateFile(args.clusterDir, svgFile, renderSvg(timeline, headline(timeline)))
-    output.table([headline(timeline), '', renderText(timeline, { width: barWidth(timeline, columns), colour }), ''].join('\n'))
+    output.table([headline(timeline), '', renderText(timeline, { width: barWidth(timeline, columns), colour }), ''].join('\n'), { colour })
     output.info(`report: ${file}`)
     output.info(`svg: ${svgFile}`)
     return ExitCode.ok

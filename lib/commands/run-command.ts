@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path'
 import type { CommandArgs } from '../cli/args.js'
 import { runWrapped } from './command.js'
-import { ExitCode, InputError } from '../core/errors.js'
+import { errorMessage, ExitCode, InputError } from '../core/errors.js'
 import { Facts } from '../engine/facts.js'
 import { setHintContext } from '../cli/hints.js'
 import { loadInventory, selectNodes } from '../input/inventory.js'
@@ -59,21 +59,29 @@ export function loadCluster(
   args: Pick<CommandArgs, 'clusterDir' | 'settingFlags'>,
   env: NodeJS.ProcessEnv,
 ): { settings: Settings; inventory: Inventory; redactor: Redactor } {
+  // every line printed from here on goes through the redactor, input errors included; it learns
+  // each secret before the file that could quote it is parsed (a config path that resolves to the
+  // deploy key prints the key's lines only masked)
+  const redactor = new Redactor()
+  redactProcessOutput(redactor)
   const input = { clusterDir: args.clusterDir, env, flags: args.settingFlags }
   const settings = loadSettings(input)
+  const dir = resolve(args.clusterDir)
+  // credentials in a URL's user info are never printed, in a plan, a progress line or a report
+  for (const url of [settings.cni?.repo, settings.flux?.git?.url, settings.flux?.operator?.repo, settings.flux?.operator?.chart])
+    if (url) redactor.addUrlCredentials(url)
+  if (settings.flux?.git?.privateKeyFile) redactor.addFile(resolve(dir, settings.flux.git.privateKeyFile))
+  if (settings.flux?.sopsAgeKeyFile) redactor.addFile(resolve(dir, settings.flux.sopsAgeKeyFile))
+  // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
+  for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(dir, file))
   const inventory = loadInventory(args.clusterDir, {
     env,
     ...(settings.talconfig ? { talconfig: settings.talconfig } : {}),
     ...(settings.talhelperOutDir ? { talhelperOutDir: settings.talhelperOutDir } : {}),
   })
-  checkSettingsFit(input, settings, inventory)
-  const redactor = new Redactor()
   redactor.addFromYamlFile(inventory.talosconfig)
-  for (const node of inventory.nodes) for (const doc of MachineConfig.of(node.configFile).values()) redactor.addFromValue(doc)
-  if (settings.flux?.git?.privateKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.git.privateKeyFile))
-  if (settings.flux?.sopsAgeKeyFile) redactor.addFile(join(inventory.clusterDir, settings.flux.sopsAgeKeyFile))
-  // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
-  for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(inventory.clusterDir, file))
+  for (const node of inventory.nodes) for (const doc of MachineConfig.of(node.configFile).values()) redactor.addFromMachineConfig(doc)
+  checkSettingsFit(input, settings, inventory)
   const cps = controlPlanes(inventory)
   // the bootstrap control plane first: hints name it where one control plane is enough
   const first = settings.bootstrapNode ? bootstrapControlPlane(inventory, settings.bootstrapNode) : undefined
@@ -95,7 +103,6 @@ async function execute(
 ): Promise<number> {
   const startedAt = new Date()
   const { settings, inventory, redactor } = loadCluster(args, env)
-  redactProcessOutput(redactor)
   const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node, inventory), 'NODE') : selectNodes(inventory, args.nodes)
   const names = spec.recover && args.reset ? spec.phases.flatMap((p) => (p === 'preflight' ? [p, 'reset' as const] : [p])) : spec.phases
   const phases: Phase[] = phasesFor(names)
@@ -179,8 +186,12 @@ async function execute(
   interrupted ||= signal.aborted
   if (interrupted && !args.dryRun) {
     // the phase in flight when the run stopped: keep what its nodes finished
-    for (const phase of results) run.journal.record(phase)
-    run.journal.save()
+    try {
+      for (const phase of results) run.journal.record(phase)
+      run.journal.save()
+    } catch (err) {
+      output.warn(`the journal could not be written (${errorMessage(err)}): a rerun reads the nodes' live state instead`)
+    }
   }
 
   retargetBootstrapHints(results, spec.command, spec.recover ?? false)
@@ -205,14 +216,26 @@ async function execute(
     output.table(redactor.redact(summaryTable(nodes, results, true)))
     output.table(redactor.redact(planText(tools.plan)))
   } else {
-    const file = writeReport(inventory.clusterDir, report, redactor)
+    // the summary first: a report that cannot be written (a full disk) must not cost the operator the table
     output.table(redactor.redact(summaryTable(nodes, results)))
     for (const line of failureDetails(results)) output.error(redactor.redact(line))
     for (const p of problems) {
       output.error(redactor.redact(`final check: ${p.node.name} (${p.node.address}): ${p.message}`))
       output.error(redactor.redact(`  next: ${p.hint}`))
     }
-    output.info(`report: ${file}`)
+    try {
+      output.info(`report: ${writeReport(inventory.clusterDir, report, redactor)}`)
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      const what = err instanceof InputError ? err.format() : `${code ?? 'error'}: ${errorMessage(err)}`
+      output.error(
+        redactor.redact(
+          `the report could not be written under ${stateDir(inventory.clusterDir)} (${what}); the summary above is this run's result`,
+        ),
+      )
+      // nodes were touched: not bad input, a run that did not end cleanly
+      return interrupted ? ExitCode.interrupted : ExitCode.nodeFailed
+    }
   }
   if (interrupted) return ExitCode.interrupted
   return ok ? ExitCode.ok : ExitCode.nodeFailed

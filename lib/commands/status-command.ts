@@ -45,7 +45,8 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
           `${new Date().toISOString()}  ${inventory.clusterName}: ${table.rows.filter((r) => r.healthy).length}/${table.rows.length} running and Ready (every ${Math.round(settings.pollIntervalMs / 100) / 10}s; Ctrl-C stops)`,
         )
       // a terminal is redrawn in place; a pipe gets one table after the other
-      output.table(redactor.redact(`${live ? '\u001b[H\u001b[2J' : ''}${lines.join('\n')}`))
+      if (live) output.clearScreen()
+      output.table(redactor.redact(lines.join('\n')))
       for (const w of table.warnings) output.warn(redactor.redact(w))
       if (!args.watch) return code
       if (!live) output.table('')

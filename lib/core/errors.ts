@@ -47,6 +47,15 @@ export class ToolMissingError extends Error {
   }
 }
 
+/** A tool that is there but does not work as that tool (TALOSCTL=/bin/sh, a broken binary): exit 3 like a missing one. */
+export class ToolUnusableError extends ToolMissingError {
+  constructor(tool: string, binary: string, envVar: string, why: string) {
+    super(tool, binary, envVar)
+    this.name = 'ToolUnusableError'
+    this.message = `${tool} at "${binary}" is not usable: ${why} (fix: install ${tool} or point ${envVar} at it)`
+  }
+}
+
 /** The run was interrupted (Ctrl-C, SIGTERM, orphaned). */
 export class InterruptedError extends Error {
   constructor(reason = 'interrupted') {

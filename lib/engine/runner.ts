@@ -22,6 +22,7 @@ import {
 } from '../core/results.js'
 import type { Run } from './run.js'
 import { stepReporter } from './step-reporter.js'
+import { escapeControls } from '../core/text.js'
 
 type Task = ListrTaskWrapper<unknown, ListrDefaultRenderer, ListrSimpleRenderer>
 
@@ -175,7 +176,9 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
                 t.skip(`${node.name}: skipped${outcome.detail ? ` (${outcome.detail})` : ''}`)
               } else {
                 record.status = 'ok'
-                t.title = `${node.name} (${node.address}): ${run.options.dryRun ? wouldText(step, run) : (outcome.detail ?? 'done')}`
+                t.title = escapeControls(
+                  `${node.name} (${node.address}): ${run.options.dryRun ? wouldText(step, run) : (outcome.detail ?? 'done')}`,
+                )
               }
             } catch (err) {
               record.durationMs += performance.now() - started
@@ -186,7 +189,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
                 : toRecord(err, node, phase)
               tracker.failedIn.set(node.name, phase)
               if (run.options.failFast) tracker.stopRequested = true
-              throw new Error(`${node.name}: ${record.error.kind}: ${record.error.message}`)
+              throw new Error(escapeControls(`${node.name}: ${record.error.kind}: ${record.error.message}`))
             }
           },
         }
@@ -247,17 +250,19 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       const shows = progressFilter(plainOutput())
       const reporter = stepReporter(run, {
         progress: (text) => {
-          if (shows(text)) task.output = text
+          if (shows(text)) task.output = escapeControls(text)
         },
         retrying: (attempt, error, delayMs) =>
-          (task.output = `attempt ${attempt} failed (${error.kind}: ${error.message}); retrying in ${Math.round(delayMs)}ms`),
+          (task.output = escapeControls(
+            `attempt ${attempt} failed (${error.kind}: ${error.message}); retrying in ${Math.round(delayMs)}ms`,
+          )),
       })
       try {
         const detail = await step.run(run, reporter)
         record.status = 'ok'
         if (detail) record.detail = detail
-        if (run.options.dryRun) task.title = `${step.title}: ${wouldText(step, run)}`
-        else if (detail) task.title = `${step.title}: ${detail}`
+        if (run.options.dryRun) task.title = escapeControls(`${step.title}: ${wouldText(step, run)}`)
+        else if (detail) task.title = escapeControls(`${step.title}: ${detail}`)
       } catch (err) {
         record.status = 'failed'
         if (run.signal.aborted) {
@@ -268,7 +273,7 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
         record.error = toRecord(err, undefined, phase)
         blocked(`${step.name} failed`, record.error)
         if (run.options.failFast) tracker.stopRequested = true
-        throw new Error(`${step.name}: ${record.error.kind}: ${record.error.message}`)
+        throw new Error(escapeControls(`${step.name}: ${record.error.kind}: ${record.error.message}`))
       } finally {
         record.durationMs = performance.now() - started
       }
@@ -319,7 +324,7 @@ function nodeReporter(run: Run, task: Task, node: ClusterNode, record: NodeResul
   const shows = progressFilter(plainOutput())
   return stepReporter(run, {
     progress: (text) => {
-      if (shows(text)) task.output = `${node.name}: ${text}`
+      if (shows(text)) task.output = escapeControls(`${node.name}: ${text}`)
     },
     retrying: (attempt, error, delayMs) => {
       record.attempts = Math.max(record.attempts, attempt + 1)

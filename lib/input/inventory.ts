@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml'
@@ -14,8 +14,10 @@ import {
   talhelperEnv,
   talosVersionOf,
 } from './talhelper.js'
-import { MachineConfig } from './machine-config.js'
+import { outsideClusterDir } from './inside.js'
+import { type ConfigSetting, MachineConfig, networkIdentity } from './machine-config.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
+import { readErrorCode, readRegularFile } from '../core/files.js'
 
 export interface InventoryOptions {
   /** talhelper's config file (genconfig -c), relative to the cluster directory; default talconfig.yaml */
@@ -36,7 +38,11 @@ export function loadInventory(clusterDir: string, options: InventoryOptions = {}
   }
   const talconfig = resolve(dir, options.talconfig ?? 'talconfig.yaml')
   const nodesFile = join(dir, 'nodes.yaml')
-  if (existsSync(talconfig)) return fromTalconfig(dir, talconfig, options)
+  if (existsSync(talconfig)) {
+    const outside = outsideClusterDir(dir, talconfig, 'the talconfig file', 'keep talconfig.yaml in the cluster directory')
+    if (outside) throw outside
+    return fromTalconfig(dir, talconfig, options)
+  }
   if (options.talconfig !== undefined) {
     throw new InputError('the talconfig file set in the settings does not exist', {
       file: talconfig,
@@ -66,9 +72,9 @@ interface RawNode {
 function readTalconfig(dir: string, path: string, env: NodeJS.ProcessEnv): { file: YamlFile; strings: unknown } {
   let source: string
   try {
-    source = readFileSync(path, 'utf8')
+    source = readRegularFile(path)
   } catch (err) {
-    throw new InputError(`cannot read file (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { file: path, fix: DEMO_FIX })
+    throw new InputError(`cannot read file (${readErrorCode(err)})`, { file: path, fix: DEMO_FIX })
   }
   const talenv = talhelperEnv(dir, env)
   const { text, errors } = substituteEnv(source, talenv.vars)
@@ -211,6 +217,7 @@ function build(
 ): Inventory {
   const errors: InputError[] = []
   const nodes: ClusterNode[] = []
+  const identities: Array<{ node: ClusterNode; addresses: Array<ConfigSetting<string>>; dhcp: boolean }> = []
   const seenNames = new Map<string, number>()
   const seenAddresses = new Map<string, { index: number; written: string }>()
   if (raw.length === 0) {
@@ -301,8 +308,18 @@ function build(
       errors.push(file.error(n.path, `${n.name}: machine config ${n.configFile} not found`, fix))
       return
     }
+    const outside = outsideClusterDir(
+      dir,
+      n.configFile,
+      `the machine config of ${n.name}`,
+      'keep the machine configs in the cluster directory',
+    )
+    if (outside) {
+      errors.push(outside)
+      return
+    }
     // a config that is not a v1alpha1 machine config of this role would otherwise reach the node
-    const config = checkMachineConfig(n.configFile, n.name, role, schema)
+    const config = checkMachineConfig(n.configFile, n.name, role, schema, file.path)
     if ('problems' in config) {
       errors.push(...config.problems)
       return
@@ -319,7 +336,9 @@ function build(
     if (kubeName !== n.name) node.kubeName = kubeName
     if (MachineConfig.of(n.configFile).discovery) node.discovery = true
     nodes.push(node)
+    identities.push({ node, addresses: config.addresses, dhcp: config.dhcp })
   })
+  errors.push(...addressProblems(file.path, identities, schema))
   if (raw.length > 0 && errors.length === 0 && !nodes.some((n) => n.role === 'controlplane')) {
     errors.push(file.error(['nodes'], 'no control plane node in the inventory', 'mark at least one node as a control plane'))
   }
@@ -338,6 +357,8 @@ function build(
       ),
     )
   }
+  const talosconfigOutside = outsideClusterDir(dir, talosconfig, 'the talosconfig', 'keep the talosconfig in the cluster directory')
+  if (talosconfigOutside) errors.push(talosconfigOutside)
   if (errors.length === 0) checkTalosconfig(talosconfig, errors)
   if (errors.length === 1) throw errors[0]
   if (errors.length > 1) throw new InputErrors(errors)
@@ -383,6 +404,9 @@ function installFields(
   return { fields }
 }
 
+/** Talos's apply limit: the maintenance API's gRPC message size (4 MiB). */
+const MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
 const TALOS_DOC_FIX =
   'regenerate the machine config (talhelper genconfig or talosctl gen config); it holds one v1alpha1 document (version: v1alpha1) and optional Talos documents with apiVersion and kind'
 
@@ -395,8 +419,9 @@ function checkMachineConfig(
   name: string,
   role: Role,
   schema: 'talhelper' | 'nodes',
-): { problems: InputError[] } | { hostname?: string; registerWithFQDN: boolean } {
-  const problems = machineConfigProblems(path, name, role, schema)
+  inventoryFile: string,
+): { problems: InputError[] } | ConfigIdentity {
+  const problems = machineConfigProblems(path, name, role, schema, inventoryFile)
   return Array.isArray(problems) ? { problems } : problems
 }
 
@@ -413,22 +438,40 @@ export function kubernetesNodeName(hostname: string, registerWithFQDN: boolean):
     .replace(/[^a-z0-9.-]/g, '')
 }
 
+interface ConfigIdentity {
+  hostname?: string
+  registerWithFQDN: boolean
+  addresses: Array<ConfigSetting<string>>
+  dhcp: boolean
+}
+
 function machineConfigProblems(
   path: string,
   name: string,
   role: Role,
   schema: 'talhelper' | 'nodes',
-): InputError[] | { hostname?: string; registerWithFQDN: boolean } {
+  inventoryFile: string,
+): InputError[] | ConfigIdentity {
   const machineConfig = MachineConfig.of(path)
   const source = machineConfig.source
   if (source === undefined) {
     return [
-      new InputError(`cannot read the machine config (${machineConfig.readError?.code ?? 'error'})`, {
+      new InputError(`cannot read the machine config (${machineConfig.readError ? readErrorCode(machineConfig.readError) : 'error'})`, {
         file: path,
         fix: 'make it a readable file (talhelper genconfig writes it)',
       }),
     ]
   }
+  // the maintenance API takes a config of at most 4 MiB (Talos's gRPC message limit): a larger one
+  // passes every offline check and fails only at the apply, as an unknown error
+  const bytes = Buffer.byteLength(source)
+  if (bytes > MAX_CONFIG_BYTES)
+    return [
+      new InputError(`the machine config of ${name} is ${(bytes / 1048576).toFixed(1)} MiB: a node accepts at most 4 MiB`, {
+        file: path,
+        fix: 'remove what makes it large (embedded files, inline manifests: serve them by URL) and regenerate it',
+      }),
+    ]
   const docs = machineConfig.documents
   // the syntax error message is built only when there is one
   const syntax = machineConfig.syntaxOk ? undefined : YamlFile.checkSyntax(path, source)
@@ -451,7 +494,6 @@ function machineConfigProblems(
   const err = (doc: Document, keys: Array<string | number>, message: string, fix: string): InputError =>
     new InputError(message, { file: path, ...at(doc, keys), fix })
   const v1alpha1: Document[] = []
-  let hostnameDoc: unknown
   for (const doc of docs) {
     // an empty document (a stray `---`) holds nothing
     if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) continue
@@ -472,7 +514,6 @@ function machineConfigProblems(
       v1alpha1.push(doc)
       continue
     }
-    if (kind === 'HostnameConfig') hostnameDoc = doc.get('hostname')
     if (typeof kind !== 'string' || typeof doc.get('apiVersion') !== 'string') {
       return [
         err(
@@ -541,11 +582,103 @@ function machineConfigProblems(
     )
   }
   if (problems.length > 0) return problems
-  // the hostname Talos takes: the v1alpha1 one, else a HostnameConfig document's (Talos 1.12 multi-doc)
-  const hostname = [config.getIn(['machine', 'network', 'hostname']), hostnameDoc].find(
-    (h): h is string => typeof h === 'string' && h !== '',
-  )
-  return { ...(hostname ? { hostname } : {}), registerWithFQDN: config.getIn(['machine', 'kubelet', 'registerWithFQDN']) === true }
+  // the hostname Talos takes (the Kubernetes Node's name) and the addresses it gives itself: another
+  // node's config saved under this node's name would bring this machine up as that node
+  const identity = networkIdentity(machineConfig)
+  const hostname = identity.hostname
+  const regenerate =
+    schema === 'talhelper'
+      ? `point the node at its own machine config: regenerate them with talhelper genconfig from ${inventoryFile}`
+      : `point config: in ${inventoryFile} at the node's own machine config`
+  if (hostname) {
+    const where = { file: path, ...(hostname.line ? { line: hostname.line } : {}) }
+    if (typeof hostname.value !== 'string' || !isDns1123Hostname(hostname.value)) {
+      return [
+        new InputError(`${hostname.key} ${JSON.stringify(hostname.value)} of ${name} is not a DNS-1123 hostname`, {
+          ...where,
+          fix: 'use letters, digits and dashes in dot-separated labels of at most 63 characters, each starting and ending with a letter or digit, and regenerate the config',
+        }),
+      ]
+    }
+    if (!sameHost(hostname.value, name)) {
+      return [
+        new InputError(
+          `${hostname.key} "${hostname.value}" contradicts ${inventoryFile}, where this config is node ${name}: the machine would come up as ${hostname.value}`,
+          { ...where, fix: regenerate },
+        ),
+      ]
+    }
+  }
+  return {
+    ...(hostname && typeof hostname.value === 'string' ? { hostname: hostname.value } : {}),
+    registerWithFQDN: config.getIn(['machine', 'kubelet', 'registerWithFQDN']) === true,
+    addresses: identity.addresses,
+    dhcp: identity.dhcp,
+  }
+}
+
+/** DNS-1123 (RFC 1123) labels, any case (Talos lower-cases the Node name), at most 253 characters. */
+function isDns1123Hostname(name: string): boolean {
+  return name.length <= 253 && /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(name)
+}
+
+/** The same host: equal in any case, or one the short name of the other (knode01 / knode01.home.example). */
+function sameHost(a: string, b: string): boolean {
+  const x = a.toLowerCase().replace(/\.$/, '')
+  const y = b.toLowerCase().replace(/\.$/, '')
+  return x === y || x === y.split('.')[0] || y === x.split('.')[0]
+}
+
+/**
+ * Every static address a config gives its node must be that node's: one of another inventory node's
+ * addresses means another node's config; static addresses none of which is the inventory's address
+ * (with no DHCP to reach it otherwise) mean the node would leave the address the tool reaches it at.
+ */
+function addressProblems(
+  inventoryFile: string,
+  nodes: ReadonlyArray<{ node: ClusterNode; addresses: Array<ConfigSetting<string>>; dhcp: boolean }>,
+  schema: 'talhelper' | 'nodes',
+): InputError[] {
+  const owner = new Map<string, ClusterNode>()
+  for (const { node } of nodes) for (const a of addressesOfNode(node)) owner.set(canonicalAddress(a), node)
+  const problems: InputError[] = []
+  const fix = (name: string): string =>
+    schema === 'talhelper'
+      ? `point ${name} at its own machine config (regenerate them with talhelper genconfig), or correct its ipAddress in ${inventoryFile}`
+      : `point config: of ${name} at its own machine config, or correct its ip in ${inventoryFile}`
+  for (const { node, addresses, dhcp } of nodes) {
+    if (!node.configFile || addresses.length === 0) continue
+    const where = (a: ConfigSetting<string>): { file: string; line?: number; fix: string } => ({
+      file: node.configFile as string,
+      ...(a.line ? { line: a.line } : {}),
+      fix: fix(node.name),
+    })
+    const foreign = addresses.find((a) => {
+      const other = owner.get(canonicalAddress(a.value))
+      return other !== undefined && other !== node
+    })
+    if (foreign) {
+      const other = owner.get(canonicalAddress(foreign.value)) as ClusterNode
+      problems.push(
+        new InputError(
+          `${foreign.key} ${foreign.value} in the config of ${node.name} is the address of ${other.name} in ${inventoryFile}: the machine would come up with ${other.name}'s address`,
+          where(foreign),
+        ),
+      )
+      continue
+    }
+    const own = addressesOfNode(node).map(canonicalAddress)
+    const ips = addressesOfNode(node).filter((a) => isIP(a.replace(/^\[|\]$/g, '')) !== 0)
+    if (dhcp || ips.length === 0 || addresses.some((a) => own.includes(canonicalAddress(a.value)))) continue
+    const first = addresses[0] as ConfigSetting<string>
+    problems.push(
+      new InputError(
+        `the config of ${node.name} gives it the static address${addresses.length > 1 ? 'es' : ''} ${addresses.map((a) => a.value).join(', ')}, none of them its address ${ips.join(', ')} in ${inventoryFile}: the machine would leave the address it is reached at`,
+        where(first),
+      ),
+    )
+  }
+  return problems
 }
 
 /** A talosconfig must parse and hold a context with credentials, or every authenticated call fails later. */

@@ -1,7 +1,8 @@
 // A node's machine config, read and parsed once per process: every check (the inventory's, the CNI's,
 // the install target, discovery, the redactor) asks this object instead of parsing the file again.
-import { readFileSync, statSync } from 'node:fs'
-import { type Document, isMap, isScalar, LineCounter, parseAllDocuments } from 'yaml'
+import { statSync } from 'node:fs'
+import { type Document, isMap, isScalar, isSeq, LineCounter, parseAllDocuments } from 'yaml'
+import { readRegularFile } from '../core/files.js'
 
 export interface InstallTarget {
   disk?: string
@@ -22,7 +23,7 @@ export class MachineConfig {
     let source: string | undefined
     let readError: NodeJS.ErrnoException | undefined
     try {
-      source = readFileSync(path, 'utf8')
+      source = readRegularFile(path)
     } catch (err) {
       readError = err as NodeJS.ErrnoException
     }
@@ -130,4 +131,100 @@ export class MachineConfig {
     }
     return false
   }
+}
+
+/** A value the config sets, with where: the dotted key (as the operator reads it) and its line. */
+export interface ConfigSetting<T> {
+  value: T
+  key: string
+  line: number | undefined
+}
+
+/** `192.0.2.5/24` -> `192.0.2.5`; a value that is not a string is left out. */
+function addressPart(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value.trim() === '') return undefined
+  return value.trim().replace(/\/\d+$/, '')
+}
+
+type Path = Array<string | number>
+
+export interface NetworkIdentity {
+  /** the hostname Talos takes: machine.network.hostname, else a HostnameConfig document's */
+  hostname: ConfigSetting<unknown> | undefined
+  /** every static address (interfaces, VLANs, cidr, and the network documents of Talos 1.12+) */
+  addresses: Array<ConfigSetting<string>>
+  /** some link asks for DHCP (the node may also be reached at an address the config does not name) */
+  dhcp: boolean
+}
+
+/**
+ * What a node takes from its config as its identity on the network: the hostname (the Kubernetes
+ * Node name comes from it) and the static addresses. Talos: v1alpha1_network.go (interfaces,
+ * vlans, cidr), network/hostname.go (HostnameConfig), network/link*.go (LinkConfig and friends:
+ * `addresses: [{address: …}]`), network/dhcp*.go (DHCPv4Config, DHCPv6Config).
+ */
+export function networkIdentity(config: MachineConfig): NetworkIdentity {
+  const identity: NetworkIdentity = { hostname: undefined, addresses: [], dhcp: false }
+  // a list item's own line (lineOf finds keys of mappings only)
+  const lineAt = (doc: Document, keys: Path): number | undefined => {
+    const range = (doc.getIn(keys, true) as { range?: [number, number, number] } | undefined)?.range
+    return range ? config.lines.linePos(range[0]).line : config.lineOf(doc, keys)
+  }
+  const at = (doc: Document, keys: Path, value: string, label: Path): ConfigSetting<string> => ({
+    value,
+    key: label.join('.'),
+    line: typeof keys[keys.length - 1] === 'number' ? lineAt(doc, keys) : config.lineOf(doc, keys),
+  })
+  let docHostname: ConfigSetting<unknown> | undefined
+  for (const doc of config.documents) {
+    if (!isMap(doc.contents)) continue
+    const kind = doc.get('kind')
+    if (doc.get('version') === 'v1alpha1' && kind === undefined) {
+      const hostname = doc.getIn(['machine', 'network', 'hostname'])
+      if (hostname !== undefined && hostname !== null && hostname !== '' && !identity.hostname)
+        identity.hostname = {
+          value: hostname,
+          key: 'machine.network.hostname',
+          line: config.lineOf(doc, ['machine', 'network', 'hostname']),
+        }
+      const interfaces = doc.getIn(['machine', 'network', 'interfaces'])
+      const links: Array<{ base: Path; label: Path }> = []
+      if (isSeq(interfaces))
+        interfaces.items.forEach((iface, i) => {
+          const base: Path = ['machine', 'network', 'interfaces', i]
+          links.push({ base, label: base })
+          const vlans = isMap(iface) ? iface.get('vlans') : undefined
+          if (isSeq(vlans)) vlans.items.forEach((_, v) => links.push({ base: [...base, 'vlans', v], label: [...base, 'vlans', v] }))
+        })
+      for (const { base, label } of links) {
+        if (doc.getIn([...base, 'dhcp']) === true) identity.dhcp = true
+        const cidr = addressPart(doc.getIn([...base, 'cidr']))
+        if (cidr) identity.addresses.push(at(doc, [...base, 'cidr'], cidr, [...label, 'cidr']))
+        const addresses = doc.getIn([...base, 'addresses'])
+        if (isSeq(addresses))
+          addresses.items.forEach((item, j) => {
+            const address = addressPart(isScalar(item) ? item.value : undefined)
+            if (address) identity.addresses.push(at(doc, [...base, 'addresses', j], address, [...label, 'addresses', j]))
+          })
+      }
+      continue
+    }
+    if (typeof kind !== 'string') continue
+    if (kind === 'HostnameConfig') {
+      const hostname = doc.get('hostname')
+      if (hostname !== undefined && hostname !== null && hostname !== '' && !docHostname)
+        docHostname = { value: hostname, key: `${kind}.hostname`, line: config.lineOf(doc, ['hostname']) }
+    }
+    if (/^DHCPv[46]Config$/.test(kind)) identity.dhcp = true
+    const addresses = doc.get('addresses')
+    if (isSeq(addresses))
+      addresses.items.forEach((item, j) => {
+        const address = addressPart(isMap(item) ? item.get('address') : undefined)
+        const name = doc.get('name')
+        const label = [`${kind}${typeof name === 'string' ? ` ${name}` : ''}`, 'addresses', j, 'address']
+        if (address) identity.addresses.push(at(doc, ['addresses', j, 'address'], address, label))
+      })
+  }
+  identity.hostname ??= docHostname
+  return identity
 }

@@ -1,8 +1,44 @@
-import { readFileSync } from 'node:fs'
 import { parseAllDocuments } from 'yaml'
+import { readRegularFile } from '../core/files.js'
 
 const SECRET_KEY = /^(key|token|secret|bootstraptoken|secretboxEncryptionSecret|aescbcEncryptionSecret|password|privateKey|identity)$/i
 const MIN_SECRET_LENGTH = 8
+
+/**
+ * The parts of a v1alpha1 machine config that hold secrets (Talos pkg/machinery/config/types/v1alpha1):
+ * tokens, CA keys, registry credentials, disk encryption keys, the cluster's secrets.
+ */
+const MACHINE_CONFIG_SECRET_SECTIONS: ReadonlyArray<readonly string[]> = [
+  ['machine', 'token'],
+  ['machine', 'ca', 'key'],
+  ['machine', 'registries', 'config'],
+  ['machine', 'systemDiskEncryption'],
+  ['cluster', 'id'],
+  ['cluster', 'secret'],
+  ['cluster', 'token'],
+  ['cluster', 'ca', 'key'],
+  ['cluster', 'aggregatorCA', 'key'],
+  ['cluster', 'serviceAccount'],
+  ['cluster', 'etcd', 'ca', 'key'],
+  ['cluster', 'secretboxEncryptionSecret'],
+  ['cluster', 'aescbcEncryptionSecret'],
+]
+
+/** Subtrees of the other config documents that hold secrets, whatever their keys below. */
+const SECRET_SECTION_KEY = /^(auth|encryption|keys|static|passphrase|password|identityToken|token|secret|key|clientIdentity)$/i
+
+/** Keys inside those sections that say how, not what: their values are no secret. */
+const STRUCTURAL_KEYS = new Set([
+  'provider',
+  'cipher',
+  'keySize',
+  'blockSize',
+  'options',
+  'slot',
+  'lockToState',
+  'insecureSkipVerify',
+  'ca',
+])
 
 /** The base64 of a value up to its last full 3-byte group: the same whatever follows it in an encoded blob. */
 function base64Stem(value: string): string {
@@ -45,7 +81,7 @@ export class Redactor {
   addFromYamlFile(path: string): void {
     let text: string
     try {
-      text = readFileSync(path, 'utf8')
+      text = readRegularFile(path)
     } catch {
       return
     }
@@ -65,15 +101,95 @@ export class Redactor {
     this.addSecretData(doc)
   }
 
+  /**
+   * A machine config's document: every value of its secret-bearing sections, under any key (a
+   * misspelt `pasword` too, which `talosctl validate` echoes) and whatever its length; then the
+   * usual secret-looking keys anywhere.
+   */
+  addFromMachineConfig(doc: unknown): void {
+    if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return this.addFromValue(doc)
+    const d = doc as Record<string, unknown>
+    const at = (...keys: string[]): unknown =>
+      keys.reduce<unknown>((v, k) => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>)[k] : undefined), d)
+    if (d.version === 'v1alpha1' && d.kind === undefined) {
+      for (const section of MACHINE_CONFIG_SECRET_SECTIONS) this.learnAll(at(...section))
+    } else {
+      // the other documents (VolumeConfig's encryption, RegistryAuthConfig, …): their secret subtrees
+      this.walkSections(d)
+    }
+    this.addFromValue(doc)
+  }
+
+  /** Every scalar under `value`, whatever its key and length (structural keys such as `provider` aside). */
+  private learnAll(value: unknown, key = ''): void {
+    if (STRUCTURAL_KEYS.has(key)) return
+    if (typeof value === 'string' || typeof value === 'number') {
+      const text = String(value)
+      this.add(text, true)
+      for (const line of text.split('\n')) if (line !== text) this.add(line)
+      return
+    }
+    if (Array.isArray(value)) for (const item of value) this.learnAll(item)
+    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) this.learnAll(v, k)
+  }
+
+  private walkSections(value: unknown): void {
+    if (Array.isArray(value)) for (const item of value) this.walkSections(item)
+    else if (value && typeof value === 'object')
+      for (const [k, v] of Object.entries(value)) {
+        if (SECRET_SECTION_KEY.test(k)) this.learnAll(v, k)
+        else this.walkSections(v)
+      }
+  }
+
+  /**
+   * The credentials in a URL's user info (`https://user:token@host/`): the password, whatever its
+   * length, and a user name that stands alone over http(s) (a token as the user, GitHub-style); an
+   * ssh user without a password (`ssh://git@host/`) names an account, no secret.
+   */
+  addUrlCredentials(url: string): void {
+    const m = /^([a-z][a-z0-9+.-]*):\/\/([^@/?#]*)@/i.exec(url)
+    if (!m) return
+    const scheme = (m[1] ?? '').toLowerCase()
+    const userinfo = m[2] ?? ''
+    const colon = userinfo.indexOf(':')
+    const user = colon < 0 ? userinfo : userinfo.slice(0, colon)
+    const password = colon < 0 ? '' : userinfo.slice(colon + 1)
+    const decode = (v: string): string => {
+      try {
+        return decodeURIComponent(v)
+      } catch {
+        return v
+      }
+    }
+    if (password) {
+      this.add(password, true)
+      this.add(decode(password), true)
+      this.add(userinfo, true)
+    }
+    if (!password && user && /^(https?|oci)$/.test(scheme)) {
+      this.add(user, true)
+      this.add(decode(user), true)
+    }
+  }
+
   addFile(path: string): void {
     try {
-      const text = readFileSync(path, 'utf8')
+      const text = readRegularFile(path)
       // a key file travels whole, base64-encoded, in a Secret (flux's identity)
       if (text.trim().length >= MIN_SECRET_LENGTH) this.secrets.add(base64Stem(text))
       for (const line of text.split('\n')) if (line.length >= 16 && !line.startsWith('-----')) this.secrets.add(line.trim())
     } catch {
       // a missing key file is reported where it is used
     }
+  }
+
+  /** A tool's error text: the whole (a multi-line value), then every line on its own. */
+  redactLines(text: string): string {
+    return this.redact(text)
+      .split('\n')
+      .map((line) => this.redact(line))
+      .join('\n')
   }
 
   redact(text: string): string {

@@ -1,8 +1,9 @@
 import { existsSync, realpathSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseDuration } from '../core/duration.js'
-import { InputError } from '../core/errors.js'
+import { InputError, InputErrors } from '../core/errors.js'
 import { controlPlanes, type Inventory } from '../core/model.js'
+import { outsideClusterDir } from './inside.js'
 import { TALENV_FILES } from './talhelper.js'
 import { YamlFile } from './yaml-file.js'
 
@@ -94,6 +95,8 @@ export interface ScalarSpec {
   flag: string
   kind: 'count' | 'positive' | 'duration' | 'string'
   default: number | string | undefined
+  /** the shortest duration that can work (a tool call needs a process start and a TLS handshake) */
+  minMs?: number
 }
 
 /** Every scalar setting with its file key, environment variable and flag (docs/settings.md). */
@@ -110,7 +113,15 @@ export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
     default: 60_000,
   },
   { key: 'pollIntervalMs', file: 'pollInterval', env: 'BOOTSTRAP_POLL_INTERVAL', flag: 'poll-interval', kind: 'duration', default: 5_000 },
-  { key: 'callTimeoutMs', file: 'callTimeout', env: 'BOOTSTRAP_CALL_TIMEOUT', flag: 'call-timeout', kind: 'duration', default: 30_000 },
+  {
+    key: 'callTimeoutMs',
+    file: 'callTimeout',
+    env: 'BOOTSTRAP_CALL_TIMEOUT',
+    flag: 'call-timeout',
+    kind: 'duration',
+    default: 30_000,
+    minMs: 1_000,
+  },
   {
     key: 'verifyTimeoutMs',
     file: 'verifyTimeout',
@@ -183,6 +194,13 @@ function convert(spec: ScalarSpec, raw: unknown, source: Source): number | strin
       const ms = parseDuration(text)
       if (ms === undefined || ms <= 0) {
         throw invalid(source, `${spec.file} must be a duration, got ${JSON.stringify(raw)}`, example(spec))
+      }
+      if (spec.minMs !== undefined && ms < spec.minMs) {
+        throw invalid(
+          source,
+          `${spec.file} ${JSON.stringify(raw)} is too short: every tool call would be killed before it could answer (at least ${spec.minMs / 1000}s)`,
+          example(spec),
+        )
       }
       // a timer holds at most 2^31-1 ms; Node fires a longer one after 1 ms
       if (ms > MAX_TIMER_MS) {
@@ -307,6 +325,12 @@ export const CILIUM_REPO = 'https://helm.cilium.io/'
 function readCaFile(file: YamlFile, obj: Record<string, unknown>, at: string[], clusterDir: string): string | undefined {
   if (obj.caFile === undefined) return undefined
   const caFile = resolve(clusterDir, requireString(file, obj, at, 'caFile'))
+  if (existsSync(caFile) && !statSync(caFile).isFile())
+    throw file.error(
+      [...at, 'caFile'],
+      `${at.join('.')}.caFile ${caFile} is not a regular file`,
+      "point it at the chart repository's CA certificate (PEM)",
+    )
   if (!existsSync(caFile))
     throw file.error(
       [...at, 'caFile'],
@@ -316,18 +340,68 @@ function readCaFile(file: YamlFile, obj: Record<string, unknown>, at: string[], 
   return caFile
 }
 
+const DNS1123_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/
+
+/**
+ * Names handed to helm and kubectl, checked as what they are before any of them runs: a value that
+ * starts with a dash would be read as a flag, a newline would start another YAML document.
+ */
+const NAME_KINDS = {
+  // Kubernetes namespace names (apimachinery validation.IsDNS1123Label)
+  namespace: {
+    ok: (v: string) => DNS1123_LABEL.test(v),
+    what: 'a namespace name (a DNS-1123 label: lower-case letters, digits and dashes, at most 63)',
+  },
+  // helm's release names (pkg/chartutil ValidateReleaseName: a DNS-1123 subdomain of at most 53)
+  release: {
+    ok: (v: string) => v.length <= 53 && DNS1123_SUBDOMAIN.test(v),
+    what: 'a helm release name (lower-case letters, digits, dashes and dots, at most 53)',
+  },
+  // object names (IsDNS1123Subdomain)
+  object: {
+    ok: (v: string) => v.length <= 253 && DNS1123_SUBDOMAIN.test(v),
+    what: 'an object name (a DNS-1123 subdomain: lower-case letters, digits, dashes and dots)',
+  },
+  // a chart reference: a name, a path, an https or oci URL (helm pkg/downloader ResolveChartVersion)
+  chart: {
+    ok: (v: string) => /^(oci|https?):\/\/[^\s]+$/.test(v) || /^[A-Za-z0-9_.][\w.\/-]*$/.test(v),
+    what: 'a chart reference (a chart name, a path, or an oci:// or https:// URL)',
+  },
+  url: { ok: (v: string) => /^(oci|https?):\/\/[^\s]+$/.test(v), what: 'a chart repository URL (https://, http:// or oci://)' },
+  // a chart version or semver range (Masterminds/semver constraints)
+  version: { ok: (v: string) => /^[\w.+~^<>=*|, ]+$/.test(v) && !v.startsWith('-'), what: 'a chart version or semver range' },
+} as const
+
+function requireName(
+  file: YamlFile,
+  obj: Record<string, unknown>,
+  path: Array<string | number>,
+  key: string,
+  kind: keyof typeof NAME_KINDS,
+  fallback?: string,
+): string {
+  const value = requireString(file, obj, path, key, fallback)
+  const spec = NAME_KINDS[kind]
+  if (!spec.ok(value)) {
+    const where = obj[key] === undefined ? [...path] : [...path, key]
+    throw file.error(where, `${[...path, key].join('.')} ${JSON.stringify(value)} is not ${spec.what}`, `write ${key}: as ${spec.what}`)
+  }
+  return value
+}
+
 function readCni(file: YamlFile, raw: unknown, clusterDir: string): CniSettings {
   const obj = asRecord(raw, file, ['cni'])
   rejectUnknown(file, obj, ['cni'], ['chart', 'repo', 'caFile', 'version', 'release', 'namespace', 'values', 'daemonset'])
-  const chart = requireString(file, obj, ['cni'], 'chart')
-  const release = requireString(file, obj, ['cni'], 'release', chart.split('/').pop() ?? chart)
+  const chart = requireName(file, obj, ['cni'], 'chart', 'chart')
+  const release = requireName(file, obj, ['cni'], 'release', 'release', chart.split('/').pop() ?? chart)
   const cni: CniSettings = {
     chart,
     release,
-    namespace: requireString(file, obj, ['cni'], 'namespace', 'kube-system'),
-    daemonset: requireString(file, obj, ['cni'], 'daemonset', release),
+    namespace: requireName(file, obj, ['cni'], 'namespace', 'namespace', 'kube-system'),
+    daemonset: requireName(file, obj, ['cni'], 'daemonset', 'object', release),
   }
-  if (obj.repo !== undefined) cni.repo = requireString(file, obj, ['cni'], 'repo')
+  if (obj.repo !== undefined) cni.repo = requireName(file, obj, ['cni'], 'repo', 'url')
   else if (chart === 'cilium') cni.repo = CILIUM_REPO
   else if (/^[\w.-]+\/[\w.-]+$/.test(chart) && !existsSync(resolve(clusterDir, chart))) {
     // `alias/name` resolves only through `helm repo add` state on the operator's machine
@@ -340,7 +414,7 @@ function readCni(file: YamlFile, raw: unknown, clusterDir: string): CniSettings 
   }
   const caFile = readCaFile(file, obj, ['cni'], clusterDir)
   if (caFile) cni.caFile = caFile
-  if (obj.version !== undefined) cni.version = String(obj.version)
+  if (obj.version !== undefined) cni.version = requireName(file, { version: String(obj.version) }, ['cni'], 'version', 'version')
   if (obj.values !== undefined) cni.values = asRecord(obj.values, file, ['cni', 'values'])
   return cni
 }
@@ -352,9 +426,15 @@ function readGates(file: YamlFile, raw: unknown, at: string[] = ['readinessGates
     const obj = asRecord(item, file, [...at, i])
     rejectUnknown(file, obj, [...at, i], ['name', 'namespace', 'selector'])
     const selector = requireString(file, obj, [...at, i], 'selector')
+    if (selector.startsWith('-') || /[\n\r]/.test(selector))
+      throw file.error(
+        [...at, i, 'selector'],
+        `${[...at, i, 'selector'].join('.')} ${JSON.stringify(selector)} is not a label selector`,
+        'write a label selector such as app=csi',
+      )
     return {
       selector,
-      namespace: requireString(file, obj, [...at, i], 'namespace'),
+      namespace: requireName(file, obj, [...at, i], 'namespace', 'namespace'),
       name: requireString(file, obj, [...at, i], 'name', selector),
     }
   })
@@ -411,12 +491,13 @@ function readFlux(file: YamlFile, raw: unknown, clusterDir: string): FluxSetting
     const op = asRecord(obj.operator, file, ['flux', 'operator'])
     rejectUnknown(file, op, ['flux', 'operator'], ['chart', 'repo', 'caFile', 'version', 'fluxVersion'])
     flux.operator = {
-      chart: requireString(file, op, ['flux', 'operator'], 'chart', 'oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator'),
+      chart: requireName(file, op, ['flux', 'operator'], 'chart', 'chart', 'oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator'),
       fluxVersion: requireString(file, op, ['flux', 'operator'], 'fluxVersion', '2.x'),
     }
-    if (op.version !== undefined) flux.operator.version = String(op.version)
+    if (op.version !== undefined)
+      flux.operator.version = requireName(file, { version: String(op.version) }, ['flux', 'operator'], 'version', 'version')
     // a chart repository instead of the OCI registry (a mirror, or the simulator's loopback repository)
-    if (op.repo !== undefined) flux.operator.repo = requireString(file, op, ['flux', 'operator'], 'repo')
+    if (op.repo !== undefined) flux.operator.repo = requireName(file, op, ['flux', 'operator'], 'repo', 'url')
     const caFile = readCaFile(file, op, ['flux', 'operator'], clusterDir)
     if (caFile) flux.operator.caFile = caFile
   }
@@ -497,8 +578,11 @@ export function checkSettingsFit(input: SettingsInput, settings: Settings, inven
   }
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
   let isDir = false
+  let special = false
   try {
-    isDir = statSync(kubeconfig).isDirectory()
+    const stat = statSync(kubeconfig)
+    isDir = stat.isDirectory()
+    special = !isDir && !stat.isFile()
   } catch {
     // absent: the bootstrap phase writes it
   }
@@ -508,6 +592,20 @@ export function checkSettingsFit(input: SettingsInput, settings: Settings, inven
     throw new InputError(`is a directory, not a kubeconfig file (kubeconfig from ${where})`, {
       file: kubeconfig,
       fix: 'move the directory away, or point kubeconfig at a file path (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig)',
+    })
+  }
+  // every file the run reads lies in the cluster directory (no `../`, no link out of it)
+  const outside = inputFiles(input.clusterDir, settings, inventory)
+    .map((file) =>
+      outsideClusterDir(inventory.clusterDir, file, 'this input file', 'move it into the cluster directory and name it relative to it'),
+    )
+    .filter((e): e is InputError => e !== undefined)
+  if (outside.length === 1) throw outside[0]
+  if (outside.length > 1) throw new InputErrors(outside)
+  if (special) {
+    throw new InputError(`is not a regular file (a FIFO, a socket or a device), not a kubeconfig file (kubeconfig from ${where})`, {
+      file: kubeconfig,
+      fix: 'move it away, or point kubeconfig at a file path (bootstrap.yaml kubeconfig:, BOOTSTRAP_KUBECONFIG or --kubeconfig)',
     })
   }
   // the kubeconfig is written: never over one of the files the run reads
@@ -532,6 +630,8 @@ function inputFiles(clusterDir: string, settings: Settings, inventory: Inventory
     ...(settings.flux?.git?.privateKeyFile ? [resolve(clusterDir, settings.flux.git.privateKeyFile)] : []),
     ...(settings.flux?.sopsAgeKeyFile ? [resolve(clusterDir, settings.flux.sopsAgeKeyFile)] : []),
     ...(settings.flux?.secrets ?? []).map((f) => resolve(clusterDir, f)),
+    ...(settings.flux?.git?.knownHostsFile ? [resolve(clusterDir, settings.flux.git.knownHostsFile)] : []),
+    ...(settings.flux?.operator?.caFile ? [settings.flux.operator.caFile] : []),
   ].map((f) => resolve(clusterDir, f))
 }
 

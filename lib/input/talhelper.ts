@@ -2,12 +2,13 @@
 // env files (cmd/genconfig.go, pkg/substitute/envsubst.go, pkg/decrypt/decrypt.go, joho/godotenv's
 // parser), `${VAR}` substitution (a8m/envsubst with noUnset and noEmpty), hostnames and addresses
 // (pkg/config/validator.go), output file names (pkg/config/outputfilename.go, defaults.go).
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { LineCounter, Parser, parseDocument } from 'yaml'
 import { InputError } from '../core/errors.js'
 import { documentToJS } from './yaml-file.js'
 import { SOPS_ENV, sopsDecrypt } from '../tools/sops.js'
+import { readErrorCode, readRegularFile } from '../core/files.js'
 
 /** genconfig's default --env-file list: loaded in this order, each setting the environment, so later files win over earlier ones and over the shell. */
 export const TALENV_FILES = ['talenv.yaml', 'talenv.sops.yaml', 'talenv.yml', 'talenv.sops.yml'] as const
@@ -42,9 +43,9 @@ export function talhelperEnv(dir: string, env: NodeJS.ProcessEnv): TalhelperEnv 
 function envFileText(path: string, env: NodeJS.ProcessEnv): string {
   let text: string
   try {
-    text = readFileSync(path, 'utf8')
+    text = readRegularFile(path)
   } catch (err) {
-    throw new InputError(`cannot read the talhelper env file (${(err as NodeJS.ErrnoException).code ?? 'error'})`, {
+    throw new InputError(`cannot read the talhelper env file (${readErrorCode(err)})`, {
       file: path,
       fix: 'make it a readable file or remove it',
     })

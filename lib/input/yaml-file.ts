@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import {
   isMap,
   isSeq,
@@ -11,6 +10,7 @@ import {
   type YAMLError,
 } from 'yaml'
 import { InputError } from '../core/errors.js'
+import { readErrorCode, readRegularFile } from '../core/files.js'
 
 /** A parsed YAML file that can say on which line a value stands, for `<file>:<line>:` errors. */
 export class YamlFile {
@@ -23,10 +23,10 @@ export class YamlFile {
   static read(path: string, fix: string): YamlFile {
     let text: string
     try {
-      text = readFileSync(path, 'utf8')
+      text = readRegularFile(path)
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code
-      throw new InputError(code === 'ENOENT' ? 'file not found' : `cannot read file (${code ?? 'error'})`, { file: path, fix })
+      throw new InputError(code === 'ENOENT' ? 'file not found' : `cannot read file (${readErrorCode(err)})`, { file: path, fix })
     }
     return YamlFile.parse(path, text)
   }

@@ -1,6 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { parseAllDocuments } from 'yaml'
+import { parseAllDocuments, stringify } from 'yaml'
 import { NodeError } from '../core/errors.js'
 import { formatDuration } from '../core/duration.js'
 import { fluxHint, kubectlCommand, taskCommand } from '../cli/hints.js'
@@ -12,6 +12,7 @@ import type { FluxSettings } from '../input/settings.js'
 import { condition, type KubeObject, type Kubectl } from '../tools/kubectl.js'
 import { isSopsEncrypted } from '../tools/sops.js'
 import { waitForGates } from './shared/gates.js'
+import { readRegularFile } from '../core/files.js'
 
 /** Every failure of this phase is recovered by running it again (rendered when the hint is made). */
 const AGAIN = 'bootstrap:flux'
@@ -58,7 +59,7 @@ async function readSecrets(run: Run, flux: FluxSettings): Promise<Array<{ file: 
   const ageKey = flux.sopsAgeKeyFile ? resolve(run.inventory.clusterDir, flux.sopsAgeKeyFile) : undefined
   for (const file of flux.secrets) {
     const path = resolve(run.inventory.clusterDir, file)
-    const raw = readFileSync(path, 'utf8')
+    const raw = readRegularFile(path)
     if (!isSopsEncrypted(path, raw)) {
       out.push({ file, text: raw })
       continue
@@ -80,7 +81,11 @@ async function readSecrets(run: Run, flux: FluxSettings): Promise<Array<{ file: 
         fix: `check that ${flux.sopsAgeKeyFile ?? ''} holds the age identity the file is encrypted to`,
       })
     // the plaintext values must never reach the output either
-    for (const value of secretValues(result.text)) run.redactor.add(value)
+    // (short ones too, and each line of a multi-line one: the plaintext path learns them the same way)
+    for (const value of secretValues(result.text)) {
+      run.redactor.add(value, true)
+      for (const line of value.split('\n')) if (line !== value) run.redactor.add(line, line.trim().length >= 4)
+    }
     out.push({ file, text: result.text })
   }
   return out
@@ -98,16 +103,34 @@ function secretValues(text: string): string[] {
 }
 
 /** The namespaces the manifests name (created first: a Secret in a missing namespace is refused). */
-function namespacesOf(texts: string[]): string[] {
+/** A DNS-1123 label: what a namespace name must be (and never a flag or a second YAML document). */
+const DNS1123_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/
+
+/** The namespaces the manifests name; one that is not a DNS-1123 label fails the step, naming its file. */
+function namespacesOf(manifests: ReadonlyArray<{ file: string; text: string }>): string[] {
   const names = new Set<string>()
-  for (const text of texts) {
+  for (const { file, text } of manifests) {
     for (const doc of parseAllDocuments(text)) {
       const ns = (doc.toJS() as { metadata?: { namespace?: unknown } } | null)?.metadata?.namespace
-      if (typeof ns === 'string' && ns) names.add(ns)
+      if (ns === undefined || ns === null || ns === '') continue
+      if (typeof ns !== 'string' || !DNS1123_LABEL.test(ns))
+        throw new NodeError(
+          'config-invalid',
+          `${file}: metadata.namespace ${JSON.stringify(ns)} is not a namespace name (a DNS-1123 label: lower-case letters, digits and dashes)`,
+          `correct the namespace in ${file}, then run: ${again()}`,
+        )
+      names.add(ns)
     }
   }
   return [...names]
 }
+
+/** Manifests as objects, serialized by the YAML library: no value can become a key or a document of its own. */
+function manifestList(items: object[]): string {
+  return items.map((item) => stringify(item)).join('---\n')
+}
+
+const namespaceObject = (name: string): object => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })
 
 // ---- steps ----------------------------------------------------------------------------
 
@@ -166,16 +189,24 @@ async function applySecrets(run: Run, report: StepReporter): Promise<string> {
   if (manifests.length === 0 && !flux.sopsAgeKeyFile) return 'no secrets to apply'
   const { namespace } = rootOf(flux)
   if (flux.sopsAgeKeyFile) {
-    const key = readFileSync(resolve(run.inventory.clusterDir, flux.sopsAgeKeyFile))
+    const key = readRegularFile(resolve(run.inventory.clusterDir, flux.sopsAgeKeyFile), null)
     manifests.push({
       file: 'sops-age',
-      text: `apiVersion: v1\nkind: Secret\nmetadata:\n  name: sops-age\n  namespace: ${namespace}\ntype: Opaque\ndata:\n  age.agekey: ${key.toString('base64')}\n`,
+      text: manifestList([
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 'sops-age', namespace },
+          type: 'Opaque',
+          data: { 'age.agekey': key.toString('base64') },
+        },
+      ]),
     })
   }
   const kubectl = kube(run)
-  const namespaces = [...new Set([namespace, ...namespacesOf(manifests.map((m) => m.text))])]
+  const namespaces = [...new Set([namespace, ...namespacesOf(manifests)])]
   report.progress(`namespaces ${namespaces.join(', ')}`)
-  await kubectl.applyServerSide(namespaces.map((ns) => `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${ns}\n`).join('---\n'))
+  await kubectl.applyServerSide(manifestList(namespaces.map(namespaceObject)))
   for (const { file, text } of manifests) {
     report.progress(`kubectl apply --server-side (${file})`)
     try {
@@ -214,7 +245,7 @@ async function driftOf(run: Run, flux: FluxSettings, root: KubeObject): Promise<
   if (git.privateKeyFile && secretName) {
     const secret = await kubectl.get('secrets', secretName, source?.metadata.namespace)
     const identity = (secret as { data?: Record<string, string> } | undefined)?.data?.identity
-    const want = readFileSync(resolve(run.inventory.clusterDir, git.privateKeyFile), 'utf8').trim()
+    const want = readRegularFile(resolve(run.inventory.clusterDir, git.privateKeyFile)).trim()
     if (identity !== undefined && Buffer.from(identity, 'base64').toString('utf8').trim() !== want)
       drift.push(`git.privateKeyFile (the ${secretName} Secret holds another key)`)
   }
@@ -236,11 +267,19 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
     )
   const kubectl = kube(run)
   const { namespace, name } = rootOf(flux)
-  const b64 = (file: string): string => readFileSync(resolve(run.inventory.clusterDir, file)).toString('base64')
+  const b64 = (file: string): string => readRegularFile(resolve(run.inventory.clusterDir, file), null).toString('base64')
   report.progress(`deploy key Secret ${namespace}/${name}`)
-  const knownHosts = git.knownHostsFile ? `  known_hosts: ${b64(git.knownHostsFile)}\n` : ''
   await kubectl.applyServerSide(
-    `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${namespace}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: ${namespace}\ntype: Opaque\ndata:\n  identity: ${b64(git.privateKeyFile)}\n${knownHosts}`,
+    manifestList([
+      namespaceObject(namespace),
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace },
+        type: 'Opaque',
+        data: { identity: b64(git.privateKeyFile), ...(git.knownHostsFile ? { known_hosts: b64(git.knownHostsFile) } : {}) },
+      },
+    ]),
   )
   report.progress(`helm upgrade --install flux-operator ${op.chart}`)
   await run.helm.installChart(

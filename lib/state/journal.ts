@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { stateDir } from './paths.js'
 import { PHASE_NAMES, type NodeStatus, type PhaseName, type PhaseResult } from '../core/results.js'
 import { writeStateFile } from './state-files.js'
+import { readRegularFile } from '../core/files.js'
 
 interface JournalEntry {
   status: NodeStatus
@@ -34,7 +34,7 @@ export class Journal {
     const path = join(stateDir(clusterDir), 'journal.json')
     let text: string
     try {
-      text = readFileSync(path, 'utf8')
+      text = readRegularFile(path)
     } catch (err) {
       // no journal yet: start afresh (the live state decides anyway)
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new Journal(clusterDir, path, { version: 1, nodes: {} })

@@ -1,9 +1,10 @@
 // The kubeconfig the tool writes is this cluster's entries only: merged into an existing file (the
 // operator's ~/.kube/config, say) beside every other cluster, context and user, and only this
 // cluster's server is ever changed. Writes are atomic and private (0600), through a link to its target.
-import { closeSync, constants, existsSync, fsyncSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { isMap, isSeq, parseDocument, type Document, YAMLSeq } from 'yaml'
+import { readRegularFile } from '../core/files.js'
 
 /** The names `talosctl kubeconfig` gives a cluster's entries (cluster, context `admin@<cluster>`, user `admin@<cluster>`). */
 export interface KubeconfigNames {
@@ -34,7 +35,7 @@ export function namesIn(text: string): KubeconfigNames | undefined {
 /** The context this cluster's entries have in a kubeconfig: `admin@<cluster>` when present, else the only context. */
 export function contextOf(path: string, clusterName: string): KubeconfigNames | undefined {
   if (!existsSync(path)) return undefined
-  const doc = parseDocument(readFileSync(path, 'utf8'))
+  const doc = parseDocument(readRegularFile(path))
   const contexts = doc.get('contexts')
   if (!isSeq(contexts)) return undefined
   const entries = contexts.items.filter(isMap).map((item) => ({
@@ -64,7 +65,7 @@ export function mergeKubeconfig(target: string, incoming: string): KubeconfigNam
     replaceFile(target, incoming)
     return names
   }
-  const existing = readFileSync(target, 'utf8')
+  const existing = readRegularFile(target)
   // an empty file is an empty kubeconfig
   const into = parseDocument(existing.trim() ? existing : '{}')
   if (into.errors.length > 0 || !isMap(into.contents)) {
@@ -103,7 +104,7 @@ function entryNamed(doc: Document, section: string, name: string): unknown {
 export function kubeconfigServer(path: string, clusterName: string): string | undefined {
   const names = contextOf(path, clusterName)
   if (!names) return undefined
-  const doc = parseDocument(readFileSync(path, 'utf8'))
+  const doc = parseDocument(readRegularFile(path))
   const entry = entryNamed(doc, 'clusters', names.cluster)
   const server = isMap(entry) ? entry.getIn(['cluster', 'server']) : undefined
   return typeof server === 'string' ? server : undefined
@@ -113,7 +114,7 @@ export function kubeconfigServer(path: string, clusterName: string): string | un
 export function setKubeconfigServer(path: string, clusterName: string, server: string): void {
   const names = contextOf(path, clusterName)
   if (!names) throw new Error(`${path} has no context for the cluster ${clusterName}`)
-  const doc = parseDocument(readFileSync(path, 'utf8'))
+  const doc = parseDocument(readRegularFile(path))
   const entry = entryNamed(doc, 'clusters', names.cluster)
   if (!isMap(entry)) throw new Error(`${path} has no cluster entry ${names.cluster}`)
   entry.setIn(['cluster', 'server'], server)

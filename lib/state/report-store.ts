@@ -1,11 +1,12 @@
 // The one place that writes and reads run reports under .bootstrap/ (docs/report.md).
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { InputError } from '../core/errors.js'
 import type { Report } from '../core/results.js'
 import type { Redactor } from '../input/redact.js'
 import { statePaths } from './paths.js'
 import { safeName, writeStateFile } from './state-files.js'
+import { readRegularFile } from '../core/files.js'
 
 /** runs/<time>-<command>, the name of a report and its picture; only sanitized characters (a report read back may be forged). */
 export function runName(report: Pick<Report, 'startedAt' | 'command'>): string {
@@ -29,7 +30,7 @@ const NOT_A_REPORT_FIX = 'name a report written by a bootstrap task (.bootstrap/
 export function readReport(file: string): Report {
   let doc: unknown
   try {
-    doc = JSON.parse(readFileSync(file, 'utf8'))
+    doc = JSON.parse(readRegularFile(file))
   } catch (err) {
     throw new InputError(`not a JSON report: ${err instanceof Error ? err.message : String(err)}`, { file, fix: NOT_A_REPORT_FIX })
   }

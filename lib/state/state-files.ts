@@ -1,6 +1,6 @@
 // What a run writes under CLUSTER_DIR/.bootstrap: never through a symbolic link (a planted link would
 // make the tool append to or overwrite a file elsewhere), and only in a directory it can write.
-import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { accessSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { dirname, isAbsolute, relative, sep } from 'node:path'
 import { InputError } from '../core/errors.js'
 import { stateDir } from './paths.js'
@@ -110,8 +110,14 @@ export function writeStateFile(clusterDir: string, path: string, text: string, m
 
 /** Appends a line (the command log), never through a link: O_NOFOLLOW makes a link fail with ELOOP. */
 export function appendStateFile(path: string, text: string): void {
-  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644)
+  // O_NONBLOCK: a FIFO put there would otherwise hold the open until someone reads it
+  const fd = openSync(
+    path,
+    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    0o644,
+  )
   try {
+    if (!fstatSync(fd).isFile()) throw new InputError('is not a regular file', { file: path, fix: 'move it away; the tool recreates it' })
     writeSync(fd, text)
   } finally {
     closeSync(fd)

@@ -2,6 +2,7 @@ import { $, which } from 'zx'
 import { ToolMissingError } from '../core/errors.js'
 import { shellWord } from '../core/shell.js'
 import type { Redactor } from '../input/redact.js'
+import { escapeControls } from '../core/text.js'
 
 export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'flux' | 'sops'
 
@@ -116,7 +117,9 @@ export class ToolRunner {
       ok: output.exitCode === 0 && !timedOut && !aborted,
       exitCode: output.exitCode,
       stdout: output.stdout,
-      stderr: output.stderr,
+      // a tool's error text can quote any input (talosctl validate echoes a config's values): masked
+      // here, before any step, hint or report sees it
+      stderr: escapeControls(this.options.redactor.redactLines(output.stderr)),
       durationMs: performance.now() - started,
       timedOut,
       aborted,

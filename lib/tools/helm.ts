@@ -34,7 +34,7 @@ export class Helm {
     const filter = `^${release.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`
     const result = await this.runner.run({
       tool: 'helm',
-      args: ['list', '--namespace', namespace, ...kubeArgs(this.access, '--kube-context'), '--filter', filter, '--all', '-o', 'json'],
+      args: ['list', `--namespace=${namespace}`, ...kubeArgs(this.access, '--kube-context'), `--filter=${filter}`, '--all', '-o', 'json'],
       dryRunStdout: '',
     })
     if (!result.ok) {
@@ -77,21 +77,21 @@ export class Helm {
     timeoutMs: number,
     recovery: string,
   ): Promise<void> {
+    // every value joined to its flag and the names after `--`: none can be read as a flag
     const args = [
       'upgrade',
       '--install',
-      chart.release,
-      chart.chart,
-      '--namespace',
-      chart.namespace,
+      `--namespace=${chart.namespace}`,
       '--create-namespace',
       ...kubeArgs(this.access, '--kube-context'),
       '--wait',
-      '--timeout',
-      goDuration(timeoutMs),
-      ...(chart.version ? ['--version', chart.version] : []),
-      ...(chart.repo ? ['--repo', chart.repo] : []),
-      ...(chart.caFile ? ['--ca-file', chart.caFile] : []),
+      `--timeout=${goDuration(timeoutMs)}`,
+      ...(chart.version ? [`--version=${chart.version}`] : []),
+      ...(chart.repo ? [`--repo=${chart.repo}`] : []),
+      ...(chart.caFile ? [`--ca-file=${chart.caFile}`] : []),
+      '--',
+      chart.release,
+      chart.chart,
     ]
     const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000 })
     if (result.ok) return
@@ -110,22 +110,20 @@ export class Helm {
    * own deadline: the release says whether it went in.
    */
   async upgradeInstall(cni: CniSettings, valuesFile: string | undefined, timeoutMs: number): Promise<{ note?: string }> {
+    // every value joined to its flag and the names after `--`: none can be read as a flag
     const args = [
       'upgrade',
       '--install',
-      cni.release,
-      cni.chart,
-      '--namespace',
-      cni.namespace,
+      `--namespace=${cni.namespace}`,
       '--create-namespace',
       ...kubeArgs(this.access, '--kube-context'),
-      '--timeout',
-      goDuration(timeoutMs),
+      `--timeout=${goDuration(timeoutMs)}`,
     ]
-    if (cni.repo) args.push('--repo', cni.repo)
-    if (cni.caFile) args.push('--ca-file', cni.caFile)
-    if (cni.version) args.push('--version', cni.version)
-    if (valuesFile) args.push('--values', valuesFile)
+    if (cni.repo) args.push(`--repo=${cni.repo}`)
+    if (cni.caFile) args.push(`--ca-file=${cni.caFile}`)
+    if (cni.version) args.push(`--version=${cni.version}`)
+    if (valuesFile) args.push(`--values=${valuesFile}`)
+    args.push('--', cni.release, cni.chart)
     // helm's own --timeout bounds its operations; our deadline is a little longer
     const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000 })
     if (result.ok) return {}

@@ -1,5 +1,6 @@
-import { classify } from './classify.js'
-import { NodeError } from '../core/errors.js'
+import { parse as parseYaml } from 'yaml'
+import { classify, essence } from './classify.js'
+import { NodeError, ToolUnusableError } from '../core/errors.js'
 import { hintFor } from '../cli/hints.js'
 import { controlPlanes, type ClusterNode, type Inventory } from '../core/model.js'
 import type { ToolResult, ToolRunner } from './exec.js'
@@ -93,8 +94,15 @@ export class Talosctl {
       local: true,
       dryRunStdout: 'Client:\n\tTag:         v0.0.0-dry-run\n',
     })
-    if (!result.ok) throw new Error(`talosctl version --client failed: ${result.stderr.trim()}`)
-    return /Tag:\s+(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'
+    const tag = /Tag:\s+(\S+)/.exec(result.stdout)?.[1]
+    // a binary that is no talosctl (TALOSCTL=/bin/sh) fails here or answers without a Tag
+    if (!result.ok || !tag) {
+      const why = result.timedOut
+        ? `\`talosctl version --client\` did not answer within ${Math.round(result.durationMs)}ms`
+        : `\`talosctl version --client\` ${result.ok ? 'printed no version' : `failed: ${essence(result.stderr || result.stdout) || `exit ${String(result.exitCode)}`}`}`
+      throw new ToolUnusableError('talosctl', this.runner.binary('talosctl'), 'TALOSCTL', why)
+    }
+    return tag
   }
 
   /**
@@ -104,7 +112,7 @@ export class Talosctl {
   async validate(configFile: string): Promise<string | undefined> {
     const result = await this.runner.run({ tool: 'talosctl', args: ['validate', '--mode', 'metal', '-c', configFile], local: true })
     if (result.ok) return undefined
-    const text = result.stderr.trim() || result.stdout.trim() || `talosctl validate exited with ${result.exitCode}`
+    const text = withoutUnknownValues(result.stderr.trim() || result.stdout.trim() || `talosctl validate exited with ${result.exitCode}`)
     return text
       .split('\n')
       .map((l) => l.replace(/^\s*\*\s*/, '').trim())
@@ -476,4 +484,40 @@ export function parseEtcdMembers(stdout: string): EtcdMember[] {
     peerUrls: column(line, 3).split(',').filter(Boolean),
     isLearner: column(line, 5) === 'true',
   }))
+}
+
+const UNKNOWN_KEYS = 'unknown keys found during decoding:'
+
+/**
+ * talosctl's decoder echoes the unknown keys of a document with their values as YAML
+ * (pkg/machinery/config/configloader/internal/decoder: a misspelt `pasword: hunter2` is printed
+ * as it is): only the keys' paths are kept, never the values.
+ */
+export function withoutUnknownValues(text: string): string {
+  const at = text.indexOf(UNKNOWN_KEYS)
+  if (at < 0) return text
+  const head = text.slice(0, at + UNKNOWN_KEYS.length)
+  const rest = text.slice(at + UNKNOWN_KEYS.length).replace(/^\n/, '')
+  // the YAML block runs until the next line that starts another error
+  const lines = rest.split('\n')
+  let end = lines.findIndex((l) => /^(error|\* )/.test(l) || l.includes(UNKNOWN_KEYS))
+  if (end < 0) end = lines.length
+  const block = lines.slice(0, end).join('\n')
+  const tail = lines.slice(end).join('\n')
+  const paths: string[] = []
+  const walk = (value: unknown, path: string[]): void => {
+    if (Array.isArray(value)) value.forEach((v, i) => walk(v, [...path, String(i)]))
+    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(v, [...path, k])
+    else paths.push(path.join('.'))
+  }
+  try {
+    walk(parseYaml(block) as unknown, [])
+  } catch {
+    // not YAML after all: keep each line's key, never its value
+    for (const line of lines.slice(0, end)) {
+      const key = /^\s*(?:- )?([^:]+):/.exec(line)?.[1]
+      if (key) paths.push(key.trim())
+    }
+  }
+  return `${head} ${paths.join(', ')} (values not shown)${tail ? `\n${withoutUnknownValues(tail)}` : ''}`
 }

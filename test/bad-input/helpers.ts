@@ -38,6 +38,10 @@ export class BadInputBed {
     return file
   }
 
+  read(relative: string): string {
+    return readFileSync(this.path(relative), 'utf8')
+  }
+
   write(relative: string, text: string): string {
     const file = this.path(relative)
     writeFileSync(file, text)

@@ -95,7 +95,7 @@ describe('interruptions', () => {
     )
     expect(result.stdout).toMatch(/^cp-1:\n(  .*\n)*  talosctl bootstrap --talosconfig \S+ -e 127\.62\.4\.11 -n 127\.62\.4\.11$/m)
     expect(result.stdout).toMatch(
-      /^  helm upgrade --install cilium cilium --namespace kube-system .* --repo https:\/\/127\.0\.0\.1:\d+\/ --ca-file \S+\/charts-ca\.crt /m,
+      /^  helm upgrade --install --namespace=kube-system .* --repo=https:\/\/127\.0\.0\.1:\d+\/ --ca-file=\S+\/charts-ca\.crt .*-- cilium cilium$/m,
     )
     expect(result.stdout).toMatch(/^  flux bootstrap git --url /m)
     expect(callsTo(cluster.calls(), 'wrkr-1')).toEqual([])

@@ -90,9 +90,14 @@ describe('a home-ops repository as talhelper reads it', () => {
   it('a short name two FQDNs share is ambiguous: exit 2 asking for the full name', () => {
     const copyDir = copy('home-ops')
     const talconfig = join(copyDir, 'talconfig.yaml')
-    cpSync(
-      join(copyDir, 'clusterconfig', 'home-knode03.home.example.yaml'),
+    // knode03's config under the new node's name, with the new node's hostname (issue 27: a config
+    // naming another host is refused)
+    writeFileSync(
       join(copyDir, 'clusterconfig', 'home-knode01.lab.example.yaml'),
+      readFileSync(join(copyDir, 'clusterconfig', 'home-knode03.home.example.yaml'), 'utf8').replace(
+        'hostname: knode03.home.example',
+        'hostname: knode01.lab.example',
+      ),
     )
     writeFileSync(
       talconfig,
@@ -270,17 +275,26 @@ describe('machine config documents', () => {
 
   it('the Kubernetes node name: the config hostname (v1alpha1 or HostnameConfig) first label, or all of it with registerWithFQDN', () => {
     const hostnameDoc = loadInventory(
-      withWorkerConfig(`${V1}---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: Worker_One.lab.example\n`),
+      withWorkerConfig(`${V1}---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: WRKR-1.lab.example\n`),
       { env: {} },
     )
-    expect(hostnameDoc.nodes[1]?.kubeName).toBe('worker-one')
+    // the first label, lower case: the inventory's own name
+    expect(hostnameDoc.nodes[1]?.kubeName).toBeUndefined()
+    // not a DNS-1123 name (issue 27): refused, never turned into another name
+    expect(
+      inputErrors(() =>
+        loadInventory(withWorkerConfig(`${V1}---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: Wrkr_1.lab.example\n`), {
+          env: {},
+        }),
+      )[0],
+    ).toMatch(/HostnameConfig\.hostname "Wrkr_1\.lab\.example" of wrkr-1 is not a DNS-1123 hostname/)
     const fqdn = loadInventory(
       withWorkerConfig(
-        `${V1.replace('  install:', '  kubelet:\n    registerWithFQDN: true\n  network:\n    hostname: w1.lab.example\n  install:')}`,
+        `${V1.replace('  install:', '  kubelet:\n    registerWithFQDN: true\n  network:\n    hostname: wrkr-1.lab.example\n  install:')}`,
       ),
       { env: {} },
     )
-    expect(fqdn.nodes[1]?.kubeName).toBe('w1.lab.example')
+    expect(fqdn.nodes[1]?.kubeName).toBe('wrkr-1.lab.example')
     // a plain name that Talos keeps as it is needs no second name
     expect(loadInventory(withWorkerConfig(V1), { env: {} }).nodes[1]?.kubeName).toBeUndefined()
   })
