@@ -77,7 +77,8 @@ describe('a talhelper repository with variables, FQDNs and its own file names', 
       ['127.97.1.21', join(cluster.clusterDir, 'generated', 'e2e-wrkr-1.lab.example.yaml')],
       ['127.97.1.22', join(cluster.clusterDir, 'generated', 'wrkr-2.lab.example.yaml')],
     ])
-  })
+    // a whole bootstrap with the default waits: more than vitest's 60 s on a loaded 2-core machine
+  }, 180_000)
 
   it('NODES takes a short name when it is unique, and an address of the list', async () => {
     const result = await cluster.task('bootstrap:verify', { NODES: 'wrkr-1,127.97.1.122' }, [], ENV)
