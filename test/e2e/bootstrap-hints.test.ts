@@ -1,10 +1,8 @@
 // Issue 26 item 9: a failure that left the etcd bootstrap undone hints the command that does it
 // (bootstrap:node recovers a node of a running cluster and never bootstraps). The hint runs verbatim
 // in a fresh shell once the fault is gone. Range 127.204.x.y.
-import { spawn } from 'node:child_process'
-import { tmpdir } from 'node:os'
 import { afterEach, describe, expect, it } from 'vitest'
-import { E2eCluster, nodeIn, type TaskResult } from './harness.js'
+import { E2eCluster, nodeIn, runInFreshShell } from './harness.js'
 import { FAST } from '../faults/helpers.js'
 
 let cluster: E2eCluster | undefined
@@ -12,21 +10,6 @@ afterEach(async () => {
   await cluster?.stop()
   cluster = undefined
 })
-
-function cleanShell(c: E2eCluster, command: string): Promise<TaskResult> {
-  const child = spawn('env', ['-i', `PATH=${c.env().PATH ?? ''}`, `HOME=${process.env.HOME ?? tmpdir()}`, 'bash', '-c', command], {
-    cwd: tmpdir(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  return new Promise((resolve, reject) => {
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
 
 describe('hints while the bootstrap is undone', () => {
   it('the bootstrap node down before the bootstrap: its hint is bootstrap:talos, and run verbatim it bootstraps once', async () => {
@@ -39,7 +22,7 @@ describe('hints while the bootstrap is undone', () => {
     expect(command).toMatch(/^task -d \S+ bootstrap:talos CLUSTER_DIR=\S+$/)
     expect(result.stderr).toContain(`next: ${hint}`)
     c.sim.clearFault('cp-1', 'unreachable')
-    const again = await cleanShell(c, command)
+    const again = await runInFreshShell(c, command)
     expect(again.code, again.stderr + again.stdout).toBe(0)
     expect(
       c
@@ -62,9 +45,9 @@ describe('hints while the bootstrap is undone', () => {
     // the node's own hint first, then the Flux one, each verbatim in a fresh shell
     const node = /.*run: (task .+)$/.exec(nodeIn(c.report(), 'preflight', 'wrkr-1').error?.hint ?? '')?.[1] ?? ''
     c.sim.clearFault('wrkr-1', 'unreachable')
-    const recovered = await cleanShell(c, node)
+    const recovered = await runInFreshShell(c, node)
     expect(recovered.code, recovered.stderr + recovered.stdout).toBe(0)
-    const handed = await cleanShell(c, flux)
+    const handed = await runInFreshShell(c, flux)
     expect(handed.code, handed.stderr + handed.stdout).toBe(0)
     expect(c.report().command).toBe('flux')
     expect(c.report().ok).toBe(true)

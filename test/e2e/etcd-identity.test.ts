@@ -1,12 +1,10 @@
 // Issue 26 items 1 and 3: a member is a node's only by the address in its peer URL, and a reset of a
 // control plane needs the remaining voters' health established. Range 127.201.x.y.
-import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { parse, stringify } from 'yaml'
-import { callsTo, E2eCluster, nodeIn, run, type TaskResult } from './harness.js'
+import { callsTo, E2eCluster, nodeIn, run, runInFreshShell } from './harness.js'
 
 let cluster: E2eCluster | undefined
 afterEach(async () => {
@@ -48,22 +46,6 @@ function dhcpConfig(c: E2eCluster, node: string): void {
 
 const mutations = (c: E2eCluster) =>
   c.calls().filter((call) => call.call === 'reset' || (call.command === 'etcd' && call.args.includes('remove-member')))
-
-/** The hint's command run verbatim in a fresh shell: PATH and HOME only, another directory. */
-function cleanShell(c: E2eCluster, command: string): Promise<TaskResult> {
-  const child = spawn('env', ['-i', `PATH=${c.env().PATH ?? ''}`, `HOME=${process.env.HOME ?? tmpdir()}`, 'bash', '-c', command], {
-    cwd: tmpdir(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  return new Promise((resolve, reject) => {
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
 
 describe('etcd membership by address', () => {
   it('a reset of a control plane whose inventory address is wrong refuses: the hostname match at another address is named, nothing removed', async () => {
@@ -153,7 +135,7 @@ describe('etcd membership by address', () => {
     expect(command).toMatch(/bootstrap:node .*NODE=cp-2 RESET=true -- --yes$/)
     // the node is powered on again; the hint, verbatim, in a fresh shell finishes the job
     c.sim.clearFault('cp-2', 'unreachable')
-    const again = await cleanShell(c, command)
+    const again = await runInFreshShell(c, command)
     expect(again.code, again.stderr + again.stdout).toBe(0)
     expect(await memberCount(c, '127.201.4.11')).toBe(3)
   }, 180_000)

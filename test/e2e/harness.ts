@@ -142,6 +142,11 @@ export class E2eCluster {
   }
 }
 
+/** A printed command (a hint) run verbatim in a fresh shell, as an operator would: PATH and HOME only, another directory. */
+export function runInFreshShell(cluster: E2eCluster, command: string): Promise<TaskResult> {
+  return run('bash', ['-c', command], { PATH: cluster.env().PATH ?? '', HOME: process.env.HOME ?? tmpdir() }, tmpdir())
+}
+
 export function run(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<TaskResult> {
   return collect(spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] }))
 }

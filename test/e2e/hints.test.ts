@@ -1,12 +1,10 @@
 // Issue 19: every hint runs as written. Per failure kind: fail a run, take the hint from stderr, clear
 // the fault, and run the hint's command verbatim in a clean shell (env -i: PATH and HOME only, another
 // working directory, no CLUSTER_DIR): it must recover.
-import { spawn } from 'node:child_process'
-import { tmpdir } from 'node:os'
 import { describe, expect, it } from 'vitest'
 import type { Fault } from '../../sim/index.js'
 import { FAST, fastWith, ROW_TIMEOUT, withCluster } from '../faults/helpers.js'
-import type { ClusterShape, E2eCluster, TaskResult } from './harness.js'
+import { runInFreshShell, type ClusterShape } from './harness.js'
 
 /** The `next:` line printed for `who` (a node, or phase/step), and the command at its end. */
 function hintOf(stderr: string, who: string): { hint: string; command: string } {
@@ -19,23 +17,6 @@ function hintOf(stderr: string, who: string): { hint: string; command: string } 
   const command = /.*(?:run|with): ((?:task|talosctl) .+)$/.exec(hint)?.[1] ?? ''
   expect(command, `no command in the hint: ${hint}`).not.toBe('')
   return { hint, command }
-}
-
-/** A fresh shell: only PATH and HOME, started in another directory than the repository. */
-function cleanShell(cluster: E2eCluster, command: string): Promise<TaskResult> {
-  const env = { PATH: cluster.env().PATH ?? '', HOME: process.env.HOME ?? tmpdir() }
-  const child = spawn('env', ['-i', `PATH=${env.PATH}`, `HOME=${env.HOME}`, 'bash', '-c', command], {
-    cwd: tmpdir(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  return new Promise((resolve, reject) => {
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
 }
 
 interface Row {
@@ -162,7 +143,7 @@ describe.concurrent('every hint runs as written once its cause is gone', () => {
           if (row.says) expect(hint).toMatch(row.says)
 
           cluster.sim.clearFault(row.fault.node ?? null, row.fault.kind)
-          const recovered = await cleanShell(cluster, command)
+          const recovered = await runInFreshShell(cluster, command)
           expect(recovered.code, `${command}\n${recovered.stdout}\n${recovered.stderr}`).toBe(0)
           const report = cluster.report()
           expect(report.ok).toBe(true)
