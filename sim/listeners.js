@@ -197,9 +197,9 @@ export class Listeners {
   }
 }
 
-/** the address a cert-sans fault's certificate names: its `address`, or a private one the node could have behind NAT */
+/** the address a cert-sans fault's certificate names: its `address`, or another loopback address (as a NAT'd node's own address would be: not the one dialled) */
 export function certSansAddress(n, fault) {
-  return fault.address ?? `10.0.0.${n.ip.split('.')[3]}`
+  return fault.address ?? `127.255.255.${n.ip.split('.')[3]}`
 }
 
 /** Go's time.Time String() for a UTC time as x509 prints it (RFC3339) */
