@@ -3,7 +3,7 @@
 import { execFileSync, spawnSync } from 'node:child_process'
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { delimiter, join, resolve } from 'node:path'
+import { delimiter, dirname, join, resolve } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { goBin } from '../support/go-bin.js'
 
@@ -44,7 +44,14 @@ describe('Taskfile: every task that starts node', () => {
   copyFileSync(join(ROOT, 'Taskfile.yaml'), join(dir, 'Taskfile.yaml'))
   fake(join(dir, 'path-bin', 'node'), 'path-node')
   const project = join(dir, '.tools', 'node', 'bin', 'node')
-  const env = { HOME: dir, PATH: [join(dir, 'path-bin'), goBin(), '/usr/local/bin', '/usr/bin', '/bin'].join(delimiter) }
+  // go-task where this run finds it: GOPATH/bin, or elsewhere on PATH when it was there before (the README installs it only then)
+  const taskDir = dirname(
+    execFileSync('sh', ['-c', 'command -v task'], {
+      encoding: 'utf8',
+      env: { ...process.env, PATH: [goBin(), process.env.PATH ?? ''].join(delimiter) },
+    }).trim(),
+  )
+  const env = { HOME: dir, PATH: [join(dir, 'path-bin'), taskDir, '/usr/local/bin', '/usr/bin', '/bin'].join(delimiter) }
   const task = (...args: string[]): string => {
     const r = spawnSync('task', ['-d', dir, '-x', ...args], { env, encoding: 'utf8', timeout: 30_000 })
     return `${r.stdout}${r.stderr}`
