@@ -15,6 +15,10 @@ export const FAULT_KINDS = {
   unavailable: { on: ['any', ...CALL_KINDS, 'kube'], def: 'any' },
   unreachable: { on: ['any'], def: 'any' },
   latency: { on: ['any', ...CALL_KINDS, 'kube'], def: 'any' },
+  // the node does what the call asks, then its answer never reaches the client (a connection cut, a
+  // client deadline): EOF, or no answer at all
+  'answer-lost': { on: CALL_KINDS, def: 'apply' },
+  'answer-timeout': { on: CALL_KINDS, def: 'apply' },
   'pki-mismatch': { on: ['any'], def: 'any' },
   clock: { on: ['any'], def: 'any' },
   'cert-sans': { on: ['any'], def: 'any' },

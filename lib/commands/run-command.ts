@@ -156,6 +156,7 @@ async function execute(
     journal: Journal.load(inventory.clusterDir, (message) => journalWarnings.push(message)),
     warn: output.warn,
   }
+  run.journal.readOnly = args.dryRun
 
   // the versions and the offline checks are independent local work: both at once; the header
   // still comes first, so warnings from the checks wait for it

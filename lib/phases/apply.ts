@@ -36,9 +36,17 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     return { status: 'ok', detail: value.reboots ? 're-applied; the node reboots to apply it' : 're-applied' }
   }
   report.progress('applying config (insecure, maintenance mode)')
+  let detail: string
   try {
-    await report.retry(() => run.talosctl.applyInsecure(node))
+    detail = await report.retry(async () => {
+      // marked before it leaves: a run killed with the call in flight leaves a node that may have taken it
+      run.journal.sending(node.name, 'apply')
+      const answer = await run.talosctl.applyInsecure(node)
+      return answer === 'accepted' ? 'config accepted' : await afterLostAnswer(node, run, answer.answerLost)
+    })
   } catch (err) {
+    // the outcome is known (refused, never sent, still in maintenance) unless the run stopped mid-call
+    if (!run.signal.aborted) run.journal.settled(node.name, 'apply')
     // configured between the probe and the apply (another run, a retried call that did land)
     if (err instanceof NodeError && err.kind === 'configured' && !run.options.reapply) {
       facts.state = 'configured'
@@ -46,9 +54,30 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     }
     throw err
   }
+  run.journal.settled(node.name, 'apply', 'ok')
   facts.applied = true
   facts.state = 'configured'
-  return { status: 'ok', detail: 'config accepted' }
+  return { status: 'ok', detail }
+}
+
+/**
+ * An apply whose answer was lost (EOF, a timeout) may have been taken: the node is asked before the
+ * config is sent again. A node that took a config leaves the maintenance API at once (v1.12 stops
+ * the maintenance service, v1.13 moves apid to mTLS: `certificate required`), so an answer as
+ * configured, or silence right after the call, means it took it; the same config sent again would
+ * be refused while it installs. Still in maintenance: it did not, and the lost answer is retried.
+ */
+async function afterLostAnswer(node: ClusterNode, run: Run, lost: NodeError): Promise<string> {
+  const seen = await run.talosctl.probe(node).then(
+    (probe) => probe.state,
+    (err: unknown) => {
+      if (err instanceof NodeError && err.transient && !run.signal.aborted) return 'silent' as const
+      throw err
+    },
+  )
+  if (seen === 'maintenance') throw lost
+  const how = seen === 'configured' ? 'then answered as configured' : 'then stopped answering on its maintenance API'
+  return `config accepted (its answer was lost: ${lost.message}; the node ${how}, so it took the config: not sent again)`
 }
 
 export const apply: Phase = {
