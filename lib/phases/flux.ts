@@ -337,17 +337,23 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
   }
 }
 
+/**
+ * The install, again while the Kubernetes API does not answer (refused, 503, timed out: the retry
+ * policy's transient kinds); a failure that stays is the install's, and the wait after it is not run.
+ */
+async function installFluxRetried(run: Run, report: StepReporter): Promise<string> {
+  try {
+    return await report.retry(() => installFlux(run, report))
+  } catch (err) {
+    run.facts.cluster.fluxInstallFailed = true
+    throw err
+  }
+}
+
 async function installFlux(run: Run, report: StepReporter): Promise<string> {
   const flux = fluxSettings(run)
   if (flux.mode === 'existing') return 'installed by another tool (flux.mode: existing): Secrets applied, waiting for the handover'
-  if (flux.mode === 'operator') {
-    try {
-      return await installOperator(run, flux, report)
-    } catch (err) {
-      run.facts.cluster.fluxInstallFailed = true
-      throw err
-    }
-  }
+  if (flux.mode === 'operator') return installOperator(run, flux, report)
   const git = flux.git
   if (!git?.privateKeyFile)
     throw new NodeError(
@@ -364,7 +370,6 @@ async function installFlux(run: Run, report: StepReporter): Promise<string> {
     const managedBy = crd?.metadata.labels?.['app.kubernetes.io/managed-by']
     if (managedBy && managedBy !== 'flux') {
       const version = crd?.metadata.labels?.['app.kubernetes.io/version'] ?? ''
-      run.facts.cluster.fluxInstallFailed = true
       throw new NodeError(
         'flux',
         `Flux ${version} is installed on this cluster by ${managedBy}: flux bootstrap would ask to override that installation, which a non-interactive run cannot answer`,
@@ -384,7 +389,6 @@ async function installFlux(run: Run, report: StepReporter): Promise<string> {
   try {
     await run.flux.bootstrap(git, resolve(run.inventory.clusterDir, git.privateKeyFile), run.settings.fluxTimeoutMs)
   } catch (err) {
-    run.facts.cluster.fluxInstallFailed = true
     if (err instanceof NodeError && drift.length) {
       const pathChange = /would overwrite path/.test(err.message)
       const hint = pathChange
@@ -515,7 +519,8 @@ export const flux: Phase = {
         title: 'Namespaces and Secrets before Flux (server-side)',
         would: 'would apply the namespaces and Secrets Flux needs (server-side)',
         ready: after(),
-        run: applySecrets,
+        // server-side apply is idempotent: an API that does not answer for a while is retried
+        run: (run, report) => report.retry(() => applySecrets(run, report)),
       },
       {
         kind: 'cluster',
@@ -524,7 +529,7 @@ export const flux: Phase = {
         would: (r) =>
           `would ${r.settings.flux?.mode === 'operator' ? 'install flux-operator and a FluxInstance' : r.settings.flux?.mode === 'existing' ? 'leave the installed Flux as it is' : 'bootstrap Flux'}`,
         ready: after(),
-        run: installFlux,
+        run: installFluxRetried,
       },
       {
         kind: 'cluster',
