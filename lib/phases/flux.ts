@@ -8,7 +8,7 @@ import { InputError } from '../core/errors.js'
 import type { ClusterStep, Phase, StepReporter } from '../engine/phase.js'
 import { PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { Run } from '../engine/run.js'
-import type { FluxSettings } from '../input/settings.js'
+import { fluxRoot, type FluxSettings } from '../input/settings.js'
 import { condition, type KubeObject, type Kubectl } from '../tools/kubectl.js'
 import { isSopsEncrypted } from '../tools/sops.js'
 import { waitForGates } from './shared/gates.js'
@@ -37,11 +37,6 @@ function fluxSettings(run: Run): FluxSettings {
 
 /** kubectl whose failures in this phase say to run this phase again. */
 const kube = (run: Run): Kubectl => run.kubectl.withRecovery(AGAIN)
-
-function rootOf(flux: FluxSettings): { namespace: string; name: string } {
-  const [namespace = 'flux-system', name = 'flux-system'] = flux.kustomization.split('/')
-  return { namespace, name }
-}
 
 /** true when Flux may go in; else why not (a node failed an earlier phase of this run, or the cluster check found one not ready). */
 function fluxMayGoIn(run: Run): true | string {
@@ -187,7 +182,7 @@ async function applySecrets(run: Run, report: StepReporter): Promise<string> {
   const flux = fluxSettings(run)
   const manifests = [...(manifestsOf.get(run) ?? [])]
   if (manifests.length === 0 && !flux.sopsAgeKeyFile) return 'no secrets to apply'
-  const { namespace } = rootOf(flux)
+  const { namespace } = fluxRoot(flux)
   if (flux.sopsAgeKeyFile) {
     const key = readRegularFile(resolve(run.inventory.clusterDir, flux.sopsAgeKeyFile), null)
     manifests.push({
@@ -266,7 +261,7 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
       `fix bootstrap.yaml (docs/settings.md), then run: ${again()}`,
     )
   const kubectl = kube(run)
-  const { namespace, name } = rootOf(flux)
+  const { namespace, name } = fluxRoot(flux)
   const b64 = (file: string): string => readRegularFile(resolve(run.inventory.clusterDir, file), null).toString('base64')
   report.progress(`deploy key Secret ${namespace}/${name}`)
   await kubectl.applyServerSide(
@@ -376,7 +371,7 @@ async function installFlux(run: Run, report: StepReporter): Promise<string> {
         `leave Flux to ${managedBy}: set flux.mode: existing in bootstrap.yaml (Secrets and the handover wait only), or uninstall it; then run: ${again()}`,
       )
     }
-    const { namespace, name } = rootOf(flux)
+    const { namespace, name } = fluxRoot(flux)
     const root = crd ? await kubectl.get(KS, name, namespace) : undefined
     if (root) {
       drift = await driftOf(run, flux, root)
@@ -418,7 +413,7 @@ function describe(o: KubeObject): string {
 async function waitHandover(run: Run, report: StepReporter): Promise<string> {
   const flux = fluxSettings(run)
   const kubectl = kube(run)
-  const { namespace, name } = rootOf(flux)
+  const { namespace, name } = fluxRoot(flux)
   let pending: KubeObject[] = []
   try {
     return await report.poll(async (): Promise<PollAnswer<string>> => {
