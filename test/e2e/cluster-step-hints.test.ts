@@ -3,7 +3,7 @@
 // Range 127.236.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
 import { E2eCluster, runInFreshShell, statuses } from './harness.js'
-import { FAST, stepIn } from '../faults/helpers.js'
+import { FAST, fastWith, stepIn } from '../faults/helpers.js'
 
 let cluster: E2eCluster | undefined
 afterEach(async () => {
@@ -11,8 +11,8 @@ afterEach(async () => {
   cluster = undefined
 })
 
-/** the command a hint ends with (`…, then run: task …`) */
-const commandOf = (hint: string | undefined): string => /.*run: (task .+)$/.exec(hint ?? '')?.[1] ?? ''
+/** the command a hint ends with (`…, then run: task …`, `…; run again: task …`) */
+const commandOf = (hint: string | undefined): string => /.*: (task -d .+)$/.exec(hint ?? '')?.[1] ?? ''
 
 describe('cluster step hints', () => {
   it('the kubeconfig step fails: its hint names bootstrap:talos, not bootstrap:node, which run verbatim makes every node Ready', async () => {
@@ -35,6 +35,25 @@ describe('cluster step hints', () => {
     const again = await runInFreshShell(c, command)
     expect(again.code, again.stderr + again.stdout).toBe(0)
     expect(statuses(c.report(), 'wait-ready')).toEqual({ 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'ok' })
+    expect(c.calls().filter((call) => call.call === 'bootstrap' && call.outcome === 'ok')).toHaveLength(1)
+  }, 240_000)
+
+  it('the etcd-bootstrap step fails (bootstrap never available): its hint names bootstrap:talos, which run verbatim bootstraps once and makes every node Ready', async () => {
+    cluster = await E2eCluster.start('127.236.2', { workers: 1, faults: [{ node: 'cp-1', on: 'bootstrap', kind: 'bootstrap-not-ready' }] })
+    const c = cluster
+    const result = await c.task('bootstrap:talos', {}, fastWith('--bootstrap-timeout', '4s'))
+    expect(result.code).toBe(1)
+    const step = stepIn(c.report(), 'bootstrap', 'etcd-bootstrap')
+    expect(step.status).toBe('failed')
+    const command = commandOf(step.error?.hint)
+    expect(command, step.error?.hint).toMatch(/^task -d \S+ bootstrap:talos CLUSTER_DIR=\S+$/)
+    expect(result.stderr).toContain(`next: ${step.error?.hint ?? ''}`)
+    expect(result.stderr).not.toMatch(/bootstrap:node/)
+
+    c.sim.clearFault('cp-1', 'bootstrap-not-ready')
+    const again = await runInFreshShell(c, command)
+    expect(again.code, again.stderr + again.stdout).toBe(0)
+    expect(statuses(c.report(), 'wait-ready')).toEqual({ 'cp-1': 'ok', 'wrkr-1': 'ok' })
     expect(c.calls().filter((call) => call.call === 'bootstrap' && call.outcome === 'ok')).toHaveLength(1)
   }, 240_000)
 })
