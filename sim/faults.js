@@ -31,6 +31,7 @@ export const FAULT_KINDS = {
   'bootstrap-not-ready': { on: ['bootstrap'], def: 'bootstrap' },
   'etcd-join': { on: ['etcd-join'], def: 'etcd-join' },
   'etcd-leave': { on: ['etcd-leave'], def: 'etcd-leave' },
+  'etcd-nospace': { on: ['etcd'], def: 'etcd' },
   'drain-blocked': { on: ['drain'], def: 'drain' },
   kubelet: { on: ['kubelet'], def: 'kubelet' },
   'kubelet-crashloop': { on: ['kubelet'], def: 'kubelet' },
