@@ -353,6 +353,21 @@ export class Talosctl {
     return parseEtcdMembers(result.stdout)
   }
 
+  /**
+   * The cluster's etcd alarms through one control plane's local etcd (`talosctl etcd alarm list`:
+   * etcd's AlarmList is cluster-wide): member ID (hex) and alarm (NOSPACE, CORRUPT); none prints nothing.
+   */
+  async etcdAlarms(node: ClusterNode): Promise<Array<{ memberId: string; alarm: string }>> {
+    const result = await this.call(node, ['etcd', 'alarm', 'list', ...this.secureArgs(node)], '')
+    const lines = result.stdout.split('\n').filter((l) => l.trim())
+    const header = lines.shift()?.trim().split(/\s+/) ?? []
+    const [member, alarm] = [header.indexOf('MEMBER'), header.indexOf('ALARM')]
+    return lines
+      .map((l) => l.trim().split(/\s+/))
+      .map((cells) => ({ memberId: cells[member] ?? '', alarm: cells[alarm] ?? '' }))
+      .filter((a) => a.memberId && a.alarm)
+  }
+
   /** Wipes STATE and EPHEMERAL and reboots into maintenance; graceful also leaves etcd (cmd/talosctl/cmd/talos/reset.go). */
   async reset(node: ClusterNode, graceful: boolean): Promise<void> {
     const args = [
