@@ -36,13 +36,20 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     return { status: 'ok', detail: value.reboots ? 're-applied; the node reboots to apply it' : 're-applied' }
   }
   report.progress('applying config (insecure, maintenance mode)')
-  let detail: string
+  let outcome: { taken: string } | { elsewhere: string }
   try {
-    detail = await report.retry(async () => {
+    outcome = await report.retry(async () => {
       // marked before it leaves: a run killed with the call in flight leaves a node that may have taken it
       run.journal.sending(node.name, 'apply')
-      const answer = await run.talosctl.applyInsecure(node)
-      return answer === 'accepted' ? 'config accepted' : await afterLostAnswer(node, run, answer.answerLost)
+      const answer = await run.talosctl.applyInsecure(node).catch(async (err: unknown) => {
+        // the request never left: the node stopped listening since it answered in maintenance
+        const elsewhere = err instanceof NodeError && err.transient && !run.signal.aborted ? await silentSince(node, run) : undefined
+        if (elsewhere) return { elsewhere }
+        throw err
+      })
+      if (answer === 'accepted') return { taken: 'config accepted' }
+      if ('elsewhere' in answer) return answer
+      return { taken: await afterLostAnswer(node, run, answer.answerLost) }
     })
   } catch (err) {
     // the outcome is known (refused, never sent, still in maintenance) unless the run stopped mid-call
@@ -54,10 +61,38 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     }
     throw err
   }
+  facts.state = 'configured'
+  if ('elsewhere' in outcome) {
+    run.journal.settled(node.name, 'apply')
+    facts.tookConfigElsewhere = outcome.elsewhere
+    return {
+      status: 'skipped',
+      detail: outcome.elsewhere,
+      error: new NodeError('configured', outcome.elsewhere, hintFor('configured', node)),
+    }
+  }
   run.journal.settled(node.name, 'apply', 'ok')
   facts.applied = true
-  facts.state = 'configured'
-  return { status: 'ok', detail }
+  return { status: 'ok', detail: outcome.taken }
+}
+
+/**
+ * A node that answered in maintenance and now refuses the apply's connection, its maintenance API
+ * silent too: it took a config from someone else (a concurrent run, another operator) and installs,
+ * since only an accepted config stops the maintenance service. Verify waits for it (a node that went
+ * down instead comes back in maintenance, and verify names that). Undefined when it still answers.
+ */
+async function silentSince(node: ClusterNode, run: Run): Promise<string | undefined> {
+  const silent = await run.talosctl.probe(node).then(
+    () => false,
+    (err: unknown) => {
+      if (err instanceof NodeError && err.transient && !run.signal.aborted) return true
+      throw err
+    },
+  )
+  return silent
+    ? 'answered in maintenance, then stopped listening before the apply of this run reached it: another run or operator applied a config and it is installing; not applied again, verify waits for it'
+    : undefined
 }
 
 /**
