@@ -68,4 +68,19 @@ describe.concurrent('lost apply answers', () => {
       ),
     ROW_TIMEOUT,
   )
+
+  it(
+    'the bootstrap answer lost after the node took it: etcd is asked before any second call, bootstrapped once',
+    () =>
+      withCluster(
+        '127.233.3',
+        { cps: 2, workers: 0, faults: [{ node: 'cp-1', on: 'bootstrap', kind: 'answer-lost', times: 1 }] },
+        async (cluster) => {
+          const result = await cluster.task('bootstrap:talos', {}, FLAGS)
+          expect(result.code, result.stderr).toBe(0)
+          expect(cluster.calls().filter((c) => c.call === 'bootstrap' && c.outcome.startsWith('ok'))).toHaveLength(1)
+        },
+      ),
+    ROW_TIMEOUT,
+  )
 })
