@@ -40,6 +40,11 @@ export interface ToolCall {
   /** standard input (a decrypted manifest: it never touches the disk); never logged */
   input?: string
   /**
+   * Left to finish when the run is killed (SIGKILL), not ended with it: a short install that, cut
+   * half-way, leaves state the next run cannot go past (helm's pending-install release).
+   */
+  outlivesRun?: boolean
+  /**
    * What the call answers in a dry run, where nothing is run: the happy path's output, so the
    * phases walk the same code and the plan lists every command they would run.
    */
@@ -124,7 +129,7 @@ export class ToolRunner {
       // pipes are socketpairs) and SHLVL unset or 0, sources ~/.bashrc as if run by sshd: pyenv or
       // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
       ...(call.input !== undefined ? { input: call.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
-    })`${[...this.wrapper, this.binary(call.tool), ...call.args]}`
+    })`${[...(call.outlivesRun ? [] : this.wrapper), this.binary(call.tool), ...call.args]}`
     const timedOut = deadline.aborted && !this.options.signal.aborted
     const aborted = this.options.signal.aborted
     const result: ToolResult = {

@@ -126,8 +126,9 @@ export class Helm {
     if (cni.version) args.push(`--version=${cni.version}`)
     if (valuesFile) args.push(`--values=${valuesFile}`)
     args.push('--', cni.release, cni.chart)
-    // helm's own --timeout bounds its operations; our deadline is a little longer
-    const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000 })
+    // helm's own --timeout bounds its operations; our deadline is a little longer. Without --wait it
+    // takes seconds: a run killed meanwhile lets it finish (cut, it would leave the release pending-install)
+    const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000, outlivesRun: true })
     if (result.ok) return {}
     const { kind, message } = classify(result)
     if (kind === 'interrupted') throw new NodeError(kind, message, `run it again: ${taskCommand('bootstrap:wait-ready')}`)

@@ -102,4 +102,29 @@ describe('a rerun after an interruption does only what is left', () => {
     expect(acceptedApplies(c)).toEqual({ 'cp-1': 1, 'cp-2': 1, 'cp-3': 1, 'wrkr-1': 1 })
     expect(c.calls().filter((call) => call.call === 'bootstrap' && call.outcome === 'ok')).toHaveLength(1)
   }, 240_000)
+
+  it('kill -9 while helm installs the CNI: helm is left to finish (cut, it would leave the release pending-install), the rerun finds it deployed', async () => {
+    // the CNI's DaemonSet is written 3 s after helm recorded its release as pending-install
+    cluster = await E2eCluster.start('127.234.3', {
+      workers: 1,
+      faults: [{ on: 'kube', kind: 'latency', ms: 3000, path: '/apis/apps/v1/namespaces/kube-system/daemonsets' }],
+    })
+    const c = cluster
+    const { done } = c.spawnTask('bootstrap:talos', {}, RERUN)
+    const helmRelease = (call: { call: string; command: string; tool: string }): boolean =>
+      call.call === 'kube' && call.tool === 'helm' && /^POST .*\/namespaces\/kube-system\/secrets/.test(call.command)
+    await waitFor(() => c.calls().some(helmRelease), 120_000, "helm's pending-install release")
+    process.kill(orchestrator(c, 'talos'), 'SIGKILL')
+    await done
+    c.sim.clearFault(null, 'latency')
+    const rerun = await c.task('bootstrap:talos', {}, RERUN)
+    expect(rerun.code, rerun.stderr).toBe(0)
+    expect(
+      c
+        .report()
+        .phases.find((p) => p.name === 'wait-ready')
+        ?.steps.find((s) => s.name === 'cni')?.detail,
+    ).toMatch(/already deployed|installed/)
+    expect(acceptedApplies(c)).toEqual({ 'cp-1': 1, 'wrkr-1': 1 })
+  }, 240_000)
 })
