@@ -85,14 +85,14 @@ export class Journal {
 
   /** One node's outcome in a phase as soon as it is known, saved at once. */
   recordNode(phase: PhaseName, node: Pick<NodeResult, 'name' | 'status'>): void {
-    if (this.put(node.name, phase, node.status)) this.save()
+    if (this.put(node.name, phase, node.status)) this.saveQuietly()
   }
 
   /** Before a call that changes the node is sent: saved at once, so a run killed with it in flight leaves the mark. */
   sending(node: string, phase: PhaseName): void {
     const entry = (this.data.nodes[node] ??= {})
     entry[phase] = { ...(entry[phase] ?? { status: 'not-run', at: new Date().toISOString() }), sent: new Date().toISOString() }
-    this.save()
+    this.saveQuietly()
   }
 
   /** The call's outcome is known (taken, or refused by the node, or never sent): the mark goes, the status stays. */
@@ -101,7 +101,7 @@ export class Journal {
     if (!entry) return
     delete entry.sent
     if (status) Object.assign(entry, { status, at: new Date().toISOString() })
-    this.save()
+    this.saveQuietly()
   }
 
   /** not-run keeps what the node had; an unsettled `sent` mark stays until its outcome is known */
@@ -116,6 +116,18 @@ export class Journal {
   /** The node's stored state was wiped (reset): everything it did before no longer holds. */
   forget(node: string): void {
     delete this.data.nodes[node]
+  }
+
+  /**
+   * A write as a node's outcome comes in: one that fails (a full disk) must not fail the node that
+   * succeeded; the write at the end of the phase reports it.
+   */
+  private saveQuietly(): void {
+    try {
+      this.save()
+    } catch {
+      // see above
+    }
   }
 
   save(): void {
