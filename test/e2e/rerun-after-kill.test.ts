@@ -2,7 +2,7 @@
 // each node's apply outcome is journaled as it happens, a tool started by a killed run dies with it
 // (no orphaned apply lands after the kill), and a node that took its config and does not answer is
 // waited for as installing, never failed as powered off. Each test on its own range 127.234.<n>.0/24.
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { callsTo, E2eCluster, processesMentioning, waitFor } from './harness.js'
@@ -53,29 +53,31 @@ describe('a rerun after an interruption does only what is left', () => {
   it('kill -9 with an apply in flight: that apply never lands; the rerun applies it once and waits for the installing nodes', async () => {
     cluster = await E2eCluster.start('127.234.1', { workers: 2, timings: SLOW_INSTALL })
     const c = cluster
-    // talosctl's apply to wrkr-1 takes 2 s to leave (a slow start, a slow dial): the run is killed meanwhile
+    // talosctl's apply to wrkr-1 has not left yet (a slow start, a slow dial) when the run is killed:
+    // it leaves only once the gate opens, after the kill, unless it died with the run
+    const gate = join(c.dir, 'gate')
     const slow = join(c.dir, 'slow-talosctl')
     writeFileSync(
       slow,
-      `#!/bin/sh\ncase "$*" in *"apply-config --insecure -n 127.234.1.21 "*) sleep 2 ;; esac\nexec ${join(c.sim.binDir, 'talosctl')} "$@"\n`,
+      `#!/bin/sh\ncase "$*" in *"apply-config --insecure -n 127.234.1.21 "*) while [ ! -e ${gate} ]; do sleep 0.1; done ;; esac\nexec ${join(c.sim.binDir, 'talosctl')} "$@"\n`,
     )
     chmodSync(slow, 0o755)
+    const journalFile = join(c.clusterDir, '.bootstrap', 'journal.json')
+    const journal = (): { nodes: Record<string, { apply?: { status: string; sent?: string } }> } =>
+      existsSync(journalFile) ? JSON.parse(readFileSync(journalFile, 'utf8')) : { nodes: {} }
     const { done } = c.spawnTask('bootstrap:talos', { TALOSCTL: slow })
     await applied(c, ['cp-1', 'wrkr-2'])
+    // what the nodes did is in the journal as it happens, while the apply phase is still under way
+    await waitFor(() => ['cp-1', 'wrkr-2'].every((n) => journal().nodes[n]?.apply?.status === 'ok'), 30_000, 'the journal')
     await waitFor(() => processesMentioning('apply-config --insecure -n 127.234.1.21').length > 0, 30_000, "wrkr-1's apply")
     process.kill(orchestrator(c, 'talos'), 'SIGKILL')
     await done
-    // longer than the slow start: an orphaned apply would have landed by now
+    writeFileSync(gate, '')
+    // an orphaned apply would land now
     await new Promise((r) => setTimeout(r, 3000))
     expect(callsTo(c.calls(), 'wrkr-1', 'apply')).toEqual([])
     expect(processesMentioning(c.clusterDir)).toEqual([])
-    // what the killed run's nodes did is in the journal, though it never reached the end of its phase
-    const journal = JSON.parse(readFileSync(join(c.clusterDir, '.bootstrap', 'journal.json'), 'utf8')) as {
-      nodes: Record<string, { apply?: { status: string; sent?: string } }>
-    }
-    expect(journal.nodes['cp-1']?.apply?.status).toBe('ok')
-    expect(journal.nodes['wrkr-2']?.apply?.status).toBe('ok')
-    expect(journal.nodes['wrkr-1']?.apply?.sent).toEqual(expect.any(String))
+    expect(journal().nodes['wrkr-1']?.apply?.sent).toEqual(expect.any(String))
 
     const rerun = await c.task('bootstrap:talos', {}, RERUN)
     expect(rerun.code, rerun.stderr).toBe(0)
