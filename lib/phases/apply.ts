@@ -83,14 +83,7 @@ async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Pro
  * down instead comes back in maintenance, and verify names that). Undefined when it still answers.
  */
 async function silentSince(node: ClusterNode, run: Run): Promise<string | undefined> {
-  const silent = await run.talosctl.probe(node).then(
-    () => false,
-    (err: unknown) => {
-      if (err instanceof NodeError && err.transient && !run.signal.aborted) return true
-      throw err
-    },
-  )
-  return silent
+  return (await lookAgain(node, run)) === 'silent'
     ? 'answered in maintenance, then stopped listening before the apply of this run reached it: another run or operator applied a config and it is installing; not applied again, verify waits for it'
     : undefined
 }
@@ -103,16 +96,21 @@ async function silentSince(node: ClusterNode, run: Run): Promise<string | undefi
  * be refused while it installs. Still in maintenance: it did not, and the lost answer is retried.
  */
 async function afterLostAnswer(node: ClusterNode, run: Run, lost: NodeError): Promise<string> {
-  const seen = await run.talosctl.probe(node).then(
+  const seen = await lookAgain(node, run)
+  if (seen === 'maintenance') throw lost
+  const how = seen === 'configured' ? 'then answered as configured' : 'then stopped answering on its maintenance API'
+  return `config accepted (its answer was lost: ${lost.message}; the node ${how}, so it took the config: not sent again)`
+}
+
+/** One insecure probe after a failed apply: maintenance, configured, or silent (refused, no answer). */
+function lookAgain(node: ClusterNode, run: Run): Promise<'maintenance' | 'configured' | 'silent'> {
+  return run.talosctl.probe(node).then(
     (probe) => probe.state,
     (err: unknown) => {
       if (err instanceof NodeError && err.transient && !run.signal.aborted) return 'silent' as const
       throw err
     },
   )
-  if (seen === 'maintenance') throw lost
-  const how = seen === 'configured' ? 'then answered as configured' : 'then stopped answering on its maintenance API'
-  return `config accepted (its answer was lost: ${lost.message}; the node ${how}, so it took the config: not sent again)`
 }
 
 export const apply: Phase = {
