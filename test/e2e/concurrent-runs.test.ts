@@ -2,10 +2,10 @@
 // directory) are not reported unreachable (issue 26 item 14): a node that answered in maintenance and
 // stops listening before this run's apply reaches it took a config elsewhere and installs; verify
 // waits for it. Range 127.239.x.y.
-import { chmodSync, cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { callsTo, E2eCluster, nodeIn, processesMentioning, run, waitFor } from './harness.js'
+import { callsTo, E2eCluster, gatedTalosctl, nodeIn, processesMentioning, run, waitFor } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
 import type { Report } from '../../lib/core/results.js'
 
@@ -23,18 +23,17 @@ describe('two runs, two copies of the cluster directory', () => {
     cpSync(c.clusterDir, copy, { recursive: true })
     // this run's apply to wrkr-1 leaves only once the other run's apply was accepted
     const gate = join(c.dir, 'other-run-applied')
-    const slow = join(c.dir, 'gated-talosctl')
-    writeFileSync(
-      slow,
-      `#!/bin/sh\ncase "$*" in *"apply-config --insecure -n 127.239.1.21 "*) while [ ! -e ${gate} ]; do sleep 0.1; done ;; esac\nexec ${join(c.sim.binDir, 'talosctl')} "$@"\n`,
-    )
-    chmodSync(slow, 0o755)
+    const slow = gatedTalosctl(c, '127.239.1.21', gate)
     const args = ['-x', 'bootstrap:talos', `CLUSTER_DIR=${copy}`, `TALOSCTL=${slow}`, '--', ...fastWith('--verify-timeout', '60s')]
     const mine = run('task', args, c.env())
-    await waitFor(() => processesMentioning('apply-config --insecure -n 127.239.1.21').length > 0, 60_000, "this run's apply to wrkr-1")
-    const other = await c.task('bootstrap:apply', { NODES: 'wrkr-1' })
-    expect(other.code, other.stderr).toBe(0)
-    writeFileSync(gate, '')
+    try {
+      await waitFor(() => processesMentioning('apply-config --insecure -n 127.239.1.21').length > 0, 60_000, "this run's apply to wrkr-1")
+      const other = await c.task('bootstrap:apply', { NODES: 'wrkr-1' })
+      expect(other.code, other.stderr).toBe(0)
+    } finally {
+      // this run goes on (and ends) whatever happened above
+      writeFileSync(gate, '')
+    }
 
     const result = await mine
     expect(result.code, result.stderr).toBe(0)

@@ -2,10 +2,10 @@
 // each node's apply outcome is journaled as it happens, a tool started by a killed run dies with it
 // (no orphaned apply lands after the kill), and a node that took its config and does not answer is
 // waited for as installing, never failed as powered off. Each test on its own range 127.234.<n>.0/24.
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { callsTo, E2eCluster, processesMentioning, waitFor } from './harness.js'
+import { callsTo, E2eCluster, gatedTalosctl, processesMentioning, waitFor } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
 
 let cluster: E2eCluster | undefined
@@ -56,23 +56,23 @@ describe('a rerun after an interruption does only what is left', () => {
     // talosctl's apply to wrkr-1 has not left yet (a slow start, a slow dial) when the run is killed:
     // it leaves only once the gate opens, after the kill, unless it died with the run
     const gate = join(c.dir, 'gate')
-    const slow = join(c.dir, 'slow-talosctl')
-    writeFileSync(
-      slow,
-      `#!/bin/sh\ncase "$*" in *"apply-config --insecure -n 127.234.1.21 "*) while [ ! -e ${gate} ]; do sleep 0.1; done ;; esac\nexec ${join(c.sim.binDir, 'talosctl')} "$@"\n`,
-    )
-    chmodSync(slow, 0o755)
+    const slow = gatedTalosctl(c, '127.234.1.21', gate)
     const journalFile = join(c.clusterDir, '.bootstrap', 'journal.json')
     const journal = (): { nodes: Record<string, { apply?: { status: string; sent?: string } }> } =>
       existsSync(journalFile) ? JSON.parse(readFileSync(journalFile, 'utf8')) : { nodes: {} }
-    const { done } = c.spawnTask('bootstrap:talos', { TALOSCTL: slow })
-    await applied(c, ['cp-1', 'wrkr-2'])
-    // what the nodes did is in the journal as it happens, while the apply phase is still under way
-    await waitFor(() => ['cp-1', 'wrkr-2'].every((n) => journal().nodes[n]?.apply?.status === 'ok'), 30_000, 'the journal')
-    await waitFor(() => processesMentioning('apply-config --insecure -n 127.234.1.21').length > 0, 30_000, "wrkr-1's apply")
-    process.kill(orchestrator(c, 'talos'), 'SIGKILL')
-    await done
-    writeFileSync(gate, '')
+    const { child, done } = c.spawnTask('bootstrap:talos', { TALOSCTL: slow })
+    try {
+      await applied(c, ['cp-1', 'wrkr-2'])
+      // what the nodes did is in the journal as it happens, while the apply phase is still under way
+      await waitFor(() => ['cp-1', 'wrkr-2'].every((n) => journal().nodes[n]?.apply?.status === 'ok'), 30_000, 'the journal')
+      await waitFor(() => processesMentioning('apply-config --insecure -n 127.234.1.21').length > 0, 30_000, "wrkr-1's apply")
+      process.kill(orchestrator(c, 'talos'), 'SIGKILL')
+      await done
+    } finally {
+      writeFileSync(gate, '')
+      // a failed wait above leaves the run going: it stops with the test
+      if (child.exitCode === null) process.kill(-(child.pid as number), 'SIGKILL')
+    }
     // an orphaned apply would land now
     await new Promise((r) => setTimeout(r, 3000))
     expect(callsTo(c.calls(), 'wrkr-1', 'apply')).toEqual([])
