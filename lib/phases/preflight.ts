@@ -80,8 +80,9 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
     }
   }
   let disks: Disk[] = []
-  // took a config in an earlier run (or had one sent when that run stopped): silence is its install or reboot
-  const tookConfig = run.journal.tookConfig(node.name) && !run.options.reset
+  // took a config in an earlier run (or had one sent when that run stopped) and was never seen up:
+  // silence is its install (a node verified before that falls silent is down or rebooting: retried as ever)
+  const tookConfig = run.journal.tookConfig(node.name) && !run.journal.done(node.name, 'verify') && !run.options.reset
   try {
     // one process a node: the disks read is the probe (at 300 nodes a second call was seconds of CPU on the critical path)
     const value = await report.retry(() => run.talosctl.probeDisks(node), tookConfig ? { retries: () => false } : undefined)
