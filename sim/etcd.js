@@ -6,6 +6,7 @@
 // starts, its name and client URLs are empty, as etcd's member list says.
 // The nodes keep their own side (etcdMember, etcdRunning, etcdHealthy, joining; sim/node.js).
 import { randomBytes } from 'node:crypto'
+import { rpc } from './talos/errors.js'
 
 export const memberId = () => randomBytes(8).toString('hex')
 const NOT_ENOUGH_STARTED = 'etcdserver: re-configuration failed due to not enough started members'
@@ -164,6 +165,32 @@ export class Etcd {
     if (others.length && running < Math.floor(others.length / 2) + 1) return NOT_ENOUGH_STARTED
     return null
   }
+
+  /**
+   * the reset's LeaveEtcd: resolves null once it left, else (after Talos's retries for `windowS`)
+   * the refusal; the member itself goes in nodeReset
+   */
+  leave(n, windowS) {
+    const refused = this.leaveRefusal(n)
+    return new Promise((resolvePromise) => (refused ? this.ctx.clock.after(windowS, () => resolvePromise(refused)) : resolvePromise(null)))
+  }
+
+  /** talosctl etcd members (queryLocal): the local etcd's list, once its client connects */
+  async memberList(n, signal) {
+    await this.reachable(n, signal)
+    return this.members(n).map((m) => ({ id: m.id, name: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner }))
+  }
+
+  /** talosctl etcd remove-member */
+  async removeMember(n, id) {
+    // an unknown ID is etcd's ErrMemberNotFound, answered as NotFound (v1alpha1_server.go EtcdRemoveMemberByID)
+    if (!this.members(n).some((m) => m.id === id)) throw rpc('NotFound', 'etcdserver: member not found')
+    this.remove(id)
+  }
+
+  /** the model has no processes: nothing to follow on a node change, nothing to stop */
+  sync() {}
+  async stop() {}
 
   /** a member removed (etcd remove-member): the node it was loses its etcd */
   remove(id) {
