@@ -267,7 +267,11 @@ export class RealEtcd {
       if (!current()) return
       const cluster = members.flatMap((m) => m.peerUrls.map((u) => `${m.id === learnerId ? n.name : m.name}=${u}`)).join(',')
       n.etcdMember = learnerId
-      if (!(await this.startProcess(n, { cluster, state: 'existing' })) || !current()) return
+      n.changed()
+      // the service's runner then starts the container: until it has, the data directory is still
+      // empty (half the scenario's etcd time, as the model has it), so a bootstrap there is accepted
+      await new Promise((r) => this.later(n, this.ctx.timings.etcd / 2, r))
+      if (!current() || !(await this.startProcess(n, { cluster, state: 'existing' })) || !current()) return
       n.startService('etcd', { healthy: false })
       n.changed()
       this.promote(n, learnerId, current)
