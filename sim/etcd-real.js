@@ -24,6 +24,7 @@ const LEAVE_RETRY_S = 10
 // the real processes run in real time: a retry is never sooner than this, whatever the scenario's speed
 const MIN_RETRY_MS = 200
 const CALL_TIMEOUT_MS = 5000
+const ETCD_HEALTH_INTERVAL_MS = 5000
 
 export const hexId = (decimal) => BigInt(decimal).toString(16).padStart(16, '0')
 const decimalId = (hex) => BigInt(`0x${hex}`).toString(10)
@@ -193,8 +194,12 @@ export class RealEtcd {
     n.after(Math.max(simSeconds, (MIN_RETRY_MS / 1000) * this.ctx.clock.speed), fn)
   }
 
-  /** services/etcd.go HealthFunc: a quorum read on the local member (ValidateQuorum), every so often until it passes */
-  watchHealth(n, gen) {
+  /**
+   * services/etcd.go HealthFunc: a quorum read on the local member (ValidateQuorum), every so often
+   * until it passes; the first check waits `delayS` (at least HealthSettings' 5 s): the scenario's
+   * etcd time stays a lower bound of a member's way to healthy, as in the model
+   */
+  watchHealth(n, gen, delayS) {
     const check = async () => {
       if (gen !== n.gen || !n.etcdRunning) return
       try {
@@ -207,7 +212,7 @@ export class RealEtcd {
         this.later(n, 1, check)
       }
     }
-    this.later(n, HEALTH_DELAY_S, check)
+    this.later(n, Math.max(HEALTH_DELAY_S, delayS), check)
   }
 
   // ---- what the node model asks (the same as sim/etcd.js) ----
@@ -224,7 +229,7 @@ export class RealEtcd {
       if (!started || gen !== n.gen) return
       n.svc('etcd', 'Running', `Started task etcd (PID ${this.procs.get(n.name)?.child.pid}) for container etcd`, null)
       n.changed()
-      this.watchHealth(n, gen)
+      this.watchHealth(n, gen, this.ctx.timings.etcd)
     })
     n.changed()
   }
@@ -275,7 +280,7 @@ export class RealEtcd {
       n.startService('etcd', { healthy: false })
       n.changed()
       this.promote(n, learnerId, current)
-      this.watchHealth(n, gen)
+      this.watchHealth(n, gen, this.ctx.timings.etcd / 2)
     }
     attempt()
   }
@@ -309,7 +314,7 @@ export class RealEtcd {
       if (!started || gen !== n.gen) return
       n.startService('etcd', { healthy: false })
       n.changed()
-      this.watchHealth(n, gen)
+      this.watchHealth(n, gen, this.ctx.timings.etcd)
     })
   }
 
@@ -319,20 +324,31 @@ export class RealEtcd {
   }
 
   /**
-   * the reset's LeaveEtcd (internal/pkg/etcd/etcd.go LeaveCluster): MemberRemove of its own member,
-   * retried every 10 s for up to `windowS`; resolves null once it left, else the last refusal
+   * the reset's LeaveEtcd (v1alpha1_sequencer_tasks.go; internal/pkg/etcd/etcd.go LeaveCluster):
+   * MemberRemove of its own member through the control planes' etcd, retried every 10 s for up to
+   * `windowS` while etcd answers `unhealthy cluster` or `server stopped` (or none answers); a member
+   * already gone counts as left; any other refusal fails at once. Resolves null once it left, else the error.
    */
   leave(n, windowS) {
+    // etcd's own clocks are real: it refuses a removal until its peers have been connected for its
+    // HealthInterval (5 s, etcdserver/server.go mayRemoveMember), so a window scaled down by the
+    // scenario's speed never ends before twice that in real time
     const until = this.ctx.clock.now().getTime() + windowS * 1000
+    const untilReal = Date.now() + 2 * ETCD_HEALTH_INTERVAL_MS
     return new Promise((resolvePromise) => {
+      // the etcd-leave fault: refused for the whole retry window, as the model has it
+      if (this.ctx.faults.take(n.name, { kind: 'etcd-leave' }))
+        return this.ctx.clock.after(windowS, () => resolvePromise(NOT_ENOUGH_STARTED))
       const attempt = async () => {
-        if (this.ctx.faults.take(n.name, { kind: 'etcd-leave' })) return resolvePromise(NOT_ENOUGH_STARTED)
         try {
           const id = n.etcdMember ?? (await this.listMembers(n)).find((m) => m.name === n.name)?.id
-          if (id) await this.call(n, '/v3/cluster/member/remove', { ID: decimalId(id) })
+          if (id) await this.anyMember('/v3/cluster/member/remove', { ID: decimalId(id) }, n)
           resolvePromise(null)
         } catch (e) {
-          if (this.ctx.clock.now().getTime() >= until || this.stopping) return resolvePromise(e.message)
+          if (/member not found/.test(e.message)) return resolvePromise(null)
+          const retried = !e.etcd || /unhealthy cluster|server stopped/.test(e.message)
+          const over = this.ctx.clock.now().getTime() >= until && Date.now() >= untilReal
+          if (!retried || over || this.stopping) return resolvePromise(e.message)
           n.talosLog(`retrying error: ${e.message}`)
           this.ctx.clock.after(Math.max(LEAVE_RETRY_S, (MIN_RETRY_MS / 1000) * this.ctx.clock.speed), attempt)
         }
