@@ -180,10 +180,11 @@ export class RealEtcd {
     n.etcdRunning = true
     return true
   }
-  async stopProcess(n) {
+  /** SIGTERM as containerd stops a task (etcd then leaves gracefully), SIGKILL when the simulator itself stops */
+  async stopProcess(n, signal = 'SIGTERM') {
     const proc = this.procs.get(n.name)
     if (!proc) return
-    proc.child.kill('SIGTERM')
+    proc.child.kill(signal)
     const killer = setTimeout(() => proc.child.kill('SIGKILL'), 3000)
     await proc.exited
     clearTimeout(killer)
@@ -401,6 +402,6 @@ export class RealEtcd {
 
   async stop() {
     this.stopping = true
-    await Promise.all(this.ctx.nodes.map((n) => this.stopProcess(n)))
+    await Promise.all(this.ctx.nodes.map((n) => this.stopProcess(n, 'SIGKILL')))
   }
 }
