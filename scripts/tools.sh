@@ -10,20 +10,12 @@
 #      when that script and the Talos source archive are beside the repository, or beside the local
 #      checkout it was cloned from (a cold build is about 5 minutes on 2 cores);
 #   5. else exit 3 with the install instructions (talosctl and helm of your own on PATH).
-# Then the control-plane programs the simulator runs for real (etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler) at the exact versions below: from the same per-machine
-# cache, else built from their Go modules with scripts/build-control-plane.sh (anywhere Go reaches
-# the module proxy: a cold build is about 15 minutes on 2 cores, once per machine); never from PATH,
-# where another version would change what the tests rehearse. Without Go: exit 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 bin="$root/.tools/bin"
 TALOS_TAG=v1.12.11
 HELM_VER=v3.21.4
-ETCD_VER=v3.6.11 # the etcd Talos v1.12.11 runs (pkg/machinery/constants DefaultEtcdVersion)
-KUBE_VER=v1.35.0 # the simulator's default kubernetesVersion (sim/scenario.js)
-CONTROL_PLANE=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 # the build kit (../shared: the build script and the Talos source archive): beside this checkout, or
 # beside the checkout this one was cloned from when that is a local path (git clone /path/to/checkout)
 origin=$(git -C "$root" config --get remote.origin.url 2>/dev/null || true)
@@ -58,14 +50,7 @@ found_on_path() {
   return 1
 }
 
-version_of() {
-  case $1 in
-    talosctl) echo "$TALOS_TAG" ;;
-    helm) echo "$HELM_VER" ;;
-    etcd) echo "$ETCD_VER" ;;
-    kube-*) echo "$KUBE_VER" ;;
-  esac
-}
+version_of() { case $1 in talosctl) echo "$TALOS_TAG" ;; helm) echo "$HELM_VER" ;; esac; }
 cached() { echo "$cache/$1-$(version_of "$1")/$1"; }
 
 missing=()
@@ -107,48 +92,10 @@ EOF
   fi
 fi
 
-# a control-plane program at exactly its pinned version
-pinned() {
-  real "$2" || return 1
-  case $1 in
-    etcd) "$2" --version 2>/dev/null | grep -qx "etcd Version: ${ETCD_VER#v}" ;;
-    kube-*) "$2" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VER" ;;
-  esac
-}
-to_build=()
-for tool in "${CONTROL_PLANE[@]}"; do
-  if pinned "$tool" "$bin/$tool"; then continue; fi
-  if pinned "$tool" "$(cached "$tool")"; then ln -sfn "$(cached "$tool")" "$bin/$tool"; echo "$tool: using $(cached "$tool") (built earlier on this machine)"; continue; fi
-  rm -f "$bin/$tool"
-  to_build+=("$tool")
-done
-if [ ${#to_build[@]} -gt 0 ]; then
-  if ! command -v go >/dev/null 2>&1; then
-    echo "error: ${to_build[*]} not built yet and Go is missing (fix: install Go 1.26 from https://go.dev/dl/ and re-run \`task tools\`)" >&2
-    exit 3
-  fi
-  mkdir -p "$cache"
-  work=$(mktemp -d "$cache/.build-control-plane-XXXXXX")
-  trap 'rm -rf "$work"' EXIT
-  echo "building ${to_build[*]} (etcd $ETCD_VER, Kubernetes $KUBE_VER) from their Go modules into $cache (about 15 minutes cold on 2 cores, once per machine)"
-  started=$SECONDS
-  ETCD_VER=$ETCD_VER KUBE_VER=$KUBE_VER scripts/build-control-plane.sh "$work" "${to_build[@]}"
-  for tool in "${to_build[@]}"; do
-    final=$(cached "$tool")
-    mkdir -p "$(dirname "$final")"
-    mv -f "$work/$tool" "$final"
-    ln -sfn "$final" "$bin/$tool"
-  done
-  rm -rf "$work"
-  trap - EXIT
-  echo "${to_build[*]} built in $((SECONDS - started)) s"
-fi
-
-for tool in talosctl helm "${CONTROL_PLANE[@]}"; do
+for tool in talosctl helm; do
   case $tool in
     talosctl) v=$("$bin/$tool" version --client | awk '/Tag:/ {print $2; exit}') ;;
     helm) v=$("$bin/$tool" version --short) ;;
-    *) v=$(version_of "$tool") ;;
   esac
   echo "$tool $v: .tools/bin/$tool"
 done
