@@ -25,9 +25,12 @@ cached() { echo "$cache/$1-$(version_of "$1")/$1"; }
 # a compiled program that reports exactly its pinned version
 pinned() {
   [ -x "$2" ] && [ "$(head -c 4 "$2" | od -An -c | tr -d ' ')" = '177ELF' ] || return 1
+  # read whole before matching: with pipefail, `grep -q` leaving early would fail the pipe (SIGPIPE)
+  local said
+  said=$("$2" --version 2>/dev/null) || return 1
   case $1 in
-    etcd) "$2" --version 2>/dev/null | grep -qx "etcd Version: ${ETCD_VER#v}" ;;
-    *) "$2" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VER" ;;
+    etcd) grep -qx "etcd Version: ${ETCD_VER#v}" <<<"$said" ;;
+    *) grep -qx "Kubernetes $KUBE_VER" <<<"$said" ;;
   esac
 }
 
