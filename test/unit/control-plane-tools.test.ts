@@ -1,28 +1,17 @@
 // `task tools`' second step (scripts/control-plane-tools.sh): etcd and the Kubernetes control-plane
 // programs the simulator runs, at pinned versions, from the per-machine cache or built once.
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
-import { homedir, tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { bareCheckouts } from '../support/bare-checkout.js'
 
-const SCRIPT = resolve('scripts/control-plane-tools.sh')
 const TOOLS = { etcd: 'v3.6.11', 'kube-apiserver': 'v1.35.0', 'kube-controller-manager': 'v1.35.0', 'kube-scheduler': 'v1.35.0' }
-const temps: string[] = []
-afterEach(() => {
-  for (const t of temps.splice(0)) rmSync(t, { recursive: true, force: true })
-})
-
-/** a checkout holding only the script; HOME is the checkout, so the per-machine cache starts empty */
-function bareCheckout(): string {
-  const root = join(mkdtempSync(join(tmpdir(), 'cp-tools-')), 'repo')
-  temps.push(resolve(root, '..'))
-  mkdirSync(join(root, 'scripts'), { recursive: true })
-  copyFileSync(SCRIPT, join(root, 'scripts', 'control-plane-tools.sh'))
-  return root
-}
-const run = (root: string, path: string) =>
-  spawnSync('bash', [join(root, 'scripts', 'control-plane-tools.sh')], { encoding: 'utf8', env: { PATH: path, HOME: root } })
+const checkouts = bareCheckouts('control-plane-tools.sh')
+afterEach(() => checkouts.cleanup())
+const bareCheckout = () => checkouts.make()
+const run = checkouts.run
 // this machine's builds, when `task tools` made them
 const machineCache = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'talos-bootstrap', 'tools')
 const built = Object.entries(TOOLS).every(([tool, v]) => existsSync(join(machineCache, `${tool}-${v}`, tool)))
