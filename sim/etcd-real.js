@@ -97,11 +97,15 @@ export class RealEtcd {
       req.end(JSON.stringify(body))
     })
   }
-  /** the first running member (other than `except`) that answers */
+  /**
+   * the first member (other than `except`) that answers, among the control planes whose API server
+   * is up: machined's client finds the other members' etcd through the control plane endpoints,
+   * which it reads from the Kubernetes API (internal/pkg/etcd: NewClientFromControlPlaneIPs)
+   */
   async anyMember(path, body, except = null) {
     let last = new Error('no etcd member reachable')
     for (const m of this.ctx.nodes) {
-      if (m === except || !this.procs.has(m.name)) continue
+      if (m === except || !m.apiServerUp || !this.procs.has(m.name)) continue
       try {
         return await this.call(m, path, body)
       } catch (e) {
@@ -139,9 +143,11 @@ export class RealEtcd {
 
   /** start this node's member: Talos's flags (services/etcd.go argsForControlPlane); initial only on an empty data dir */
   async startProcess(n, initial = null) {
+    const gen = n.gen
     await this.stopProcess(n)
-    if (this.stopping) return false
     const pki = await this.writePki(n)
+    // the node rebooted or was reset meanwhile (or the simulator stops): nothing starts
+    if (this.stopping || gen !== n.gen) return false
     mkdirSync(this.dataDir(n), { recursive: true, mode: 0o700 })
     const args = [
       `--name=${n.name}`,
@@ -243,6 +249,8 @@ export class RealEtcd {
    */
   maybeJoin(n) {
     if (!n.criUp || this.hasData(n) || n.joining) return
+    // no control plane endpoint known yet: asked again when an API server comes up (sim/cluster.js apiServerUp)
+    if (!this.ctx.nodes.some((m) => m !== n && m.apiServerUp && this.procs.has(m.name))) return
     n.joining = true
     const gen = n.gen
     const joinGen = (n.joinGen = (n.joinGen ?? 0) + 1)
