@@ -12,6 +12,7 @@ import { observe as observeEvents } from './talos/events.js'
 import { startChartRepo } from './charts/repo.js'
 import { Node } from './node.js'
 import { Etcd } from './etcd.js'
+import { RealEtcd } from './etcd-real.js'
 import { Trustd } from './trustd.js'
 import { Listeners } from './listeners.js'
 import { kubeconfigYaml } from './talos/methods.js'
@@ -21,7 +22,7 @@ const here = dirname(fileURLToPath(import.meta.url))
 const CALL_FAULTS = ['refused', 'unreachable', 'timeout', 'unavailable']
 
 export class Simulator {
-  constructor(scenario, { dir = '.sim', log } = {}) {
+  constructor(scenario, { dir = '.sim', log, etcd = process.env.SIM_ETCD ?? 'model' } = {}) {
     this.scenario = scenario
     this.dir = resolve(dir)
     this.talosMinor = scenario.talosMinor
@@ -32,7 +33,9 @@ export class Simulator {
     this.nodes = []
     this.pendingKubelet = new Set()
     this.waiters = new Set() // checks run on every node change (waitFor, etcd's local client)
-    this.etcd = new Etcd(this)
+    // SIM_ETCD=real: a real etcd member per control plane (sim/etcd-real.js) instead of the model
+    if (!['real', 'model'].includes(etcd)) throw new Error(`SIM_ETCD must be real or model, got ${JSON.stringify(etcd)}`)
+    this.etcd = etcd === 'real' ? new RealEtcd(this) : new Etcd(this)
     this.trustd = new Trustd(this)
     this.listeners = new Listeners(this)
   }
@@ -178,6 +181,7 @@ export class Simulator {
   changed(n) {
     if (this.stopped) return
     if (n) observeEvents(n) // machined's event stream (sim/talos/events.js)
+    this.etcd.sync(n)
     this.trustd.issue()
     this.listeners.sync(n)
     for (const w of this.waiters) w()
@@ -308,6 +312,7 @@ export class Simulator {
     this.clock?.stop()
     for (const n of this.nodes ?? []) n.newLifecycle()
     await this.listeners.close()
+    await this.etcd.stop()
     try {
       await this.kube?.stop?.()
     } catch {

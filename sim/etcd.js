@@ -6,6 +6,7 @@
 // starts, its name and client URLs are empty, as etcd's member list says.
 // The nodes keep their own side (etcdMember, etcdRunning, etcdHealthy, joining; sim/node.js).
 import { randomBytes } from 'node:crypto'
+import { rpc } from './talos/errors.js'
 
 export const memberId = () => randomBytes(8).toString('hex')
 const NOT_ENOUGH_STARTED = 'etcdserver: re-configuration failed due to not enough started members'
@@ -18,6 +19,7 @@ export class Etcd {
     this.ctx = ctx
     this.clusters = [] // [{id, members: Map<member id, member>}]
     this.startedAt = null // the first Bootstrap call (a join's etcd time counts from it)
+    this.raised = new Set() // member ids with a NOSPACE alarm raised (kept until disarmed)
   }
 
   clusterOf(n) {
@@ -168,16 +170,50 @@ export class Etcd {
   /**
    * The cluster's alarms as etcd's AlarmList answers them (every member's, raft-replicated):
    * {memberId, alarm}. A started member whose node is under fault `etcd-nospace` is over its backend
-   * quota: NOSPACE, raised again by the next write after a disarm (a cluster always writes), so it
-   * lasts while the fault does.
+   * quota: NOSPACE is raised, and stays until disarmed, as etcd keeps an alarm (the next write raises
+   * it again while the fault lasts).
    */
   alarms(n) {
     const c = this.clusterOf(n)
     if (!c) return []
-    return this.ctx.nodes
-      .filter((x) => c.members.get(x.etcdMember)?.started && this.ctx.faults.find(x.name, { kind: 'etcd-nospace' }).length > 0)
-      .map((x) => ({ memberId: x.etcdMember, alarm: 'NOSPACE' }))
+    for (const x of this.ctx.nodes)
+      if (c.members.get(x.etcdMember)?.started && this.ctx.faults.find(x.name, { kind: 'etcd-nospace' }).length > 0)
+        this.raised.add(x.etcdMember)
+    return [...this.raised].filter((id) => c.members.has(id)).map((id) => ({ memberId: id, alarm: 'NOSPACE' }))
   }
+
+  /** EtcdAlarmDisarm: every alarm deactivated, the disarmed ones answered */
+  disarmAlarms(n) {
+    const disarmed = this.alarms(n)
+    for (const a of disarmed) this.raised.delete(a.memberId)
+    return disarmed
+  }
+
+  /**
+   * the reset's LeaveEtcd: resolves null once it left, else (after Talos's retries for `windowS`)
+   * the refusal; the member itself goes in nodeReset
+   */
+  leave(n, windowS) {
+    const refused = this.leaveRefusal(n)
+    return new Promise((resolvePromise) => (refused ? this.ctx.clock.after(windowS, () => resolvePromise(refused)) : resolvePromise(null)))
+  }
+
+  /** talosctl etcd members (queryLocal): the local etcd's list, once its client connects */
+  async memberList(n, signal) {
+    await this.reachable(n, signal)
+    return this.members(n).map((m) => ({ id: m.id, name: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner }))
+  }
+
+  /** talosctl etcd remove-member */
+  async removeMember(n, id) {
+    // an unknown ID is etcd's ErrMemberNotFound, answered as NotFound (v1alpha1_server.go EtcdRemoveMemberByID)
+    if (!this.members(n).some((m) => m.id === id)) throw rpc('NotFound', 'etcdserver: member not found')
+    this.remove(id)
+  }
+
+  /** the model has no processes: nothing to follow on a node change, nothing to stop */
+  sync() {}
+  async stop() {}
 
   /** a member removed (etcd remove-member): the node it was loses its etcd */
   remove(id) {

@@ -139,4 +139,6 @@ export function startSimulator(opts: {
   dir?: string
   speed?: number
   log?: (msg: string) => void
+  /** 'model' (sim/etcd.js) or 'real' (sim/etcd-real.js: the real etcd from `task tools`); default SIM_ETCD, else 'model' */
+  etcd?: 'model' | 'real'
 }): Promise<Simulator>

@@ -513,6 +513,7 @@ export class Node {
     // wiping the system disk (all / system-disk, no label subset) removes what an ISO node installed
     const wipesSystem = ['all', 'system-disk'].includes(wipeMode || 'all') && !systemLabelsToWipe?.length
     this.newLifecycle()
+    const gen = this.gen
     this.setStage('resetting')
     this.ctx.kubeCordon(this)
     let drainTime = 0
@@ -533,30 +534,34 @@ export class Node {
       this.ctx.kubeletStopped(this)
       this.changed()
       // LeaveEtcd: a refused MemberRemove is retried for 5 min, then fails the sequence: still configured, stage resetting
-      const refused = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcd.leaveRefusal(this) : null
-      if (refused) {
-        this.after(ETCD_LEAVE_RETRY, () => {
-          this.talosLog(`reset: leave etcd: ${refused}`)
-          this.changed()
-        })
-        return
+      const leaving = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcd.leave(this, ETCD_LEAVE_RETRY) : null
+      if (leaving) leaving.then((refused) => gen === this.gen && this.afterLeave(refused, { graceful, reboot, wipesSystem }))
+      else this.afterLeave(null, { graceful, reboot, wipesSystem })
+    })
+  }
+
+  /** the reset after LeaveEtcd: a refusal fails the sequence; else the node is wiped and goes down or reboots */
+  afterLeave(refused, { graceful, reboot, wipesSystem }) {
+    if (refused) {
+      this.talosLog(`reset: leave etcd: ${refused}`)
+      this.changed()
+      return
+    }
+    this.ctx.nodeReset(this, { graceful })
+    this.after(2, () => {
+      this.configText = null
+      this.config = null
+      this.role = this.spec.role
+      if (this.spec.image === 'iso' && wipesSystem) this.installed = false
+      this.resetFlags()
+      this.services.clear()
+      if (reboot) {
+        this.setStage('resetting', 'off') // the reboot is the reset sequence's own phase: machinestatus stays resetting (controllers/runtime/machine_status.go)
+        this.after(this.ctx.timings.reboot, () => this.powerOn())
+      } else {
+        this.poweredOff = true
+        this.setStage('shutting down', 'off')
       }
-      this.ctx.nodeReset(this, { graceful })
-      this.after(2, () => {
-        this.configText = null
-        this.config = null
-        this.role = this.spec.role
-        if (this.spec.image === 'iso' && wipesSystem) this.installed = false
-        this.resetFlags()
-        this.services.clear()
-        if (reboot) {
-          this.setStage('resetting', 'off') // the reboot is the reset sequence's own phase: machinestatus stays resetting (controllers/runtime/machine_status.go)
-          this.after(this.ctx.timings.reboot, () => this.powerOn())
-        } else {
-          this.poweredOff = true
-          this.setStage('shutting down', 'off')
-        }
-      })
     })
   }
 

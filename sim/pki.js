@@ -175,11 +175,40 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
     return apids.get(key)
   }
 
+  // a control plane's etcd certificates, as Talos makes them from the etcd CA (internal/pkg/etcd/certs.go):
+  // the server certificate names the node's address, 127.0.0.1, ::1, its hostname and localhost; the
+  // peer certificate its address and hostname (and 127.0.0.1, below); both serve and authenticate clients. Made on demand
+  // (only when real etcd runs: sim/etcd-real.js).
+  const etcds = new Map()
+  function etcdFor(node) {
+    if (!etcds.has(node.name)) {
+      const both = ['server', 'client']
+      etcds.set(
+        node.name,
+        Promise.all([
+          issue(etcdCA, {
+            subject: `CN=${node.name}`,
+            usages: both,
+            sans: [dnsSan(node.name), dnsSan('localhost'), ipSan(node.ip), ipSan('127.0.0.1'), ipSan('::1')],
+          }),
+          // + 127.0.0.1: etcd checks a peer's certificate against the address it connects from
+          // (client/pkg/transport/listener_tls.go checkCertSAN), and every loopback connection here
+          // comes from 127.0.0.1, whichever 127.x address it goes to (on a real network, the node's own)
+          issue(etcdCA, { subject: `CN=${node.name}`, usages: both, sans: [dnsSan(node.name), ipSan(node.ip), ipSan('127.0.0.1')] }),
+        ]).then(([server, peer]) => ({ server, peer })),
+      )
+    }
+    return etcds.get(node.name)
+  }
+  // machined's own etcd client certificate (GenerateClientCert: client auth only)
+  let etcdClient = null
+  const etcdClientCert = () => (etcdClient ??= issue(etcdCA, { subject: 'CN=talos', usages: ['client'] }))
+
   const b64 = () => randomBytes(32).toString('base64')
   return {
     talos: { ca: pair(talosCA), apid, admin: talosAdmin },
     kube: { ca: pair(kubeCA), server: kubeServer, admin: kubeAdmin },
-    etcd: { ca: pair(etcdCA) },
+    etcd: { ca: pair(etcdCA), etcdFor, client: etcdClientCert },
     aggregator: { ca: pair(aggregatorCA) },
     charts: { ca: pair(chartsCA), server: chartsServer },
     serviceAccount: { key: await keyPem(saKeys.privateKey) },

@@ -8,7 +8,7 @@ import { openSshEd25519 } from './pki.js'
 
 export const BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), 'bin')
 // the real clients `task tools` provides (scripts/tools.sh)
-const REAL_BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '.tools', 'bin')
+export const REAL_BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '.tools', 'bin')
 // what `task tools` accepts as supported (scripts/tools.sh `supported`)
 const SUPPORTED = {
   talosctl: { args: ['version', '--client'], ok: /^\s*Tag:\s*v1\.12\./m },
@@ -26,7 +26,7 @@ export class ToolsMissingError extends Error {
   }
 }
 
-const isElf = (file) => {
+export const isElf = (file) => {
   try {
     return readFileSync(file).subarray(0, 4).toString('latin1') === '\x7fELF'
   } catch {

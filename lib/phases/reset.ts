@@ -104,8 +104,14 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
   })
   const quorum = Math.floor((voters.length + 1) / 2) + 1
   if (healthy.length < quorum) {
+    // in inventory order: etcd lists its members by ID, which says nothing to the operator
+    const inventoryIndex = (m: EtcdMember): number => {
+      const cp = cpOf(m)
+      return cp ? others.indexOf(cp) : others.length
+    }
     const unread = voters
       .filter((m) => !healthy.includes(m))
+      .sort((a, b) => inventoryIndex(a) - inventoryIndex(b))
       .map((m) => {
         const cp = cpOf(m)
         if (!cp) return `member ${m.id}${m.hostname ? ` (${m.hostname})` : ''}: at no control plane's inventory address`

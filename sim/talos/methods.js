@@ -232,32 +232,28 @@ export const METHODS = {
   // talosctl asks the local etcd (queryLocal); while it is down the client waits for a connection
   async 'machine.EtcdMemberList'(sim, node, body, { signal }) {
     if (node.role !== 'controlplane') throw rpc('Unimplemented', 'member list is only available on control plane nodes')
-    await sim.etcd.reachable(node, signal)
+    const members = await sim.etcd.memberList(node, signal)
     return {
-      members: sim.etcd
-        .members(node)
-        .map((m) => ({ id: m.id, hostname: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner })),
+      members: members.map((m) => ({ id: m.id, hostname: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner })),
     }
   },
 
-  'machine.EtcdRemoveMemberByID'(sim, node, body) {
+  async 'machine.EtcdRemoveMemberByID'(sim, node, body) {
     etcdNodeOnly(node)
-    // an unknown ID is etcd's ErrMemberNotFound, answered as NotFound (v1alpha1_server.go EtcdRemoveMemberByID)
-    if (!sim.etcd.members(node).some((m) => m.id === body.memberId)) throw rpc('NotFound', 'etcdserver: member not found')
-    sim.etcd.remove(body.memberId)
+    await sim.etcd.removeMember(node, body.memberId)
     return {}
   },
 
   // the local etcd's alarms, cluster-wide (v1alpha1_server.go EtcdAlarmList: checkControlplaneService, then clientv3 AlarmList)
-  'machine.EtcdAlarmList'(sim, node) {
+  async 'machine.EtcdAlarmList'(sim, node) {
     etcdNodeOnly(node)
-    return { alarms: sim.etcd.alarms(node) }
+    return { alarms: await sim.etcd.alarms(node) }
   },
 
   // every alarm disarmed, the disarmed ones answered (EtcdAlarmDisarm: AlarmDisarm with an empty AlarmMember)
-  'machine.EtcdAlarmDisarm'(sim, node) {
+  async 'machine.EtcdAlarmDisarm'(sim, node) {
     etcdNodeOnly(node)
-    return { alarms: sim.etcd.alarms(node) }
+    return { alarms: await sim.etcd.disarmAlarms(node) }
   },
 
   'machine.Reset'(sim, node, body, { maintenance }) {

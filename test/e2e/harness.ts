@@ -26,6 +26,8 @@ export interface ClusterShape {
   flux?: ScenarioInput['flux']
   /** per node name: its disks and install disk or selector instead of the defaults */
   nodeOverrides?: Record<string, Partial<Pick<ScenarioNode, 'disks' | 'installDisk' | 'installDiskSelector'>>>
+  /** the etcd behind the control planes: the model (default, or SIM_ETCD) or the real program */
+  etcd?: 'model' | 'real'
 }
 
 /** cps at <range>.11.., workers at <range>.21.., the VIP at <range>.10 */
@@ -83,7 +85,7 @@ export class E2eCluster {
 
   static async start(range: string, shape: ClusterShape = {}): Promise<E2eCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'tb-e2e-'))
-    const sim = await startSimulator({ scenario: scenario(range, shape), dir })
+    const sim = await startSimulator({ scenario: scenario(range, shape), dir, ...(shape.etcd ? { etcd: shape.etcd } : {}) })
     return new E2eCluster(sim, dir)
   }
 

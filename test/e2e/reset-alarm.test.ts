@@ -33,8 +33,12 @@ describe('reset and etcd alarms', () => {
     expect(callsTo(after, 'cp-3', 'reset')).toEqual([])
     expect(c.sim.node('cp-3')?.stage).toBe('running')
 
-    // space freed, the alarm gone: the hint's command resets cp-3 and it rejoins
+    // space freed: the alarm stays until disarmed (as etcd keeps it); the hint's disarm, then its reset
     c.sim.clearFault('cp-1', 'etcd-nospace')
+    const disarm = /`([^`]*etcd alarm disarm)`/.exec(failed.error?.hint ?? '')?.[1] ?? ''
+    expect(disarm).toMatch(/^talosctl .*etcd alarm disarm$/)
+    const disarmed = await runInFreshShell(c, disarm)
+    expect(disarmed.code, disarmed.stderr).toBe(0)
     const command = /then run: (task .+)$/.exec(failed.error?.hint ?? '')?.[1] ?? ''
     expect(command).toMatch(/^task -d \S+ bootstrap:node CLUSTER_DIR=\S+ NODE=cp-3 RESET=true -- --yes$/)
     const again = await runInFreshShell(c, command)

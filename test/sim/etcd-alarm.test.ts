@@ -11,7 +11,7 @@ afterEach(async () => {
 })
 
 describe('etcd alarms', () => {
-  it('none, then NOSPACE on the member under the fault, listed through any control plane; disarm answers it, and it lasts while the fault does', async () => {
+  it('none, then NOSPACE on the member under the fault, listed through any control plane; disarm answers it, it lasts while the fault does and stays after it until disarmed', async () => {
     c = await startOn('127.39.1', { cps: 2, workers: 1, image: 'disk', vip: false, speed: 50 })
     const sim = c.sim
     for (const n of ['cp-1', 'cp-2', 'wrkr-1']) await applyInsecure(sim, n)
@@ -37,7 +37,10 @@ describe('etcd alarms', () => {
     expect(disarm.code, disarm.stderr).toBe(0)
     expect(disarm.stdout).toMatch(new RegExp(`\\s${cp2}\\s+NOSPACE$`, 'm'))
     expect((await list('127.39.1.11')).stdout).toMatch(/NOSPACE/)
+    // the cause gone, the alarm stays until disarmed, as etcd keeps it
     sim.clearFault('cp-2', 'etcd-nospace')
+    expect((await list('127.39.1.11')).stdout).toMatch(/NOSPACE/)
+    expect((await talosctl(sim, ['etcd', 'alarm', 'disarm', ...at('127.39.1.11')])).code).toBe(0)
     expect((await list('127.39.1.11')).stdout).toBe('')
 
     const worker = await talosctl(sim, ['etcd', 'alarm', 'list', ...at('127.39.1.21')])

@@ -1,27 +1,15 @@
 // `task tools` (scripts/tools.sh): the project's one way to get the real talosctl and helm.
-import { spawnSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { mkdirSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { bareCheckouts } from '../support/bare-checkout.js'
 import { realTool } from '../support/real-tools.js'
 
-const SCRIPT = resolve('scripts/tools.sh')
-const temps: string[] = []
-afterEach(() => {
-  for (const t of temps.splice(0)) rmSync(t, { recursive: true, force: true })
-})
-
+const checkouts = bareCheckouts('tools.sh')
+afterEach(() => checkouts.cleanup())
 /** a checkout holding only the script, with nothing to build the tools from beside it */
-function bareCheckout(): string {
-  const root = join(mkdtempSync(join(tmpdir(), 'tools-entry-')), 'repo')
-  temps.push(resolve(root, '..'))
-  mkdirSync(join(root, 'scripts'), { recursive: true })
-  copyFileSync(SCRIPT, join(root, 'scripts', 'tools.sh'))
-  return root
-}
-const run = (root: string, path: string) =>
-  spawnSync('bash', [join(root, 'scripts', 'tools.sh')], { encoding: 'utf8', env: { PATH: path, HOME: root } })
+const bareCheckout = () => checkouts.make()
+const run = checkouts.run
 
 describe('task tools', () => {
   it('without the tools on PATH and nothing to build them from: exit 3 with the install instructions', () => {

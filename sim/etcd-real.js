@@ -1,0 +1,439 @@
+// Real etcd: each control plane's etcd is the real etcd program (`task tools`: .tools/bin/etcd, the
+// version Talos v1.12 runs), one process per member, its data under <sim dir>/etcd/<node>, its peer
+// and client URLs on the node's own address, TLS from the cluster's etcd CA as Talos makes it.
+// What Talos does around it follows internal/app/machined/pkg/system/services/etcd.go (the flags, the
+// bootstrap, the join as a learner and its promotion, the health check) and internal/pkg/etcd
+// (the member removal a reset's leave retries); what etcd answers (member lists, refusals, quorum
+// loss) is etcd's own. The simulator talks to the members through etcd's JSON gateway on the client
+// port (/v3/...: the same gRPC services talosctl's etcd calls reach through machined).
+// Chosen with SIM_ETCD=real (sim/cluster.js); sim/etcd.js is the model it replaces.
+import { spawn } from 'node:child_process'
+import { request } from 'node:https'
+import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { rpc } from './talos/errors.js'
+import { REAL_BIN_DIR, isElf } from './writer.js'
+
+const NOT_ENOUGH_STARTED = 'etcdserver: re-configuration failed due to not enough started members'
+// services/etcd.go: buildInitialCluster retries every 3 s, promoteMember every 15 s; the health
+// check (HealthSettings) waits 5 s, then checks a quorum read; LeaveCluster retries every 10 s (simulated seconds)
+const JOIN_RETRY_S = 3
+const PROMOTE_RETRY_S = 15
+const HEALTH_DELAY_S = 5
+const LEAVE_RETRY_S = 10
+// the real processes run in real time: a retry is never sooner than this, whatever the scenario's speed
+const MIN_RETRY_MS = 200
+const CALL_TIMEOUT_MS = 5000
+const ETCD_HEALTH_INTERVAL_MS = 5000
+
+export const hexId = (decimal) => BigInt(decimal).toString(16).padStart(16, '0')
+const decimalId = (hex) => BigInt(`0x${hex}`).toString(10)
+
+export class EtcdMissingError extends Error {
+  constructor() {
+    super('etcd not found: real etcd (SIM_ETCD=real) needs the etcd program (fix: run `task tools`, which builds it into .tools/bin)')
+    this.exitCode = 3
+  }
+}
+
+export class RealEtcd {
+  /** ctx = the Simulator: clock, faults, nodes, pki, dir, waiters */
+  constructor(ctx) {
+    this.ctx = ctx
+    this.binary = join(REAL_BIN_DIR, 'etcd')
+    if (!isElf(this.binary)) throw new EtcdMissingError()
+    this.procs = new Map() // node name -> { child, exited: Promise }
+    this.stopping = false
+  }
+
+  dataDir(n) {
+    return join(this.ctx.dir, 'etcd', n.name, 'data')
+  }
+  clientUrl(n) {
+    return `https://${n.ip}:2379`
+  }
+  peerUrl(n) {
+    return `https://${n.ip}:2380`
+  }
+
+  /** the data directory holds a member (services/etcd.go IsDirEmpty), or one is starting on it */
+  hasData(n) {
+    return this.procs.has(n.name) || existsSync(join(this.dataDir(n), 'member'))
+  }
+  healthyMembers() {
+    return this.ctx.nodes.filter((n) => n.etcdHealthy)
+  }
+
+  // ---- the gateway client (machined's etcd client) ----
+  async tls() {
+    this.clientCert ??= await this.ctx.pki.etcd.client()
+    return { ca: this.ctx.pki.etcd.ca.cert, cert: this.clientCert.cert, key: this.clientCert.key }
+  }
+  /** POST one gateway call to a member; rejects with etcd's own error text */
+  async call(n, path, body = {}) {
+    const tls = await this.tls()
+    return new Promise((resolvePromise, reject) => {
+      const req = request(
+        `${this.clientUrl(n)}${path}`,
+        { method: 'POST', ...tls, headers: { 'content-type': 'application/json' }, timeout: CALL_TIMEOUT_MS },
+        (res) => {
+          let text = ''
+          res.setEncoding('utf8')
+          res.on('data', (c) => (text += c))
+          res.on('end', () => {
+            let doc = {}
+            try {
+              doc = JSON.parse(text)
+            } catch {
+              /* an empty or non-JSON answer */
+            }
+            if (res.statusCode === 200 && !doc.error) resolvePromise(doc)
+            else reject(Object.assign(new Error(doc.message ?? doc.error ?? `HTTP ${res.statusCode}`), { etcd: true }))
+          })
+        },
+      )
+      req.on('timeout', () => req.destroy(new Error('context deadline exceeded')))
+      req.on('error', reject)
+      req.end(JSON.stringify(body))
+    })
+  }
+  /**
+   * the first member (other than `except`) that answers, among the control planes whose API server
+   * is up: machined's client finds the other members' etcd through the control plane endpoints,
+   * which it reads from the Kubernetes API (internal/pkg/etcd: NewClientFromControlPlaneIPs)
+   */
+  async anyMember(path, body, except = null) {
+    let last = new Error('no etcd member reachable')
+    for (const m of this.ctx.nodes) {
+      if (m === except || !m.apiServerUp || !this.procs.has(m.name)) continue
+      try {
+        return await this.call(m, path, body)
+      } catch (e) {
+        last = e
+      }
+    }
+    throw last
+  }
+  /**
+   * The cluster's alarms, read from the real etcd through the node's member (EtcdAlarmList: clientv3
+   * AlarmList). Fault `etcd-nospace` stands for a backend over its quota: etcd's quota check would
+   * raise NOSPACE on that member, here raised with the Alarm API's ACTIVATE while the fault lasts.
+   */
+  async alarms(n) {
+    for (const x of this.ctx.nodes) {
+      if (!x.etcdMember || !this.procs.has(x.name) || this.ctx.faults.find(x.name, { kind: 'etcd-nospace' }).length === 0) continue
+      await this.call(n, '/v3/maintenance/alarm', {
+        action: 'ACTIVATE',
+        memberID: BigInt(`0x${x.etcdMember}`).toString(),
+        alarm: 'NOSPACE',
+      })
+    }
+    const doc = await this.call(n, '/v3/maintenance/alarm', { action: 'GET' })
+    return (doc.alarms ?? []).map((a) => ({ memberId: hexId(a.memberID ?? 0), alarm: a.alarm ?? 'NONE' }))
+  }
+  /** EtcdAlarmDisarm: every alarm deactivated, the ones disarmed answered (a lasting fault raises it again on the next read) */
+  async disarmAlarms(n) {
+    const alarms = await this.alarms(n)
+    for (const a of alarms)
+      await this.call(n, '/v3/maintenance/alarm', { action: 'DEACTIVATE', memberID: BigInt(`0x${a.memberId}`).toString(), alarm: a.alarm })
+    return alarms
+  }
+  async listMembers(via) {
+    const doc = via ? await this.call(via, '/v3/cluster/member/list') : await this.anyMember('/v3/cluster/member/list')
+    return (doc.members ?? []).map((m) => ({
+      id: hexId(m.ID),
+      name: m.name ?? '',
+      peerUrls: m.peerURLs ?? [],
+      clientUrls: m.clientURLs ?? [],
+      isLearner: !!m.isLearner,
+    }))
+  }
+
+  // ---- processes ----
+  async writePki(n) {
+    const dir = join(this.ctx.dir, 'etcd', n.name, 'pki')
+    const { server, peer } = await this.ctx.pki.etcd.etcdFor(n)
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    const files = {
+      'ca.crt': this.ctx.pki.etcd.ca.cert,
+      'server.crt': server.cert,
+      'server.key': server.key,
+      'peer.crt': peer.cert,
+      'peer.key': peer.key,
+    }
+    for (const [f, text] of Object.entries(files)) writeFileSync(join(dir, f), text, { mode: 0o600 })
+    return dir
+  }
+
+  /** start this node's member: Talos's flags (services/etcd.go argsForControlPlane); initial only on an empty data dir */
+  async startProcess(n, initial = null) {
+    const gen = n.gen
+    await this.stopProcess(n)
+    const pki = await this.writePki(n)
+    // the node rebooted or was reset meanwhile (or the simulator stops): nothing starts
+    if (this.stopping || gen !== n.gen) return false
+    mkdirSync(this.dataDir(n), { recursive: true, mode: 0o700 })
+    const args = [
+      `--name=${n.name}`,
+      `--data-dir=${this.dataDir(n)}`,
+      '--auto-tls=false',
+      '--peer-auto-tls=false',
+      `--listen-peer-urls=${this.peerUrl(n)}`,
+      `--listen-client-urls=${this.clientUrl(n)}`,
+      `--advertise-client-urls=${this.clientUrl(n)}`,
+      `--initial-advertise-peer-urls=${this.peerUrl(n)}`,
+      '--client-cert-auth=true',
+      `--cert-file=${join(pki, 'server.crt')}`,
+      `--key-file=${join(pki, 'server.key')}`,
+      `--trusted-ca-file=${join(pki, 'ca.crt')}`,
+      '--peer-client-cert-auth=true',
+      `--peer-cert-file=${join(pki, 'peer.crt')}`,
+      `--peer-key-file=${join(pki, 'peer.key')}`,
+      `--peer-trusted-ca-file=${join(pki, 'ca.crt')}`,
+      '--experimental-initial-corrupt-check=true',
+      '--experimental-watch-progress-notify-interval=5s',
+      '--experimental-compact-hash-check-enabled=true',
+      ...(initial ? [`--initial-cluster=${initial.cluster}`, `--initial-cluster-state=${initial.state}`] : []),
+    ]
+    const log = createWriteStream(join(this.ctx.dir, 'etcd', `${n.name}.log`), { flags: 'a' })
+    // setpriv --pdeathsig: the member dies with the simulator's process, even when that one is killed
+    const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', this.binary, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    child.stdout.pipe(log)
+    child.stderr.pipe(log)
+    const exited = new Promise((r) => child.once('exit', r))
+    const proc = { child, exited }
+    this.procs.set(n.name, proc)
+    exited.then(() => {
+      if (this.procs.get(n.name) === proc) this.procs.delete(n.name)
+      log.end()
+    })
+    n.etcdRunning = true
+    return true
+  }
+  /** SIGTERM as containerd stops a task (etcd then leaves gracefully), SIGKILL when the simulator itself stops */
+  async stopProcess(n, signal = 'SIGTERM') {
+    const proc = this.procs.get(n.name)
+    if (!proc) return
+    proc.child.kill(signal)
+    const killer = setTimeout(() => proc.child.kill('SIGKILL'), 3000)
+    await proc.exited
+    clearTimeout(killer)
+  }
+
+  /** a retry in simulated seconds, never sooner than MIN_RETRY_MS of real time; dropped when the node's lifecycle moves on */
+  later(n, simSeconds, fn) {
+    n.after(Math.max(simSeconds, (MIN_RETRY_MS / 1000) * this.ctx.clock.speed), fn)
+  }
+
+  /**
+   * services/etcd.go HealthFunc: a quorum read on the local member (ValidateQuorum), every so often
+   * until it passes; the first check waits `delayS` (at least HealthSettings' 5 s): the scenario's
+   * etcd time stays a lower bound of a member's way to healthy, as in the model
+   */
+  watchHealth(n, gen, delayS) {
+    const check = async () => {
+      if (gen !== n.gen || !n.etcdRunning) return
+      try {
+        await this.call(n, '/v3/kv/range', { key: Buffer.from('health').toString('base64') })
+        if (gen !== n.gen || !n.etcdRunning) return
+        n.joining = false
+        if (!n.etcdMember) n.etcdMember = (await this.listMembers(n)).find((m) => m.name === n.name)?.id ?? null
+        if (gen === n.gen && n.etcdRunning && !n.etcdHealthy) n.etcdUp()
+      } catch {
+        this.later(n, 1, check)
+      }
+    }
+    this.later(n, Math.max(HEALTH_DELAY_S, delayS), check)
+  }
+
+  // ---- what the node model asks (the same as sim/etcd.js) ----
+
+  /** the Bootstrap RPC: this node's etcd starts a new cluster of one (services/etcd.go BootstrapEtcd) */
+  bootstrap(n) {
+    n.joining = false
+    n.joinGen = (n.joinGen ?? 0) + 1
+    n.svc('etcd', 'Finished', 'Bootstrap requested')
+    n.svc('etcd', 'Preparing', 'Running pre state')
+    n.talosLog('bootstrap request received')
+    const gen = n.gen
+    this.startProcess(n, { cluster: `${n.name}=${this.peerUrl(n)}`, state: 'new' }).then((started) => {
+      if (!started || gen !== n.gen) return
+      n.svc('etcd', 'Running', `Started task etcd (PID ${this.procs.get(n.name)?.child.pid}) for container etcd`, null)
+      n.changed()
+      this.watchHealth(n, gen, this.ctx.timings.etcd)
+    })
+    n.changed()
+  }
+
+  /**
+   * a control plane whose CRI is up and whose data directory is empty joins: services/etcd.go
+   * buildInitialCluster (a stale member of its name removed, then MemberAddAsLearner, retried every
+   * 3 s: etcd admits one learner at a time), the member started with the returned cluster, then
+   * promoteMember every 15 s until the learner has caught up
+   */
+  maybeJoin(n) {
+    if (!n.criUp || this.hasData(n) || n.joining) return
+    // no control plane endpoint known yet: asked again when an API server comes up (sim/cluster.js apiServerUp)
+    if (!this.ctx.nodes.some((m) => m !== n && m.apiServerUp && this.procs.has(m.name))) return
+    n.joining = true
+    const gen = n.gen
+    const joinGen = (n.joinGen = (n.joinGen ?? 0) + 1)
+    const current = () => gen === n.gen && joinGen === n.joinGen && !this.stopping
+    if (this.ctx.faults.has(n.name, 'etcd-join')) {
+      n.svc('etcd', 'Preparing', 'Running pre state')
+      n.talosLog(`etcd: failed to join the cluster: ${NOT_ENOUGH_STARTED}`)
+      return
+    }
+    const attempt = async () => {
+      if (!current()) return
+      let learnerId
+      let members
+      try {
+        for (const m of await this.listMembers(null)) {
+          if (m.name === n.name) await this.anyMember('/v3/cluster/member/remove', { ID: decimalId(m.id) }, n)
+        }
+        const added = await this.anyMember('/v3/cluster/member/add', { peerURLs: [this.peerUrl(n)], isLearner: true }, n)
+        learnerId = hexId(added.member.ID)
+        members = (added.members ?? []).map((m) => ({ id: hexId(m.ID), name: m.name, peerUrls: m.peerURLs ?? [] }))
+      } catch (e) {
+        if (!current()) return
+        // no member to ask yet (nothing bootstrapped), or etcd refused the add: retried as Talos does
+        if (e.etcd) n.talosLog(`retrying error: error adding member: ${e.message}`)
+        this.later(n, JOIN_RETRY_S, attempt)
+        return
+      }
+      if (!current()) return
+      const cluster = members.flatMap((m) => m.peerUrls.map((u) => `${m.id === learnerId ? n.name : m.name}=${u}`)).join(',')
+      n.etcdMember = learnerId
+      n.changed()
+      // the service's runner then starts the container: until it has, the data directory is still
+      // empty (half the scenario's etcd time, as the model has it), so a bootstrap there is accepted
+      await new Promise((r) => this.later(n, this.ctx.timings.etcd / 2, r))
+      if (!current() || !(await this.startProcess(n, { cluster, state: 'existing' })) || !current()) return
+      n.startService('etcd', { healthy: false })
+      n.changed()
+      this.promote(n, learnerId, current)
+      this.watchHealth(n, gen, this.ctx.timings.etcd / 2)
+    }
+    attempt()
+  }
+
+  promote(n, learnerId, current) {
+    const attempt = async () => {
+      if (!current()) return
+      try {
+        await this.anyMember('/v3/cluster/member/promote', { ID: decimalId(learnerId) }, n)
+        n.talosLog('successfully promoted etcd member')
+        // the next control plane waiting may add itself now
+        for (const other of this.ctx.nodes) if (other !== n && other.role === 'controlplane') this.maybeJoin(other)
+      } catch (e) {
+        if (!current()) return
+        if (/not found/.test(e.message)) return // removed meanwhile
+        this.later(n, PROMOTE_RETRY_S, attempt)
+      }
+    }
+    attempt()
+  }
+
+  /** etcd starts again (a boot, `service etcd start|restart`): from its data, or it joins anew */
+  restart(n) {
+    if (!existsSync(join(this.dataDir(n), 'member'))) {
+      n.etcdMember = null
+      this.maybeJoin(n)
+      return
+    }
+    const gen = n.gen
+    this.startProcess(n).then((started) => {
+      if (!started || gen !== n.gen) return
+      n.startService('etcd', { healthy: false })
+      n.changed()
+      this.watchHealth(n, gen, this.ctx.timings.etcd)
+    })
+  }
+
+  /** every node change: a member whose node no longer runs etcd (down, rebooting, service stopped) stops */
+  sync(n) {
+    if (n && !n.etcdRunning && this.procs.has(n.name)) this.stopProcess(n)
+  }
+
+  /**
+   * the reset's LeaveEtcd (v1alpha1_sequencer_tasks.go; internal/pkg/etcd/etcd.go LeaveCluster):
+   * MemberRemove of its own member through the control planes' etcd, retried every 10 s for up to
+   * `windowS` while etcd answers `unhealthy cluster` or `server stopped` (or none answers); a member
+   * already gone counts as left; any other refusal fails at once. Resolves null once it left, else the error.
+   */
+  leave(n, windowS) {
+    // etcd's own clocks are real: it refuses a removal until its peers have been connected for its
+    // HealthInterval (5 s, etcdserver/server.go mayRemoveMember), so a window scaled down by the
+    // scenario's speed never ends before twice that in real time
+    const until = this.ctx.clock.now().getTime() + windowS * 1000
+    const untilReal = Date.now() + 2 * ETCD_HEALTH_INTERVAL_MS
+    return new Promise((resolvePromise) => {
+      // the etcd-leave fault: refused for the whole retry window, as the model has it
+      if (this.ctx.faults.take(n.name, { kind: 'etcd-leave' }))
+        return this.ctx.clock.after(windowS, () => resolvePromise(NOT_ENOUGH_STARTED))
+      const attempt = async () => {
+        try {
+          const id = n.etcdMember ?? (await this.listMembers(n)).find((m) => m.name === n.name)?.id
+          if (id) await this.anyMember('/v3/cluster/member/remove', { ID: decimalId(id) }, n)
+          resolvePromise(null)
+        } catch (e) {
+          if (/member not found/.test(e.message)) return resolvePromise(null)
+          const retried = !e.etcd || /unhealthy cluster|server stopped/.test(e.message)
+          const over = this.ctx.clock.now().getTime() >= until && Date.now() >= untilReal
+          if (!retried || over || this.stopping) return resolvePromise(e.message)
+          n.talosLog(`retrying error: ${e.message}`)
+          this.ctx.clock.after(Math.max(LEAVE_RETRY_S, (MIN_RETRY_MS / 1000) * this.ctx.clock.speed), attempt)
+        }
+      }
+      attempt()
+    })
+  }
+
+  /** talosctl etcd members: the local member's list (queryLocal), once it answers */
+  async memberList(n, signal) {
+    for (;;) {
+      if (signal?.aborted) throw new Error('client went away')
+      if (this.procs.has(n.name)) {
+        try {
+          return await this.listMembers(n)
+        } catch {
+          /* starting: machined's client keeps dialing */
+        }
+      }
+      await new Promise((r) => setTimeout(r, MIN_RETRY_MS))
+    }
+  }
+
+  /** talosctl etcd remove-member: MemberRemove through the local member; etcd's refusal is the answer */
+  async removeMember(n, id) {
+    try {
+      await this.call(n, '/v3/cluster/member/remove', { ID: decimalId(id) })
+    } catch (e) {
+      // an unknown ID is etcd's ErrMemberNotFound, answered as NotFound (v1alpha1_server.go EtcdRemoveMemberByID)
+      throw rpc(/member not found/.test(e.message) ? 'NotFound' : 'Unknown', e.message)
+    }
+    // the removed member's etcd stops; its node has no etcd any more
+    for (const m of this.ctx.nodes) {
+      if (m.etcdMember !== id) continue
+      Object.assign(m, { etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false, joining: false })
+      this.stopProcess(m).then(() => rmSync(this.dataDir(m), { recursive: true, force: true }))
+      m.changed()
+    }
+  }
+
+  /** the node was reset: its etcd stops and its data directory is wiped */
+  nodeReset(n) {
+    Object.assign(n, { etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false, joining: false })
+    const dir = this.dataDir(n)
+    const wiped = this.stopProcess(n).then(() => rmSync(dir, { recursive: true, force: true }))
+    // the data directory reads empty at once (the reset's wipe is over before the node boots again)
+    this.procs.set(n.name, { child: { kill() {}, pid: 0 }, exited: wiped })
+    wiped.then(() => this.procs.delete(n.name))
+  }
+
+  async stop() {
+    this.stopping = true
+    await Promise.all(this.ctx.nodes.map((n) => this.stopProcess(n, 'SIGKILL')))
+  }
+}

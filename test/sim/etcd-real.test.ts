@@ -1,0 +1,77 @@
+// Real etcd behind the simulated control planes (SIM_ETCD=real, sim/etcd-real.js): one etcd process
+// per control plane, joined as Talos joins them, answering talosctl's etcd calls itself. Range 127.32.x.y.
+import { existsSync } from 'node:fs'
+import { connect } from 'node:net'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { applyInsecure, at, bootstrapWhenReady, etcdMembers, startOn, talosctl, type Member, type Started } from './helpers.js'
+
+let c: Started | null = null
+afterEach(async () => {
+  await c?.stop()
+  c = null
+})
+
+const listening = (ip: string, port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = connect({ host: ip, port }, () => {
+      s.destroy()
+      resolve(true)
+    })
+    s.on('error', () => resolve(false))
+  })
+
+async function threeMembers(range: string): Promise<Started> {
+  const s = await startOn(range, { cps: 3, workers: 0, image: 'disk', vip: false, speed: 20, timings: { boot: 6 }, etcd: 'real' })
+  for (const n of ['cp-1', 'cp-2', 'cp-3']) await applyInsecure(s.sim, n)
+  expect((await bootstrapWhenReady(s.sim, 'cp-1')).code).toBe(0)
+  await s.sim.until(() => ['cp-1', 'cp-2', 'cp-3'].every((n) => s.sim.node(n)!.etcdHealthy), 60_000)
+  return s
+}
+
+describe('real etcd', () => {
+  it('bootstraps on one control plane, the others join as learners and are promoted: the real member list', async () => {
+    c = await threeMembers('127.32.1')
+    const list = (await etcdMembers(c.sim, '127.32.1.11')) as Member[]
+    expect(list.map((m) => [m.hostname, m.isLearner, m.clientUrls.join(',')]).sort()).toEqual([
+      ['cp-1', false, 'https://127.32.1.11:2379'],
+      ['cp-2', false, 'https://127.32.1.12:2379'],
+      ['cp-3', false, 'https://127.32.1.13:2379'],
+    ])
+    // the IDs are the real members' (the nodes know theirs), and each member keeps its data in the simulator's directory
+    for (const n of ['cp-1', 'cp-2', 'cp-3']) {
+      expect(list.find((m) => m.hostname === n)!.id).toBe(c.sim.node(n)!.etcdMember)
+      expect(existsSync(join(c.dir, 'etcd', n, 'data', 'member'))).toBe(true)
+    }
+    // every member answers from the same cluster
+    const fromThree = (await etcdMembers(c.sim, '127.32.1.13')) as Member[]
+    expect(fromThree.map((m) => m.id).sort()).toEqual(list.map((m) => m.id).sort())
+  })
+
+  it('quorum loss is real: with one member stopped, etcd refuses to remove another; back up, the removal goes through', async () => {
+    c = await threeMembers('127.32.2')
+    const list = (await etcdMembers(c.sim, '127.32.2.11')) as Member[]
+    const cp2 = list.find((m) => m.hostname === 'cp-2')!.id
+    expect(await talosctl(c.sim, ['service', 'etcd', 'stop', ...at('127.32.2.13')])).toMatchObject({ code: 0 })
+    // the stopped service's member stops: nothing listens on its client port any more
+    await c.sim.until(() => !c!.sim.node('cp-3')!.etcdHealthy)
+    for (let i = 0; i < 50 && (await listening('127.32.2.13', 2379)); i++) await new Promise((r) => setTimeout(r, 100))
+    expect(await listening('127.32.2.13', 2379)).toBe(false)
+    const refused = await talosctl(c.sim, ['etcd', 'remove-member', cp2, ...at('127.32.2.11')])
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toContain('etcdserver: unhealthy cluster')
+    expect(((await etcdMembers(c.sim, '127.32.2.11')) as Member[]).map((m) => m.hostname).sort()).toEqual(['cp-1', 'cp-2', 'cp-3'])
+    // cp-3's etcd starts again from its data: the same member, and the removal is accepted
+    expect(await talosctl(c.sim, ['service', 'etcd', 'start', ...at('127.32.2.13')])).toMatchObject({ code: 0 })
+    await c.sim.until(() => c!.sim.node('cp-3')!.etcdHealthy, 30_000)
+    let removed = await talosctl(c.sim, ['etcd', 'remove-member', cp2, ...at('127.32.2.11')])
+    // etcd also refuses while the restarted member has been connected for less than its health window
+    for (let i = 0; i < 40 && removed.stderr.includes('unhealthy cluster'); i++) {
+      await new Promise((r) => setTimeout(r, 250))
+      removed = await talosctl(c.sim, ['etcd', 'remove-member', cp2, ...at('127.32.2.11')])
+    }
+    expect(removed).toMatchObject({ code: 0, stderr: '' })
+    expect(((await etcdMembers(c.sim, '127.32.2.11')) as Member[]).map((m) => m.hostname).sort()).toEqual(['cp-1', 'cp-3'])
+    expect(c.sim.node('cp-2')!.etcdMember).toBeNull()
+  })
+})
