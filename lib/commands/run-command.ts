@@ -18,7 +18,7 @@ import { Redactor, redactProcessOutput } from '../input/redact.js'
 import type { Report } from '../core/results.js'
 import { stateDir, statePaths } from '../state/paths.js'
 import { writeReport } from '../state/report-store.js'
-import { checkStateFiles, commandLog } from '../state/state-files.js'
+import { checkStateFiles, commandLog, openedStateDir } from '../state/state-files.js'
 import type { PhaseName, PhaseResult } from '../core/results.js'
 import type { Run } from '../engine/run.js'
 import { runPhases } from '../engine/runner.js'
@@ -124,7 +124,7 @@ async function execute(
     signal,
     dryRun: args.dryRun,
     redactor,
-    ...(args.dryRun ? {} : { log: commandLog(statePaths(inventory.clusterDir).commandsLog) }),
+    ...(args.dryRun ? {} : { log: commandLog(inventory.clusterDir, statePaths(inventory.clusterDir).commandsLog, output.warn) }),
   })
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
   const kube = { kubeconfig, clusterName: inventory.clusterName }
@@ -224,7 +224,11 @@ async function execute(
       output.error(redactor.redact(`  next: ${p.hint}`))
     }
     try {
-      output.info(`report: ${writeReport(inventory.clusterDir, report, redactor)}`)
+      const written = writeReport(inventory.clusterDir, report, redactor)
+      const opened = openedStateDir(inventory.clusterDir)
+      if (opened && opened !== state)
+        output.warn(`${state} was replaced during the run: this run wrote on into the directory it had opened, now ${opened}`)
+      output.info(`report: ${written}`)
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code
       const what = err instanceof InputError ? err.format() : `${code ?? 'error'}: ${errorMessage(err)}`

@@ -11,6 +11,7 @@ import { beforeEach, describe, expect, it } from 'vitest'
 import { BadInputBed, expectBadInput, lineOf, useBed } from './helpers.js'
 
 x509.cryptoProvider.set(webcrypto)
+type CryptoKeyPair = webcrypto.CryptoKeyPair
 const ED25519 = { name: 'Ed25519' }
 
 const bedOf = useBed('127.237.1')
