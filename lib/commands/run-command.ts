@@ -16,7 +16,7 @@ import { finalCheck } from './final-check.js'
 import { retargetBootstrapHints } from './bootstrap-hints.js'
 import { Redactor, redactProcessOutput } from '../input/redact.js'
 import type { Report } from '../core/results.js'
-import { stateDir, statePaths } from '../state/paths.js'
+import { stateDir, statePaths, toolCacheDir } from '../state/paths.js'
 import { writeReport } from '../state/report-store.js'
 import { checkStateFiles, commandLog, openedStateDir } from '../state/state-files.js'
 import type { PhaseName, PhaseResult } from '../core/results.js'
@@ -114,7 +114,7 @@ async function execute(
     checkStateFiles(
       inventory.clusterDir,
       ['lock', 'commands.log', 'journal.json', 'last-run.json', 'kubeconfig.fetched'].map((f) => join(state, f)),
-      [join(state, 'runs')],
+      [join(state, 'runs'), toolCacheDir(inventory.clusterDir)],
     )
   if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
 
@@ -127,7 +127,7 @@ async function execute(
     ...(args.dryRun ? {} : { log: commandLog(inventory.clusterDir, statePaths(inventory.clusterDir).commandsLog, output.warn) }),
   })
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
-  const kube = { kubeconfig, clusterName: inventory.clusterName }
+  const kube = { kubeconfig, clusterName: inventory.clusterName, cacheDir: toolCacheDir(inventory.clusterDir) }
   const journalWarnings: string[] = []
   const run: Run = {
     command: spec.command,

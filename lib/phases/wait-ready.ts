@@ -1,6 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { existsSync } from 'node:fs'
 import { stringify } from 'yaml'
 import { NodeError } from '../core/errors.js'
 import { checkCni } from '../input/cni-compat.js'
@@ -120,21 +118,10 @@ async function installCni(run: Run, report: StepReporter): Promise<string> {
   if (current?.status === 'deployed' && (!wanted || current.chart === wanted)) {
     return `${cni.release} already deployed (revision ${current.revision ?? '?'})`
   }
-  let valuesFile: string | undefined
-  let dir: string | undefined
-  if (cni.values) {
-    dir = mkdtempSync(join(tmpdir(), 'talos-bootstrap-'))
-    valuesFile = join(dir, 'values.yaml')
-    writeFileSync(valuesFile, stringify(cni.values), { mode: 0o600 })
-  }
-  try {
-    report.progress(`helm upgrade --install ${cni.release} ${cni.chart}`)
-    // its pods are waited for per node by the next step
-    const result = await run.helm.upgradeInstall(cni, valuesFile, run.settings.readyTimeoutMs)
-    return result.note ? `${cni.release} installed (${result.note})` : `${cni.release} installed`
-  } finally {
-    if (dir) rmSync(dir, { recursive: true, force: true })
-  }
+  report.progress(`helm upgrade --install ${cni.release} ${cni.chart}`)
+  // its pods are waited for per node by the next step
+  const result = await run.helm.upgradeInstall(cni, cni.values ? stringify(cni.values) : undefined, run.settings.readyTimeoutMs)
+  return result.note ? `${cni.release} installed (${result.note})` : `${cni.release} installed`
 }
 
 type Stage = { kind: 'kubelet' | 'cni' | 'node-not-ready'; why: string; hint?: string }

@@ -4,7 +4,7 @@ import { goDuration } from '../core/duration.js'
 import { fluxHint, taskCommand } from '../cli/hints.js'
 import type { FluxGitSettings } from '../input/settings.js'
 import type { ToolRunner } from './exec.js'
-import { kubeArgs, type KubeAccess } from './kube-access.js'
+import { kubeArgs, kubeCacheFlag, type KubeAccess } from './kube-access.js'
 
 /** What to do about a failed flux call: the Git side's two usual causes get their own fix. */
 function hintFor(text: string): string {
@@ -40,7 +40,12 @@ export class Flux {
   }
 
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'flux', args: ['version', '--client'], local: true, dryRunStdout: 'flux: (dry run)' })
+    const result = await this.runner.run({
+      tool: 'flux',
+      args: ['version', '--client', kubeCacheFlag(this.access)],
+      local: true,
+      dryRunStdout: 'flux: (dry run)',
+    })
     return /flux:\s*(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'
   }
 

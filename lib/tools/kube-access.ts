@@ -1,9 +1,15 @@
+import { join } from 'node:path'
 import { contextOf } from '../state/kubeconfig.js'
 
 /** Which kubeconfig, and whose entries in it: a kubeconfig may hold other clusters (the operator's ~/.kube/config). */
 export interface KubeAccess {
   kubeconfig: string
   clusterName: string
+  /**
+   * Where the tools keep their caches: a directory under .bootstrap/, never $HOME (kubectl's
+   * ~/.kube/cache, helm's ~/.cache/helm; with HOME unset, kubectl's .kube/cache in the working directory)
+   */
+  cacheDir: string
 }
 
 /**
@@ -13,5 +19,26 @@ export interface KubeAccess {
  */
 export function kubeArgs(access: KubeAccess, contextFlag: '--context' | '--kube-context'): string[] {
   const names = contextOf(access.kubeconfig, access.clusterName)
-  return ['--kubeconfig', access.kubeconfig, ...(names ? [contextFlag, names.context] : [])]
+  // kubectl and flux take the discovery and HTTP cache's place as a flag; helm takes its homes from the environment
+  const cache = contextFlag === '--context' ? [kubeCacheFlag(access)] : []
+  return ['--kubeconfig', access.kubeconfig, ...(names ? [contextFlag, names.context] : []), ...cache]
+}
+
+/** kubectl's (and flux's) --cache-dir: every call needs it, `version --client` too (it opens the HTTP cache). */
+export function kubeCacheFlag(access: KubeAccess): string {
+  return `--cache-dir=${join(access.cacheDir, 'kube')}`
+}
+
+/**
+ * helm's cache, config and data homes (repository index, registry logins, plugins) and its
+ * client-go discovery cache (KUBECACHEDIR: helm has no --cache-dir) under the cache directory.
+ */
+export function helmEnv(access: KubeAccess): Record<string, string> {
+  const helm = join(access.cacheDir, 'helm')
+  return {
+    HELM_CACHE_HOME: join(helm, 'cache'),
+    HELM_CONFIG_HOME: join(helm, 'config'),
+    HELM_DATA_HOME: join(helm, 'data'),
+    KUBECACHEDIR: join(access.cacheDir, 'kube'),
+  }
 }

@@ -2,7 +2,7 @@ import { classify } from './classify.js'
 import { NodeError } from '../core/errors.js'
 import { phaseHint, taskCommand } from '../cli/hints.js'
 import type { ToolResult, ToolRunner } from './exec.js'
-import { kubeArgs, type KubeAccess } from './kube-access.js'
+import { kubeArgs, kubeCacheFlag, type KubeAccess } from './kube-access.js'
 
 export interface KubeCondition {
   type: string
@@ -84,7 +84,7 @@ export class Kubectl {
   async clientVersion(): Promise<string> {
     const result = await this.runner.run({
       tool: 'kubectl',
-      args: ['version', '--client', '-o', 'json'],
+      args: [kubeCacheFlag(this.access), 'version', '--client', '-o', 'json'],
       local: true,
       dryRunStdout: '{"clientVersion":{"gitVersion":"(dry run)"}}',
     })
