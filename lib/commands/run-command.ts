@@ -23,7 +23,7 @@ import type { PhaseName, PhaseResult } from '../core/results.js'
 import type { Run } from '../engine/run.js'
 import { runPhases } from '../engine/runner.js'
 import { checkSettingsFit, loadSettings, type Settings } from '../input/settings.js'
-import { failureDetails, summaryTable } from '../report/summary.js'
+import { failureDetails, selectionNotes, summaryTable } from '../report/summary.js'
 import { requireTools, ToolRunner, type ToolName } from '../tools/exec.js'
 import { Flux } from '../tools/flux.js'
 import { Sops } from '../tools/sops.js'
@@ -218,6 +218,7 @@ async function execute(
   } else {
     // the summary first: a report that cannot be written (a full disk) must not cost the operator the table
     output.table(redactor.redact(summaryTable(nodes, results)))
+    for (const line of selectionNotes(results)) output.info(redactor.redact(line))
     for (const line of failureDetails(results)) output.error(redactor.redact(line))
     for (const p of problems) {
       output.error(redactor.redact(`final check: ${p.node.name} (${p.node.address}): ${p.message}`))

@@ -37,6 +37,8 @@ export interface StepResult {
   /** ms since the run started, for the timeline */
   startedAtMs?: number
   detail?: string
+  /** a step left to another command (not run or skipped by the node selection): the command that runs it */
+  next?: string
   error?: ErrorRecord
 }
 

@@ -236,6 +236,7 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       if (typeof ready === 'object') {
         record.status = 'skipped'
         record.detail = ready.skip
+        if (ready.next) record.next = ready.next
         task.skip(`${step.title}: ${ready.skip}`)
         return
       }
@@ -259,6 +260,20 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       })
       try {
         const detail = await step.run(run, reporter)
+        if (typeof detail === 'object') {
+          // left to another command by the node selection
+          record.next = detail.next
+          if ('notRun' in detail) {
+            record.detail = detail.notRun
+            blocked(`${step.name} not run: ${detail.notRun}`, undefined)
+            task.skip(escapeControls(`${step.title}: not run (${detail.notRun})`))
+          } else {
+            record.status = 'skipped'
+            record.detail = detail.skip
+            task.skip(escapeControls(`${step.title}: ${detail.skip}`))
+          }
+          return
+        }
         record.status = 'ok'
         if (detail) record.detail = detail
         if (run.options.dryRun) task.title = escapeControls(`${step.title}: ${wouldText(step, run)}`)

@@ -4,7 +4,8 @@ import { errorMessage, NodeError } from '../core/errors.js'
 import { mergeKubeconfig } from '../state/kubeconfig.js'
 import { stateDir } from '../state/paths.js'
 import { hintFor, talosctlCommand, taskCommand } from '../cli/hints.js'
-import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
+import type { NodeOutcome, Phase, StepLeft, StepReporter } from '../engine/phase.js'
+import { isSelected, selectionText, wholeClusterCommand } from './shared/selection.js'
 import { PollTimeout } from '../wait/poll.js'
 import { formatDuration } from '../core/duration.js'
 import type { Run } from '../engine/run.js'
@@ -68,7 +69,7 @@ function afterBootstrapRequest(etcd: ServiceStatus): boolean {
   return etcd.state === 'Finished' || etcd.events.some((e) => /Bootstrap requested/i.test(e))
 }
 
-async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
+async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string | StepLeft> {
   if (!run.options.dryRun) {
     const running = await report.retry(() => etcdRunningSomewhere(run, report))
     run.facts.cluster.bootstrapped = running !== undefined
@@ -88,6 +89,12 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
     }
   }
   const node = bootstrapNode(run)
+  // the bootstrap changes the whole cluster: sent only when its control plane was asked for
+  if (!isSelected(run, node))
+    return {
+      notRun: `etcd is not bootstrapped, and its bootstrap control plane ${node.name} is not among the selected nodes (${selectionText(run)}): a bootstrap is sent only to a selected control plane (run it for every node, or with ${node.name} in NODES)`,
+      next: wholeClusterCommand(run),
+    }
   report.progress(`talosctl bootstrap on ${node.name}`)
   let running: ClusterNode | undefined
   let calls = 0
@@ -251,8 +258,9 @@ async function timeNotSynced(run: Run, node: ClusterNode, waitedMs: number, err:
  * points at the bootstrap node's own address; wait-ready switches it back.
  */
 async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> {
-  // a recovery keeps the operator's kubeconfig; only where it points may change
-  if (run.options.recover && existsSync(run.kubeconfig)) return pointKubeconfig(run)
+  // a recovery, or a run whose selection leaves out the bootstrap node, keeps the operator's
+  // kubeconfig; only where it points may change
+  if ((run.options.recover || !isSelected(run, bootstrapNode(run))) && existsSync(run.kubeconfig)) return pointKubeconfig(run)
   const node = bootstrapNode(run)
   const fetched = join(stateDir(run.inventory.clusterDir), 'kubeconfig.fetched')
   await report.retry(() => run.talosctl.kubeconfig(node, fetched))

@@ -5,7 +5,8 @@ import { checkCni } from '../input/cni-compat.js'
 import { formatDuration } from '../core/duration.js'
 import { hintFor, hintForCniApi, hintForCordoned, hintForKubeletLog, hintForTalosCni, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
-import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
+import type { NodeOutcome, Phase, StepLeft, StepReporter } from '../engine/phase.js'
+import { partOfCluster, selectionText, wholeClusterCommand } from './shared/selection.js'
 import { lastErrorNote, PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { NodeFacts } from '../engine/facts.js'
 import type { Run } from '../engine/run.js'
@@ -109,7 +110,7 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
 }
 
 /** helm upgrade --install of the CNI; a release already deployed at the wanted version is left alone. */
-async function installCni(run: Run, report: StepReporter): Promise<string> {
+async function installCni(run: Run, report: StepReporter): Promise<string | StepLeft> {
   const cni = run.settings.cni
   if (!cni) return 'no CNI in settings'
   const current = await run.helm.release(cni.release, cni.namespace)
@@ -117,6 +118,14 @@ async function installCni(run: Run, report: StepReporter): Promise<string> {
   const wanted = cni.version ? `${cni.chart.replace(/\/+$/, '').split('/').pop() ?? cni.chart}-${cni.version}` : undefined
   if (current?.status === 'deployed' && (!wanted || current.chart === wanted)) {
     return `${cni.release} already deployed (revision ${current.revision ?? '?'})`
+  }
+  // the CNI runs on every node: installed or upgraded only when every node was asked for
+  if (partOfCluster(run)) {
+    const next = wholeClusterCommand(run, 'bootstrap:wait-ready')
+    const part = `the CNI runs on every node and ${selectionText(run)} selects part of the cluster`
+    if (current?.status === 'deployed')
+      return { skip: `${cni.release} deployed (${current.chart ?? '?'}), not upgraded to ${wanted ?? 'the settings'}: ${part}`, next }
+    return { notRun: `${cni.release} is not installed${current ? ` (${current.status})` : ''}: ${part}`, next }
   }
   report.progress(`helm upgrade --install ${cni.release} ${cni.chart}`)
   // its pods are waited for per node by the next step

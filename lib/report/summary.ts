@@ -59,12 +59,19 @@ export function failureDetails(phases: PhaseResult[]): string[] {
       }
     }
   }
+  // a step the node selection left to another command says so, and which command, failures or not
+  for (const phase of phases) {
+    for (const step of phase.steps) {
+      if (step.status === 'not-run' && step.next)
+        lines.push(`${phase.name}/${step.name}: not run${step.detail ? ` (${step.detail})` : ''}`, `  next: ${step.next}`)
+    }
+  }
   // a step the failures left undone gets its own way to finish it: following a node's hint alone
   // (bootstrap:node) never runs a later phase's cluster steps (the CNI, Flux)
   if (lines.length > 0) {
     for (const phase of phases) {
       for (const step of phase.steps) {
-        if (step.status !== 'not-run') continue
+        if (step.status !== 'not-run' || step.next) continue
         lines.push(
           `${phase.name}/${step.name}: not run${step.detail ? ` (${step.detail})` : ''}`,
           `  next: once the failures above are recovered, run: ${taskCommand(PHASE_TASK[phase.name])}`,
@@ -73,6 +80,15 @@ export function failureDetails(phases: PhaseResult[]): string[] {
     }
   }
   return lines
+}
+
+/** For stdout after the table: each cluster-wide step the node selection skipped, and the command that runs it. */
+export function selectionNotes(phases: PhaseResult[]): string[] {
+  return phases.flatMap((phase) =>
+    phase.steps
+      .filter((step) => step.status === 'skipped' && step.next)
+      .flatMap((step) => [`${phase.name}/${step.name}: skipped (${step.detail ?? ''})`, `  to run it: ${step.next ?? ''}`]),
+  )
 }
 
 /** The task that runs one phase alone. */
