@@ -1,10 +1,14 @@
 import type { ClusterNode } from '../core/model.js'
-import type { NodeResult, PhaseResult } from '../core/results.js'
+import { UNKNOWN_OUTCOME, type NodeResult, type PhaseResult } from '../core/results.js'
 import { formatTable } from '../cli/table.js'
 import { taskCommand } from '../cli/hints.js'
 
+/** An interruption that cut a changing call short: whether it took effect is unknown. */
+const unknownOutcome = (r: NodeResult): boolean => r.error?.kind === 'interrupted' && r.error.message.startsWith(UNKNOWN_OUTCOME)
+
 function overall(results: NodeResult[], ok: string): string {
   const failed = results.find((r) => r.status === 'failed')
+  if (failed && unknownOutcome(failed)) return `interrupted (${UNKNOWN_OUTCOME})`
   if (failed?.error?.kind === 'interrupted') return 'interrupted'
   if (failed) return `failed: ${failed.error ? failed.error.kind : 'unknown'}`
   if (results.some((r) => r.status === 'not-run')) return 'not run'
@@ -14,6 +18,7 @@ function overall(results: NodeResult[], ok: string): string {
 
 /** A node's status in one phase: an interruption reads as such, not as a failure or a success. */
 function cell(r: NodeResult, ok: string): string {
+  if (r.status === 'failed' && unknownOutcome(r)) return UNKNOWN_OUTCOME
   if (r.status === 'failed' && r.error?.kind === 'interrupted') return 'interrupted'
   if (r.status === 'failed' && r.error) return `failed (${r.error.kind})`
   if (r.status === 'not-run' && r.detail === 'interrupted before it ran') return 'not-run (interrupted)'

@@ -33,6 +33,11 @@ export interface ToolCall {
   node?: string
   /** touches no node and no cluster (a client version, offline validation): runs in a dry run too */
   local?: boolean
+  /**
+   * changes a node or the cluster (an apply, the etcd bootstrap, a reset, a helm install): cut short
+   * by an interruption, whether it took effect is unknown (ToolRunner.cutShort)
+   */
+  mutates?: boolean
   /** overrides the call timeout from settings */
   timeoutMs?: number
   /** extra environment for this call (merged over the process environment) */
@@ -76,6 +81,8 @@ export interface ToolRunnerOptions {
 /** The one place that starts external tools: arrays of arguments, a deadline, the run's AbortSignal. */
 export class ToolRunner {
   readonly plan: PlannedCommand[] = []
+  /** changing calls an interruption cut short: the node or cluster may have taken them, or not */
+  readonly cutShort: ToolCall[] = []
 
   constructor(private readonly options: ToolRunnerOptions) {}
 
@@ -124,6 +131,7 @@ export class ToolRunner {
       timedOut,
       aborted,
     }
+    if (aborted && call.mutates) this.cutShort.push(call)
     if (output.exitCode === 127 && /command not found|No such file/i.test(output.stderr)) {
       throw new ToolMissingError(call.tool, this.binary(call.tool), TOOL_ENV[call.tool])
     }

@@ -15,6 +15,9 @@ function hintFor(text: string): string {
   return fluxHint('the repository or settings')
 }
 
+/** flux subcommands that change the cluster (the others read) */
+const FLUX_CHANGES = new Set(['bootstrap', 'install', 'uninstall', 'reconcile', 'suspend', 'resume', 'create', 'delete'])
+
 /** The flux wrapper: explicit --kubeconfig, non-interactive (--silent), keys from files only. */
 export class Flux {
   constructor(
@@ -27,6 +30,7 @@ export class Flux {
       tool: 'flux',
       args: [...args, ...kubeArgs(this.access, '--context')],
       ...(timeoutMs ? { timeoutMs } : {}),
+      ...(FLUX_CHANGES.has(args[0] ?? '') ? { mutates: true } : {}),
     })
     if (result.ok) return result.stderr + result.stdout
     const { kind, message } = classify(result)

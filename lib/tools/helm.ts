@@ -100,7 +100,7 @@ export class Helm {
       chart.release,
       chart.chart,
     ]
-    const result = await this.runner.run({ tool: 'helm', args, env: helmEnv(this.access), timeoutMs: timeoutMs + 30_000 })
+    const result = await this.runner.run({ tool: 'helm', args, env: helmEnv(this.access), timeoutMs: timeoutMs + 30_000, mutates: true })
     if (result.ok) return
     const { kind, message } = classify(result)
     throw new NodeError(
@@ -138,6 +138,7 @@ export class Helm {
       args,
       env: helmEnv(this.access),
       timeoutMs: timeoutMs + 30_000,
+      mutates: true,
       ...(values !== undefined ? { input: values } : {}),
     })
     if (result.ok) return {}

@@ -34,6 +34,21 @@ const NOT_SERVED = /the server doesn't have a resource type/
 export const FIELD_MANAGER = 'talos-bootstrap'
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
 
+/** kubectl verbs that change the cluster (the others read) */
+const KUBECTL_CHANGES = new Set([
+  'apply',
+  'create',
+  'delete',
+  'patch',
+  'replace',
+  'annotate',
+  'label',
+  'cordon',
+  'uncordon',
+  'drain',
+  'taint',
+])
+
 /** The kubectl wrapper: always an explicit --kubeconfig, JSON out, a request timeout. */
 export class Kubectl {
   constructor(
@@ -69,6 +84,7 @@ export class Kubectl {
       args: [...kubeArgs(this.access, '--context'), KUBECTL_TIMEOUT, ...args],
       dryRunStdout,
       ...(input !== undefined ? { input } : {}),
+      ...(KUBECTL_CHANGES.has(args[0] ?? '') ? { mutates: true } : {}),
     })
     if (result.ok) return result
     const { kind, message } = classify(result)

@@ -71,12 +71,13 @@ export class Talosctl {
   }
 
   /** Runs a call; a failure becomes a NodeError with the kind and hint for this node. */
-  private async call(node: ClusterNode, args: string[], dryRunStdout?: string): Promise<ToolResult> {
+  private async call(node: ClusterNode, args: string[], dryRunStdout?: string, mutates = false): Promise<ToolResult> {
     const result = await this.runner.run({
       tool: 'talosctl',
       args,
       node: node.name,
       ...(dryRunStdout !== undefined ? { dryRunStdout } : {}),
+      ...(mutates ? { mutates } : {}),
     })
     if (result.ok) return result
     throw this.failure(node, result)
@@ -212,12 +213,12 @@ export class Talosctl {
   }
 
   async applyInsecure(node: ClusterNode): Promise<void> {
-    await this.call(node, ['apply-config', '--insecure', '-n', node.address, '-e', node.address, '-f', node.configFile])
+    await this.call(node, ['apply-config', '--insecure', '-n', node.address, '-e', node.address, '-f', node.configFile], undefined, true)
   }
 
   /** Over the authenticated API (mode auto): true when the node reboots to apply it (talosctl prints the mode's details). */
   async applySecure(node: ClusterNode): Promise<{ reboots: boolean }> {
-    const result = await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile])
+    const result = await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile], undefined, true)
     return { reboots: /Applied configuration with a reboot/.test(`${result.stderr}\n${result.stdout}`) }
   }
 
@@ -318,7 +319,7 @@ export class Talosctl {
   }
 
   async bootstrap(node: ClusterNode): Promise<void> {
-    await this.call(node, ['bootstrap', ...this.secureArgs(node)])
+    await this.call(node, ['bootstrap', ...this.secureArgs(node)], undefined, true)
   }
 
   async etcdMembers(node: ClusterNode): Promise<EtcdMember[]> {
@@ -352,7 +353,7 @@ export class Talosctl {
       'EPHEMERAL',
       '--wait=false',
     ]
-    await this.call(node, args)
+    await this.call(node, args, undefined, true)
   }
 
   /**
@@ -365,6 +366,7 @@ export class Talosctl {
       tool: 'talosctl',
       args: ['etcd', 'remove-member', memberId, ...this.secureArgs(via)],
       node: via.name,
+      mutates: true,
     })
     if (result.ok) return 'removed'
     if (!result.timedOut && !result.aborted && /code = NotFound desc = etcdserver: member not found/.test(result.stderr)) return 'gone'
