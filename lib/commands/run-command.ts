@@ -18,7 +18,7 @@ import { Redactor, redactProcessOutput } from '../input/redact.js'
 import type { Report } from '../core/results.js'
 import { stateDir, statePaths, toolCacheDir } from '../state/paths.js'
 import { writeReport } from '../state/report-store.js'
-import { checkStateFiles, commandLog, openedStateDir } from '../state/state-files.js'
+import { checkStateFiles, commandLog, handedStateDir, openedStateDir } from '../state/state-files.js'
 import type { PhaseName, PhaseResult } from '../core/results.js'
 import type { Run } from '../engine/run.js'
 import { runPhases } from '../engine/runner.js'
@@ -127,7 +127,11 @@ async function execute(
     ...(args.dryRun ? {} : { log: commandLog(inventory.clusterDir, statePaths(inventory.clusterDir).commandsLog, output.warn) }),
   })
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
-  const kube = { kubeconfig, clusterName: inventory.clusterName, cacheDir: toolCacheDir(inventory.clusterDir) }
+  // the tools' caches: through the handle of the directory checked above (a dry run creates nothing there)
+  const cacheDir = args.dryRun
+    ? toolCacheDir(inventory.clusterDir)
+    : handedStateDir(inventory.clusterDir, toolCacheDir(inventory.clusterDir))
+  const kube = { kubeconfig, clusterName: inventory.clusterName, cacheDir }
   const journalWarnings: string[] = []
   const run: Run = {
     command: spec.command,

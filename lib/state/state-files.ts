@@ -157,6 +157,19 @@ export function ensureStateDir(clusterDir: string, dir = stateDir(clusterDir)): 
   else ensureStateDirByPath(clusterDir, dir)
 }
 
+/**
+ * A directory of the state directory (created if missing) as another process reaches it through this
+ * process's handle, `/proc/<pid>/fd/<fd>`: a tool given it (kubectl's --cache-dir) writes into the
+ * directory this run checked, never through a link put in its place. The plain path without /proc.
+ */
+export function handedStateDir(clusterDir: string, dir: string): string {
+  if (!inStateDir(clusterDir, dir) || !haveProcFd()) {
+    ensureStateDir(clusterDir, dir)
+    return dir
+  }
+  return `/proc/${process.pid}/fd/${stateDirHandle(clusterDir, dir)}`
+}
+
 /** Where the state directory this run opened is now (it may have been moved since), or undefined when it is gone. */
 export function openedStateDir(clusterDir: string): string | undefined {
   const root = stateDir(clusterDir)

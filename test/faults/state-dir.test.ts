@@ -3,7 +3,7 @@
 // before any node is touched, or, planted during the run, never appended to; `.bootstrap` swapped for
 // a symbolic link in the middle of a run is never written through: the run keeps writing into the
 // directory it opened, and still ends with its summary. Range 127.237.2.x–127.237.4.x.
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { withCluster, ROW_TIMEOUT } from './helpers.js'
@@ -79,6 +79,32 @@ describe.concurrent('the state directory holds the run, whatever is planted in i
         expect(report.command).toBe('talos')
         expect(readFileSync(join(moved, 'commands.log'), 'utf8')).toMatch(/talosctl .*kubeconfig/)
         expect(result.stdout).toContain(`report: ${join(moved, 'runs')}`)
+      })
+    },
+    ROW_TIMEOUT,
+  )
+
+  it(
+    '.bootstrap removed and a symbolic link put in its place mid-run: nothing written through it; the summary, then the write failure named, exit 1',
+    async () => {
+      await withCluster('127.237.13', { cps: 1, workers: 1, speed: 100 }, async (c) => {
+        const state = join(c.clusterDir, '.bootstrap')
+        const elsewhere = join(c.dir, 'elsewhere')
+        mkdirSync(elsewhere)
+        const { done } = c.spawnTask('bootstrap:talos')
+        await waitFor(
+          () => c.calls().some((call) => call.call === 'apply') && existsSync(join(state, 'commands.log')),
+          60_000,
+          'the first apply',
+        )
+        rmSync(state, { recursive: true, force: true })
+        symlinkSync(elsewhere, state)
+        const result = await done
+        expect(readdirSync(elsewhere), 'nothing written through the link').toEqual([])
+        expect(result.stdout, result.stderr).toMatch(SUMMARY)
+        expect(result.code, result.stderr).toBe(1)
+        expect(result.stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m)
+        expect(result.stderr).toContain(`${state}: is a symbolic link: refusing to write through it`)
       })
     },
     ROW_TIMEOUT,
