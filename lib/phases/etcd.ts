@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { errorMessage, NodeError } from '../core/errors.js'
 import { mergeKubeconfig } from '../state/kubeconfig.js'
 import { stateDir } from '../state/paths.js'
+import { handedStateDir } from '../state/state-files.js'
 import { hintFor, talosctlCommand, taskCommand } from '../cli/hints.js'
 import type { NodeOutcome, Phase, StepLeft, StepReporter } from '../engine/phase.js'
 import { isSelected, selectionText, wholeClusterCommand } from './shared/selection.js'
@@ -262,10 +263,14 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
   // kubeconfig; only where it points may change
   if ((run.options.recover || !isSelected(run, bootstrapNode(run))) && existsSync(run.kubeconfig)) return pointKubeconfig(run)
   const node = bootstrapNode(run)
-  const fetched = join(stateDir(run.inventory.clusterDir), 'kubeconfig.fetched')
-  await report.retry(() => run.talosctl.kubeconfig(node, fetched))
+  const state = stateDir(run.inventory.clusterDir)
+  const fetched = join(state, 'kubeconfig.fetched')
+  // talosctl writes the admin credentials there: through the handle of the checked state directory,
+  // never through a link put in place of .bootstrap during the run
+  const at = run.options.dryRun ? fetched : join(handedStateDir(run.inventory.clusterDir, state), 'kubeconfig.fetched')
+  await report.retry(() => run.talosctl.kubeconfig(node, at))
   if (run.options.dryRun) return run.kubeconfig
-  if (!existsSync(fetched)) {
+  if (!existsSync(at)) {
     throw new NodeError(
       'unknown',
       `talosctl kubeconfig on ${node.name} exited 0 but wrote no file at ${fetched}`,
@@ -273,7 +278,7 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
     )
   }
   try {
-    mergeKubeconfig(run.kubeconfig, readFileSync(fetched, 'utf8'))
+    mergeKubeconfig(run.kubeconfig, readFileSync(at, 'utf8'))
   } catch (err) {
     throw new NodeError(
       'config-invalid',
@@ -281,7 +286,7 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
       `fix or move ${run.kubeconfig} (or point kubeconfig at another file), then run: ${taskCommand('bootstrap:etcd')}`,
     )
   } finally {
-    rmSync(fetched, { force: true })
+    rmSync(at, { force: true })
   }
   return pointKubeconfig(run)
 }
