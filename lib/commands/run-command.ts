@@ -115,6 +115,8 @@ async function execute(
       inventory.clusterDir,
       ['lock', 'commands.log', 'journal.json', 'last-run.json', 'kubeconfig.fetched'].map((f) => join(state, f)),
       [join(state, 'runs'), toolCacheDir(inventory.clusterDir)],
+      // the lock is linked into place (link(2)): two names for a moment is how it is taken
+      [join(state, 'lock')],
     )
   if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
 

@@ -190,7 +190,10 @@ function hardLinkError(path: string, links: number): InputError {
   })
 }
 
-/** Before a run touches any node: the state directory and the files it will write are plain, writable paths. */
+/**
+ * Before a run touches any node: the state directory and the files it will write are plain, writable
+ * paths, each with one name (`linked`: the files allowed a second one).
+ */
 export function checkStateFiles(clusterDir: string, files: string[], dirs: string[] = [], linked: string[] = []): void {
   ensureStateDir(clusterDir)
   for (const path of [...files, ...dirs]) {
