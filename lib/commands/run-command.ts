@@ -126,7 +126,12 @@ async function execute(
     signal,
     dryRun: args.dryRun,
     redactor,
-    ...(args.dryRun ? {} : { log: commandLog(inventory.clusterDir, statePaths(inventory.clusterDir).commandsLog, output.warn) }),
+    ...(args.dryRun
+      ? {}
+      : {
+          log: commandLog(inventory.clusterDir, statePaths(inventory.clusterDir).commandsLog, output.warn),
+          tmpDir: handedStateDir(inventory.clusterDir, join(toolCacheDir(inventory.clusterDir), 'tmp')),
+        }),
   })
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
   // the tools' caches: through the handle of the directory checked above (a dry run creates nothing there)

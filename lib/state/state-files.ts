@@ -211,6 +211,8 @@ export function checkStateFiles(clusterDir: string, files: string[], dirs: strin
     // a hard link to a file elsewhere (another user's log, a file outside the cluster directory)
     if (!wantDir && !linked.includes(path) && stat.nlink > 1) throw hardLinkError(path, stat.nlink)
   }
+  // the directories opened now, once: one swapped for a link later is not followed
+  for (const dir of dirs) ensureStateDir(clusterDir, dir)
   const dir = stateDir(clusterDir)
   try {
     accessSync(dir, constants.W_OK)

@@ -76,6 +76,8 @@ export interface ToolRunnerOptions {
   redactor: Redactor
   /** takes one redacted line per finished call (the command log, .bootstrap/commands.log) */
   log?: (line: string) => void
+  /** the tools' TMPDIR (flux bootstrap clones the repository there): under .bootstrap, not the operator's */
+  tmpDir?: string
 }
 
 /** The one place that starts external tools: arrays of arguments, a deadline, the run's AbortSignal. */
@@ -111,7 +113,7 @@ export class ToolRunner {
       quiet: true,
       nothrow: true,
       signal: AbortSignal.any([this.options.signal, deadline]),
-      env: { ...this.options.env, ...call.env },
+      env: { ...this.options.env, ...(this.options.tmpDir ? { TMPDIR: this.options.tmpDir } : {}), ...call.env },
       // no stdin: a tool never needs input here, and bash, started with a socket as stdin (node's
       // pipes are socketpairs) and SHLVL unset or 0, sources ~/.bashrc as if run by sshd: pyenv or
       // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
