@@ -27,6 +27,17 @@ describe.concurrent('the state directory holds the run, whatever is planted in i
           `${log}: has 2 hard links: the tool would write into a file that is also elsewhere (fix: remove it (rm ${log}); the tool recreates the file)`,
         )
         expect(readFileSync(outside, 'utf8')).toBe('keep me\n')
+        rmSync(log)
+        // the other state files the same way
+        for (const name of ['journal.json', 'last-run.json']) {
+          const file = join(c.clusterDir, '.bootstrap', name)
+          linkSync(outside, file)
+          const again = await c.task('bootstrap:apply')
+          expect(again.code, again.stderr).toBe(2)
+          expect(again.stderr).toContain(`${file}: has 2 hard links`)
+          rmSync(file)
+        }
+        expect(readFileSync(outside, 'utf8')).toBe('keep me\n')
         expect(c.calls()).toEqual([])
       })
     },
