@@ -64,7 +64,9 @@ export function failureDetails(phases: PhaseResult[]): string[] {
       }
     }
   }
+  const failed = lines.length > 0
   // a step the node selection left to another command says so, and which command, failures or not
+  // (the steps waiting on it need no line of their own: that command runs them too)
   for (const phase of phases) {
     for (const step of phase.steps) {
       if (step.status === 'not-run' && step.next)
@@ -73,7 +75,7 @@ export function failureDetails(phases: PhaseResult[]): string[] {
   }
   // a step the failures left undone gets its own way to finish it: following a node's hint alone
   // (bootstrap:node) never runs a later phase's cluster steps (the CNI, Flux)
-  if (lines.length > 0) {
+  if (failed) {
     for (const phase of phases) {
       for (const step of phase.steps) {
         if (step.status !== 'not-run' || step.next) continue

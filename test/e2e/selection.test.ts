@@ -47,6 +47,8 @@ describe('NODES selects part of the cluster', () => {
       )
       const hint = /^error: {3}next: (task -d \S+ bootstrap:talos CLUSTER_DIR=\S+)$/m.exec(partial.stderr)?.[1]
       expect(hint, partial.stderr).toMatch(new RegExp(`CLUSTER_DIR=${re(cluster.clusterDir)}$`))
+      // one way on: the steps waiting on it are run by the same command
+      expect(partial.stderr.match(/^error: {3}next: /gm)).toHaveLength(1)
       const step = cluster
         .report()
         .phases.find((p) => p.name === 'bootstrap')
