@@ -7,9 +7,28 @@ import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync,
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { withCluster, ROW_TIMEOUT } from './helpers.js'
-import { waitFor } from '../e2e/harness.js'
+import { waitFor, type E2eCluster, type TaskResult } from '../e2e/harness.js'
 
 const SUMMARY = /^NODE\s+IP\s+ROLE\s+PREFLIGHT\s+APPLY\s+VERIFY\s+BOOTSTRAP\s+WAIT-READY\s+RESULT$/m
+
+/**
+ * Runs bootstrap:talos; once its first apply went out, `away` takes .bootstrap away and a symbolic
+ * link to an empty directory outside takes its place. Nothing may be written through it, and the run
+ * still ends with its summary.
+ */
+async function linkedMidRun(c: E2eCluster, away: (state: string) => void): Promise<TaskResult> {
+  const state = join(c.clusterDir, '.bootstrap')
+  const elsewhere = join(c.dir, 'elsewhere')
+  mkdirSync(elsewhere)
+  const { done } = c.spawnTask('bootstrap:talos')
+  await waitFor(() => c.calls().some((call) => call.call === 'apply') && existsSync(join(state, 'commands.log')), 60_000, 'the first apply')
+  away(state)
+  symlinkSync(elsewhere, state)
+  const result = await done
+  expect(readdirSync(elsewhere), 'nothing written through the link').toEqual([])
+  expect(result.stdout, result.stderr).toMatch(SUMMARY)
+  return result
+}
 
 describe.concurrent('the state directory holds the run, whatever is planted in it', () => {
   it(
@@ -68,21 +87,8 @@ describe.concurrent('the state directory holds the run, whatever is planted in i
     '.bootstrap swapped for a symbolic link mid-run: nothing written through it, the summary printed, the report in the directory the run opened',
     async () => {
       await withCluster('127.237.4', { cps: 1, workers: 1, speed: 100 }, async (c) => {
-        const state = join(c.clusterDir, '.bootstrap')
         const moved = join(c.clusterDir, '.bootstrap-moved')
-        const elsewhere = join(c.dir, 'elsewhere')
-        mkdirSync(elsewhere)
-        const { done } = c.spawnTask('bootstrap:talos')
-        await waitFor(
-          () => c.calls().some((call) => call.call === 'apply') && existsSync(join(state, 'commands.log')),
-          60_000,
-          'the first apply',
-        )
-        renameSync(state, moved)
-        symlinkSync(elsewhere, state)
-        const result = await done
-        expect(readdirSync(elsewhere), 'nothing written through the link').toEqual([])
-        expect(result.stdout, result.stderr).toMatch(SUMMARY)
+        const result = await linkedMidRun(c, (state) => renameSync(state, moved))
         expect(result.code, result.stderr).not.toBe(2)
         expect(result.stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m)
         // the run wrote on into the directory it opened, wherever it is now
@@ -100,19 +106,7 @@ describe.concurrent('the state directory holds the run, whatever is planted in i
     async () => {
       await withCluster('127.237.13', { cps: 1, workers: 1, speed: 100 }, async (c) => {
         const state = join(c.clusterDir, '.bootstrap')
-        const elsewhere = join(c.dir, 'elsewhere')
-        mkdirSync(elsewhere)
-        const { done } = c.spawnTask('bootstrap:talos')
-        await waitFor(
-          () => c.calls().some((call) => call.call === 'apply') && existsSync(join(state, 'commands.log')),
-          60_000,
-          'the first apply',
-        )
-        rmSync(state, { recursive: true, force: true })
-        symlinkSync(elsewhere, state)
-        const result = await done
-        expect(readdirSync(elsewhere), 'nothing written through the link').toEqual([])
-        expect(result.stdout, result.stderr).toMatch(SUMMARY)
+        const result = await linkedMidRun(c, () => rmSync(state, { recursive: true, force: true }))
         expect(result.code, result.stderr).toBe(1)
         expect(result.stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m)
         expect(result.stderr).toContain(`${state}: is a symbolic link: refusing to write through it`)
