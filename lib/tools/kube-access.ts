@@ -1,4 +1,6 @@
 import { join } from 'node:path'
+import { apiHint } from '../cli/hints.js'
+import { NodeError, type ErrorKind } from '../core/errors.js'
 import { contextOf } from '../state/kubeconfig.js'
 
 /** Which kubeconfig, and whose entries in it: a kubeconfig may hold other clusters (the operator's ~/.kube/config). */
@@ -41,4 +43,9 @@ export function helmEnv(access: KubeAccess): Record<string, string> {
     HELM_DATA_HOME: join(helm, 'data'),
     KUBECACHEDIR: join(access.cacheDir, 'kube'),
   }
+}
+
+/** A transient failure of a tool against the Kubernetes API (refused, reset, 503, timed out): named as the API's, its hint the API's. */
+export function apiError(kind: ErrorKind, message: string, task: string): NodeError {
+  return new NodeError(kind, `the Kubernetes API did not answer: ${message}`, apiHint(task))
 }
