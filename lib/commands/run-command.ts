@@ -130,15 +130,21 @@ async function execute(
       ? {}
       : {
           log: commandLog(inventory.clusterDir, statePaths(inventory.clusterDir).commandsLog, output.warn),
-          tmpDir: handedStateDir(inventory.clusterDir, join(toolCacheDir(inventory.clusterDir), 'tmp')),
+          tmpDir: {
+            handed: handedStateDir(inventory.clusterDir, join(toolCacheDir(inventory.clusterDir), 'tmp')),
+            plain: join(toolCacheDir(inventory.clusterDir), 'tmp'),
+          },
         }),
   })
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
   // the tools' caches: through the handle of the directory checked above (a dry run creates nothing there)
-  const cacheDir = args.dryRun
-    ? toolCacheDir(inventory.clusterDir)
-    : handedStateDir(inventory.clusterDir, toolCacheDir(inventory.clusterDir))
-  const kube = { kubeconfig, clusterName: inventory.clusterName, cacheDir }
+  const cacheDir = toolCacheDir(inventory.clusterDir)
+  const kube = {
+    kubeconfig,
+    clusterName: inventory.clusterName,
+    cacheDir,
+    ...(args.dryRun ? {} : { handedCacheDir: handedStateDir(inventory.clusterDir, cacheDir) }),
+  }
   const journalWarnings: string[] = []
   const run: Run = {
     command: spec.command,

@@ -170,6 +170,24 @@ export function handedStateDir(clusterDir: string, dir: string): string {
   return `/proc/${process.pid}/fd/${stateDirHandle(clusterDir, dir)}`
 }
 
+/**
+ * Every directory this process opened on the way to `dir` is still what its path names (not moved,
+ * removed or replaced by a link): a tool that may outlive the run is given the plain path only then.
+ */
+export function openedDirUnchanged(dir: string): boolean {
+  for (const [path, fd] of handles) {
+    if (dir !== path && !dir.startsWith(`${path}${sep}`)) continue
+    try {
+      const now = lstatSync(path)
+      const opened = fstatSync(fd)
+      if (!now.isDirectory() || now.ino !== opened.ino || now.dev !== opened.dev) return false
+    } catch {
+      return false
+    }
+  }
+  return true
+}
+
 /** Where the state directory this run opened is now (it may have been moved since), or undefined when it is gone. */
 export function openedStateDir(clusterDir: string): string | undefined {
   const root = stateDir(clusterDir)

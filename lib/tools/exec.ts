@@ -81,8 +81,11 @@ export interface ToolRunnerOptions {
   redactor: Redactor
   /** takes one redacted line per finished call (the command log, .bootstrap/commands.log) */
   log?: (line: string) => void
-  /** the tools' TMPDIR (flux bootstrap clones the repository there): under .bootstrap, not the operator's */
-  tmpDir?: string
+  /**
+   * the tools' TMPDIR (flux bootstrap clones the repository there): under .bootstrap, not the
+   * operator's; `handed` through this process's handle, `plain` for a tool that may outlive the run
+   */
+  tmpDir?: { handed: string; plain: string }
 }
 
 /**
@@ -133,7 +136,7 @@ export class ToolRunner {
       quiet: true,
       nothrow: true,
       signal: AbortSignal.any([this.options.signal, deadline]),
-      env: { ...this.options.env, ...(this.options.tmpDir ? { TMPDIR: this.options.tmpDir } : {}), ...call.env },
+      env: { ...this.options.env, ...this.tmpEnv(call), ...call.env },
       // no stdin: a tool never needs input here, and bash, started with a socket as stdin (node's
       // pipes are socketpairs) and SHLVL unset or 0, sources ~/.bashrc as if run by sshd: pyenv or
       // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
@@ -160,6 +163,11 @@ export class ToolRunner {
     }
     this.log(result)
     return result
+  }
+
+  private tmpEnv(call: ToolCall): Record<string, string> {
+    const tmp = this.options.tmpDir
+    return tmp ? { TMPDIR: call.outlivesRun ? tmp.plain : tmp.handed } : {}
   }
 
   private log(result: ToolResult): void {

@@ -1,3 +1,5 @@
+import { dirname } from 'node:path'
+import { openedDirUnchanged } from '../state/state-files.js'
 import { classify } from './classify.js'
 import { isTransient, NodeError } from '../core/errors.js'
 import { goDuration } from '../core/duration.js'
@@ -136,10 +138,18 @@ export class Helm {
     args.push('--', cni.release, cni.chart)
     // helm's own --timeout bounds its operations; our deadline is a little longer. Without --wait it
     // takes seconds: a run killed meanwhile lets it finish (cut, it would leave the release pending-install)
+    // it may outlive this run, so it gets the state directory's plain path: only while that is still
+    // the directory this run checked (never a link put in its place)
+    if (!this.runner.dryRun && !openedDirUnchanged(this.access.cacheDir))
+      throw new NodeError(
+        'unknown',
+        `${dirname(this.access.cacheDir)} was moved, removed or replaced during the run: helm is not started with its caches there`,
+        `put the cluster's .bootstrap directory back (or remove what took its place), then run: ${taskCommand('bootstrap:wait-ready')}`,
+      )
     const result = await this.runner.run({
       tool: 'helm',
       args,
-      env: helmEnv(this.access),
+      env: helmEnv(this.access, true),
       timeoutMs: timeoutMs + 30_000,
       outlivesRun: true,
       mutates: true,

@@ -12,6 +12,12 @@ export interface KubeAccess {
    * ~/.kube/cache, helm's ~/.cache/helm; with HOME unset, kubectl's .kube/cache in the working directory)
    */
   cacheDir: string
+  /**
+   * The same directory as this process hands it to a tool it outlives (`/proc/<pid>/fd/<fd>`): never
+   * through a link put in place of .bootstrap during the run. Not for a tool that may outlive the run
+   * (helm's CNI install): that one gets `cacheDir`, once the directory is checked unchanged.
+   */
+  handedCacheDir?: string
 }
 
 /**
@@ -28,20 +34,22 @@ export function kubeArgs(access: KubeAccess, contextFlag: '--context' | '--kube-
 
 /** kubectl's (and flux's) --cache-dir: every call needs it, `version --client` too (it opens the HTTP cache). */
 export function kubeCacheFlag(access: KubeAccess): string {
-  return `--cache-dir=${join(access.cacheDir, 'kube')}`
+  return `--cache-dir=${join(access.handedCacheDir ?? access.cacheDir, 'kube')}`
 }
 
 /**
  * helm's cache, config and data homes (repository index, registry logins, plugins) and its
- * client-go discovery cache (KUBECACHEDIR: helm has no --cache-dir) under the cache directory.
+ * client-go discovery cache (KUBECACHEDIR: helm has no --cache-dir) under the cache directory; a helm
+ * that may outlive the run gets its plain path (the handle goes with this process).
  */
-export function helmEnv(access: KubeAccess): Record<string, string> {
-  const helm = join(access.cacheDir, 'helm')
+export function helmEnv(access: KubeAccess, outlivesRun = false): Record<string, string> {
+  const base = outlivesRun ? access.cacheDir : (access.handedCacheDir ?? access.cacheDir)
+  const helm = join(base, 'helm')
   return {
     HELM_CACHE_HOME: join(helm, 'cache'),
     HELM_CONFIG_HOME: join(helm, 'config'),
     HELM_DATA_HOME: join(helm, 'data'),
-    KUBECACHEDIR: join(access.cacheDir, 'kube'),
+    KUBECACHEDIR: join(base, 'kube'),
   }
 }
 
