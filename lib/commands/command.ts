@@ -28,6 +28,7 @@ export async function runWrapped(
   env: NodeJS.ProcessEnv,
   body: (ctx: CommandContext) => Promise<number>,
 ): Promise<number> {
+  restoreCallerTmpdir(env)
   const controller = new AbortController()
   const stopListening = interruptions(controller, options.stopping)
   try {
@@ -45,6 +46,18 @@ export async function runWrapped(
   } finally {
     stopListening()
   }
+}
+
+/**
+ * The Taskfile starts node with TMPDIR at the project's .tools/tsx (tsx's transform cache goes there,
+ * not into the operator's TMPDIR); the tools this command runs get the caller's TMPDIR back.
+ */
+function restoreCallerTmpdir(env: NodeJS.ProcessEnv): void {
+  const caller = env.BOOTSTRAP_CALLER_TMPDIR
+  if (caller === undefined) return
+  if (caller) env.TMPDIR = caller
+  else delete env.TMPDIR
+  delete env.BOOTSTRAP_CALLER_TMPDIR
 }
 
 /** Stops the command on Ctrl-C / SIGTERM / SIGHUP, and when the parent (go-task) went away without telling it. */

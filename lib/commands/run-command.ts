@@ -16,14 +16,14 @@ import { finalCheck } from './final-check.js'
 import { retargetBootstrapHints, retargetClusterStepHints } from './bootstrap-hints.js'
 import { Redactor, redactProcessOutput } from '../input/redact.js'
 import type { Report } from '../core/results.js'
-import { stateDir, statePaths } from '../state/paths.js'
+import { stateDir, statePaths, toolCacheDir } from '../state/paths.js'
 import { writeReport } from '../state/report-store.js'
-import { checkStateFiles, commandLog } from '../state/state-files.js'
+import { checkStateFiles, commandLog, handedStateDir, openedStateDir } from '../state/state-files.js'
 import type { PhaseName, PhaseResult } from '../core/results.js'
 import type { Run } from '../engine/run.js'
 import { runPhases } from '../engine/runner.js'
 import { checkSettingsFit, loadSettings, type Settings } from '../input/settings.js'
-import { failureDetails, summaryTable } from '../report/summary.js'
+import { failureDetails, selectionNotes, summaryTable } from '../report/summary.js'
 import { requireTools, ToolRunner, type ToolName } from '../tools/exec.js'
 import { Flux } from '../tools/flux.js'
 import { Sops } from '../tools/sops.js'
@@ -114,7 +114,9 @@ async function execute(
     checkStateFiles(
       inventory.clusterDir,
       ['lock', 'commands.log', 'journal.json', 'last-run.json', 'kubeconfig.fetched'].map((f) => join(state, f)),
-      [join(state, 'runs')],
+      [join(state, 'runs'), toolCacheDir(inventory.clusterDir)],
+      // the lock is linked into place (link(2)): two names for a moment is how it is taken
+      [join(state, 'lock')],
     )
   if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
 
@@ -124,10 +126,25 @@ async function execute(
     signal,
     dryRun: args.dryRun,
     redactor,
-    ...(args.dryRun ? {} : { log: commandLog(statePaths(inventory.clusterDir).commandsLog) }),
+    ...(args.dryRun
+      ? {}
+      : {
+          log: commandLog(inventory.clusterDir, statePaths(inventory.clusterDir).commandsLog, output.warn),
+          tmpDir: {
+            handed: handedStateDir(inventory.clusterDir, join(toolCacheDir(inventory.clusterDir), 'tmp')),
+            plain: join(toolCacheDir(inventory.clusterDir), 'tmp'),
+          },
+        }),
   })
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)
-  const kube = { kubeconfig, clusterName: inventory.clusterName }
+  // the tools' caches: through the handle of the directory checked above (a dry run creates nothing there)
+  const cacheDir = toolCacheDir(inventory.clusterDir)
+  const kube = {
+    kubeconfig,
+    clusterName: inventory.clusterName,
+    cacheDir,
+    ...(args.dryRun ? {} : { handedCacheDir: handedStateDir(inventory.clusterDir, cacheDir) }),
+  }
   const journalWarnings: string[] = []
   const run: Run = {
     command: spec.command,
@@ -220,13 +237,18 @@ async function execute(
   } else {
     // the summary first: a report that cannot be written (a full disk) must not cost the operator the table
     output.table(redactor.redact(summaryTable(nodes, results)))
+    for (const line of selectionNotes(results)) output.info(redactor.redact(line))
     for (const line of failureDetails(results)) output.error(redactor.redact(line))
     for (const p of problems) {
       output.error(redactor.redact(`final check: ${p.node.name} (${p.node.address}): ${p.message}`))
       output.error(redactor.redact(`  next: ${p.hint}`))
     }
     try {
-      output.info(`report: ${writeReport(inventory.clusterDir, report, redactor)}`)
+      const written = writeReport(inventory.clusterDir, report, redactor)
+      const opened = openedStateDir(inventory.clusterDir)
+      if (opened && opened !== state)
+        output.warn(`${state} was replaced during the run: this run wrote on into the directory it had opened, now ${opened}`)
+      output.info(`report: ${written}`)
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code
       const what = err instanceof InputError ? err.format() : `${code ?? 'error'}: ${errorMessage(err)}`

@@ -1,4 +1,5 @@
 // The body of scripts/status.ts: parse, load the cluster, read, print the table; `--watch` repeats.
+import { toolCacheDir } from '../state/paths.js'
 import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import ora from 'ora'
@@ -29,7 +30,7 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
       inventory,
       runner,
       talosctl: new Talosctl(runner, inventory),
-      kubectl: new Kubectl(runner, { kubeconfig, clusterName: inventory.clusterName }),
+      kubectl: new Kubectl(runner, { kubeconfig, clusterName: inventory.clusterName, cacheDir: toolCacheDir(inventory.clusterDir) }),
       kubeconfig,
       deadlineMs,
     }

@@ -37,6 +37,8 @@ export interface StepResult {
   /** ms since the run started, for the timeline */
   startedAtMs?: number
   detail?: string
+  /** a step left to another command (not run or skipped by the node selection): the command that runs it */
+  next?: string
   error?: ErrorRecord
 }
 
@@ -72,3 +74,6 @@ export interface Report {
   /** what the check at the end of a multi-phase command found wrong (the phases all ended ok) */
   finalCheck?: Array<{ node: string; message: string; hint: string }>
 }
+
+/** How an interrupted step's error message starts when a changing call was cut short in flight (it may have taken effect). */
+export const UNKNOWN_OUTCOME = 'unknown outcome'

@@ -55,11 +55,20 @@ export interface ClusterStep {
   blocks?: (node: ClusterNode, run: Run) => boolean
   /**
    * true: run it. A string: it cannot run (not-run; the nodes it blocks are not-run with that
-   * reason). `{ skip }`: nothing to do here (skipped; nobody is blocked).
+   * reason). `{ skip }`: nothing to do here (skipped; nobody is blocked), `next` the command that
+   * would do it when it was left to another command.
    */
-  ready?: (run: Run) => true | string | { skip: string }
-  run: (run: Run, report: StepReporter) => Promise<string | void>
+  ready?: (run: Run) => true | string | { skip: string; next?: string }
+  /** its detail; or, when what it found leaves the change to another command, a StepLeft */
+  run: (run: Run, report: StepReporter) => Promise<string | void | StepLeft>
 }
+
+/**
+ * A cluster-wide step that changes the cluster, found with its nodes outside the selection (NODES):
+ * not run (the selected nodes cannot go on without it, they are not-run with its reason) or skipped
+ * (they can), and the command that runs it.
+ */
+export type StepLeft = { notRun: string; next: string } | { skip: string; next: string }
 
 export type Step = NodeStep | ClusterStep
 

@@ -19,6 +19,7 @@ import {
   type PhaseName,
   type PhaseResult,
   type StepResult,
+  UNKNOWN_OUTCOME,
 } from '../core/results.js'
 import type { Run } from './run.js'
 import { stepReporter } from './step-reporter.js'
@@ -197,7 +198,7 @@ function nodeStepTask(
               record.status = 'failed'
               // whatever the step made of its aborted call, the node was interrupted mid-step
               record.error = run.signal.aborted
-                ? interruptedRecord(run, step.title, hintFor('interrupted', node))
+                ? interruptedRecord(run, step.title, hintFor('interrupted', node), node.name)
                 : toRecord(err, node, phase)
               tracker.failedIn.set(node.name, phase)
               run.journal.recordNode(phase, record)
@@ -249,6 +250,7 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       if (typeof ready === 'object') {
         record.status = 'skipped'
         record.detail = ready.skip
+        if (ready.next) record.next = ready.next
         task.skip(`${step.title}: ${ready.skip}`)
         return
       }
@@ -272,6 +274,20 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       })
       try {
         const detail = await step.run(run, reporter)
+        if (typeof detail === 'object') {
+          // left to another command by the node selection
+          record.next = detail.next
+          if ('notRun' in detail) {
+            record.detail = detail.notRun
+            blocked(`${step.name} not run: ${detail.notRun}`, undefined)
+            task.skip(escapeControls(`${step.title}: not run (${detail.notRun})`))
+          } else {
+            record.status = 'skipped'
+            record.detail = detail.skip
+            task.skip(escapeControls(`${step.title}: ${detail.skip}`))
+          }
+          return
+        }
         record.status = 'ok'
         if (detail) record.detail = detail
         if (run.options.dryRun) task.title = escapeControls(`${step.title}: ${wouldText(step, run)}`)
@@ -280,7 +296,7 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
         record.status = 'failed'
         if (run.signal.aborted) {
           // the nodes waiting on it were not run: they stay not-run (finishPhase says why)
-          record.error = interruptedRecord(run, step.title, toRecord(err, undefined, phase).hint)
+          record.error = interruptedRecord(run, step.title, toRecord(err, undefined, phase).hint, undefined)
           throw new Error(`${step.name}: interrupted`)
         }
         record.error = toRecord(err, undefined, phase)
@@ -296,11 +312,24 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
 
 const INTERRUPTED_BEFORE = 'interrupted before it ran'
 
-/** A node or cluster step the interruption caught in flight: what it was doing and by what it was stopped. */
-function interruptedRecord(run: Run, doing: string, hint: string): ErrorRecord {
+/**
+ * A node or cluster step the interruption caught in flight: what it was doing and by what it was
+ * stopped. A changing call it cut short (an apply, the etcd bootstrap, a reset, a helm install) may
+ * have taken effect or not: the outcome is unknown, never "did not run", and the next run reads the
+ * node before deciding. `node`: the node step's node; a cluster step (they run one at a time) owns
+ * the calls cut short that name no node of a node step.
+ */
+function interruptedRecord(run: Run, doing: string, hint: string, node: string | undefined): ErrorRecord {
   const reason: unknown = run.signal.reason
   const why = reason instanceof Error ? reason.message : 'interrupted'
-  return { kind: 'interrupted', message: `${why} during: ${doing}`, hint }
+  const cut = run.tools.cutShort.filter((call) => node === undefined || call.node === node)
+  if (cut.length === 0) return { kind: 'interrupted', message: `${why} during: ${doing}`, hint }
+  const calls = cut.map((call) => run.tools.commandLine(call)).join('; ')
+  return {
+    kind: 'interrupted',
+    message: `${UNKNOWN_OUTCOME}: ${why} during: ${doing}, while \`${calls}\` was in flight: it may have taken effect or not (the next run reads the live state before deciding)`,
+    hint,
+  }
 }
 
 /** In plain output (a pipe, CI), a waiting node's line repeats at most this often while its state stays the same. */

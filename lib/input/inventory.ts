@@ -17,6 +17,7 @@ import {
 import { outsideClusterDir } from './inside.js'
 import { type ConfigSetting, MachineConfig, networkIdentity } from './machine-config.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
+import { talosconfigCaProblem } from './talosconfig-ca.js'
 import { readErrorCode, readRegularFile } from '../core/files.js'
 
 export interface InventoryOptions {
@@ -359,7 +360,7 @@ function build(
   }
   const talosconfigOutside = outsideClusterDir(dir, talosconfig, 'the talosconfig', 'keep the talosconfig in the cluster directory')
   if (talosconfigOutside) errors.push(talosconfigOutside)
-  if (errors.length === 0) checkTalosconfig(talosconfig, errors)
+  if (errors.length === 0) checkTalosconfig(talosconfig, nodes, errors)
   if (errors.length === 1) throw errors[0]
   if (errors.length > 1) throw new InputErrors(errors)
 
@@ -682,7 +683,7 @@ function addressProblems(
 }
 
 /** A talosconfig must parse and hold a context with credentials, or every authenticated call fails later. */
-function checkTalosconfig(path: string, errors: InputError[]): void {
+function checkTalosconfig(path: string, nodes: readonly ClusterNode[], errors: InputError[]): void {
   const fix = 'point at the talosconfig generated with the machine configs (clusterconfig/talosconfig)'
   if (!existsSync(path)) {
     errors.push(new InputError('talosconfig not found', { file: path, fix }))
@@ -728,6 +729,8 @@ function checkTalosconfig(path: string, errors: InputError[]): void {
       return
     }
   }
+  const caProblem = talosconfigCaProblem(file, name ?? '', { ca: String(context.ca), crt: String(context.crt) }, nodes)
+  if (caProblem) errors.push(caProblem)
 }
 
 function record(value: unknown, file: YamlFile, path: Array<string | number>): Record<string, unknown> {

@@ -3,8 +3,10 @@ import { join } from 'node:path'
 import { errorMessage, NodeError } from '../core/errors.js'
 import { mergeKubeconfig } from '../state/kubeconfig.js'
 import { stateDir } from '../state/paths.js'
+import { handedStateDir } from '../state/state-files.js'
 import { hintFor, talosctlCommand, taskCommand } from '../cli/hints.js'
-import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
+import type { NodeOutcome, Phase, StepLeft, StepReporter } from '../engine/phase.js'
+import { isSelected, selectionText, wholeClusterCommand } from './shared/selection.js'
 import { PollTimeout } from '../wait/poll.js'
 import { formatDuration } from '../core/duration.js'
 import type { Run } from '../engine/run.js'
@@ -68,7 +70,7 @@ function afterBootstrapRequest(etcd: ServiceStatus): boolean {
   return etcd.state === 'Finished' || etcd.events.some((e) => /Bootstrap requested/i.test(e))
 }
 
-async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
+async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string | StepLeft> {
   if (!run.options.dryRun) {
     const running = await report.retry(() => etcdRunningSomewhere(run, report))
     run.facts.cluster.bootstrapped = running !== undefined
@@ -88,6 +90,12 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string> {
     }
   }
   const node = bootstrapNode(run)
+  // the bootstrap changes the whole cluster: sent only when its control plane was asked for
+  if (!isSelected(run, node))
+    return {
+      notRun: `etcd is not bootstrapped, and its bootstrap control plane ${node.name} is not among the selected nodes (${selectionText(run)}): a bootstrap is sent only to a selected control plane (run it for every node, or with ${node.name} in NODES)`,
+      next: wholeClusterCommand(run),
+    }
   report.progress(`talosctl bootstrap on ${node.name}`)
   let running: ClusterNode | undefined
   let calls = 0
@@ -251,13 +259,18 @@ async function timeNotSynced(run: Run, node: ClusterNode, waitedMs: number, err:
  * points at the bootstrap node's own address; wait-ready switches it back.
  */
 async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> {
-  // a recovery keeps the operator's kubeconfig; only where it points may change
-  if (run.options.recover && existsSync(run.kubeconfig)) return pointKubeconfig(run)
+  // a recovery, or a run whose selection leaves out the bootstrap node, keeps the operator's
+  // kubeconfig; only where it points may change
+  if ((run.options.recover || !isSelected(run, bootstrapNode(run))) && existsSync(run.kubeconfig)) return pointKubeconfig(run)
   const node = bootstrapNode(run)
-  const fetched = join(stateDir(run.inventory.clusterDir), 'kubeconfig.fetched')
-  await report.retry(() => run.talosctl.kubeconfig(node, fetched))
+  const state = stateDir(run.inventory.clusterDir)
+  const fetched = join(state, 'kubeconfig.fetched')
+  // talosctl writes the admin credentials there: through the handle of the checked state directory,
+  // never through a link put in place of .bootstrap during the run
+  const at = run.options.dryRun ? fetched : join(handedStateDir(run.inventory.clusterDir, state), 'kubeconfig.fetched')
+  await report.retry(() => run.talosctl.kubeconfig(node, at))
   if (run.options.dryRun) return run.kubeconfig
-  if (!existsSync(fetched)) {
+  if (!existsSync(at)) {
     throw new NodeError(
       'unknown',
       `talosctl kubeconfig on ${node.name} exited 0 but wrote no file at ${fetched}`,
@@ -265,7 +278,7 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
     )
   }
   try {
-    mergeKubeconfig(run.kubeconfig, readFileSync(fetched, 'utf8'))
+    mergeKubeconfig(run.kubeconfig, readFileSync(at, 'utf8'))
   } catch (err) {
     throw new NodeError(
       'config-invalid',
@@ -273,7 +286,7 @@ async function writeKubeconfig(run: Run, report: StepReporter): Promise<string> 
       `fix or move ${run.kubeconfig} (or point kubeconfig at another file), then run: ${taskCommand('bootstrap:etcd')}`,
     )
   } finally {
-    rmSync(fetched, { force: true })
+    rmSync(at, { force: true })
   }
   return pointKubeconfig(run)
 }

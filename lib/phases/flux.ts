@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { partOfCluster, selectionText, wholeClusterCommand } from './shared/selection.js'
 import { join, resolve } from 'node:path'
 import { parseAllDocuments, stringify } from 'yaml'
 import { NodeError } from '../core/errors.js'
@@ -493,6 +494,12 @@ export const flux: Phase = {
     const after =
       (also?: (run: Run) => true | string): ClusterStep['ready'] =>
       (run) => {
+        // Flux is the whole cluster's: installed or checked only when every node was asked for
+        if (partOfCluster(run))
+          return {
+            skip: `Flux is the whole cluster's and ${selectionText(run)} selects part of it`,
+            next: wholeClusterCommand(run, 'bootstrap:flux'),
+          }
         const why = fluxMayGoIn(run)
         if (why !== true) return why
         return also ? also(run) : true

@@ -136,6 +136,14 @@ function checkInstallDisk(node: ClusterNode, run: Run, disks: Disk[]): NodeOutco
       hintFor('disk-mismatch', node),
     )
   }
+  // a selector never matches these (Talos adds !disk.readonly && !disk.cdrom); a disk named by its
+  // path is taken as it is, and the install could not write to it
+  if (!target.selector && (disk.readonly || disk.cdrom))
+    throw new NodeError(
+      'disk-mismatch',
+      `install disk ${target.disk ?? disk.devPath} is ${disk.cdrom ? 'a CD-ROM' : 'read-only'} on this node (${describeDisk(disk)}): the install cannot write to it`,
+      hintFor('disk-mismatch', node),
+    )
   const notes: string[] = []
   const matching = target.selector ? matchingDisks(target, disks) : [disk]
   if (matching.length > 1)

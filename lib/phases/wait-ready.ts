@@ -1,13 +1,12 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { existsSync } from 'node:fs'
 import { stringify } from 'yaml'
 import { NodeError } from '../core/errors.js'
 import { checkCni } from '../input/cni-compat.js'
 import { formatDuration } from '../core/duration.js'
 import { apiHint, hintFor, hintForCniApi, hintForCordoned, hintForKubeletLog, hintForTalosCni, taskCommand } from '../cli/hints.js'
 import { kubeNodeName, type ClusterNode } from '../core/model.js'
-import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
+import type { NodeOutcome, Phase, StepLeft, StepReporter } from '../engine/phase.js'
+import { partOfCluster, selectionText, wholeClusterCommand } from './shared/selection.js'
 import { lastErrorNote, PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { NodeFacts } from '../engine/facts.js'
 import type { Run } from '../engine/run.js'
@@ -109,7 +108,7 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
 }
 
 /** helm upgrade --install of the CNI; a release already deployed at the wanted version is left alone. */
-async function installCni(run: Run, report: StepReporter): Promise<string> {
+async function installCni(run: Run, report: StepReporter): Promise<string | StepLeft> {
   const cni = run.settings.cni
   if (!cni) return 'no CNI in settings'
   const current = await report.retry(() => run.helm.release(cni.release, cni.namespace))
@@ -118,21 +117,19 @@ async function installCni(run: Run, report: StepReporter): Promise<string> {
   if (current?.status === 'deployed' && (!wanted || current.chart === wanted)) {
     return `${cni.release} already deployed (revision ${current.revision ?? '?'})`
   }
-  let valuesFile: string | undefined
-  let dir: string | undefined
-  if (cni.values) {
-    dir = mkdtempSync(join(tmpdir(), 'talos-bootstrap-'))
-    valuesFile = join(dir, 'values.yaml')
-    writeFileSync(valuesFile, stringify(cni.values), { mode: 0o600 })
+  // the CNI runs on every node: installed or upgraded only when every node was asked for
+  if (partOfCluster(run)) {
+    const next = wholeClusterCommand(run, 'bootstrap:wait-ready')
+    const part = `the CNI runs on every node and ${selectionText(run)} selects part of the cluster`
+    if (current?.status === 'deployed')
+      return { skip: `${cni.release} deployed (${current.chart ?? '?'}), not upgraded to ${wanted ?? 'the settings'}: ${part}`, next }
+    return { notRun: `${cni.release} is not installed${current ? ` (${current.status})` : ''}: ${part}`, next }
   }
-  try {
-    report.progress(`helm upgrade --install ${cni.release} ${cni.chart}`)
-    // its pods are waited for per node by the next step; an API that does not answer for a while is retried
-    const result = await report.retry(() => run.helm.upgradeInstall(cni, valuesFile, run.settings.readyTimeoutMs))
-    return result.note ? `${cni.release} installed (${result.note})` : `${cni.release} installed`
-  } finally {
-    if (dir) rmSync(dir, { recursive: true, force: true })
-  }
+  report.progress(`helm upgrade --install ${cni.release} ${cni.chart}`)
+  // its pods are waited for per node by the next step; an API that does not answer for a while is retried
+  const values = cni.values ? stringify(cni.values) : undefined
+  const result = await report.retry(() => run.helm.upgradeInstall(cni, values, run.settings.readyTimeoutMs))
+  return result.note ? `${cni.release} installed (${result.note})` : `${cni.release} installed`
 }
 
 type Stage = { kind: 'kubelet' | 'cni' | 'node-not-ready'; why: string; hint?: string }

@@ -1,10 +1,14 @@
 import type { ClusterNode } from '../core/model.js'
-import type { NodeResult, PhaseResult } from '../core/results.js'
+import { UNKNOWN_OUTCOME, type NodeResult, type PhaseResult } from '../core/results.js'
 import { formatTable } from '../cli/table.js'
 import { taskCommand } from '../cli/hints.js'
 
+/** An interruption that cut a changing call short: whether it took effect is unknown. */
+const unknownOutcome = (r: NodeResult): boolean => r.error?.kind === 'interrupted' && r.error.message.startsWith(UNKNOWN_OUTCOME)
+
 function overall(results: NodeResult[], ok: string): string {
   const failed = results.find((r) => r.status === 'failed')
+  if (failed && unknownOutcome(failed)) return `interrupted (${UNKNOWN_OUTCOME})`
   if (failed?.error?.kind === 'interrupted') return 'interrupted'
   if (failed) return `failed: ${failed.error ? failed.error.kind : 'unknown'}`
   if (results.some((r) => r.status === 'not-run')) return 'not run'
@@ -14,6 +18,7 @@ function overall(results: NodeResult[], ok: string): string {
 
 /** A node's status in one phase: an interruption reads as such, not as a failure or a success. */
 function cell(r: NodeResult, ok: string): string {
+  if (r.status === 'failed' && unknownOutcome(r)) return UNKNOWN_OUTCOME
   if (r.status === 'failed' && r.error?.kind === 'interrupted') return 'interrupted'
   if (r.status === 'failed' && r.error) return `failed (${r.error.kind})`
   if (r.status === 'not-run' && r.detail === 'interrupted before it ran') return 'not-run (interrupted)'
@@ -59,12 +64,21 @@ export function failureDetails(phases: PhaseResult[]): string[] {
       }
     }
   }
+  const failed = lines.length > 0
+  // a step the node selection left to another command says so, and which command, failures or not
+  // (the steps waiting on it need no line of their own: that command runs them too)
+  for (const phase of phases) {
+    for (const step of phase.steps) {
+      if (step.status === 'not-run' && step.next)
+        lines.push(`${phase.name}/${step.name}: not run${step.detail ? ` (${step.detail})` : ''}`, `  next: ${step.next}`)
+    }
+  }
   // a step the failures left undone gets its own way to finish it: following a node's hint alone
   // (bootstrap:node) never runs a later phase's cluster steps (the CNI, Flux)
-  if (lines.length > 0) {
+  if (failed) {
     for (const phase of phases) {
       for (const step of phase.steps) {
-        if (step.status !== 'not-run') continue
+        if (step.status !== 'not-run' || step.next) continue
         lines.push(
           `${phase.name}/${step.name}: not run${step.detail ? ` (${step.detail})` : ''}`,
           `  next: once the failures above are recovered, run: ${taskCommand(PHASE_TASK[phase.name])}`,
@@ -73,6 +87,15 @@ export function failureDetails(phases: PhaseResult[]): string[] {
     }
   }
   return lines
+}
+
+/** For stdout after the table: each cluster-wide step the node selection skipped, and the command that runs it. */
+export function selectionNotes(phases: PhaseResult[]): string[] {
+  return phases.flatMap((phase) =>
+    phase.steps
+      .filter((step) => step.status === 'skipped' && step.next)
+      .flatMap((step) => [`${phase.name}/${step.name}: skipped (${step.detail ?? ''})`, `  to run it: ${step.next ?? ''}`]),
+  )
 }
 
 /** The task that runs one phase alone. */

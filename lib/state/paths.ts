@@ -24,3 +24,8 @@ export function statePaths(clusterDir: string): {
     runs: join(dir, 'runs'),
   }
 }
+
+/** The tools' caches (kubectl's discovery, helm's repository index and homes): in the state directory, never $HOME. */
+export function toolCacheDir(clusterDir: string): string {
+  return join(stateDir(clusterDir), 'cache')
+}

@@ -1,11 +1,11 @@
 // The one place that writes and reads run reports under .bootstrap/ (docs/report.md).
 import { existsSync, readdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { InputError } from '../core/errors.js'
 import type { Report } from '../core/results.js'
 import type { Redactor } from '../input/redact.js'
 import { statePaths } from './paths.js'
-import { safeName, writeStateFile } from './state-files.js'
+import { openedStateDir, safeName, writeStateFile } from './state-files.js'
 import { readRegularFile } from '../core/files.js'
 
 /** runs/<time>-<command>, the name of a report and its picture; only sanitized characters (a report read back may be forged). */
@@ -21,7 +21,10 @@ export function writeReport(clusterDir: string, report: Report, redactor: Redact
   const runFile = join(paths.runs, `${runName(report)}.json`)
   writeStateFile(clusterDir, runFile, text)
   writeStateFile(clusterDir, paths.lastRun, text)
-  return runFile
+  // the directory this run opened may have been moved during the run (a link put in its place):
+  // the report is where the run wrote it
+  const opened = openedStateDir(clusterDir)
+  return opened ? join(opened, relative(paths.dir, runFile)) : runFile
 }
 
 const NOT_A_REPORT_FIX = 'name a report written by a bootstrap task (.bootstrap/runs/*.json)'

@@ -33,6 +33,11 @@ export interface ToolCall {
   node?: string
   /** touches no node and no cluster (a client version, offline validation): runs in a dry run too */
   local?: boolean
+  /**
+   * changes a node or the cluster (an apply, the etcd bootstrap, a reset, a helm install): cut short
+   * by an interruption, whether it took effect is unknown (ToolRunner.cutShort)
+   */
+  mutates?: boolean
   /** overrides the call timeout from settings */
   timeoutMs?: number
   /** extra environment for this call (merged over the process environment) */
@@ -76,6 +81,11 @@ export interface ToolRunnerOptions {
   redactor: Redactor
   /** takes one redacted line per finished call (the command log, .bootstrap/commands.log) */
   log?: (line: string) => void
+  /**
+   * the tools' TMPDIR (flux bootstrap clones the repository there): under .bootstrap, not the
+   * operator's; `handed` through this process's handle, `plain` for a tool that may outlive the run
+   */
+  tmpDir?: { handed: string; plain: string }
 }
 
 /**
@@ -92,6 +102,8 @@ function parentDeathWrapper(env: NodeJS.ProcessEnv): string[] {
 /** The one place that starts external tools: arrays of arguments, a deadline, the run's AbortSignal. */
 export class ToolRunner {
   readonly plan: PlannedCommand[] = []
+  /** changing calls an interruption cut short: the node or cluster may have taken them, or not */
+  readonly cutShort: ToolCall[] = []
   /** every tool is started through it: ended by the kernel when this process dies */
   private readonly wrapper: string[]
 
@@ -124,7 +136,7 @@ export class ToolRunner {
       quiet: true,
       nothrow: true,
       signal: AbortSignal.any([this.options.signal, deadline]),
-      env: { ...this.options.env, ...call.env },
+      env: { ...this.options.env, ...this.tmpEnv(call), ...call.env },
       // no stdin: a tool never needs input here, and bash, started with a socket as stdin (node's
       // pipes are socketpairs) and SHLVL unset or 0, sources ~/.bashrc as if run by sshd: pyenv or
       // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
@@ -144,12 +156,18 @@ export class ToolRunner {
       timedOut,
       aborted,
     }
+    if (aborted && call.mutates) this.cutShort.push(call)
     // the shell's or setpriv's (`failed to execute <binary>: No such file or directory`)
     if (output.exitCode === 127 && /command not found|No such file/i.test(output.stderr)) {
       throw new ToolMissingError(call.tool, this.binary(call.tool), TOOL_ENV[call.tool])
     }
     this.log(result)
     return result
+  }
+
+  private tmpEnv(call: ToolCall): Record<string, string> {
+    const tmp = this.options.tmpDir
+    return tmp ? { TMPDIR: call.outlivesRun ? tmp.plain : tmp.handed } : {}
   }
 
   private log(result: ToolResult): void {

@@ -4,7 +4,7 @@ import { goDuration } from '../core/duration.js'
 import { fluxHint, taskCommand } from '../cli/hints.js'
 import type { FluxGitSettings } from '../input/settings.js'
 import type { ToolRunner } from './exec.js'
-import { apiError, kubeArgs, type KubeAccess } from './kube-access.js'
+import { apiError, kubeArgs, kubeCacheFlag, type KubeAccess } from './kube-access.js'
 
 /** client-go's texts for a request to the API server (its URL) or the API's own 503 */
 const KUBE_API_SIDE =
@@ -21,6 +21,9 @@ function hintFor(text: string): string {
   return fluxHint('the repository or settings')
 }
 
+/** flux subcommands that change the cluster (the others read) */
+const FLUX_CHANGES = new Set(['bootstrap', 'install', 'uninstall', 'reconcile', 'suspend', 'resume', 'create', 'delete'])
+
 /** The flux wrapper: explicit --kubeconfig, non-interactive (--silent), keys from files only. */
 export class Flux {
   constructor(
@@ -33,6 +36,7 @@ export class Flux {
       tool: 'flux',
       args: [...args, ...kubeArgs(this.access, '--context')],
       ...(timeoutMs ? { timeoutMs } : {}),
+      ...(FLUX_CHANGES.has(args[0] ?? '') ? { mutates: true } : {}),
     })
     if (result.ok) return result.stderr + result.stdout
     const { kind, message } = classify(result)
@@ -48,7 +52,12 @@ export class Flux {
   }
 
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'flux', args: ['version', '--client'], local: true, dryRunStdout: 'flux: (dry run)' })
+    const result = await this.runner.run({
+      tool: 'flux',
+      args: ['version', '--client', kubeCacheFlag(this.access)],
+      local: true,
+      dryRunStdout: 'flux: (dry run)',
+    })
     return /flux:\s*(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'
   }
 

@@ -1,10 +1,12 @@
+import { dirname } from 'node:path'
+import { openedDirUnchanged } from '../state/state-files.js'
 import { classify } from './classify.js'
 import { isTransient, NodeError } from '../core/errors.js'
 import { goDuration } from '../core/duration.js'
 import { taskCommand } from '../cli/hints.js'
 import type { CniSettings } from '../input/settings.js'
 import type { ToolRunner } from './exec.js'
-import { apiError, kubeArgs, type KubeAccess } from './kube-access.js'
+import { apiError, helmEnv, kubeArgs, type KubeAccess } from './kube-access.js'
 
 export interface ReleaseStatus {
   status: string
@@ -21,7 +23,13 @@ export class Helm {
   ) {}
 
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'helm', args: ['version', '--short'], local: true, dryRunStdout: '(dry run)' })
+    const result = await this.runner.run({
+      tool: 'helm',
+      args: ['version', '--short'],
+      local: true,
+      env: helmEnv(this.access),
+      dryRunStdout: '(dry run)',
+    })
     return result.stdout.trim().split('+')[0] || 'unknown'
   }
 
@@ -34,6 +42,7 @@ export class Helm {
     const filter = `^${release.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`
     const result = await this.runner.run({
       tool: 'helm',
+      env: helmEnv(this.access),
       args: ['list', `--namespace=${namespace}`, ...kubeArgs(this.access, '--kube-context'), `--filter=${filter}`, '--all', '-o', 'json'],
       dryRunStdout: '',
     })
@@ -94,7 +103,7 @@ export class Helm {
       chart.release,
       chart.chart,
     ]
-    const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000 })
+    const result = await this.runner.run({ tool: 'helm', args, env: helmEnv(this.access), timeoutMs: timeoutMs + 30_000, mutates: true })
     if (result.ok) return
     const { kind, message } = classify(result)
     if (isTransient(kind) && !chartUnreachable(message)) throw apiError(kind, message, 'bootstrap:flux')
@@ -111,7 +120,7 @@ export class Helm {
    * `context deadline exceeded`) may come from a chart download or the API as well as from helm's
    * own deadline: the release says whether it went in.
    */
-  async upgradeInstall(cni: CniSettings, valuesFile: string | undefined, timeoutMs: number): Promise<{ note?: string }> {
+  async upgradeInstall(cni: CniSettings, values: string | undefined, timeoutMs: number): Promise<{ note?: string }> {
     // every value joined to its flag and the names after `--`: none can be read as a flag
     const args = [
       'upgrade',
@@ -124,11 +133,28 @@ export class Helm {
     if (cni.repo) args.push(`--repo=${cni.repo}`)
     if (cni.caFile) args.push(`--ca-file=${cni.caFile}`)
     if (cni.version) args.push(`--version=${cni.version}`)
-    if (valuesFile) args.push(`--values=${valuesFile}`)
+    // the values on stdin: never a file in $TMPDIR (left behind by a SIGKILL) nor anywhere else
+    if (values !== undefined) args.push('--values=-')
     args.push('--', cni.release, cni.chart)
     // helm's own --timeout bounds its operations; our deadline is a little longer. Without --wait it
     // takes seconds: a run killed meanwhile lets it finish (cut, it would leave the release pending-install)
-    const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000, outlivesRun: true })
+    // it may outlive this run, so it gets the state directory's plain path: only while that is still
+    // the directory this run checked (never a link put in its place)
+    if (!this.runner.dryRun && !openedDirUnchanged(this.access.cacheDir))
+      throw new NodeError(
+        'unknown',
+        `${dirname(this.access.cacheDir)} was moved, removed or replaced during the run: helm is not started with its caches there`,
+        `put the cluster's .bootstrap directory back (or remove what took its place), then run: ${taskCommand('bootstrap:wait-ready')}`,
+      )
+    const result = await this.runner.run({
+      tool: 'helm',
+      args,
+      env: helmEnv(this.access, true),
+      timeoutMs: timeoutMs + 30_000,
+      outlivesRun: true,
+      mutates: true,
+      ...(values !== undefined ? { input: values } : {}),
+    })
     if (result.ok) return {}
     const { kind, message } = classify(result)
     if (kind === 'interrupted') throw new NodeError(kind, message, `run it again: ${taskCommand('bootstrap:wait-ready')}`)

@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import { apiHint } from '../cli/hints.js'
 import { NodeError, type ErrorKind } from '../core/errors.js'
 import { contextOf } from '../state/kubeconfig.js'
@@ -6,6 +7,17 @@ import { contextOf } from '../state/kubeconfig.js'
 export interface KubeAccess {
   kubeconfig: string
   clusterName: string
+  /**
+   * Where the tools keep their caches: a directory under .bootstrap/, never $HOME (kubectl's
+   * ~/.kube/cache, helm's ~/.cache/helm; with HOME unset, kubectl's .kube/cache in the working directory)
+   */
+  cacheDir: string
+  /**
+   * The same directory as this process hands it to a tool it outlives (`/proc/<pid>/fd/<fd>`): never
+   * through a link put in place of .bootstrap during the run. Not for a tool that may outlive the run
+   * (helm's CNI install): that one gets `cacheDir`, once the directory is checked unchanged.
+   */
+  handedCacheDir?: string
 }
 
 /**
@@ -15,7 +27,30 @@ export interface KubeAccess {
  */
 export function kubeArgs(access: KubeAccess, contextFlag: '--context' | '--kube-context'): string[] {
   const names = contextOf(access.kubeconfig, access.clusterName)
-  return ['--kubeconfig', access.kubeconfig, ...(names ? [contextFlag, names.context] : [])]
+  // kubectl and flux take the discovery and HTTP cache's place as a flag; helm takes its homes from the environment
+  const cache = contextFlag === '--context' ? [kubeCacheFlag(access)] : []
+  return ['--kubeconfig', access.kubeconfig, ...(names ? [contextFlag, names.context] : []), ...cache]
+}
+
+/** kubectl's (and flux's) --cache-dir: every call needs it, `version --client` too (it opens the HTTP cache). */
+export function kubeCacheFlag(access: KubeAccess): string {
+  return `--cache-dir=${join(access.handedCacheDir ?? access.cacheDir, 'kube')}`
+}
+
+/**
+ * helm's cache, config and data homes (repository index, registry logins, plugins) and its
+ * client-go discovery cache (KUBECACHEDIR: helm has no --cache-dir) under the cache directory; a helm
+ * that may outlive the run gets its plain path (the handle goes with this process).
+ */
+export function helmEnv(access: KubeAccess, outlivesRun = false): Record<string, string> {
+  const base = outlivesRun ? access.cacheDir : (access.handedCacheDir ?? access.cacheDir)
+  const helm = join(base, 'helm')
+  return {
+    HELM_CACHE_HOME: join(helm, 'cache'),
+    HELM_CONFIG_HOME: join(helm, 'config'),
+    HELM_DATA_HOME: join(helm, 'data'),
+    KUBECACHEDIR: join(base, 'kube'),
+  }
 }
 
 /** A transient failure of a tool against the Kubernetes API (refused, reset, 503, timed out): named as the API's, its hint the API's. */

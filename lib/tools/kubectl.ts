@@ -2,7 +2,7 @@ import { classify } from './classify.js'
 import { NodeError } from '../core/errors.js'
 import { phaseHint, taskCommand } from '../cli/hints.js'
 import type { ToolResult, ToolRunner } from './exec.js'
-import { kubeArgs, type KubeAccess } from './kube-access.js'
+import { kubeArgs, kubeCacheFlag, type KubeAccess } from './kube-access.js'
 
 export interface KubeCondition {
   type: string
@@ -33,6 +33,21 @@ const NOT_SERVED = /the server doesn't have a resource type/
 /** the field manager of what this tool applies server-side */
 export const FIELD_MANAGER = 'talos-bootstrap'
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
+
+/** kubectl verbs that change the cluster (the others read) */
+const KUBECTL_CHANGES = new Set([
+  'apply',
+  'create',
+  'delete',
+  'patch',
+  'replace',
+  'annotate',
+  'label',
+  'cordon',
+  'uncordon',
+  'drain',
+  'taint',
+])
 
 /** The kubectl wrapper: always an explicit --kubeconfig, JSON out, a request timeout. */
 export class Kubectl {
@@ -69,6 +84,7 @@ export class Kubectl {
       args: [...kubeArgs(this.access, '--context'), KUBECTL_TIMEOUT, ...args],
       dryRunStdout,
       ...(input !== undefined ? { input } : {}),
+      ...(KUBECTL_CHANGES.has(args[0] ?? '') ? { mutates: true } : {}),
     })
     if (result.ok) return result
     const { kind, message } = classify(result)
@@ -84,7 +100,7 @@ export class Kubectl {
   async clientVersion(): Promise<string> {
     const result = await this.runner.run({
       tool: 'kubectl',
-      args: ['version', '--client', '-o', 'json'],
+      args: [kubeCacheFlag(this.access), 'version', '--client', '-o', 'json'],
       local: true,
       dryRunStdout: '{"clientVersion":{"gitVersion":"(dry run)"}}',
     })

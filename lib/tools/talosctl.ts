@@ -71,12 +71,13 @@ export class Talosctl {
   }
 
   /** Runs a call; a failure becomes a NodeError with the kind and hint for this node. */
-  private async call(node: ClusterNode, args: string[], dryRunStdout?: string): Promise<ToolResult> {
+  private async call(node: ClusterNode, args: string[], dryRunStdout?: string, mutates = false): Promise<ToolResult> {
     const result = await this.runner.run({
       tool: 'talosctl',
       args,
       node: node.name,
       ...(dryRunStdout !== undefined ? { dryRunStdout } : {}),
+      ...(mutates ? { mutates } : {}),
     })
     if (result.ok) return result
     throw this.failure(node, result)
@@ -222,6 +223,7 @@ export class Talosctl {
       tool: 'talosctl',
       args: ['apply-config', '--insecure', '-n', node.address, '-e', node.address, '-f', node.configFile],
       node: node.name,
+      mutates: true,
     })
     if (result.ok) return 'accepted'
     const error = this.failure(node, result)
@@ -231,7 +233,7 @@ export class Talosctl {
 
   /** Over the authenticated API (mode auto): true when the node reboots to apply it (talosctl prints the mode's details). */
   async applySecure(node: ClusterNode): Promise<{ reboots: boolean }> {
-    const result = await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile])
+    const result = await this.call(node, ['apply-config', ...this.secureArgs(node), '-f', node.configFile], undefined, true)
     return { reboots: /Applied configuration with a reboot/.test(`${result.stderr}\n${result.stdout}`) }
   }
 
@@ -332,7 +334,7 @@ export class Talosctl {
   }
 
   async bootstrap(node: ClusterNode): Promise<void> {
-    await this.call(node, ['bootstrap', ...this.secureArgs(node)])
+    await this.call(node, ['bootstrap', ...this.secureArgs(node)], undefined, true)
   }
 
   async etcdMembers(node: ClusterNode): Promise<EtcdMember[]> {
@@ -381,7 +383,7 @@ export class Talosctl {
       'EPHEMERAL',
       '--wait=false',
     ]
-    await this.call(node, args)
+    await this.call(node, args, undefined, true)
   }
 
   /**
@@ -394,6 +396,7 @@ export class Talosctl {
       tool: 'talosctl',
       args: ['etcd', 'remove-member', memberId, ...this.secureArgs(via)],
       node: via.name,
+      mutates: true,
     })
     if (result.ok) return 'removed'
     if (!result.timedOut && !result.aborted && /code = NotFound desc = etcdserver: member not found/.test(result.stderr)) return 'gone'

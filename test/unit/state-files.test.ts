@@ -198,7 +198,7 @@ describe('nothing is written through a symbolic link', () => {
       signal: new AbortController().signal,
       dryRun: false,
       redactor: new Redactor(),
-      log: commandLog(join(state, 'commands.log')),
+      log: commandLog(dir, join(state, 'commands.log')),
     })
     await tools.run({ tool: 'kubectl', args: ['version', '--client'], local: true })
     expect(readFileSync(target, 'utf8')).toBe('keep me\n')
