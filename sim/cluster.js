@@ -43,8 +43,13 @@ export class Simulator {
     this.faults = createFaults(s.faults)
     this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null, role: s.cluster.talosconfigRole })
     // the chart repository real helm installs the CNI from (any free port on 127.0.0.1)
-    this.chartRepo = await startChartRepo({ cert: this.pki.charts.server.cert, key: this.pki.charts.server.key })
-    const written = await writeClusterDir(this.dir, s, this.pki, { chartRepo: this.chartRepo.url })
+    // and its OCI registry of every simulated chart; a scenario `chart` fault makes that chart's pods crash
+    const crashFor = (chart) => {
+      const f = this.faults.find(null, { kind: 'chart' }).find((x) => x.chart === chart)
+      return f ? (f.message ?? `Error: ${chart} failed to start: the simulated chart fault`) : undefined
+    }
+    this.chartRepo = await startChartRepo({ cert: this.pki.charts.server.cert, key: this.pki.charts.server.key, crashFor })
+    const written = await writeClusterDir(this.dir, s, this.pki, { chartRepo: this.chartRepo.url, registry: this.chartRepo.registry })
     this.clusterDir = written.clusterDir
     this.env = written.env
     this.binDir = written.binDir // <dir>/bin (sim/writer.js)
@@ -225,7 +230,8 @@ export class Simulator {
     if (!this.kubeBootstrapped) {
       this.kubeBootstrapped = true
       try {
-        this.kube?.bootstrap?.()
+        // a config with cluster.coreDNS.disabled gets no CoreDNS from Talos (the operator's helmfile installs it)
+        this.kube?.bootstrap?.({ coreDNS: n.config?.cluster?.coreDNS?.disabled !== true })
       } catch (e) {
         this.log(`kube.bootstrap: ${e.message}`)
       }

@@ -104,6 +104,8 @@ export interface Pki {
 /** sim/charts/repo.js: the chart repository real helm installs the CNI from */
 export interface ChartRepo {
   url: string
+  /** host:port of the OCI registry on the same listener (sim/charts/oci.js) */
+  registry: string
   requests: string[]
   close(): Promise<void>
 }
@@ -114,7 +116,7 @@ export interface Simulator {
   binDir: string
   clusterDir: string
   talosMinor: number
-  env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string }
+  env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string; SIM_OCI_REGISTRY?: string; SSL_CERT_FILE?: string }
   kube: unknown
   chartRepo: ChartRepo
   calls(): CallRecord[]

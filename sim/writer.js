@@ -259,7 +259,23 @@ export function bootstrapSettings(scenario, { chartRepo } = {}) {
 }
 
 /** write <dir>/cluster whole (via a temp dir and rename) and <dir>/env; returns the paths */
-export async function writeClusterDir(dir, scenario, pki, { chartRepo, tools = realTools() } = {}) {
+// the system's CA bundle, as Go looks for it (crypto/x509 root_linux.go): kept in the trust file
+// SSL_CERT_FILE names, which replaces the system roots for every Go client started from .sim/env
+const SYSTEM_CA_BUNDLES = [
+  '/etc/ssl/certs/ca-certificates.crt',
+  '/etc/pki/tls/certs/ca-bundle.crt',
+  '/etc/ssl/ca-bundle.pem',
+  '/etc/pki/tls/cacert.pem',
+  '/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem',
+  '/etc/ssl/cert.pem',
+]
+/** the system's roots and the simulator's chart CA: helm (and helmfile through it) trust the OCI registry with no flag */
+export function trustBundle(pki) {
+  const system = SYSTEM_CA_BUNDLES.find((f) => existsSync(f))
+  return `${system ? readFileSync(system, 'utf8').trimEnd() + '\n' : ''}${pki.charts.ca.cert}`
+}
+
+export async function writeClusterDir(dir, scenario, pki, { chartRepo, registry, tools = realTools() } = {}) {
   dir = resolve(dir)
   mkdirSync(dir, { recursive: true })
   const clusterDir = join(dir, 'cluster')
@@ -282,11 +298,15 @@ export async function writeClusterDir(dir, scenario, pki, { chartRepo, tools = r
   renameSync(tmp, clusterDir)
 
   const binDir = writeBinDir(dir, tools)
+  const trustFile = join(dir, 'trust.pem')
+  writeFileSync(trustFile, trustBundle(pki))
   const env = {
     PATH: `${binDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
     TALOSCONFIG: join(clusterDir, 'clusterconfig', 'talosconfig'),
     KUBECONFIG: join(clusterDir, 'kubeconfig'),
     CLUSTER_DIR: clusterDir,
+    // the OCI registry (sim/charts/oci.js) and the trust that makes helm accept its certificate
+    ...(registry ? { SIM_OCI_REGISTRY: registry, SSL_CERT_FILE: trustFile } : {}),
   }
   const q = (v) => `'${String(v).replace(/'/g, `'\\''`)}'`
   writeFileSync(
@@ -294,7 +314,9 @@ export async function writeClusterDir(dir, scenario, pki, { chartRepo, tools = r
     [
       '# source this file: the real talosctl and helm (`task tools`) and the simulated flux first on PATH',
       `export PATH=${q(binDir)}:"$PATH"`,
-      ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR'].filter((k) => env[k]).map((k) => `export ${k}=${q(env[k])}`),
+      ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR', 'SIM_OCI_REGISTRY', 'SSL_CERT_FILE']
+        .filter((k) => env[k])
+        .map((k) => `export ${k}=${q(env[k])}`),
       '',
     ].join('\n'),
   )

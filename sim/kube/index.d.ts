@@ -51,7 +51,8 @@ export interface ResourceDef {
 
 export interface Kube {
   handle(req: IncomingMessage, res: ServerResponse): void
-  bootstrap(): void
+  /** coreDNS false: a config with cluster.coreDNS.disabled (no kube-dns Service, no coredns Deployment) */
+  bootstrap(options?: { coreDNS?: boolean }): void
   registerNode(node: {
     name: string
     ip: string

@@ -99,6 +99,9 @@ export class E2eCluster {
       TALOSCONFIG: this.sim.env.TALOSCONFIG,
       KUBECONFIG: this.sim.env.KUBECONFIG,
       CLUSTER_DIR: this.clusterDir,
+      // the simulator's OCI registry and the trust bundle that makes helm accept it (.sim/env)
+      ...(this.sim.env.SSL_CERT_FILE ? { SSL_CERT_FILE: this.sim.env.SSL_CERT_FILE } : {}),
+      ...(this.sim.env.SIM_OCI_REGISTRY ? { SIM_OCI_REGISTRY: this.sim.env.SIM_OCI_REGISTRY } : {}),
       NO_COLOR: '1',
       ...extra,
     }
