@@ -28,6 +28,7 @@ import { requireTools, ToolRunner, type ToolName } from '../tools/exec.js'
 import { Flux } from '../tools/flux.js'
 import { Sops } from '../tools/sops.js'
 import { Helm } from '../tools/helm.js'
+import { Helmfile } from '../tools/helmfile.js'
 import { Kubectl } from '../tools/kubectl.js'
 import { Talosctl } from '../tools/talosctl.js'
 
@@ -149,6 +150,7 @@ async function execute(
     talosctl: new Talosctl(tools, inventory),
     kubectl: new Kubectl(tools, kube, inventory.nodes.map(kubeNodeName)),
     helm: new Helm(tools, kube),
+    helmfile: new Helmfile(tools, kube),
     flux: new Flux(tools, kube),
     sops: new Sops(tools, env),
     kubeconfig,

@@ -1,3 +1,4 @@
+import { parseAllDocuments } from 'yaml'
 import { classify } from './classify.js'
 import { NodeError } from '../core/errors.js'
 import { goDuration } from '../core/duration.js'
@@ -54,6 +55,23 @@ export class Helm {
       ...(row.chart ? { chart: row.chart } : {}),
       ...(row.revision ? { revision: Number(row.revision) } : {}),
     }
+  }
+
+  /**
+   * The objects a release deployed (`helm get manifest`), kind, name and namespace each, in the
+   * manifest's order; a namespaced object without one is in the release's namespace.
+   */
+  async manifestObjects(release: string, namespace: string): Promise<Array<{ kind: string; name: string; namespace: string }>> {
+    const result = await this.runner.run({
+      tool: 'helm',
+      args: ['get', 'manifest', `--namespace=${namespace}`, ...kubeArgs(this.access, '--kube-context'), '--', release],
+      dryRunStdout: '',
+    })
+    if (!result.ok) return []
+    return parseAllDocuments(result.stdout).flatMap((doc) => {
+      const o = doc.toJS() as { kind?: string; metadata?: { name?: string; namespace?: string } } | null
+      return o?.kind && o.metadata?.name ? [{ kind: o.kind, name: o.metadata.name, namespace: o.metadata.namespace ?? namespace }] : []
+    })
   }
 
   /**
