@@ -91,15 +91,15 @@ export async function startKubeForTest({
     faults,
     /** the chart repository and its CA; `chart`: the cilium chart's arguments for helm */
     repo: { url: repo.url, caFile, requests: repo.requests },
-    /** host:port of the OCI registry (sim/charts/oci.js), trusted through SSL_CERT_FILE in env */
+    /** host:port of the OCI registry (sim/charts/oci.js), and the trust bundle that makes helm accept it (SSL_CERT_FILE) */
     registry: repo.registry,
+    trustFile,
     chart: ['cilium', '--repo', repo.url, '--ca-file', caFile],
     // helm's caches and config in the test's directory, not the user's
     env: {
       ...process.env,
       KUBECONFIG: kubeconfig,
       SIM_FLUX_POLL_MS: '100',
-      SSL_CERT_FILE: trustFile,
       HELM_CACHE_HOME: path.join(dir, 'helm-cache'),
       HELM_CONFIG_HOME: path.join(dir, 'helm-config'),
       HELM_DATA_HOME: path.join(dir, 'helm-data'),

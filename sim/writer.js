@@ -12,14 +12,16 @@ const REAL_BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '.to
 // what `task tools` accepts as supported (scripts/tools.sh `supported`)
 const SUPPORTED = {
   talosctl: { args: ['version', '--client'], ok: /^\s*Tag:\s*v1\.12\./m },
-  helm: { args: ['version', '--short'], ok: /^v3\./ },
+  helm: { args: ['version', '--short'], ok: /^v[34]\./ },
 }
+// linked into <dir>/bin when `task tools` has it: the operator's bootstrap helmfile needs it, nothing else does
+const OPTIONAL = ['helmfile']
 
 /** the simulator's start fails without the real clients: there is no simulated talosctl or helm */
 export class ToolsMissingError extends Error {
   constructor(missing) {
     super(
-      `${missing.join(' and ')} not found: the simulator needs the real talosctl (v1.12.x) and helm (v3) ` +
+      `${missing.join(' and ')} not found: the simulator needs the real talosctl (v1.12.x) and helm (v3 or v4) ` +
         `(fix: run \`task tools\`, which puts them into .tools/bin, or put them on PATH)`,
     )
     this.exitCode = 3 // a required tool is missing (the exit code the product uses for it)
@@ -64,6 +66,7 @@ export function realTools(pathEnv = process.env.PATH ?? '') {
   }
   const missing = Object.keys(SUPPORTED).filter((t) => !found[t])
   if (missing.length) throw new ToolsMissingError(missing)
+  for (const tool of OPTIONAL) if (isElf(join(REAL_BIN_DIR, tool))) found[tool] = realpathSync(join(REAL_BIN_DIR, tool))
   return found
 }
 

@@ -29,13 +29,24 @@ export class Helm {
   /**
    * undefined when the release does not exist. Read with `helm list`: `helm status -o json` leaves
    * the chart out (cmd/helm/status.go strips rel.Chart), and its version is what says whether an
-   * upgrade is due. --all: a pending or failed release is listed too.
+   * upgrade is due. A pending or failed release is listed too: --deployed --failed --pending, which
+   * helm 3 and 4 both take (helm 4 dropped --all, and lists every state by default).
    */
   async release(release: string, namespace: string): Promise<ReleaseStatus | undefined> {
     const filter = `^${release.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`
     const result = await this.runner.run({
       tool: 'helm',
-      args: ['list', `--namespace=${namespace}`, ...kubeArgs(this.access, '--kube-context'), `--filter=${filter}`, '--all', '-o', 'json'],
+      args: [
+        'list',
+        `--namespace=${namespace}`,
+        ...kubeArgs(this.access, '--kube-context'),
+        `--filter=${filter}`,
+        '--deployed',
+        '--failed',
+        '--pending',
+        '-o',
+        'json',
+      ],
       dryRunStdout: '',
     })
     if (!result.ok) {

@@ -135,6 +135,9 @@ function failure(result: ToolResult, recovery: string): NodeError {
   // our own deadline, an interruption or an unreachable API are what they are; anything else
   // (helm's wait giving up included) is the release's own failure, not retried
   const { kind } = classify(result)
-  const own = result.timedOut || kind === 'interrupted' || (kind === 'unreachable' && !/resource not ready|timed out waiting|context deadline exceeded/.test(result.stderr))
+  const own =
+    result.timedOut ||
+    kind === 'interrupted' ||
+    (kind === 'unreachable' && !/resource not ready|timed out waiting|context deadline exceeded/.test(result.stderr))
   return new NodeError(own ? kind : 'release', lastLines(result), recovery)
 }

@@ -15,7 +15,12 @@ import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
 import { formatDuration } from '../../core/duration.js'
 
 /** charts that are a CNI (the last path element of the chart), with the DaemonSet of their agent */
-const CNI_CHARTS: Record<string, string> = { cilium: 'cilium', flannel: 'kube-flannel-ds', 'kube-router': 'kube-router', antrea: 'antrea-agent' }
+const CNI_CHARTS: Record<string, string> = {
+  cilium: 'cilium',
+  flannel: 'kube-flannel-ds',
+  'kube-router': 'kube-router',
+  antrea: 'antrea-agent',
+}
 
 export interface ReleasePlan {
   helmfile: BootstrapHelmfile
