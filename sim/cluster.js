@@ -171,6 +171,7 @@ export class Simulator {
       ...(fault.path != null ? { path: fault.path } : {}),
       ...(fault.offsetS != null ? { offsetS: fault.offsetS } : {}),
       ...(fault.address != null ? { address: fault.address } : {}),
+      ...(fault.chart != null ? { chart: fault.chart } : {}),
     })
     for (const n of this.nodes) this.changed(n)
   }

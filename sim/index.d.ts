@@ -28,6 +28,8 @@ export interface Fault {
   offsetS?: number
   /** fault cert-sans: the address the node's certificate names instead of its inventory address */
   address?: string
+  /** fault chart: the chart (its name) whose pods crash-loop */
+  chart?: string
 }
 export interface ScenarioInput {
   cluster: {

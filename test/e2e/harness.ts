@@ -145,9 +145,19 @@ export class E2eCluster {
   }
 }
 
-/** A printed command (a hint) run verbatim in a fresh shell, as an operator would: PATH and HOME only, another directory. */
+/**
+ * A printed command (a hint) run verbatim in a fresh shell, as an operator would: PATH and HOME
+ * only, another directory; and SSL_CERT_FILE, which stands for the machine's trust store (an
+ * operator's chart registry is trusted by the system, the simulator's through that file).
+ */
 export function runInFreshShell(cluster: E2eCluster, command: string): Promise<TaskResult> {
-  return run('bash', ['-c', command], { PATH: cluster.env().PATH ?? '', HOME: process.env.HOME ?? tmpdir() }, tmpdir())
+  const trust = cluster.env().SSL_CERT_FILE
+  return run(
+    'bash',
+    ['-c', command],
+    { PATH: cluster.env().PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...(trust ? { SSL_CERT_FILE: trust } : {}) },
+    tmpdir(),
+  )
 }
 
 export function run(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<TaskResult> {
