@@ -532,7 +532,8 @@ export const flux: Phase = {
         title: 'Install Flux (bootstrap or flux-operator)',
         would: (r) =>
           `would ${r.settings.flux?.mode === 'operator' ? 'install flux-operator and a FluxInstance' : r.settings.flux?.mode === 'existing' ? 'leave the installed Flux as it is' : 'bootstrap Flux'}`,
-        ready: after(),
+        // a bootstrap helmfile's release that failed before it counts as a failed install
+        ready: after(installed),
         run: installFlux,
       },
       {

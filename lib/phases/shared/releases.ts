@@ -36,6 +36,8 @@ export interface ReleasePlan {
 const chartName = (r: HelmfileRelease): string => r.chart.replace(/\/+$/, '').split('/').pop() ?? r.chart
 const key = (r: HelmfileRelease): string => `${r.namespace}/${r.name}`
 const plans = new WeakMap<Run, ReleasePlan | undefined>()
+/** the first release of this run that failed: the releases after it are not run */
+const failedRelease = new WeakMap<Run, string>()
 
 /** The plan read in a phase's check (the helmfile rendered once per run); undefined without a helmfile. */
 export function releasePlan(run: Run): ReleasePlan | undefined {
@@ -162,15 +164,28 @@ export function releaseSteps(
       },
     })
   }
+  // a release whose needs failed cannot go in; neither can Flux over a release that failed
+  const afterEarlier = (r: Run): true | string | { skip: string } => {
+    const failed = failedRelease.get(r)
+    return failed ? `release ${failed} failed` : (ready?.(r) ?? true)
+  }
   for (const release of releases)
     steps.push({
       kind: 'cluster',
       name: `release ${key(release)}`,
       title: `Release ${key(release)} (${chartOf(release)})`,
       would: `would install ${key(release)}: ${chartOf(release)} (helmfile sync, then its workloads ready)`,
-      ...(ready ? { ready } : {}),
+      ready: afterEarlier,
       ...(blocks ? { blocks } : {}),
-      run: (r, report) => installRelease(r, report, plan.helmfile.apps, release, task),
+      run: async (r, report) => {
+        try {
+          return await installRelease(r, report, plan.helmfile.apps, release, task)
+        } catch (err) {
+          failedRelease.set(r, key(release))
+          if (task === 'bootstrap:flux') r.facts.cluster.fluxInstallFailed = true
+          throw err
+        }
+      },
     })
   return steps
 }
