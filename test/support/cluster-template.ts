@@ -10,6 +10,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { stringify } from 'yaml'
+// @ts-ignore plain JS: the simulator's cilium values (the Talos guide's)
+import { CILIUM_VALUES } from '../../sim/writer.js'
 
 export type Era = 'talhelper' | 'topf'
 
@@ -30,33 +32,8 @@ export function bootstrapApps(fluxUrl: string): App[] {
       name: 'cilium',
       chart: 'oci://quay.io/cilium/charts/cilium',
       version: '1.19.4',
-      values: {
-        // kube-proxy-free through KubePrism, as the template's machine configs need
-        k8sServiceHost: '127.0.0.1',
-        k8sServicePort: 7445,
-        kubeProxyReplacement: true,
-        ipam: { mode: 'kubernetes' },
-        operator: { replicas: 1 },
-        cgroup: { autoMount: { enabled: false }, hostRoot: '/sys/fs/cgroup' },
-        securityContext: {
-          capabilities: {
-            ciliumAgent: [
-              'CHOWN',
-              'KILL',
-              'NET_ADMIN',
-              'NET_RAW',
-              'IPC_LOCK',
-              'SYS_ADMIN',
-              'SYS_RESOURCE',
-              'DAC_OVERRIDE',
-              'FOWNER',
-              'SETGID',
-              'SETUID',
-            ],
-            cleanCiliumState: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE'],
-          },
-        },
-      },
+      // kube-proxy-free through KubePrism, as the template's machine configs need (the Talos guide's values)
+      values: { ...(CILIUM_VALUES as Record<string, unknown>), k8sServiceHost: '127.0.0.1', operator: { replicas: 1 } },
     },
     {
       namespace: 'kube-system',
