@@ -43,13 +43,22 @@ export class Helmfile {
     private readonly access: KubeAccess,
   ) {}
 
+  /** `--version` (cobra's: `helmfile version <v>`); `helmfile version` would ask GitHub for a newer release */
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'helmfile', args: ['version', '--output=short'], local: true, dryRunStdout: '(dry run)' })
+    const result = await this.runner.run({ tool: 'helmfile', args: ['--version'], local: true, dryRunStdout: '(dry run)' })
     return result.stdout.trim().split(/\s+/).pop() || 'unknown'
   }
 
-  private global(file: string): string[] {
-    return ['--file', file, '--helm-binary', this.runner.binary('helm'), '--no-color', ...kubeArgs(this.access, '--kube-context')]
+  /** the flags before the command; `cluster`: the run's kubeconfig and context (rendering needs neither) */
+  private global(file: string, cluster = false): string[] {
+    return [
+      '--file',
+      file,
+      '--helm-binary',
+      this.runner.binary('helm'),
+      '--no-color',
+      ...(cluster ? kubeArgs(this.access, '--kube-context') : []),
+    ]
   }
 
   /**
@@ -109,7 +118,7 @@ export class Helmfile {
     const result = await this.runner.run({
       tool: 'helmfile',
       args: [
-        ...this.global(file),
+        ...this.global(file, true),
         `--selector=name=${release.name},namespace=${release.namespace}`,
         'sync',
         '--skip-needs',
