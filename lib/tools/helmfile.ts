@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { parseAllDocuments } from 'yaml'
 import { classify } from './classify.js'
 import { NodeError } from '../core/errors.js'
@@ -63,10 +66,23 @@ export class Helmfile {
 
   /**
    * The releases as rendered (`helmfile build --embed-values`: the state after its templates, the
-   * values files read in): local work, no cluster touched; it runs in a dry run too.
+   * values files read in): local work, no cluster touched; it runs in a dry run too. `build` pulls
+   * every chart first unless `--chart` names a local one for all releases: an empty stub chart, so
+   * that rendering needs no registry (the releases keep their own chart and version in the output).
    */
   async releases(file: string): Promise<HelmfileRelease[]> {
-    const result = await this.runner.run({ tool: 'helmfile', args: [...this.global(file), 'build', '--embed-values'], local: true })
+    const stub = mkdtempSync(join(tmpdir(), 'talos-bootstrap-chart-'))
+    writeFileSync(join(stub, 'Chart.yaml'), 'apiVersion: v2\nname: render-only\nversion: 0.0.0\n')
+    let result: ToolResult
+    try {
+      result = await this.runner.run({
+        tool: 'helmfile',
+        args: [...this.global(file), `--chart=${stub}`, 'build', '--embed-values'],
+        local: true,
+      })
+    } finally {
+      rmSync(stub, { recursive: true, force: true })
+    }
     if (!result.ok) throw new HelmfileRenderError(lastLines(result))
     const releases: HelmfileRelease[] = []
     for (const doc of parseAllDocuments(result.stdout)) {
