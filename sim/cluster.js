@@ -43,12 +43,8 @@ export class Simulator {
     this.faults = createFaults(s.faults)
     this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null, role: s.cluster.talosconfigRole })
     // the chart repository real helm installs the CNI from (any free port on 127.0.0.1)
-    // and its OCI registry of every simulated chart; a scenario `chart` fault makes that chart's pods crash
-    const crashFor = (chart) => {
-      const f = this.faults.find(null, { kind: 'chart' }).find((x) => x.chart === chart)
-      return f ? (f.message ?? `Error: ${chart} failed to start: the simulated chart fault`) : undefined
-    }
-    this.chartRepo = await startChartRepo({ cert: this.pki.charts.server.cert, key: this.pki.charts.server.key, crashFor })
+    // and its OCI registry of every simulated chart
+    this.chartRepo = await startChartRepo({ cert: this.pki.charts.server.cert, key: this.pki.charts.server.key })
     const written = await writeClusterDir(this.dir, s, this.pki, { chartRepo: this.chartRepo.url, registry: this.chartRepo.registry })
     this.clusterDir = written.clusterDir
     this.env = written.env
@@ -80,7 +76,15 @@ export class Simulator {
     if (!existsSync(file)) return null
     try {
       const mod = await import(pathToFileURL(file).href)
-      const faults = { has: (node, kind) => this.faults.has(node, kind), message: (kind) => this.faults.message(kind) }
+      const faults = {
+        has: (node, kind) => this.faults.has(node, kind),
+        message: (kind) => this.faults.message(kind),
+        // a scenario `chart` fault: the crash message of that chart's pods while it lasts
+        chartCrash: (chart) => {
+          const f = this.faults.find(null, { kind: 'chart' }).find((x) => x.chart === chart)
+          return f ? (f.message ?? `Error: ${chart} failed to start: the simulated chart fault`) : undefined
+        },
+      }
       return mod.createKube({
         clock: this.clock,
         kubernetesVersion: this.scenario.cluster.kubernetesVersion,

@@ -21,7 +21,7 @@ export const REAL_BIN_DIR = path.resolve(HERE, '..', '.tools', 'bin')
 /**
  * Start an API on `ip`:6443. nodes: [{name, ip, role}] registered at once (their kubelets started).
  * faults: a mutable Set of strings `<node>:cni` or `flux`; fluxMessage: the flux fault's text; crash: a
- * mutable Map chart → message, the OCI registry's charts whose pods crash-loop (a scenario `chart` fault);
+ * mutable Map chart → message, the charts whose pods crash-loop while they are in it (a scenario `chart` fault);
  * coreDNS false: the configs disable Talos's CoreDNS (cluster.coreDNS.disabled), as cluster-template's do.
  */
 export async function startKubeForTest({
@@ -46,6 +46,7 @@ export async function startKubeForTest({
     faults: {
       has: (node, kind) => faults.has(node ? `${node}:${kind}` : kind),
       message: (kind) => (kind === 'flux' ? fluxMessage : undefined),
+      chartCrash: (chart) => crash.get(chart),
     },
     record: (c) => calls.push(c),
     network, // optional: what each node's machine config says (sim/kube/index.js)
@@ -61,7 +62,7 @@ export async function startKubeForTest({
   })
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-kube-'))
   const kubeconfig = path.join(dir, 'kubeconfig')
-  const repo = await startChartRepo({ cert: pki.charts.server.cert, key: pki.charts.server.key, crashFor: (c) => crash.get(c) })
+  const repo = await startChartRepo({ cert: pki.charts.server.cert, key: pki.charts.server.key })
   const caFile = path.join(dir, 'charts-ca.crt')
   fs.writeFileSync(caFile, pki.charts.ca.cert)
   const trustFile = path.join(dir, 'trust.pem')

@@ -147,13 +147,14 @@ export class Helmfile {
   }
 }
 
-/** the end of helmfile's output: helm's own error comes last */
+/** what went wrong: from helm's last `Error:` line on (helmfile repeats helm's output around it), else the end */
 function lastLines(result: ToolResult): string {
   const lines = `${result.stderr}\n${result.stdout}`
     .split('\n')
     .map((l) => l.trim())
     .filter(Boolean)
-  return lines.slice(-6).join(' ') || `helmfile exited ${result.exitCode ?? 'on a signal'}`
+  const error = lines.map((l) => l.startsWith('Error: ')).lastIndexOf(true)
+  return (error >= 0 ? lines.slice(error, error + 6) : lines.slice(-6)).join(' ') || `helmfile exited ${result.exitCode ?? 'on a signal'}`
 }
 
 function failure(result: ToolResult, recovery: string): NodeError {

@@ -9,15 +9,14 @@
 //     from `.Values.instance`, which flux-operator (sim/kube/controllers.js) reconciles;
 //   CRD-only charts the crds helmfile renders (gateway-helm / envoy-gateway, external-dns,
 //     prometheus-operator-crds, kube-prometheus-stack): a CRD of their API group each.
-// A pod template may carry CRASH_ANNOTATION (oci.js sets it for a scenario `chart` fault): its
-// pods crash-loop with that message (sim/kube/controllers.js), as a chart whose pods cannot start.
+// Every pod template carries CHART_ANNOTATION, the chart's name: while a scenario `chart` fault
+// names that chart its pods crash-loop (sim/kube/controllers.js), as a chart whose pods cannot start.
 import { stringify } from 'yaml'
 
-export const CRASH_ANNOTATION = 'sim.talos-bootstrap.dev/crash'
+export const CHART_ANNOTATION = 'sim.talos-bootstrap.dev/chart'
 
-// the pod template's annotations when the chart is served with a crash message
-const crash = (indent) =>
-  `{{- with .Values.simCrash }}\n${' '.repeat(indent)}annotations:\n${' '.repeat(indent + 2)}${CRASH_ANNOTATION}: {{ . | quote }}\n{{- end }}`
+// the pod template's annotations: which chart the pod comes from
+const chartOfPod = (indent) => `${' '.repeat(indent)}annotations:\n${' '.repeat(indent + 2)}${CHART_ANNOTATION}: {{ .Chart.Name }}`
 
 // fullname as the real charts' _helpers.tpl: fullnameOverride, else the release name when it
 // contains the chart name, else <release>-<chart>
@@ -44,7 +43,7 @@ ${labels(6)}
     metadata:
       labels:
 ${labels(8)}
-${crash(6)}
+${chartOfPod(6)}
     spec:
 ${hostNetwork ? '      hostNetwork: true\n' : ''}      tolerations:
         - key: CriticalAddonsOnly
@@ -122,7 +121,7 @@ ${spegelLabels(6)}
     metadata:
       labels:
 ${spegelLabels(8)}
-${crash(6)}
+${chartOfPod(6)}
     spec:
       priorityClassName: system-node-critical
       tolerations:

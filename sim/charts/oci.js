@@ -9,7 +9,7 @@
 // any version asked: the chart is built for that version. Served on the chart repository's HTTPS
 // listener (repo.js), so the same CA is the trust.
 import { createHash } from 'node:crypto'
-import { parse, stringify } from 'yaml'
+import { parse } from 'yaml'
 import { ciliumChartFiles, CILIUM_VERSIONS } from './cilium.js'
 import { fluxOperatorChartFiles, FLUX_OPERATOR_VERSIONS } from './flux-operator.js'
 import { APP_CHARTS, appChartFiles } from './apps.js'
@@ -32,23 +32,16 @@ export const OCI_CHARTS = Object.keys(SERVED)
 const SEMVER = /^v?\d+(\.\d+){0,2}(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/
 const sha256 = (b) => `sha256:${createHash('sha256').update(b).digest('hex')}`
 
-/**
- * crashFor(chart): the message a scenario `chart` fault gives that chart's pods, or undefined.
- * Returns handle(req, res, path): true when the request was a registry one (path under v2/).
- */
-export function createOciRegistry({ crashFor = () => undefined } = {}) {
+/** Returns handle(req, res, path): true when the request was a registry one (path under v2/). */
+export function createOciRegistry() {
   const blobs = new Map() // digest → { bytes, type }
-  const manifests = new Map() // `${chart}:${version}:${crash}` → { bytes, digest }
+  const manifests = new Map() // `${chart}:${version}` → { bytes, digest }
   const asked = new Map() // chart → versions pulled, listed by tags/list after the defaults
 
   function build(chart, version) {
-    const crash = crashFor(chart)
-    const key = `${chart}:${version}:${crash ?? ''}`
+    const key = `${chart}:${version}`
     if (manifests.has(key)) return manifests.get(key)
-    const files = SERVED[chart].files(version).map(([file, text]) => {
-      if (!crash || file !== `${chart}/values.yaml`) return [file, text]
-      return [file, stringify({ ...parse(text), simCrash: crash })]
-    })
+    const files = SERVED[chart].files(version)
     const chartYaml = parse(files.find(([f]) => f === `${chart}/Chart.yaml`)[1])
     const layer = tgz(files, Math.floor(Date.parse(CREATED) / 1000))
     const config = Buffer.from(JSON.stringify(chartYaml))

@@ -64,13 +64,13 @@ function indexYaml(charts) {
 /**
  * Listen on host:port (0: any free port) with the given server certificate; resolves to
  * { url, registry, close(), requests } (registry: host:port of the OCI registry; requests: the
- * paths asked for, in order). crashFor(chart): the crash message of a scenario `chart` fault (oci.js).
+ * paths asked for, in order).
  */
-export function startChartRepo({ host = '127.0.0.1', port = 0, cert, key, crashFor }) {
+export function startChartRepo({ host = '127.0.0.1', port = 0, cert, key }) {
   const charts = buildCharts()
   const index = indexYaml(charts)
   const requests = []
-  const oci = createOciRegistry({ crashFor })
+  const oci = createOciRegistry()
   const srv = https.createServer({ cert, key }, (req, res) => {
     const path = new URL(req.url, 'https://x').pathname.replace(/^\/+/, '')
     requests.push(`${req.method} /${path}`)

@@ -11,9 +11,9 @@ import { syncReplicaSet } from './replicasets.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
 
 export const CNI_ANNOTATION = 'sim.talos-bootstrap.dev/cni'
-// a pod whose template carries this crash-loops with its value as the container's last log
-// (a simulated chart's scenario `chart` fault, sim/charts/oci.js)
-export const CRASH_ANNOTATION = 'sim.talos-bootstrap.dev/crash'
+// the chart a pod comes from (sim/charts): while faults.chartCrash(chart) gives a message (a
+// scenario `chart` fault) its pods crash-loop with it as the container's last log
+export const CHART_ANNOTATION = 'sim.talos-bootstrap.dev/chart'
 const POD_START = 5 // simulated seconds for an ordinary pod once its node is Ready
 const HOST_NETWORK_START = 1
 const FLUX_RECONCILE = 3
@@ -241,7 +241,8 @@ export function createControllers({ store, registry, clock, timings, faults, net
     if (!node) return
     const host = pod.spec.nodeName
     const noApi = isCni(pod) ? apiUnreachable(pod, host) : null
-    const crashLog = pod.metadata.annotations?.[CRASH_ANNOTATION]
+    const chart = pod.metadata.annotations?.[CHART_ANNOTATION]
+    const crashLog = chart ? faults?.chartCrash?.(chart) : undefined
     if ((isCni(pod) && (noApi || faults?.has(host, 'cni'))) || crashLog) {
       const next = clone(pod)
       next.status = {

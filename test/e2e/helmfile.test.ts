@@ -136,12 +136,12 @@ for (const [era, range] of [
         expect(step?.status).toBe('failed')
         expect(step?.error?.kind).toBe('release')
         expect(step?.error?.message).toMatch(
-          /^release cert-manager\/cert-manager \(oci:\/\/\S+\/jetstack\/charts\/cert-manager v1\.20\.3\) failed: Deployment cert-manager\/cert-manager: 0\/1 ready; pod cert-manager-\S+: CrashLoopBackOff: error: failed to load the webhook serving certificate; helm said: /,
+          /^release cert-manager\/cert-manager \(oci:\/\/\S+\/jetstack\/charts\/cert-manager v1\.20\.3\) failed: Deployment cert-manager\/(cert-manager[\w-]*): 0\/1 ready; pod \1-\S+: CrashLoopBackOff: error: failed to load the webhook serving certificate; helm said: Error: UPGRADE FAILED: /,
         )
         // what comes after it never started
         expect(stepsOf(cluster, 'flux').find((s) => s.name === 'release flux-system/flux-operator')?.status).toBe('not-run')
         const hint = step?.error?.hint ?? ''
-        expect(hint).toMatch(/describe deployment cert-manager/)
+        expect(hint).toMatch(/-n cert-manager describe deployment cert-manager/)
         const command = /then run: (task -d .*)$/.exec(hint)?.[1]
         expect(command, hint).toBeTruthy()
         cluster.sim.clearFault(null, 'chart')

@@ -183,7 +183,7 @@ describe.skipIf(!!tool.skip)('the OCI registry of simulated charts, pulled and i
     ])
   })
 
-  it("a chart whose pods cannot start (scenario `chart` fault): --wait times out and the pod crash-loops with the container's own message", async () => {
+  it("a chart whose pods cannot start (scenario `chart` fault): --wait times out and the pod crash-loops with the container's own message; cleared, it runs", async () => {
     crash.set('coredns', 'plugin/forward: no nameservers found')
     const r = await helm(
       'upgrade',
@@ -210,6 +210,14 @@ describe.skipIf(!!tool.skip)('the OCI registry of simulated charts, pulled and i
     const status = pods.items[0]!.status.containerStatuses[0]!
     expect(status.state.waiting?.reason).toBe('CrashLoopBackOff')
     expect(status.lastState.terminated?.message).toBe('plugin/forward: no nameservers found')
+    // the cause gone, the next restart runs: the pod turns ready without a new install
     crash.delete('coredns')
+    const deadline = Date.now() + 15_000
+    let ready = ''
+    while (Date.now() < deadline && ready !== 'True') {
+      ready = (await kubectl('-n', 'dns2', 'get', 'pods', '-o', 'jsonpath={.items[0].status.conditions[?(@.type=="Ready")].status}')).stdout
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    expect(ready).toBe('True')
   })
 })
