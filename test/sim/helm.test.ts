@@ -1,4 +1,4 @@
-// The real helm v3.21.4 (from `task tools`) against the simulated Kubernetes API (sim/kube) and the
+// The real helm (v4.3.1 from `task tools`; what differs on helm 3 is said where it does) against the simulated Kubernetes API (sim/kube) and the
 // simulator's chart repository (sim/charts): every command the product runs (lib/tools/helm.ts) and
 // the ones the README shows, with the outputs the real client prints. What the API must do for them
 // follows helm's and client-go's source: pkg/storage/driver/secrets.go (release Secrets, listed by
