@@ -50,6 +50,23 @@ for (const [era, range] of [
       await cluster?.stop()
     })
 
+    it('bad input: a needs naming no release is exit 2 naming the file, the line and the fix; no node touched', async () => {
+      const apps = join(cluster.dir, era === 'talhelper' ? 'bootstrap/helmfile.d/01-apps.yaml' : 'bootstrap/helmfile/apps.yaml')
+      const good = readFileSync(apps, 'utf8')
+      writeFileSync(apps, good.replace('- kube-system/cilium', '- kube-system/cillium'))
+      try {
+        const r = await cluster.task('bootstrap:all')
+        expect(r.code, why(r)).toBe(2)
+        const line = good.split('\n').findIndex((l) => l.includes('- kube-system/cilium')) + 1
+        expect(r.stderr).toContain(
+          `${apps}:${line}: release kube-system/coredns needs kube-system/cillium, which is no release of this helmfile (fix: correct the needs of coredns (as namespace/name of a release of this file))`,
+        )
+        expect(cluster.calls()).toEqual([])
+      } finally {
+        writeFileSync(apps, good)
+      }
+    })
+
     it('a dry run prints every release with its chart and version, in needs order, the CNI in wait-ready', async () => {
       const r = await cluster.task('bootstrap:all', { DRY_RUN: 'true' })
       expect(r.code, why(r)).toBe(0)

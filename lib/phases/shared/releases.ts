@@ -2,6 +2,7 @@
 // flux-operator, flux-instance), installed one by one in `needs` order: the CNI and what it needs
 // in wait-ready, the rest before the Flux handover. helmfile renders and syncs (lib/tools/helmfile.ts);
 // this file orders, names failures and waits for each release's own workloads.
+import { readFileSync } from 'node:fs'
 import { relative } from 'node:path'
 import { InputError, NodeError } from '../../core/errors.js'
 import { kubectlCommand, taskCommand } from '../../cli/hints.js'
@@ -103,16 +104,27 @@ function cniSettingsOf(r: HelmfileRelease): CniSettings {
   }
 }
 
+/** the first line of `file` that mentions `text` (the needs entry as written), if any */
+function lineMentioning(file: string, text: string): number | undefined {
+  const index = readFileSync(file, 'utf8')
+    .split('\n')
+    .findIndex((l) => l.includes(text))
+  return index >= 0 ? index + 1 : undefined
+}
+
 /** Kahn's order, ties kept in file order; a need naming no release is bad input. */
 function inNeedsOrder(releases: HelmfileRelease[], file: string): HelmfileRelease[] {
   const byKey = new Map(releases.map((r) => [key(r), r]))
   for (const r of releases)
-    for (const n of r.needs)
-      if (!byKey.has(n))
-        throw new InputError(`release ${key(r)} needs ${n}, which is no release of this helmfile`, {
-          file,
-          fix: `correct the needs of ${r.name} (as namespace/name)`,
-        })
+    for (const n of r.needs) {
+      if (byKey.has(n)) continue
+      const line = lineMentioning(file, n)
+      throw new InputError(`release ${key(r)} needs ${n}, which is no release of this helmfile`, {
+        file,
+        ...(line ? { line } : {}),
+        fix: `correct the needs of ${r.name} (as namespace/name of a release of this file)`,
+      })
+    }
   const done = new Set<string>()
   const out: HelmfileRelease[] = []
   while (out.length < releases.length) {
