@@ -170,3 +170,33 @@ for (const [era, range] of [
     )
   })
 }
+
+describe('CoreDNS disabled in the configs and nothing installing it', () => {
+  let cluster: E2eCluster
+  beforeAll(async () => {
+    cluster = await E2eCluster.start('127.147.2', { cps: 1, workers: 1 })
+  })
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it('is bad input: exit 2 naming the config, the line of coreDNS.disabled and the fix; no node touched', async () => {
+    const configs = join(cluster.clusterDir, 'clusterconfig')
+    const cp = join(configs, 'e2e-cp-1.yaml')
+    for (const f of readdirSync(configs).filter((f) => f.endsWith('.yaml'))) {
+      const doc = parseDocument(readFileSync(join(configs, f), 'utf8'))
+      doc.setIn(['cluster', 'coreDNS'], { disabled: true })
+      writeFileSync(join(configs, f), doc.toString({ lineWidth: 0 }))
+    }
+    // the line of disabled under cluster.coreDNS (the proxy's disabled comes earlier)
+    const lines = readFileSync(cp, 'utf8').split('\n')
+    const line = lines.findIndex((l, i) => /^\s+disabled: true$/.test(l) && /^\s+coreDNS:$/.test(lines[i - 1] ?? '')) + 1
+    expect(line).toBeGreaterThan(0)
+    const r = await cluster.task('bootstrap:talos')
+    expect(r.code, why(r)).toBe(2)
+    expect(r.stderr).toContain(
+      `${cp}:${line}: cp-1: cluster.coreDNS.disabled is true and nothing installs CoreDNS (no bootstrap helmfile): no pod could resolve a name (fix: remove cluster.coreDNS.disabled`,
+    )
+    expect(cluster.calls()).toEqual([])
+  })
+})

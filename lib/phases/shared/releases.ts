@@ -7,6 +7,7 @@ import { relative } from 'node:path'
 import { InputError, NodeError } from '../../core/errors.js'
 import { kubectlCommand, taskCommand } from '../../cli/hints.js'
 import { findBootstrapHelmfile, type BootstrapHelmfile } from '../../input/bootstrap-helmfile.js'
+import { MachineConfig } from '../../input/machine-config.js'
 import type { CniSettings } from '../../input/settings.js'
 import type { ClusterStep, StepReporter } from '../../engine/phase.js'
 import type { Run } from '../../engine/run.js'
@@ -90,6 +91,32 @@ export async function loadReleasePlan(run: Run): Promise<ReleasePlan | undefined
   if (cni && !run.settings.cni) run.settings.cni = cniSettingsOf(cni)
   plans.set(run, plan)
   return plan
+}
+
+/**
+ * Talos renders no CoreDNS when every control plane's config says cluster.coreDNS.disabled: true
+ * (cluster-template: its helmfile installs it). Nothing else installing it is bad input: no pod
+ * could resolve a name, and Flux's controllers never become ready.
+ */
+export function checkCoreDns(run: Run): void {
+  const plan = plans.get(run)
+  if (plan && [...plan.beforeCni, ...plan.afterCni].some((r) => chartName(r) === 'coredns')) return
+  let first: { node: string; file: string; line: number | undefined } | undefined
+  for (const node of run.inventory.nodes.filter((n) => n.role === 'controlplane')) {
+    const config = MachineConfig.of(node.configFile)
+    const doc = config.documents.find((d) => d.get('version') === 'v1alpha1')
+    if (!doc || doc.getIn(['cluster', 'coreDNS', 'disabled']) !== true) return
+    first ??= { node: node.name, file: node.configFile, line: config.lineOf(doc, ['cluster', 'coreDNS', 'disabled']) }
+  }
+  if (!first) return
+  throw new InputError(
+    `${first.node}: cluster.coreDNS.disabled is true and nothing installs CoreDNS${plan ? ` (no coredns release in ${plan.helmfile.apps})` : ' (no bootstrap helmfile)'}: no pod could resolve a name`,
+    {
+      file: first.file,
+      ...(first.line ? { line: first.line } : {}),
+      fix: `remove cluster.coreDNS.disabled (talhelper: a patch setting it) and regenerate the configs, or install CoreDNS from the repository's bootstrap helmfile (bootstrap/helmfile/apps.yaml or bootstrap/helmfile.d/01-apps.yaml, docs/helmfile.md)`,
+    },
+  )
 }
 
 /** The CNI release as the CNI settings the node waits read (its DaemonSet, namespace, values). */
