@@ -1,11 +1,11 @@
 // Issue 29, the helmfile side: a repository shaped like cluster-template (its bootstrap helmfile of
 // either era, chart references rewritten to the simulator's OCI registry keeping their path, the
 // configs with CoreDNS disabled, cni: none) bootstrapped with no cni or flux section in
-// bootstrap.yaml: the CRDs first, each release its own step in needs order (the CNI and what it
+// bootstrap.yaml (topf era: no bootstrap.yaml at all): the CRDs first, each release its own step in needs order (the CNI and what it
 // needs in wait-ready, the rest before the Flux handover), Flux from the helmfile's FluxInstance
 // handed over; a chart whose pods cannot start named with its release, chart, workload and reason,
 // and the printed command recovering it once the cause is gone. Addresses 127.147.x and 127.148.x.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse, parseDocument, stringify } from 'yaml'
@@ -18,7 +18,7 @@ if (helmfile.skip) console.warn(`SKIPPED test/e2e/helmfile.test.ts: ${helmfile.s
 const SLOW = 240_000
 const why = (r: TaskResult): string => `${r.stdout}\n${r.stderr}`.slice(-4000)
 
-/** cluster-template's configs: Talos's CoreDNS off (its helmfile installs it); bootstrap.yaml keeps only the waits */
+/** cluster-template's configs: Talos's CoreDNS off (its helmfile installs it); no cni or flux settings */
 function asClusterTemplate(cluster: E2eCluster, era: Era): void {
   const configs = join(cluster.clusterDir, 'clusterconfig')
   for (const f of readdirSync(configs).filter((f) => f.endsWith('.yaml'))) {
@@ -27,10 +27,14 @@ function asClusterTemplate(cluster: E2eCluster, era: Era): void {
     writeFileSync(join(configs, f), doc.toString({ lineWidth: 0 }))
   }
   const file = join(cluster.clusterDir, 'bootstrap.yaml')
-  const settings = parse(readFileSync(file, 'utf8')) as Record<string, unknown>
-  delete settings.cni
-  delete settings.flux
-  writeFileSync(file, stringify(settings))
+  // the topf era runs with no bootstrap.yaml at all (the defaults); the talhelper era keeps the simulator's waits only
+  if (era === 'topf') rmSync(file)
+  else {
+    const settings = parse(readFileSync(file, 'utf8')) as Record<string, unknown>
+    delete settings.cni
+    delete settings.flux
+    writeFileSync(file, stringify(settings))
+  }
   writeClusterTemplate(cluster.dir, era, cluster.sim.env.SIM_OCI_REGISTRY!)
 }
 
