@@ -46,8 +46,9 @@ export class Simulator {
     this.faults = createFaults(s.faults)
     this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null, role: s.cluster.talosconfigRole })
     // the chart repository real helm installs the CNI from (any free port on 127.0.0.1)
+    // and its OCI registry of every simulated chart
     this.chartRepo = await startChartRepo({ cert: this.pki.charts.server.cert, key: this.pki.charts.server.key })
-    const written = await writeClusterDir(this.dir, s, this.pki, { chartRepo: this.chartRepo.url })
+    const written = await writeClusterDir(this.dir, s, this.pki, { chartRepo: this.chartRepo.url, registry: this.chartRepo.registry })
     this.clusterDir = written.clusterDir
     this.env = written.env
     this.binDir = written.binDir // <dir>/bin (sim/writer.js)
@@ -78,7 +79,15 @@ export class Simulator {
     if (!existsSync(file)) return null
     try {
       const mod = await import(pathToFileURL(file).href)
-      const faults = { has: (node, kind) => this.faults.has(node, kind), message: (kind) => this.faults.message(kind) }
+      const faults = {
+        has: (node, kind) => this.faults.has(node, kind),
+        message: (kind) => this.faults.message(kind),
+        // a scenario `chart` fault: the crash message of that chart's pods while it lasts
+        chartCrash: (chart) => {
+          const f = this.faults.find(null, { kind: 'chart' }).find((x) => x.chart === chart)
+          return f ? (f.message ?? `Error: ${chart} failed to start: the simulated chart fault`) : undefined
+        },
+      }
       return mod.createKube({
         clock: this.clock,
         kubernetesVersion: this.scenario.cluster.kubernetesVersion,
@@ -169,6 +178,7 @@ export class Simulator {
       ...(fault.path != null ? { path: fault.path } : {}),
       ...(fault.offsetS != null ? { offsetS: fault.offsetS } : {}),
       ...(fault.address != null ? { address: fault.address } : {}),
+      ...(fault.chart != null ? { chart: fault.chart } : {}),
     })
     for (const n of this.nodes) this.changed(n)
   }
@@ -229,7 +239,8 @@ export class Simulator {
     if (!this.kubeBootstrapped) {
       this.kubeBootstrapped = true
       try {
-        this.kube?.bootstrap?.()
+        // a config with cluster.coreDNS.disabled gets no CoreDNS from Talos (the operator's helmfile installs it)
+        this.kube?.bootstrap?.({ coreDNS: n.config?.cluster?.coreDNS?.disabled !== true })
       } catch (e) {
         this.log(`kube.bootstrap: ${e.message}`)
       }

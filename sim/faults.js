@@ -37,6 +37,8 @@ export const FAULT_KINDS = {
   'kubelet-crashloop': { on: ['kubelet'], def: 'kubelet' },
   cni: { on: ['cni'], def: 'cni' },
   flux: { on: ['flux'], def: 'flux' },
+  // a chart the OCI registry serves whose pods crash-loop (`chart` names it; sim/charts/oci.js)
+  chart: { on: ['chart'], def: 'chart' },
 }
 
 export function createFaults(list = []) {

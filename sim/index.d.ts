@@ -28,6 +28,8 @@ export interface Fault {
   offsetS?: number
   /** fault cert-sans: the address the node's certificate names instead of its inventory address */
   address?: string
+  /** fault chart: the chart (its name) whose pods crash-loop */
+  chart?: string
 }
 export interface ScenarioInput {
   cluster: {
@@ -104,6 +106,8 @@ export interface Pki {
 /** sim/charts/repo.js: the chart repository real helm installs the CNI from */
 export interface ChartRepo {
   url: string
+  /** host:port of the OCI registry on the same listener (sim/charts/oci.js) */
+  registry: string
   requests: string[]
   close(): Promise<void>
 }
@@ -114,7 +118,7 @@ export interface Simulator {
   binDir: string
   clusterDir: string
   talosMinor: number
-  env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string }
+  env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string; SIM_OCI_REGISTRY?: string; SSL_CERT_FILE?: string }
   kube: unknown
   chartRepo: ChartRepo
   calls(): CallRecord[]

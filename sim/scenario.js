@@ -256,12 +256,12 @@ function validateScenario(s, { file, lineOf }) {
   const faults = faultList.map((f, i) => {
     const p = ['faults', i]
     obj(f, p)
-    known(f, ['node', 'on', 'kind', 'times', 'ms', 'message', 'path', 'offsetS', 'address'], p)
+    known(f, ['node', 'on', 'kind', 'times', 'ms', 'message', 'path', 'offsetS', 'address', 'chart'], p)
     const spec = FAULT_KINDS[f.kind]
     if (!spec) fail([...p, 'kind'], `unknown fault kind ${q(f.kind)} (known: ${Object.keys(FAULT_KINDS).join(', ')})`)
     if (f.node != null && !names.has(f.node)) fail([...p, 'node'], `${q(f.node)} is not a node of this scenario`)
     const on = f.on ?? spec.def
-    if (f.node == null && f.kind !== 'flux' && on !== 'kube') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
+    if (f.node == null && !['flux', 'chart'].includes(f.kind) && on !== 'kube') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
     if (on === 'kube' && f.node != null && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
       fail([...p, 'node'], `${q(f.node)} serves no Kubernetes API (a kube fault names a control plane, or no node for all)`)
     if (f.path != null && (on !== 'kube' || f.kind === 'refused'))
@@ -276,6 +276,8 @@ function validateScenario(s, { file, lineOf }) {
     else if (f.offsetS != null) fail([...p, 'offsetS'], 'only clock faults take offsetS')
     if (f.address != null && f.kind !== 'cert-sans') fail([...p, 'address'], 'only cert-sans faults take address')
     if (f.address != null) str(f.address, [...p, 'address'])
+    if (f.kind === 'chart') str(f.chart, [...p, 'chart'])
+    else if (f.chart != null) fail([...p, 'chart'], 'only chart faults take chart')
     return {
       node: f.node ?? null,
       on,
@@ -286,6 +288,7 @@ function validateScenario(s, { file, lineOf }) {
       ...(f.path != null ? { path: f.path } : {}),
       ...(f.offsetS != null ? { offsetS: f.offsetS } : {}),
       ...(f.address != null ? { address: f.address } : {}),
+      ...(f.chart != null ? { chart: f.chart } : {}),
     }
   })
 

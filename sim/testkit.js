@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { generatePki } from './pki.js'
 import { createKube, createKubeServer, createRealtimeClock } from './kube/index.js'
 import { startChartRepo } from './charts/repo.js'
+import { trustBundle } from './writer.js'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 export const BIN_DIR = path.resolve(HERE, 'bin')
@@ -19,7 +20,9 @@ export const REAL_BIN_DIR = path.resolve(HERE, '..', '.tools', 'bin')
 
 /**
  * Start an API on `ip`:6443. nodes: [{name, ip, role}] registered at once (their kubelets started).
- * faults: a mutable Set of strings `<node>:cni` or `flux`; fluxMessage: the flux fault's text.
+ * faults: a mutable Set of strings `<node>:cni` or `flux`; fluxMessage: the flux fault's text; crash: a
+ * mutable Map chart → message, the charts whose pods crash-loop while they are in it (a scenario `chart` fault);
+ * coreDNS false: the configs disable Talos's CoreDNS (cluster.coreDNS.disabled), as cluster-template's do.
  */
 export async function startKubeForTest({
   ip,
@@ -31,6 +34,8 @@ export async function startKubeForTest({
   kubernetesVersion = 'v1.35.0',
   network,
   flux,
+  crash = new Map(),
+  coreDNS = true,
 }) {
   const pki = await generatePki({ nodes: nodes.length ? nodes : [{ name: 'cp-1', ip, role: 'controlplane' }], vip: ip })
   const calls = []
@@ -41,12 +46,13 @@ export async function startKubeForTest({
     faults: {
       has: (node, kind) => faults.has(node ? `${node}:${kind}` : kind),
       message: (kind) => (kind === 'flux' ? fluxMessage : undefined),
+      chartCrash: (chart) => crash.get(chart),
     },
     record: (c) => calls.push(c),
     network, // optional: what each node's machine config says (sim/kube/index.js)
     flux,
   })
-  kube.bootstrap()
+  kube.bootstrap({ coreDNS })
   for (const n of nodes) kube.registerNode(n)
   const srv = await createKubeServer({
     kube,
@@ -59,6 +65,8 @@ export async function startKubeForTest({
   const repo = await startChartRepo({ cert: pki.charts.server.cert, key: pki.charts.server.key })
   const caFile = path.join(dir, 'charts-ca.crt')
   fs.writeFileSync(caFile, pki.charts.ca.cert)
+  const trustFile = path.join(dir, 'trust.pem')
+  fs.writeFileSync(trustFile, trustBundle(pki))
   const b64 = (s) => Buffer.from(s).toString('base64')
   fs.writeFileSync(
     kubeconfig,
@@ -84,6 +92,9 @@ export async function startKubeForTest({
     faults,
     /** the chart repository and its CA; `chart`: the cilium chart's arguments for helm */
     repo: { url: repo.url, caFile, requests: repo.requests },
+    /** host:port of the OCI registry (sim/charts/oci.js), and the trust bundle that makes helm accept it (SSL_CERT_FILE) */
+    registry: repo.registry,
+    trustFile,
     chart: ['cilium', '--repo', repo.url, '--ca-file', caFile],
     // helm's caches and config in the test's directory, not the user's
     env: {

@@ -12,14 +12,16 @@ export const REAL_BIN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..
 // what `task tools` accepts as supported (scripts/tools.sh `supported`)
 const SUPPORTED = {
   talosctl: { args: ['version', '--client'], ok: /^\s*Tag:\s*v1\.12\./m },
-  helm: { args: ['version', '--short'], ok: /^v3\./ },
+  helm: { args: ['version', '--short'], ok: /^v[34]\./ },
 }
+// linked into <dir>/bin when `task tools` has it: the operator's bootstrap helmfile needs it, nothing else does
+const OPTIONAL = ['helmfile']
 
 /** the simulator's start fails without the real clients: there is no simulated talosctl or helm */
 export class ToolsMissingError extends Error {
   constructor(missing) {
     super(
-      `${missing.join(' and ')} not found: the simulator needs the real talosctl (v1.12.x) and helm (v3) ` +
+      `${missing.join(' and ')} not found: the simulator needs the real talosctl (v1.12.x) and helm (v3 or v4) ` +
         `(fix: run \`task tools\`, which puts them into .tools/bin, or put them on PATH)`,
     )
     this.exitCode = 3 // a required tool is missing (the exit code the product uses for it)
@@ -64,6 +66,7 @@ export function realTools(pathEnv = process.env.PATH ?? '') {
   }
   const missing = Object.keys(SUPPORTED).filter((t) => !found[t])
   if (missing.length) throw new ToolsMissingError(missing)
+  for (const tool of OPTIONAL) if (isElf(join(REAL_BIN_DIR, tool))) found[tool] = realpathSync(join(REAL_BIN_DIR, tool))
   return found
 }
 
@@ -259,7 +262,23 @@ export function bootstrapSettings(scenario, { chartRepo } = {}) {
 }
 
 /** write <dir>/cluster whole (via a temp dir and rename) and <dir>/env; returns the paths */
-export async function writeClusterDir(dir, scenario, pki, { chartRepo, tools = realTools() } = {}) {
+// the system's CA bundle, as Go looks for it (crypto/x509 root_linux.go): kept in the trust file
+// SSL_CERT_FILE names, which replaces the system roots for every Go client started from .sim/env
+const SYSTEM_CA_BUNDLES = [
+  '/etc/ssl/certs/ca-certificates.crt',
+  '/etc/pki/tls/certs/ca-bundle.crt',
+  '/etc/ssl/ca-bundle.pem',
+  '/etc/pki/tls/cacert.pem',
+  '/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem',
+  '/etc/ssl/cert.pem',
+]
+/** the system's roots and the simulator's chart CA: helm (and helmfile through it) trust the OCI registry with no flag */
+export function trustBundle(pki) {
+  const system = SYSTEM_CA_BUNDLES.find((f) => existsSync(f))
+  return `${system ? readFileSync(system, 'utf8').trimEnd() + '\n' : ''}${pki.charts.ca.cert}`
+}
+
+export async function writeClusterDir(dir, scenario, pki, { chartRepo, registry, tools = realTools() } = {}) {
   dir = resolve(dir)
   mkdirSync(dir, { recursive: true })
   const clusterDir = join(dir, 'cluster')
@@ -282,11 +301,15 @@ export async function writeClusterDir(dir, scenario, pki, { chartRepo, tools = r
   renameSync(tmp, clusterDir)
 
   const binDir = writeBinDir(dir, tools)
+  const trustFile = join(dir, 'trust.pem')
+  writeFileSync(trustFile, trustBundle(pki))
   const env = {
     PATH: `${binDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
     TALOSCONFIG: join(clusterDir, 'clusterconfig', 'talosconfig'),
     KUBECONFIG: join(clusterDir, 'kubeconfig'),
     CLUSTER_DIR: clusterDir,
+    // the OCI registry (sim/charts/oci.js) and the trust that makes helm accept its certificate
+    ...(registry ? { SIM_OCI_REGISTRY: registry, SSL_CERT_FILE: trustFile } : {}),
   }
   const q = (v) => `'${String(v).replace(/'/g, `'\\''`)}'`
   writeFileSync(
@@ -294,7 +317,9 @@ export async function writeClusterDir(dir, scenario, pki, { chartRepo, tools = r
     [
       '# source this file: the real talosctl and helm (`task tools`) and the simulated flux first on PATH',
       `export PATH=${q(binDir)}:"$PATH"`,
-      ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR'].filter((k) => env[k]).map((k) => `export ${k}=${q(env[k])}`),
+      ...['TALOSCONFIG', 'KUBECONFIG', 'CLUSTER_DIR', 'SIM_OCI_REGISTRY', 'SSL_CERT_FILE']
+        .filter((k) => env[k])
+        .map((k) => `export ${k}=${q(env[k])}`),
       '',
     ].join('\n'),
   )

@@ -119,8 +119,11 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `the CNI pod on ${node.name} is not ready: \`${kubectlCommand(`-n kube-system get pods -o wide --field-selector spec.nodeName=${node.name}`)}\`, then run: ${recover}`
     case 'flux':
       return fluxHint()
+    case 'release':
+      // a release step carries its own hint (which release, what to look at); this is the fallback
+      return `see the bootstrap helmfile's releases with \`helm list -A --kubeconfig ${context ? shellWord(context.kubeconfig) : '<kubeconfig>'}\`, then run: ${taskCommand('bootstrap:all')}`
     case 'tool-missing':
-      return 'install the missing tool or point its environment variable (TALOSCTL, KUBECTL, HELM, FLUX) at it'
+      return 'install the missing tool or point its environment variable (TALOSCTL, KUBECTL, HELM, HELMFILE, FLUX) at it'
     case 'interrupted':
       return `run the same command again: it resumes where it stopped (for this node: ${recover})`
     case 'unknown':

@@ -28,6 +28,8 @@ import { requireTools, ToolRunner, type ToolName } from '../tools/exec.js'
 import { Flux } from '../tools/flux.js'
 import { Sops } from '../tools/sops.js'
 import { Helm } from '../tools/helm.js'
+import { Helmfile } from '../tools/helmfile.js'
+import { findBootstrapHelmfile } from '../input/bootstrap-helmfile.js'
 import { Kubectl } from '../tools/kubectl.js'
 import { Talosctl } from '../tools/talosctl.js'
 
@@ -107,7 +109,12 @@ async function execute(
   const names = spec.recover && args.reset ? spec.phases.flatMap((p) => (p === 'preflight' ? [p, 'reset' as const] : [p])) : spec.phases
   const phases: Phase[] = phasesFor(names)
 
-  requireTools(env, ['talosctl', ...(spec.tools ?? [])])
+  // the operator's bootstrap helmfile, when the repository has one, is installed with the real helmfile
+  const toolNames: ToolName[] = [
+    ...(spec.tools ?? []),
+    ...(spec.tools?.includes('helm') && findBootstrapHelmfile(inventory.clusterDir) ? (['helmfile'] as const) : []),
+  ]
+  requireTools(env, ['talosctl', ...toolNames])
   const state = stateDir(inventory.clusterDir)
   // nothing under .bootstrap is written through a link, and the directory must be writable: known before any node is touched
   if (!args.dryRun)
@@ -166,6 +173,7 @@ async function execute(
     talosctl: new Talosctl(tools, inventory),
     kubectl: new Kubectl(tools, kube, inventory.nodes.map(kubeNodeName)),
     helm: new Helm(tools, kube),
+    helmfile: new Helmfile(tools, kube),
     flux: new Flux(tools, kube),
     sops: new Sops(tools, env),
     kubeconfig,
@@ -185,7 +193,7 @@ async function execute(
     for (const phase of phases) await phase.check?.(run)
   })()
   checks.catch(() => undefined) // awaited below, once the header is out
-  const versions = await toolVersions(run, spec.tools ?? [])
+  const versions = await toolVersions(run, toolNames)
   output.info(
     `${versions}; cluster ${inventory.clusterName} (${inventory.endpoint}); ${nodes.length} node(s); concurrency ${settings.concurrency}${args.dryRun ? '; DRY RUN: nothing is run' : ''}`,
   )
@@ -272,9 +280,11 @@ async function toolVersions(run: Run, tools: ToolName[]): Promise<string> {
       ? run.kubectl.clientVersion()
       : tool === 'helm'
         ? run.helm.clientVersion()
-        : tool === 'flux'
-          ? run.flux.clientVersion()
-          : run.talosctl.clientVersion()
+        : tool === 'helmfile'
+          ? run.helmfile.clientVersion()
+          : tool === 'flux'
+            ? run.flux.clientVersion()
+            : run.talosctl.clientVersion()
   const others = tools.filter((tool) => tool !== 'talosctl')
   const [talosctl = '', ...versions] = await Promise.all(['talosctl' as const, ...others].map(clientVersion))
   const wanted = run.inventory.talosVersion

@@ -91,6 +91,7 @@ export type ErrorKind =
   | 'node-not-ready'
   | 'cni'
   | 'flux'
+  | 'release'
   | 'tool-missing'
   | 'interrupted'
   | 'unknown'

@@ -7,6 +7,7 @@ import type { ToolRunner } from '../tools/exec.js'
 import type { Flux } from '../tools/flux.js'
 import type { Sops } from '../tools/sops.js'
 import type { Helm } from '../tools/helm.js'
+import type { Helmfile } from '../tools/helmfile.js'
 import type { Kubectl } from '../tools/kubectl.js'
 import type { Talosctl } from '../tools/talosctl.js'
 
@@ -40,6 +41,7 @@ export interface Run {
   talosctl: Talosctl
   kubectl: Kubectl
   helm: Helm
+  helmfile: Helmfile
   flux: Flux
   sops: Sops
   /** absolute path of the kubeconfig the bootstrap phase writes and later phases use */

@@ -13,6 +13,7 @@ import { fluxRoot, type FluxSettings } from '../input/settings.js'
 import { condition, type KubeObject, type Kubectl } from '../tools/kubectl.js'
 import { isSopsEncrypted } from '../tools/sops.js'
 import { waitForGates } from './shared/gates.js'
+import { loadReleasePlan, releasePlan, releaseSteps } from './shared/releases.js'
 import { readRegularFile } from '../core/files.js'
 
 /** Every failure of this phase is recovered by running it again (rendered when the hint is made). */
@@ -471,6 +472,12 @@ export const flux: Phase = {
   name: 'flux',
   title: 'Hand over to Flux',
   check: async (run) => {
+    // a FluxInstance from the bootstrap helmfile is Flux installed by another tool: only the handover is waited for
+    const plan = await loadReleasePlan(run)
+    if (!run.settings.flux && plan?.fluxInstance) {
+      const ns = plan.fluxInstance.namespace
+      run.settings.flux = { mode: 'existing', kustomization: `${ns}/${ns}`, handover: 'all', readinessGates: [], secrets: [] }
+    }
     const settings = run.settings.flux
     const bootstrapYaml = join(run.inventory.clusterDir, 'bootstrap.yaml')
     if (!settings)
@@ -490,7 +497,7 @@ export const flux: Phase = {
     }
     manifestsOf.set(run, await readSecrets(run, settings))
   },
-  steps: () => {
+  steps: (run) => {
     const after =
       (also?: (run: Run) => true | string): ClusterStep['ready'] =>
       (run) => {
@@ -524,13 +531,16 @@ export const flux: Phase = {
         // server-side apply is idempotent: an API that does not answer for a while is retried
         run: (run, report) => report.retry(() => applySecrets(run, report)),
       },
+      // the bootstrap helmfile's releases after the CNI (CoreDNS, cert-manager, flux-operator, the FluxInstance...)
+      ...releaseSteps(run, releasePlan(run)?.afterCni ?? [], 'bootstrap:flux', after()),
       {
         kind: 'cluster',
         name: 'flux-install',
         title: 'Install Flux (bootstrap or flux-operator)',
         would: (r) =>
           `would ${r.settings.flux?.mode === 'operator' ? 'install flux-operator and a FluxInstance' : r.settings.flux?.mode === 'existing' ? 'leave the installed Flux as it is' : 'bootstrap Flux'}`,
-        ready: after(),
+        // a bootstrap helmfile's release that failed before it counts as a failed install
+        ready: after(installed),
         run: installFluxRetried,
       },
       {

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { NodeError } from '../core/errors.js'
 import { checkCni } from '../input/cni-compat.js'
+import { checkCoreDns, loadReleasePlan } from './shared/releases.js'
 import { InputError, InputErrors } from '../core/errors.js'
 import { hintFor } from '../cli/hints.js'
 import { describeDisk, describeTarget, diskRisks, findInstallDisk, installTarget, matchingDisks } from '../input/install-disk.js'
@@ -167,8 +168,15 @@ export const preflight: Phase = {
         `endpoint ${run.inventory.endpoint} is not a node address (a VIP): bootstrap and the kubeconfig use a control plane's own address until it answers`,
       )
     }
-    // both offline; the CNI check reads the configs while the validations' processes run
-    const [cni, valid] = await Promise.allSettled([checkCni(run), validateConfigs(run)])
+    // both offline; the CNI check reads the configs while the validations' processes run (the
+    // bootstrap helmfile rendered first: its CNI release stands for a missing cni section)
+    const [cni, valid] = await Promise.allSettled([
+      loadReleasePlan(run).then(() => {
+        checkCoreDns(run)
+        return checkCni(run)
+      }),
+      validateConfigs(run),
+    ])
     for (const outcome of [cni, valid]) if (outcome.status === 'rejected') throw outcome.reason
   },
   steps: (run) => {

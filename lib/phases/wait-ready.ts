@@ -18,6 +18,7 @@ import { bootstrapNode, NOT_BOOTSTRAPPED } from './shared/bootstrap-node.js'
 import { aimKubeconfig } from './shared/endpoint.js'
 import { waitForGates } from './shared/gates.js'
 import { completeVerification } from './shared/node-verification.js'
+import { checkCoreDns, loadReleasePlan, releasePlan, releaseSteps } from './shared/releases.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
@@ -305,8 +306,13 @@ async function readinessGates(run: Run, report: StepReporter): Promise<string> {
 export const waitReady: Phase = {
   name: 'wait-ready',
   title: 'Wait until Kubernetes is really ready',
-  // the CNI it installs must fit the configs (also when run alone, without preflight)
-  check: (run) => checkCni(run),
+  // the CNI it installs must fit the configs (also when run alone, without preflight); the
+  // bootstrap helmfile, when the repository has one, is rendered first
+  check: async (run) => {
+    await loadReleasePlan(run)
+    checkCoreDns(run)
+    await checkCni(run)
+  },
   steps: (run) => {
     const r = readings(run)
     // the workers' reads go through the control plane etcd was bootstrapped on (it answers by now)
@@ -331,16 +337,21 @@ export const waitReady: Phase = {
         ready: apiReady,
         run: waitForApi,
       },
-      // the CNI goes in as soon as the API answers: its pods follow the nodes as they register
-      {
-        kind: 'cluster',
-        name: 'cni',
-        title: 'Install the CNI (helm)',
-        would: (r) => `would install ${r.settings.cni?.release ?? 'the CNI'} with helm`,
-        blocks: all,
-        ready: apiReady,
-        run: installCni,
-      },
+      // the CNI goes in as soon as the API answers: its pods follow the nodes as they register;
+      // from the bootstrap helmfile: its CRDs, then the CNI's release and those it needs, one step each
+      ...(releasePlan(run)
+        ? releaseSteps(run, releasePlan(run)?.beforeCni ?? [], 'bootstrap:wait-ready', apiReady, all)
+        : [
+            {
+              kind: 'cluster' as const,
+              name: 'cni',
+              title: 'Install the CNI (helm)',
+              would: (r: Run) => `would install ${r.settings.cni?.release ?? 'the CNI'} with helm`,
+              blocks: all,
+              ready: apiReady,
+              run: installCni,
+            },
+          ]),
       // workers verify left waiting for a control plane's trustd: answering and running, before their kubelet
       {
         kind: 'node',

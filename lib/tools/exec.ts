@@ -4,10 +4,17 @@ import { shellWord } from '../core/shell.js'
 import type { Redactor } from '../input/redact.js'
 import { escapeControls } from '../core/text.js'
 
-export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'flux' | 'sops'
+export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'helmfile' | 'flux' | 'sops'
 
 /** Environment variable that overrides each tool's binary (docs/settings.md). */
-export const TOOL_ENV: Record<ToolName, string> = { talosctl: 'TALOSCTL', kubectl: 'KUBECTL', helm: 'HELM', flux: 'FLUX', sops: 'SOPS' }
+export const TOOL_ENV: Record<ToolName, string> = {
+  talosctl: 'TALOSCTL',
+  kubectl: 'KUBECTL',
+  helm: 'HELM',
+  helmfile: 'HELMFILE',
+  flux: 'FLUX',
+  sops: 'SOPS',
+}
 
 /** The one binary lookup: the tool's variable ($TALOSCTL, …) when set, else its name on PATH. */
 export function toolBinary(env: NodeJS.ProcessEnv, tool: ToolName): string {

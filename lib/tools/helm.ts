@@ -1,5 +1,6 @@
 import { dirname } from 'node:path'
 import { openedDirUnchanged } from '../state/state-files.js'
+import { parseAllDocuments } from 'yaml'
 import { classify } from './classify.js'
 import { isTransient, NodeError } from '../core/errors.js'
 import { goDuration } from '../core/duration.js'
@@ -36,14 +37,25 @@ export class Helm {
   /**
    * undefined when the release does not exist. Read with `helm list`: `helm status -o json` leaves
    * the chart out (cmd/helm/status.go strips rel.Chart), and its version is what says whether an
-   * upgrade is due. --all: a pending or failed release is listed too.
+   * upgrade is due. A pending or failed release is listed too: --deployed --failed --pending, which
+   * helm 3 and 4 both take (helm 4 dropped --all, and lists every state by default).
    */
   async release(release: string, namespace: string): Promise<ReleaseStatus | undefined> {
     const filter = `^${release.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`
     const result = await this.runner.run({
       tool: 'helm',
       env: helmEnv(this.access),
-      args: ['list', `--namespace=${namespace}`, ...kubeArgs(this.access, '--kube-context'), `--filter=${filter}`, '--all', '-o', 'json'],
+      args: [
+        'list',
+        `--namespace=${namespace}`,
+        ...kubeArgs(this.access, '--kube-context'),
+        `--filter=${filter}`,
+        '--deployed',
+        '--failed',
+        '--pending',
+        '-o',
+        'json',
+      ],
       dryRunStdout: '',
     })
     if (!result.ok) {
@@ -64,6 +76,23 @@ export class Helm {
       ...(row.chart ? { chart: row.chart } : {}),
       ...(row.revision ? { revision: Number(row.revision) } : {}),
     }
+  }
+
+  /**
+   * The objects a release deployed (`helm get manifest`), kind, name and namespace each, in the
+   * manifest's order; a namespaced object without one is in the release's namespace.
+   */
+  async manifestObjects(release: string, namespace: string): Promise<Array<{ kind: string; name: string; namespace: string }>> {
+    const result = await this.runner.run({
+      tool: 'helm',
+      args: ['get', 'manifest', `--namespace=${namespace}`, ...kubeArgs(this.access, '--kube-context'), '--', release],
+      dryRunStdout: '',
+    })
+    if (!result.ok) return []
+    return parseAllDocuments(result.stdout).flatMap((doc) => {
+      const o = doc.toJS() as { kind?: string; metadata?: { name?: string; namespace?: string } } | null
+      return o?.kind && o.metadata?.name ? [{ kind: o.kind, name: o.metadata.name, namespace: o.metadata.namespace ?? namespace }] : []
+    })
   }
 
   /**

@@ -5,6 +5,7 @@
 // KUBERNETES_SERVICE_HOST/PORT, as the real chart's templates/cilium-agent/daemonset.yaml does;
 // sim/kube/controllers.js decides the agent's readiness from that env).
 import { stringify } from 'yaml'
+import { CHART_ANNOTATION } from './apps.js'
 
 export const CILIUM_VERSIONS = ['1.18.4', '1.17.9', '1.16.16'] // newest first; appVersion = version
 export const CILIUM_DESCRIPTION = 'eBPF-based Networking, Security, and Observability'
@@ -94,6 +95,7 @@ spec:
 ${LABELS('cilium-agent', 8)}
       annotations:
         ${CNI_ANNOTATION}: "true"
+        ${CHART_ANNOTATION}: {{ .Chart.Name }}
     spec:
       hostNetwork: true
       serviceAccountName: cilium

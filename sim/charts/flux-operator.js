@@ -4,6 +4,7 @@
 // (controlplaneio-fluxcd/flux-operator, charts/flux-operator/templates/crds.yaml), the
 // ServiceAccount and the operator Deployment. Go templates real helm renders.
 import { stringify } from 'yaml'
+import { CHART_ANNOTATION } from './apps.js'
 
 export const FLUX_OPERATOR_VERSIONS = ['0.33.0', '0.32.0'] // newest first; appVersion = v<version>
 export const FLUX_OPERATOR_DESCRIPTION = 'A Helm chart for deploying the Flux Operator'
@@ -61,6 +62,8 @@ ${LABELS(6)}
     metadata:
       labels:
 ${LABELS(8)}
+      annotations:
+        ${CHART_ANNOTATION}: {{ .Chart.Name }}
     spec:
       serviceAccountName: {{ .Release.Name }}
       tolerations:

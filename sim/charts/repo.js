@@ -1,13 +1,15 @@
 // A chart repository over HTTPS on loopback, as real helm reads one (pkg/repo/chartrepo.go,
 // pkg/repo/index.go: GET <url>/index.yaml, then the entry's urls[0] relative to it; pkg/getter/
 // httpgetter.go: TLS trust from --ca-file). It serves the cilium chart it builds (cilium.js) and
-// flux-operator's (flux-operator.js).
+// flux-operator's (flux-operator.js); under /v2/ the same listener is an OCI registry of every
+// simulated chart (oci.js).
 import { createHash } from 'node:crypto'
 import https from 'node:https'
 import { stringify } from 'yaml'
 import { ciliumChartFiles, CILIUM_DESCRIPTION, CILIUM_VERSIONS } from './cilium.js'
 import { fluxOperatorChartFiles, FLUX_OPERATOR_DESCRIPTION, FLUX_OPERATOR_VERSIONS } from './flux-operator.js'
 import { tgz } from '../tgz.js'
+import { createOciRegistry } from './oci.js'
 
 const CREATED = '2025-11-20T00:00:00Z'
 
@@ -61,15 +63,18 @@ function indexYaml(charts) {
 
 /**
  * Listen on host:port (0: any free port) with the given server certificate; resolves to
- * { url, close(), requests } (requests: the paths asked for, in order).
+ * { url, registry, close(), requests } (registry: host:port of the OCI registry; requests: the
+ * paths asked for, in order).
  */
 export function startChartRepo({ host = '127.0.0.1', port = 0, cert, key }) {
   const charts = buildCharts()
   const index = indexYaml(charts)
   const requests = []
+  const oci = createOciRegistry()
   const srv = https.createServer({ cert, key }, (req, res) => {
     const path = new URL(req.url, 'https://x').pathname.replace(/^\/+/, '')
     requests.push(`${req.method} /${path}`)
+    if (oci(req, res, path)) return
     const body = path === 'index.yaml' ? Buffer.from(index) : charts.get(path)?.bytes
     if (req.method !== 'GET' || !body) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n')
@@ -85,6 +90,7 @@ export function startChartRepo({ host = '127.0.0.1', port = 0, cert, key }) {
       const a = srv.address()
       resolve({
         url: `https://${host}:${a.port}/`,
+        registry: `${host}:${a.port}`,
         requests,
         close: () =>
           new Promise((r) => {

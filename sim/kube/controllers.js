@@ -11,6 +11,9 @@ import { syncReplicaSet } from './replicasets.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
 
 export const CNI_ANNOTATION = 'sim.talos-bootstrap.dev/cni'
+// the chart a pod comes from (sim/charts): while faults.chartCrash(chart) gives a message (a
+// scenario `chart` fault) its pods crash-loop with it as the container's last log
+export const CHART_ANNOTATION = 'sim.talos-bootstrap.dev/chart'
 const POD_START = 5 // simulated seconds for an ordinary pod once its node is Ready
 const HOST_NETWORK_START = 1
 const FLUX_RECONCILE = 3
@@ -238,13 +241,15 @@ export function createControllers({ store, registry, clock, timings, faults, net
     if (!node) return
     const host = pod.spec.nodeName
     const noApi = isCni(pod) ? apiUnreachable(pod, host) : null
-    if (isCni(pod) && (noApi || faults?.has(host, 'cni'))) {
+    const chart = pod.metadata.annotations?.[CHART_ANNOTATION]
+    const crashLog = chart ? faults?.chartCrash?.(chart) : undefined
+    if ((isCni(pod) && (noApi || faults?.has(host, 'cni'))) || crashLog) {
       const next = clone(pod)
       next.status = {
         ...next.status,
         phase: 'Running',
         conditions: conditionsFor(next, false),
-        containerStatuses: containerStatuses(next, 'crash', noApi),
+        containerStatuses: containerStatuses(next, 'crash', noApi ?? crashLog),
       }
       if (!podReady(pod) && pod.status?.containerStatuses?.[0]?.state?.waiting?.reason !== 'CrashLoopBackOff')
         event(pod, 'BackOff', 'Back-off restarting failed container', 'Warning', undefined, host)

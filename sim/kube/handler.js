@@ -222,8 +222,24 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
       res.write(`${JSON.stringify({ type, object: obj })}\n`)
     }
     let cancel = () => {}
+    // WatchList (KEP-3157, client-go's reflector with streaming lists, helm 4's --wait): with
+    // sendInitialEvents=true the current objects come as ADDED events, then a BOOKMARK whose
+    // annotation k8s.io/initial-events-end says the initial list is complete
+    // (staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go, watch_cache.go)
+    const initialEvents = query.get('sendInitialEvents') === 'true'
     try {
-      cancel = store.watch(r.def, { ns: r.namespace, match, resourceVersion: query.get('resourceVersion'), send: write })
+      cancel = store.watch(r.def, {
+        ns: r.namespace,
+        match,
+        resourceVersion: initialEvents ? '' : query.get('resourceVersion'),
+        send: write,
+      })
+      if (initialEvents && query.get('allowWatchBookmarks') === 'true')
+        write('BOOKMARK', {
+          apiVersion: r.def.apiVersion,
+          kind: r.def.kind,
+          metadata: { resourceVersion: String(store.rv), annotations: { 'k8s.io/initial-events-end': 'true' } },
+        })
     } catch (e) {
       if (e instanceof ApiError) {
         write('ERROR', e.toStatus())

@@ -9,6 +9,8 @@ export interface KubeFaults {
   has(node: string | null, kind: string): boolean
   message(kind: string): string | undefined
   reason?(kind: string): string | undefined
+  /** a scenario `chart` fault: the crash message of the pods annotated with that chart, while it lasts */
+  chartCrash?(chart: string): string | undefined
 }
 export interface CallRecord {
   time: string
@@ -51,7 +53,8 @@ export interface ResourceDef {
 
 export interface Kube {
   handle(req: IncomingMessage, res: ServerResponse): void
-  bootstrap(): void
+  /** coreDNS false: a config with cluster.coreDNS.disabled (no kube-dns Service, no coredns Deployment) */
+  bootstrap(options?: { coreDNS?: boolean }): void
   registerNode(node: {
     name: string
     ip: string

@@ -17,7 +17,7 @@
 //           tool from the User-Agent and call "kube"; POST /sim/v1/calls appends its body.
 //
 // kube.handle(req, res)      one already-authenticated request (node:http(s) req/res)
-// kube.bootstrap()           etcd is up: namespaces, coredns; the API answers from now on
+// kube.bootstrap({coreDNS})  etcd is up: namespaces, coredns (unless coreDNS: false); the API answers from now on
 // kube.apiUp / setApiUp(b)   before bootstrap (or when set false) health checks fail, the rest 503s
 // kube.registerNode({ name, ip, role, kubeletVersion, osImage?, bootId? })   kubelet started: Node NotReady;
 //                            an existing Node takes the new boot ID (status.nodeInfo.bootID);
@@ -127,7 +127,7 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     if (!store.get(d, obj.metadata.namespace, obj.metadata.name)) store.create(d, obj)
   }
 
-  function bootstrap() {
+  function bootstrap({ coreDNS = true } = {}) {
     if (up) return
     up = true
     for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
@@ -148,52 +148,55 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
       },
       status: { loadBalancer: {} },
     })
-    ensure('', 'v1', 'services', {
-      metadata: { name: 'kube-dns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns', 'kubernetes.io/name': 'CoreDNS' } },
-      spec: {
-        type: 'ClusterIP',
-        clusterIP: '127.96.0.10',
-        clusterIPs: ['127.96.0.10'],
-        selector: { 'k8s-app': 'kube-dns' },
-        ports: [
-          { name: 'dns', port: 53, protocol: 'UDP', targetPort: 53 },
-          { name: 'dns-tcp', port: 53, protocol: 'TCP', targetPort: 53 },
-        ],
-        sessionAffinity: 'None',
-      },
-      status: { loadBalancer: {} },
-    })
-    ensure('apps', 'v1', 'deployments', {
-      metadata: { name: 'coredns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns', 'kubernetes.io/name': 'CoreDNS' } },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { 'k8s-app': 'kube-dns' } },
-        revisionHistoryLimit: 10,
-        progressDeadlineSeconds: 600,
-        strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: '25%' } },
-        template: {
-          metadata: { labels: { 'k8s-app': 'kube-dns' } },
-          spec: {
-            priorityClassName: 'system-cluster-critical',
-            serviceAccountName: 'coredns',
-            dnsPolicy: 'Default',
-            tolerations: [
-              { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
-              { key: 'CriticalAddonsOnly', operator: 'Exists' },
-            ],
-            containers: [
-              {
-                name: 'coredns',
-                image: 'registry.k8s.io/coredns/coredns:v1.12.4',
-                args: ['-conf', '/etc/coredns/Corefile'],
-                ports: [{ name: 'dns', containerPort: 53, protocol: 'UDP' }],
-              },
-            ],
+    // Talos renders CoreDNS only while cluster.coreDNS.disabled is not true (the bootstrap manifests)
+    if (coreDNS) {
+      ensure('', 'v1', 'services', {
+        metadata: { name: 'kube-dns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns', 'kubernetes.io/name': 'CoreDNS' } },
+        spec: {
+          type: 'ClusterIP',
+          clusterIP: '127.96.0.10',
+          clusterIPs: ['127.96.0.10'],
+          selector: { 'k8s-app': 'kube-dns' },
+          ports: [
+            { name: 'dns', port: 53, protocol: 'UDP', targetPort: 53 },
+            { name: 'dns-tcp', port: 53, protocol: 'TCP', targetPort: 53 },
+          ],
+          sessionAffinity: 'None',
+        },
+        status: { loadBalancer: {} },
+      })
+      ensure('apps', 'v1', 'deployments', {
+        metadata: { name: 'coredns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns', 'kubernetes.io/name': 'CoreDNS' } },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+          revisionHistoryLimit: 10,
+          progressDeadlineSeconds: 600,
+          strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: '25%' } },
+          template: {
+            metadata: { labels: { 'k8s-app': 'kube-dns' } },
+            spec: {
+              priorityClassName: 'system-cluster-critical',
+              serviceAccountName: 'coredns',
+              dnsPolicy: 'Default',
+              tolerations: [
+                { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+                { key: 'CriticalAddonsOnly', operator: 'Exists' },
+              ],
+              containers: [
+                {
+                  name: 'coredns',
+                  image: 'registry.k8s.io/coredns/coredns:v1.12.4',
+                  args: ['-conf', '/etc/coredns/Corefile'],
+                  ports: [{ name: 'dns', containerPort: 53, protocol: 'UDP' }],
+                },
+              ],
+            },
           },
         },
-      },
-      status: {},
-    })
+        status: {},
+      })
+    }
     controllers.schedule()
   }
 

@@ -101,6 +101,9 @@ export class E2eCluster {
       TALOSCONFIG: this.sim.env.TALOSCONFIG,
       KUBECONFIG: this.sim.env.KUBECONFIG,
       CLUSTER_DIR: this.clusterDir,
+      // the simulator's OCI registry and the trust bundle that makes helm accept it (.sim/env)
+      ...(this.sim.env.SSL_CERT_FILE ? { SSL_CERT_FILE: this.sim.env.SSL_CERT_FILE } : {}),
+      ...(this.sim.env.SIM_OCI_REGISTRY ? { SIM_OCI_REGISTRY: this.sim.env.SIM_OCI_REGISTRY } : {}),
       NO_COLOR: '1',
       ...extra,
     }
@@ -144,9 +147,19 @@ export class E2eCluster {
   }
 }
 
-/** A printed command (a hint) run verbatim in a fresh shell, as an operator would: PATH and HOME only, another directory. */
+/**
+ * A printed command (a hint) run verbatim in a fresh shell, as an operator would: PATH and HOME
+ * only, another directory; and SSL_CERT_FILE, which stands for the machine's trust store (an
+ * operator's chart registry is trusted by the system, the simulator's through that file).
+ */
 export function runInFreshShell(cluster: E2eCluster, command: string): Promise<TaskResult> {
-  return run('bash', ['-c', command], { PATH: cluster.env().PATH ?? '', HOME: process.env.HOME ?? tmpdir() }, tmpdir())
+  const trust = cluster.env().SSL_CERT_FILE
+  return run(
+    'bash',
+    ['-c', command],
+    { PATH: cluster.env().PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...(trust ? { SSL_CERT_FILE: trust } : {}) },
+    tmpdir(),
+  )
 }
 
 export function run(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<TaskResult> {

@@ -172,7 +172,9 @@ describe('task go-tools (scripts/go-tools.sh)', () => {
 describe('task tools (scripts/tools.sh): built once per machine', () => {
   const talosctl = realTool('talosctl')
   const helm = realTool('helm')
-  it.skipIf(!!talosctl.skip || !!helm.skip)(
+  const helm3 = realTool('helm3')
+  const helmfile = realTool('helmfile')
+  it.skipIf(!!talosctl.skip || !!helm.skip || !!helm3.skip || !!helmfile.skip)(
     'a local clone with no build kit beside it builds with the one beside its origin, into the per-machine cache; another clone reuses that',
     () => {
       const base = mkdtempSync(join(tmpdir(), 'tb-tools-cache-'))
@@ -193,13 +195,19 @@ describe('task tools (scripts/tools.sh): built once per machine', () => {
       const log = join(base, 'builds.log')
       writeFileSync(log, '')
       // the kit's build script, standing in for a build: the real binaries, linked
-      const sources: Record<string, string> = { talosctl: talosctl.path ?? '', helm: helm.path ?? '' }
+      const sources: Record<string, string> = {
+        talosctl: talosctl.path ?? '',
+        helm: helm.path ?? '',
+        helm3: helm3.path ?? '',
+        helmfile: helmfile.path ?? '',
+      }
       script(
         join(base, 'work', 'shared', 'tools', 'build-real-clients'),
         [
           `out=$1; shift`,
           `for t in "$@"; do echo "$t $TALOS_TAG $HELM_VER $TALOS_SRC_ARCHIVE" >> '${log}'`,
-          `  case $t in talosctl) ln -s '${sources.talosctl}' "$out/talosctl" ;; helm) ln -s '${sources.helm}' "$out/helm" ;; esac`,
+          `  case $t in talosctl) ln -s '${sources.talosctl}' "$out/talosctl" ;; helmfile) ln -s '${sources.helmfile}' "$out/helmfile" ;;`,
+          `    helm) if [ "$HELM_VER" = v3.21.4 ]; then ln -s '${sources.helm3}' "$out/helm"; else ln -s '${sources.helm}' "$out/helm"; fi ;; esac`,
           `done`,
         ].join('\n'),
       )
@@ -224,7 +232,10 @@ describe('task tools (scripts/tools.sh): built once per machine', () => {
       expect(built.stdout).toMatch(/helm built in \d+ s\n/)
       expect(readFileSync(log, 'utf8')).toBe(
         [
-          `talosctl v1.12.11 v3.21.4 ${join(base, 'work', 'shared')}/vendor/talos-v1.12.11-src.tar.gz`,
+          `talosctl v1.12.11 v4.3.1 ${join(base, 'work', 'shared')}/vendor/talos-v1.12.11-src.tar.gz`,
+          `helm v1.12.11 v4.3.1 ${join(base, 'work', 'shared')}/vendor/talos-v1.12.11-src.tar.gz`,
+          `helmfile v1.12.11 v4.3.1 ${join(base, 'work', 'shared')}/vendor/talos-v1.12.11-src.tar.gz`,
+          // helm3 is a helm build at helm 3's version
           `helm v1.12.11 v3.21.4 ${join(base, 'work', 'shared')}/vendor/talos-v1.12.11-src.tar.gz`,
           '',
         ].join('\n'),
@@ -238,13 +249,17 @@ describe('task tools (scripts/tools.sh): built once per machine', () => {
       expect(reused.stdout).toBe(
         [
           `talosctl: using ${cache}/talosctl-v1.12.11/talosctl (built earlier on this machine)`,
-          `helm: using ${cache}/helm-v3.21.4/helm (built earlier on this machine)`,
+          `helm: using ${cache}/helm-v4.3.1/helm (built earlier on this machine)`,
+          `helmfile: using ${cache}/helmfile-v1.8.0/helmfile (built earlier on this machine)`,
+          `helm3: using ${cache}/helm-v3.21.4/helm (built earlier on this machine)`,
           'talosctl v1.12.11: .tools/bin/talosctl',
-          'helm v3.21.4: .tools/bin/helm',
+          'helm v4.3.1: .tools/bin/helm',
+          'helmfile v1.8.0: .tools/bin/helmfile',
+          'helm3 v3.21.4: .tools/bin/helm3',
           '',
         ].join('\n'),
       )
-      expect(readFileSync(log, 'utf8').split('\n').filter(Boolean)).toHaveLength(2)
+      expect(readFileSync(log, 'utf8').split('\n').filter(Boolean)).toHaveLength(4)
     },
   )
 })

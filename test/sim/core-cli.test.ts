@@ -64,13 +64,30 @@ describe('sim cli', () => {
     expect(env).toContain(`export KUBECONFIG='${join(dir, 'cluster', 'kubeconfig')}'`)
     expect(env).toContain(`export CLUSTER_DIR='${join(dir, 'cluster')}'`)
     expect(env).toContain(`export PATH='${join(dir, 'bin')}':"$PATH"`)
+    // the OCI registry of simulated charts, and the trust that makes helm accept it: the system's roots and the simulator's CA
+    expect(env).toMatch(/^export SIM_OCI_REGISTRY='127\.0\.0\.1:\d+'$/m)
+    expect(env).toContain(`export SSL_CERT_FILE='${join(dir, 'trust.pem')}'`)
+    expect(readFileSync(join(dir, 'trust.pem'), 'utf8')).toContain(readFileSync(join(dir, 'cluster', 'charts-ca.crt'), 'utf8'))
+    const pulled = execFileSync(
+      'bash',
+      [
+        '-c',
+        `source ${join(dir, 'env')} && cd ${tmp} && helm show chart oci://$SIM_OCI_REGISTRY/home-operations/charts-mirror/cilium --version 1.19.4`,
+      ],
+      {
+        encoding: 'utf8',
+        env: { PATH: '/usr/bin:/bin', HOME: tmp, HELM_CACHE_HOME: join(tmp, 'hc'), HELM_CONFIG_HOME: join(tmp, 'hcfg') },
+      },
+    )
+    expect(pulled).toMatch(/^name: cilium\n(.*\n)*version: 1\.19\.4\n/m)
     // the talosctl and helm first on that PATH are the real builds (`task tools`), not the simulator's own programs
     const versions = execFileSync('bash', ['-c', `source ${join(dir, 'env')} && talosctl version --client && helm version`], {
       encoding: 'utf8',
       env: { PATH: '/usr/bin:/bin', HOME: tmp },
     })
     expect(versions).toMatch(/^Client:\n\tTag: +v1\.12\.11\n/)
-    expect(versions).toMatch(/\nversion\.BuildInfo\{Version:"v3\.21\.4",/)
+    // helm 4 from `task tools` (the suite's helm; test/e2e/helm3.test.ts runs helm 3)
+    expect(versions).toMatch(/\nversion\.BuildInfo\{Version:"v4\.3\.1",/)
     for (const tool of ['talosctl', 'helm'])
       expect(
         readFileSync(join(dir, 'bin', tool))
@@ -204,7 +221,7 @@ describe('sim cli', () => {
     })
     expect(r.status).toBe(3)
     expect(r.stderr).toBe(
-      'simulator not started: talosctl and helm not found: the simulator needs the real talosctl (v1.12.x) and helm (v3) ' +
+      'simulator not started: talosctl and helm not found: the simulator needs the real talosctl (v1.12.x) and helm (v3 or v4) ' +
         '(fix: run `task tools`, which puts them into .tools/bin, or put them on PATH)\n',
     )
     expect(existsSync(join(tmp, 'bare-dir', 'sim.pid'))).toBe(false)

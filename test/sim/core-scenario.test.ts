@@ -46,6 +46,11 @@ describe('scenario validation', () => {
     )
     expect(err(`${base}faults:\n  - { node: w-1, kind: refused, times: 0 }\n`)).toMatch(/faults\[0\]\.times: must be an integer >= 1/)
     expect(err(`${base}faults:\n  - { node: w-1, kind: latency }\n`)).toMatch(/faults\[0\]\.ms: must be a number/)
+    // a chart fault names the chart whose pods crash (sim/charts/oci.js); no node
+    expect(err(`${base}faults:\n  - { kind: chart }\n`)).toMatch(/^scenario\.yaml:6: faults\[0\]\.chart: /)
+    expect(err(`${base}faults:\n  - { node: w-1, kind: refused, chart: cilium }\n`)).toBe(
+      'scenario.yaml:6: faults[0].chart: only chart faults take chart',
+    )
   })
   it('names other invalid fields', () => {
     expect(err(base.replace('role: worker', 'role: boss'))).toBe('scenario.yaml:4: nodes[1].role: "boss" must be controlplane or worker')
