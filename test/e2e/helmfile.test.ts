@@ -5,7 +5,7 @@
 // needs in wait-ready, the rest before the Flux handover), Flux from the helmfile's FluxInstance
 // handed over; a chart whose pods cannot start named with its release, chart, workload and reason,
 // and the printed command recovering it once the cause is gone. Addresses 127.147.x and 127.148.x.
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse, parseDocument, stringify } from 'yaml'
@@ -88,10 +88,21 @@ for (const [era, range] of [
     })
 
     it(
-      'bootstrap:all: CRDs, each release its own step, Flux handed over; a rerun leaves every release as it is',
+      'bootstrap:all: CRDs, each release its own step, Flux handed over; a rerun leaves every release as it is; nothing written in HOME or TMPDIR',
       async () => {
-        const r = await cluster.task('bootstrap:all')
+        // helmfile runs helm: both get their caches under .bootstrap/cache, never the operator's HOME or TMPDIR
+        const home = mkdtempSync(join(cluster.dir, 'home-'))
+        const tmp = mkdtempSync(join(cluster.dir, 'tmp-'))
+        const r = await cluster.task('bootstrap:all', {}, [], {
+          HOME: home,
+          TMPDIR: tmp,
+          XDG_CACHE_HOME: '',
+          XDG_CONFIG_HOME: '',
+          XDG_DATA_HOME: '',
+        })
         expect(r.code, why(r)).toBe(0)
+        expect(readdirSync(home), 'written in HOME').toEqual([])
+        expect(readdirSync(tmp), 'written in TMPDIR').toEqual([])
         expect(r.stdout + r.stderr).toMatch(/helmfile v1\.8\.0|helmfile \S+/)
         const wait = stepsOf(cluster, 'wait-ready')
         expect(wait.find((s) => s.name === 'helmfile-crds')).toMatchObject({ status: 'ok', detail: '6 CRD(s) applied' })
