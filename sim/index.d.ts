@@ -15,6 +15,12 @@ export interface ScenarioNode {
   }[]
   installDisk?: string
   installDiskSelector?: Record<string, unknown>
+  /** the firmware boots with secure boot on (SecurityState secureBoot) */
+  secureBoot?: boolean
+  /** the system extensions the node runs (default: the schematic's) */
+  extensions?: string[]
+  /** the Image Factory schematic of the image it runs: the extensions it asks for */
+  schematic?: { extensions: string[] }
 }
 export interface Fault {
   node?: string | null

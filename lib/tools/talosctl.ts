@@ -211,6 +211,24 @@ export class Talosctl {
     }
   }
 
+  /**
+   * What a node in maintenance says of its boot (insecure reads of non-sensitive resources, which the
+   * maintenance API serves: internal/app/resources/access.go): secure boot on (SecurityState, pkg/machinery/
+   * resources/runtime/security_status.go), and the disk it booted Talos from when one has a META partition
+   * (SystemDisk: a disk image or an earlier install, controllers/block/system_disk.go).
+   */
+  async maintenanceBoot(node: ClusterNode): Promise<{ secureBoot: boolean; systemDisk: string | undefined }> {
+    const insecureGet = (type: string): Promise<ToolResult> =>
+      this.call(node, ['get', type, '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], '')
+    const [security, systemDisk] = await Promise.all([insecureGet('securitystate'), insecureGet('systemdisk')])
+    const secure = parseJsonStream(security.stdout)[0] as { spec?: { secureBoot?: boolean } } | undefined
+    const disk = parseJsonStream(systemDisk.stdout)[0] as { spec?: { devPath?: string; diskID?: string } } | undefined
+    return {
+      secureBoot: secure?.spec?.secureBoot === true,
+      systemDisk: disk?.spec?.devPath || (disk?.spec?.diskID ? `/dev/${disk.spec.diskID}` : undefined),
+    }
+  }
+
   async applyInsecure(node: ClusterNode): Promise<void> {
     await this.call(node, ['apply-config', '--insecure', '-n', node.address, '-e', node.address, '-f', node.configFile])
   }

@@ -82,6 +82,19 @@ export const DEFINITIONS = [
   ),
   // pkg/machinery/resources/time/status.go (served to the maintenance API too: non-sensitive)
   def('TimeStatuses.v1alpha1.talos.dev', 'TimeStatus', 'runtime', ['timestatus', 'timestatuses', 'ts'], [['SYNCED', '{.synced}']]),
+  // pkg/machinery/resources/runtime/security_status.go (id securitystate; non-sensitive: the maintenance API serves it)
+  def('SecurityStates.talos.dev', 'SecurityState', 'runtime', ['securitystate', 'securitystates'], [['SECUREBOOT', '{.secureBoot}']]),
+  // pkg/machinery/resources/runtime/extension_status.go (alias extensions; columns from the layer's metadata)
+  def(
+    'ExtensionStatuses.runtime.talos.dev',
+    'ExtensionStatus',
+    'runtime',
+    ['extensions', 'extensionstatus', 'extensionstatuses'],
+    [
+      ['NAME', '{.metadata.name}'],
+      ['VERSION', '{.metadata.version}'],
+    ],
+  ),
   def(
     'Versions.runtime.talos.dev',
     'Version',

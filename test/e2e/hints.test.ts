@@ -4,20 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Fault } from '../../sim/index.js'
 import { FAST, fastWith, ROW_TIMEOUT, withCluster } from '../faults/helpers.js'
-import { runInFreshShell, type ClusterShape } from './harness.js'
-
-/** The `next:` line printed for `who` (a node, or phase/step), and the command at its end. */
-function hintOf(stderr: string, who: string): { hint: string; command: string } {
-  const lines = stderr.split('\n')
-  const at = lines.findIndex((l) => l.startsWith(`error: ${who} `) || l.startsWith(`error: ${who}:`))
-  const next = lines.slice(at + 1).find((l) => /^error:\s+next: /.test(l))
-  expect(at, `no failure line for ${who} in:\n${stderr}`).toBeGreaterThanOrEqual(0)
-  const hint = (next ?? '').replace(/^error:\s+next: /, '')
-  // the last command offered is the one that recovers once the cause is gone
-  const command = /.*(?:run|with): ((?:task|talosctl) .+)$/.exec(hint)?.[1] ?? ''
-  expect(command, `no command in the hint: ${hint}`).not.toBe('')
-  return { hint, command }
-}
+import { hintOf, runInFreshShell, type ClusterShape } from './harness.js'
 
 interface Row {
   name: string

@@ -1,0 +1,157 @@
+// What the machine configs say about a node against what the inventory says, checked offline before
+// any node is touched: the installer's Talos version, the install disk, and the kubelet's node IP
+// subnets. A contradiction is bad input (exit 2) naming the config's line and the fix.
+import { BlockList, isIP } from 'node:net'
+import { InputError } from '../core/errors.js'
+import type { ClusterNode, Inventory } from '../core/model.js'
+import { MachineConfig, networkIdentity } from './machine-config.js'
+
+export interface ConfigFindings {
+  errors: InputError[]
+  /** worth a word, not a stop (an installer of another patch release) */
+  warnings: string[]
+}
+
+const versionParts = (version: string): number[] | undefined => {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version)
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined
+}
+
+/** Every contradiction between the nodes' configs and the inventory. */
+export function configContradictions(inventory: Inventory): ConfigFindings {
+  const findings: ConfigFindings = { errors: [], warnings: [] }
+  for (const node of inventory.nodes) {
+    installerVersion(node, inventory, findings)
+    installDisk(node, inventory, findings)
+    nodeIpSubnets(node, inventory, findings)
+  }
+  return findings
+}
+
+/** The installer image installs the Talos of its tag: another minor than the configs were generated for is another Talos. */
+function installerVersion(node: ClusterNode, inventory: Inventory, findings: ConfigFindings): void {
+  const config = MachineConfig.of(node.configFile)
+  const tag = config.installerVersion()
+  const wanted = inventory.talosVersion
+  if (!tag || !wanted) return
+  const [have, want] = [versionParts(tag), versionParts(wanted)]
+  if (!have || !want || have.join('.') === want.join('.')) return
+  const image = config.installImage() ?? tag
+  const doc = config.v1alpha1
+  const line = doc ? config.lineOf(doc, ['machine', 'install', 'image']) : undefined
+  const source = inventory.source.endsWith('nodes.yaml')
+    ? `the other nodes' installer images (${wanted})`
+    : `talosVersion ${wanted} in ${inventory.source}`
+  if (have[0] === want[0] && have[1] === want[1]) {
+    findings.warnings.push(
+      `${node.name}: machine.install.image ${image} in ${node.configFile} installs Talos ${tag}, not ${wanted} (${source}): another patch release`,
+    )
+    return
+  }
+  findings.errors.push(
+    new InputError(`machine.install.image ${image} of ${node.name} installs Talos ${tag}, another version than ${source}`, {
+      file: node.configFile,
+      ...(line ? { line } : {}),
+      fix: `give the installer image the tag ${wanted} (talhelper: talosVersion, or talosImageURL without a tag) and regenerate the configs, or set talosVersion to the Talos you mean to install`,
+    }),
+  )
+}
+
+/** talhelper writes installDisk / installDiskSelector into the config: a config that says otherwise was not regenerated. */
+function installDisk(node: ClusterNode, inventory: Inventory, findings: ConfigFindings): void {
+  const config = MachineConfig.of(node.configFile)
+  const target = config.installTarget()
+  if (!target) return
+  const doc = config.v1alpha1
+  const fix = `regenerate the configs (talhelper genconfig) from ${inventory.source}, or correct installDisk/installDiskSelector of ${node.name} there to the disk you mean`
+  const contradiction = (key: string, said: string, inventorySays: string): void => {
+    const line = doc ? config.lineOf(doc, ['machine', 'install', key]) : undefined
+    findings.errors.push(
+      new InputError(
+        `machine.install.${key} ${said} of ${node.name} contradicts ${inventorySays} in ${inventory.source}: the node would install to another disk than the inventory says`,
+        { file: node.configFile, ...(line ? { line } : {}), fix },
+      ),
+    )
+  }
+  // the selector wins over the disk in Talos's install: compare what decides
+  if (node.installDiskSelector) {
+    const want = JSON.stringify(sorted(node.installDiskSelector))
+    if (!target.selector) contradiction('disk', target.disk ?? '', `installDiskSelector ${want}`)
+    else if (JSON.stringify(sorted(target.selector)) !== want)
+      contradiction('diskSelector', JSON.stringify(sorted(target.selector)), `installDiskSelector ${want}`)
+    return
+  }
+  if (node.installDisk && !target.selector && target.disk && target.disk !== node.installDisk)
+    contradiction('disk', target.disk, `installDisk ${node.installDisk}`)
+  else if (node.installDisk && target.selector)
+    contradiction('diskSelector', JSON.stringify(sorted(target.selector)), `installDisk ${node.installDisk}`)
+}
+
+function sorted(value: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(value)
+      .map(([k, v]) => [k, String(v)] as const)
+      .sort(([a], [b]) => a.localeCompare(b)),
+  )
+}
+
+/**
+ * machine.kubelet.nodeIP.validSubnets: the kubelet takes the first of the node's addresses the subnets
+ * select (`!` excludes), one per family (machined controllers/k8s/nodeip.go). None selected: the kubelet
+ * gets no node IP; the VIP selected on a control plane: the kubelet may take the VIP, which moves.
+ */
+function nodeIpSubnets(node: ClusterNode, inventory: Inventory, findings: ConfigFindings): void {
+  const config = MachineConfig.of(node.configFile)
+  const doc = config.v1alpha1
+  const subnets = doc?.getIn(['machine', 'kubelet', 'nodeIP', 'validSubnets'])
+  const list = (doc?.toJS() as { machine?: { kubelet?: { nodeIP?: { validSubnets?: unknown } } } } | undefined)?.machine?.kubelet?.nodeIP
+    ?.validSubnets
+  if (!doc || subnets === undefined || !Array.isArray(list) || list.length === 0) return
+  const line = config.lineOf(doc, ['machine', 'kubelet', 'nodeIP', 'validSubnets'])
+  const filter = subnetFilter(list.map(String))
+  if (!filter) return // a subnet that does not parse (talosctl validate names it), or exclusions only
+  const identity = networkIdentity(config)
+  const addresses = [...new Set([...(node.addresses ?? [node.address]), ...identity.addresses.map((a) => a.value)])].filter((a) => isIP(a))
+  const where = { file: node.configFile, ...(line ? { line } : {}) }
+  // with DHCP the node may hold an address neither the config nor the inventory names
+  if (addresses.length > 0 && !identity.dhcp && !addresses.some(filter)) {
+    findings.errors.push(
+      new InputError(
+        `machine.kubelet.nodeIP.validSubnets ${list.join(', ')} of ${node.name} selects none of its addresses (${addresses.join(', ')}): the kubelet would find no node IP`,
+        { ...where, fix: `list a subnet that holds ${node.address} in validSubnets and regenerate the config` },
+      ),
+    )
+  }
+  const vip = inventory.vip
+  if (vip && isIP(vip) && node.role === 'controlplane' && filter(vip)) {
+    findings.errors.push(
+      new InputError(
+        `machine.kubelet.nodeIP.validSubnets ${list.join(', ')} of ${node.name} selects the VIP ${vip}: the control plane holding it may register the VIP as its node IP, and the kubelet fails once the VIP moves (bad --node-ip)`,
+        { ...where, fix: `add "!${vip}/${isIP(vip) === 6 ? 128 : 32}" to validSubnets and regenerate the config` },
+      ),
+    )
+  }
+}
+
+/** The subnets as the kubelet's node IP filter reads them: an address passes when some subnet holds it and no `!` subnet does. */
+function subnetFilter(subnets: string[]): ((address: string) => boolean) | undefined {
+  const include = new BlockList()
+  const exclude = new BlockList()
+  let includes = 0
+  for (const raw of subnets) {
+    const negated = raw.startsWith('!')
+    const [address, prefix] = raw.replace(/^!/, '').split('/')
+    const family = isIP(address ?? '')
+    if (!address || !family) return undefined
+    const bits = prefix === undefined ? (family === 6 ? 128 : 32) : Number(prefix)
+    if (!Number.isInteger(bits)) return undefined
+    ;(negated ? exclude : include).addSubnet(address, bits, family === 6 ? 'ipv6' : 'ipv4')
+    if (!negated) includes++
+  }
+  // only exclusions: what Talos adds to them is not known here, so nothing is claimed
+  if (includes === 0) return undefined
+  return (address) => {
+    const type = isIP(address) === 6 ? 'ipv6' : 'ipv4'
+    return include.check(address, type) && !exclude.check(address, type)
+  }
+}

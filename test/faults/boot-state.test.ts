@@ -1,0 +1,68 @@
+// Fault matrix, what a node in maintenance says of its boot (issue 28, items 3 and 6): secure boot on
+// with a plain installer image is a named node failure before anything is applied to it, and its hint
+// recovers once the image is right; a node that already has a Talos system disk (a disk image) and a
+// secure-boot installer on a machine without secure boot are warned about. 127.238.<row>.0/24.
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { callsTo, hintOf, nodeIn, runInFreshShell } from '../e2e/harness.js'
+import { expectPhase, FAST, nodeRecovery, ROW_TIMEOUT, withCluster } from './helpers.js'
+
+const SECURE_BOOT_INSTALLER =
+  'factory.talos.dev/installer-secureboot/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.12.11'
+
+/** Rewrites the installer image of one node's machine config (what regenerating it with another talosImageURL does). */
+function setInstaller(clusterDir: string, node: string, image: string): void {
+  const file = join(clusterDir, 'clusterconfig', `e2e-${node}.yaml`)
+  writeFileSync(file, readFileSync(file, 'utf8').replace(/image: ghcr\.io\/siderolabs\/installer:v1\.12\.11/, `image: ${image}`))
+}
+
+describe.concurrent('boot state faults', () => {
+  it(
+    'secure boot on with a plain installer: the node fails in preflight naming both, nothing applied to it; its hint recovers it',
+    () =>
+      withCluster('127.238.1', { workers: 1, vip: false, nodeOverrides: { 'wrkr-1': { secureBoot: true } } }, async (cluster) => {
+        const result = await cluster.task('bootstrap:talos', {}, FAST)
+        expect(result.code, result.stderr).toBe(1)
+        const report = cluster.report()
+        expectPhase(report, 'preflight', { 'cp-1': 'ok', 'wrkr-1': 'failed:config-invalid' }, nodeRecovery)
+        const failure = nodeIn(report, 'preflight', 'wrkr-1').error
+        expect(failure?.message).toContain('secure boot on')
+        expect(failure?.message).toContain('ghcr.io/siderolabs/installer:v1.12.11 is not a secure-boot installer')
+        expect(failure?.hint).toContain('installer-secureboot')
+        expect(callsTo(cluster.calls(), 'wrkr-1', 'apply')).toEqual([])
+        // the others went on
+        expect(nodeIn(report, 'wait-ready', 'cp-1').status).toBe('ok')
+
+        setInstaller(cluster.clusterDir, 'wrkr-1', SECURE_BOOT_INSTALLER)
+        const { command } = hintOf(result.stderr, 'wrkr-1')
+        const recovered = await runInFreshShell(cluster, command)
+        expect(recovered.code, `${command}\n${recovered.stderr}`).toBe(0)
+        expect(cluster.sim.node('wrkr-1')?.stage).toBe('running')
+      }),
+    ROW_TIMEOUT,
+  )
+
+  it(
+    'a node with a Talos system disk already, and a secure-boot installer on a machine without secure boot: warned, not stopped',
+    () =>
+      withCluster('127.238.2', { workers: 1, vip: false, nodeOverrides: { 'wrkr-1': { image: 'disk' } } }, async (cluster) => {
+        setInstaller(cluster.clusterDir, 'cp-1', SECURE_BOOT_INSTALLER)
+        const result = await cluster.task('bootstrap:preflight', {}, FAST)
+        expect(result.code, result.stderr).toBe(0)
+        expect(result.stderr).toMatch(
+          /wrkr-1: the node already has a Talos system disk \(\/dev\/sda: .*\): Talos boots from it and ignores machine\.install/,
+        )
+        expect(result.stderr).toMatch(
+          /cp-1: machine\.install\.image factory\.talos\.dev\/installer-secureboot\/\S+ is a secure-boot installer, but the node reports secure boot off/,
+        )
+        const report = cluster.report()
+        expect(nodeIn(report, 'preflight', 'wrkr-1').detail).toMatch(/^maintenance, boots from its system disk \/dev\/sda; warning: /)
+        expect(nodeIn(report, 'preflight', 'cp-1').detail).toMatch(
+          /^maintenance, installs to \/dev\/sda .*; warning: machine\.install\.image/,
+        )
+        expect(result.stderr).not.toMatch(/cp-1: the node already has a Talos system disk/)
+      }),
+    ROW_TIMEOUT,
+  )
+})
