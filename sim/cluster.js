@@ -169,6 +169,13 @@ export class Simulator {
     })
     for (const n of this.nodes) this.changed(n)
   }
+  /** tests: what an upgrade to its schematic's installer does to a node: it runs these extensions */
+  setExtensions(name, extensions) {
+    const node = this.lookup(name)
+    node.spec.extensions = [...extensions]
+    this.changed(node)
+  }
+
   clearFault(node, kind) {
     this.faults.clear(node, kind)
     for (const n of this.nodes) this.changed(n)

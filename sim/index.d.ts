@@ -127,6 +127,8 @@ export interface Simulator {
   node(name: string): NodeView | null
   criticalPathSeconds(): number
   addFault(fault: Fault): void
+  /** tests: the node runs these system extensions from now on (what an upgrade to its schematic's installer does) */
+  setExtensions(node: string, extensions: string[]): void
   clearFault(node: string | null, kind: string): void
   watch(fn: (n: NodeView) => void): () => void
   until(pred: () => boolean, timeoutMs?: number): Promise<void>

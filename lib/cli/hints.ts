@@ -84,6 +84,8 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `the node's clock never synced: set machine.time.servers in ${node.configFile ? shellWord(node.configFile) : 'its config'} to time servers the node can reach (NTP, udp/123, not blocked or intercepted on its network), apply it (${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}); check with \`${talosctlCommand(node, 'get timestatus')}\` and the console (\`${talosctlCommand(node, 'dmesg')}\`), then run: ${taskCommand('bootstrap:talos')}`
     case 'install':
       return hintForInstall(node, undefined)
+    case 'extensions':
+      return hintForExtensions(node, undefined)
     case 'unauthorized':
       return `the talosconfig's certificate lacks the os:admin role: point the inventory at the talosconfig generated with the machine configs, then run: ${recover}`
     case 'config-invalid':
@@ -136,6 +138,14 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
 export function hintForInstall(node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>, image: string | undefined): string {
   const which = image ? `the installer image ${image} (machine.install.image)` : 'the installer image (machine.install.image)'
   return `read the node's console (its screen, serial console or hypervisor console: the API is down while it installs; Talos v1.13 also \`${talosctlCommand(node, 'dmesg')}\`) for the install's error; if ${which} cannot be pulled, make its registry reachable from the node (or a mirror in machine.registries) or set an image that exists for this Talos version in ${shellWord(node.configFile)}; then wipe the node back to maintenance (reboot it from the ISO) and run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
+}
+
+/**
+ * A node without extensions its schematic asks for: an upgrade to the installer of that schematic
+ * installs the image again, extensions included (machined's Upgrade; talosctl upgrade).
+ */
+export function hintForExtensions(node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>, image: string | undefined): string {
+  return `list what runs with \`${talosctlCommand(node, 'get extensions')}\`; install the image of the schematic again so that they run (\`${talosctlCommand(node, `upgrade --image ${image ?? '<the Image Factory installer of the schematic>'}`)}\`: machine.install.image of ${shellWord(node.configFile)}, an installer whose schematic has them), then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
 }
 
 /**

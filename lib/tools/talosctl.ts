@@ -252,6 +252,21 @@ export class Talosctl {
     return doc?.spec?.synced
   }
 
+  /**
+   * The system extensions the node runs (`talosctl get extensions`: one ExtensionStatus per layer,
+   * pkg/machinery/resources/runtime/extension_status.go), each with its metadata; Image Factory's
+   * virtual `schematic` extension among them carries the schematic ID as its version and the
+   * schematic itself as extraInfo (siderolabs/image-factory internal/artifacts/schematic.go).
+   */
+  async extensions(node: ClusterNode): Promise<Array<{ name: string; version: string; extraInfo: string }>> {
+    const result = await this.call(node, ['get', 'extensions', ...this.secureArgs(node), '-o', 'json'], '')
+    return parseJsonStream(result.stdout).map((doc) => {
+      const meta = (doc as { spec?: { metadata?: { name?: unknown; version?: unknown; extraInfo?: unknown } } }).spec?.metadata
+      const text = (v: unknown): string => (typeof v === 'string' ? v : '')
+      return { name: text(meta?.name), version: text(meta?.version), extraInfo: text(meta?.extraInfo) }
+    })
+  }
+
   async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {
     const result = await this.call(node, ['service', service, ...this.secureArgs(node)], DRY_SERVICE(node.address, service))
     return parseServiceBlock(result.stdout, service)
