@@ -176,6 +176,13 @@ export class Simulator {
     this.changed(node)
   }
 
+  /** tests: a VIP that never came up (`vip: {up: never}`) is fixed: it comes up once etcd and an API server run */
+  fixVip() {
+    if (this.scenario.cluster.vip) this.scenario.cluster.vip.up = 'after-bootstrap'
+    for (const n of this.nodes) this.changed(n)
+    for (const n of this.nodes) if (n.role === 'controlplane') this.etcd.maybeJoin(n)
+  }
+
   clearFault(node, kind) {
     this.faults.clear(node, kind)
     for (const n of this.nodes) this.changed(n)

@@ -129,6 +129,8 @@ export interface Simulator {
   addFault(fault: Fault): void
   /** tests: the node runs these system extensions from now on (what an upgrade to its schematic's installer does) */
   setExtensions(node: string, extensions: string[]): void
+  /** tests: a VIP that never came up is fixed (it comes up once etcd and an API server run) */
+  fixVip(): void
   clearFault(node: string | null, kind: string): void
   watch(fn: (n: NodeView) => void): () => void
   until(pred: () => boolean, timeoutMs?: number): Promise<void>

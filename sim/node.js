@@ -420,6 +420,24 @@ export class Node {
     this.changed()
   }
 
+  /**
+   * Whether a joining control plane can learn the etcd peers: from the Kubernetes endpoints read
+   * through the cluster endpoint with the admin kubeconfig (controllers/k8s/endpoint.go
+   * watchEndpointsOnControlPlane: a control plane's API server at the endpoint's address, or the VIP
+   * once up), or from the discovery service's members (controllers/cluster/endpoint.go). Without
+   * either Talos's join retries `no controlplane endpoints discovered yet` (internal/pkg/etcd/endpoints.go)
+   * until its 30 min join timeout: a VIP that never comes up keeps every other control plane out.
+   */
+  etcdEndpointsKnown() {
+    const { scenario, nodes } = this.ctx
+    if (scenario.cluster.discovery === 'enabled') return true
+    const host = new URL(scenario.cluster.endpoint).hostname
+    const servers = (nodes ?? []).filter((cp) => cp !== this && cp.role === 'controlplane' && cp.etcdHealthy && cp.apiServerUp)
+    if (servers.some((cp) => cp.ip === host)) return true
+    const vip = scenario.cluster.vip
+    return !!vip && vip.address === host && vip.up === 'after-bootstrap' && servers.length > 0
+  }
+
   /** fault time-sync: no time server answers, the TimeStatus stays synced: false */
   timeUnsynced() {
     return this.ctx.faults.has(this.name, 'time-sync')
