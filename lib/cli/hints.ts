@@ -137,7 +137,7 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
  */
 export function hintForInstall(node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>, image: string | undefined): string {
   const which = image ? `the installer image ${image} (machine.install.image)` : 'the installer image (machine.install.image)'
-  return `read the node's console (its screen, serial console or hypervisor console: the API is down while it installs; Talos v1.13 also \`${talosctlCommand(node, 'dmesg')}\`) for the install's error; if ${which} cannot be pulled, make its registry reachable from the node (or a mirror in machine.registries) or set an image that exists for this Talos version in ${shellWord(node.configFile)}; then wipe the node back to maintenance (reboot it from the ISO) and run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
+  return `read the node's console (its screen, serial console or hypervisor console: the API is down while it installs; Talos v1.13 also \`${talosctlCommand(node, 'dmesg')}\`) for the install's error; if ${which} cannot be pulled, make its registry reachable from the node (or a mirror in machine.registries) or set an image that exists for this Talos version in ${shellWord(node.configFile)}; Talos retries the pull for 20 minutes, so a registry that answers again within them lets the install go on by itself; a changed image needs the node back in maintenance (reboot it from the ISO); then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
 }
 
 /**

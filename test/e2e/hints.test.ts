@@ -113,6 +113,49 @@ const rows: Row[] = [
     flags: fastWith('--flux-timeout', '6s'),
     says: /flux get kustomizations -A --kubeconfig \S+/,
   },
+  // issue 28's hints, run as printed once their cause is gone
+  {
+    name: 'clock (a node clock hours ahead)',
+    range: '127.118.12',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'clock', offsetS: 2 * 3600 }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'clock' },
+    says: /date -u.*machine\.time\.servers/,
+  },
+  {
+    name: "cert-sans (the inventory address not in the node's certificate)",
+    range: '127.118.13',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'cert-sans' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'cert-sans' },
+    says: /machine\.certSANs/,
+  },
+  {
+    name: 'time-sync (the bootstrap node never syncs)',
+    range: '127.118.14',
+    shape: { workers: 1, vip: false, faults: [{ node: 'cp-1', kind: 'time-sync' }] },
+    who: 'bootstrap/etcd-bootstrap',
+    fault: { node: 'cp-1', kind: 'time-sync' },
+    says: /machine\.time\.servers.*get timestatus/,
+  },
+  {
+    name: 'kubelet crash loop (its own log)',
+    range: '127.118.15',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'kubelet-crashloop' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'kubelet-crashloop' },
+    flags: READY_SHORT,
+    says: /talosctl --talosconfig \S+ -e 127\.118\.15\.21 -n 127\.118\.15\.21 logs kubelet/,
+  },
+  {
+    name: 'install (the installer image cannot be pulled)',
+    range: '127.118.16',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'installer-pull' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'installer-pull' },
+    flags: fastWith('--verify-timeout', '8s'),
+    says: /machine\.install\.image/,
+  },
 ]
 
 describe.concurrent('every hint runs as written once its cause is gone', () => {
