@@ -2,6 +2,7 @@ import { resolve } from 'node:path'
 import type { ErrorKind } from '../core/errors.js'
 import type { ClusterNode } from '../core/model.js'
 import { shellWord } from '../core/shell.js'
+import { kubeArgs } from '../tools/kube-access.js'
 
 /** The repository (its Taskfile): `task -d <repo>` runs from wherever the operator stands. */
 const REPO = resolve(import.meta.dirname, '..', '..')
@@ -12,6 +13,8 @@ export interface HintContext {
   clusterDir: string
   talosconfig: string
   kubeconfig: string
+  /** whose context in the kubeconfig (it may hold other clusters, its current context another's) */
+  clusterName?: string
   /** control planes in bootstrap order: the bootstrap node first */
   controlPlanes: Array<Pick<ClusterNode, 'name' | 'address'>>
 }
@@ -46,9 +49,22 @@ function talosctlInsecure(node: Pick<ClusterNode, 'address'>, args: string): str
   return `talosctl ${args} --insecure -n ${node.address}`
 }
 
-/** kubectl with the kubeconfig the bootstrap wrote. */
+/** `--kubeconfig <path>` and this cluster's context in it (`--context` for kubectl, `--kube-context` for helm). */
+export function kubeconfigFlags(contextFlag: '--context' | '--kube-context'): string {
+  if (!context) return ''
+  try {
+    return kubeArgs({ kubeconfig: context.kubeconfig, clusterName: context.clusterName ?? '' }, contextFlag)
+      .map(shellWord)
+      .join(' ')
+  } catch {
+    // a kubeconfig that cannot be read names no context: the file alone
+    return `--kubeconfig ${shellWord(context.kubeconfig)}`
+  }
+}
+
+/** kubectl with the kubeconfig the bootstrap wrote, at this cluster's context. */
 export function kubectlCommand(args: string): string {
-  return context ? `kubectl --kubeconfig ${shellWord(context.kubeconfig)} ${args}` : `kubectl ${args}`
+  return context ? `kubectl ${kubeconfigFlags('--context')} ${args}` : `kubectl ${args}`
 }
 
 /** A control plane other than `node` to ask about the cluster (the bootstrap node first). */
@@ -180,7 +196,7 @@ export function hintForTalosCni(node: Pick<ClusterNode, 'name' | 'configFile'>):
 
 /** A Kustomization or Flux install that failed: the repository is the usual cause. */
 export function fluxHint(what = 'the repository'): string {
-  const kubeconfig = context ? ` --kubeconfig ${shellWord(context.kubeconfig)}` : ''
+  const kubeconfig = context ? ` ${kubeconfigFlags('--context')}` : ''
   return `see \`flux get kustomizations -A${kubeconfig}\` and \`flux logs${kubeconfig}\`, fix ${what}, then run: ${taskCommand('bootstrap:flux')}`
 }
 

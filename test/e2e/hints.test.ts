@@ -101,7 +101,7 @@ const rows: Row[] = [
     who: 'wrkr-1',
     fault: { node: 'wrkr-1', kind: 'cni' },
     flags: READY_SHORT,
-    says: /kubectl --kubeconfig \S+ -n kube-system get pods/,
+    says: /kubectl --kubeconfig \S+ --context admin@e2e -n kube-system get pods/,
   },
   {
     name: 'flux',
@@ -111,7 +111,7 @@ const rows: Row[] = [
     fault: { kind: 'flux' },
     task: 'bootstrap:all',
     flags: fastWith('--flux-timeout', '6s'),
-    says: /flux get kustomizations -A --kubeconfig \S+/,
+    says: /flux get kustomizations -A --kubeconfig \S+ --context admin@e2e/,
   },
   // issue 28's hints, run as printed once their cause is gone
   {
