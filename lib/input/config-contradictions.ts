@@ -103,15 +103,13 @@ function sorted(value: Record<string, unknown>): Record<string, string> {
 function nodeIpSubnets(node: ClusterNode, inventory: Inventory, findings: ConfigFindings): void {
   const config = MachineConfig.of(node.configFile)
   const doc = config.v1alpha1
-  const subnets = doc?.getIn(['machine', 'kubelet', 'nodeIP', 'validSubnets'])
-  const list = (doc?.toJS() as { machine?: { kubelet?: { nodeIP?: { validSubnets?: unknown } } } } | undefined)?.machine?.kubelet?.nodeIP
-    ?.validSubnets
-  if (!doc || subnets === undefined || !Array.isArray(list) || list.length === 0) return
+  const list = validSubnetsOf(config)
+  if (!doc || !list) return
   const line = config.lineOf(doc, ['machine', 'kubelet', 'nodeIP', 'validSubnets'])
-  const filter = subnetFilter(list.map(String))
+  const filter = subnetFilter(list)
   if (!filter) return // a subnet that does not parse (talosctl validate names it), or exclusions only
   const identity = networkIdentity(config)
-  const addresses = [...new Set([...(node.addresses ?? [node.address]), ...identity.addresses.map((a) => a.value)])].filter((a) => isIP(a))
+  const addresses = addressesOf(node, config)
   const where = { file: node.configFile, ...(line ? { line } : {}) }
   // with DHCP the node may hold an address neither the config nor the inventory names
   if (addresses.length > 0 && !identity.dhcp && !addresses.some(filter)) {
@@ -131,6 +129,19 @@ function nodeIpSubnets(node: ClusterNode, inventory: Inventory, findings: Config
       ),
     )
   }
+}
+
+/** The node's addresses: its inventory addresses, the config's static ones and any the node reports. */
+function addressesOf(node: ClusterNode, config: MachineConfig, reported: string[] = []): string[] {
+  const all = [...reported, ...(node.addresses ?? [node.address]), ...networkIdentity(config).addresses.map((a) => a.value)]
+  return [...new Set(all)].filter((a) => isIP(a))
+}
+
+/** machine.kubelet.nodeIP.validSubnets as written, when the config has some. */
+function validSubnetsOf(config: MachineConfig): string[] | undefined {
+  const doc = config.v1alpha1?.toJS() as { machine?: { kubelet?: { nodeIP?: { validSubnets?: unknown } } } } | undefined
+  const list = doc?.machine?.kubelet?.nodeIP?.validSubnets
+  return Array.isArray(list) && list.length > 0 ? list.map(String) : undefined
 }
 
 /** The subnets as the kubelet's node IP filter reads them: an address passes when some subnet holds it and no `!` subnet does. */
@@ -154,4 +165,69 @@ function subnetFilter(subnets: string[]): ((address: string) => boolean) | undef
     const type = isIP(address) === 6 ? 'ipv6' : 'ipv4'
     return include.check(address, type) && !exclude.check(address, type)
   }
+}
+
+/** The node's network as it reports it in maintenance (its links' names, its addresses). */
+export interface ReportedNetwork {
+  links: string[]
+  addresses: string[]
+}
+
+/** Links a config configures by name (virtual ones it creates itself are left out: bonds, bridges, dummies, wireguard). */
+function namedLinks(config: MachineConfig): Array<{ name: string; key: string }> {
+  const named: Array<{ name: string; key: string }> = []
+  for (const [i, value] of config.values().entries()) {
+    const doc = value as {
+      version?: unknown
+      kind?: unknown
+      name?: unknown
+      machine?: { network?: { interfaces?: unknown } }
+    } | null
+    if (doc?.kind === 'LinkConfig' && typeof doc.name === 'string')
+      named.push({ name: doc.name, key: `LinkConfig ${doc.name} (document ${i + 1})` })
+    const interfaces = doc?.machine?.network?.interfaces
+    if (!Array.isArray(interfaces)) continue
+    interfaces.forEach((iface: unknown, j) => {
+      const entry = iface as {
+        interface?: unknown
+        bond?: unknown
+        bridge?: unknown
+        dummy?: unknown
+        wireguard?: unknown
+        ignore?: unknown
+      }
+      if (typeof entry?.interface !== 'string' || entry.ignore === true) return
+      if (entry.bond || entry.bridge || entry.dummy || entry.wireguard) return
+      named.push({ name: entry.interface, key: `machine.network.interfaces.${j}.interface` })
+    })
+  }
+  return named
+}
+
+/** Whether the node's own network report is needed: the config names links, or selects node IPs among addresses DHCP may add. */
+export function needsReportedNetwork(node: ClusterNode): boolean {
+  const config = MachineConfig.of(node.configFile)
+  if (namedLinks(config).length > 0) return true
+  return validSubnetsOf(config) !== undefined && networkIdentity(config).dhcp
+}
+
+/**
+ * What the config asks of the node's network that the node in maintenance contradicts: a link it
+ * does not have (its settings, static addresses included, never apply: the machine leaves the address
+ * it is reached at), or node IP subnets that select none of its addresses. Undefined when none.
+ */
+export function networkContradiction(node: ClusterNode, reported: ReportedNetwork): string | undefined {
+  const config = MachineConfig.of(node.configFile)
+  const have = new Set(reported.links)
+  const missing = namedLinks(config).filter((l) => !have.has(l.name))
+  const shown = reported.links.filter((l) => l !== 'lo').join(', ') || 'none'
+  if (missing.length > 0)
+    return `${missing.map((l) => `${l.key} ${l.name}`).join(', ')} in ${node.configFile} ${missing.length === 1 ? 'is not a link' : 'are not links'} of the node (its links: ${shown}): what the config sets there (static addresses, routes, VIP) would never apply and the node would not be reached at ${node.address} after the apply`
+  const list = validSubnetsOf(config)
+  const filter = list ? subnetFilter(list) : undefined
+  if (!filter || !list) return undefined
+  const addresses = addressesOf(node, config, reported.addresses)
+  if (addresses.length > 0 && !addresses.some(filter))
+    return `machine.kubelet.nodeIP.validSubnets ${list.join(', ')} in ${node.configFile} selects none of the node's addresses (${addresses.join(', ')}): the kubelet would find no node IP`
+  return undefined
 }

@@ -13,7 +13,7 @@ import type { Run } from '../engine/run.js'
 import type { SharedReading } from '../wait/shared-reading.js'
 import type { Disk } from '../tools/talosctl.js'
 import { appliedAndWaiting, endpointReading } from './shared/endpoint.js'
-import { configContradictions } from '../input/config-contradictions.js'
+import { configContradictions, needsReportedNetwork, networkContradiction } from '../input/config-contradictions.js'
 
 /** Validations at a time per CPU: each is mostly a process start and a file read, a fraction of a core. */
 const VALIDATIONS_PER_CPU = 4
@@ -107,6 +107,16 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
     return { status: 'ok', detail: `configured, ${value.stage}${value.ready ? ', ready' : ''}` }
   }
   if (run.options.dryRun) return { status: 'ok', detail: 'maintenance' }
+  if (needsReportedNetwork(node)) {
+    const network = await report.retry(() => run.talosctl.maintenanceNetwork(node))
+    const problem = networkContradiction(node, network)
+    if (problem)
+      throw new NodeError(
+        'config-invalid',
+        problem,
+        `see the node's links and addresses (\`talosctl get links --insecure -n ${node.address}\`, \`talosctl get addresses --insecure -n ${node.address}\`), correct the interface name (or select it with a deviceSelector) or the subnets in the config's source and regenerate it, then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`,
+      )
+  }
   const boot = await report.retry(() => run.talosctl.maintenanceBoot(node))
   const notes = checkSecureBoot(node, run, boot.secureBoot)
   if (boot.systemDisk) {

@@ -229,6 +229,27 @@ export class Talosctl {
     }
   }
 
+  /**
+   * A node in maintenance's links (names, with their aliases and alternative names) and the addresses
+   * on them, as the maintenance API shows them (LinkStatuses, AddressStatuses: pkg/machinery/resources/
+   * network/link_status.go, address_status.go); host-scoped addresses (loopback) are left out.
+   */
+  async maintenanceNetwork(node: ClusterNode): Promise<{ links: string[]; addresses: string[] }> {
+    const insecureGet = (type: string): Promise<ToolResult> =>
+      this.call(node, ['get', type, '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], '')
+    const [links, addresses] = await Promise.all([insecureGet('links'), insecureGet('addresses')])
+    const names = parseJsonStream(links.stdout).flatMap((doc) => {
+      const d = doc as { metadata?: { id?: unknown }; spec?: { alias?: unknown; altNames?: unknown } }
+      const alt = Array.isArray(d.spec?.altNames) ? d.spec.altNames : []
+      return [d.metadata?.id, d.spec?.alias, ...alt].filter((x): x is string => typeof x === 'string' && x !== '')
+    })
+    const addrs = parseJsonStream(addresses.stdout).flatMap((doc) => {
+      const spec = (doc as { spec?: { address?: unknown; scope?: unknown } }).spec
+      return typeof spec?.address === 'string' && spec.scope !== 'host' ? [spec.address.replace(/\/\d+$/, '')] : []
+    })
+    return { links: names, addresses: addrs }
+  }
+
   async applyInsecure(node: ClusterNode): Promise<void> {
     await this.call(node, ['apply-config', '--insecure', '-n', node.address, '-e', node.address, '-f', node.configFile])
   }

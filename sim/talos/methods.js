@@ -134,6 +134,12 @@ function listResources(sim, node, d) {
       ]
     case 'TimeStatus':
       return [resource(node, d, 'node', { synced: !node.timeUnsynced(), epoch: 0, syncDisabled: false }, { owner: 'time.SyncController' })]
+    case 'LinkStatus':
+      return nodeLinks(node).map((l) => resource(node, d, l.id, l.spec, { owner: 'network.LinkStatusController' }))
+    case 'AddressStatus':
+      return nodeAddresses(node).map((a) =>
+        resource(node, d, `${a.linkName}/${a.address}`, a, { owner: 'network.AddressStatusController' }),
+      )
     case 'SecurityState':
       // controllers/runtime/security_state.go: secureBoot when the firmware has it on and is not in setup mode
       return [
@@ -169,6 +175,58 @@ function listResources(sim, node, d) {
     default:
       return []
   }
+}
+
+/**
+ * The node's links as the LinkStatus controller reports them (the loopback and one physical NIC,
+ * `eth0`: a name the simulator chose), and their addresses (its address on eth0 in the /8 the generated
+ * configs give it).
+ */
+function nodeLinks(node) {
+  const mac = `52:54:00:${node.ip
+    .split('.')
+    .slice(1)
+    .map((o) => Number(o).toString(16).padStart(2, '0'))
+    .join(':')}`
+  const link = (index, type, kind, hardwareAddr, extra = {}) => ({
+    index,
+    type,
+    linkIndex: 0,
+    flags: 'UP,LOWER_UP',
+    hardwareAddr,
+    permanentAddr: hardwareAddr,
+    broadcastAddr: type === 'ether' ? 'ff:ff:ff:ff:ff:ff' : '00:00:00:00:00:00',
+    mtu: type === 'ether' ? 1500 : 65536,
+    queueDisc: type === 'ether' ? 'fq_codel' : 'noqueue',
+    operationalState: type === 'ether' ? 'up' : 'unknown',
+    kind,
+    slaveKind: '',
+    linkState: true,
+    port: 'Other',
+    duplex: 'Unknown',
+    ...extra,
+  })
+  return [
+    { id: 'lo', spec: link(1, 'loopback', '', '00:00:00:00:00:00') },
+    { id: 'eth0', spec: link(2, 'ether', '', mac, { busPath: '0000:00:03.0', driver: 'virtio_net' }) },
+  ]
+}
+
+function nodeAddresses(node) {
+  const address = (addr, linkIndex, linkName, family, scope) => ({
+    address: addr,
+    linkIndex,
+    linkName,
+    family,
+    scope,
+    flags: 'permanent',
+    priority: 0,
+  })
+  return [
+    address('127.0.0.1/8', 1, 'lo', 'inet4', 'host'),
+    address('::1/128', 1, 'lo', 'inet6', 'host'),
+    address(`${node.ip}/8`, 2, 'eth0', 'inet4', 'global'),
+  ]
 }
 
 /**

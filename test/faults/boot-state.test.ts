@@ -11,10 +11,18 @@ import { expectPhase, FAST, nodeRecovery, ROW_TIMEOUT, withCluster } from './hel
 const SECURE_BOOT_INSTALLER =
   'factory.talos.dev/installer-secureboot/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.12.11'
 
+/** Rewrites part of one node's machine config (what regenerating it from another talconfig does). */
+function editConfig(clusterDir: string, node: string, from: RegExp, to: string): void {
+  const file = join(clusterDir, 'clusterconfig', `e2e-${node}.yaml`)
+  const before = readFileSync(file, 'utf8')
+  const after = before.replace(from, to)
+  if (after === before) throw new Error(`${String(from)} not in ${file}`)
+  writeFileSync(file, after)
+}
+
 /** Rewrites the installer image of one node's machine config (what regenerating it with another talosImageURL does). */
 function setInstaller(clusterDir: string, node: string, image: string): void {
-  const file = join(clusterDir, 'clusterconfig', `e2e-${node}.yaml`)
-  writeFileSync(file, readFileSync(file, 'utf8').replace(/image: ghcr\.io\/siderolabs\/installer:v1\.12\.11/, `image: ${image}`))
+  editConfig(clusterDir, node, /image: ghcr\.io\/siderolabs\/installer:v1\.12\.11/, `image: ${image}`)
 }
 
 describe.concurrent('boot state faults', () => {
@@ -62,6 +70,45 @@ describe.concurrent('boot state faults', () => {
           /^maintenance, installs to \/dev\/sda .*; warning: machine\.install\.image/,
         )
         expect(result.stderr).not.toMatch(/cp-1: the node already has a Talos system disk/)
+      }),
+    ROW_TIMEOUT,
+  )
+
+  it(
+    "a config naming a link the node does not have, and validSubnets selecting none of a DHCP node's addresses: named node failures before any apply; fixed, the hint recovers",
+    () =>
+      withCluster('127.238.6', { workers: 2, vip: false }, async (cluster) => {
+        editConfig(cluster.clusterDir, 'wrkr-1', /deviceSelector:\n\s+physical: true/, 'interface: enp9s0')
+        editConfig(cluster.clusterDir, 'wrkr-2', /dhcp: false/, 'dhcp: true')
+        editConfig(
+          cluster.clusterDir,
+          'wrkr-2',
+          /^( {4}kubelet:\n)/m,
+          '$1        nodeIP:\n            validSubnets:\n                - 127.238.99.0/24\n',
+        )
+        const result = await cluster.task('bootstrap:talos', {}, FAST)
+        expect(result.code, result.stderr).toBe(1)
+        const report = cluster.report()
+        expectPhase(
+          report,
+          'preflight',
+          { 'cp-1': 'ok', 'wrkr-1': 'failed:config-invalid', 'wrkr-2': 'failed:config-invalid' },
+          nodeRecovery,
+        )
+        expect(nodeIn(report, 'preflight', 'wrkr-1').error?.message).toMatch(
+          /^machine\.network\.interfaces\.0\.interface enp9s0 in \S+e2e-wrkr-1\.yaml is not a link of the node \(its links: eth0\): .* would not be reached at 127\.238\.6\.21 after the apply$/,
+        )
+        expect(nodeIn(report, 'preflight', 'wrkr-1').error?.hint).toContain('talosctl get links --insecure -n 127.238.6.21')
+        expect(nodeIn(report, 'preflight', 'wrkr-2').error?.message).toMatch(
+          /^machine\.kubelet\.nodeIP\.validSubnets 127\.238\.99\.0\/24 in \S+ selects none of the node's addresses \(127\.238\.6\.22\): the kubelet would find no node IP$/,
+        )
+        for (const node of ['wrkr-1', 'wrkr-2']) expect(callsTo(cluster.calls(), node, 'apply')).toEqual([])
+
+        editConfig(cluster.clusterDir, 'wrkr-1', /interface: enp9s0/, 'interface: eth0')
+        const { command } = hintOf(result.stderr, 'wrkr-1')
+        const recovered = await runInFreshShell(cluster, command)
+        expect(recovered.code, `${command}\n${recovered.stderr}`).toBe(0)
+        expect(cluster.sim.node('wrkr-1')?.stage).toBe('running')
       }),
     ROW_TIMEOUT,
   )
