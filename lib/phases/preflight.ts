@@ -83,6 +83,8 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
     }
   }
   let disks: Disk[] = []
+  // read beside the probe, not after it (a configured node refuses it: then it is not needed)
+  const bootRead = run.options.dryRun ? undefined : run.talosctl.maintenanceBoot(node).catch((err: unknown) => err as Error)
   try {
     // one process a node: the disks read is the probe (at 300 nodes a second call was seconds of CPU on the critical path)
     const value = await report.retry(() => run.talosctl.probeDisks(node))
@@ -117,7 +119,8 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
         `see the node's links and addresses (\`talosctl get links --insecure -n ${node.address}\`, \`talosctl get addresses --insecure -n ${node.address}\`), correct the interface name (or select it with a deviceSelector) or the subnets in the config's source and regenerate it, then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`,
       )
   }
-  const boot = await report.retry(() => run.talosctl.maintenanceBoot(node))
+  const early = await bootRead
+  const boot = early && !(early instanceof Error) ? early : await report.retry(() => run.talosctl.maintenanceBoot(node))
   const notes = checkSecureBoot(node, run, boot.secureBoot)
   if (boot.systemDisk) {
     // the node boots Talos from that disk: the apply configures it where it is, nothing is installed

@@ -192,9 +192,13 @@ export class Talosctl {
     return answers
   }
 
+  /** A resource read from a node in maintenance (the maintenance API serves non-sensitive resources to an insecure client). */
+  private insecureGet(node: ClusterNode, type: string): Promise<ToolResult> {
+    return this.call(node, ['get', type, '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], '')
+  }
+
   async disks(node: ClusterNode): Promise<Disk[]> {
-    const result = await this.call(node, ['get', 'disks', '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], '')
-    return parseDisks(result.stdout)
+    return parseDisks((await this.insecureGet(node, 'disks')).stdout)
   }
 
   /**
@@ -218,9 +222,7 @@ export class Talosctl {
    * (SystemDisk: a disk image or an earlier install, controllers/block/system_disk.go).
    */
   async maintenanceBoot(node: ClusterNode): Promise<{ secureBoot: boolean; systemDisk: string | undefined }> {
-    const insecureGet = (type: string): Promise<ToolResult> =>
-      this.call(node, ['get', type, '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], '')
-    const [security, systemDisk] = await Promise.all([insecureGet('securitystate'), insecureGet('systemdisk')])
+    const [security, systemDisk] = await Promise.all([this.insecureGet(node, 'securitystate'), this.insecureGet(node, 'systemdisk')])
     const secure = parseJsonStream(security.stdout)[0] as { spec?: { secureBoot?: boolean } } | undefined
     const disk = parseJsonStream(systemDisk.stdout)[0] as { spec?: { devPath?: string; diskID?: string } } | undefined
     return {
@@ -235,9 +237,7 @@ export class Talosctl {
    * network/link_status.go, address_status.go); host-scoped addresses (loopback) are left out.
    */
   async maintenanceNetwork(node: ClusterNode): Promise<{ links: string[]; addresses: string[] }> {
-    const insecureGet = (type: string): Promise<ToolResult> =>
-      this.call(node, ['get', type, '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], '')
-    const [links, addresses] = await Promise.all([insecureGet('links'), insecureGet('addresses')])
+    const [links, addresses] = await Promise.all([this.insecureGet(node, 'links'), this.insecureGet(node, 'addresses')])
     const names = parseJsonStream(links.stdout).flatMap((doc) => {
       const d = doc as { metadata?: { id?: unknown }; spec?: { alias?: unknown; altNames?: unknown } }
       const alt = Array.isArray(d.spec?.altNames) ? d.spec.altNames : []

@@ -10,7 +10,6 @@ import type { StatusReads } from '../../wait/status-reads.js'
 import type { MachineStatus } from '../../tools/talosctl.js'
 import type { NodeOutcome, StepReporter } from '../../engine/phase.js'
 import { waitsForControlPlane } from './endpoint.js'
-import { checkExtensions } from './extensions.js'
 
 /** Kinds that mean "not up yet" while a node installs and reboots: keep waiting. */
 const WAITABLE = new Set(['unreachable', 'timeout'])
@@ -174,9 +173,9 @@ export async function verifyNode(
     const unmet = status.unmetConditions.map((c) => `${c.name}: ${c.reason}`).join('; ')
     return { done: false, state: `${watch.describe(elapsed)}${unmet ? ` (${unmet})` : ''}` }
   }
-  let detail: string
   try {
-    detail = await report.poll(check, run.settings.verifyTimeoutMs)
+    const detail = await report.poll(check, run.settings.verifyTimeoutMs)
+    return { status: 'ok', detail }
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err
     const after = run.facts.of(node.name).awaitingControlPlane
@@ -189,11 +188,6 @@ export async function verifyNode(
       : `never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}${after ? ` after the bootstrap; its ${after}` : ''}${lastErrorNote(watch.lastError ?? err.lastError)}`
     throw new NodeError(kind, message, hintFor(kind, node))
   }
-  // up after its install: does it run the extensions its image asks for (a worker still waiting for the control plane is read later)
-  if (run.facts.of(node.name).awaitingControlPlane) return { status: 'ok', detail }
-  const note = await checkExtensions(node, run, report)
-  if (note) run.warn(`${node.name}: ${note}: check ${node.configFile}`)
-  return { status: 'ok', detail: note ? `${detail}; warning: ${note}` : detail }
 }
 
 /** Took its config, then silence to the deadline: the install did not finish; name its installer image. */
