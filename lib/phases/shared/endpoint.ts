@@ -76,6 +76,7 @@ export async function aimKubeconfig(run: Run): Promise<{ where: string; ready: b
  */
 export async function waitForEndpoint(run: Run, report: StepReporter): Promise<string> {
   const vip = run.inventory.vip ?? ''
+  if (run.options.dryRun) return `would wait for ${run.inventory.endpoint} to answer`
   try {
     await report.poll(async () => {
       if (await run.kubectl.readyz(run.inventory.endpoint).catch(() => false)) return { done: true, value: true }
