@@ -91,7 +91,7 @@ export async function waitForEndpoint(run: Run, report: StepReporter): Promise<s
         : ''
     throw new NodeError(
       'unreachable',
-      `the endpoint's VIP ${vip} never answered within ${formatDuration(run.settings.bootstrapTimeoutMs)} after the etcd bootstrap (${run.inventory.endpoint}/readyz): no control plane holds it, so control planes cannot join etcd through it (cluster discovery off) and workers behind it get no certificate${even}${lastErrorNote(err.lastError)}`,
+      `the endpoint's VIP ${vip} never answered within ${formatDuration(run.settings.bootstrapTimeoutMs)} after the etcd bootstrap (${run.inventory.endpoint}/readyz): no control plane holds it, so ${cps.every((cp) => cp.discovery === true) ? 'nothing reaches the Kubernetes API through the endpoint (the kubeconfig, kubelets and clients that use it)' : 'control planes cannot join etcd through it (cluster discovery off) and workers behind it get no certificate'}${even}${lastErrorNote(err.lastError)}`,
       `check the VIP in the control planes' configs (machine.network.interfaces[].vip.ip ${vip}, or a Layer2VIPConfig: on the interface that holds their address, ${vip} inside that address's subnet and free on the network), whether a control plane holds it (${cps.map((cp) => `\`${talosctlCommand(cp, 'get addresses')}\``).join(', ')}) and etcd's health (\`${talosctlCommand(cps[0] ?? { address: vip }, 'etcd status')}\`: the VIP goes to the etcd election's winner); apply fixed configs (${taskCommand('bootstrap:apply', {}, ['--reapply'])}), then run: ${taskCommand('bootstrap:talos')}`,
     )
   }
