@@ -98,7 +98,8 @@ function sorted(value: Record<string, unknown>): Record<string, string> {
 /**
  * machine.kubelet.nodeIP.validSubnets: the kubelet takes the first of the node's addresses the subnets
  * select (`!` excludes), one per family (machined controllers/k8s/nodeip.go). None selected: the kubelet
- * gets no node IP; the VIP selected on a control plane: the kubelet may take the VIP, which moves.
+ * gets no node IP. The endpoint's VIP selected on a control plane whose config does not hold it as its
+ * VIP: the kubelet may take it, and it moves (a warning: it may be a load balancer's, never on the node).
  */
 function nodeIpSubnets(node: ClusterNode, inventory: Inventory, findings: ConfigFindings): void {
   const config = MachineConfig.of(node.configFile)
@@ -120,15 +121,29 @@ function nodeIpSubnets(node: ClusterNode, inventory: Inventory, findings: Config
       ),
     )
   }
+  // Talos excludes the VIPs its config holds (controllers/k8s/nodeip_config.go); one held by something
+  // else (kube-vip, keepalived) stays a candidate, the kubelet may take it and fail once it moves
   const vip = inventory.vip
-  if (vip && isIP(vip) && node.role === 'controlplane' && filter(vip)) {
-    findings.errors.push(
-      new InputError(
-        `machine.kubelet.nodeIP.validSubnets ${list.join(', ')} of ${node.name} selects the VIP ${vip}: the control plane holding it may register the VIP as its node IP, and the kubelet fails once the VIP moves (bad --node-ip)`,
-        { ...where, fix: `add "!${vip}/${isIP(vip) === 6 ? 128 : 32}" to validSubnets and regenerate the config` },
-      ),
+  if (vip && isIP(vip) && node.role === 'controlplane' && filter(vip) && !configVips(config).includes(vip))
+    findings.warnings.push(
+      `${node.name}: machine.kubelet.nodeIP.validSubnets ${list.join(', ')} in ${node.configFile} select the endpoint's address ${vip}, which its config does not hold as a VIP (so Talos does not exclude it): if something else puts ${vip} on the node (kube-vip, keepalived), the kubelet may take it as its node IP and fail once it moves (bad --node-ip); add "!${vip}/${isIP(vip) === 6 ? 128 : 32}" to validSubnets`,
     )
+}
+
+/** The VIPs a config holds: interfaces[].vip.ip, their VLANs', and the VIP documents (Layer2VIPConfig, …: named by the address). */
+function configVips(config: MachineConfig): string[] {
+  const vips: string[] = []
+  for (const value of config.values()) {
+    const doc = value as { kind?: unknown; name?: unknown; machine?: { network?: { interfaces?: unknown } } } | null
+    if (typeof doc?.kind === 'string' && doc.kind.endsWith('VIPConfig') && typeof doc.name === 'string') vips.push(doc.name)
+    const interfaces = doc?.machine?.network?.interfaces
+    if (!Array.isArray(interfaces)) continue
+    for (const iface of interfaces as Array<{ vip?: { ip?: unknown }; vlans?: Array<{ vip?: { ip?: unknown } }> } | null>) {
+      for (const holder of [iface, ...(Array.isArray(iface?.vlans) ? iface.vlans : [])])
+        if (typeof holder?.vip?.ip === 'string') vips.push(holder.vip.ip)
+    }
   }
+  return vips
 }
 
 /** The node's addresses: its inventory addresses, the config's static ones and any the node reports. */
