@@ -121,15 +121,17 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
   }
   const early = await bootRead
   const boot = early && !(early instanceof Error) ? early : await report.retry(() => run.talosctl.maintenanceBoot(node))
-  const notes = checkSecureBoot(node, run, boot.secureBoot)
   if (boot.systemDisk) {
-    // the node boots Talos from that disk: the apply configures it where it is, nothing is installed
-    // (the selector is still checked: the apply's validation matches it against the disks)
-    const note = `the node already has a Talos system disk (${boot.systemDisk}: a written disk image or an earlier install): Talos boots from it and ignores machine.install (disk, image, extensions)`
+    // META found: Talos takes the node as installed and skips its install (v1alpha1_state.go Installed,
+    // v1alpha1_sequencer.go Install); the apply configures it where it is (the selector is still
+    // checked: the apply's validation matches it against the disks)
+    const note = `the node already has a Talos system disk (${boot.systemDisk}: a written disk image or an earlier install): Talos takes it as installed and skips machine.install (disk, image, extensions)`
     run.warn(`${node.name}: ${note}; to install afresh, wipe ${boot.systemDisk} first: check ${node.configFile}`)
     checkInstallDisk(node, run, disks, { quiet: true })
-    return { status: 'ok', detail: `maintenance, boots from its system disk ${boot.systemDisk}; warning: ${[note, ...notes].join('; ')}` }
+    return { status: 'ok', detail: `maintenance, installed on its system disk ${boot.systemDisk}; warning: ${note}` }
   }
+  // only for a node about to install: the installer's variant matters then
+  const notes = checkSecureBoot(node, run, boot.secureBoot)
   const outcome = checkInstallDisk(node, run, disks)
   return notes.length === 0 ? outcome : { ...outcome, detail: `${outcome.detail ?? 'maintenance'}; warning: ${notes.join('; ')}` }
 }

@@ -52,25 +52,29 @@ describe.concurrent('boot state faults', () => {
   )
 
   it(
-    'a node with a Talos system disk already, and a secure-boot installer on a machine without secure boot: warned, not stopped',
+    'a node with a Talos system disk already (its installer not used, secure boot or not), and a secure-boot installer on a machine without secure boot: warned, not stopped',
     () =>
-      withCluster('127.238.2', { workers: 1, vip: false, nodeOverrides: { 'wrkr-1': { image: 'disk' } } }, async (cluster) => {
-        setInstaller(cluster.clusterDir, 'cp-1', SECURE_BOOT_INSTALLER)
-        const result = await cluster.task('bootstrap:preflight', {}, FAST)
-        expect(result.code, result.stderr).toBe(0)
-        expect(result.stderr).toMatch(
-          /wrkr-1: the node already has a Talos system disk \(\/dev\/sda: .*\): Talos boots from it and ignores machine\.install/,
-        )
-        expect(result.stderr).toMatch(
-          /cp-1: machine\.install\.image factory\.talos\.dev\/installer-secureboot\/\S+ is a secure-boot installer, but the node reports secure boot off/,
-        )
-        const report = cluster.report()
-        expect(nodeIn(report, 'preflight', 'wrkr-1').detail).toMatch(/^maintenance, boots from its system disk \/dev\/sda; warning: /)
-        expect(nodeIn(report, 'preflight', 'cp-1').detail).toMatch(
-          /^maintenance, installs to \/dev\/sda .*; warning: machine\.install\.image/,
-        )
-        expect(result.stderr).not.toMatch(/cp-1: the node already has a Talos system disk/)
-      }),
+      withCluster(
+        '127.238.2',
+        { workers: 1, vip: false, nodeOverrides: { 'wrkr-1': { image: 'disk', secureBoot: true } } },
+        async (cluster) => {
+          setInstaller(cluster.clusterDir, 'cp-1', SECURE_BOOT_INSTALLER)
+          const result = await cluster.task('bootstrap:preflight', {}, FAST)
+          expect(result.code, result.stderr).toBe(0)
+          expect(result.stderr).toMatch(
+            /wrkr-1: the node already has a Talos system disk \(\/dev\/sda: .*\): Talos takes it as installed and skips machine\.install/,
+          )
+          expect(result.stderr).toMatch(
+            /cp-1: machine\.install\.image factory\.talos\.dev\/installer-secureboot\/\S+ is a secure-boot installer, but the node reports secure boot off/,
+          )
+          const report = cluster.report()
+          expect(nodeIn(report, 'preflight', 'wrkr-1').detail).toMatch(/^maintenance, installed on its system disk \/dev\/sda; warning: /)
+          expect(nodeIn(report, 'preflight', 'cp-1').detail).toMatch(
+            /^maintenance, installs to \/dev\/sda .*; warning: machine\.install\.image/,
+          )
+          expect(result.stderr).not.toMatch(/cp-1: the node already has a Talos system disk/)
+        },
+      ),
     ROW_TIMEOUT,
   )
 
