@@ -99,7 +99,7 @@ function listResources(sim, node, d) {
       )
     case 'SystemDisk': {
       // the disk with a META partition (controllers/block/system_disk.go), whatever the stage: a disk
-      // image, or an earlier install, in maintenance too (Talos then boots from it and skips its install)
+      // image, or an earlier install, in maintenance too (Talos then takes the node as installed and skips its install)
       if (!node.installed) return []
       const dev = node.config?.machine?.install?.disk ?? node.disks[0].dev
       return [resource(node, d, 'system-disk', { diskID: dev.replace('/dev/', ''), devPath: dev }, { owner: 'block.SystemDiskController' })]
