@@ -2,7 +2,7 @@ import { resolve } from 'node:path'
 import type { ErrorKind } from '../core/errors.js'
 import type { ClusterNode } from '../core/model.js'
 import { shellWord } from '../core/shell.js'
-import { kubeArgs } from '../tools/kube-access.js'
+import { contextOf } from '../state/kubeconfig.js'
 
 /** The repository (its Taskfile): `task -d <repo>` runs from wherever the operator stands. */
 const REPO = resolve(import.meta.dirname, '..', '..')
@@ -52,13 +52,13 @@ function talosctlInsecure(node: Pick<ClusterNode, 'address'>, args: string): str
 /** `--kubeconfig <path>` and this cluster's context in it (`--context` for kubectl, `--kube-context` for helm). */
 export function kubeconfigFlags(contextFlag: '--context' | '--kube-context'): string {
   if (!context) return ''
+  const file = `--kubeconfig ${shellWord(context.kubeconfig)}`
   try {
-    return kubeArgs({ kubeconfig: context.kubeconfig, clusterName: context.clusterName ?? '' }, contextFlag)
-      .map(shellWord)
-      .join(' ')
+    const names = contextOf(context.kubeconfig, context.clusterName ?? '')
+    return names ? `${file} ${contextFlag} ${shellWord(names.context)}` : file
   } catch {
     // a kubeconfig that cannot be read names no context: the file alone
-    return `--kubeconfig ${shellWord(context.kubeconfig)}`
+    return file
   }
 }
 
