@@ -182,6 +182,20 @@ export class Simulator {
     })
     for (const n of this.nodes) this.changed(n)
   }
+  /** tests: what an upgrade to its schematic's installer does to a node: it runs these extensions */
+  setExtensions(name, extensions) {
+    const node = this.lookup(name)
+    node.spec.extensions = [...extensions]
+    this.changed(node)
+  }
+
+  /** tests: a VIP that never came up (`vip: {up: never}`) is fixed: it comes up once etcd and an API server run */
+  fixVip() {
+    if (this.scenario.cluster.vip) this.scenario.cluster.vip.up = 'after-bootstrap'
+    for (const n of this.nodes) this.changed(n)
+    for (const n of this.nodes) if (n.role === 'controlplane') this.etcd.maybeJoin(n)
+  }
+
   clearFault(node, kind) {
     this.faults.clear(node, kind)
     for (const n of this.nodes) this.changed(n)

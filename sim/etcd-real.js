@@ -275,6 +275,8 @@ export class RealEtcd {
     if (!n.criUp || this.hasData(n) || n.joining) return
     // no control plane endpoint known yet: asked again when an API server comes up (sim/cluster.js apiServerUp)
     if (!this.ctx.nodes.some((m) => m !== n && m.apiServerUp && this.procs.has(m.name))) return
+    // the peers are learnt through the endpoint or discovery (node.js etcdEndpointsKnown), as in the model
+    if (!n.etcdEndpointsKnown()) return n.talosLog('retrying error: no controlplane endpoints discovered yet')
     n.joining = true
     const gen = n.gen
     const joinGen = (n.joinGen = (n.joinGen ?? 0) + 1)

@@ -92,6 +92,8 @@ export class Etcd {
     const healthy = this.healthyMembers()
     const target = this.clusters.find((c) => healthy.some((h) => c.members.has(h.etcdMember)))
     if (!target) return
+    // the peers are learnt through the endpoint or discovery (node.js etcdEndpointsKnown); asked again when an API server comes up
+    if (!n.etcdEndpointsKnown()) return n.talosLog('retrying error: no controlplane endpoints discovered yet')
     n.joining = true
     if (this.ctx.faults.has(n.name, 'etcd-join')) {
       n.svc('etcd', 'Preparing', 'Running pre state')

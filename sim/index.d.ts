@@ -15,6 +15,12 @@ export interface ScenarioNode {
   }[]
   installDisk?: string
   installDiskSelector?: Record<string, unknown>
+  /** the firmware boots with secure boot on (SecurityState secureBoot) */
+  secureBoot?: boolean
+  /** the system extensions the node runs (default: the schematic's) */
+  extensions?: string[]
+  /** the Image Factory schematic of the image it runs: the extensions it asks for */
+  schematic?: { extensions: string[] }
 }
 export interface Fault {
   node?: string | null
@@ -125,6 +131,10 @@ export interface Simulator {
   node(name: string): NodeView | null
   criticalPathSeconds(): number
   addFault(fault: Fault): void
+  /** tests: the node runs these system extensions from now on (what an upgrade to its schematic's installer does) */
+  setExtensions(node: string, extensions: string[]): void
+  /** tests: a VIP that never came up is fixed (it comes up once etcd and an API server run) */
+  fixVip(): void
   clearFault(node: string | null, kind: string): void
   watch(fn: (n: NodeView) => void): () => void
   until(pred: () => boolean, timeoutMs?: number): Promise<void>

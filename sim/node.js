@@ -11,6 +11,8 @@ const DRAIN_TIMEOUT = 300
 const ETCD_LEAVE_RETRY = 300
 export const KUBELET_RESTART_S = 15
 const INSTALLER_PULL_RETRY_S = 20
+// how often a service waiting for time sync finds it synced (our interval: Talos wakes it on the TimeStatus change)
+const TIME_SYNC_RETRY_S = 10
 const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
 
 export class Node {
@@ -297,20 +299,27 @@ export class Node {
         this.config = null
         return this.reboot({ thenMaintenance: true })
       }
-      this.installed = true
-      this.talosLog('install successful')
-      this.reboot({})
+      this.installDone()
     })
+  }
+
+  installDone() {
+    this.installed = true
+    this.talosLog('install successful')
+    this.reboot({})
   }
 
   /**
    * fault installer-pull: the installer image (machine.install.image) cannot be pulled; the install
    * retries the pull (internal/pkg/containers/image/image.go Pull: retry.Exponential with error logging,
-   * `failed to pull image %q: %w`) and never ends here; each retry's error goes to the console
+   * `failed to pull image %q: %w`) and never ends here while it lasts (Talos gives up after PullTimeout,
+   * 20 min: not modelled); each retry's error goes to the console
    */
   installerPullFails() {
     const f = this.ctx.faults.find(this.name, { kind: 'installer-pull' })[0]
-    if (!f || this.stage !== 'installing') return
+    if (this.stage !== 'installing') return
+    // the registry answers again (the fault cleared) within the pull's 20 min retries: the install goes on
+    if (!f) return this.installDone()
     const image = this.config?.machine?.install?.image ?? `ghcr.io/siderolabs/installer:${this.ctx.scenario.cluster.talosVersion}`
     const [repo, tag] = [image.replace(/:[^:/]+$/, ''), image.match(/:([^:/]+)$/)?.[1] ?? 'latest']
     const host = repo.split('/')[0]
@@ -401,11 +410,26 @@ export class Node {
     this.criUp = true
     this.criUpAt = this.ctx.clock.now().getTime()
     this.startService('cri')
-    if (this.role === 'controlplane' && this.timeUnsynced()) {
+    if (this.timeUnsynced()) {
       // etcd (and the kubelet) wait for time sync before their pre stage (system/services/etcd.go,
       // kubelet.go: timeresource.NewSyncCondition; service_runner.go "Waiting for %s")
-      this.svc('etcd', 'Waiting', 'Waiting for time sync')
-    } else if (this.role === 'controlplane') {
+      if (this.role === 'controlplane') this.svc('etcd', 'Waiting', 'Waiting for time sync')
+      this.after(TIME_SYNC_RETRY_S, () => this.timeSynced())
+    } else this.startEtcd()
+    this.startKubelet()
+    this.changed()
+  }
+
+  /** the condition they wait for holds once the time syncs (the fault cleared): etcd and the kubelet go on */
+  timeSynced() {
+    if (this.timeUnsynced()) return this.after(TIME_SYNC_RETRY_S, () => this.timeSynced())
+    this.startEtcd()
+    if (this.kubeletFailed) this.startKubelet()
+    this.changed()
+  }
+
+  startEtcd() {
+    if (this.role === 'controlplane') {
       this.svc('etcd', 'Preparing', 'Running pre state')
       if (this.etcdMember) this.ctx.etcd.restart(this)
       else {
@@ -416,8 +440,24 @@ export class Node {
         this.ctx.etcd.maybeJoin(this)
       }
     }
-    this.startKubelet()
-    this.changed()
+  }
+
+  /**
+   * Whether a joining control plane can learn the etcd peers: from the Kubernetes endpoints read
+   * through the cluster endpoint with the admin kubeconfig (controllers/k8s/endpoint.go
+   * watchEndpointsOnControlPlane: a control plane's API server at the endpoint's address, or the VIP
+   * once up), or from the discovery service's members (controllers/cluster/endpoint.go). Without
+   * either Talos's join retries `no controlplane endpoints discovered yet` (internal/pkg/etcd/endpoints.go)
+   * until its 30 min join timeout: a VIP that never comes up keeps every other control plane out.
+   */
+  etcdEndpointsKnown() {
+    const { scenario, nodes } = this.ctx
+    if (scenario.cluster.discovery === 'enabled') return true
+    const host = new URL(scenario.cluster.endpoint).hostname
+    const servers = (nodes ?? []).filter((cp) => cp !== this && cp.role === 'controlplane' && cp.etcdHealthy && cp.apiServerUp)
+    if (servers.some((cp) => cp.ip === host)) return true
+    const vip = scenario.cluster.vip
+    return !!vip && vip.address === host && vip.up === 'after-bootstrap' && servers.length > 0
   }
 
   /** fault time-sync: no time server answers, the TimeStatus stays synced: false */
@@ -457,7 +497,9 @@ export class Node {
    * restart forever: %v"; the interval is ours); the node never registers
    */
   kubeletCrash() {
-    if (!this.ctx.faults.has(this.name, 'kubelet-crashloop') || !this.criUp) return
+    if (!this.criUp) return
+    // the cause gone (a fixed config applied): machined's next restart runs it for good
+    if (!this.ctx.faults.has(this.name, 'kubelet-crashloop')) return this.startKubelet()
     this.startService('kubelet', { healthy: false })
     this.svc('kubelet', 'Waiting', 'Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1')
     this.after(KUBELET_RESTART_S, () => this.kubeletCrash())

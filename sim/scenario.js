@@ -178,7 +178,7 @@ function validateScenario(s, { file, lineOf }) {
   const nodes = s.nodes.map((n, i) => {
     const p = ['nodes', i]
     obj(n, p)
-    known(n, ['name', 'ip', 'role', 'image', 'disks', 'installDisk', 'installDiskSelector'], p)
+    known(n, ['name', 'ip', 'role', 'image', 'disks', 'installDisk', 'installDiskSelector', 'secureBoot', 'extensions', 'schematic'], p)
     str(n.name, [...p, 'name'])
     if (!NAME_RE.test(n.name)) fail([...p, 'name'], `${q(n.name)} is not a valid hostname`)
     if (names.has(n.name)) fail([...p, 'name'], `duplicate node name ${q(n.name)}`)
@@ -216,7 +216,25 @@ function validateScenario(s, { file, lineOf }) {
     if (n.installDisk != null) str(n.installDisk, [...p, 'installDisk'])
     if (n.installDiskSelector != null) obj(n.installDiskSelector, [...p, 'installDiskSelector'])
     const installDiskSelector = n.installDiskSelector ?? null
+    const extensionNames = (v, path) => {
+      if (!Array.isArray(v)) fail(path, `must be a list of extension names, got ${q(v)}`)
+      v.forEach((x, j) => str(x, [...path, j]))
+      return v
+    }
+    if (n.secureBoot != null && typeof n.secureBoot !== 'boolean')
+      fail([...p, 'secureBoot'], `must be true or false, got ${q(n.secureBoot)}`)
+    if (n.schematic != null) {
+      obj(n.schematic, [...p, 'schematic'])
+      known(n.schematic, ['extensions'], [...p, 'schematic'])
+    }
+    const schematic =
+      n.schematic != null ? { extensions: extensionNames(n.schematic.extensions ?? [], [...p, 'schematic', 'extensions']) } : null
     return {
+      // what the node reports of itself: secure boot (SecurityState), the extensions it runs and the
+      // schematic of the image it runs (ExtensionStatuses; the schematic's extensions are what it asks for)
+      secureBoot: n.secureBoot ?? false,
+      extensions: n.extensions != null ? extensionNames(n.extensions, [...p, 'extensions']) : (schematic?.extensions ?? []),
+      schematic,
       name: n.name,
       ip: n.ip,
       role: n.role,

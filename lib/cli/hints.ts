@@ -2,6 +2,7 @@ import { resolve } from 'node:path'
 import type { ErrorKind } from '../core/errors.js'
 import type { ClusterNode } from '../core/model.js'
 import { shellWord } from '../core/shell.js'
+import { contextOf } from '../state/kubeconfig.js'
 
 /** The repository (its Taskfile): `task -d <repo>` runs from wherever the operator stands. */
 const REPO = resolve(import.meta.dirname, '..', '..')
@@ -12,6 +13,8 @@ export interface HintContext {
   clusterDir: string
   talosconfig: string
   kubeconfig: string
+  /** whose context in the kubeconfig (it may hold other clusters, its current context another's) */
+  clusterName?: string
   /** control planes in bootstrap order: the bootstrap node first */
   controlPlanes: Array<Pick<ClusterNode, 'name' | 'address'>>
 }
@@ -46,9 +49,22 @@ function talosctlInsecure(node: Pick<ClusterNode, 'address'>, args: string): str
   return `talosctl ${args} --insecure -n ${node.address}`
 }
 
-/** kubectl with the kubeconfig the bootstrap wrote. */
+/** `--kubeconfig <path>` and this cluster's context in it (`--context` for kubectl, `--kube-context` for helm). */
+export function kubeconfigFlags(contextFlag: '--context' | '--kube-context'): string {
+  if (!context) return ''
+  const file = `--kubeconfig ${shellWord(context.kubeconfig)}`
+  try {
+    const names = contextOf(context.kubeconfig, context.clusterName ?? '')
+    return names ? `${file} ${contextFlag} ${shellWord(names.context)}` : file
+  } catch {
+    // a kubeconfig that cannot be read names no context: the file alone
+    return file
+  }
+}
+
+/** kubectl with the kubeconfig the bootstrap wrote, at this cluster's context. */
 export function kubectlCommand(args: string): string {
-  return context ? `kubectl --kubeconfig ${shellWord(context.kubeconfig)} ${args}` : `kubectl ${args}`
+  return context ? `kubectl ${kubeconfigFlags('--context')} ${args}` : `kubectl ${args}`
 }
 
 /** A control plane other than `node` to ask about the cluster (the bootstrap node first). */
@@ -84,6 +100,8 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `the node's clock never synced: set machine.time.servers in ${node.configFile ? shellWord(node.configFile) : 'its config'} to time servers the node can reach (NTP, udp/123, not blocked or intercepted on its network), apply it (${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}); check with \`${talosctlCommand(node, 'get timestatus')}\` and the console (\`${talosctlCommand(node, 'dmesg')}\`), then run: ${taskCommand('bootstrap:talos')}`
     case 'install':
       return hintForInstall(node, undefined)
+    case 'extensions':
+      return hintForExtensions(node, undefined)
     case 'unauthorized':
       return `the talosconfig's certificate lacks the os:admin role: point the inventory at the talosconfig generated with the machine configs, then run: ${recover}`
     case 'config-invalid':
@@ -138,7 +156,15 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
  */
 export function hintForInstall(node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>, image: string | undefined): string {
   const which = image ? `the installer image ${image} (machine.install.image)` : 'the installer image (machine.install.image)'
-  return `read the node's console (its screen, serial console or hypervisor console: the API is down while it installs; Talos v1.13 also \`${talosctlCommand(node, 'dmesg')}\`) for the install's error; if ${which} cannot be pulled, make its registry reachable from the node (or a mirror in machine.registries) or set an image that exists for this Talos version in ${shellWord(node.configFile)}; then wipe the node back to maintenance (reboot it from the ISO) and run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
+  return `read the node's console (its screen, serial console or hypervisor console: the API is down while it installs; Talos v1.13 also \`${talosctlCommand(node, 'dmesg')}\`) for the install's error; if ${which} cannot be pulled, make its registry reachable from the node (or a mirror in machine.registries) or set an image that exists for this Talos version in ${shellWord(node.configFile)}; Talos retries the pull for 20 minutes, so a registry that answers again within them lets the install go on by itself; a changed image needs the node back in maintenance (reboot it from the ISO); then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
+}
+
+/**
+ * A node without extensions its schematic asks for: an upgrade to the installer of that schematic
+ * installs the image again, extensions included (machined's Upgrade; talosctl upgrade).
+ */
+export function hintForExtensions(node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>, image: string | undefined): string {
+  return `list what runs with \`${talosctlCommand(node, 'get extensions')}\`; install the image of the schematic again so that they run (\`${talosctlCommand(node, `upgrade --image ${image ?? '<the Image Factory installer of the schematic>'}`)}\`: machine.install.image of ${shellWord(node.configFile)}, an installer whose schematic has them), then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
 }
 
 /**
@@ -173,7 +199,7 @@ export function hintForTalosCni(node: Pick<ClusterNode, 'name' | 'configFile'>):
 
 /** A Kustomization or Flux install that failed: the repository is the usual cause. */
 export function fluxHint(what = 'the repository'): string {
-  const kubeconfig = context ? ` --kubeconfig ${shellWord(context.kubeconfig)}` : ''
+  const kubeconfig = context ? ` ${kubeconfigFlags('--context')}` : ''
   return `see \`flux get kustomizations -A${kubeconfig}\` and \`flux logs${kubeconfig}\`, fix ${what}, then run: ${taskCommand('bootstrap:flux')}`
 }
 

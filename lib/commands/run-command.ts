@@ -91,6 +91,7 @@ export function loadCluster(
     clusterDir: inventory.clusterDir,
     talosconfig: inventory.talosconfig,
     kubeconfig: resolve(inventory.clusterDir, settings.kubeconfig),
+    clusterName: inventory.clusterName,
     controlPlanes: first ? [first, ...cps.filter((n) => n !== first)] : cps,
   })
   return { settings, inventory, redactor }

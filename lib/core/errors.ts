@@ -79,6 +79,7 @@ export type ErrorKind =
   | 'cert-sans'
   | 'time-sync'
   | 'install'
+  | 'extensions'
   | 'unauthorized'
   | 'config-invalid'
   | 'disk-mismatch'

@@ -14,7 +14,7 @@ import { SharedReading } from '../wait/shared-reading.js'
 import type { EtcdMember, NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
 import { controlPlanes, type ClusterNode } from '../core/model.js'
 import { bootstrapNode, NOT_BOOTSTRAPPED } from './shared/bootstrap-node.js'
-import { pointKubeconfig } from './shared/endpoint.js'
+import { pointKubeconfig, waitForEndpoint } from './shared/endpoint.js'
 import { describeElsewhere, isMemberOf, namedElsewhere } from './shared/etcd-members.js'
 
 /**
@@ -324,6 +324,21 @@ export const etcd: Phase = {
           return r.failed.has(bootstrapNode(r).name) ? `the bootstrap control plane ${bootstrapNode(r).name} failed` : true
         },
         run: writeKubeconfig,
+      },
+      // a VIP endpoint that never comes up keeps the other control planes out of etcd (discovery off): named here, not as their joins
+      {
+        kind: 'cluster',
+        name: 'endpoint',
+        title: "The endpoint's VIP answers",
+        would: (r) => `would wait for ${r.inventory.endpoint} to answer`,
+        blocks: (n, r) => isCp(n) && n.name !== bootstrapNode(r).name && n.discovery !== true,
+        ready: (r) => {
+          if (!r.inventory.vip) return { skip: 'the endpoint is a control plane address' }
+          // the etcd-bootstrap step's own cause stays what the control planes are not-run with
+          if (r.facts.cluster.bootstrapped !== true && !r.options.dryRun) return { skip: 'etcd was not bootstrapped' }
+          return true
+        },
+        run: waitForEndpoint,
       },
       // only once etcd was bootstrapped (or found running): when the bootstrap step could not run,
       // the control planes stay not-run with its cause instead of polling a node that failed

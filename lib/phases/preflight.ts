@@ -3,7 +3,9 @@ import { NodeError } from '../core/errors.js'
 import { checkCni } from '../input/cni-compat.js'
 import { checkCoreDns, loadReleasePlan } from './shared/releases.js'
 import { InputError, InputErrors } from '../core/errors.js'
-import { hintFor } from '../cli/hints.js'
+import { hintFor, taskCommand } from '../cli/hints.js'
+import { shellWord } from '../core/shell.js'
+import { MachineConfig } from '../input/machine-config.js'
 import { describeDisk, describeTarget, diskRisks, findInstallDisk, installTarget, matchingDisks } from '../input/install-disk.js'
 import type { ClusterNode } from '../core/model.js'
 import { mapLimit } from '../wait/map-limit.js'
@@ -12,6 +14,7 @@ import type { Run } from '../engine/run.js'
 import type { SharedReading } from '../wait/shared-reading.js'
 import type { Disk } from '../tools/talosctl.js'
 import { appliedAndWaiting, endpointReading } from './shared/endpoint.js'
+import { configContradictions, needsReportedNetwork, networkContradiction } from '../input/config-contradictions.js'
 
 /** Validations at a time per CPU: each is mostly a process start and a file read, a fraction of a core. */
 const VALIDATIONS_PER_CPU = 4
@@ -84,6 +87,8 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
   // took a config in an earlier run (or had one sent when that run stopped) and was never seen up:
   // silence is its install (a node verified before that falls silent is down or rebooting: retried as ever)
   const tookConfig = run.journal.tookConfig(node.name) && !run.journal.done(node.name, 'verify') && !run.options.reset
+  // read beside the probe, not after it (a configured node refuses it: then it is not needed)
+  const bootRead = run.options.dryRun ? undefined : run.talosctl.maintenanceBoot(node).catch((err: unknown) => err as Error)
   try {
     // one process a node: the disks read is the probe (at 300 nodes a second call was seconds of CPU on the critical path)
     const value = await report.retry(() => run.talosctl.probeDisks(node), tookConfig ? { retries: () => false } : undefined)
@@ -115,13 +120,64 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
     const value = await report.retry(() => run.talosctl.machineStatus(node))
     return { status: 'ok', detail: `configured, ${value.stage}${value.ready ? ', ready' : ''}` }
   }
-  return checkInstallDisk(node, run, disks)
+  if (run.options.dryRun) return { status: 'ok', detail: 'maintenance' }
+  if (needsReportedNetwork(node)) {
+    const network = await report.retry(() => run.talosctl.maintenanceNetwork(node))
+    const problem = networkContradiction(node, network)
+    if (problem)
+      throw new NodeError(
+        'config-invalid',
+        problem,
+        `see the node's links and addresses (\`talosctl get links --insecure -n ${node.address}\`, \`talosctl get addresses --insecure -n ${node.address}\`), correct the interface name (or select it with a deviceSelector) or the subnets in the config's source and regenerate it, then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`,
+      )
+  }
+  const early = await bootRead
+  const boot = early && !(early instanceof Error) ? early : await report.retry(() => run.talosctl.maintenanceBoot(node))
+  if (boot.systemDisk) {
+    // META found: Talos takes the node as installed and skips its install (v1alpha1_state.go Installed,
+    // v1alpha1_sequencer.go Install); the apply configures it where it is (the selector is still
+    // checked: the apply's validation matches it against the disks)
+    const note = `the node already has a Talos system disk (${boot.systemDisk}: a written disk image or an earlier install): Talos takes it as installed and skips machine.install (disk, image, extensions)`
+    run.warn(`${node.name}: ${note}; to install afresh, wipe ${boot.systemDisk} first: check ${node.configFile}`)
+    checkInstallDisk(node, run, disks, { quiet: true })
+    return { status: 'ok', detail: `maintenance, installed on its system disk ${boot.systemDisk}; warning: ${note}` }
+  }
+  // only for a node about to install: the installer's variant matters then
+  const notes = checkSecureBoot(node, run, boot.secureBoot)
+  const outcome = checkInstallDisk(node, run, disks)
+  return notes.length === 0 ? outcome : { ...outcome, detail: `${outcome.detail ?? 'maintenance'}; warning: ${notes.join('; ')}` }
+}
+
+/** A `-secureboot` installer variant (Image Factory: installer-secureboot, metal-installer-secureboot). */
+const isSecureBootInstaller = (image: string): boolean => /-secureboot(?=[/:@]|$)/.test(image.replace(/[:@][^/]*$/, ''))
+
+/**
+ * The installer image must match the machine's secure boot: a plain installer writes a boot loader
+ * the machine's keys do not sign, so with secure boot on the installed system never boots. A
+ * secure-boot installer on a machine that reports it off is worth a word only: in setup mode (keys
+ * not enrolled yet) SecurityState says off too (controllers/runtime/security_state.go).
+ */
+function checkSecureBoot(node: ClusterNode, run: Run, secureBoot: boolean): string[] {
+  const image = MachineConfig.of(node.configFile).installImage()
+  if (!image) return []
+  if (secureBoot && !isSecureBootInstaller(image)) {
+    throw new NodeError(
+      'config-invalid',
+      `the node boots with secure boot on (talosctl get securitystate: secureBoot true), but machine.install.image ${image} is not a secure-boot installer: the installed system would not boot (its boot loader is not signed for secure boot)`,
+      `set machine.install.image in ${shellWord(node.configFile)} to the secure-boot installer of the node's schematic (e.g. factory.talos.dev/installer-secureboot/<schematic>:${run.inventory.talosVersion ?? '<version>'}; talhelper: talosImageURL) and regenerate the config, check with \`talosctl get securitystate --insecure -n ${node.address}\`, then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`,
+    )
+  }
+  if (!secureBoot && isSecureBootInstaller(image)) {
+    const note = `machine.install.image ${image} is a secure-boot installer, but the node reports secure boot off (or in setup mode)`
+    run.warn(`${node.name}: ${note}: check the firmware's secure boot setting and ${node.configFile}`)
+    return [note]
+  }
+  return []
 }
 
 /** On a node in maintenance, the install disk (or selector) must match one of its disks. */
-function checkInstallDisk(node: ClusterNode, run: Run, disks: Disk[]): NodeOutcome {
+function checkInstallDisk(node: ClusterNode, run: Run, disks: Disk[], { quiet = false } = {}): NodeOutcome {
   const target = installTarget(node)
-  if (run.options.dryRun) return { status: 'ok', detail: 'maintenance' }
   if (!target.disk && !target.selector) {
     // a disk-image node may have no install section; the node decides (v1.12 metal requires one)
     return { status: 'ok', detail: 'maintenance, no install disk configured' }
@@ -152,7 +208,8 @@ function checkInstallDisk(node: ClusterNode, run: Run, disks: Disk[]): NodeOutco
   const risks = diskRisks(disk)
   if (risks.length > 0) notes.push(`the install disk is ${risks.join(' and ')}`)
   // the install wipes the disk: say which one before anything is applied
-  for (const note of notes) run.warn(`${node.name}: ${note}; it will be wiped: check ${describeTarget(target)} in ${node.configFile}`)
+  if (!quiet)
+    for (const note of notes) run.warn(`${node.name}: ${note}; it will be wiped: check ${describeTarget(target)} in ${node.configFile}`)
   return {
     status: 'ok',
     detail: `maintenance, installs to ${describeDisk(disk)}${notes.length > 0 ? `; warning: ${notes.join('; ')}` : ''}`,
@@ -178,6 +235,10 @@ export const preflight: Phase = {
       validateConfigs(run),
     ])
     for (const outcome of [cni, valid]) if (outcome.status === 'rejected') throw outcome.reason
+    const { errors, warnings } = configContradictions({ ...run.inventory, nodes: run.nodes })
+    if (errors.length === 1) throw errors[0]
+    if (errors.length > 1) throw new InputErrors(errors)
+    for (const warning of warnings) run.warn(warning)
   },
   steps: (run) => {
     const endpoint = endpointReading(run)

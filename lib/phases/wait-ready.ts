@@ -18,6 +18,7 @@ import { bootstrapNode, NOT_BOOTSTRAPPED } from './shared/bootstrap-node.js'
 import { aimKubeconfig } from './shared/endpoint.js'
 import { waitForGates } from './shared/gates.js'
 import { completeVerification } from './shared/node-verification.js'
+import { checkExtensions } from './shared/extensions.js'
 import { checkCoreDns, loadReleasePlan, releasePlan, releaseSteps } from './shared/releases.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
@@ -185,85 +186,96 @@ async function kubeletLogCause(node: ClusterNode, run: Run): Promise<string | un
  */
 function nodeReadyStep(r: Readings) {
   return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
-    let stage: Stage = { kind: 'kubelet', why: 'not checked yet' }
-    let registered = false
-    let restartsSeen = 0
-    const check = async (): Promise<PollAnswer<NodeOutcome>> => {
-      // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once; once
-      // registered, Talos's flannel too (what Ready then needs, without a read after it)
-      const [kubelet, nodes, pods, early] = await Promise.all([
-        registered ? undefined : kubeletOf(node, run, r),
-        r.nodes.get(),
-        r.cniPods?.get(),
-        registered ? r.talosFlannel?.get().catch(() => undefined) : undefined,
-      ])
-      const self = nodes.find((n) => n.metadata.name === kubeNodeName(node))
+    // read while the kubelet and the CNI are waited for: off the critical path
+    const extensions = run.options.dryRun ? Promise.resolve(undefined) : checkExtensions(node, run, report)
+    extensions.catch(() => undefined) // awaited below; never an unhandled rejection meanwhile
+    const ready = await waitForNodeReady(node, run, report, r)
+    const note = await extensions
+    if (note) run.warn(`${node.name}: ${note}: check ${node.configFile}`)
+    return note ? { ...ready, detail: `${ready.detail ?? 'Ready'}; warning: ${note}` } : ready
+  }
+}
+
+/** Kubelet running and registered, the CNI pod ready, the Node Ready (and not left cordoned). */
+async function waitForNodeReady(node: ClusterNode, run: Run, report: StepReporter, r: Readings): Promise<NodeOutcome> {
+  let stage: Stage = { kind: 'kubelet', why: 'not checked yet' }
+  let registered = false
+  let restartsSeen = 0
+  const check = async (): Promise<PollAnswer<NodeOutcome>> => {
+    // one round: kubelet (until it has registered), the Nodes and the CNI pods, read at once; once
+    // registered, Talos's flannel too (what Ready then needs, without a read after it)
+    const [kubelet, nodes, pods, early] = await Promise.all([
+      registered ? undefined : kubeletOf(node, run, r),
+      r.nodes.get(),
+      r.cniPods?.get(),
+      registered ? r.talosFlannel?.get().catch(() => undefined) : undefined,
+    ])
+    const self = nodes.find((n) => n.metadata.name === kubeNodeName(node))
+    if (!registered) {
+      const kubeletState = kubelet
+        ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}`
+        : 'kubelet not readable'
+      const stale = self !== undefined && fromBeforeReset(self, run.facts.of(node.name).kubeBeforeReset)
+      registered = self !== undefined && !stale && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
+      if (registered) r.registered.add(node.name)
       if (!registered) {
-        const kubeletState = kubelet
-          ? `kubelet ${kubelet.state}, health ${kubelet.health}${kubelet.lastEvent ? ` (${kubelet.lastEvent})` : ''}`
-          : 'kubelet not readable'
-        const stale = self !== undefined && fromBeforeReset(self, run.facts.of(node.name).kubeBeforeReset)
-        registered = self !== undefined && !stale && kubelet?.state === 'Running' && kubelet.health !== 'Fail'
-        if (registered) r.registered.add(node.name)
-        if (!registered) {
-          const nodeState = stale
-            ? 'the Node object is from before the reset (its kubelet has not registered it again)'
-            : self
-              ? 'registered'
-              : 'not registered'
-          stage = { kind: 'kubelet', why: `${kubeletState}; ${nodeState}` }
-          // a kubelet machined keeps restarting: its own log names why it exits
-          if (kubelet && KUBELET_RESTARTING.test(kubelet.lastEvent) && ++restartsSeen >= KUBELET_RESTARTS_TO_FAIL) {
-            const cause = await kubeletLogCause(node, run)
-            if (cause) throw new NodeError('kubelet', `the kubelet keeps restarting; its log: ${cause}`, hintForKubeletLog(node))
-          }
-          return { done: false, state: stage.why }
+        const nodeState = stale
+          ? 'the Node object is from before the reset (its kubelet has not registered it again)'
+          : self
+            ? 'registered'
+            : 'not registered'
+        stage = { kind: 'kubelet', why: `${kubeletState}; ${nodeState}` }
+        // a kubelet machined keeps restarting: its own log names why it exits
+        if (kubelet && KUBELET_RESTARTING.test(kubelet.lastEvent) && ++restartsSeen >= KUBELET_RESTARTS_TO_FAIL) {
+          const cause = await kubeletLogCause(node, run)
+          if (cause) throw new NodeError('kubelet', `the kubelet keeps restarting; its log: ${cause}`, hintForKubeletLog(node))
         }
+        return { done: false, state: stage.why }
       }
-      if (pods) {
-        const pod = pods.find((p) => p.spec?.nodeName === kubeNodeName(node))
-        if (condition(pod, 'Ready')?.status !== 'True') {
-          stage = pod ? cniPodWhy(pod, run) : { kind: 'cni', why: 'no CNI pod scheduled on the node' }
-          return { done: false, state: stage.why }
-        }
-      }
-      const ready = condition(self, 'Ready')
-      if (ready?.status === 'True') {
-        // a failed read is "not yet", as every read of a wait
-        const flannelPods = r.talosFlannel ? (early ?? (await r.talosFlannel.get().catch(() => undefined))) : []
-        if (!flannelPods) return { done: false, state: "Ready; looking for Talos's own CNI" }
-        // a dry run's reads answer as a healthy cluster would: every pod list holds a pod per node
-        const flannel = run.options.dryRun ? undefined : flannelPods.find((p) => p.spec?.nodeName === kubeNodeName(node))
-        if (flannel && run.settings.cni) {
-          throw new NodeError(
-            'cni',
-            `two CNIs on the node: Talos's own flannel (pod ${flannel.metadata.name}) runs next to ${run.settings.cni.chart}; the machine configs' cluster.network.cni.name is not none`,
-            hintForTalosCni(node),
-          )
-        }
-        const cordon = cordoned(self, node, run)
-        if (cordon) {
-          stage = cordon
-          if (!cordon.byTalos && run.facts.of(node.name).resetInRun) throw new NodeError(cordon.kind, cordon.why, cordon.hint)
-          if (cordon.byTalos) return { done: false, state: cordon.why }
-          return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready; cordoned (not by Talos)' } }
-        }
-        return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready' } }
-      }
-      stage = { kind: 'node-not-ready', why: `NotReady: ${ready?.message ?? ready?.reason ?? 'no Ready condition'}` }
-      return { done: false, state: stage.why }
     }
-    try {
-      return await report.poll(check, run.settings.readyTimeoutMs)
-    } catch (err) {
-      if (err instanceof PollTimeout)
+    if (pods) {
+      const pod = pods.find((p) => p.spec?.nodeName === kubeNodeName(node))
+      if (condition(pod, 'Ready')?.status !== 'True') {
+        stage = pod ? cniPodWhy(pod, run) : { kind: 'cni', why: 'no CNI pod scheduled on the node' }
+        return { done: false, state: stage.why }
+      }
+    }
+    const ready = condition(self, 'Ready')
+    if (ready?.status === 'True') {
+      // a failed read is "not yet", as every read of a wait
+      const flannelPods = r.talosFlannel ? (early ?? (await r.talosFlannel.get().catch(() => undefined))) : []
+      if (!flannelPods) return { done: false, state: "Ready; looking for Talos's own CNI" }
+      // a dry run's reads answer as a healthy cluster would: every pod list holds a pod per node
+      const flannel = run.options.dryRun ? undefined : flannelPods.find((p) => p.spec?.nodeName === kubeNodeName(node))
+      if (flannel && run.settings.cni) {
         throw new NodeError(
-          stage.kind,
-          `${'byTalos' in stage ? 'not in service' : 'not Ready'} within ${formatDuration(err.waitedMs)}: ${stage.why}`,
-          stage.hint ?? hintFor(stage.kind, node),
+          'cni',
+          `two CNIs on the node: Talos's own flannel (pod ${flannel.metadata.name}) runs next to ${run.settings.cni.chart}; the machine configs' cluster.network.cni.name is not none`,
+          hintForTalosCni(node),
         )
-      throw err
+      }
+      const cordon = cordoned(self, node, run)
+      if (cordon) {
+        stage = cordon
+        if (!cordon.byTalos && run.facts.of(node.name).resetInRun) throw new NodeError(cordon.kind, cordon.why, cordon.hint)
+        if (cordon.byTalos) return { done: false, state: cordon.why }
+        return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready; cordoned (not by Talos)' } }
+      }
+      return { done: true, value: { status: 'ok', detail: 'kubelet running, Ready' } }
     }
+    stage = { kind: 'node-not-ready', why: `NotReady: ${ready?.message ?? ready?.reason ?? 'no Ready condition'}` }
+    return { done: false, state: stage.why }
+  }
+  try {
+    return await report.poll(check, run.settings.readyTimeoutMs)
+  } catch (err) {
+    if (err instanceof PollTimeout)
+      throw new NodeError(
+        stage.kind,
+        `${'byTalos' in stage ? 'not in service' : 'not Ready'} within ${formatDuration(err.waitedMs)}: ${stage.why}`,
+        stage.hint ?? hintFor(stage.kind, node),
+      )
+    throw err
   }
 }
 

@@ -4,6 +4,7 @@ import { parseAllDocuments } from 'yaml'
 import { classify } from './classify.js'
 import { isTransient, NodeError } from '../core/errors.js'
 import { goDuration } from '../core/duration.js'
+import { shellWord } from '../core/shell.js'
 import { taskCommand } from '../cli/hints.js'
 import type { CniSettings } from '../input/settings.js'
 import type { ToolRunner } from './exec.js'
@@ -64,7 +65,7 @@ export class Helm {
       throw new NodeError(
         kind,
         message,
-        `check the Kubernetes API and the release with \`helm status ${release} -n ${namespace} --kubeconfig ${this.access.kubeconfig}\`; then run: ${taskCommand('bootstrap:wait-ready')}`,
+        `check the Kubernetes API and the release with \`helm status ${release} -n ${namespace} ${kubeArgs(this.access, '--kube-context').map(shellWord).join(' ')}\`; then run: ${taskCommand('bootstrap:wait-ready')}`,
       )
     }
     if (!result.stdout.trim()) return undefined
@@ -102,7 +103,8 @@ export class Helm {
    * rolled back to the revision before it.
    */
   private pendingFix(cni: CniSettings, release: ReleaseStatus | undefined): string {
-    const where = `-n ${cni.namespace} --kubeconfig ${this.access.kubeconfig}`
+    // this cluster's context: the kubeconfig may hold other clusters (its current context another's)
+    const where = `-n ${shellWord(cni.namespace)} ${kubeArgs(this.access, '--kube-context').map(shellWord).join(' ')}`
     if (release?.status === 'pending-install' || (release?.revision === 1 && release.status.startsWith('pending')))
       return `the first install of ${cni.release} was interrupted and is still pending-install (revision 1, nothing to roll back to): uninstall it with \`helm uninstall ${cni.release} ${where}\``
     if (release && release.status.startsWith('pending'))

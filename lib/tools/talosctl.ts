@@ -193,9 +193,13 @@ export class Talosctl {
     return answers
   }
 
+  /** A resource read from a node in maintenance (the maintenance API serves non-sensitive resources to an insecure client). */
+  private insecureGet(node: ClusterNode, type: string): Promise<ToolResult> {
+    return this.call(node, ['get', type, '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], '')
+  }
+
   async disks(node: ClusterNode): Promise<Disk[]> {
-    const result = await this.call(node, ['get', 'disks', '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], '')
-    return parseDisks(result.stdout)
+    return parseDisks((await this.insecureGet(node, 'disks')).stdout)
   }
 
   /**
@@ -210,6 +214,41 @@ export class Talosctl {
       if (err instanceof NodeError && err.kind === 'configured') return { state: 'configured' }
       throw err
     }
+  }
+
+  /**
+   * What a node in maintenance says of its boot (insecure reads of non-sensitive resources, which the
+   * maintenance API serves: internal/app/resources/access.go): secure boot on (SecurityState, pkg/machinery/
+   * resources/runtime/security_status.go), and the disk it booted Talos from when one has a META partition
+   * (SystemDisk: a disk image or an earlier install, controllers/block/system_disk.go).
+   */
+  async maintenanceBoot(node: ClusterNode): Promise<{ secureBoot: boolean; systemDisk: string | undefined }> {
+    const [security, systemDisk] = await Promise.all([this.insecureGet(node, 'securitystate'), this.insecureGet(node, 'systemdisk')])
+    const secure = parseJsonStream(security.stdout)[0] as { spec?: { secureBoot?: boolean } } | undefined
+    const disk = parseJsonStream(systemDisk.stdout)[0] as { spec?: { devPath?: string; diskID?: string } } | undefined
+    return {
+      secureBoot: secure?.spec?.secureBoot === true,
+      systemDisk: disk?.spec?.devPath || (disk?.spec?.diskID ? `/dev/${disk.spec.diskID}` : undefined),
+    }
+  }
+
+  /**
+   * A node in maintenance's links (names, with their aliases and alternative names) and the addresses
+   * on them, as the maintenance API shows them (LinkStatuses, AddressStatuses: pkg/machinery/resources/
+   * network/link_status.go, address_status.go); host-scoped addresses (loopback) are left out.
+   */
+  async maintenanceNetwork(node: ClusterNode): Promise<{ links: string[]; addresses: string[] }> {
+    const [links, addresses] = await Promise.all([this.insecureGet(node, 'links'), this.insecureGet(node, 'addresses')])
+    const names = parseJsonStream(links.stdout).flatMap((doc) => {
+      const d = doc as { metadata?: { id?: unknown }; spec?: { alias?: unknown; altNames?: unknown } }
+      const alt = Array.isArray(d.spec?.altNames) ? d.spec.altNames : []
+      return [d.metadata?.id, d.spec?.alias, ...alt].filter((x): x is string => typeof x === 'string' && x !== '')
+    })
+    const addrs = parseJsonStream(addresses.stdout).flatMap((doc) => {
+      const spec = (doc as { spec?: { address?: unknown; scope?: unknown } }).spec
+      return typeof spec?.address === 'string' && spec.scope !== 'host' ? [spec.address.replace(/\/\d+$/, '')] : []
+    })
+    return { links: names, addresses: addrs }
   }
 
   /**
@@ -248,6 +287,21 @@ export class Talosctl {
     const result = await this.call(node, ['get', 'timestatus', ...this.secureArgs(node), '-o', 'json'], '')
     const doc = parseJsonStream(result.stdout)[0] as { spec?: { synced?: boolean } } | undefined
     return doc?.spec?.synced
+  }
+
+  /**
+   * The system extensions the node runs (`talosctl get extensions`: one ExtensionStatus per layer,
+   * pkg/machinery/resources/runtime/extension_status.go), each with its metadata; Image Factory's
+   * virtual `schematic` extension among them carries the schematic ID as its version and the
+   * schematic itself as extraInfo (siderolabs/image-factory internal/artifacts/schematic.go).
+   */
+  async extensions(node: ClusterNode): Promise<Array<{ name: string; version: string; extraInfo: string }>> {
+    const result = await this.call(node, ['get', 'extensions', ...this.secureArgs(node), '-o', 'json'], '')
+    return parseJsonStream(result.stdout).map((doc) => {
+      const meta = (doc as { spec?: { metadata?: { name?: unknown; version?: unknown; extraInfo?: unknown } } }).spec?.metadata
+      const text = (v: unknown): string => (typeof v === 'string' ? v : '')
+      return { name: text(meta?.name), version: text(meta?.version), extraInfo: text(meta?.extraInfo) }
+    })
   }
 
   async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {

@@ -2,6 +2,7 @@
 // each gets (sim, node, body, {insecure, maintenance, signal}) and returns what that node answers, or
 // throws the RpcError machined would (internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go,
 // internal/app/maintenance/server.go). sim/talos/apid.js calls them; sim/grpc/server.js encodes the answers.
+import { createHash } from 'node:crypto'
 import { stringify } from 'yaml'
 import { rpc } from './errors.js'
 import { DEFINITIONS, resolveType, notFound } from './resources.js'
@@ -97,7 +98,9 @@ function listResources(sim, node, d) {
         ),
       )
     case 'SystemDisk': {
-      if (!node.installed || !node.configured || node.stage === 'maintenance') return []
+      // the disk with a META partition (controllers/block/system_disk.go), whatever the stage: a disk
+      // image, or an earlier install, in maintenance too (Talos then takes the node as installed and skips its install)
+      if (!node.installed) return []
       const dev = node.config?.machine?.install?.disk ?? node.disks[0].dev
       return [resource(node, d, 'system-disk', { diskID: dev.replace('/dev/', ''), devPath: dev }, { owner: 'block.SystemDiskController' })]
     }
@@ -131,6 +134,21 @@ function listResources(sim, node, d) {
       ]
     case 'TimeStatus':
       return [resource(node, d, 'node', { synced: !node.timeUnsynced(), epoch: 0, syncDisabled: false }, { owner: 'time.SyncController' })]
+    case 'LinkStatus':
+      return nodeLinks(node).map((l) => resource(node, d, l.id, l.spec, { owner: 'network.LinkStatusController' }))
+    case 'AddressStatus':
+      return nodeAddresses(node).map((a) =>
+        resource(node, d, `${a.linkName}/${a.address}`, a, { owner: 'network.AddressStatusController' }),
+      )
+    case 'SecurityState':
+      // controllers/runtime/security_state.go: secureBoot when the firmware has it on and is not in setup mode
+      return [
+        resource(node, d, 'securitystate', node.spec.secureBoot ? { secureBoot: true, bootedWithUKI: true } : { secureBoot: false }, {
+          owner: 'runtime.SecurityStateController',
+        }),
+      ]
+    case 'ExtensionStatus':
+      return extensionStatuses(node).map(({ id, layer }) => resource(node, d, id, layer, { owner: 'runtime.ExtensionStatusController' }))
     case 'Version':
       return [resource(node, d, 'version', { name: 'Talos', version: cluster.talosVersion })]
     case 'Member': {
@@ -157,6 +175,97 @@ function listResources(sim, node, d) {
     default:
       return []
   }
+}
+
+/**
+ * The node's links as the LinkStatus controller reports them (the loopback and one physical NIC,
+ * `eth0`: a name the simulator chose), and their addresses (its address on eth0 in the /8 the generated
+ * configs give it).
+ */
+function nodeLinks(node) {
+  const mac = `52:54:00:${node.ip
+    .split('.')
+    .slice(1)
+    .map((o) => Number(o).toString(16).padStart(2, '0'))
+    .join(':')}`
+  const link = (index, type, kind, hardwareAddr, extra = {}) => ({
+    index,
+    type,
+    linkIndex: 0,
+    flags: 'UP,LOWER_UP',
+    hardwareAddr,
+    permanentAddr: hardwareAddr,
+    broadcastAddr: type === 'ether' ? 'ff:ff:ff:ff:ff:ff' : '00:00:00:00:00:00',
+    mtu: type === 'ether' ? 1500 : 65536,
+    queueDisc: type === 'ether' ? 'fq_codel' : 'noqueue',
+    operationalState: type === 'ether' ? 'up' : 'unknown',
+    kind,
+    slaveKind: '',
+    linkState: true,
+    port: 'Other',
+    duplex: 'Unknown',
+    ...extra,
+  })
+  return [
+    { id: 'lo', spec: link(1, 'loopback', '', '00:00:00:00:00:00') },
+    { id: 'eth0', spec: link(2, 'ether', '', mac, { busPath: '0000:00:03.0', driver: 'virtio_net' }) },
+  ]
+}
+
+function nodeAddresses(node) {
+  const address = (addr, linkIndex, linkName, family, scope) => ({
+    address: addr,
+    linkIndex,
+    linkName,
+    family,
+    scope,
+    flags: 'permanent',
+    priority: 0,
+  })
+  return [
+    address('127.0.0.1/8', 1, 'lo', 'inet4', 'host'),
+    address('::1/128', 1, 'lo', 'inet6', 'host'),
+    address(`${node.ip}/8`, 2, 'eth0', 'inet4', 'global'),
+  ]
+}
+
+/**
+ * The extension layers the node runs (controllers/runtime/extension_status.go: one ExtensionStatus per
+ * layer of extensions.yaml, its ID the layer's image name without `.sqsh`), then the Image Factory's
+ * virtual `schematic` extension when the image came from a schematic: its version the schematic ID, its
+ * extraInfo the schematic itself (siderolabs/image-factory internal/artifacts/schematic.go).
+ */
+function extensionStatuses(node) {
+  const layer = (name, metadata) => ({ image: `${name}.sqsh`, metadata })
+  const layers = (node.spec.extensions ?? []).map((name, i) => ({
+    id: String(i),
+    layer: layer(String(i), {
+      name: name.replace(/^.*\//, ''),
+      version: 'v1.0.0',
+      author: 'Sidero Labs',
+      description: `${name} system extension`,
+      compatibility: { talos: { version: '>= v1.12.0' } },
+    }),
+  }))
+  const schematic = node.spec.schematic
+  if (!schematic) return layers
+  const official = schematic.extensions.map((name) => (name.includes('/') ? name : `siderolabs/${name}`))
+  const extraInfo = stringify({ customization: { systemExtensions: { officialExtensions: official } } })
+  const id = String(layers.length)
+  return [
+    ...layers,
+    {
+      id,
+      layer: layer(id, {
+        name: 'schematic',
+        version: createHash('sha256').update(extraInfo).digest('hex'),
+        author: 'Image Factory',
+        description: 'Virtual extension which specifies the schematic of the image built with Image Factory.',
+        compatibility: { talos: { version: '>= 1.0.0' } },
+        extraInfo,
+      }),
+    },
+  ]
 }
 
 const etcdNodeOnly = (node) => {

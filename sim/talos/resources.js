@@ -80,8 +80,45 @@ export const DEFINITIONS = [
       ['DOMAINNAME', '{.domainname}'],
     ],
   ),
+  // pkg/machinery/resources/network/link_status.go, address_status.go (non-sensitive: the maintenance API serves them)
+  def(
+    'LinkStatuses.net.talos.dev',
+    'LinkStatus',
+    'network',
+    ['link', 'links', 'linkstatus', 'linkstatuses'],
+    [
+      ['ALIAS', '{.alias}'],
+      ['TYPE', '{.type}'],
+      ['KIND', '{.kind}'],
+      ['HW ADDR', '{.hardwareAddr}'],
+      ['OPER STATE', '{.operationalState}'],
+    ],
+  ),
+  def(
+    'AddressStatuses.net.talos.dev',
+    'AddressStatus',
+    'network',
+    ['address', 'addresses', 'addressstatus', 'addressstatuses'],
+    [
+      ['ADDRESS', '{.address}'],
+      ['LINK', '{.linkName}'],
+    ],
+  ),
   // pkg/machinery/resources/time/status.go (served to the maintenance API too: non-sensitive)
   def('TimeStatuses.v1alpha1.talos.dev', 'TimeStatus', 'runtime', ['timestatus', 'timestatuses', 'ts'], [['SYNCED', '{.synced}']]),
+  // pkg/machinery/resources/runtime/security_status.go (id securitystate; non-sensitive: the maintenance API serves it)
+  def('SecurityStates.talos.dev', 'SecurityState', 'runtime', ['securitystate', 'securitystates'], [['SECUREBOOT', '{.secureBoot}']]),
+  // pkg/machinery/resources/runtime/extension_status.go (alias extensions; columns from the layer's metadata)
+  def(
+    'ExtensionStatuses.runtime.talos.dev',
+    'ExtensionStatus',
+    'runtime',
+    ['extensions', 'extensionstatus', 'extensionstatuses'],
+    [
+      ['NAME', '{.metadata.name}'],
+      ['VERSION', '{.metadata.version}'],
+    ],
+  ),
   def(
     'Versions.runtime.talos.dev',
     'Version',

@@ -5,6 +5,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os'
 import { delimiter, join, resolve } from 'node:path'
 import { startSimulator, type CallRecord, type Fault, type ScenarioInput, type ScenarioNode, type Simulator } from '../../sim/index.js'
+import { expect } from 'vitest'
 import type { Report } from '../../lib/core/results.js'
 import { goBin } from '../support/go-bin.js'
 
@@ -25,7 +26,10 @@ export interface ClusterShape {
   timings?: ScenarioInput['timings']
   flux?: ScenarioInput['flux']
   /** per node name: its disks and install disk or selector instead of the defaults */
-  nodeOverrides?: Record<string, Partial<Pick<ScenarioNode, 'disks' | 'installDisk' | 'installDiskSelector'>>>
+  nodeOverrides?: Record<
+    string,
+    Partial<Pick<ScenarioNode, 'disks' | 'installDisk' | 'installDiskSelector' | 'image' | 'secureBoot' | 'extensions' | 'schematic'>>
+  >
   /** the etcd behind the control planes: the model (default, or SIM_ETCD) or the real program */
   etcd?: 'model' | 'real'
 }
@@ -145,6 +149,19 @@ export class E2eCluster {
     await this.sim.stop()
     if (existsSync(this.dir)) rmSync(this.dir, { recursive: true, force: true })
   }
+}
+
+/** The `next:` line printed for `who` (a node, or phase/step), and the command at its end. */
+export function hintOf(stderr: string, who: string): { hint: string; command: string } {
+  const lines = stderr.split('\n')
+  const at = lines.findIndex((l) => l.startsWith(`error: ${who} `) || l.startsWith(`error: ${who}:`))
+  const next = lines.slice(at + 1).find((l) => /^error:\s+next: /.test(l))
+  expect(at, `no failure line for ${who} in:\n${stderr}`).toBeGreaterThanOrEqual(0)
+  const hint = (next ?? '').replace(/^error:\s+next: /, '')
+  // the last command offered is the one that recovers once the cause is gone
+  const command = /.*(?:run|with): ((?:task|talosctl) .+)$/.exec(hint)?.[1] ?? ''
+  expect(command, `no command in the hint: ${hint}`).not.toBe('')
+  return { hint, command }
 }
 
 /**

@@ -4,20 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Fault } from '../../sim/index.js'
 import { FAST, fastWith, ROW_TIMEOUT, withCluster } from '../faults/helpers.js'
-import { runInFreshShell, type ClusterShape } from './harness.js'
-
-/** The `next:` line printed for `who` (a node, or phase/step), and the command at its end. */
-function hintOf(stderr: string, who: string): { hint: string; command: string } {
-  const lines = stderr.split('\n')
-  const at = lines.findIndex((l) => l.startsWith(`error: ${who} `) || l.startsWith(`error: ${who}:`))
-  const next = lines.slice(at + 1).find((l) => /^error:\s+next: /.test(l))
-  expect(at, `no failure line for ${who} in:\n${stderr}`).toBeGreaterThanOrEqual(0)
-  const hint = (next ?? '').replace(/^error:\s+next: /, '')
-  // the last command offered is the one that recovers once the cause is gone
-  const command = /.*(?:run|with): ((?:task|talosctl) .+)$/.exec(hint)?.[1] ?? ''
-  expect(command, `no command in the hint: ${hint}`).not.toBe('')
-  return { hint, command }
-}
+import { hintOf, runInFreshShell, type ClusterShape } from './harness.js'
 
 interface Row {
   name: string
@@ -114,7 +101,7 @@ const rows: Row[] = [
     who: 'wrkr-1',
     fault: { node: 'wrkr-1', kind: 'cni' },
     flags: READY_SHORT,
-    says: /kubectl --kubeconfig \S+ -n kube-system get pods/,
+    says: /kubectl --kubeconfig \S+ --context admin@e2e -n kube-system get pods/,
   },
   {
     name: 'flux',
@@ -124,7 +111,50 @@ const rows: Row[] = [
     fault: { kind: 'flux' },
     task: 'bootstrap:all',
     flags: fastWith('--flux-timeout', '6s'),
-    says: /flux get kustomizations -A --kubeconfig \S+/,
+    says: /flux get kustomizations -A --kubeconfig \S+ --context admin@e2e/,
+  },
+  // issue 28's hints, run as printed once their cause is gone
+  {
+    name: 'clock (a node clock hours ahead)',
+    range: '127.118.12',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'clock', offsetS: 2 * 3600 }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'clock' },
+    says: /date -u.*machine\.time\.servers/,
+  },
+  {
+    name: "cert-sans (the inventory address not in the node's certificate)",
+    range: '127.118.13',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'cert-sans' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'cert-sans' },
+    says: /machine\.certSANs/,
+  },
+  {
+    name: 'time-sync (the bootstrap node never syncs)',
+    range: '127.118.14',
+    shape: { workers: 1, vip: false, faults: [{ node: 'cp-1', kind: 'time-sync' }] },
+    who: 'bootstrap/etcd-bootstrap',
+    fault: { node: 'cp-1', kind: 'time-sync' },
+    says: /machine\.time\.servers.*get timestatus/,
+  },
+  {
+    name: 'kubelet crash loop (its own log)',
+    range: '127.118.15',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'kubelet-crashloop' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'kubelet-crashloop' },
+    flags: READY_SHORT,
+    says: /talosctl --talosconfig \S+ -e 127\.118\.15\.21 -n 127\.118\.15\.21 logs kubelet/,
+  },
+  {
+    name: 'install (the installer image cannot be pulled)',
+    range: '127.118.16',
+    shape: { workers: 1, faults: [{ node: 'wrkr-1', kind: 'installer-pull' }] },
+    who: 'wrkr-1',
+    fault: { node: 'wrkr-1', kind: 'installer-pull' },
+    flags: fastWith('--verify-timeout', '8s'),
+    says: /machine\.install\.image/,
   },
 ]
 

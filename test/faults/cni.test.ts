@@ -140,7 +140,7 @@ if [ "$1" = upgrade ]; then echo 'Error: context deadline exceeded' >&2; exit 1;
         await expectEveryNodeCni(
           cluster,
           /^not Ready within \S+: CNI pod cilium-\w+ Running not ready, restarting \(\d+ restarts\): .*Unable to initialize Kubernetes subsystem.*dial tcp 127\.96\.0\.1:443: i\/o timeout/,
-          /k8sServiceHost: localhost, k8sServicePort: 7445 .*kubectl --kubeconfig \S+ -n kube-system logs -p cilium-\w+/,
+          /k8sServiceHost: localhost, k8sServicePort: 7445 .*kubectl --kubeconfig \S+ --context admin@e2e -n kube-system logs -p cilium-\w+/,
         )
       }),
     ROW_TIMEOUT,
@@ -158,7 +158,7 @@ if [ "$1" = upgrade ]; then echo 'Error: context deadline exceeded' >&2; exit 1;
         await expectEveryNodeCni(
           cluster,
           /^two CNIs on the node: Talos's own flannel \(pod kube-flannel-\w+\) runs next to cilium;/,
-          /cluster\.network\.cni\.name: none .*kubectl --kubeconfig \S+ -n kube-system delete daemonset kube-flannel/,
+          /cluster\.network\.cni\.name: none .*kubectl --kubeconfig \S+ --context admin@e2e -n kube-system delete daemonset kube-flannel/,
         )
       }),
     ROW_TIMEOUT,

@@ -4,11 +4,12 @@
 // for the pending release come from a wrapper (helm list and upgrade as helm v3 prints them), every
 // other helm call is the real one against the simulator. 127.225.<row>.0/24.
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { gzipSync } from 'node:zlib'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import type { E2eCluster } from '../e2e/harness.js'
-import { fastWith, ROW_TIMEOUT, stepIn, withCluster } from './helpers.js'
+import { hintOf, runInFreshShell, type E2eCluster } from '../e2e/harness.js'
+import { FAST, fastWith, ROW_TIMEOUT, stepIn, withCluster } from './helpers.js'
 
 /** a helm whose release cilium is left `status` at `revision` by an interrupted helm */
 function pendingHelm(cluster: E2eCluster, status: string, revision: number): string {
@@ -47,7 +48,7 @@ describe.concurrent('a pending CNI release', () => {
         expect(cni.error?.message).toContain(
           'another operation (install/upgrade/rollback) is in progress (release cilium: pending-install, revision 1)',
         )
-        expect(cni.error?.hint).toMatch(/helm uninstall cilium -n kube-system --kubeconfig \S+/)
+        expect(cni.error?.hint).toMatch(/helm uninstall cilium -n kube-system --kubeconfig \S+ --kube-context admin@e2e/)
         expect(cni.error?.hint).not.toMatch(/helm rollback/)
         expect(cni.error?.hint).toMatch(/task -d \S+ bootstrap:wait-ready CLUSTER_DIR=\S+/)
       }),
@@ -63,9 +64,70 @@ describe.concurrent('a pending CNI release', () => {
         })
         expect(result.code).toBe(1)
         const cni = stepIn(cluster.report(), 'wait-ready', 'cni')
-        expect(cni.error?.hint).toMatch(/helm rollback cilium -n kube-system --kubeconfig \S+/)
+        expect(cni.error?.hint).toMatch(/helm rollback cilium -n kube-system --kubeconfig \S+ --kube-context admin@e2e/)
         expect(cni.error?.hint).not.toMatch(/uninstall/)
       }),
     ROW_TIMEOUT,
   )
+
+  it(
+    "a real release left pending-install: the hint's helm uninstall and task, run verbatim, install the CNI again",
+    () =>
+      withCluster('127.225.3', { workers: 1, vip: false }, async (cluster) => {
+        expect((await cluster.task('bootstrap:talos', {}, FAST)).code).toBe(0)
+        await leavePendingInstall(cluster)
+        const result = await cluster.task('bootstrap:wait-ready', {}, fastWith('--ready-timeout', '6s'))
+        expect(result.code, result.stderr).toBe(1)
+        expect(stepIn(cluster.report(), 'wait-ready', 'cni').error?.message).toContain('(release cilium: pending-install, revision 1)')
+        const { hint, command } = hintOf(result.stderr, 'wait-ready/cni')
+        const uninstall = /`(helm uninstall [^`]+)`/.exec(hint)?.[1] ?? ''
+        expect(uninstall).toMatch(/--kube-context admin@e2e$/)
+        const removed = await runInFreshShell(cluster, uninstall)
+        expect(removed.code, `${uninstall}\n${removed.stderr}`).toBe(0)
+        const recovered = await runInFreshShell(cluster, command)
+        expect(recovered.code, `${command}\n${recovered.stderr}`).toBe(0)
+        expect(stepIn(cluster.report(), 'wait-ready', 'cni').status).toBe('ok')
+      }),
+    ROW_TIMEOUT,
+  )
 })
+
+/**
+ * What a helm killed during its first install leaves: the release's only revision, status
+ * pending-install (helm pkg/storage/driver/secrets.go: a Secret labelled owner=helm, its `release`
+ * the gzipped JSON release, base64-encoded).
+ */
+async function leavePendingInstall(cluster: E2eCluster): Promise<void> {
+  const deleted = await cluster.kubectl(['-n', 'kube-system', 'delete', 'secret', '-l', 'owner=helm,name=cilium'])
+  expect(deleted.code, deleted.stderr).toBe(0)
+  const at = '2026-11-26T10:00:00Z'
+  const release = {
+    name: 'cilium',
+    namespace: 'kube-system',
+    version: 1,
+    info: { first_deployed: at, last_deployed: at, deleted: '', description: 'Initial install underway', status: 'pending-install' },
+    chart: {
+      metadata: { name: 'cilium', version: '1.18.4', appVersion: '1.18.4', apiVersion: 'v2' },
+      templates: [],
+      values: {},
+      files: [],
+    },
+    config: {},
+    manifest: '',
+  }
+  const secret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'helm.sh/release.v1',
+    metadata: {
+      name: 'sh.helm.release.v1.cilium.v1',
+      namespace: 'kube-system',
+      labels: { name: 'cilium', owner: 'helm', status: 'pending-install', version: '1' },
+    },
+    stringData: { release: gzipSync(JSON.stringify(release)).toString('base64') },
+  }
+  const file = join(mkdtempSync(join(tmpdir(), 'tb-release-')), 'release.json')
+  writeFileSync(file, JSON.stringify(secret))
+  const created = await cluster.kubectl(['create', '-f', file])
+  expect(created.code, created.stderr).toBe(0)
+}

@@ -62,7 +62,7 @@ describe('reset: the Kubernetes Node', () => {
       kind: 'node-not-ready',
       message: expect.stringMatching(/Ready but cordoned \(spec\.unschedulable\), not by Talos \(no talos\.dev\/cordoned annotation\)/),
     })
-    expect(failed.error?.hint).toMatch(/kubectl --kubeconfig \S+ uncordon wrkr-1/)
+    expect(failed.error?.hint).toMatch(/kubectl --kubeconfig \S+ --context admin@e2e uncordon wrkr-1/)
     expect((await kubeNode(c, 'wrkr-1')).spec?.unschedulable).toBe(true)
   })
 })

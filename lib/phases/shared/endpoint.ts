@@ -1,5 +1,10 @@
 import { existsSync } from 'node:fs'
-import type { ClusterNode } from '../../core/model.js'
+import { NodeError } from '../../core/errors.js'
+import { formatDuration } from '../../core/duration.js'
+import { controlPlanes, type ClusterNode } from '../../core/model.js'
+import { talosctlCommand, taskCommand } from '../../cli/hints.js'
+import type { StepReporter } from '../../engine/phase.js'
+import { lastErrorNote, PollTimeout } from '../../wait/poll.js'
 import type { Run } from '../../engine/run.js'
 import { apiUrl, kubeconfigServer, setKubeconfigServer } from '../../state/kubeconfig.js'
 import { SharedReading } from '../../wait/shared-reading.js'
@@ -61,4 +66,34 @@ export async function aimKubeconfig(run: Run): Promise<{ where: string; ready: b
   const direct = apiUrl(node.address)
   if (current !== direct) setKubeconfigServer(run.kubeconfig, cluster, direct)
   return { where: `kubeconfig -> ${direct} (the endpoint ${run.inventory.vip} does not answer yet)`, ready: false }
+}
+
+/**
+ * After the bootstrap, the endpoint's VIP gets a bounded wait (bootstrapTimeout): Talos brings it up on
+ * a control plane once etcd runs (the VIP follows an etcd election), and a control plane joining etcd
+ * learns its peers through it when discovery is off (controllers/k8s/endpoint.go reads the Kubernetes
+ * endpoints with the admin kubeconfig's endpoint). A VIP that never answers is named with what to check.
+ */
+export async function waitForEndpoint(run: Run, report: StepReporter): Promise<string> {
+  const vip = run.inventory.vip ?? ''
+  if (run.options.dryRun) return `would wait for ${run.inventory.endpoint} to answer`
+  try {
+    await report.poll(async () => {
+      if (await run.kubectl.readyz(run.inventory.endpoint).catch(() => false)) return { done: true, value: true }
+      return { done: false, state: `the endpoint ${run.inventory.endpoint} does not answer yet` }
+    }, run.settings.bootstrapTimeoutMs)
+  } catch (err) {
+    if (!(err instanceof PollTimeout)) throw err
+    const cps = controlPlanes(run.inventory)
+    const even =
+      cps.length % 2 === 0
+        ? `; ${cps.length} control planes: an even number, etcd keeps no quorum with half of them down (use 1, 3 or 5)`
+        : ''
+    throw new NodeError(
+      'unreachable',
+      `the endpoint's VIP ${vip} never answered within ${formatDuration(run.settings.bootstrapTimeoutMs)} after the etcd bootstrap (${run.inventory.endpoint}/readyz): no control plane holds it, so ${cps.every((cp) => cp.discovery === true) ? 'nothing reaches the Kubernetes API through the endpoint (the kubeconfig, kubelets and clients that use it)' : 'control planes cannot join etcd through it (cluster discovery off) and workers behind it get no certificate'}${even}${lastErrorNote(err.lastError)}`,
+      `check the VIP in the control planes' configs (machine.network.interfaces[].vip.ip ${vip}, or a Layer2VIPConfig: on the interface that holds their address, ${vip} inside that address's subnet and free on the network), whether a control plane holds it (${cps.map((cp) => `\`${talosctlCommand(cp, 'get addresses')}\``).join(', ')}) and etcd's health (\`${talosctlCommand(cps[0] ?? { address: vip }, 'etcd status')}\`: the VIP goes to the etcd election's winner); apply fixed configs (${taskCommand('bootstrap:apply', {}, ['--reapply'])}), then run: ${taskCommand('bootstrap:talos')}`,
+    )
+  }
+  return `the endpoint ${run.inventory.endpoint} answers (${await pointKubeconfig(run)})`
 }

@@ -179,7 +179,9 @@ export async function verifyNode(
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err
     const after = run.facts.of(node.name).awaitingControlPlane
-    if (!watch.answered && !after && configAccepted(node, run) && watch.silent()) throw installNeverEnded(node, run, err, watch)
+    // silent after taking its config: installing; behind the VIP only once the VIP answers (else it waits for a certificate)
+    const vipUp = after !== undefined && (await run.kubectl.readyz(run.inventory.endpoint).catch(() => false))
+    if (!watch.answered && (!after || vipUp) && configAccepted(node, run) && watch.silent()) throw installNeverEnded(node, run, err, watch)
     const kind = watch.answered ? 'stuck' : 'unreachable'
     const message = watch.answered
       ? `not verified within ${formatDuration(run.settings.verifyTimeoutMs)}: ${err.lastState}`

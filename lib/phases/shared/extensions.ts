@@ -1,0 +1,56 @@
+// After the install: the system extensions a node runs against what the schematic of its image asks
+// for. A missing one (iscsi-tools, a guest agent, tailscale) would otherwise surface later as storage
+// or networking that fails.
+import { parse as parseYaml } from 'yaml'
+import { NodeError } from '../../core/errors.js'
+import type { ClusterNode } from '../../core/model.js'
+import { hintForExtensions } from '../../cli/hints.js'
+import { MachineConfig } from '../../input/machine-config.js'
+import type { Run } from '../../engine/run.js'
+import type { StepReporter } from '../../engine/phase.js'
+
+/** Image Factory's virtual extension that carries the schematic (its ID as version, the schematic as extraInfo). */
+const SCHEMATIC = 'schematic'
+
+/** `siderolabs/iscsi-tools` -> `iscsi-tools`: the schematic names an extension by its image, the node by its manifest name. */
+const extensionName = (ref: string): string => ref.replace(/^.*\//, '')
+
+/** The extensions a schematic asks for (`customization.systemExtensions.officialExtensions`). */
+export function schematicExtensions(extraInfo: string): string[] {
+  try {
+    const schematic = parseYaml(extraInfo) as { customization?: { systemExtensions?: { officialExtensions?: unknown } } } | null
+    const list = schematic?.customization?.systemExtensions?.officialExtensions
+    return Array.isArray(list) ? list.filter((x): x is string => typeof x === 'string').map(extensionName) : []
+  } catch {
+    return []
+  }
+}
+
+/** The schematic ID in an Image Factory installer reference (`factory.talos.dev/installer/<64 hex>:v1.12.11`). */
+const schematicOfImage = (image: string | undefined): string | undefined => /\/([0-9a-f]{64})(?=[:@]|$)/.exec(image ?? '')?.[1]
+
+/**
+ * Fails the node when an extension its running image's schematic asks for is not running; returns a
+ * note when it runs another schematic than its config's installer image names (a disk image booted
+ * as it is, whose install was skipped), else undefined.
+ */
+export async function checkExtensions(node: ClusterNode, run: Run, report: StepReporter): Promise<string | undefined> {
+  const running = await report.retry(() => run.talosctl.extensions(node))
+  const schematic = running.find((e) => e.name === SCHEMATIC)
+  const image = MachineConfig.of(node.configFile).installImage()
+  const configured = schematicOfImage(image)
+  const other =
+    configured && schematic?.version !== configured
+      ? `it runs ${schematic ? `schematic ${schematic.version}` : 'no Image Factory schematic'}, not ${configured} of machine.install.image`
+      : undefined
+  if (!schematic) return other
+  const have = new Set(running.filter((e) => e.name !== SCHEMATIC).map((e) => e.name))
+  const wanted = schematicExtensions(schematic.extraInfo)
+  const missing = wanted.filter((name) => !have.has(name))
+  if (missing.length === 0) return other
+  throw new NodeError(
+    'extensions',
+    `runs without ${missing.length === 1 ? 'the system extension' : 'the system extensions'} ${missing.join(', ')} that its schematic ${schematic.version} asks for (${wanted.join(', ')}); running: ${[...have].join(', ') || 'none'}${other ? `; ${other}` : ''}`,
+    hintForExtensions(node, image),
+  )
+}
