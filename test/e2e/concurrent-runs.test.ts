@@ -1,7 +1,7 @@
 // Nodes configured by a concurrent run (another copy of the cluster directory: the lock is per
 // directory) are not reported unreachable (issue 26 item 14): a node that answered in maintenance and
 // stops listening before this run's apply reaches it took a config elsewhere and installs; verify
-// waits for it. Range 127.239.x.y.
+// waits for it. Range 127.243.x.y.
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -17,17 +17,17 @@ afterEach(async () => {
 
 describe('two runs, two copies of the cluster directory', () => {
   it("a node the other run applied between this run's preflight and its apply: skipped as configured elsewhere, waited for, not unreachable", async () => {
-    cluster = await E2eCluster.start('127.239.1', { workers: 1, timings: { install: 3000 } })
+    cluster = await E2eCluster.start('127.243.1', { workers: 1, timings: { install: 3000 } })
     const c = cluster
     const copy = join(c.dir, 'copy')
     cpSync(c.clusterDir, copy, { recursive: true })
     // this run's apply to wrkr-1 leaves only once the other run's apply was accepted
     const gate = join(c.dir, 'other-run-applied')
-    const slow = gatedTalosctl(c, '127.239.1.21', gate)
+    const slow = gatedTalosctl(c, '127.243.1.21', gate)
     const args = ['-x', 'bootstrap:talos', `CLUSTER_DIR=${copy}`, `TALOSCTL=${slow}`, '--', ...fastWith('--verify-timeout', '60s')]
     const mine = run('task', args, c.env())
     try {
-      await waitFor(() => processesMentioning('apply-config --insecure -n 127.239.1.21').length > 0, 60_000, "this run's apply to wrkr-1")
+      await waitFor(() => processesMentioning('apply-config --insecure -n 127.243.1.21').length > 0, 60_000, "this run's apply to wrkr-1")
       const other = await c.task('bootstrap:apply', { NODES: 'wrkr-1' })
       expect(other.code, other.stderr).toBe(0)
     } finally {

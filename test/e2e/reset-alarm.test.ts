@@ -1,5 +1,5 @@
 // A reset of a control plane needs the remaining voters without an etcd alarm (issue 26 item 3): a
-// NOSPACE member takes no writes, so it is no healthy voter for the removal's quorum. Range 127.238.x.y.
+// NOSPACE member takes no writes, so it is no healthy voter for the removal's quorum. Range 127.242.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
 import { callsTo, E2eCluster, nodeIn, runInFreshShell } from './harness.js'
 
@@ -11,7 +11,7 @@ afterEach(async () => {
 
 describe('reset and etcd alarms', () => {
   it('refuses to reset cp-3 while cp-1 has NOSPACE (1 healthy of 2 remaining, 2 needed), names the alarm; once it is cleared the hint resets', async () => {
-    cluster = await E2eCluster.start('127.238.1', { cps: 3, workers: 0 })
+    cluster = await E2eCluster.start('127.242.1', { cps: 3, workers: 0 })
     const c = cluster
     const b = await c.task('bootstrap:talos')
     expect(b.code, b.stderr + b.stdout).toBe(0)

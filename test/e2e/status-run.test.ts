@@ -1,5 +1,5 @@
 // `bootstrap:status` while a run holds the lock says so (issue 26 item 14), and says whether Flux was
-// handed over (issue 26 item 11). Range 127.237.x.y.
+// handed over (issue 26 item 11). Range 127.241.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
 import { callsTo, E2eCluster, waitFor } from './harness.js'
 import { FAST } from '../faults/helpers.js'
@@ -12,7 +12,7 @@ afterEach(async () => {
 
 describe('bootstrap:status around runs', () => {
   it('names a run in progress (its pid and command) while the nodes install, and whether Flux was handed over', async () => {
-    cluster = await E2eCluster.start('127.237.1', { workers: 1, timings: { install: 6000 } })
+    cluster = await E2eCluster.start('127.241.1', { workers: 1, timings: { install: 6000 } })
     const c = cluster
     const { done } = c.spawnTask('bootstrap:talos', {}, FAST)
     await waitFor(() => callsTo(c.calls(), 'wrkr-1', 'apply').some((call) => call.outcome === 'ok'), 60_000, "wrkr-1's apply")
