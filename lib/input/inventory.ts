@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import { isIP } from 'node:net'
-import { join, resolve } from 'node:path'
+import { basename, join, resolve } from 'node:path'
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml'
 import { InputError, InputErrors } from '../core/errors.js'
 import type { ClusterNode, Inventory, Role } from '../core/model.js'
@@ -17,6 +17,7 @@ import {
 import { outsideClusterDir } from './inside.js'
 import { type ConfigSetting, MachineConfig, networkIdentity } from './machine-config.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
+import { readTopfLayout, topfConfigFile, TOPF_FILE, TOPF_RENDER, type TopfLayout } from './topf.js'
 import { readErrorCode, readRegularFile } from '../core/files.js'
 
 export interface InventoryOptions {
@@ -27,6 +28,9 @@ export interface InventoryOptions {
   /** the environment `${VAR}` placeholders are taken from (with talenv.yaml over it) */
   env?: NodeJS.ProcessEnv
 }
+
+/** The inventory's format: its key names and the generator that writes its configs differ. */
+type Schema = 'talhelper' | 'topf' | 'nodes'
 
 const DEMO_FIX = 'point CLUSTER_DIR at your cluster, or try `task demo`'
 
@@ -49,14 +53,23 @@ export function loadInventory(clusterDir: string, options: InventoryOptions = {}
       fix: 'correct talconfig (bootstrap.yaml, BOOTSTRAP_TALCONFIG or --talconfig): the file talhelper genconfig -c reads',
     })
   }
+  const topfFile = join(dir, TOPF_FILE)
+  if (existsSync(topfFile)) return fromTopf(dir, readTopfLayout(dir, topfFile, options.env ?? process.env))
   if (existsSync(nodesFile)) return fromNodesFile(dir, YamlFile.read(nodesFile, DEMO_FIX))
-  throw new InputError('no talconfig.yaml or nodes.yaml in the cluster directory', {
+  throw new InputError('no talconfig.yaml, topf.yaml or nodes.yaml in the cluster directory', {
     file: dir,
-    fix: `add talconfig.yaml (talhelper) or nodes.yaml (docs/inventory.md); ${DEMO_FIX}`,
+    fix: `add talconfig.yaml (talhelper), topf.yaml (topf) or nodes.yaml (docs/inventory.md); ${DEMO_FIX}`,
   })
 }
 
-interface RawNode {
+/** Which generator's layout CLUSTER_DIR holds, in the order loadInventory tries them. */
+export function inventoryLayout(clusterDir: string, options: Pick<InventoryOptions, 'talconfig'> = {}): 'talhelper' | 'topf' | 'nodes' {
+  const dir = resolve(clusterDir)
+  if (existsSync(resolve(dir, options.talconfig ?? 'talconfig.yaml')) || options.talconfig !== undefined) return 'talhelper'
+  return existsSync(join(dir, TOPF_FILE)) ? 'topf' : 'nodes'
+}
+
+export interface RawNode {
   name: unknown
   address: unknown
   controlPlane: boolean | undefined
@@ -90,7 +103,26 @@ function readTalconfig(dir: string, path: string, env: NodeJS.ProcessEnv): { fil
   return { file, strings: documentToJS(parseDocument(text, { schema: 'failsafe', lineCounter: lines }), path, lines) }
 }
 
+/** talconfig.yaml read as talhelper reads it: the nodes and the files genconfig writes for them. */
+export interface TalhelperLayout {
+  file: YamlFile
+  clusterName: string
+  endpoint: string
+  talosVersion?: string
+  raw: RawNode[]
+  outDir: string
+  /** every string of the file after substitution: `@<file>` references (patches) among them */
+  strings: unknown
+}
+
 function fromTalconfig(dir: string, path: string, options: InventoryOptions): Inventory {
+  const layout = readTalhelperLayout(dir, path, options)
+  const inventory = build(dir, layout.file, layout.clusterName, layout.endpoint, layout.raw, join(layout.outDir, 'talosconfig'), 'talhelper')
+  if (layout.talosVersion) inventory.talosVersion = layout.talosVersion
+  return inventory
+}
+
+export function readTalhelperLayout(dir: string, path: string, options: InventoryOptions): TalhelperLayout {
   const { file, strings } = readTalconfig(dir, path, options.env ?? process.env)
   const doc = record(file.toJS(), file, [])
   const asText = record(strings, file, [])
@@ -136,9 +168,32 @@ function fromTalconfig(dir: string, path: string, options: InventoryOptions): In
       path: ['nodes', i],
     }
   })
-  const inventory = build(dir, file, clusterName, endpoint, raw, join(outDir, 'talosconfig'), 'talhelper')
   const version = stringAt(doc.talosVersion, asText.talosVersion)
-  if (typeof version === 'string' && version !== '') inventory.talosVersion = talosVersionOf(version)
+  return {
+    file,
+    clusterName,
+    endpoint,
+    ...(typeof version === 'string' && version !== '' ? { talosVersion: talosVersionOf(version) } : {}),
+    raw,
+    outDir,
+    strings,
+  }
+}
+
+function fromTopf(dir: string, layout: TopfLayout): Inventory {
+  const raw: RawNode[] = layout.nodes.map((n) => ({
+    name: n.host,
+    // without ip, topf connects to host (Node.Endpoint)
+    address: n.ip ?? n.host,
+    controlPlane: n.role === undefined ? undefined : n.role === 'controlplane',
+    role: n.written,
+    configFile: typeof n.host === 'string' ? topfConfigFile(layout, n.host) : undefined,
+    installDisk: undefined,
+    installDiskSelector: undefined,
+    path: n.path,
+  }))
+  const inventory = build(dir, layout.file, layout.clusterName, layout.endpoint, raw, join(layout.outDir, 'talosconfig'), 'topf')
+  if (layout.talosVersion) inventory.talosVersion = layout.talosVersion
   return inventory
 }
 
@@ -213,7 +268,7 @@ function build(
   endpoint: string,
   raw: RawNode[],
   talosconfig: string,
-  schema: 'talhelper' | 'nodes',
+  schema: Schema,
 ): Inventory {
   const errors: InputError[] = []
   const nodes: ClusterNode[] = []
@@ -223,7 +278,7 @@ function build(
   if (raw.length === 0) {
     errors.push(file.error(['nodes'], 'the inventory lists no nodes', 'list your nodes under nodes:'))
   }
-  const nameKey = schema === 'talhelper' ? 'hostname' : 'name'
+  const nameKey = schema === 'talhelper' ? 'hostname' : schema === 'topf' ? 'host' : 'name'
   const ipKey = schema === 'talhelper' ? 'ipAddress' : 'ip'
   raw.forEach((n, i) => {
     if (typeof n.name !== 'string' || !isHostname(n.name)) {
@@ -248,7 +303,12 @@ function build(
       return
     }
     if (n.controlPlane === undefined) {
-      const fix = schema === 'talhelper' ? 'set controlPlane: true or false (left out, it is false)' : 'set role: controlplane or worker'
+      const fix =
+        schema === 'talhelper'
+          ? 'set controlPlane: true or false (left out, it is false)'
+          : schema === 'topf'
+            ? 'set role: control-plane or worker'
+            : 'set role: controlplane or worker'
       errors.push(
         file.error(
           [...n.path, schema === 'talhelper' ? 'controlPlane' : 'role'],
@@ -304,7 +364,9 @@ function build(
       const fix =
         schema === 'talhelper'
           ? 'run `talhelper genconfig` to generate the configs (or set talhelperOutDir to the folder genconfig -o wrote)'
-          : 'generate it with `talosctl gen config` or fix the path'
+          : schema === 'topf'
+            ? `run \`${TOPF_RENDER}\` in ${dir} (each run regenerates what is missing when topf is on PATH)`
+            : 'generate it with `talosctl gen config` or fix the path'
       errors.push(file.error(n.path, `${n.name}: machine config ${n.configFile} not found`, fix))
       return
     }
@@ -373,10 +435,10 @@ function build(
 function installFields(
   n: RawNode,
   file: YamlFile,
-  schema: 'talhelper' | 'nodes',
+  schema: Schema,
 ): { fields: Pick<ClusterNode, 'installDisk' | 'installDiskSelector'> } | { error: InputError } {
   const fields: Pick<ClusterNode, 'installDisk' | 'installDiskSelector'> = {}
-  const where = schema === 'talhelper' ? 'in talconfig.yaml and regenerate the configs' : 'in nodes.yaml'
+  const where = schema === 'talhelper' ? 'in talconfig.yaml and regenerate the configs' : `in ${basename(file.path)}`
   if (n.installDisk !== undefined && n.installDisk !== null) {
     if (typeof n.installDisk !== 'string' || n.installDisk.trim() === '') {
       return {
@@ -418,7 +480,7 @@ function checkMachineConfig(
   path: string,
   name: string,
   role: Role,
-  schema: 'talhelper' | 'nodes',
+  schema: Schema,
   inventoryFile: string,
 ): { problems: InputError[] } | ConfigIdentity {
   const problems = machineConfigProblems(path, name, role, schema, inventoryFile)
@@ -449,7 +511,7 @@ function machineConfigProblems(
   path: string,
   name: string,
   role: Role,
-  schema: 'talhelper' | 'nodes',
+  schema: Schema,
   inventoryFile: string,
 ): InputError[] | ConfigIdentity {
   const machineConfig = MachineConfig.of(path)
@@ -541,7 +603,9 @@ function machineConfigProblems(
   const roleFix =
     schema === 'talhelper'
       ? 'set controlPlane: in talconfig.yaml to what the node is and regenerate the configs'
-      : 'set the role in nodes.yaml to what the node is, or point config: at its own machine config'
+      : schema === 'topf'
+        ? 'set role: in topf.yaml to what the node is (control-plane or worker) and render the configs again'
+        : 'set the role in nodes.yaml to what the node is, or point config: at its own machine config'
   const type = config.getIn(['machine', 'type'])
   if (type !== undefined && type !== null) {
     const configRole = type === 'controlplane' || type === 'init' ? 'controlplane' : type === 'worker' ? 'worker' : undefined
@@ -589,7 +653,9 @@ function machineConfigProblems(
   const regenerate =
     schema === 'talhelper'
       ? `point the node at its own machine config: regenerate them with talhelper genconfig from ${inventoryFile}`
-      : `point config: in ${inventoryFile} at the node's own machine config`
+      : schema === 'topf'
+        ? `render the configs again (${TOPF_RENDER}): topf names each config after its node's host in ${inventoryFile}`
+        : `point config: in ${inventoryFile} at the node's own machine config`
   if (hostname) {
     const where = { file: path, ...(hostname.line ? { line: hostname.line } : {}) }
     if (typeof hostname.value !== 'string' || !isDns1123Hostname(hostname.value)) {
@@ -637,7 +703,7 @@ function sameHost(a: string, b: string): boolean {
 function addressProblems(
   inventoryFile: string,
   nodes: ReadonlyArray<{ node: ClusterNode; addresses: Array<ConfigSetting<string>>; dhcp: boolean }>,
-  schema: 'talhelper' | 'nodes',
+  schema: Schema,
 ): InputError[] {
   const owner = new Map<string, ClusterNode>()
   for (const { node } of nodes) for (const a of addressesOfNode(node)) owner.set(canonicalAddress(a), node)
@@ -645,7 +711,9 @@ function addressProblems(
   const fix = (name: string): string =>
     schema === 'talhelper'
       ? `point ${name} at its own machine config (regenerate them with talhelper genconfig), or correct its ipAddress in ${inventoryFile}`
-      : `point config: of ${name} at its own machine config, or correct its ip in ${inventoryFile}`
+      : schema === 'topf'
+        ? `correct the address in ${name}'s patches or its ip in ${inventoryFile}, and render the configs again (${TOPF_RENDER})`
+        : `point config: of ${name} at its own machine config, or correct its ip in ${inventoryFile}`
   for (const { node, addresses, dhcp } of nodes) {
     if (!node.configFile || addresses.length === 0) continue
     const where = (a: ConfigSetting<string>): { file: string; line?: number; fix: string } => ({
