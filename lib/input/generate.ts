@@ -80,10 +80,7 @@ function generateTalhelper(dir: string, inventory: InventoryOptions, options: Ge
   const outDirRel = relative(dir, layout.outDir) || '.'
   const secrets = talhelper.TALSECRET_FILES.map((f) => join(dir, f)).filter((f) => existsSync(f))
   const generated: Generated = {
-    outputs: [
-      ...layout.raw.flatMap((n) => (typeof n.configFile === 'string' ? [n.configFile] : [])),
-      join(layout.outDir, 'talosconfig'),
-    ],
+    outputs: [...layout.raw.flatMap((n) => (typeof n.configFile === 'string' ? [n.configFile] : [])), join(layout.outDir, 'talosconfig')],
     inputs: [
       talconfig,
       ...TALENV_FILES.map((f) => join(dir, f)).filter((f) => existsSync(f)),
@@ -119,7 +116,9 @@ function generateTalhelper(dir: string, inventory: InventoryOptions, options: Ge
       file: talconfig,
       fix: `correct what talhelper names, then run the same command again (\`${command}\` in ${dir} shows talhelper's whole output)`,
     })
-  options.say(`generate: talhelper genconfig wrote the configs of ${generated.outputs.length - 1} node(s) and the talosconfig into ${layout.outDir} (${formatDuration(performance.now() - started)})`)
+  options.say(
+    `generate: talhelper genconfig wrote the configs of ${generated.outputs.length - 1} node(s) and the talosconfig into ${layout.outDir} (${formatDuration(performance.now() - started)})`,
+  )
 }
 
 /** `.sops.yaml` in the cluster directory or above it (where sops looks for it): the secrets file is then encrypted. */
@@ -160,13 +159,17 @@ function writeSecrets(dir: string, options: GenerateOptions): void {
       )
     text = encrypted.text
   } else {
-    options.warn(`${path} holds the cluster's secrets in plain text (no .sops.yaml above ${dir}): keep it out of git, or encrypt it with sops`)
+    options.warn(
+      `${path} holds the cluster's secrets in plain text (no .sops.yaml above ${dir}): keep it out of git, or encrypt it with sops`,
+    )
   }
   // written whole or not at all: a half-written secrets file would become the cluster's PKI
   const partial = join(dir, `.${target.name}.partial`)
   writeFileSync(partial, text, { mode: 0o600 })
   renameSync(partial, path)
-  options.say(`generate: talhelper gensecret wrote ${target.name}${target.sopsConfig ? ` (encrypted with sops under ${target.sopsConfig})` : ''}`)
+  options.say(
+    `generate: talhelper gensecret wrote ${target.name}${target.sopsConfig ? ` (encrypted with sops under ${target.sopsConfig})` : ''}`,
+  )
 }
 
 function generateTopf(dir: string, options: GenerateOptions): void {
@@ -219,5 +222,7 @@ function generateTopf(dir: string, options: GenerateOptions): void {
   const partial = join(layout.outDir, '.talosconfig.partial')
   writeFileSync(partial, printed.stdout, { mode: 0o600 })
   renameSync(partial, talosconfig)
-  options.say(`generate: topf wrote the configs of ${hosts.length} node(s) and the talosconfig into ${layout.outDir} (${formatDuration(performance.now() - started)})`)
+  options.say(
+    `generate: topf wrote the configs of ${hosts.length} node(s) and the talosconfig into ${layout.outDir} (${formatDuration(performance.now() - started)})`,
+  )
 }

@@ -117,7 +117,15 @@ export interface TalhelperLayout {
 
 function fromTalconfig(dir: string, path: string, options: InventoryOptions): Inventory {
   const layout = readTalhelperLayout(dir, path, options)
-  const inventory = build(dir, layout.file, layout.clusterName, layout.endpoint, layout.raw, join(layout.outDir, 'talosconfig'), 'talhelper')
+  const inventory = build(
+    dir,
+    layout.file,
+    layout.clusterName,
+    layout.endpoint,
+    layout.raw,
+    join(layout.outDir, 'talosconfig'),
+    'talhelper',
+  )
   if (layout.talosVersion) inventory.talosVersion = layout.talosVersion
   return inventory
 }

@@ -73,8 +73,7 @@ export function readTopfLayout(dir: string, path: string, env: NodeJS.ProcessEnv
     throw file.error([key], `${key} is missing or not a string`, fix)
   }
   // topf refuses it too (LoadFromFile): the folder moved to patchesDir
-  if (top.configDir !== undefined)
-    throw file.error(['configDir'], "deprecated field 'configDir'", 'rename it to patchesDir, as topf asks')
+  if (top.configDir !== undefined) throw file.error(['configDir'], "deprecated field 'configDir'", 'rename it to patchesDir, as topf asks')
   if (top.nodesProvider !== undefined)
     throw file.error(
       ['nodesProvider'],

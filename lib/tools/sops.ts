@@ -108,5 +108,10 @@ export function sopsEncrypt(file: string, text: string, env: NodeJS.ProcessEnv, 
     timeoutMs: 60_000,
   })
   if (result.ok) return { ok: true, text: result.stdout }
-  return { ok: false, missing: result.missing, binary: toolBinary(env, 'sops'), message: sopsFailure(result.stderr) || `exit ${String(result.exitCode)}` }
+  return {
+    ok: false,
+    missing: result.missing,
+    binary: toolBinary(env, 'sops'),
+    message: sopsFailure(result.stderr) || `exit ${String(result.exitCode)}`,
+  }
 }
