@@ -19,11 +19,23 @@ export function gensecret(env: NodeJS.ProcessEnv, dir: string): LocalResult {
   return runLocalSync(env, 'talhelper', ['gensecret'], { cwd: dir })
 }
 
-/** talhelper's failure without the timestamp log.Fatalf puts in front ("2026/11/27 10:00:00 failed to …"). */
+/**
+ * talhelper's failure without the timestamp log.Fatalf puts in front ("2026/11/27 10:00:00 failed to …"),
+ * followed by the issues its validator printed on stdout (`field: "nodes[0].x"` then `  * <what>` lines,
+ * pkg/config/loader.go), each as `<field>: <what>`.
+ */
 export function talhelperFailure(result: LocalResult): string {
-  const lines = result.stderr
+  const fatal = result.stderr
     .split('\n')
     .map((l) => l.replace(/^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d /, '').trim())
     .filter((l) => l !== '')
-  return lines.join(' ') || `exit ${String(result.exitCode)}`
+    .join(' ')
+  const issues: string[] = []
+  let field = ''
+  for (const line of result.stdout.split('\n')) {
+    const named = /^field: "(.*)"$/.exec(line.trim())
+    if (named) field = named[1] ?? ''
+    else if (/^\s*\* /.test(line)) issues.push(`${field ? `${field}: ` : ''}${line.replace(/^\s*\* /, '').trim()}`)
+  }
+  return [fatal || `exit ${String(result.exitCode)}`, ...issues].join('; ')
 }
