@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createClock } from './clock.js'
 import { createFaults, FAULT_KINDS } from './faults.js'
 import { generatePki } from './pki.js'
-import { writeClusterDir } from './writer.js'
+import { realTools, writeClusterDir } from './writer.js'
 import { observe as observeEvents } from './talos/events.js'
 import { startChartRepo } from './charts/repo.js'
 import { Node } from './node.js'
@@ -21,8 +21,9 @@ const here = dirname(fileURLToPath(import.meta.url))
 const CALL_FAULTS = ['refused', 'unreachable', 'timeout', 'unavailable']
 
 export class Simulator {
-  constructor(scenario, { dir = '.sim', log } = {}) {
+  constructor(scenario, { dir = '.sim', log, talosctl } = {}) {
     this.scenario = scenario
+    this.talosctl = talosctl
     this.dir = resolve(dir)
     this.talosMinor = scenario.talosMinor
     this.timings = scenario.timings
@@ -44,7 +45,10 @@ export class Simulator {
     this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null, role: s.cluster.talosconfigRole })
     // the chart repository real helm installs the CNI from (any free port on 127.0.0.1)
     this.chartRepo = await startChartRepo({ cert: this.pki.charts.server.cert, key: this.pki.charts.server.key })
-    const written = await writeClusterDir(this.dir, s, this.pki, { chartRepo: this.chartRepo.url })
+    const written = await writeClusterDir(this.dir, s, this.pki, {
+      chartRepo: this.chartRepo.url,
+      ...(this.talosctl ? { tools: { ...realTools(), talosctl: this.talosctl } } : {}),
+    })
     this.clusterDir = written.clusterDir
     this.env = written.env
     this.binDir = written.binDir // <dir>/bin (sim/writer.js)

@@ -139,4 +139,6 @@ export function startSimulator(opts: {
   dir?: string
   speed?: number
   log?: (msg: string) => void
+  /** the talosctl <dir>/bin links (tests: talosctl v1.13.9 against v1.13 nodes); default the one `task tools` provides */
+  talosctl?: string
 }): Promise<Simulator>

@@ -9,13 +9,13 @@ export { Simulator } from './cluster.js'
  * startSimulator({scenario: object | YAML path | YAML text, dir = '.sim', speed?, log?})
  * resolves once every node is in maintenance (its first stage).
  */
-export async function startSimulator({ scenario, dir = '.sim', speed, log } = {}) {
+export async function startSimulator({ scenario, dir = '.sim', speed, log, talosctl } = {}) {
   const s = loadScenario(scenario)
   if (speed != null) {
     if (!(Number(speed) > 0)) throw new Error(`speed must be > 0, got ${speed}`)
     s.speed = Number(speed)
   }
-  const sim = new Simulator(s, { dir, log })
+  const sim = new Simulator(s, { dir, log, talosctl })
   try {
     await sim.start()
   } catch (e) {

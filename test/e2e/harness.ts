@@ -17,6 +17,8 @@ export interface ClusterShape {
   workers?: number
   image?: 'iso' | 'disk'
   talosVersion?: string
+  /** the talosctl the simulator's bin links, and so the tasks run (default: .tools/bin's) */
+  talosctl?: string
   vip?: 'after-bootstrap' | 'never' | false
   discovery?: 'enabled' | 'disabled'
   talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
@@ -83,7 +85,7 @@ export class E2eCluster {
 
   static async start(range: string, shape: ClusterShape = {}): Promise<E2eCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'tb-e2e-'))
-    const sim = await startSimulator({ scenario: scenario(range, shape), dir })
+    const sim = await startSimulator({ scenario: scenario(range, shape), dir, ...(shape.talosctl ? { talosctl: shape.talosctl } : {}) })
     return new E2eCluster(sim, dir)
   }
 
