@@ -122,6 +122,13 @@ export class Simulator {
   kubeconfigYaml() {
     return kubeconfigYaml(this.scenario, this.pki)
   }
+  /** scenario cluster.configs: external: the cluster's PKI is taken from the applied configs, one at a time;
+   *  resolves false for a config of another cluster */
+  adoptConfig(cfg) {
+    const next = (this.adoption ?? Promise.resolve()).then(() => this.pki.adopt(cfg))
+    this.adoption = next.catch(() => false)
+    return next
+  }
   isClusterCA(b64) {
     if (!b64) return false
     return Buffer.from(String(b64), 'base64').toString().trim() === this.pki.talos.ca.cert.trim()

@@ -38,6 +38,8 @@ export interface ScenarioInput {
     vip?: { address: string; up?: 'after-bootstrap' | 'never' }
     discovery?: 'enabled' | 'disabled'
     talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
+    /** external: no configs or talosconfig written; each node takes its PKI and settings from the config applied to it */
+    configs?: 'generated' | 'external'
   }
   speed?: number
   timings?: Partial<

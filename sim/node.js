@@ -267,7 +267,17 @@ export class Node {
     this.configText = data
     this.config = cfg
     this.role = cfg.machine.type === 'worker' ? 'worker' : 'controlplane'
-    this.foreignCA = !this.ctx.isClusterCA(cfg.machine.ca?.crt)
+    if (this.ctx.scenario.cluster.configs === 'external') {
+      // the node's identity comes from this config's CA, as a real node's does
+      this.foreignCA = false
+      this.ctx.adoptConfig(cfg).then(
+        (ours) => {
+          this.foreignCA = !ours
+          this.changed()
+        },
+        (e) => this.ctx.log(`${this.name}: the config's CA could not be read: ${e.message}`),
+      )
+    } else this.foreignCA = !this.ctx.isClusterCA(cfg.machine.ca?.crt)
     this.talosLog('received new config from the maintenance service')
     // node leaves maintenance now: v1.12 closes the maintenance service; v1.13 apid switches to mTLS
     this.after(0.01, () => (this.installed ? this.bootConfigured() : this.install()))

@@ -146,7 +146,11 @@ function validateScenario(s, { file, lineOf }) {
   obj(s, [])
   known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults', 'flux'], [])
   const c = obj(s.cluster, ['cluster'])
-  known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip', 'discovery', 'talosconfigRole'], ['cluster'])
+  known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip', 'discovery', 'talosconfigRole', 'configs'], ['cluster'])
+  // external: the operator's own configs are applied; the simulator writes none and takes each node's
+  // identity and the cluster's PKI from what is applied to it
+  const configs = c.configs ?? 'generated'
+  if (!['generated', 'external'].includes(configs)) fail(['cluster', 'configs'], `${q(configs)} must be generated or external`)
   str(c.name, ['cluster', 'name'])
   if (!NAME_RE.test(c.name)) fail(['cluster', 'name'], `${q(c.name)} is not a valid cluster name (lower-case letters, digits, '-')`)
   for (const k of ['talosVersion', 'kubernetesVersion']) {
@@ -290,7 +294,16 @@ function validateScenario(s, { file, lineOf }) {
   })
 
   return {
-    cluster: { name: c.name, endpoint, talosVersion, kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0', vip, discovery, talosconfigRole },
+    cluster: {
+      name: c.name,
+      endpoint,
+      talosVersion,
+      kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0',
+      vip,
+      discovery,
+      talosconfigRole,
+      configs,
+    },
     talosMinor: minor,
     speed,
     timings,

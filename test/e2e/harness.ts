@@ -22,6 +22,8 @@ export interface ClusterShape {
   vip?: 'after-bootstrap' | 'never' | false
   discovery?: 'enabled' | 'disabled'
   talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
+  /** external: the simulator writes no configs; the test brings the operator's own */
+  configs?: 'generated' | 'external'
   faults?: Fault[]
   speed?: number
   timings?: ScenarioInput['timings']
@@ -45,6 +47,7 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
       ...(vip === false ? {} : { vip: { address: `${range}.10`, up: vip } }),
       ...(shape.discovery ? { discovery: shape.discovery } : {}),
       ...(shape.talosconfigRole ? { talosconfigRole: shape.talosconfigRole } : {}),
+      ...(shape.configs ? { configs: shape.configs } : {}),
     },
     speed: shape.speed ?? 600,
     timings: { install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20, ...shape.timings },
