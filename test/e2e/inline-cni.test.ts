@@ -3,35 +3,12 @@
 // in bootstrap.yaml: preflight accepts it, the simulated control plane applies the manifest as
 // Talos's manifest controllers do, the CNI's pods make every node Ready, and no helm release is made.
 import { readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse, parseAllDocuments, stringify } from 'yaml'
 import { E2eCluster, statuses } from './harness.js'
 
-const CNI = `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: cilium
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels: { k8s-app: cilium }
-  template:
-    metadata:
-      labels: { k8s-app: cilium }
-    spec:
-      hostNetwork: true
-      tolerations: [{ operator: Exists }]
-      containers:
-        - name: cilium-agent
-          image: quay.io/cilium/cilium:v1.18.4
-          env:
-            - { name: KUBERNETES_SERVICE_HOST, value: localhost }
-            - { name: KUBERNETES_SERVICE_PORT, value: "7445" }
-      volumes:
-        - name: etc-cni-netd
-          hostPath: { path: /etc/cni/net.d, type: DirectoryOrCreate }
-`
+const CNI = readFileSync(resolve(import.meta.dirname, '../fixtures/cni/cilium-daemonset.yaml'), 'utf8')
 
 let cluster: E2eCluster
 beforeAll(async () => {

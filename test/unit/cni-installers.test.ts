@@ -1,35 +1,15 @@
 // Issue 29 item 4: `cni: none` is accepted when something installs the CNI, the configs themselves
 // included (a control plane's cluster.inlineManifests, extraManifests, cni.urls, which Talos applies);
 // exit 2 when nothing does, and when cluster.coreDNS.disabled: true and nothing installs CoreDNS.
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { checkClusterCni, manifestInstalls, type OtherInstallers } from '../../lib/input/cni-compat.js'
 import type { ClusterNode } from '../../lib/core/model.js'
 import { loadSettings } from '../../lib/input/settings.js'
 
-const CILIUM_DS = `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: cilium
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels: { k8s-app: cilium }
-  template:
-    metadata:
-      labels: { k8s-app: cilium }
-    spec:
-      containers:
-        - name: cilium-agent
-          image: quay.io/cilium/cilium:v1.18.4
-      volumes:
-        - name: etc-cni-netd
-          hostPath:
-            path: /etc/cni/net.d
-            type: DirectoryOrCreate
-`
+const CILIUM_DS = readFileSync(resolve(import.meta.dirname, '../fixtures/cni/cilium-daemonset.yaml'), 'utf8')
 const COREDNS = `apiVersion: v1
 kind: Service
 metadata:
@@ -80,7 +60,7 @@ describe('what installs the CNI and CoreDNS', () => {
   it('a manifest installs a CNI when a DaemonSet mounts the host /etc/cni/net.d; CoreDNS by its kube-dns Service or coredns Deployment', () => {
     expect(manifestInstalls(CILIUM_DS)).toEqual(['cni'])
     expect(manifestInstalls(COREDNS)).toEqual(['coredns'])
-    expect(manifestInstalls(CILIUM_DS.replace('/etc/cni/net.d', '/var/lib/cilium'))).toEqual([])
+    expect(manifestInstalls(CILIUM_DS.replaceAll('/etc/cni/net.d', '/var/lib/cilium'))).toEqual([])
     expect(manifestInstalls('kind: ConfigMap\nmetadata:\n  name: cilium\n')).toEqual([])
   })
 
