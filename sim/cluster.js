@@ -261,7 +261,7 @@ export class Simulator {
           ip: n.ip,
           role: n.role,
           kubeletVersion: this.scenario.cluster.kubernetesVersion,
-          osImage: `Talos (${this.scenario.cluster.talosVersion})`,
+          osImage: `Talos (${n.talosVersion})`,
           bootId: n.bootId,
         })
         // booting/running: NodeCordonedSpecController drops the cordon, NodeApplyController uncordons a node it cordoned

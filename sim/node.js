@@ -76,7 +76,11 @@ export class Node {
     return this.config != null
   }
   get minor() {
-    return this.ctx.talosMinor
+    return this.spec?.talosMinor ?? this.ctx.talosMinor
+  }
+  /** the Talos version this node runs (scenario node talosVersion, else the cluster's) */
+  get talosVersion() {
+    return this.spec?.talosVersion ?? this.ctx.scenario.cluster.talosVersion
   }
 
   changed() {
@@ -289,9 +293,7 @@ export class Node {
     const { install } = this.ctx.timings
     const head = Math.min(2, install * 0.1)
     this.after(head, () => {
-      this.talosLog(
-        `installing Talos ${this.ctx.scenario.cluster.talosVersion} to ${this.config.machine.install?.disk ?? 'the selected disk'}`,
-      )
+      this.talosLog(`installing Talos ${this.talosVersion} to ${this.config.machine.install?.disk ?? 'the selected disk'}`)
       this.setStage('installing')
     })
     this.after(install, () => {
@@ -321,7 +323,7 @@ export class Node {
   installerPullFails() {
     const f = this.ctx.faults.find(this.name, { kind: 'installer-pull' })[0]
     if (!f || this.stage !== 'installing') return
-    const image = this.config?.machine?.install?.image ?? `ghcr.io/siderolabs/installer:${this.ctx.scenario.cluster.talosVersion}`
+    const image = this.config?.machine?.install?.image ?? `ghcr.io/siderolabs/installer:${this.talosVersion}`
     const [repo, tag] = [image.replace(/:[^:/]+$/, ''), image.match(/:([^:/]+)$/)?.[1] ?? 'latest']
     const host = repo.split('/')[0]
     const error =

@@ -182,7 +182,12 @@ function validateScenario(s, { file, lineOf }) {
   const nodes = s.nodes.map((n, i) => {
     const p = ['nodes', i]
     obj(n, p)
-    known(n, ['name', 'ip', 'role', 'image', 'disks', 'installDisk', 'installDiskSelector'], p)
+    known(n, ['name', 'ip', 'role', 'image', 'disks', 'installDisk', 'installDiskSelector', 'talosVersion'], p)
+    // the Talos this node runs (a cluster mid-upgrade runs two): default the cluster's
+    const nodeVersion = n.talosVersion ?? talosVersion
+    if (!/^v\d+\.\d+\.\d+$/.test(String(nodeVersion))) fail([...p, 'talosVersion'], `${q(nodeVersion)} is not a version like v1.12.0`)
+    const nodeMinor = Number(String(nodeVersion).split('.')[1])
+    if (nodeMinor < 11 || nodeMinor > 13) fail([...p, 'talosVersion'], `${q(nodeVersion)}: the simulator emulates v1.11 to v1.13`)
     str(n.name, [...p, 'name'])
     if (!NAME_RE.test(n.name)) fail([...p, 'name'], `${q(n.name)} is not a valid hostname`)
     if (names.has(n.name)) fail([...p, 'name'], `duplicate node name ${q(n.name)}`)
@@ -228,6 +233,8 @@ function validateScenario(s, { file, lineOf }) {
       disks,
       installDisk: installDiskSelector ? null : (n.installDisk ?? disks[0].dev),
       installDiskSelector,
+      talosVersion: nodeVersion,
+      talosMinor: nodeMinor,
     }
   })
   if (!nodes.some((n) => n.role === 'controlplane')) fail(['nodes'], 'needs at least one controlplane node')

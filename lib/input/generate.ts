@@ -11,7 +11,7 @@ import { toolAvailable } from '../tools/exec.js'
 import { sopsEncrypt, SOPS_ENV } from '../tools/sops.js'
 import * as talhelper from '../tools/talhelper.js'
 import * as topf from '../tools/topf.js'
-import { inventoryLayout, readTalhelperLayout, type InventoryOptions } from './inventory.js'
+import { inventoryLayout, loadInventory, readTalhelperLayout, type InventoryOptions } from './inventory.js'
 import { TALENV_FILES } from './talhelper.js'
 import { readTopfLayout, topfConfigFile, topfInputs, TOPF_FILE, TOPF_OUT_DIR, TOPF_RENDER } from './topf.js'
 
@@ -48,6 +48,9 @@ export function generateConfigs(clusterDir: string, inventory: InventoryOptions,
   const dir = resolve(clusterDir)
   if (!existsSync(dir)) return // loadInventory names it
   const layout = inventoryLayout(dir, inventory)
+  if (layout === 'nodes') return
+  // the inventory's own mistakes (a duplicate name, a bad address) are said as such, before any generator runs
+  loadInventory(dir, { ...inventory, env: options.env, withoutConfigs: true })
   if (layout === 'talhelper') generateTalhelper(dir, inventory, options)
   else if (layout === 'topf') generateTopf(dir, options)
 }
@@ -102,6 +105,8 @@ function generateTalhelper(dir: string, inventory: InventoryOptions, options: Ge
     options.say(`generate: ${why}: a run would run ${before}${command} in ${dir}; this dry run reads the configs as they are`)
     return
   }
+  // only missing files and no talhelper: the inventory names each missing config with its fix
+  if (!toolAvailable(options.env, 'talhelper') && state.newer.length === 0) return
   if (!toolAvailable(options.env, 'talhelper'))
     throw new InputError(`the machine configs are out of date (${why}) and talhelper is not on PATH to regenerate them`, {
       file: layout.outDir,

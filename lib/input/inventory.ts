@@ -27,6 +27,8 @@ export interface InventoryOptions {
   talhelperOutDir?: string
   /** the environment `${VAR}` placeholders are taken from (with talenv.yaml over it) */
   env?: NodeJS.ProcessEnv
+  /** the inventory's own checks only, before the configs are generated: no config or talosconfig is read */
+  withoutConfigs?: boolean
 }
 
 /** The inventory's format: its key names and the generator that writes its configs differ. */
@@ -54,7 +56,7 @@ export function loadInventory(clusterDir: string, options: InventoryOptions = {}
     })
   }
   const topfFile = join(dir, TOPF_FILE)
-  if (existsSync(topfFile)) return fromTopf(dir, readTopfLayout(dir, topfFile, options.env ?? process.env))
+  if (existsSync(topfFile)) return fromTopf(dir, readTopfLayout(dir, topfFile, options.env ?? process.env), options.withoutConfigs)
   if (existsSync(nodesFile)) return fromNodesFile(dir, YamlFile.read(nodesFile, DEMO_FIX))
   throw new InputError('no talconfig.yaml, topf.yaml or nodes.yaml in the cluster directory', {
     file: dir,
@@ -125,6 +127,7 @@ function fromTalconfig(dir: string, path: string, options: InventoryOptions): In
     layout.raw,
     join(layout.outDir, 'talosconfig'),
     'talhelper',
+    options.withoutConfigs,
   )
   if (layout.talosVersion) inventory.talosVersion = layout.talosVersion
   return inventory
@@ -188,7 +191,7 @@ export function readTalhelperLayout(dir: string, path: string, options: Inventor
   }
 }
 
-function fromTopf(dir: string, layout: TopfLayout): Inventory {
+function fromTopf(dir: string, layout: TopfLayout, withoutConfigs?: boolean): Inventory {
   const raw: RawNode[] = layout.nodes.map((n) => ({
     name: n.host,
     // without ip, topf connects to host (Node.Endpoint)
@@ -200,7 +203,16 @@ function fromTopf(dir: string, layout: TopfLayout): Inventory {
     installDiskSelector: undefined,
     path: n.path,
   }))
-  const inventory = build(dir, layout.file, layout.clusterName, layout.endpoint, raw, join(layout.outDir, 'talosconfig'), 'topf')
+  const inventory = build(
+    dir,
+    layout.file,
+    layout.clusterName,
+    layout.endpoint,
+    raw,
+    join(layout.outDir, 'talosconfig'),
+    'topf',
+    withoutConfigs,
+  )
   if (layout.talosVersion) inventory.talosVersion = layout.talosVersion
   return inventory
 }
@@ -277,6 +289,7 @@ function build(
   raw: RawNode[],
   talosconfig: string,
   schema: Schema,
+  withoutConfigs = false,
 ): Inventory {
   const errors: InputError[] = []
   const nodes: ClusterNode[] = []
@@ -368,6 +381,17 @@ function build(
       )
       return
     }
+    if (withoutConfigs) {
+      nodes.push({
+        name: n.name,
+        address: parsed.addresses[0] as string,
+        addresses: parsed.addresses,
+        role,
+        configFile: n.configFile,
+        ...install.fields,
+      })
+      return
+    }
     if (!existsSync(n.configFile)) {
       const fix =
         schema === 'talhelper'
@@ -429,7 +453,7 @@ function build(
   }
   const talosconfigOutside = outsideClusterDir(dir, talosconfig, 'the talosconfig', 'keep the talosconfig in the cluster directory')
   if (talosconfigOutside) errors.push(talosconfigOutside)
-  if (errors.length === 0) checkTalosconfig(talosconfig, errors)
+  if (errors.length === 0 && !withoutConfigs) checkTalosconfig(talosconfig, errors)
   if (errors.length === 1) throw errors[0]
   if (errors.length > 1) throw new InputErrors(errors)
 

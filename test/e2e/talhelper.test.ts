@@ -4,7 +4,7 @@
 // controlPlane:, a comma-separated ipAddress, a per-node filenameTmpl, another output folder.
 // Talos registers an FQDN hostname in Kubernetes by its first label (machined
 // controllers/k8s/nodename.go), as the simulator does: wait-ready must find the nodes under it.
-import { cpSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdtempSync, readdirSync, readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -53,6 +53,9 @@ beforeAll(async () => {
     ].join('\n'),
   )
   writeFileSync(join(dir, 'bootstrap.yaml'), `${readFileSync(join(dir, 'bootstrap.yaml'), 'utf8')}talhelperOutDir: generated\n`)
+  // as talhelper genconfig would have left them after the edit: newer than talconfig.yaml and talenv.yaml
+  const later = Date.now() / 1000 + 5
+  for (const f of readdirSync(join(dir, 'generated'))) utimesSync(join(dir, 'generated', f), later, later)
 })
 afterAll(async () => {
   await cluster?.stop()
