@@ -4,6 +4,8 @@ export interface ScenarioNode {
   ip: string
   role: 'controlplane' | 'worker'
   image?: 'iso' | 'disk'
+  /** the Talos this node runs (a cluster mid-upgrade runs two); default the cluster's */
+  talosVersion?: string
   disks?: {
     dev: string
     size?: string | number
@@ -116,6 +118,7 @@ export interface Simulator {
   binDir: string
   clusterDir: string
   talosMinor: number
+  /** TALOSCONFIG is absent with cluster.configs: external */
   env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string }
   kube: unknown
   chartRepo: ChartRepo
