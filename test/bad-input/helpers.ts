@@ -1,7 +1,7 @@
 // Bad-input suite helpers: one simulator per test file, the cluster dir restored between cases,
 // and one assertion for the contract every case shares (exit 2, `<path>:<line>: <what> (fix: …)`,
 // no stack trace, no call recorded by any simulated node).
-import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, expect } from 'vitest'
 import { E2eCluster, type TaskResult } from '../e2e/harness.js'
@@ -16,7 +16,7 @@ export class BadInputBed {
   static async start(range: string): Promise<BadInputBed> {
     const cluster = await E2eCluster.start(range, { cps: 1, workers: 2, speed: 3000 })
     const pristine = join(cluster.dir, 'pristine-cluster')
-    cpSync(cluster.clusterDir, pristine, { recursive: true })
+    cpSync(cluster.clusterDir, pristine, { recursive: true, preserveTimestamps: true })
     return new BadInputBed(cluster, pristine)
   }
 
@@ -38,6 +38,12 @@ export class BadInputBed {
     return file
   }
 
+  /** The generated configs made newer than talconfig.yaml, as `talhelper genconfig` leaves them after an edit. */
+  generated(): void {
+    const later = Date.now() / 1000 + 5
+    for (const f of readdirSync(this.path('clusterconfig'))) utimesSync(this.path('clusterconfig', f), later, later)
+  }
+
   read(relative: string): string {
     return readFileSync(this.path(relative), 'utf8')
   }
@@ -51,7 +57,7 @@ export class BadInputBed {
   /** Put the cluster dir back as the simulator wrote it (between cases). */
   restore(): void {
     rmSync(this.cluster.clusterDir, { recursive: true, force: true })
-    cpSync(this.pristine, this.cluster.clusterDir, { recursive: true })
+    cpSync(this.pristine, this.cluster.clusterDir, { recursive: true, preserveTimestamps: true })
   }
 
   stop(): Promise<void> {
