@@ -1,7 +1,7 @@
 // Bad-input suite helpers: one simulator per test file, the cluster dir restored between cases,
 // and one assertion for the contract every case shares (exit 2, `<path>:<line>: <what> (fix: …)`,
 // no stack trace, no call recorded by any simulated node).
-import { cpSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, expect } from 'vitest'
 import { E2eCluster, type TaskResult } from '../e2e/harness.js'
@@ -40,8 +40,7 @@ export class BadInputBed {
 
   /** The generated configs made newer than talconfig.yaml, as `talhelper genconfig` leaves them after an edit. */
   generated(): void {
-    const later = Date.now() / 1000 + 5
-    for (const f of readdirSync(this.path('clusterconfig'))) utimesSync(this.path('clusterconfig', f), later, later)
+    this.cluster.generated()
   }
 
   read(relative: string): string {

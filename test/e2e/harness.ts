@@ -1,7 +1,7 @@
 // End-to-end harness: a simulator in this process on its own 127.x.y range, and the real `task`
 // (and through it the real scripts) run against it as an operator would.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join, resolve } from 'node:path'
 import { startSimulator, type CallRecord, type Fault, type ScenarioInput, type ScenarioNode, type Simulator } from '../../sim/index.js'
@@ -131,6 +131,13 @@ export class E2eCluster {
       ['--kubeconfig', join(this.clusterDir, 'kubeconfig'), '--cache-dir', join(this.dir, 'kube-cache'), ...args],
       this.env(),
     )
+  }
+
+  /** The configs made newer than an edited talconfig.yaml, as `talhelper genconfig` leaves them (else a run finds them stale). */
+  generated(): void {
+    const dir = join(this.clusterDir, 'clusterconfig')
+    const later = Date.now() / 1000 + 5
+    for (const f of readdirSync(dir)) utimesSync(join(dir, f), later, later)
   }
 
   report(): Report {
