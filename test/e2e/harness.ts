@@ -22,6 +22,8 @@ export interface ClusterShape {
   vip?: 'after-bootstrap' | 'never' | false
   discovery?: 'enabled' | 'disabled'
   talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
+  /** the nodes' names in order, control planes first (default cp-1.., wrkr-1..) */
+  names?: string[]
   /** external: the simulator writes no configs; the test brings the operator's own */
   configs?: 'generated' | 'external'
   faults?: Fault[]
@@ -53,7 +55,7 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
     timings: { install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20, ...shape.timings },
     nodes: [
       ...Array.from({ length: cps }, (_, i) => ({
-        name: `cp-${i + 1}`,
+        name: shape.names?.[i] ?? `cp-${i + 1}`,
         ip: `${range}.${11 + i}`,
         role: 'controlplane' as const,
         image: shape.image ?? 'iso',
@@ -61,7 +63,7 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
         ...shape.nodeOverrides?.[`cp-${i + 1}`],
       })),
       ...Array.from({ length: workers }, (_, i) => ({
-        name: `wrkr-${i + 1}`,
+        name: shape.names?.[cps + i] ?? `wrkr-${i + 1}`,
         ip: `${range}.${21 + i}`,
         role: 'worker' as const,
         image: shape.image ?? 'iso',
