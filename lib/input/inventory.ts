@@ -381,15 +381,16 @@ function build(
       )
       return
     }
+    const node: ClusterNode = {
+      name: n.name,
+      address: parsed.addresses[0] as string,
+      addresses: parsed.addresses,
+      role,
+      configFile: n.configFile,
+      ...install.fields,
+    }
     if (withoutConfigs) {
-      nodes.push({
-        name: n.name,
-        address: parsed.addresses[0] as string,
-        addresses: parsed.addresses,
-        role,
-        configFile: n.configFile,
-        ...install.fields,
-      })
+      nodes.push(node)
       return
     }
     if (!existsSync(n.configFile)) {
@@ -417,14 +418,6 @@ function build(
     if ('problems' in config) {
       errors.push(...config.problems)
       return
-    }
-    const node: ClusterNode = {
-      name: n.name,
-      address: parsed.addresses[0] as string,
-      addresses: parsed.addresses,
-      role,
-      configFile: n.configFile,
-      ...install.fields,
     }
     const kubeName = kubernetesNodeName(config.hostname ?? n.name, config.registerWithFQDN)
     if (kubeName !== n.name) node.kubeName = kubeName
