@@ -365,11 +365,14 @@ export async function checkClusterCni(
 
 const checked = new WeakSet<Run>()
 
-/** The check as a phase runs it: exit 2 on any error, skipped checks as a warning; once per run. */
-export async function checkCni(run: Run): Promise<void> {
+/**
+ * The check as a phase runs it: exit 2 on any error, skipped checks as a warning; once per run.
+ * `others`: what installs the CNI or CoreDNS besides bootstrap.yaml and the configs (the bootstrap helmfile's releases).
+ */
+export async function checkCni(run: Run, others?: OtherInstallers): Promise<void> {
   if (checked.has(run)) return
   checked.add(run)
-  const { errors, skipped } = await checkClusterCni(run.inventory.nodes, run.settings.cni, run.inventory.clusterDir)
+  const { errors, skipped } = await checkClusterCni(run.inventory.nodes, run.settings.cni, run.inventory.clusterDir, others)
   for (const note of skipped) run.warn(`CNI check: ${note}`)
   if (errors.length === 1) throw errors[0]
   if (errors.length > 1) throw new InputErrors(errors)
