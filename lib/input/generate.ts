@@ -3,7 +3,7 @@
 // file), for a topf repository `topf render` and `topf talosconfig`. They run only when what they wrote
 // is missing or older than what it is made from, so an edited talconfig.yaml or patch is never applied
 // through a stale config (the field's "I lost access to the cluster"). docs/inventory.md, "Generating".
-import { existsSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { InputError } from '../core/errors.js'
 import { formatDuration } from '../core/duration.js'
@@ -168,10 +168,19 @@ function writeSecrets(dir: string, options: GenerateOptions): void {
       `${path} holds the cluster's secrets in plain text (no .sops.yaml above ${dir}): keep it out of git, or encrypt it with sops`,
     )
   }
-  // written whole or not at all: a half-written secrets file would become the cluster's PKI
-  const partial = join(dir, `.${target.name}.partial`)
+  // written whole or not at all (a half-written secrets file would become the cluster's PKI), and
+  // never over one another run wrote meanwhile: linked into place, which fails when the name exists
+  const partial = join(dir, `.${target.name}.${process.pid}.partial`)
   writeFileSync(partial, text, { mode: 0o600 })
-  renameSync(partial, path)
+  try {
+    linkSync(partial, path)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    options.say(`generate: ${target.name} appeared meanwhile (another run wrote it): it is kept, and ours dropped`)
+    return
+  } finally {
+    rmSync(partial, { force: true })
+  }
   options.say(
     `generate: talhelper gensecret wrote ${target.name}${target.sopsConfig ? ` (encrypted with sops under ${target.sopsConfig})` : ''}`,
   )

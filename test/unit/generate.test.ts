@@ -86,6 +86,23 @@ describe.skipIf(!have)('talhelper gensecret and genconfig', () => {
     expect(readFileSync(join(dir, 'clusterconfig', 'home-k8s-0.yaml'), 'utf8')).toContain(`token: ${plain.trustdinfo.token}`)
   })
 
+  it('another run writes the secrets file while ours is generated: theirs is kept, never replaced', () => {
+    const { dir, env } = repository()
+    // a talhelper whose gensecret lets "another run" write talsecret.yaml first (the race two operators can run into)
+    const wrapper = join(dir, '..', 'talhelper-racing')
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\nif [ "$1" = gensecret ]; then ${TALHELPER} gensecret > talsecret.yaml; fi\nexec ${TALHELPER} "$@"\n`,
+      { mode: 0o755 },
+    )
+    const said = generate(dir, { ...env, TALHELPER: wrapper })
+    const theirs = readFileSync(join(dir, 'talsecret.yaml'), 'utf8')
+    expect(said).toContain('generate: talsecret.yaml appeared meanwhile (another run wrote it): it is kept, and ours dropped')
+    const token = (parse(theirs) as { trustdinfo: { token: string } }).trustdinfo.token
+    expect(readFileSync(join(dir, 'clusterconfig', 'home-k8s-0.yaml'), 'utf8')).toContain(`token: ${token}`)
+    expect(readdirSync(dir).filter((f) => f.includes('partial'))).toEqual([])
+  })
+
   it('a .sops.yaml with no rule for the secrets file: exit 2 naming it, no secrets file written', () => {
     const { repo, dir, env } = repository('^kubernetes/.*\\.sops\\.ya?ml$')
     const [msg] = inputErrors(() => generate(dir, env))
