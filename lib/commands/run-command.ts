@@ -5,7 +5,7 @@ import { errorMessage, ExitCode, InputError } from '../core/errors.js'
 import { Facts } from '../engine/facts.js'
 import { setHintContext } from '../cli/hints.js'
 import { loadInventory, selectNodes } from '../input/inventory.js'
-import { generateConfigs, type GenerateOptions } from '../input/generate.js'
+import { generateConfigs, generatorSecretFiles, type GenerateOptions } from '../input/generate.js'
 import { MachineConfig } from '../input/machine-config.js'
 import { bootstrapControlPlane, controlPlanes, kubeNodeName, type Inventory } from '../core/model.js'
 import { Journal } from '../state/journal.js'
@@ -81,7 +81,9 @@ export function loadCluster(
     ...(settings.talconfig ? { talconfig: settings.talconfig } : {}),
     ...(settings.talhelperOutDir ? { talhelperOutDir: settings.talhelperOutDir } : {}),
   }
-  // the operator's generator first, so that nothing reads (or applies) a config older than its inputs
+  // the operator's generator first, so that nothing reads (or applies) a config older than its inputs;
+  // the secrets bundle it reads is learned before, so that a generator's error never prints a key
+  for (const file of generatorSecretFiles(args.clusterDir)) redactor.addFromYamlFile(file)
   if (generate) generateConfigs(args.clusterDir, inventoryOptions, { ...generate, env, say: output.info, warn: output.warn })
   const inventory = loadInventory(args.clusterDir, inventoryOptions)
   redactor.addFromYamlFile(inventory.talosconfig)

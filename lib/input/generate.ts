@@ -126,6 +126,12 @@ function generateTalhelper(dir: string, inventory: InventoryOptions, options: Ge
   )
 }
 
+/** The secrets bundles a generator reads (talhelper's talsecret files, topf's default secrets.yaml), where they exist. */
+export function generatorSecretFiles(clusterDir: string): string[] {
+  const dir = resolve(clusterDir)
+  return [...talhelper.TALSECRET_FILES, 'secrets.yaml', 'secrets.sops.yaml'].map((f) => join(dir, f)).filter((f) => existsSync(f))
+}
+
 /** `.sops.yaml` in the cluster directory or above it (where sops looks for it): the secrets file is then encrypted. */
 function sopsConfigFor(dir: string): string | undefined {
   for (let at = dir; ; at = dirname(at)) {
