@@ -165,6 +165,20 @@ export class Etcd {
     return null
   }
 
+  /**
+   * The cluster's alarms as etcd's AlarmList answers them (every member's, raft-replicated):
+   * {memberId, alarm}. A started member whose node is under fault `etcd-nospace` is over its backend
+   * quota: NOSPACE, raised again by the next write after a disarm (a cluster always writes), so it
+   * lasts while the fault does.
+   */
+  alarms(n) {
+    const c = this.clusterOf(n)
+    if (!c) return []
+    return this.ctx.nodes
+      .filter((x) => c.members.get(x.etcdMember)?.started && this.ctx.faults.find(x.name, { kind: 'etcd-nospace' }).length > 0)
+      .map((x) => ({ memberId: x.etcdMember, alarm: 'NOSPACE' }))
+  }
+
   /** a member removed (etcd remove-member): the node it was loses its etcd */
   remove(id) {
     for (const c of this.clusters) c.members.delete(id)

@@ -15,6 +15,10 @@ export const FAULT_KINDS = {
   unavailable: { on: ['any', ...CALL_KINDS, 'kube'], def: 'any' },
   unreachable: { on: ['any'], def: 'any' },
   latency: { on: ['any', ...CALL_KINDS, 'kube'], def: 'any' },
+  // the node does what the call asks, then its answer never reaches the client (a connection cut, a
+  // client deadline): EOF, or no answer at all
+  'answer-lost': { on: CALL_KINDS, def: 'apply' },
+  'answer-timeout': { on: CALL_KINDS, def: 'apply' },
   'pki-mismatch': { on: ['any'], def: 'any' },
   clock: { on: ['any'], def: 'any' },
   'cert-sans': { on: ['any'], def: 'any' },
@@ -27,6 +31,7 @@ export const FAULT_KINDS = {
   'bootstrap-not-ready': { on: ['bootstrap'], def: 'bootstrap' },
   'etcd-join': { on: ['etcd-join'], def: 'etcd-join' },
   'etcd-leave': { on: ['etcd-leave'], def: 'etcd-leave' },
+  'etcd-nospace': { on: ['etcd'], def: 'etcd' },
   'drain-blocked': { on: ['drain'], def: 'drain' },
   kubelet: { on: ['kubelet'], def: 'kubelet' },
   'kubelet-crashloop': { on: ['kubelet'], def: 'kubelet' },

@@ -174,6 +174,16 @@ export function fluxHint(what = 'the repository'): string {
   return `see \`flux get kustomizations -A${kubeconfig}\` and \`flux logs${kubeconfig}\`, fix ${what}, then run: ${taskCommand('bootstrap:flux')}`
 }
 
+/**
+ * The Kubernetes API did not answer a tool (refused, reset, 503, timed out) through the retries: the
+ * API is the cause, not a chart or a repository. kube-apiserver is a static pod, not a Talos service;
+ * the API's usual cause is etcd, which is one.
+ */
+export function apiHint(task: string): string {
+  const etcd = context?.controlPlanes.map((cp) => `\`${talosctlCommand(cp, 'service etcd')}\``).join(', ')
+  return `the Kubernetes API did not answer: check that it does (\`${kubectlCommand("get --raw '/readyz?verbose'")}\`) and the control planes' etcd (${etcd || '`talosctl service etcd`'}), then run: ${taskCommand(task)}`
+}
+
 /** The task that runs a phase (the bootstrap phase is `bootstrap:etcd`). */
 export function phaseTask(phase: string): string {
   return `bootstrap:${phase === 'bootstrap' ? 'etcd' : phase}`

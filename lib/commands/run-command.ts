@@ -14,7 +14,7 @@ import { output } from '../cli/output.js'
 import type { Phase } from '../engine/phase.js'
 import { phasesFor } from '../phases/index.js'
 import { finalCheck } from './final-check.js'
-import { retargetBootstrapHints } from './bootstrap-hints.js'
+import { retargetBootstrapHints, retargetClusterStepHints } from './bootstrap-hints.js'
 import { Redactor, redactProcessOutput } from '../input/redact.js'
 import type { Report } from '../core/results.js'
 import { stateDir, statePaths } from '../state/paths.js'
@@ -163,6 +163,7 @@ async function execute(
     journal: Journal.load(inventory.clusterDir, (message) => journalWarnings.push(message)),
     warn: output.warn,
   }
+  run.journal.readOnly = args.dryRun
 
   // the versions and the offline checks are independent local work: both at once; the header
   // still comes first, so warnings from the checks wait for it
@@ -202,6 +203,7 @@ async function execute(
   }
 
   retargetBootstrapHints(results, spec.command, spec.recover ?? false)
+  retargetClusterStepHints(results, spec.command, spec.recover ?? false)
   const phasesOk = !interrupted && results.length === phases.length && results.every((p) => p.ok)
   // a multi-phase command ends at exit 0 only over what bootstrap:status would call healthy
   const problems = phasesOk && !args.dryRun && spec.phases.length > 1 ? await finalCheck(run) : []

@@ -5,6 +5,8 @@ import ora from 'ora'
 import { runWrapped } from './command.js'
 import { loadCluster } from './run-command.js'
 import { ExitCode } from '../core/errors.js'
+import { fluxRoot } from '../input/settings.js'
+import { lockHolder } from '../state/lock.js'
 import { selectNodes } from '../input/inventory.js'
 import { output } from '../cli/output.js'
 import { readStatus, STATUS_DEADLINE_MS, statusTable, type StatusTools } from './status.js'
@@ -35,11 +37,15 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
     // interrupted before the first table: 130; in --watch, Ctrl-C ends with the last table's verdict
     let code: number = ExitCode.interrupted
     for (;;) {
-      const table = await readStatus(tools, nodes)
+      const table = await readStatus(tools, nodes, settings.flux ? fluxRoot(settings.flux) : undefined)
       if (signal.aborted) return code
       code = table.rows.every((r) => r.healthy) ? ExitCode.ok : ExitCode.nodeFailed
       const lines = [statusTable(table)]
       if (table.lastRun) lines.push(table.lastRun)
+      if (table.flux) lines.push(table.flux)
+      // nodes a run is applying or installing read as down or booting: say the run is under way
+      const holder = lockHolder(inventory.clusterDir)
+      if (holder) lines.push(`a run is in progress: ${holder}; its nodes may be installing or rebooting, and LAST RUN is the run before it`)
       if (args.watch)
         lines.unshift(
           `${new Date().toISOString()}  ${inventory.clusterName}: ${table.rows.filter((r) => r.healthy).length}/${table.rows.length} running and Ready (every ${Math.round(settings.pollIntervalMs / 100) / 10}s; Ctrl-C stops)`,

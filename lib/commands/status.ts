@@ -54,6 +54,8 @@ export interface NodeRow {
 
 export interface StatusTable {
   rows: NodeRow[]
+  /** whether Flux was handed over (its root Kustomization Ready), when the settings name Flux and the API answers */
+  flux?: string
   /** "last run: talos of <time>: failed", one line per run the rows come from; undefined when none was recorded */
   lastRun: string | undefined
   /** cluster-wide readings that failed (etcd members, Kubernetes API) */
@@ -205,8 +207,29 @@ function stageCell(reading: MachineReading | undefined): string {
   return `error (${reading.kind})`
 }
 
-/** Reads everything and builds the rows: `nodes` are the selected nodes, in inventory order. */
-export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Promise<StatusTable> {
+const KUSTOMIZATIONS = 'kustomizations.kustomize.toolkit.fluxcd.io'
+
+/**
+ * `flux: handed over (…)`, `flux: not handed over: …` or `flux: not installed` from the root
+ * Kustomization's Ready condition at its current generation; undefined when the API cannot tell.
+ */
+async function fluxLine(kubectl: Kubectl, root: { namespace: string; name: string }): Promise<string | undefined> {
+  const items = await kubectl.listServed(KUSTOMIZATIONS, { namespace: root.namespace }).catch(() => null)
+  if (items === null) return undefined
+  const ks = items?.find((o) => o.metadata.name === root.name)
+  if (!ks) return `flux: not installed (no Kustomization ${root.namespace}/${root.name})`
+  const ready = condition(ks, 'Ready')
+  const current = ks.status?.observedGeneration === ks.metadata.generation
+  const what = `Kustomization ${root.namespace}/${root.name}: ${ready ? `${ready.reason ?? ready.status}: ${ready.message ?? ''}` : 'not reconciled yet'}`
+  return current && ready?.status === 'True' ? `flux: handed over (${what})` : `flux: not handed over (${what})`
+}
+
+/** Reads everything and builds the rows: `nodes` are the selected nodes, in inventory order; `flux`: the root Kustomization Flux syncs from. */
+export async function readStatus(
+  tools: StatusTools,
+  nodes: ClusterNode[],
+  flux?: { namespace: string; name: string },
+): Promise<StatusTable> {
   const warnings: string[] = []
   const kube = existsSync(tools.kubeconfig)
     ? kubeNodes(tools).catch((err: unknown) => {
@@ -218,7 +241,7 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
 
   const answering = nodes.filter((n) => readings.get(n.name)?.state === 'status')
   const etcdVia = via && readings.get(via.name)?.state === 'status' ? via : undefined
-  const [members, kubelets, kubeByName] = await Promise.all([
+  const [members, kubelets, kubeByName, fluxState] = await Promise.all([
     etcdVia && nodes.some((n) => n.role === 'controlplane')
       ? tools.talosctl.etcdMembers(etcdVia).catch((err: unknown) => {
           warnings.push(`etcd members (via ${etcdVia.name}): ${failure(err).message}`)
@@ -227,6 +250,7 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
       : Promise.resolve(undefined),
     via && answering.length > 0 ? kubeletReadings(tools, answering, via) : Promise.resolve(new Map<string, KubeletReading>()),
     kube,
+    flux && existsSync(tools.kubeconfig) ? fluxLine(tools.kubectl, flux) : Promise.resolve(undefined),
   ])
   if (!etcdVia && nodes.some((n) => n.role === 'controlplane')) warnings.push('etcd members: no control plane answered')
 
@@ -263,7 +287,7 @@ export async function readStatus(tools: StatusTools, nodes: ClusterNode[]): Prom
       healthy: status?.stage === 'running' && status.ready && kubernetes === 'Ready',
     }
   })
-  return { rows, lastRun: lastRunLines(used), warnings }
+  return { rows, lastRun: lastRunLines(used), warnings, ...(fluxState ? { flux: fluxState } : {}) }
 }
 
 /**

@@ -5,6 +5,8 @@ export interface NodeFacts {
   state?: NodeState
   /** the node's config was applied during this run */
   applied?: boolean
+  /** it took a config from someone else during this run (why this run thinks so): it installs */
+  tookConfigElsewhere?: string
   /** the etcd service state last read on this node during this run */
   etcd?: string
   /** that service's last event (`Waiting for time sync`, `Running pre state`) */

@@ -78,9 +78,10 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
       const phaseStart = performance.now()
       const steps = phase.steps(run)
       const touched = new Set<string>()
+      const lastNodeStep = steps.findLast((step) => step.kind === 'node')
       const stepTasks: ListrTask[] = steps.map((step) =>
         step.kind === 'node'
-          ? nodeStepTask(run, tracker, phase.name, step, result, touched)
+          ? nodeStepTask(run, tracker, phase.name, step, result, touched, step === lastNodeStep)
           : clusterStepTask(run, tracker, phase.name, step, result),
       )
       stepTasks.push({
@@ -122,7 +123,16 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
   return results
 }
 
-function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeStep, result: PhaseResult, touched: Set<string>): ListrTask {
+/** `last`: the phase's last node step, after which a node's outcome in the phase is known (and journaled at once). */
+function nodeStepTask(
+  run: Run,
+  tracker: Tracker,
+  phase: PhaseName,
+  step: NodeStep,
+  result: PhaseResult,
+  touched: Set<string>,
+  last: boolean,
+): ListrTask {
   return {
     title: step.title,
     task: (_ctx: unknown, task: Task) => {
@@ -180,6 +190,8 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
                   `${node.name} (${node.address}): ${run.options.dryRun ? wouldText(step, run) : (outcome.detail ?? 'done')}`,
                 )
               }
+              // a run killed later still leaves what this node did
+              if (last) run.journal.recordNode(phase, record)
             } catch (err) {
               record.durationMs += performance.now() - started
               record.status = 'failed'
@@ -188,6 +200,7 @@ function nodeStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: NodeSt
                 ? interruptedRecord(run, step.title, hintFor('interrupted', node))
                 : toRecord(err, node, phase)
               tracker.failedIn.set(node.name, phase)
+              run.journal.recordNode(phase, record)
               if (run.options.failFast) tracker.stopRequested = true
               throw new Error(escapeControls(`${node.name}: ${record.error.kind}: ${record.error.message}`))
             }

@@ -62,6 +62,12 @@ export interface FluxSettings {
   sopsAgeKeyFile?: string
 }
 
+/** The root Kustomization `flux.kustomization` names (`<namespace>/<name>`). */
+export function fluxRoot(flux: Pick<FluxSettings, 'kustomization'>): { namespace: string; name: string } {
+  const [namespace = 'flux-system', name = 'flux-system'] = flux.kustomization.split('/')
+  return { namespace, name }
+}
+
 export interface Settings {
   concurrency: number
   retries: number

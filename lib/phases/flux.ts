@@ -8,7 +8,7 @@ import { InputError } from '../core/errors.js'
 import type { ClusterStep, Phase, StepReporter } from '../engine/phase.js'
 import { PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { Run } from '../engine/run.js'
-import type { FluxSettings } from '../input/settings.js'
+import { fluxRoot, type FluxSettings } from '../input/settings.js'
 import { condition, type KubeObject, type Kubectl } from '../tools/kubectl.js'
 import { isSopsEncrypted } from '../tools/sops.js'
 import { waitForGates } from './shared/gates.js'
@@ -37,11 +37,6 @@ function fluxSettings(run: Run): FluxSettings {
 
 /** kubectl whose failures in this phase say to run this phase again. */
 const kube = (run: Run): Kubectl => run.kubectl.withRecovery(AGAIN)
-
-function rootOf(flux: FluxSettings): { namespace: string; name: string } {
-  const [namespace = 'flux-system', name = 'flux-system'] = flux.kustomization.split('/')
-  return { namespace, name }
-}
 
 /** true when Flux may go in; else why not (a node failed an earlier phase of this run, or the cluster check found one not ready). */
 function fluxMayGoIn(run: Run): true | string {
@@ -187,7 +182,7 @@ async function applySecrets(run: Run, report: StepReporter): Promise<string> {
   const flux = fluxSettings(run)
   const manifests = [...(manifestsOf.get(run) ?? [])]
   if (manifests.length === 0 && !flux.sopsAgeKeyFile) return 'no secrets to apply'
-  const { namespace } = rootOf(flux)
+  const { namespace } = fluxRoot(flux)
   if (flux.sopsAgeKeyFile) {
     const key = readRegularFile(resolve(run.inventory.clusterDir, flux.sopsAgeKeyFile), null)
     manifests.push({
@@ -266,7 +261,7 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
       `fix bootstrap.yaml (docs/settings.md), then run: ${again()}`,
     )
   const kubectl = kube(run)
-  const { namespace, name } = rootOf(flux)
+  const { namespace, name } = fluxRoot(flux)
   const b64 = (file: string): string => readRegularFile(resolve(run.inventory.clusterDir, file), null).toString('base64')
   report.progress(`deploy key Secret ${namespace}/${name}`)
   await kubectl.applyServerSide(
@@ -337,17 +332,23 @@ async function installOperator(run: Run, flux: FluxSettings, report: StepReporte
   }
 }
 
+/**
+ * The install, again while the Kubernetes API does not answer (refused, 503, timed out: the retry
+ * policy's transient kinds); a failure that stays is the install's, and the wait after it is not run.
+ */
+async function installFluxRetried(run: Run, report: StepReporter): Promise<string> {
+  try {
+    return await report.retry(() => installFlux(run, report))
+  } catch (err) {
+    run.facts.cluster.fluxInstallFailed = true
+    throw err
+  }
+}
+
 async function installFlux(run: Run, report: StepReporter): Promise<string> {
   const flux = fluxSettings(run)
   if (flux.mode === 'existing') return 'installed by another tool (flux.mode: existing): Secrets applied, waiting for the handover'
-  if (flux.mode === 'operator') {
-    try {
-      return await installOperator(run, flux, report)
-    } catch (err) {
-      run.facts.cluster.fluxInstallFailed = true
-      throw err
-    }
-  }
+  if (flux.mode === 'operator') return installOperator(run, flux, report)
   const git = flux.git
   if (!git?.privateKeyFile)
     throw new NodeError(
@@ -364,14 +365,13 @@ async function installFlux(run: Run, report: StepReporter): Promise<string> {
     const managedBy = crd?.metadata.labels?.['app.kubernetes.io/managed-by']
     if (managedBy && managedBy !== 'flux') {
       const version = crd?.metadata.labels?.['app.kubernetes.io/version'] ?? ''
-      run.facts.cluster.fluxInstallFailed = true
       throw new NodeError(
         'flux',
         `Flux ${version} is installed on this cluster by ${managedBy}: flux bootstrap would ask to override that installation, which a non-interactive run cannot answer`,
         `leave Flux to ${managedBy}: set flux.mode: existing in bootstrap.yaml (Secrets and the handover wait only), or uninstall it; then run: ${again()}`,
       )
     }
-    const { namespace, name } = rootOf(flux)
+    const { namespace, name } = fluxRoot(flux)
     const root = crd ? await kubectl.get(KS, name, namespace) : undefined
     if (root) {
       drift = await driftOf(run, flux, root)
@@ -384,7 +384,6 @@ async function installFlux(run: Run, report: StepReporter): Promise<string> {
   try {
     await run.flux.bootstrap(git, resolve(run.inventory.clusterDir, git.privateKeyFile), run.settings.fluxTimeoutMs)
   } catch (err) {
-    run.facts.cluster.fluxInstallFailed = true
     if (err instanceof NodeError && drift.length) {
       const pathChange = /would overwrite path/.test(err.message)
       const hint = pathChange
@@ -414,7 +413,7 @@ function describe(o: KubeObject): string {
 async function waitHandover(run: Run, report: StepReporter): Promise<string> {
   const flux = fluxSettings(run)
   const kubectl = kube(run)
-  const { namespace, name } = rootOf(flux)
+  const { namespace, name } = fluxRoot(flux)
   let pending: KubeObject[] = []
   try {
     return await report.poll(async (): Promise<PollAnswer<string>> => {
@@ -515,7 +514,8 @@ export const flux: Phase = {
         title: 'Namespaces and Secrets before Flux (server-side)',
         would: 'would apply the namespaces and Secrets Flux needs (server-side)',
         ready: after(),
-        run: applySecrets,
+        // server-side apply is idempotent: an API that does not answer for a while is retried
+        run: (run, report) => report.retry(() => applySecrets(run, report)),
       },
       {
         kind: 'cluster',
@@ -524,7 +524,7 @@ export const flux: Phase = {
         would: (r) =>
           `would ${r.settings.flux?.mode === 'operator' ? 'install flux-operator and a FluxInstance' : r.settings.flux?.mode === 'existing' ? 'leave the installed Flux as it is' : 'bootstrap Flux'}`,
         ready: after(),
-        run: installFlux,
+        run: installFluxRetried,
       },
       {
         kind: 'cluster',

@@ -80,9 +80,12 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
     }
   }
   let disks: Disk[] = []
+  // took a config in an earlier run (or had one sent when that run stopped) and was never seen up:
+  // silence is its install (a node verified before that falls silent is down or rebooting: retried as ever)
+  const tookConfig = run.journal.tookConfig(node.name) && !run.journal.done(node.name, 'verify') && !run.options.reset
   try {
     // one process a node: the disks read is the probe (at 300 nodes a second call was seconds of CPU on the critical path)
-    const value = await report.retry(() => run.talosctl.probeDisks(node))
+    const value = await report.retry(() => run.talosctl.probeDisks(node), tookConfig ? { retries: () => false } : undefined)
     facts.state = value.state
     if (value.state === 'maintenance') disks = value.disks
   } catch (err) {
@@ -92,6 +95,14 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
       if (waits) {
         facts.state = 'configured'
         return { status: 'ok', detail: `configured before, not answering: ${waits}` }
+      }
+      if (tookConfig) {
+        // an ISO install takes minutes: verify waits for it with its own timeout, not preflight's retries
+        facts.state = 'configured'
+        return {
+          status: 'ok',
+          detail: `took its config in an earlier run and does not answer yet (installing or rebooting): verify waits for it`,
+        }
       }
       facts.state = 'unreachable'
       // a node about to be reset may well be down or boot-looping: the reset decides

@@ -45,7 +45,7 @@ async function etcdServices(node: ClusterNode, run: Run): Promise<{ cp: ClusterN
  * A control plane is reset only when a member list was read, the member this node's by its address
  * (a member named after it at another address is a contradiction: refused, never removed), and the
  * remaining voters' health established: each one's etcd service running, its etcd API answering
- * (its own member list read), started and not a learner. A removal is a proposal the current N
+ * (its own member list read), started, not a learner, and without an etcd alarm. A removal is a proposal the current N
  * voters commit, so the healthy voters left must be a quorum of N: healthy - 1 >= floor(N/2) + 1.
  */
 async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberList; member: EtcdMember | undefined } | undefined> {
@@ -93,12 +93,14 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
   const voters = list.members.filter((m) => !m.isLearner && m !== member)
   if (voters.length === 0)
     throw new NodeError('etcd-join', `${node.name} is the last etcd member: resetting it destroys the cluster's data`, snapshotHint)
-  // a voter is healthy when it started (a member that never started holds no data) and the control
-  // plane at its address runs etcd and answered: a member at no inventory address cannot be read
+  // a voter is healthy when it started (a member that never started holds no data), the control
+  // plane at its address runs etcd and answered (a member at no inventory address cannot be read),
+  // and it has no alarm (NOSPACE: etcd takes no writes; CORRUPT: its data is not to be trusted)
   const cpOf = (m: EtcdMember): ClusterNode | undefined => others.find((cp) => isMemberOf(cp, m))
+  const alarmOf = await memberAlarms(list.via, run)
   const healthy = voters.filter((m) => {
     const cp = cpOf(m)
-    return m.hostname !== '' && cp !== undefined && answered.has(cp.name)
+    return m.hostname !== '' && cp !== undefined && answered.has(cp.name) && alarmOf(m.id) === undefined
   })
   const quorum = Math.floor((voters.length + 1) / 2) + 1
   if (healthy.length < quorum) {
@@ -108,15 +110,38 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
         const cp = cpOf(m)
         if (!cp) return `member ${m.id}${m.hostname ? ` (${m.hostname})` : ''}: at no control plane's inventory address`
         if (m.hostname === '') return `${cp.name}: member ${m.id} not started`
+        const alarm = alarmOf(m.id)
+        if (alarm && answered.has(cp.name)) return `${cp.name}: etcd alarm ${alarm} on member ${m.id}`
         return failures.get(cp.name) ?? `${cp.name}: etcd not read`
       })
     throw new NodeError(
       'etcd-join',
       `resetting ${node.name} would break etcd quorum: ${healthy.length} healthy of ${voters.length} remaining voting members, ${quorum} needed of ${voters.length + 1} (not established: ${unread.join('; ')})`,
-      `bring the other control planes' etcd back first (${taskCommand('bootstrap:status')}, \`${talosctlCommand(list.via, 'etcd members')}\`), then run: ${again}`,
+      unread.some((why) => / etcd alarm [A-Z]/.test(why))
+        ? // NOSPACE lasts until space is freed (compaction, defrag) and the alarm disarmed
+          `clear the alarms first: see \`${talosctlCommand(list.via, 'etcd alarm list')}\`, free space on the members named (\`${talosctlCommand(list.via, 'etcd defrag')}\` on each), then \`${talosctlCommand(list.via, 'etcd alarm disarm')}\`; then run: ${again}`
+        : `bring the other control planes' etcd back first (${taskCommand('bootstrap:status')}, \`${talosctlCommand(list.via, 'etcd members')}\`), then run: ${again}`,
     )
   }
   return { list, member }
+}
+
+/**
+ * A member's alarms (`NOSPACE`, `CORRUPT`), or undefined, read through the control plane whose member
+ * list was read. An unreadable alarm list establishes nothing: every voter has the read's failure.
+ */
+async function memberAlarms(via: ClusterNode, run: Run): Promise<(memberId: string) => string | undefined> {
+  try {
+    const alarms = await run.talosctl.etcdAlarms(via)
+    return (id) =>
+      alarms
+        .filter((a) => a.memberId === id)
+        .map((a) => a.alarm)
+        .join(', ') || undefined
+  } catch (err) {
+    if (!(err instanceof NodeError)) throw err
+    return () => `unknown (its alarms could not be read through ${via.name}: ${err.message})`
+  }
 }
 
 /**

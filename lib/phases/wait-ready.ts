@@ -5,8 +5,8 @@ import { stringify } from 'yaml'
 import { NodeError } from '../core/errors.js'
 import { checkCni } from '../input/cni-compat.js'
 import { formatDuration } from '../core/duration.js'
-import { hintFor, hintForCniApi, hintForCordoned, hintForKubeletLog, hintForTalosCni, talosctlCommand, taskCommand } from '../cli/hints.js'
-import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
+import { apiHint, hintFor, hintForCniApi, hintForCordoned, hintForKubeletLog, hintForTalosCni, taskCommand } from '../cli/hints.js'
+import { kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
 import { lastErrorNote, PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { NodeFacts } from '../engine/facts.js'
@@ -102,9 +102,7 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
         throw new NodeError(
           'unreachable',
           `the Kubernetes API did not answer /readyz within ${formatDuration(run.settings.readyTimeoutMs)} (last: ${err.lastState})${lastErrorNote(err.lastError)}`,
-          `check the control planes (${controlPlanes(run.inventory)
-            .map((cp) => `\`${talosctlCommand(cp, 'service kube-apiserver')}\``)
-            .join(', ')}), then run: ${taskCommand('bootstrap:wait-ready')}`,
+          apiHint('bootstrap:wait-ready'),
         )
       throw err
     })
@@ -114,7 +112,7 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
 async function installCni(run: Run, report: StepReporter): Promise<string> {
   const cni = run.settings.cni
   if (!cni) return 'no CNI in settings'
-  const current = await run.helm.release(cni.release, cni.namespace)
+  const current = await report.retry(() => run.helm.release(cni.release, cni.namespace))
   // helm list names the chart as <name>-<version>; the name is the reference's last part (repo chart, path or OCI)
   const wanted = cni.version ? `${cni.chart.replace(/\/+$/, '').split('/').pop() ?? cni.chart}-${cni.version}` : undefined
   if (current?.status === 'deployed' && (!wanted || current.chart === wanted)) {
@@ -129,8 +127,8 @@ async function installCni(run: Run, report: StepReporter): Promise<string> {
   }
   try {
     report.progress(`helm upgrade --install ${cni.release} ${cni.chart}`)
-    // its pods are waited for per node by the next step
-    const result = await run.helm.upgradeInstall(cni, valuesFile, run.settings.readyTimeoutMs)
+    // its pods are waited for per node by the next step; an API that does not answer for a while is retried
+    const result = await report.retry(() => run.helm.upgradeInstall(cni, valuesFile, run.settings.readyTimeoutMs))
     return result.note ? `${cni.release} installed (${result.note})` : `${cni.release} installed`
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true })

@@ -1,12 +1,17 @@
 import { join } from 'node:path'
 import { stateDir } from './paths.js'
-import { PHASE_NAMES, type NodeStatus, type PhaseName, type PhaseResult } from '../core/results.js'
+import { PHASE_NAMES, type NodeResult, type NodeStatus, type PhaseName, type PhaseResult } from '../core/results.js'
 import { writeStateFile } from './state-files.js'
 import { readRegularFile } from '../core/files.js'
 
 interface JournalEntry {
   status: NodeStatus
   at: string
+  /**
+   * When a call that changes the node (the apply) was sent whose outcome this run never learned
+   * (killed or interrupted with it in flight): the node may have taken it.
+   */
+  sent?: string
 }
 
 interface JournalFile {
@@ -16,9 +21,10 @@ interface JournalFile {
 }
 
 /**
- * What each phase achieved per node, kept across runs in `.bootstrap/journal.json` and written
- * after every phase (and when interrupted). A rerun uses it to re-check finished nodes cheaply;
- * the live state always wins over it.
+ * What each phase achieved per node, kept across runs in `.bootstrap/journal.json`: each node's
+ * outcome written (atomically) as it happens, and an apply marked before it is sent, so a run killed
+ * at any point (kill -9 included) leaves what its nodes did. A rerun uses it to re-check finished
+ * nodes cheaply and to know which silent nodes took a config; the live state always wins over it.
  */
 export class Journal {
   private constructor(
@@ -28,6 +34,9 @@ export class Journal {
     /** the file on disk was not a journal: it is rewritten at the next save */
     readonly discarded = false,
   ) {}
+
+  /** A dry run's journal: read, never written. */
+  readOnly = false
 
   /** A journal of the wrong shape (hand-edited, truncated, another tool's) is ignored with a warning and rewritten. */
   static load(clusterDir: string, warn: (message: string) => void = () => undefined): Journal {
@@ -60,14 +69,48 @@ export class Journal {
     return status === 'ok' || status === 'skipped'
   }
 
+  /**
+   * The node took its config, in an earlier run or this one, or may have: an apply was sent and the
+   * run that sent it never learned its outcome. Such a node that does not answer is installing or
+   * rebooting, not down.
+   */
+  tookConfig(node: string): boolean {
+    return this.done(node, 'apply') || this.data.nodes[node]?.apply?.sent !== undefined
+  }
+
   /** Records a phase's outcome for every node that ran in it (not-run nodes keep what they had). */
   record(phase: PhaseResult): void {
-    const at = new Date().toISOString()
-    for (const node of phase.nodes) {
-      if (node.status === 'not-run') continue
-      const entry = (this.data.nodes[node.name] ??= {})
-      entry[phase.name] = { status: node.status, at }
-    }
+    for (const node of phase.nodes) this.put(node.name, phase.name, node.status)
+  }
+
+  /** One node's outcome in a phase as soon as it is known, saved at once. */
+  recordNode(phase: PhaseName, node: Pick<NodeResult, 'name' | 'status'>): void {
+    if (this.put(node.name, phase, node.status)) this.saveQuietly()
+  }
+
+  /** Before a call that changes the node is sent: saved at once, so a run killed with it in flight leaves the mark. */
+  sending(node: string, phase: PhaseName): void {
+    const entry = (this.data.nodes[node] ??= {})
+    entry[phase] = { ...(entry[phase] ?? { status: 'not-run', at: new Date().toISOString() }), sent: new Date().toISOString() }
+    this.saveQuietly()
+  }
+
+  /** The call's outcome is known (taken, or refused by the node, or never sent): the mark goes, the status stays. */
+  settled(node: string, phase: PhaseName, status?: NodeStatus): void {
+    const entry = this.data.nodes[node]?.[phase]
+    if (!entry) return
+    delete entry.sent
+    if (status) Object.assign(entry, { status, at: new Date().toISOString() })
+    this.saveQuietly()
+  }
+
+  /** not-run keeps what the node had; an unsettled `sent` mark stays until its outcome is known */
+  private put(node: string, phase: PhaseName, status: NodeStatus): boolean {
+    if (status === 'not-run') return false
+    const entry = (this.data.nodes[node] ??= {})
+    const sent = entry[phase]?.sent
+    entry[phase] = { status, at: new Date().toISOString(), ...(sent && status !== 'ok' && status !== 'skipped' ? { sent } : {}) }
+    return true
   }
 
   /** The node's stored state was wiped (reset): everything it did before no longer holds. */
@@ -75,7 +118,20 @@ export class Journal {
     delete this.data.nodes[node]
   }
 
+  /**
+   * A write as a node's outcome comes in: one that fails (a full disk) must not fail the node that
+   * succeeded; the write at the end of the phase reports it.
+   */
+  private saveQuietly(): void {
+    try {
+      this.save()
+    } catch {
+      // see above
+    }
+  }
+
   save(): void {
+    if (this.readOnly) return
     writeStateFile(this.clusterDir, this.path, `${JSON.stringify(this.data, null, 2)}\n`)
   }
 }
@@ -92,8 +148,13 @@ function shapeProblem(data: unknown): string | undefined {
     if (!isObject(phases)) return `nodes.${node} is not an object`
     for (const [phase, entry] of Object.entries(phases)) {
       if (!(PHASE_NAMES as readonly string[]).includes(phase)) return `nodes.${node}: unknown phase "${phase}"`
-      if (!isObject(entry) || !STATUSES.includes(String(entry.status)) || typeof entry.at !== 'string')
-        return `nodes.${node}.${phase} is not {status, at}`
+      if (
+        !isObject(entry) ||
+        !STATUSES.includes(String(entry.status)) ||
+        typeof entry.at !== 'string' ||
+        (entry.sent !== undefined && typeof entry.sent !== 'string')
+      )
+        return `nodes.${node}.${phase} is not {status, at, sent?}`
     }
   }
   return undefined

@@ -134,6 +134,26 @@ function readOrUndefined(path: string): string | undefined {
   }
 }
 
+/**
+ * Who holds the lock now, for the read-only commands (status): `pid 123, <command> (since <time>)`,
+ * or undefined when nobody does (no lock, or its holder is gone). A holder on another host or in
+ * another PID namespace cannot be looked at: it counts as running.
+ */
+export function lockHolder(clusterDir: string): string | undefined {
+  const path = join(stateDir(clusterDir), 'lock')
+  let text: string | undefined
+  let since: Date
+  try {
+    text = readOrUndefined(path)
+    since = statSync(path).mtime
+  } catch {
+    return undefined // unreadable: the run that writes it is the one to name it
+  }
+  const holder = text ? parseLock(text) : undefined
+  if (!holder || (!elsewhere(holder) && goneReason(holder))) return undefined
+  return `${describe(holder)} (since ${since.toISOString()})`
+}
+
 /** How long a takeover may take before its marker counts as left by a crash. */
 const TAKEOVER_STALE_MS = 10_000
 

@@ -88,6 +88,11 @@ export interface ToolCall {
   /** standard input (a decrypted manifest: it never touches the disk); never logged */
   input?: string
   /**
+   * Left to finish when the run is killed (SIGKILL), not ended with it: a short install that, cut
+   * half-way, leaves state the next run cannot go past (helm's pending-install release).
+   */
+  outlivesRun?: boolean
+  /**
    * What the call answers in a dry run, where nothing is run: the happy path's output, so the
    * phases walk the same code and the plan lists every command they would run.
    */
@@ -121,11 +126,26 @@ export interface ToolRunnerOptions {
   log?: (line: string) => void
 }
 
+/**
+ * Linux's parent-death signal, set by util-linux's setpriv before it execs the tool: a tool outlives
+ * a run killed with SIGKILL (no handler runs) unless the kernel ends it; an apply left running would
+ * land after the kill. Nothing where setpriv is missing: a rerun then probes what landed (the journal marks a sent apply).
+ */
+function parentDeathWrapper(env: NodeJS.ProcessEnv): string[] {
+  if (process.platform !== 'linux') return []
+  const setpriv = which.sync('setpriv', { nothrow: true, path: env.PATH ?? '' })
+  return setpriv ? [setpriv, '--pdeathsig', 'KILL', '--'] : []
+}
+
 /** The one place that starts external tools: arrays of arguments, a deadline, the run's AbortSignal. */
 export class ToolRunner {
   readonly plan: PlannedCommand[] = []
+  /** every tool is started through it: ended by the kernel when this process dies */
+  private readonly wrapper: string[]
 
-  constructor(private readonly options: ToolRunnerOptions) {}
+  constructor(private readonly options: ToolRunnerOptions) {
+    this.wrapper = parentDeathWrapper(options.env)
+  }
 
   binary(tool: ToolName): string {
     return toolBinary(this.options.env, tool)
@@ -157,7 +177,7 @@ export class ToolRunner {
       // pipes are socketpairs) and SHLVL unset or 0, sources ~/.bashrc as if run by sshd: pyenv or
       // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
       ...(call.input !== undefined ? { input: call.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
-    })`${this.binary(call.tool)} ${call.args}`
+    })`${[...(call.outlivesRun ? [] : this.wrapper), this.binary(call.tool), ...call.args]}`
     const timedOut = deadline.aborted && !this.options.signal.aborted
     const aborted = this.options.signal.aborted
     const result: ToolResult = {
@@ -172,6 +192,7 @@ export class ToolRunner {
       timedOut,
       aborted,
     }
+    // the shell's or setpriv's (`failed to execute <binary>: No such file or directory`)
     if (output.exitCode === 127 && /command not found|No such file/i.test(output.stderr)) {
       throw new ToolMissingError(call.tool, this.binary(call.tool), TOOL_ENV[call.tool])
     }

@@ -1,10 +1,16 @@
 import { classify } from './classify.js'
-import { NodeError } from '../core/errors.js'
+import { isTransient, NodeError } from '../core/errors.js'
 import { goDuration } from '../core/duration.js'
 import { fluxHint, taskCommand } from '../cli/hints.js'
 import type { FluxGitSettings } from '../input/settings.js'
 import type { ToolRunner } from './exec.js'
-import { kubeArgs, type KubeAccess } from './kube-access.js'
+import { apiError, kubeArgs, type KubeAccess } from './kube-access.js'
+
+/** client-go's texts for a request to the API server (its URL) or the API's own 503 */
+const KUBE_API_SIDE =
+  /https:\/\/\S+|the server is currently unable|ServiceUnavailable|Kubernetes cluster unreachable|Unable to connect to the server/
+/** the Git host's side of a bootstrap */
+const GIT_SIDE = /SSH key scan|clone|ssh: /
 
 /** What to do about a failed flux call: the Git side's two usual causes get their own fix. */
 function hintFor(text: string): string {
@@ -36,6 +42,8 @@ export class Flux {
       .filter((l) => l.trim().startsWith('✗'))
       .map((l) => l.trim().replace(/^✗\s*/, ''))
     const text = failures.length ? failures.join('; ') : message.replace(/^✗\s*/, '')
+    // refused, reset, 503, timed out on the way to the Kubernetes API: the API's, not the repository's
+    if (isTransient(kind) && KUBE_API_SIDE.test(text) && !GIT_SIDE.test(text)) throw apiError(kind, text, 'bootstrap:flux')
     throw new NodeError(kind === 'unreachable' ? 'unreachable' : 'flux', text, hintFor(text))
   }
 

@@ -1,10 +1,10 @@
 import { classify } from './classify.js'
-import { NodeError } from '../core/errors.js'
+import { isTransient, NodeError } from '../core/errors.js'
 import { goDuration } from '../core/duration.js'
 import { taskCommand } from '../cli/hints.js'
 import type { CniSettings } from '../input/settings.js'
 import type { ToolRunner } from './exec.js'
-import { kubeArgs, type KubeAccess } from './kube-access.js'
+import { apiError, kubeArgs, type KubeAccess } from './kube-access.js'
 
 export interface ReleaseStatus {
   status: string
@@ -39,6 +39,7 @@ export class Helm {
     })
     if (!result.ok) {
       const { kind, message } = classify(result)
+      if (isTransient(kind)) throw apiError(kind, message, 'bootstrap:wait-ready')
       throw new NodeError(
         kind,
         message,
@@ -96,8 +97,9 @@ export class Helm {
     const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000 })
     if (result.ok) return
     const { kind, message } = classify(result)
+    if (isTransient(kind) && !chartUnreachable(message)) throw apiError(kind, message, 'bootstrap:flux')
     throw new NodeError(
-      kind === 'unreachable' || kind === 'timeout' ? kind : 'flux',
+      isTransient(kind) ? kind : 'flux',
       message,
       `check the chart (\`helm status ${chart.release} -n ${chart.namespace}\`), then run: ${recovery}`,
     )
@@ -124,13 +126,17 @@ export class Helm {
     if (cni.version) args.push(`--version=${cni.version}`)
     if (valuesFile) args.push(`--values=${valuesFile}`)
     args.push('--', cni.release, cni.chart)
-    // helm's own --timeout bounds its operations; our deadline is a little longer
-    const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000 })
+    // helm's own --timeout bounds its operations; our deadline is a little longer. Without --wait it
+    // takes seconds: a run killed meanwhile lets it finish (cut, it would leave the release pending-install)
+    const result = await this.runner.run({ tool: 'helm', args, timeoutMs: timeoutMs + 30_000, outlivesRun: true })
     if (result.ok) return {}
     const { kind, message } = classify(result)
     if (kind === 'interrupted') throw new NodeError(kind, message, `run it again: ${taskCommand('bootstrap:wait-ready')}`)
     if (kind === 'timeout') {
-      const release = await this.release(cni.release, cni.namespace).catch(() => undefined)
+      const release = await this.release(cni.release, cni.namespace).catch((err: unknown) => {
+        // the API does not answer the read either: it is the cause, and the install is tried again
+        throw err instanceof NodeError && err.transient ? apiError('timeout', message, 'bootstrap:wait-ready') : err
+      })
       if (release?.status === 'deployed') return { note: `helm said "${message}", but the release is deployed` }
       throw new NodeError(
         'cni',
@@ -139,7 +145,7 @@ export class Helm {
       )
     }
     // helm's text for an index.yaml it could not get (pkg/repo/chartrepo.go FindChartInRepoURL)
-    if (/is not a valid chart repository or cannot be reached/.test(message)) {
+    if (chartUnreachable(message)) {
       const fix = /x509: certificate signed by unknown authority/.test(message)
         ? `the chart repository's certificate is not trusted: set cni.caFile in bootstrap.yaml to its CA certificate (PEM)`
         : `check cni.repo in bootstrap.yaml (${cni.repo ?? cni.chart}) and that it answers from here`
@@ -153,10 +159,19 @@ export class Helm {
         `${this.pendingFix(cni, release)}, then run: ${taskCommand('bootstrap:wait-ready')}`,
       )
     }
+    // refused, reset, 503: the Kubernetes API, never the chart (retried by the caller)
+    if (isTransient(kind)) throw apiError(kind, message, 'bootstrap:wait-ready')
     throw new NodeError(
-      kind === 'unreachable' ? 'unreachable' : 'cni',
+      'cni',
       message,
       `fix the chart or its values (helm said: ${message.slice(0, 120)}), then run: ${taskCommand('bootstrap:wait-ready')}`,
     )
   }
+}
+
+/** helm's text for a chart repository it could not reach: the repository is the cause, not the Kubernetes API. */
+function chartUnreachable(message: string): boolean {
+  return /is not a valid chart repository or cannot be reached|failed to fetch .*\.tgz|looks like .* is not a valid chart repository/.test(
+    message,
+  )
 }

@@ -211,8 +211,22 @@ export class Talosctl {
     }
   }
 
-  async applyInsecure(node: ClusterNode): Promise<void> {
-    await this.call(node, ['apply-config', '--insecure', '-n', node.address, '-e', node.address, '-f', node.configFile])
+  /**
+   * The insecure apply: `accepted`, or `{ answerLost }` when the call failed in a way that may have
+   * come after the node took the config (a timeout, EOF, a reset connection: its answer lost on the
+   * way back), which only a look at the node settles. Any other failure, a refused dial included
+   * (the request never left), is thrown.
+   */
+  async applyInsecure(node: ClusterNode): Promise<'accepted' | { answerLost: NodeError }> {
+    const result = await this.runner.run({
+      tool: 'talosctl',
+      args: ['apply-config', '--insecure', '-n', node.address, '-e', node.address, '-f', node.configFile],
+      node: node.name,
+    })
+    if (result.ok) return 'accepted'
+    const error = this.failure(node, result)
+    if (result.aborted || !error.transient || neverSent(result)) throw error
+    return { answerLost: error }
   }
 
   /** Over the authenticated API (mode auto): true when the node reboots to apply it (talosctl prints the mode's details). */
@@ -339,6 +353,21 @@ export class Talosctl {
     return parseEtcdMembers(result.stdout)
   }
 
+  /**
+   * The cluster's etcd alarms through one control plane's local etcd (`talosctl etcd alarm list`:
+   * etcd's AlarmList is cluster-wide): member ID (hex) and alarm (NOSPACE, CORRUPT); none prints nothing.
+   */
+  async etcdAlarms(node: ClusterNode): Promise<Array<{ memberId: string; alarm: string }>> {
+    const result = await this.call(node, ['etcd', 'alarm', 'list', ...this.secureArgs(node)], '')
+    const lines = result.stdout.split('\n').filter((l) => l.trim())
+    const header = lines.shift()?.trim().split(/\s+/) ?? []
+    const [member, alarm] = [header.indexOf('MEMBER'), header.indexOf('ALARM')]
+    return lines
+      .map((l) => l.trim().split(/\s+/))
+      .map((cells) => ({ memberId: cells[member] ?? '', alarm: cells[alarm] ?? '' }))
+      .filter((a) => a.memberId && a.alarm)
+  }
+
   /** Wipes STATE and EPHEMERAL and reboots into maintenance; graceful also leaves etcd (cmd/talosctl/cmd/talos/reset.go). */
   async reset(node: ClusterNode, graceful: boolean): Promise<void> {
     const args = [
@@ -374,6 +403,14 @@ export class Talosctl {
   async kubeconfig(node: ClusterNode, path: string): Promise<void> {
     await this.call(node, ['kubeconfig', path, ...this.secureArgs(node), '--merge=false', '--force'])
   }
+}
+
+/**
+ * The call failed before its request could reach the node: the dial itself failed (grpc-go's
+ * `Error while dialing`: refused, no route, a dial timeout). Anything else may have been received.
+ */
+function neverSent(result: ToolResult): boolean {
+  return !result.timedOut && /Error while dialing|connect: connection refused|no route to host|network is unreachable/.test(result.stderr)
 }
 
 /**

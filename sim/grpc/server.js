@@ -217,6 +217,8 @@ const COMMAND_WORDS = {
   'cluster.HealthCheck': ['health'],
   'storage.Disks': ['disks'],
   'machine.EtcdRemoveMemberByID': ['etcd', 'remove-member'],
+  'machine.EtcdAlarmList': ['etcd', 'alarm', 'list'],
+  'machine.EtcdAlarmDisarm': ['etcd', 'alarm', 'disarm'],
   'machine.Kubeconfig': ['kubeconfig'],
   'machine.Reboot': ['reboot'],
   'machine.Reset': ['reset'],
@@ -246,6 +248,7 @@ const streaming = (ns, fn) => (call) => {
 }
 const hexToDecimal = (hex) => BigInt(`0x${hex}`).toString(10)
 const decimalToHex = (dec) => BigInt(dec).toString(16).padStart(16, '0')
+const memberAlarms = (d) => (d.alarms ?? []).map((a) => ({ member_id: hexToDecimal(a.memberId), alarm: a.alarm }))
 const APPLY_MODES = { REBOOT: 'reboot', AUTO: 'auto', NO_REBOOT: 'no-reboot', STAGED: 'staged', TRY: 'try' }
 const WIPE_MODES = { ALL: 'all', SYSTEM_DISK: 'system-disk', USER_DISKS: 'user-disks' }
 
@@ -295,6 +298,12 @@ function machineService(ns) {
         () => ({}),
         { words: ['etcd', 'remove-member', decimalToHex(call.request.member_id ?? '0')] },
       ),
+    })),
+    EtcdAlarmList: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.EtcdAlarmList', {}, (d) => ({ member_alarms: memberAlarms(d) })),
+    })),
+    EtcdAlarmDisarm: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.EtcdAlarmDisarm', {}, (d) => ({ member_alarms: memberAlarms(d) })),
     })),
     Reboot: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.Reboot', { mode: String(call.request.mode ?? 'DEFAULT').toLowerCase() }, (d) => ({

@@ -94,6 +94,7 @@ export async function serveCall(
 
   const list = targets.length ? targets.map((t) => ({ str: t, node: sim.lookup(t) })) : [{ str: '', node: endpoint }]
   const answers = []
+  let lostAnswer = null
   for (const { str, node } of list) {
     try {
       if (!node)
@@ -124,7 +125,13 @@ export async function serveCall(
         if (tf?.kind === 'unavailable') throw rpc('Unavailable', 'error reading from server: EOF')
       }
       const data = await handler(sim, node, body, { insecure, maintenance: insecure, signal })
-      rec(node, 'ok')
+      // done on the node, the answer lost on the way back (a cut connection, a client deadline)
+      const lost = purpose
+        ? null
+        : (sim.faults.take(node.name, { on: kind, kind: 'answer-lost' }) ??
+          sim.faults.take(node.name, { on: kind, kind: 'answer-timeout' }))
+      rec(node, lost ? `ok (done; its answer lost: ${lost.kind === 'answer-lost' ? 'EOF' : 'no answer'})` : 'ok')
+      lostAnswer ??= lost
       answers.push({ node: str, error: null, data })
     } catch (e) {
       if (signal?.aborted) return never() // nobody to answer
@@ -134,5 +141,8 @@ export async function serveCall(
       answers.push({ node: str, error: e, data: null })
     }
   }
+  // the client sees the call fail as a whole, whatever the nodes did
+  if (lostAnswer?.kind === 'answer-timeout') return never()
+  if (lostAnswer) throw rpc('Unavailable', 'error reading from server: EOF')
   return answers
 }

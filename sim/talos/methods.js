@@ -248,6 +248,18 @@ export const METHODS = {
     return {}
   },
 
+  // the local etcd's alarms, cluster-wide (v1alpha1_server.go EtcdAlarmList: checkControlplaneService, then clientv3 AlarmList)
+  'machine.EtcdAlarmList'(sim, node) {
+    etcdNodeOnly(node)
+    return { alarms: sim.etcd.alarms(node) }
+  },
+
+  // every alarm disarmed, the disarmed ones answered (EtcdAlarmDisarm: AlarmDisarm with an empty AlarmMember)
+  'machine.EtcdAlarmDisarm'(sim, node) {
+    etcdNodeOnly(node)
+    return { alarms: sim.etcd.alarms(node) }
+  },
+
   'machine.Reset'(sim, node, body, { maintenance }) {
     if (maintenance)
       throw node.minor <= 12
@@ -362,6 +374,8 @@ export const ROLES = {
   'machine.Kubeconfig': ['os:admin'],
   'machine.Reset': ['os:admin'],
   'machine.EtcdRemoveMemberByID': ['os:admin'],
+  'machine.EtcdAlarmList': READ,
+  'machine.EtcdAlarmDisarm': ['os:admin'],
 }
 
 // methods the maintenance API serves (everything else: Unimplemented)
@@ -387,6 +401,8 @@ export function callKind(method, insecure) {
       'cluster.HealthCheck': 'health',
       'machine.EtcdMemberList': 'etcd',
       'machine.EtcdRemoveMemberByID': 'etcd',
+      'machine.EtcdAlarmList': 'etcd',
+      'machine.EtcdAlarmDisarm': 'etcd',
     }[method] ?? 'get'
   )
 }

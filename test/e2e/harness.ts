@@ -1,7 +1,7 @@
 // End-to-end harness: a simulator in this process on its own 127.x.y range, and the real `task`
 // (and through it the real scripts) run against it as an operator would.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join, resolve } from 'node:path'
 import { startSimulator, type CallRecord, type Fault, type ScenarioInput, type ScenarioNode, type Simulator } from '../../sim/index.js'
@@ -211,4 +211,18 @@ export async function waitFor(predicate: () => boolean, ms: number, what: string
 /** calls of one kind (probe, apply, get, bootstrap, ...) made to a node */
 export function callsTo(calls: CallRecord[], node: string, call?: string): CallRecord[] {
   return calls.filter((c) => c.node === node && (!call || c.call === call))
+}
+
+/**
+ * A TALOSCTL for `cluster` whose insecure apply to `ip` waits until the file `gate` exists (a slow
+ * start, a slow dial: the call has not left yet); every other call is the real talosctl's.
+ */
+export function gatedTalosctl(cluster: E2eCluster, ip: string, gate: string): string {
+  const path = join(cluster.dir, `gated-talosctl-${ip}`)
+  writeFileSync(
+    path,
+    `#!/bin/sh\ncase "$*" in *"apply-config --insecure -n ${ip} "*) while [ ! -e ${gate} ]; do sleep 0.1; done ;; esac\nexec ${join(cluster.sim.binDir, 'talosctl')} "$@"\n`,
+  )
+  chmodSync(path, 0o755)
+  return path
 }

@@ -23,7 +23,7 @@ function fakeRun(nodeList: ClusterNode[], concurrency: number, failFast = false)
     options: { dryRun: false, failFast, reapply: false },
     signal: new AbortController().signal,
     failed: new Map(),
-    journal: { record: () => undefined, save: () => undefined },
+    journal: { record: () => undefined, recordNode: () => undefined, save: () => undefined },
   } as unknown as Run
 }
 

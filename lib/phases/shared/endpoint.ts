@@ -35,7 +35,7 @@ export async function appliedAndWaiting(
   endpoint: SharedReading<boolean> = endpointReading(run),
 ): Promise<string | undefined> {
   const waits = waitsForControlPlane(node, run)
-  if (!waits || !run.journal.done(node.name, 'apply') || run.options.reset) return undefined
+  if (!waits || !run.journal.tookConfig(node.name) || run.options.reset) return undefined
   return (await endpoint.get()) ? undefined : waits
 }
 

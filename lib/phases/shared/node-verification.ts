@@ -53,9 +53,9 @@ class StageWatch {
   }
 }
 
-/** The node took its config: applied in this run or an earlier one. */
+/** The node took its config: applied in this run or an earlier one (or sent when that run stopped). */
 const configAccepted = (node: ClusterNode, run: Run): boolean =>
-  run.facts.of(node.name).applied === true || run.journal.done(node.name, 'apply')
+  run.facts.of(node.name).applied === true || run.facts.of(node.name).tookConfigElsewhere !== undefined || run.journal.tookConfig(node.name)
 
 /** Verified: a worker running; a control plane running, or booting with etcd waiting for its bootstrap. */
 async function verified(node: ClusterNode, run: Run, status: MachineStatus): Promise<string | undefined> {
