@@ -123,3 +123,29 @@ for tool in talosctl helm helmfile helm3; do
   esac
   echo "$tool $v: .tools/bin/$tool"
 done
+
+# For the tests only, each kept in the per-machine cache like the two above and linked into .tools/:
+# talhelper v3.1.17 (the last release: the tests run the operator's `talhelper genconfig` with it) as
+# .tools/bin/talhelper, and talosctl v1.13.9 (the Talos 1.13 runs) as .tools/talosctl-v1.13.9/talosctl.
+# Neither is needed to run the tool: without the build kit (an operator's machine) nothing is said, and
+# the tests that need them skip.
+test_tool() { # name version link check...
+  local name=$1 version=$2 link=$3; shift 3
+  local final="$cache/$name-$version/${name%%-*}"
+  if [ -x "$link" ] && "$@" "$link" >/dev/null 2>&1; then return; fi
+  if ! { [ -x "$final" ] && "$@" "$final" >/dev/null 2>&1; }; then
+    local tag_archive="$kit/vendor/talos-$version-src.tar.gz"
+    if [ ! -x "$builder" ] || ! command -v go >/dev/null 2>&1 || { [ "$name" = talosctl ] && [ ! -f "$tag_archive" ]; }; then return; fi
+    local work; work=$(mktemp -d "$cache/.build-$name-XXXXXX")
+    echo "building $name $version from source into $(dirname "$final") (minutes, once per machine)"
+    local started=$SECONDS
+    TALOS_TAG=$version TALOS_SRC_ARCHIVE=$tag_archive "$builder" "$work" "${name%%-*}" || { rm -rf "$work"; exit 1; }
+    mkdir -p "$(dirname "$final")"; mv -f "$work/${name%%-*}" "$final"; rm -rf "$work"
+    echo "$name built in $((SECONDS - started)) s"
+  fi
+  mkdir -p "$(dirname "$link")"; ln -sfn "$final" "$link"; echo "$name $version: ${link#"$root"/}"
+}
+talhelper_works() { real "$1" && "$1" genconfig --help | grep -q -- '--secret-file'; }
+talosctl_113() { real "$1" && "$1" version --client | grep -Eq 'Tag:[[:space:]]*v1\.13\.9'; }
+test_tool talhelper v3.1.17 "$bin/talhelper" talhelper_works
+test_tool talosctl v1.13.9 "$root/.tools/talosctl-v1.13.9/talosctl" talosctl_113

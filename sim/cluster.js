@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createClock } from './clock.js'
 import { createFaults, FAULT_KINDS } from './faults.js'
 import { generatePki } from './pki.js'
-import { writeClusterDir } from './writer.js'
+import { realTools, writeClusterDir } from './writer.js'
 import { observe as observeEvents } from './talos/events.js'
 import { startChartRepo } from './charts/repo.js'
 import { Node } from './node.js'
@@ -22,8 +22,9 @@ const here = dirname(fileURLToPath(import.meta.url))
 const CALL_FAULTS = ['refused', 'unreachable', 'timeout', 'unavailable']
 
 export class Simulator {
-  constructor(scenario, { dir = '.sim', log, etcd = process.env.SIM_ETCD ?? 'model' } = {}) {
+  constructor(scenario, { dir = '.sim', log, etcd = process.env.SIM_ETCD ?? 'model', talosctl } = {}) {
     this.scenario = scenario
+    this.talosctl = talosctl
     this.dir = resolve(dir)
     this.talosMinor = scenario.talosMinor
     this.timings = scenario.timings
@@ -48,7 +49,11 @@ export class Simulator {
     // the chart repository real helm installs the CNI from (any free port on 127.0.0.1)
     // and its OCI registry of every simulated chart
     this.chartRepo = await startChartRepo({ cert: this.pki.charts.server.cert, key: this.pki.charts.server.key })
-    const written = await writeClusterDir(this.dir, s, this.pki, { chartRepo: this.chartRepo.url, registry: this.chartRepo.registry })
+    const written = await writeClusterDir(this.dir, s, this.pki, {
+      chartRepo: this.chartRepo.url,
+      registry: this.chartRepo.registry,
+      ...(this.talosctl ? { tools: { ...realTools(), talosctl: this.talosctl } } : {}),
+    })
     this.clusterDir = written.clusterDir
     this.env = written.env
     this.binDir = written.binDir // <dir>/bin (sim/writer.js)
@@ -129,6 +134,13 @@ export class Simulator {
   }
   kubeconfigYaml() {
     return kubeconfigYaml(this.scenario, this.pki)
+  }
+  /** scenario cluster.configs: external: the cluster's PKI is taken from the applied configs, one at a time;
+   *  resolves false for a config of another cluster */
+  adoptConfig(cfg) {
+    const next = (this.adoption ?? Promise.resolve()).then(() => this.pki.adopt(cfg))
+    this.adoption = next.catch(() => false)
+    return next
   }
   isClusterCA(b64) {
     if (!b64) return false
@@ -279,7 +291,7 @@ export class Simulator {
           ip: n.ip,
           role: n.role,
           kubeletVersion: this.scenario.cluster.kubernetesVersion,
-          osImage: `Talos (${this.scenario.cluster.talosVersion})`,
+          osImage: `Talos (${n.talosVersion})`,
           bootId: n.bootId,
         })
         // booting/running: NodeCordonedSpecController drops the cordon, NodeApplyController uncordons a node it cordoned

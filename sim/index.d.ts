@@ -4,6 +4,8 @@ export interface ScenarioNode {
   ip: string
   role: 'controlplane' | 'worker'
   image?: 'iso' | 'disk'
+  /** the Talos this node runs (a cluster mid-upgrade runs two); default the cluster's */
+  talosVersion?: string
   disks?: {
     dev: string
     size?: string | number
@@ -46,6 +48,8 @@ export interface ScenarioInput {
     vip?: { address: string; up?: 'after-bootstrap' | 'never' }
     discovery?: 'enabled' | 'disabled'
     talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
+    /** external: no configs or talosconfig written; each node takes its PKI and settings from the config applied to it */
+    configs?: 'generated' | 'external'
   }
   speed?: number
   timings?: Partial<
@@ -124,6 +128,7 @@ export interface Simulator {
   binDir: string
   clusterDir: string
   talosMinor: number
+  /** TALOSCONFIG is absent with cluster.configs: external */
   env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string; SIM_OCI_REGISTRY?: string; SSL_CERT_FILE?: string }
   kube: unknown
   chartRepo: ChartRepo
@@ -155,4 +160,6 @@ export function startSimulator(opts: {
   log?: (msg: string) => void
   /** 'model' (sim/etcd.js) or 'real' (sim/etcd-real.js: the real etcd from `task tools`); default SIM_ETCD, else 'model' */
   etcd?: 'model' | 'real'
+  /** the talosctl <dir>/bin links (tests: talosctl v1.13.9 against v1.13 nodes); default the one `task tools` provides */
+  talosctl?: string
 }): Promise<Simulator>

@@ -10,13 +10,13 @@ export { Simulator } from './cluster.js'
  * etcd: 'model' (sim/etcd.js) or 'real' (sim/etcd-real.js: the real etcd program); default SIM_ETCD, else 'model'.
  * resolves once every node is in maintenance (its first stage).
  */
-export async function startSimulator({ scenario, dir = '.sim', speed, log, etcd } = {}) {
+export async function startSimulator({ scenario, dir = '.sim', speed, log, etcd, talosctl } = {}) {
   const s = loadScenario(scenario)
   if (speed != null) {
     if (!(Number(speed) > 0)) throw new Error(`speed must be > 0, got ${speed}`)
     s.speed = Number(speed)
   }
-  const sim = new Simulator(s, { dir, log, ...(etcd ? { etcd } : {}) })
+  const sim = new Simulator(s, { dir, log, talosctl, ...(etcd ? { etcd } : {}) })
   try {
     await sim.start()
   } catch (e) {

@@ -284,6 +284,7 @@ export class NodeServer {
   }
 
   async tlsOptions(mode) {
+    await this.sim.adoption // an applied config's CA (cluster.configs: external) is in place first
     const { pki } = this.sim
     if (mode === 'maintenance') return { ...pki.maintenance.get(this.node.name), minVersion: 'TLSv1.2' }
     if (mode === 'pki') {

@@ -78,7 +78,11 @@ export class Node {
     return this.config != null
   }
   get minor() {
-    return this.ctx.talosMinor
+    return this.spec?.talosMinor ?? this.ctx.talosMinor
+  }
+  /** the Talos version this node runs (scenario node talosVersion, else the cluster's) */
+  get talosVersion() {
+    return this.spec?.talosVersion ?? this.ctx.scenario.cluster.talosVersion
   }
 
   changed() {
@@ -269,7 +273,17 @@ export class Node {
     this.configText = data
     this.config = cfg
     this.role = cfg.machine.type === 'worker' ? 'worker' : 'controlplane'
-    this.foreignCA = !this.ctx.isClusterCA(cfg.machine.ca?.crt)
+    if (this.ctx.scenario.cluster.configs === 'external') {
+      // the node's identity comes from this config's CA, as a real node's does
+      this.foreignCA = false
+      this.ctx.adoptConfig(cfg).then(
+        (ours) => {
+          this.foreignCA = !ours
+          this.changed()
+        },
+        (e) => this.ctx.log(`${this.name}: the config's CA could not be read: ${e.message}`),
+      )
+    } else this.foreignCA = !this.ctx.isClusterCA(cfg.machine.ca?.crt)
     this.talosLog('received new config from the maintenance service')
     // node leaves maintenance now: v1.12 closes the maintenance service; v1.13 apid switches to mTLS
     this.after(0.01, () => (this.installed ? this.bootConfigured() : this.install()))
@@ -281,9 +295,7 @@ export class Node {
     const { install } = this.ctx.timings
     const head = Math.min(2, install * 0.1)
     this.after(head, () => {
-      this.talosLog(
-        `installing Talos ${this.ctx.scenario.cluster.talosVersion} to ${this.config.machine.install?.disk ?? 'the selected disk'}`,
-      )
+      this.talosLog(`installing Talos ${this.talosVersion} to ${this.config.machine.install?.disk ?? 'the selected disk'}`)
       this.setStage('installing')
     })
     this.after(install, () => {
@@ -320,7 +332,7 @@ export class Node {
     if (this.stage !== 'installing') return
     // the registry answers again (the fault cleared) within the pull's 20 min retries: the install goes on
     if (!f) return this.installDone()
-    const image = this.config?.machine?.install?.image ?? `ghcr.io/siderolabs/installer:${this.ctx.scenario.cluster.talosVersion}`
+    const image = this.config?.machine?.install?.image ?? `ghcr.io/siderolabs/installer:${this.talosVersion}`
     const [repo, tag] = [image.replace(/:[^:/]+$/, ''), image.match(/:([^:/]+)$/)?.[1] ?? 'latest']
     const host = repo.split('/')[0]
     const error =

@@ -3,7 +3,7 @@
 // Private keys are PKCS#8 PEM ("PRIVATE KEY"), which Node's tls and Go's client-go both load.
 import 'reflect-metadata'
 import * as x509 from '@peculiar/x509'
-import { webcrypto, randomBytes, randomInt } from 'node:crypto'
+import { createPrivateKey, webcrypto, randomBytes, randomInt } from 'node:crypto'
 
 x509.cryptoProvider.set(webcrypto)
 const ED = { name: 'Ed25519' }
@@ -42,6 +42,12 @@ async function makeCA(name, alg) {
   return { alg, keys, cert: cert.toString('pem'), key: await keyPem(keys.privateKey), x509: cert }
 }
 
+/** the CA's key identifier as the CA states it (a config's CA may compute it differently from here) */
+async function authorityKeyId(ca) {
+  const ski = ca.x509.getExtension(x509.SubjectKeyIdentifierExtension)
+  return ski ? new x509.AuthorityKeyIdentifierExtension(ski.keyId) : x509.AuthorityKeyIdentifierExtension.create(ca.keys.publicKey)
+}
+
 /** issue a leaf cert from `ca`; sans: [{type:'ip'|'dns', value}], usages: ['server','client'] */
 async function issue(ca, { subject, sans = [], usages, keys, valid = validity() }) {
   keys ??= await genKey(ca.alg)
@@ -53,13 +59,14 @@ async function issue(ca, { subject, sans = [], usages, keys, valid = validity() 
       true,
     ),
     new x509.ExtendedKeyUsageExtension(eku),
-    await x509.AuthorityKeyIdentifierExtension.create(ca.keys.publicKey),
+    await authorityKeyId(ca),
   ]
   if (sans.length) extensions.push(new x509.SubjectAlternativeNameExtension(sans))
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: nextSerial(),
     subject,
-    issuer: ca.x509.subject,
+    // the CA's own encoding of its name: a CA from a config (Go's PrintableString) must match byte for byte
+    issuer: ca.x509.subjectName,
     publicKey: keys.publicKey,
     signingKey: ca.keys.privateKey,
     signingAlgorithm: ca.alg,
@@ -80,7 +87,7 @@ const token = (a, b) => {
  * nodes: [{name, ip, role}], vip: address or null.
  */
 export async function generatePki({ nodes, vip, role = 'os:admin' }) {
-  const [talosCA, kubeCA, etcdCA, aggregatorCA, saKeys, maintKeys] = await Promise.all([
+  let [talosCA, kubeCA, etcdCA, aggregatorCA, saKeys, maintKeys] = await Promise.all([
     makeCA('O=talos', ED),
     makeCA('O=kubernetes', EC),
     makeCA('O=etcd', EC),
@@ -92,14 +99,8 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
   const ipSan = (ip) => ({ type: 'ip', value: ip })
   const dnsSan = (d) => ({ type: 'dns', value: d })
   // one apid serving cert naming every node (fast for 300 nodes; Talos gives each node its own)
-  const [apid, talosAdmin, kubeServer, kubeAdmin] = await Promise.all([
-    issue(talosCA, {
-      subject: 'CN=apid',
-      usages: ['server', 'client'],
-      sans: [...nodes.flatMap((n) => [dnsSan(n.name), ipSan(n.ip)]), ...(vip ? [ipSan(vip)] : [])],
-    }),
-    issue(talosCA, { subject: `O=${role}`, usages: ['client'] }), // the talosconfig's role (scenario cluster.talosconfigRole)
-    issue(kubeCA, {
+  const kubeServerFor = (ca) =>
+    issue(ca, {
       subject: 'CN=kube-apiserver',
       usages: ['server'],
       sans: [
@@ -112,8 +113,17 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
         ...cps.map((n) => ipSan(n.ip)),
         ...(vip ? [ipSan(vip)] : []),
       ],
+    })
+  const kubeAdminFor = (ca) => issue(ca, { subject: 'CN=admin, O=system:masters', usages: ['client'] })
+  const [apid, talosAdmin, kubeServer, kubeAdmin] = await Promise.all([
+    issue(talosCA, {
+      subject: 'CN=apid',
+      usages: ['server', 'client'],
+      sans: [...nodes.flatMap((n) => [dnsSan(n.name), ipSan(n.ip)]), ...(vip ? [ipSan(vip)] : [])],
     }),
-    issue(kubeCA, { subject: 'CN=admin, O=system:masters', usages: ['client'] }),
+    issue(talosCA, { subject: `O=${role}`, usages: ['client'] }), // the talosconfig's role (scenario cluster.talosconfigRole)
+    kubeServerFor(kubeCA),
+    kubeAdminFor(kubeCA),
   ])
   // maintenance mode: a self-signed cert with an empty subject per node (shared key, for speed)
   const maintenance = new Map()
@@ -205,9 +215,39 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
   const etcdClientCert = () => (etcdClient ??= issue(etcdCA, { subject: 'CN=talos', usages: ['client'] }))
 
   const b64 = () => randomBytes(32).toString('base64')
+  const talos = { ca: pair(talosCA), apid, admin: talosAdmin }
+  const kube = { ca: pair(kubeCA), server: kubeServer, admin: kubeAdmin }
+
+  // scenario cluster.configs: external. The cluster's CAs are the ones in the configs applied to it,
+  // as on a real node (machine.ca: the Talos API's, apid's certificate and trustd's; cluster.ca: the
+  // Kubernetes API's). A worker's config carries the certificates only; a control plane's the keys.
+  // Returns false for a config of another cluster (its CA differs from the one adopted).
+  let adopted = null
+  async function adopt(config) {
+    const crt = decode(config.machine?.ca?.crt)
+    if (!crt) return false
+    if (adopted && adopted.trim() !== crt.trim()) return false
+    const key = decode(config.machine?.ca?.key)
+    const kubeCrt = decode(config.cluster?.ca?.crt)
+    const kubeKey = decode(config.cluster?.ca?.key)
+    if (!adopted || (key && !talosCA.imported)) {
+      adopted = crt
+      talosCA = await importCA(crt, key, ED)
+      apids.clear()
+      talos.ca = { cert: crt, key: key ?? '' }
+    }
+    if (kubeCrt && kubeKey && !kubeCA.imported) {
+      kubeCA = await importCA(kubeCrt, kubeKey, EC)
+      ;[kube.server, kube.admin] = await Promise.all([kubeServerFor(kubeCA), kubeAdminFor(kubeCA)])
+      kube.ca = { cert: kubeCrt, key: kubeKey }
+    }
+    return true
+  }
+
   return {
-    talos: { ca: pair(talosCA), apid, admin: talosAdmin },
-    kube: { ca: pair(kubeCA), server: kubeServer, admin: kubeAdmin },
+    talos,
+    kube,
+    adopt,
     etcd: { ca: pair(etcdCA), etcdFor, client: etcdClientCert },
     aggregator: { ca: pair(aggregatorCA) },
     charts: { ca: pair(chartsCA), server: chartsServer },
@@ -225,6 +265,23 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
   }
 }
 const pair = (ca) => ({ cert: ca.cert, key: ca.key })
+const decode = (b64) => (typeof b64 === 'string' && b64 !== '' ? Buffer.from(b64, 'base64').toString('utf8') : undefined)
+
+/** A CA from a Talos config's PEMs: Talos writes Ed25519 keys as PKCS#8 under the label `ED25519 PRIVATE KEY`
+ *  and ECDSA keys as SEC1 (`EC PRIVATE KEY`); both become a signing key here. Without a key it only verifies. */
+async function importCA(certPem, keyPem, alg) {
+  const cert = new x509.X509Certificate(certPem)
+  const publicKey = await cert.publicKey.export(alg, ['verify'], webcrypto)
+  let privateKey
+  if (keyPem) {
+    const pkcs8 = createPrivateKey(keyPem.replace(/(-----(BEGIN|END)) ED25519 PRIVATE KEY-----/g, '$1 PRIVATE KEY-----')).export({
+      type: 'pkcs8',
+      format: 'der',
+    })
+    privateKey = await webcrypto.subtle.importKey('pkcs8', pkcs8, alg, true, ['sign'])
+  }
+  return { alg, keys: { publicKey, privateKey }, cert: certPem, key: keyPem ?? '', x509: cert, imported: Boolean(privateKey) }
+}
 
 /** an ed25519 private key in OpenSSH format (for the flux deploy key file) */
 export function openSshEd25519(comment = 'flux') {

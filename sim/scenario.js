@@ -146,7 +146,11 @@ function validateScenario(s, { file, lineOf }) {
   obj(s, [])
   known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults', 'flux'], [])
   const c = obj(s.cluster, ['cluster'])
-  known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip', 'discovery', 'talosconfigRole'], ['cluster'])
+  known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip', 'discovery', 'talosconfigRole', 'configs'], ['cluster'])
+  // external: the operator's own configs are applied; the simulator writes none and takes each node's
+  // identity and the cluster's PKI from what is applied to it
+  const configs = c.configs ?? 'generated'
+  if (!['generated', 'external'].includes(configs)) fail(['cluster', 'configs'], `${q(configs)} must be generated or external`)
   str(c.name, ['cluster', 'name'])
   if (!NAME_RE.test(c.name)) fail(['cluster', 'name'], `${q(c.name)} is not a valid cluster name (lower-case letters, digits, '-')`)
   for (const k of ['talosVersion', 'kubernetesVersion']) {
@@ -178,7 +182,28 @@ function validateScenario(s, { file, lineOf }) {
   const nodes = s.nodes.map((n, i) => {
     const p = ['nodes', i]
     obj(n, p)
-    known(n, ['name', 'ip', 'role', 'image', 'disks', 'installDisk', 'installDiskSelector', 'secureBoot', 'extensions', 'schematic'], p)
+    known(
+      n,
+      [
+        'name',
+        'ip',
+        'role',
+        'image',
+        'disks',
+        'installDisk',
+        'installDiskSelector',
+        'secureBoot',
+        'extensions',
+        'schematic',
+        'talosVersion',
+      ],
+      p,
+    )
+    // the Talos this node runs (a cluster mid-upgrade runs two): default the cluster's
+    const nodeVersion = n.talosVersion ?? talosVersion
+    if (!/^v\d+\.\d+\.\d+$/.test(String(nodeVersion))) fail([...p, 'talosVersion'], `${q(nodeVersion)} is not a version like v1.12.0`)
+    const nodeMinor = Number(String(nodeVersion).split('.')[1])
+    if (nodeMinor < 11 || nodeMinor > 13) fail([...p, 'talosVersion'], `${q(nodeVersion)}: the simulator emulates v1.11 to v1.13`)
     str(n.name, [...p, 'name'])
     if (!NAME_RE.test(n.name)) fail([...p, 'name'], `${q(n.name)} is not a valid hostname`)
     if (names.has(n.name)) fail([...p, 'name'], `duplicate node name ${q(n.name)}`)
@@ -242,6 +267,8 @@ function validateScenario(s, { file, lineOf }) {
       disks,
       installDisk: installDiskSelector ? null : (n.installDisk ?? disks[0].dev),
       installDiskSelector,
+      talosVersion: nodeVersion,
+      talosMinor: nodeMinor,
     }
   })
   if (!nodes.some((n) => n.role === 'controlplane')) fail(['nodes'], 'needs at least one controlplane node')
@@ -311,7 +338,16 @@ function validateScenario(s, { file, lineOf }) {
   })
 
   return {
-    cluster: { name: c.name, endpoint, talosVersion, kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0', vip, discovery, talosconfigRole },
+    cluster: {
+      name: c.name,
+      endpoint,
+      talosVersion,
+      kubernetesVersion: c.kubernetesVersion ?? 'v1.35.0',
+      vip,
+      discovery,
+      talosconfigRole,
+      configs,
+    },
     talosMinor: minor,
     speed,
     timings,

@@ -283,12 +283,16 @@ export async function writeClusterDir(dir, scenario, pki, { chartRepo, registry,
   mkdirSync(dir, { recursive: true })
   const clusterDir = join(dir, 'cluster')
   const tmp = join(dir, `.cluster-${process.pid}-${Date.now()}`)
-  mkdirSync(join(tmp, 'clusterconfig'), { recursive: true })
-  writeFileSync(join(tmp, 'talconfig.yaml'), talconfig(scenario))
-  for (const n of scenario.nodes) {
-    writeFileSync(join(tmp, 'clusterconfig', `${scenario.cluster.name}-${n.name}.yaml`), machineConfig(scenario, pki, n), { mode: 0o600 })
+  mkdirSync(tmp, { recursive: true })
+  // external configs: the operator brings the configs and the talosconfig; only the settings are written
+  if (scenario.cluster.configs !== 'external') {
+    mkdirSync(join(tmp, 'clusterconfig'), { recursive: true })
+    writeFileSync(join(tmp, 'talconfig.yaml'), talconfig(scenario))
+    for (const n of scenario.nodes) {
+      writeFileSync(join(tmp, 'clusterconfig', `${scenario.cluster.name}-${n.name}.yaml`), machineConfig(scenario, pki, n), { mode: 0o600 })
+    }
+    writeFileSync(join(tmp, 'clusterconfig', 'talosconfig'), talosconfig(scenario, pki), { mode: 0o600 })
   }
-  writeFileSync(join(tmp, 'clusterconfig', 'talosconfig'), talosconfig(scenario, pki), { mode: 0o600 })
   writeFileSync(
     join(tmp, 'bootstrap.yaml'),
     `# written by the simulator: waits scaled for speed ${scenario.speed}\n${stringify(bootstrapSettings(scenario, { chartRepo }), { lineWidth: 0 })}`,
@@ -305,7 +309,7 @@ export async function writeClusterDir(dir, scenario, pki, { chartRepo, registry,
   writeFileSync(trustFile, trustBundle(pki))
   const env = {
     PATH: `${binDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
-    TALOSCONFIG: join(clusterDir, 'clusterconfig', 'talosconfig'),
+    ...(scenario.cluster.configs === 'external' ? {} : { TALOSCONFIG: join(clusterDir, 'clusterconfig', 'talosconfig') }),
     KUBECONFIG: join(clusterDir, 'kubeconfig'),
     CLUSTER_DIR: clusterDir,
     // the OCI registry (sim/charts/oci.js) and the trust that makes helm accept its certificate

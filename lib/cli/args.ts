@@ -9,6 +9,8 @@ export interface CommandArgs {
   dryRun: boolean
   failFast: boolean
   reapply: boolean
+  /** --no-generate: out-of-date machine configs are bad input instead of being regenerated */
+  noGenerate: boolean
   yes: boolean
   reset: boolean
   watch: boolean
@@ -20,7 +22,7 @@ export interface CommandArgs {
   settingFlags: Record<string, string | undefined>
 }
 
-const BOOLEAN_FLAGS = ['dry-run', 'fail-fast', 'reapply', 'yes', 'reset', 'watch', 'help'] as const
+const BOOLEAN_FLAGS = ['dry-run', 'fail-fast', 'reapply', 'no-generate', 'yes', 'reset', 'watch', 'help'] as const
 
 /** Names of the variables that set a boolean flag, for the fix text. */
 const BOOLEAN_ENV: Record<string, string> = { 'dry-run': 'DRY_RUN', 'fail-fast': 'FAIL_FAST', reset: 'RESET' }
@@ -49,6 +51,11 @@ const COMMAND_FLAGS: ReadonlyArray<{ flag: string; value?: string; variable?: st
   { flag: 'dry-run', variable: 'DRY_RUN', default: 'false', what: 'print what would run, per node; run nothing' },
   { flag: 'fail-fast', variable: 'FAIL_FAST', default: 'false', what: 'stop every node at the first failure' },
   { flag: 'reapply', default: 'false', what: 'bootstrap:apply: apply again to configured nodes (authenticated API)' },
+  {
+    flag: 'no-generate',
+    default: 'false',
+    what: 'never run talhelper genconfig / topf render: machine configs older than their inputs are an error',
+  },
   { flag: 'node', value: 'NAME', variable: 'NODE', default: 'none', what: 'bootstrap:node: the one node to recover' },
   { flag: 'reset', variable: 'RESET', default: 'false', what: 'bootstrap:node: wipe the node back to maintenance first' },
   { flag: 'yes', default: 'false', what: 'bootstrap:node: confirm RESET=true without asking' },
@@ -179,6 +186,7 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     dryRun: bool('dry-run', 'DRY_RUN'),
     failFast: bool('fail-fast', 'FAIL_FAST'),
     reapply: bool('reapply'),
+    noGenerate: bool('no-generate'),
     yes: bool('yes'),
     reset: bool('reset', 'RESET'),
     watch: bool('watch'),

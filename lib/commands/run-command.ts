@@ -5,6 +5,7 @@ import { errorMessage, ExitCode, InputError } from '../core/errors.js'
 import { Facts } from '../engine/facts.js'
 import { setHintContext } from '../cli/hints.js'
 import { loadInventory, selectNodes } from '../input/inventory.js'
+import { generateConfigs, generatorSecretFiles, type GenerateOptions } from '../input/generate.js'
 import { MachineConfig } from '../input/machine-config.js'
 import { bootstrapControlPlane, controlPlanes, kubeNodeName, type Inventory } from '../core/model.js'
 import { Journal } from '../state/journal.js'
@@ -60,6 +61,7 @@ export async function runCommand(spec: CommandSpec, argv = process.argv.slice(2)
 export function loadCluster(
   args: Pick<CommandArgs, 'clusterDir' | 'settingFlags'>,
   env: NodeJS.ProcessEnv,
+  generate?: Pick<GenerateOptions, 'generate' | 'dryRun'>,
 ): { settings: Settings; inventory: Inventory; redactor: Redactor } {
   // every line printed from here on goes through the redactor, input errors included; it learns
   // each secret before the file that could quote it is parsed (a config path that resolves to the
@@ -76,11 +78,16 @@ export function loadCluster(
   if (settings.flux?.sopsAgeKeyFile) redactor.addFile(resolve(dir, settings.flux.sopsAgeKeyFile))
   // the Secret manifests applied before Flux (git tokens, SOPS keys) can come back in a Kustomization's message
   for (const file of settings.flux?.secrets ?? []) redactor.addFromYamlFile(resolve(dir, file))
-  const inventory = loadInventory(args.clusterDir, {
+  const inventoryOptions = {
     env,
     ...(settings.talconfig ? { talconfig: settings.talconfig } : {}),
     ...(settings.talhelperOutDir ? { talhelperOutDir: settings.talhelperOutDir } : {}),
-  })
+  }
+  // the operator's generator first, so that nothing reads (or applies) a config older than its inputs;
+  // the secrets bundle it reads is learned before, so that a generator's error never prints a key
+  for (const file of generatorSecretFiles(args.clusterDir)) redactor.addFromYamlFile(file)
+  if (generate) generateConfigs(args.clusterDir, inventoryOptions, { ...generate, env, say: output.info, warn: output.warn })
+  const inventory = loadInventory(args.clusterDir, inventoryOptions)
   redactor.addFromYamlFile(inventory.talosconfig)
   for (const node of inventory.nodes) for (const doc of MachineConfig.of(node.configFile).values()) redactor.addFromMachineConfig(doc)
   checkSettingsFit(input, settings, inventory)
@@ -105,7 +112,7 @@ async function execute(
   onLock: (release: () => void) => void,
 ): Promise<number> {
   const startedAt = new Date()
-  const { settings, inventory, redactor } = loadCluster(args, env)
+  const { settings, inventory, redactor } = loadCluster(args, env, { generate: !args.noGenerate, dryRun: args.dryRun })
   const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node, inventory), 'NODE') : selectNodes(inventory, args.nodes)
   const names = spec.recover && args.reset ? spec.phases.flatMap((p) => (p === 'preflight' ? [p, 'reset' as const] : [p])) : spec.phases
   const phases: Phase[] = phasesFor(names)

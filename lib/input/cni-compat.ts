@@ -9,6 +9,7 @@
 //   unset (defaultKubePrismPort); each node runs its own, so every node's config counts.
 import { existsSync } from 'node:fs'
 import { basename, join } from 'node:path'
+import { parseAllDocuments } from 'yaml'
 import { MachineConfig } from './machine-config.js'
 import { InputError, InputErrors } from '../core/errors.js'
 import type { ClusterNode } from '../core/model.js'
@@ -27,6 +28,66 @@ export interface ConfigNetwork {
   /** undefined: the config does not say (a worker's config carries no proxy section) */
   proxyDisabled: { value: boolean | undefined; line: number | undefined }
   kubePrism: { enabled: boolean; port: number; line: number | undefined }
+  /** cluster.coreDNS.disabled: true (Talos then deploys no CoreDNS), with its line */
+  coreDnsDisabled: { value: boolean; line: number | undefined }
+  /** what the config's own manifests install (a control plane's: Talos applies them) */
+  installs: AddonInstaller[]
+}
+
+/** Something that installs a cluster add-on the nodes need: which one, and where it is said. */
+export interface AddonInstaller {
+  addon: 'cni' | 'coredns'
+  /** e.g. `cluster.inlineManifests "cilium" in <file>` */
+  source: string
+}
+
+const CNI_NAMES = /cilium|calico|tigera|flannel|canal|kube-router|antrea|weave/i
+
+/**
+ * What a manifest installs. A CNI: a DaemonSet whose pods mount the host's /etc/cni/net.d, where a
+ * CNI writes the configuration the kubelet waits for (NetworkReady) - cilium, calico and flannel all
+ * do. CoreDNS: the kube-dns Service or a coredns Deployment, what Talos's own CoreDNS manifest holds
+ * (machined k8stemplates/core_dns.go).
+ */
+export function manifestInstalls(text: string): Array<AddonInstaller['addon']> {
+  const found = new Set<AddonInstaller['addon']>()
+  for (const doc of parseAllDocuments(text)) {
+    const o = doc.errors.length === 0 ? (doc.toJS() as Record<string, unknown> | null) : null
+    if (!o || typeof o !== 'object') continue
+    const name = (o.metadata as { name?: unknown } | undefined)?.name
+    const volumes = (o.spec as { template?: { spec?: { volumes?: Array<{ hostPath?: { path?: unknown } }> } } } | undefined)?.template?.spec
+      ?.volumes
+    if (o.kind === 'DaemonSet' && volumes?.some((v) => String(v.hostPath?.path ?? '').replace(/\/$/, '') === '/etc/cni/net.d'))
+      found.add('cni')
+    if ((o.kind === 'Service' && name === 'kube-dns') || (o.kind === 'Deployment' && name === 'coredns')) found.add('coredns')
+  }
+  return [...found]
+}
+
+/** The add-ons one control plane's config installs: its inline manifests, its extra manifests' URLs, a custom CNI's URLs. */
+function configInstalls(doc: { toJS(): unknown }, file: string): AddonInstaller[] {
+  const installs: AddonInstaller[] = []
+  const cluster = ((doc.toJS() as { cluster?: unknown } | null)?.cluster ?? {}) as {
+    inlineManifests?: Array<{ name?: unknown; contents?: unknown }>
+    extraManifests?: unknown[]
+    network?: { cni?: { name?: unknown; urls?: unknown[] } }
+  }
+  const where = basename(file)
+  for (const m of Array.isArray(cluster.inlineManifests) ? cluster.inlineManifests : []) {
+    if (typeof m?.contents !== 'string') continue
+    for (const addon of manifestInstalls(m.contents))
+      installs.push({ addon, source: `cluster.inlineManifests ${JSON.stringify(m.name ?? '')} in ${where}` })
+  }
+  // a URL cannot be read offline: its file name says what it is
+  for (const url of Array.isArray(cluster.extraManifests) ? cluster.extraManifests : []) {
+    const file = typeof url === 'string' ? (url.split('?')[0]?.split('/').pop() ?? '') : ''
+    if (CNI_NAMES.test(file)) installs.push({ addon: 'cni', source: `cluster.extraManifests ${String(url)} in ${where}` })
+    if (/coredns/i.test(file)) installs.push({ addon: 'coredns', source: `cluster.extraManifests ${String(url)} in ${where}` })
+  }
+  const urls = cluster.network?.cni?.urls
+  if (cluster.network?.cni?.name === 'custom' && Array.isArray(urls) && urls.length > 0)
+    installs.push({ addon: 'cni', source: `cluster.network.cni.urls in ${where}` })
+  return installs
 }
 
 type Path = ReadonlyArray<string>
@@ -60,7 +121,17 @@ export function readConfigNetwork(node: ClusterNode): ConfigNetwork | undefined 
       port: prismPort > 0 ? prismPort : KUBEPRISM_DEFAULT_PORT,
       line: lineOf(['machine', 'features', 'kubePrism', prismEnabled === true ? 'port' : 'enabled']),
     },
+    coreDnsDisabled: { value: value(['cluster', 'coreDNS', 'disabled']) === true, line: lineOf(['cluster', 'coreDNS', 'disabled']) },
+    // Talos applies a config's manifests from its control planes only (machined controllers/k8s/extra_manifests.go, inline too)
+    installs: cp ? configInstalls(doc, node.configFile) : [],
   }
+}
+
+/** Installers found outside the configs and bootstrap.yaml (the bootstrap helmfile), and what was looked at, for the message. */
+export interface OtherInstallers {
+  installers: AddonInstaller[]
+  /** e.g. `no CNI release in bootstrap/helmfile/apps.yaml` */
+  looked: string[]
 }
 
 export interface CniCheckResult {
@@ -78,7 +149,12 @@ export function isCilium(cni: CniSettings): boolean {
 }
 
 /** Every check of configs against each other and against the CNI settings. */
-export function checkCniCompat(configs: ConfigNetwork[], cni: CniSettings | undefined, settingsPath: string): CniCheckResult {
+export function checkCniCompat(
+  configs: ConfigNetwork[],
+  cni: CniSettings | undefined,
+  settingsPath: string,
+  others?: OtherInstallers,
+): CniCheckResult {
   const errors: InputError[] = []
   const skipped: string[] = []
   const at = (c: ConfigNetwork, line: number | undefined, message: string, fix: string): InputError =>
@@ -139,8 +215,19 @@ export function checkCniCompat(configs: ConfigNetwork[], cni: CniSettings | unde
     'use one KubePrism port on every node',
   )
 
+  // what installs the CNI and CoreDNS besides Talos itself: the configs' own manifests, and what the caller adds (the bootstrap helmfile's releases)
+  const installed = [...configs.flatMap((c) => c.installs), ...(others?.installers ?? [])]
+  const extraSources = others?.looked ?? []
   // a CNI from the settings and a CNI from Talos: both would run
   if (cni) {
+    for (const i of installed.filter((i) => i.addon === 'cni' && i.source.startsWith('cluster.')))
+      errors.push(
+        atSettings(
+          ['cni'],
+          `${SETTINGS_FILE} installs ${cni.chart} and the configs install a CNI too (${i.source}): two CNIs on every node`,
+          `remove cni: from ${SETTINGS_FILE}, or the CNI from the configs and ${REGENERATE}`,
+        ),
+      )
     for (const c of configs) {
       if (c.cni.name === 'none' || (c.node.role !== 'controlplane' && !c.cni.explicit) || cniDisagrees.has(c)) continue
       const what =
@@ -154,13 +241,25 @@ export function checkCniCompat(configs: ConfigNetwork[], cni: CniSettings | unde
         ),
       )
     }
-  } else if (controlPlanes.length > 0 && controlPlanes.every((c) => c.cni.name === 'none')) {
+  } else if (controlPlanes.length > 0 && controlPlanes.every((c) => c.cni.name === 'none') && !installed.some((i) => i.addon === 'cni')) {
     errors.push(
       at(
         reference,
         reference.cni.line,
-        `cluster.network.cni.name is none and ${SETTINGS_FILE} installs no CNI: no node could ever turn Ready`,
-        `add a cni: section to ${settingsPath} (the cilium example in talos/bootstrap.yaml, docs/settings.md), or set cluster.network.cni.name: flannel and regenerate the configs`,
+        `cluster.network.cni.name is none and nothing installs a CNI (no cni: in ${SETTINGS_FILE}${extraSources.length ? `, ${extraSources.join(', ')}` : ''}, and no CNI in the configs' inlineManifests, extraManifests or cni.urls): no node could ever turn Ready`,
+        `add a cni: section to ${settingsPath} (the cilium example in talos/bootstrap.yaml, docs/settings.md), install one from the configs (cluster.inlineManifests), or set cluster.network.cni.name: flannel and regenerate the configs`,
+      ),
+    )
+  }
+  // Talos deploys CoreDNS unless a control plane's config disables it (machined controllers/k8s/control_plane.go, CoreDNSEnabled)
+  const noCoreDns = controlPlanes.find((c) => c.coreDnsDisabled.value)
+  if (noCoreDns && !installed.some((i) => i.addon === 'coredns')) {
+    errors.push(
+      at(
+        noCoreDns,
+        noCoreDns.coreDnsDisabled.line,
+        `cluster.coreDNS.disabled is true and nothing installs CoreDNS (${extraSources.length ? `${extraSources.join(', ')}, ` : ''}no kube-dns Service or coredns Deployment in the configs' inlineManifests or extraManifests): no pod could resolve a name, Flux's included`,
+        `remove cluster.coreDNS.disabled (Talos then deploys CoreDNS) and ${REGENERATE}, or install CoreDNS from the configs (cluster.inlineManifests) or from the repository's bootstrap helmfile (a coredns release: docs/helmfile.md)`,
       ),
     )
   }
@@ -249,23 +348,31 @@ export function checkCniCompat(configs: ConfigNetwork[], cni: CniSettings | unde
  * a machine config takes a few ms (300 nodes: about 0.5 s): one at a time, letting other work (the
  * `talosctl validate` processes) go on in between.
  */
-export async function checkClusterCni(nodes: ClusterNode[], cni: CniSettings | undefined, clusterDir: string): Promise<CniCheckResult> {
+export async function checkClusterCni(
+  nodes: ClusterNode[],
+  cni: CniSettings | undefined,
+  clusterDir: string,
+  others?: OtherInstallers,
+): Promise<CniCheckResult> {
   const configs: ConfigNetwork[] = []
   for (const node of nodes) {
     const config = readConfigNetwork(node)
     if (config) configs.push(config)
     await new Promise<void>((resolve) => setImmediate(resolve))
   }
-  return checkCniCompat(configs, cni, join(clusterDir, SETTINGS_FILE))
+  return checkCniCompat(configs, cni, join(clusterDir, SETTINGS_FILE), others)
 }
 
 const checked = new WeakSet<Run>()
 
-/** The check as a phase runs it: exit 2 on any error, skipped checks as a warning; once per run. */
-export async function checkCni(run: Run): Promise<void> {
+/**
+ * The check as a phase runs it: exit 2 on any error, skipped checks as a warning; once per run.
+ * `others`: what installs the CNI or CoreDNS besides bootstrap.yaml and the configs (the bootstrap helmfile's releases).
+ */
+export async function checkCni(run: Run, others?: OtherInstallers): Promise<void> {
   if (checked.has(run)) return
   checked.add(run)
-  const { errors, skipped } = await checkClusterCni(run.inventory.nodes, run.settings.cni, run.inventory.clusterDir)
+  const { errors, skipped } = await checkClusterCni(run.inventory.nodes, run.settings.cni, run.inventory.clusterDir, others)
   for (const note of skipped) run.warn(`CNI check: ${note}`)
   if (errors.length === 1) throw errors[0]
   if (errors.length > 1) throw new InputErrors(errors)

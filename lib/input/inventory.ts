@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import { isIP } from 'node:net'
-import { join, resolve } from 'node:path'
+import { basename, join, resolve } from 'node:path'
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml'
 import { InputError, InputErrors } from '../core/errors.js'
 import type { ClusterNode, Inventory, Role } from '../core/model.js'
@@ -18,6 +18,7 @@ import { outsideClusterDir } from './inside.js'
 import { type ConfigSetting, MachineConfig, networkIdentity } from './machine-config.js'
 import { documentToJS, YamlFile } from './yaml-file.js'
 import { talosconfigCaProblem } from './talosconfig-ca.js'
+import { readTopfLayout, topfConfigFile, TOPF_FILE, TOPF_RENDER, type TopfLayout } from './topf.js'
 import { readErrorCode, readRegularFile } from '../core/files.js'
 
 export interface InventoryOptions {
@@ -27,7 +28,12 @@ export interface InventoryOptions {
   talhelperOutDir?: string
   /** the environment `${VAR}` placeholders are taken from (with talenv.yaml over it) */
   env?: NodeJS.ProcessEnv
+  /** the inventory's own checks only, before the configs are generated: no config or talosconfig is read */
+  withoutConfigs?: boolean
 }
+
+/** The inventory's format: its key names and the generator that writes its configs differ. */
+type Schema = 'talhelper' | 'topf' | 'nodes'
 
 const DEMO_FIX = 'point CLUSTER_DIR at your cluster, or try `task demo`'
 
@@ -50,14 +56,23 @@ export function loadInventory(clusterDir: string, options: InventoryOptions = {}
       fix: 'correct talconfig (bootstrap.yaml, BOOTSTRAP_TALCONFIG or --talconfig): the file talhelper genconfig -c reads',
     })
   }
+  const topfFile = join(dir, TOPF_FILE)
+  if (existsSync(topfFile)) return fromTopf(dir, readTopfLayout(dir, topfFile, options.env ?? process.env), options.withoutConfigs)
   if (existsSync(nodesFile)) return fromNodesFile(dir, YamlFile.read(nodesFile, DEMO_FIX))
-  throw new InputError('no talconfig.yaml or nodes.yaml in the cluster directory', {
+  throw new InputError('no talconfig.yaml, topf.yaml or nodes.yaml in the cluster directory', {
     file: dir,
-    fix: `add talconfig.yaml (talhelper) or nodes.yaml (docs/inventory.md); ${DEMO_FIX}`,
+    fix: `add talconfig.yaml (talhelper), topf.yaml (topf) or nodes.yaml (docs/inventory.md); ${DEMO_FIX}`,
   })
 }
 
-interface RawNode {
+/** Which generator's layout CLUSTER_DIR holds, in the order loadInventory tries them. */
+export function inventoryLayout(clusterDir: string, options: Pick<InventoryOptions, 'talconfig'> = {}): 'talhelper' | 'topf' | 'nodes' {
+  const dir = resolve(clusterDir)
+  if (existsSync(resolve(dir, options.talconfig ?? 'talconfig.yaml')) || options.talconfig !== undefined) return 'talhelper'
+  return existsSync(join(dir, TOPF_FILE)) ? 'topf' : 'nodes'
+}
+
+export interface RawNode {
   name: unknown
   address: unknown
   controlPlane: boolean | undefined
@@ -91,7 +106,35 @@ function readTalconfig(dir: string, path: string, env: NodeJS.ProcessEnv): { fil
   return { file, strings: documentToJS(parseDocument(text, { schema: 'failsafe', lineCounter: lines }), path, lines) }
 }
 
+/** talconfig.yaml read as talhelper reads it: the nodes and the files genconfig writes for them. */
+export interface TalhelperLayout {
+  file: YamlFile
+  clusterName: string
+  endpoint: string
+  talosVersion?: string
+  raw: RawNode[]
+  outDir: string
+  /** every string of the file after substitution: `@<file>` references (patches) among them */
+  strings: unknown
+}
+
 function fromTalconfig(dir: string, path: string, options: InventoryOptions): Inventory {
+  const layout = readTalhelperLayout(dir, path, options)
+  const inventory = build(
+    dir,
+    layout.file,
+    layout.clusterName,
+    layout.endpoint,
+    layout.raw,
+    join(layout.outDir, 'talosconfig'),
+    'talhelper',
+    options.withoutConfigs,
+  )
+  if (layout.talosVersion) inventory.talosVersion = layout.talosVersion
+  return inventory
+}
+
+export function readTalhelperLayout(dir: string, path: string, options: InventoryOptions): TalhelperLayout {
   const { file, strings } = readTalconfig(dir, path, options.env ?? process.env)
   const doc = record(file.toJS(), file, [])
   const asText = record(strings, file, [])
@@ -137,9 +180,41 @@ function fromTalconfig(dir: string, path: string, options: InventoryOptions): In
       path: ['nodes', i],
     }
   })
-  const inventory = build(dir, file, clusterName, endpoint, raw, join(outDir, 'talosconfig'), 'talhelper')
   const version = stringAt(doc.talosVersion, asText.talosVersion)
-  if (typeof version === 'string' && version !== '') inventory.talosVersion = talosVersionOf(version)
+  return {
+    file,
+    clusterName,
+    endpoint,
+    ...(typeof version === 'string' && version !== '' ? { talosVersion: talosVersionOf(version) } : {}),
+    raw,
+    outDir,
+    strings,
+  }
+}
+
+function fromTopf(dir: string, layout: TopfLayout, withoutConfigs?: boolean): Inventory {
+  const raw: RawNode[] = layout.nodes.map((n) => ({
+    name: n.host,
+    // without ip, topf connects to host (Node.Endpoint)
+    address: n.ip ?? n.host,
+    controlPlane: n.role === undefined ? undefined : n.role === 'controlplane',
+    role: n.written,
+    configFile: typeof n.host === 'string' ? topfConfigFile(layout, n.host) : undefined,
+    installDisk: undefined,
+    installDiskSelector: undefined,
+    path: n.path,
+  }))
+  const inventory = build(
+    dir,
+    layout.file,
+    layout.clusterName,
+    layout.endpoint,
+    raw,
+    join(layout.outDir, 'talosconfig'),
+    'topf',
+    withoutConfigs,
+  )
+  if (layout.talosVersion) inventory.talosVersion = layout.talosVersion
   return inventory
 }
 
@@ -214,7 +289,8 @@ function build(
   endpoint: string,
   raw: RawNode[],
   talosconfig: string,
-  schema: 'talhelper' | 'nodes',
+  schema: Schema,
+  withoutConfigs = false,
 ): Inventory {
   const errors: InputError[] = []
   const nodes: ClusterNode[] = []
@@ -224,7 +300,7 @@ function build(
   if (raw.length === 0) {
     errors.push(file.error(['nodes'], 'the inventory lists no nodes', 'list your nodes under nodes:'))
   }
-  const nameKey = schema === 'talhelper' ? 'hostname' : 'name'
+  const nameKey = schema === 'talhelper' ? 'hostname' : schema === 'topf' ? 'host' : 'name'
   const ipKey = schema === 'talhelper' ? 'ipAddress' : 'ip'
   raw.forEach((n, i) => {
     if (typeof n.name !== 'string' || !isHostname(n.name)) {
@@ -249,7 +325,12 @@ function build(
       return
     }
     if (n.controlPlane === undefined) {
-      const fix = schema === 'talhelper' ? 'set controlPlane: true or false (left out, it is false)' : 'set role: controlplane or worker'
+      const fix =
+        schema === 'talhelper'
+          ? 'set controlPlane: true or false (left out, it is false)'
+          : schema === 'topf'
+            ? 'set role: control-plane or worker'
+            : 'set role: controlplane or worker'
       errors.push(
         file.error(
           [...n.path, schema === 'talhelper' ? 'controlPlane' : 'role'],
@@ -301,11 +382,25 @@ function build(
       )
       return
     }
+    const node: ClusterNode = {
+      name: n.name,
+      address: parsed.addresses[0] as string,
+      addresses: parsed.addresses,
+      role,
+      configFile: n.configFile,
+      ...install.fields,
+    }
+    if (withoutConfigs) {
+      nodes.push(node)
+      return
+    }
     if (!existsSync(n.configFile)) {
       const fix =
         schema === 'talhelper'
           ? 'run `talhelper genconfig` to generate the configs (or set talhelperOutDir to the folder genconfig -o wrote)'
-          : 'generate it with `talosctl gen config` or fix the path'
+          : schema === 'topf'
+            ? `run \`${TOPF_RENDER}\` in ${dir} (each run regenerates what is missing when topf is on PATH)`
+            : 'generate it with `talosctl gen config` or fix the path'
       errors.push(file.error(n.path, `${n.name}: machine config ${n.configFile} not found`, fix))
       return
     }
@@ -324,14 +419,6 @@ function build(
     if ('problems' in config) {
       errors.push(...config.problems)
       return
-    }
-    const node: ClusterNode = {
-      name: n.name,
-      address: parsed.addresses[0] as string,
-      addresses: parsed.addresses,
-      role,
-      configFile: n.configFile,
-      ...install.fields,
     }
     const kubeName = kubernetesNodeName(config.hostname ?? n.name, config.registerWithFQDN)
     if (kubeName !== n.name) node.kubeName = kubeName
@@ -360,7 +447,7 @@ function build(
   }
   const talosconfigOutside = outsideClusterDir(dir, talosconfig, 'the talosconfig', 'keep the talosconfig in the cluster directory')
   if (talosconfigOutside) errors.push(talosconfigOutside)
-  if (errors.length === 0) checkTalosconfig(talosconfig, nodes, errors)
+  if (errors.length === 0 && !withoutConfigs) checkTalosconfig(talosconfig, nodes, errors)
   if (errors.length === 1) throw errors[0]
   if (errors.length > 1) throw new InputErrors(errors)
 
@@ -374,10 +461,10 @@ function build(
 function installFields(
   n: RawNode,
   file: YamlFile,
-  schema: 'talhelper' | 'nodes',
+  schema: Schema,
 ): { fields: Pick<ClusterNode, 'installDisk' | 'installDiskSelector'> } | { error: InputError } {
   const fields: Pick<ClusterNode, 'installDisk' | 'installDiskSelector'> = {}
-  const where = schema === 'talhelper' ? 'in talconfig.yaml and regenerate the configs' : 'in nodes.yaml'
+  const where = schema === 'talhelper' ? 'in talconfig.yaml and regenerate the configs' : `in ${basename(file.path)}`
   if (n.installDisk !== undefined && n.installDisk !== null) {
     if (typeof n.installDisk !== 'string' || n.installDisk.trim() === '') {
       return {
@@ -419,7 +506,7 @@ function checkMachineConfig(
   path: string,
   name: string,
   role: Role,
-  schema: 'talhelper' | 'nodes',
+  schema: Schema,
   inventoryFile: string,
 ): { problems: InputError[] } | ConfigIdentity {
   const problems = machineConfigProblems(path, name, role, schema, inventoryFile)
@@ -450,7 +537,7 @@ function machineConfigProblems(
   path: string,
   name: string,
   role: Role,
-  schema: 'talhelper' | 'nodes',
+  schema: Schema,
   inventoryFile: string,
 ): InputError[] | ConfigIdentity {
   const machineConfig = MachineConfig.of(path)
@@ -542,7 +629,9 @@ function machineConfigProblems(
   const roleFix =
     schema === 'talhelper'
       ? 'set controlPlane: in talconfig.yaml to what the node is and regenerate the configs'
-      : 'set the role in nodes.yaml to what the node is, or point config: at its own machine config'
+      : schema === 'topf'
+        ? 'set role: in topf.yaml to what the node is (control-plane or worker) and render the configs again'
+        : 'set the role in nodes.yaml to what the node is, or point config: at its own machine config'
   const type = config.getIn(['machine', 'type'])
   if (type !== undefined && type !== null) {
     const configRole = type === 'controlplane' || type === 'init' ? 'controlplane' : type === 'worker' ? 'worker' : undefined
@@ -590,7 +679,9 @@ function machineConfigProblems(
   const regenerate =
     schema === 'talhelper'
       ? `point the node at its own machine config: regenerate them with talhelper genconfig from ${inventoryFile}`
-      : `point config: in ${inventoryFile} at the node's own machine config`
+      : schema === 'topf'
+        ? `render the configs again (${TOPF_RENDER}): topf names each config after its node's host in ${inventoryFile}`
+        : `point config: in ${inventoryFile} at the node's own machine config`
   if (hostname) {
     const where = { file: path, ...(hostname.line ? { line: hostname.line } : {}) }
     if (typeof hostname.value !== 'string' || !isDns1123Hostname(hostname.value)) {
@@ -638,7 +729,7 @@ function sameHost(a: string, b: string): boolean {
 function addressProblems(
   inventoryFile: string,
   nodes: ReadonlyArray<{ node: ClusterNode; addresses: Array<ConfigSetting<string>>; dhcp: boolean }>,
-  schema: 'talhelper' | 'nodes',
+  schema: Schema,
 ): InputError[] {
   const owner = new Map<string, ClusterNode>()
   for (const { node } of nodes) for (const a of addressesOfNode(node)) owner.set(canonicalAddress(a), node)
@@ -646,7 +737,9 @@ function addressProblems(
   const fix = (name: string): string =>
     schema === 'talhelper'
       ? `point ${name} at its own machine config (regenerate them with talhelper genconfig), or correct its ipAddress in ${inventoryFile}`
-      : `point config: of ${name} at its own machine config, or correct its ip in ${inventoryFile}`
+      : schema === 'topf'
+        ? `correct the address in ${name}'s patches or its ip in ${inventoryFile}, and render the configs again (${TOPF_RENDER})`
+        : `point config: of ${name} at its own machine config, or correct its ip in ${inventoryFile}`
   for (const { node, addresses, dhcp } of nodes) {
     if (!node.configFile || addresses.length === 0) continue
     const where = (a: ConfigSetting<string>): { file: string; line?: number; fix: string } => ({

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { NodeError } from '../core/errors.js'
 import { checkCni } from '../input/cni-compat.js'
-import { checkCoreDns, loadReleasePlan } from './shared/releases.js'
+import { helmfileInstallers, loadReleasePlan } from './shared/releases.js'
 import { InputError, InputErrors } from '../core/errors.js'
 import { hintFor, taskCommand } from '../cli/hints.js'
 import { shellWord } from '../core/shell.js'
@@ -228,10 +228,7 @@ export const preflight: Phase = {
     // both offline; the CNI check reads the configs while the validations' processes run (the
     // bootstrap helmfile rendered first: its CNI release stands for a missing cni section)
     const [cni, valid] = await Promise.allSettled([
-      loadReleasePlan(run).then(() => {
-        checkCoreDns(run)
-        return checkCni(run)
-      }),
+      loadReleasePlan(run).then(() => checkCni(run, helmfileInstallers(run))),
       validateConfigs(run),
     ])
     for (const outcome of [cni, valid]) if (outcome.status === 'rejected') throw outcome.reason

@@ -19,7 +19,7 @@ import { aimKubeconfig } from './shared/endpoint.js'
 import { waitForGates } from './shared/gates.js'
 import { completeVerification } from './shared/node-verification.js'
 import { checkExtensions } from './shared/extensions.js'
-import { checkCoreDns, loadReleasePlan, releasePlan, releaseSteps } from './shared/releases.js'
+import { helmfileInstallers, loadReleasePlan, releasePlan, releaseSteps } from './shared/releases.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
@@ -322,8 +322,7 @@ export const waitReady: Phase = {
   // bootstrap helmfile, when the repository has one, is rendered first
   check: async (run) => {
     await loadReleasePlan(run)
-    checkCoreDns(run)
-    await checkCni(run)
+    await checkCni(run, helmfileInstallers(run))
   },
   steps: (run) => {
     const r = readings(run)

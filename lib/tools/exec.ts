@@ -1,10 +1,11 @@
+import { spawnSync } from 'node:child_process'
 import { $, which } from 'zx'
 import { ToolMissingError } from '../core/errors.js'
 import { shellWord } from '../core/shell.js'
 import type { Redactor } from '../input/redact.js'
 import { escapeControls } from '../core/text.js'
 
-export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'helmfile' | 'flux' | 'sops'
+export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'helmfile' | 'flux' | 'sops' | 'talhelper' | 'topf'
 
 /** Environment variable that overrides each tool's binary (docs/settings.md). */
 export const TOOL_ENV: Record<ToolName, string> = {
@@ -14,6 +15,8 @@ export const TOOL_ENV: Record<ToolName, string> = {
   helmfile: 'HELMFILE',
   flux: 'FLUX',
   sops: 'SOPS',
+  talhelper: 'TALHELPER',
+  topf: 'TOPF',
 }
 
 /** The one binary lookup: the tool's variable ($TALOSCTL, …) when set, else its name on PATH. */
@@ -30,6 +33,45 @@ export function toolAvailable(env: NodeJS.ProcessEnv, tool: ToolName): boolean {
 export function requireTools(env: NodeJS.ProcessEnv, tools: ToolName[]): void {
   for (const tool of tools) {
     if (!toolAvailable(env, tool)) throw new ToolMissingError(tool, toolBinary(env, tool), TOOL_ENV[tool])
+  }
+}
+
+export interface LocalResult {
+  ok: boolean
+  /** the binary was not found */
+  missing: boolean
+  stdout: string
+  stderr: string
+  exitCode: number | null
+  durationMs: number
+}
+
+/**
+ * A local tool run to completion before any runner exists (the config generators, which run before the
+ * inventory is read): in `cwd`, stdin closed unless `input` is given, its output captured, never printed here.
+ */
+export function runLocalSync(
+  env: NodeJS.ProcessEnv,
+  tool: ToolName,
+  args: string[],
+  options: { cwd: string; input?: string; timeoutMs?: number },
+): LocalResult {
+  const started = performance.now()
+  const result = spawnSync(toolBinary(env, tool), args, {
+    cwd: options.cwd,
+    env,
+    encoding: 'utf8',
+    timeout: options.timeoutMs ?? 300_000,
+    ...(options.input !== undefined ? { input: options.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
+  })
+  const missing = (result.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT'
+  return {
+    ok: !result.error && result.status === 0,
+    missing,
+    stdout: result.stdout ?? '',
+    stderr: result.error && !missing ? `${result.stderr ?? ''}${result.error.message}` : (result.stderr ?? ''),
+    exitCode: result.status,
+    durationMs: performance.now() - started,
   }
 }
 

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { toolAvailable, toolBinary, type ToolRunner } from './exec.js'
+import { runLocalSync, toolAvailable, toolBinary, type ToolRunner } from './exec.js'
 
 /** Environment variable that overrides the sops binary, like TALOSCTL for talosctl. */
 export const SOPS_ENV = 'SOPS'
@@ -95,4 +95,23 @@ export function sopsFailure(stderr: string): string {
   }
   flush()
   return out.join('; ').slice(0, 1000)
+}
+
+/**
+ * `sops encrypt` of `text` given on stdin, under the creation rule .sops.yaml has for `file` (its
+ * recipients): the plaintext never touches the disk. The ciphertext is returned for the caller to write.
+ */
+export function sopsEncrypt(file: string, text: string, env: NodeJS.ProcessEnv, cwd: string): SopsResult {
+  const result = runLocalSync(env, 'sops', ['encrypt', '--filename-override', file, '--input-type', 'yaml', '--output-type', 'yaml'], {
+    cwd,
+    input: text,
+    timeoutMs: 60_000,
+  })
+  if (result.ok) return { ok: true, text: result.stdout }
+  return {
+    ok: false,
+    missing: result.missing,
+    binary: toolBinary(env, 'sops'),
+    message: sopsFailure(result.stderr) || `exit ${String(result.exitCode)}`,
+  }
 }

@@ -178,7 +178,11 @@ export function createControllers({ store, registry, clock, timings, faults, net
     return tryCreate(PODS, pod)
   }
 
-  const isCni = (pod) => pod.metadata.annotations?.[CNI_ANNOTATION] === 'true'
+  // a CNI's pod: the simulator's charts mark theirs; any other writes the CNI configuration into the
+  // host's /etc/cni/net.d, which is what makes the kubelet report the network ready (cilium, calico, flannel)
+  const isCni = (pod) =>
+    pod.metadata.annotations?.[CNI_ANNOTATION] === 'true' ||
+    (pod.spec?.volumes ?? []).some((v) => String(v.hostPath?.path ?? '').replace(/\/$/, '') === '/etc/cni/net.d')
   const podReady = (pod) => cond(pod, 'Ready')?.status === 'True'
   const nodeIsReady = (node) => cond(node, 'Ready')?.status === 'True'
   let podIp = 0

@@ -39,6 +39,7 @@
 // kube.nodeReady(name)       the Node's Ready condition is True
 // kube.stop()                cancel every controller timer
 // (historyLimit: how many writes watches can resume across; tests shrink it to see 410s)
+import { parseAllDocuments } from 'yaml'
 import http from 'node:http'
 import https from 'node:https'
 import { createControllers, CNI_ANNOTATION } from './controllers.js'
@@ -388,6 +389,18 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
         { 'k8s-app': 'kube-proxy', tier: 'node' },
         { name: 'kube-proxy', image: `registry.k8s.io/kube-proxy:${kubernetesVersion}`, command: ['/usr/local/bin/kube-proxy'] },
       )
+    // the config's inline manifests, each object created when missing (manifest_apply.go applies
+    // them the same way: create, and leave what exists); kinds the API does not serve are skipped
+    for (const manifest of of.inlineManifests ?? []) {
+      for (const doc of parseAllDocuments(manifest.contents)) {
+        const o = doc.errors.length === 0 ? doc.toJS() : null
+        const d = o?.kind && o.metadata?.name ? registry.byKind(o.apiVersion, o.kind) : undefined
+        if (!d) continue
+        const namespace = d.namespaced ? (o.metadata.namespace ?? 'default') : undefined
+        if (!store.get(d, namespace, o.metadata.name))
+          store.create(d, { ...o, metadata: { ...o.metadata, ...(namespace ? { namespace } : {}) }, status: o.status ?? {} })
+      }
+    }
     controllers.schedule()
   }
 

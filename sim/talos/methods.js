@@ -67,7 +67,6 @@ function resource(node, d, id, spec, extra = {}) {
 
 /** all resources of one definition on a node */
 function listResources(sim, node, d) {
-  const cluster = sim.scenario.cluster
   switch (d.displayType) {
     case 'MachineStatus':
       return [resource(node, d, 'machine', node.machineStatus(), { owner: 'runtime.MachineStatusController' })]
@@ -150,7 +149,7 @@ function listResources(sim, node, d) {
     case 'ExtensionStatus':
       return extensionStatuses(node).map(({ id, layer }) => resource(node, d, id, layer, { owner: 'runtime.ExtensionStatusController' }))
     case 'Version':
-      return [resource(node, d, 'version', { name: 'Talos', version: cluster.talosVersion })]
+      return [resource(node, d, 'version', { name: 'Talos', version: node.talosVersion })]
     case 'Member': {
       if (!node.configured) return []
       return sim
@@ -166,7 +165,7 @@ function listResources(sim, node, d) {
               addresses: [n.ip],
               hostname: n.name,
               machineType: n.role,
-              operatingSystem: `Talos (${cluster.talosVersion})`,
+              operatingSystem: `Talos (${n.talosVersion})`,
             },
             { owner: 'cluster.MemberController' },
           ),
@@ -287,9 +286,10 @@ export const METHODS = {
   },
 
   'machine.Version'(sim, node, body, { insecure, maintenance }) {
-    if (maintenance && sim.talosMinor <= 12) throw rpc('Unimplemented', 'API is not implemented in maintenance mode')
-    const tag = sim.scenario.cluster.talosVersion
-    return { tag, sha: sha(tag), goVersion: GO_VERSION, os: 'linux', arch: 'amd64', features: { rbac: !insecure || sim.talosMinor >= 13 } }
+    if (maintenance && node.minor <= 12) throw rpc('Unimplemented', 'API is not implemented in maintenance mode')
+    // each node answers with the Talos it runs (scenario node talosVersion)
+    const tag = node.talosVersion
+    return { tag, sha: sha(tag), goVersion: GO_VERSION, os: 'linux', arch: 'amd64', features: { rbac: !insecure || node.minor >= 13 } }
   },
 
   'machine.ApplyConfiguration'(sim, node, body, { maintenance }) {
@@ -367,7 +367,7 @@ export const METHODS = {
 
   'machine.Reset'(sim, node, body, { maintenance }) {
     if (maintenance)
-      throw sim.talosMinor <= 12
+      throw node.minor <= 12
         ? rpc('Unimplemented', 'API is not implemented in maintenance mode')
         : rpc('PermissionDenied', 'not authorized')
     const wipeMode = body.wipeMode ?? 'all'

@@ -10,5 +10,9 @@ export function networkOf(config) {
     cni: config.cluster?.network?.cni?.name || 'flannel',
     proxy: config.cluster?.proxy?.disabled !== true,
     kubePrism: { enabled: prism?.enabled === true, port: Number(prism?.port) || 7445 },
+    // what a control plane's Talos applies besides its own manifests (controllers/k8s/control_plane.go
+    // ControlPlaneExtraManifestsController): the inline manifests; URLs (extraManifests, cni.urls) are
+    // never fetched here, nothing outside loopback is reached
+    inlineManifests: (config.cluster?.inlineManifests ?? []).filter((m) => typeof m?.contents === 'string'),
   }
 }

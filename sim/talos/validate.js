@@ -1,18 +1,27 @@
 // Apply-time machine config validation (v1alpha1 subset) and install disk matching.
-import { parse } from 'yaml'
+import { parseAllDocuments } from 'yaml'
 import { rpc, multierror } from './errors.js'
 import { parseSize } from '../scenario.js'
 
-/** parse the config text; throws RpcError the way each version reports parse failures */
+/** parse the config text; throws RpcError the way each version reports parse failures. A config is
+ *  one or more `---` documents: the v1alpha1 one (version, no kind) is returned, the others (HostnameConfig,
+ *  VolumeConfig, …: apiVersion and kind) ride along as `documents`, as Talos's config decoder splits them
+ *  (pkg/machinery/config/configloader/internal/decoder/decoder.go) */
 export function parseConfig(text, { maintenance, minor }) {
-  let doc
-  try {
-    doc = parse(text)
-  } catch (e) {
-    const msg = e.message.split('\n')[0]
+  const fail = (msg) => {
     if (maintenance && minor <= 12) throw rpc('Unknown', `failed to parse config: ${msg}`)
     throw rpc('InvalidArgument', msg)
   }
+  const docs = parseAllDocuments(text)
+  const broken = docs.find((d) => d.errors.length > 0)
+  if (broken) fail(broken.errors[0].message.split('\n')[0])
+  const values = docs.map((d) => d.toJS()).filter((v) => v !== null && v !== undefined)
+  for (const v of values) {
+    if (typeof v !== 'object' || Array.isArray(v)) fail('error decoding document: not a mapping')
+    if (v.kind === undefined && v.version === undefined) fail('error decoding document /: missing kind')
+  }
+  const doc = values.find((v) => v.version === 'v1alpha1' && v.kind === undefined)
+  if (doc) Object.defineProperty(doc, 'documents', { value: values.filter((v) => v !== doc), enumerable: false })
   if (!doc || typeof doc !== 'object' || doc.version !== 'v1alpha1' || !doc.machine) {
     if (maintenance && minor <= 12) throw rpc('Unknown', 'failed to parse config: config is missing v1alpha1 document')
     throw rpc(

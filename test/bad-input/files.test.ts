@@ -96,6 +96,7 @@ describe('bad machine configs: exit 2, file, line and fix, no node touched', () 
   it('a Talos 1.13 config checked with talosctl 1.12: the client version is named as the cause (bootstrap:preflight)', async () => {
     bed.edit('talconfig.yaml', /^talosVersion: .*$/m, 'talosVersion: v1.13.7')
     const file = bed.edit(WORKER_CONFIG, /\n*$/, '\n---\napiVersion: v1alpha1\nkind: ImageVerificationConfig\nrules: []\n')
+    bed.generated()
     const result = await bed.cluster.task('bootstrap:preflight')
     expectBadInput(result, bed, {
       file,

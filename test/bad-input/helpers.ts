@@ -16,7 +16,7 @@ export class BadInputBed {
   static async start(range: string): Promise<BadInputBed> {
     const cluster = await E2eCluster.start(range, { cps: 1, workers: 2, speed: 3000 })
     const pristine = join(cluster.dir, 'pristine-cluster')
-    cpSync(cluster.clusterDir, pristine, { recursive: true })
+    cpSync(cluster.clusterDir, pristine, { recursive: true, preserveTimestamps: true })
     return new BadInputBed(cluster, pristine)
   }
 
@@ -38,6 +38,11 @@ export class BadInputBed {
     return file
   }
 
+  /** The generated configs made newer than talconfig.yaml, as `talhelper genconfig` leaves them after an edit. */
+  generated(): void {
+    this.cluster.generated()
+  }
+
   read(relative: string): string {
     return readFileSync(this.path(relative), 'utf8')
   }
@@ -51,7 +56,7 @@ export class BadInputBed {
   /** Put the cluster dir back as the simulator wrote it (between cases). */
   restore(): void {
     rmSync(this.cluster.clusterDir, { recursive: true, force: true })
-    cpSync(this.pristine, this.cluster.clusterDir, { recursive: true })
+    cpSync(this.pristine, this.cluster.clusterDir, { recursive: true, preserveTimestamps: true })
   }
 
   stop(): Promise<void> {

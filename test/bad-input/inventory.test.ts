@@ -165,7 +165,7 @@ describe('bad inventory: exit 2, file, line and fix, no node touched', () => {
     const result = await bed.cluster.task('bootstrap:apply', { CLUSTER_DIR: empty })
     expectBadInput(result, bed, {
       file: empty,
-      what: /^no talconfig\.yaml or nodes\.yaml in the cluster directory$/,
+      what: /^no talconfig\.yaml, topf\.yaml or nodes\.yaml in the cluster directory$/,
       fix: /add talconfig\.yaml/,
     })
   })

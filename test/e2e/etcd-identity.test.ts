@@ -24,6 +24,7 @@ function moveInInventory(c: E2eCluster, from: string, to: string): void {
   const text = readFileSync(file, 'utf8')
   expect(text).toContain(from)
   writeFileSync(file, text.replace(from, to))
+  c.generated()
 }
 
 /**

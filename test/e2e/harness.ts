@@ -1,7 +1,7 @@
 // End-to-end harness: a simulator in this process on its own 127.x.y range, and the real `task`
 // (and through it the real scripts) run against it as an operator would.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join, resolve } from 'node:path'
 import { startSimulator, type CallRecord, type Fault, type ScenarioInput, type ScenarioNode, type Simulator } from '../../sim/index.js'
@@ -18,9 +18,15 @@ export interface ClusterShape {
   workers?: number
   image?: 'iso' | 'disk'
   talosVersion?: string
+  /** the talosctl the simulator's bin links, and so the tasks run (default: .tools/bin's) */
+  talosctl?: string
   vip?: 'after-bootstrap' | 'never' | false
   discovery?: 'enabled' | 'disabled'
   talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
+  /** the nodes' names in order, control planes first (default cp-1.., wrkr-1..) */
+  names?: string[]
+  /** external: the simulator writes no configs; the test brings the operator's own */
+  configs?: 'generated' | 'external'
   faults?: Fault[]
   speed?: number
   timings?: ScenarioInput['timings']
@@ -49,12 +55,13 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
       ...(vip === false ? {} : { vip: { address: `${range}.10`, up: vip } }),
       ...(shape.discovery ? { discovery: shape.discovery } : {}),
       ...(shape.talosconfigRole ? { talosconfigRole: shape.talosconfigRole } : {}),
+      ...(shape.configs ? { configs: shape.configs } : {}),
     },
     speed: shape.speed ?? 600,
     timings: { install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20, ...shape.timings },
     nodes: [
       ...Array.from({ length: cps }, (_, i) => ({
-        name: `cp-${i + 1}`,
+        name: shape.names?.[i] ?? `cp-${i + 1}`,
         ip: `${range}.${11 + i}`,
         role: 'controlplane' as const,
         image: shape.image ?? 'iso',
@@ -62,7 +69,7 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
         ...shape.nodeOverrides?.[`cp-${i + 1}`],
       })),
       ...Array.from({ length: workers }, (_, i) => ({
-        name: `wrkr-${i + 1}`,
+        name: shape.names?.[cps + i] ?? `wrkr-${i + 1}`,
         ip: `${range}.${21 + i}`,
         role: 'worker' as const,
         image: shape.image ?? 'iso',
@@ -89,7 +96,12 @@ export class E2eCluster {
 
   static async start(range: string, shape: ClusterShape = {}): Promise<E2eCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'tb-e2e-'))
-    const sim = await startSimulator({ scenario: scenario(range, shape), dir, ...(shape.etcd ? { etcd: shape.etcd } : {}) })
+    const sim = await startSimulator({
+      scenario: scenario(range, shape),
+      dir,
+      ...(shape.etcd ? { etcd: shape.etcd } : {}),
+      ...(shape.talosctl ? { talosctl: shape.talosctl } : {}),
+    })
     return new E2eCluster(sim, dir)
   }
 
@@ -135,6 +147,13 @@ export class E2eCluster {
       ['--kubeconfig', join(this.clusterDir, 'kubeconfig'), '--cache-dir', join(this.dir, 'kube-cache'), ...args],
       this.env(),
     )
+  }
+
+  /** The configs made newer than an edited talconfig.yaml, as `talhelper genconfig` leaves them (else a run finds them stale). */
+  generated(): void {
+    const dir = join(this.clusterDir, 'clusterconfig')
+    const later = Date.now() / 1000 + 5
+    for (const f of readdirSync(dir)) utimesSync(join(dir, f), later, later)
   }
 
   report(): Report {

@@ -210,7 +210,7 @@ describe('CoreDNS disabled in the configs and nothing installing it', () => {
     const r = await cluster.task('bootstrap:talos')
     expect(r.code, why(r)).toBe(2)
     expect(r.stderr).toContain(
-      `${cp}:${line}: cp-1: cluster.coreDNS.disabled is true and nothing installs CoreDNS (no bootstrap helmfile): no pod could resolve a name (fix: remove cluster.coreDNS.disabled`,
+      `${cp}:${line}: cp-1: cluster.coreDNS.disabled is true and nothing installs CoreDNS (no kube-dns Service or coredns Deployment in the configs' inlineManifests or extraManifests): no pod could resolve a name, Flux's included (fix: remove cluster.coreDNS.disabled`,
     )
     expect(cluster.calls()).toEqual([])
   })

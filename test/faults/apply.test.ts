@@ -26,6 +26,7 @@ function selectorMatchingNothing(c: E2eCluster, node: string): void {
   talconfig.deleteIn(['nodes', index, 'installDisk'])
   talconfig.setIn(['nodes', index, 'installDiskSelector'], selector)
   writeFileSync(talconfigFile, talconfig.toString())
+  c.generated()
 }
 
 describe.concurrent('apply faults', () => {

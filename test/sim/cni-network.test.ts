@@ -141,13 +141,18 @@ describe('a CNI held to what a Talos node needs', () => {
 describe("what the simulator reads from a node's applied config (sim/talos/network.js)", () => {
   it('Talos defaults: no cni section is flannel, no proxy section deploys kube-proxy, no kubePrism section is off on 7445', () => {
     // v1alpha1_clusterconfig.go CNI(), v1alpha1_proxyconfig.go Enabled(), v1alpha1_features.go
-    expect(networkOf({ machine: {}, cluster: {} })).toEqual({ cni: 'flannel', proxy: true, kubePrism: { enabled: false, port: 7445 } })
+    expect(networkOf({ machine: {}, cluster: {} })).toEqual({
+      cni: 'flannel',
+      proxy: true,
+      kubePrism: { enabled: false, port: 7445 },
+      inlineManifests: [],
+    })
     expect(
       networkOf({
         machine: { features: { kubePrism: { enabled: true, port: 7000 } } },
         cluster: { network: { cni: { name: 'none' } }, proxy: { disabled: true } },
       }),
-    ).toEqual({ cni: 'none', proxy: false, kubePrism: { enabled: true, port: 7000 } })
+    ).toEqual({ cni: 'none', proxy: false, kubePrism: { enabled: true, port: 7000 }, inlineManifests: [] })
     expect(networkOf(null)).toBeUndefined()
   })
 })

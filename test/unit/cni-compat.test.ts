@@ -102,13 +102,15 @@ describe('machine configs against the CNI settings', async () => {
     const e = only(result)
     expect(e.file).toBe(file('cp-1'))
     expect(e.line).toBe(lineOf(file('cp-1'), 'name: none'))
-    expect(e.message).toMatch(/cni\.name is none and bootstrap\.yaml installs no CNI: no node could ever turn Ready/)
+    expect(e.message).toMatch(
+      /cni\.name is none and nothing installs a CNI \(no cni: in bootstrap\.yaml, .*\): no node could ever turn Ready/,
+    )
     expect(e.fix).toMatch(/add a cni: section to .*bootstrap\.yaml.*or set cluster\.network\.cni\.name: flannel/)
   })
 
   it('no settings file at all and cni none: the same error', async () => {
     const { result } = await cluster({ 'cp-1': {} }, undefined)
-    expect(only(result).message).toMatch(/installs no CNI/)
+    expect(only(result).message).toMatch(/nothing installs a CNI/)
   })
 
   it('Talos flannel and no CNI in the settings: fine', async () => {

@@ -7,7 +7,7 @@ import { relative } from 'node:path'
 import { InputError, NodeError } from '../../core/errors.js'
 import { kubectlCommand, taskCommand } from '../../cli/hints.js'
 import { findBootstrapHelmfile, type BootstrapHelmfile } from '../../input/bootstrap-helmfile.js'
-import { MachineConfig } from '../../input/machine-config.js'
+import type { OtherInstallers } from '../../input/cni-compat.js'
 import type { CniSettings } from '../../input/settings.js'
 import type { ClusterStep, StepReporter } from '../../engine/phase.js'
 import type { Run } from '../../engine/run.js'
@@ -94,29 +94,17 @@ export async function loadReleasePlan(run: Run): Promise<ReleasePlan | undefined
 }
 
 /**
- * Talos renders no CoreDNS when every control plane's config says cluster.coreDNS.disabled: true
- * (cluster-template: its helmfile installs it). Nothing else installing it is bad input: no pod
- * could resolve a name, and Flux's controllers never become ready.
+ * What the bootstrap helmfile installs besides the CNI, for the add-on check of the configs
+ * (lib/input/cni-compat.ts): its CoreDNS release stands for the CoreDNS a config disables. Its CNI
+ * release already stands for a missing cni: section.
  */
-export function checkCoreDns(run: Run): void {
+export function helmfileInstallers(run: Run): OtherInstallers | undefined {
   const plan = plans.get(run)
-  if (plan && [...plan.beforeCni, ...plan.afterCni].some((r) => chartName(r) === 'coredns')) return
-  let first: { node: string; file: string; line: number | undefined } | undefined
-  for (const node of run.inventory.nodes.filter((n) => n.role === 'controlplane')) {
-    const config = MachineConfig.of(node.configFile)
-    const doc = config.documents.find((d) => d.get('version') === 'v1alpha1')
-    if (!doc || doc.getIn(['cluster', 'coreDNS', 'disabled']) !== true) return
-    first ??= { node: node.name, file: node.configFile, line: config.lineOf(doc, ['cluster', 'coreDNS', 'disabled']) }
-  }
-  if (!first) return
-  throw new InputError(
-    `${first.node}: cluster.coreDNS.disabled is true and nothing installs CoreDNS${plan ? ` (no coredns release in ${plan.helmfile.apps})` : ' (no bootstrap helmfile)'}: no pod could resolve a name`,
-    {
-      file: first.file,
-      ...(first.line ? { line: first.line } : {}),
-      fix: `remove cluster.coreDNS.disabled (talhelper: a patch setting it) and regenerate the configs, or install CoreDNS from the repository's bootstrap helmfile (bootstrap/helmfile/apps.yaml or bootstrap/helmfile.d/01-apps.yaml, docs/helmfile.md)`,
-    },
-  )
+  if (!plan) return undefined
+  const coredns = [...plan.beforeCni, ...plan.afterCni].find((r) => chartName(r) === 'coredns')
+  return coredns
+    ? { installers: [{ addon: 'coredns', source: `release ${coredns.namespace}/${coredns.name} in ${plan.helmfile.apps}` }], looked: [] }
+    : { installers: [], looked: [`no coredns release in ${plan.helmfile.apps}`] }
 }
 
 /** The CNI release as the CNI settings the node waits read (its DaemonSet, namespace, values). */
