@@ -367,6 +367,7 @@ export class Node {
   bootConfigured() {
     const { boot } = this.ctx.timings
     this.bootId = randomUUID()
+    this.servicesStarted = false
     // before StartAllServices only what machined starts itself is registered: cri, kubelet, trustd and
     // etcd are loaded there (v1alpha1_sequencer_tasks.go), so `talosctl service etcd` first says
     // "not registered" (cmd/talosctl/cmd/talos/service.go)
@@ -395,7 +396,8 @@ export class Node {
 
   /** StartAllServices: cri, the kubelet (loaded, not started) and, on a control plane, trustd and etcd */
   startAllServices() {
-    if (this.criUp) return // already past it in this boot
+    if (this.criUp || this.servicesStarted) return // already past it in this boot
+    this.servicesStarted = true
     this.talosLog('task startAllServices (1/1): starting')
     for (const id of ['cri', 'kubelet']) this.svc(id, 'Waiting', 'Waiting for service "containerd" to be "up"')
     if (this.role === 'controlplane') {
@@ -419,6 +421,8 @@ export class Node {
   }
 
   criReady() {
+    // StartAllServices comes first in the boot sequence, whatever order the timers fired in
+    this.startAllServices()
     this.criUp = true
     this.criUpAt = this.ctx.clock.now().getTime()
     this.startService('cri')

@@ -224,7 +224,9 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       result.steps.push(record)
       const blocked = (cause: string, error: ErrorRecord | undefined): void => {
         for (const node of run.nodes) {
-          if (tracker.failedIn.has(node.name) || !(step.blocks?.(node, run) ?? false)) continue
+          // a node keeps the cause of the first step that stopped it
+          if (tracker.failedIn.has(node.name) || (!error && tracker.blockedHere.has(node.name)) || !(step.blocks?.(node, run) ?? false))
+            continue
           const nodeRecord = result.nodes.find((r) => r.name === node.name) as NodeResult
           nodeRecord.status = error ? 'failed' : 'not-run'
           nodeRecord.detail = cause

@@ -334,8 +334,8 @@ export const etcd: Phase = {
         blocks: (n, r) => isCp(n) && n.name !== bootstrapNode(r).name && n.discovery !== true,
         ready: (r) => {
           if (!r.inventory.vip) return { skip: 'the endpoint is a control plane address' }
-          // the etcd-bootstrap step's own cause stays what the control planes are not-run with
-          if (r.facts.cluster.bootstrapped !== true && !r.options.dryRun) return { skip: 'etcd was not bootstrapped' }
+          // not run (nothing to wait for); the control planes keep the etcd-bootstrap step's own cause
+          if (r.facts.cluster.bootstrapped !== true && !r.options.dryRun) return 'etcd was not bootstrapped'
           return true
         },
         run: waitForEndpoint,

@@ -87,8 +87,6 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
   // took a config in an earlier run (or had one sent when that run stopped) and was never seen up:
   // silence is its install (a node verified before that falls silent is down or rebooting: retried as ever)
   const tookConfig = run.journal.tookConfig(node.name) && !run.journal.done(node.name, 'verify') && !run.options.reset
-  // read beside the probe, not after it (a configured node refuses it: then it is not needed)
-  const bootRead = run.options.dryRun ? undefined : run.talosctl.maintenanceBoot(node).catch((err: unknown) => err as Error)
   try {
     // one process a node: the disks read is the probe (at 300 nodes a second call was seconds of CPU on the critical path)
     const value = await report.retry(() => run.talosctl.probeDisks(node), tookConfig ? { retries: () => false } : undefined)
@@ -131,8 +129,8 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
         `see the node's links and addresses (\`talosctl get links --insecure -n ${node.address}\`, \`talosctl get addresses --insecure -n ${node.address}\`), correct the interface name (or select it with a deviceSelector) or the subnets in the config's source and regenerate it, then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`,
       )
   }
-  const early = await bootRead
-  const boot = early && !(early instanceof Error) ? early : await report.retry(() => run.talosctl.maintenanceBoot(node))
+  // after the probe, not beside it: a fault or a hang meets the probe first, whose retries decide reachability
+  const boot = await report.retry(() => run.talosctl.maintenanceBoot(node))
   if (boot.systemDisk) {
     // META found: Talos takes the node as installed and skips its install (v1alpha1_state.go Installed,
     // v1alpha1_sequencer.go Install); the apply configures it where it is (the selector is still

@@ -174,7 +174,8 @@ describe('task tools (scripts/tools.sh): built once per machine', () => {
   const helm = realTool('helm')
   const helm3 = realTool('helm3')
   const helmfile = realTool('helmfile')
-  it.skipIf(!!talosctl.skip || !!helm.skip || !!helm3.skip || !!helmfile.skip)(
+  const talhelper = realTool('talhelper')
+  it.skipIf(!!talosctl.skip || !!helm.skip || !!helm3.skip || !!helmfile.skip || !!talhelper.skip)(
     'a local clone with no build kit beside it builds with the one beside its origin, into the per-machine cache; another clone reuses that',
     () => {
       const base = mkdtempSync(join(tmpdir(), 'tb-tools-cache-'))
@@ -200,6 +201,7 @@ describe('task tools (scripts/tools.sh): built once per machine', () => {
         helm: helm.path ?? '',
         helm3: helm3.path ?? '',
         helmfile: helmfile.path ?? '',
+        talhelper: talhelper.path ?? '',
       }
       script(
         join(base, 'work', 'shared', 'tools', 'build-real-clients'),
@@ -207,6 +209,7 @@ describe('task tools (scripts/tools.sh): built once per machine', () => {
           `out=$1; shift`,
           `for t in "$@"; do echo "$t $TALOS_TAG $HELM_VER $TALOS_SRC_ARCHIVE" >> '${log}'`,
           `  case $t in talosctl) ln -s '${sources.talosctl}' "$out/talosctl" ;; helmfile) ln -s '${sources.helmfile}' "$out/helmfile" ;;`,
+          `    talhelper) ln -s '${sources.talhelper}' "$out/talhelper" ;;`,
           `    helm) if [ "$HELM_VER" = v3.21.4 ]; then ln -s '${sources.helm3}' "$out/helm"; else ln -s '${sources.helm}' "$out/helm"; fi ;; esac`,
           `done`,
         ].join('\n'),
@@ -237,6 +240,8 @@ describe('task tools (scripts/tools.sh): built once per machine', () => {
           `helmfile v1.12.11 v4.3.1 ${join(base, 'work', 'shared')}/vendor/talos-v1.12.11-src.tar.gz`,
           // helm3 is a helm build at helm 3's version
           `helm v1.12.11 v3.21.4 ${join(base, 'work', 'shared')}/vendor/talos-v1.12.11-src.tar.gz`,
+          // the tests' talhelper (talosctl v1.13.9 is not built: no v1.13.9 source archive in this kit)
+          `talhelper v3.1.17  ${join(base, 'work', 'shared')}/vendor/talos-v3.1.17-src.tar.gz`,
           '',
         ].join('\n'),
       )
@@ -256,10 +261,11 @@ describe('task tools (scripts/tools.sh): built once per machine', () => {
           'helm v4.3.1: .tools/bin/helm',
           'helmfile v1.8.0: .tools/bin/helmfile',
           'helm3 v3.21.4: .tools/bin/helm3',
+          'talhelper v3.1.17: .tools/bin/talhelper',
           '',
         ].join('\n'),
       )
-      expect(readFileSync(log, 'utf8').split('\n').filter(Boolean)).toHaveLength(4)
+      expect(readFileSync(log, 'utf8').split('\n').filter(Boolean)).toHaveLength(5)
     },
   )
 })

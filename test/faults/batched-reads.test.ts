@@ -27,7 +27,7 @@ const WRKR2 = '127.95.1.22'
 
 describe.concurrent('batched reads', () => {
   it(
-    "one worker refusing its MachineStatus inside the batch fails alone (unreachable); the batch's others complete",
+    "one worker refusing its MachineStatus inside the batch fails alone (took its config, never answered: its install named, the last error kept); the batch's others complete",
     () =>
       withCluster('127.95.1', { workers: 3, faults: [{ node: 'wrkr-2', on: 'get', kind: 'refused' }] }, async (cluster) => {
         const result = await cluster.task('bootstrap:talos', {}, fastWith('--ready-timeout', '6s'))
@@ -35,8 +35,11 @@ describe.concurrent('batched reads', () => {
         const report = cluster.report()
         // verify left the workers waiting for the control plane (their API starts after the bootstrap)
         expectPhase(report, 'verify', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'ok', 'wrkr-3': 'ok' })
-        expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed:unreachable', 'wrkr-3': 'ok' }, nodeRecovery)
-        expect(nodeIn(report, 'wait-ready', 'wrkr-2').error?.message).toMatch(/never answered on the authenticated API/)
+        // a worker that took its config and refuses its API behind an answering endpoint may be installing still
+        expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed:install', 'wrkr-3': 'ok' }, nodeRecovery)
+        expect(nodeIn(report, 'wait-ready', 'wrkr-2').error?.message).toMatch(
+          /never answered on the authenticated API.*the last: unreachable: .*connection refused/,
+        )
         const reads = readsAfterBootstrap(cluster.clusterDir, / talosctl get machinestatus /)
         const ofWrkr2 = reads.filter((r) => r.n.includes(WRKR2))
         // read in batches through the control plane, with the other workers, and never asked alone
