@@ -57,8 +57,14 @@ describe('interruptions', () => {
     await waitFor(
       () => c.calls().some((call) => call.node === 'cp-1' && call.args.includes('disks') && call.outcome === 'ok'),
       20_000,
-      'the first run to finish with cp-1',
+      'the first run to probe cp-1',
     )
+    // then its reads of cp-1's boot state: once cp-1 gets no call for a second, the first run only retries wrkr-1
+    const cp1Calls = () => c.calls().filter((call) => call.node === 'cp-1').length
+    for (let seen = -1, now = cp1Calls(); now !== seen; now = cp1Calls()) {
+      seen = now
+      await new Promise((r) => setTimeout(r, 1000))
+    }
     const before = c.calls().length
     const second = await c.task('bootstrap:preflight')
     expect(second.code, second.stderr + second.stdout).toBe(2)
