@@ -16,7 +16,7 @@ metadata:
   name: kube-dns
   namespace: kube-system
 spec:
-  clusterIP: 10.96.0.10
+  clusterIP: 127.96.0.10
 ---
 apiVersion: apps/v1
 kind: Deployment
