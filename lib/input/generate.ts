@@ -31,6 +31,13 @@ interface Generated {
   inputs: string[]
 }
 
+/**
+ * Files written within this long of each other were written together: a `git clone` or a copy of the
+ * cluster directory writes inputs and outputs in one pass, in no particular order, and must not make
+ * the configs look stale. An edit after a generator run comes later than that.
+ */
+export const WRITTEN_TOGETHER_MS = 2000
+
 /** Outputs missing, and inputs changed after the oldest output was written. */
 export function staleness({ outputs, inputs }: Generated): { missing: string[]; newer: string[] } {
   const mtime = (path: string): number | undefined => statSync(path, { throwIfNoEntry: false })?.mtimeMs
@@ -38,7 +45,7 @@ export function staleness({ outputs, inputs }: Generated): { missing: string[]; 
   const written = outputs.map(mtime).filter((t): t is number => t !== undefined)
   if (written.length === 0) return { missing, newer: [] }
   const oldest = Math.min(...written)
-  return { missing, newer: [...new Set(inputs)].filter((f) => (mtime(f) ?? 0) > oldest) }
+  return { missing, newer: [...new Set(inputs)].filter((f) => (mtime(f) ?? 0) > oldest + WRITTEN_TOGETHER_MS) }
 }
 
 const fresh = (state: { missing: string[]; newer: string[] }): boolean => state.missing.length === 0 && state.newer.length === 0

@@ -5,7 +5,7 @@
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { callsTo, E2eCluster, gatedTalosctl, nodeIn, processesMentioning, run, waitFor } from './harness.js'
+import { callsTo, E2eCluster, gatedTalosctl, nodeIn, processesMentioning, run, waitFor, type TaskResult } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
 import type { Report } from '../../lib/core/results.js'
 
@@ -26,8 +26,18 @@ describe('two runs, two copies of the cluster directory', () => {
     const slow = gatedTalosctl(c, '127.243.1.21', gate)
     const args = ['-x', 'bootstrap:talos', `CLUSTER_DIR=${copy}`, `TALOSCTL=${slow}`, '--', ...fastWith('--verify-timeout', '60s')]
     const mine = run('task', args, c.env())
+    let ended: TaskResult | undefined
+    void mine.then((r) => (ended = r))
     try {
-      await waitFor(() => processesMentioning('apply-config --insecure -n 127.243.1.21').length > 0, 60_000, "this run's apply to wrkr-1")
+      await waitFor(
+        () => {
+          // a run that ended before its apply to wrkr-1 is the failure to show, not a timeout
+          if (ended) throw new Error(`this run ended (exit ${ended.code}) before its apply to wrkr-1:\n${ended.stdout}\n${ended.stderr}`)
+          return processesMentioning('apply-config --insecure -n 127.243.1.21').length > 0
+        },
+        120_000,
+        "this run's apply to wrkr-1",
+      )
       const other = await c.task('bootstrap:apply', { NODES: 'wrkr-1' })
       expect(other.code, other.stderr).toBe(0)
     } finally {

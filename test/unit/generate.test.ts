@@ -136,6 +136,18 @@ describe('what makes a generated output stale', () => {
     expect(staleness({ outputs: [a, join(dir, 'c.yaml')], inputs: [] })).toEqual({ missing: [join(dir, 'c.yaml')], newer: [] })
   })
 
+  it('inputs written in the same pass as the configs (a git clone, a copy: any order) are not newer', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tb-stale-'))
+    const [config, input] = ['a.yaml', 'talconfig.yaml'].map((f) => join(dir, f)) as [string, string]
+    for (const f of [config, input]) writeFileSync(f, '')
+    const t = Date.now() / 1000
+    utimesSync(config, t, t)
+    utimesSync(input, t + 1, t + 1)
+    expect(staleness({ outputs: [config], inputs: [input] })).toEqual({ missing: [], newer: [] })
+    utimesSync(input, t + 3, t + 3)
+    expect(staleness({ outputs: [config], inputs: [input] })).toEqual({ missing: [], newer: [input] })
+  })
+
   it('a patch talconfig.yaml does not reference is no input; one it references is', () => {
     const { dir } = repository()
     mkdirSync(join(dir, 'clusterconfig'))
