@@ -11,8 +11,6 @@ import { lastErrorNote, PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { NodeFacts } from '../engine/facts.js'
 import type { Run } from '../engine/run.js'
 import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
-import type { ReleaseStatus } from '../tools/helm.js'
-import type { CniSettings } from '../input/settings.js'
 import { SharedReading } from '../wait/shared-reading.js'
 import { bootIdOf, condition, type KubeObject } from '../tools/kubectl.js'
 import { StatusReads } from '../wait/status-reads.js'
@@ -21,7 +19,7 @@ import { aimKubeconfig } from './shared/endpoint.js'
 import { waitForGates } from './shared/gates.js'
 import { completeVerification } from './shared/node-verification.js'
 import { checkExtensions } from './shared/extensions.js'
-import { helmfileInstallers, loadReleasePlan, releasePlan, releaseSteps } from './shared/releases.js'
+import { helmfileInstallers, loadReleasePlan, releasePlan, releaseSteps, settledRelease } from './shared/releases.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
@@ -115,7 +113,7 @@ async function waitForApi(run: Run, report: StepReporter): Promise<string> {
 async function installCni(run: Run, report: StepReporter): Promise<string | StepLeft> {
   const cni = run.settings.cni
   if (!cni) return 'no CNI in settings'
-  const current = await settledRelease(run, report, cni)
+  const current = await settledRelease(run, report, cni.release, cni.namespace)
   // helm list names the chart as <name>-<version>; the name is the reference's last part (repo chart, path or OCI)
   const wanted = cni.version ? `${cni.chart.replace(/\/+$/, '').split('/').pop() ?? cni.chart}-${cni.version}` : undefined
   if (current?.status === 'deployed' && (!wanted || current.chart === wanted)) {
@@ -134,33 +132,6 @@ async function installCni(run: Run, report: StepReporter): Promise<string | Step
   const values = cni.values ? stringify(cni.values) : undefined
   const result = await report.retry(() => run.helm.upgradeInstall(cni, values, run.settings.readyTimeoutMs))
   return result.note ? `${cni.release} installed (${result.note})` : `${cni.release} installed`
-}
-
-/** how long a pending release is given to settle: the helm of a killed run may still be finishing it */
-const PENDING_SETTLE_MS = 60_000
-
-/**
- * The CNI release as helm lists it, once it is not pending: a pending release may be the work of a
- * helm still running (a run killed mid-install leaves its helm to finish), so it is read again for a
- * while; one still pending after that is left for the install to name (helm refuses it as busy).
- */
-async function settledRelease(run: Run, report: StepReporter, cni: CniSettings): Promise<ReleaseStatus | undefined> {
-  const read = () => report.retry(() => run.helm.release(cni.release, cni.namespace))
-  const first = await read()
-  if (!first?.status.startsWith('pending') || run.options.dryRun) return first
-  report.progress(`${cni.release} is ${first.status}: waiting for the helm that holds it to finish`)
-  try {
-    return await report.poll(
-      async () => {
-        const now = await read()
-        return now?.status.startsWith('pending') ? { done: false, state: `${cni.release} ${now.status}` } : { done: true, value: now }
-      },
-      Math.min(PENDING_SETTLE_MS, run.settings.readyTimeoutMs),
-    )
-  } catch (err) {
-    if (err instanceof PollTimeout) return read()
-    throw err
-  }
 }
 
 type Stage = { kind: 'kubelet' | 'cni' | 'node-not-ready'; why: string; hint?: string }

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse, parseDocument, stringify } from 'yaml'
 import { realTool } from '../support/real-tools.js'
 import { writeClusterTemplate, type Era } from '../support/cluster-template.js'
+import { deployedRelease, writeRelease } from '../support/helm-release.js'
 import { E2eCluster, runInFreshShell, type TaskResult } from './harness.js'
 
 const helmfile = realTool('helmfile')
@@ -182,6 +183,54 @@ for (const [era, range] of [
         expect(stepsOf(cluster, 'flux').find((s) => s.name === 'release cert-manager/cert-manager')?.detail).toMatch(/v1\.20\.3 deployed/)
       },
       SLOW * 2,
+    )
+
+    // a pending release may be the work of a helm still running (the helm a killed helmfile started
+    // goes on): it is read again for a while before it is named; one that stays pending is named with
+    // a recovery that runs as printed
+    it.runIf(era === 'talhelper')(
+      'a release left pending: waited for while a helm may finish it; still pending, named with its revision and a rollback that recovers',
+      async () => {
+        const deployed = await deployedRelease(cluster, 'spegel', 'kube-system')
+        const pending = {
+          ...deployed,
+          name: 'spegel',
+          version: deployed.version + 1,
+          info: { ...deployed.info, status: 'pending-upgrade' },
+        }
+        await writeRelease(cluster, 'kube-system', pending)
+        // the helm holding it finishes 3 s into the run
+        const finish = setTimeout(
+          () => void cluster.kubectl(['-n', 'kube-system', 'delete', 'secret', `sh.helm.release.v1.spegel.v${pending.version}`]),
+          3000,
+        )
+        try {
+          const settled = await cluster.task('bootstrap:flux', { BOOTSTRAP_READY_TIMEOUT: '40s' })
+          expect(settled.code, why(settled)).toBe(0)
+          expect(settled.stdout + settled.stderr).toContain('spegel is pending-upgrade: waiting for the helm that holds it to finish')
+          expect(stepsOf(cluster, 'flux').find((s) => s.name === 'release kube-system/spegel')?.detail).toMatch(/already deployed/)
+        } finally {
+          clearTimeout(finish)
+        }
+
+        await writeRelease(cluster, 'kube-system', pending)
+        const stuck = await cluster.task('bootstrap:flux', { BOOTSTRAP_READY_TIMEOUT: '5s' })
+        expect(stuck.code, why(stuck)).toBe(1)
+        const step = stepsOf(cluster, 'flux').find((s) => s.name === 'release kube-system/spegel')
+        expect(step?.error?.message).toBe(
+          `release kube-system/spegel is pending-upgrade (revision ${pending.version}) and stayed so for 5.0s: an earlier helm was interrupted`,
+        )
+        const hint = step?.error?.hint ?? ''
+        const rollback = /`(helm rollback [^`]+)`/.exec(hint)?.[1]
+        const command = /then run: (task -d .*)$/.exec(hint)?.[1]
+        expect(rollback, hint).toMatch(/^helm rollback spegel -n kube-system --kubeconfig \S+/)
+        const rolled = await runInFreshShell(cluster, rollback!)
+        expect(rolled.code, why(rolled)).toBe(0)
+        const fixed = await runInFreshShell(cluster, command!)
+        expect(fixed.code, why(fixed)).toBe(0)
+        expect(stepsOf(cluster, 'flux').find((s) => s.name === 'release kube-system/spegel')?.status).toBe('ok')
+      },
+      SLOW,
     )
   })
 }

@@ -11,6 +11,7 @@ import type { OtherInstallers } from '../../input/cni-compat.js'
 import type { CniSettings } from '../../input/settings.js'
 import type { ClusterStep, StepReporter } from '../../engine/phase.js'
 import type { Run } from '../../engine/run.js'
+import type { ReleaseStatus } from '../../tools/helm.js'
 import { HelmfileRenderError, type HelmfileRelease } from '../../tools/helmfile.js'
 import { condition, type KubeObject } from '../../tools/kubectl.js'
 import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
@@ -217,17 +218,45 @@ export function releaseSteps(
   return steps
 }
 
+/** how long a pending release is given to settle: the helm of a killed run may still be finishing it */
+const PENDING_SETTLE_MS = 60_000
+
+/**
+ * A release as helm lists it, once it is not pending: a pending release may be the work of a helm
+ * still running (a killed run leaves the CNI's helm, and the helm a killed helmfile started, to
+ * finish), so it is read again for a while; one still pending after that is left for the caller to
+ * name (helm refuses it as busy).
+ */
+export async function settledRelease(run: Run, report: StepReporter, name: string, namespace: string): Promise<ReleaseStatus | undefined> {
+  const read = () => report.retry(() => run.helm.release(name, namespace))
+  const first = await read()
+  if (!first?.status.startsWith('pending') || run.options.dryRun) return first
+  report.progress(`${name} is ${first.status}: waiting for the helm that holds it to finish`)
+  try {
+    return await report.poll(
+      async () => {
+        const now = await read()
+        return now?.status.startsWith('pending') ? { done: false, state: `${name} ${now.status}` } : { done: true, value: now }
+      },
+      Math.min(PENDING_SETTLE_MS, run.settings.readyTimeoutMs),
+    )
+  } catch (err) {
+    if (err instanceof PollTimeout) return read()
+    throw err
+  }
+}
+
 async function installRelease(run: Run, report: StepReporter, file: string, release: HelmfileRelease, task: string): Promise<string> {
   const again = taskCommand(task)
   const where = `-n ${release.namespace} --kubeconfig ${run.kubeconfig}`
-  const current = await report.retry(() => run.helm.release(release.name, release.namespace))
+  const current = await settledRelease(run, report, release.name, release.namespace)
   const wanted = release.version ? `${chartName(release)}-${release.version.replace(/^v(?=\d)/, '')}` : undefined
   const deployed =
     current?.status === 'deployed' && (!wanted || current.chart === wanted || current.chart === `${chartName(release)}-${release.version}`)
   if (current?.status.startsWith('pending'))
     throw new NodeError(
       'release',
-      `release ${key(release)} is ${current.status} (revision ${current.revision ?? '?'}): an earlier helm was interrupted`,
+      `release ${key(release)} is ${current.status} (revision ${current.revision ?? '?'}) and stayed so for ${formatDuration(Math.min(PENDING_SETTLE_MS, run.settings.readyTimeoutMs))}: an earlier helm was interrupted`,
       current.revision === 1
         ? `uninstall it (\`helm uninstall ${release.name} ${where}\`), then run: ${again}`
         : `roll it back (\`helm rollback ${release.name} ${where}\`), then run: ${again}`,
