@@ -119,10 +119,10 @@ function realClients(): { talosctl: string; helm: string } {
     }
   }
   const talosctl = version('talosctl', ['version', '--client'], /Tag:\s+(v1\.12\.\S+)/)
-  const helm = version('helm', ['version', '--short'], /^(v3\.[^+\s]+)/)
+  const helm = version('helm', ['version', '--short'], /^(v[34]\.[^+\s]+)/)
   if (!talosctl || !helm) {
     process.stderr.write(
-      `npm run bench measures the real talosctl (v1.12) and helm (v3) in .tools/bin; missing: ${[talosctl ? '' : 'talosctl', helm ? '' : 'helm'].filter(Boolean).join(', ')} (fix: run \`task tools\` first)\n`,
+      `npm run bench measures the real talosctl (v1.12) and helm (v3 or v4) in .tools/bin; missing: ${[talosctl ? '' : 'talosctl', helm ? '' : 'helm'].filter(Boolean).join(', ')} (fix: run \`task tools\` first)\n`,
     )
     process.exit(3)
   }
