@@ -199,19 +199,20 @@ for (const [era, range] of [
           info: { ...deployed.info, status: 'pending-upgrade' },
         }
         await writeRelease(cluster, 'kube-system', pending)
-        // the helm holding it finishes 3 s into the run
-        const finish = setTimeout(
-          () => void cluster.kubectl(['-n', 'kube-system', 'delete', 'secret', `sh.helm.release.v1.spegel.v${pending.version}`]),
-          3000,
-        )
-        try {
-          const settled = await cluster.task('bootstrap:flux', { BOOTSTRAP_READY_TIMEOUT: '40s' })
-          expect(settled.code, why(settled)).toBe(0)
-          expect(settled.stdout + settled.stderr).toContain('spegel is pending-upgrade: waiting for the helm that holds it to finish')
-          expect(stepsOf(cluster, 'flux').find((s) => s.name === 'release kube-system/spegel')?.detail).toMatch(/already deployed/)
-        } finally {
-          clearTimeout(finish)
-        }
+        // the helm holding it finishes once the run has found the release pending and waits
+        const { child, done } = cluster.spawnTask('bootstrap:flux', { BOOTSTRAP_READY_TIMEOUT: '60s' })
+        let seen = ''
+        let finished: Promise<TaskResult> | undefined
+        child.stdout?.on('data', (d: Buffer) => {
+          seen += d.toString()
+          if (!finished && seen.includes('spegel is pending-upgrade: waiting for the helm that holds it to finish'))
+            finished = cluster.kubectl(['-n', 'kube-system', 'delete', 'secret', `sh.helm.release.v1.spegel.v${pending.version}`])
+        })
+        const settled = await done
+        expect(settled.code, why(settled)).toBe(0)
+        expect(finished, 'the run never said it waits for the pending release').toBeDefined()
+        expect((await finished)?.code).toBe(0)
+        expect(stepsOf(cluster, 'flux').find((s) => s.name === 'release kube-system/spegel')?.detail).toMatch(/already deployed/)
 
         await writeRelease(cluster, 'kube-system', pending)
         const stuck = await cluster.task('bootstrap:flux', { BOOTSTRAP_READY_TIMEOUT: '5s' })
