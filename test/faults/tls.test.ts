@@ -22,8 +22,8 @@ describe.concurrent('TLS faults', () => {
         expect(wrkr1.error?.message).toContain("the node's clock or this one is off")
         expect(wrkr1.error?.hint).toContain('date -u')
         expect(wrkr1.error?.hint).toContain('machine.time.servers')
-        // not waited out to the verify timeout (20s)
-        expect(wrkr1.durationMs).toBeLessThan(15_000)
+        // not waited out to the verify timeout (20s): below it, however loaded the machine
+        expect(wrkr1.durationMs).toBeLessThan(20_000)
       }),
     ROW_TIMEOUT,
   )
@@ -53,7 +53,7 @@ describe.concurrent('TLS faults', () => {
         expect(wrkr1.error?.message).toMatch(/x509: certificate is valid for 127\.255\.255\.21, not 127\.221\.3\.21/)
         expect(wrkr1.error?.hint).toContain('machine.certSANs')
         expect(wrkr1.error?.hint).toContain('127.221.3.21')
-        expect(wrkr1.durationMs).toBeLessThan(15_000)
+        expect(wrkr1.durationMs).toBeLessThan(20_000) // not waited out to the verify timeout (20s)
       }),
     ROW_TIMEOUT,
   )
