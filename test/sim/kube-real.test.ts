@@ -1,0 +1,181 @@
+// The real Kubernetes control plane behind a simulated cluster (SIM_KUBE=real with SIM_ETCD=real,
+// sim/kube-real.js, sim/kubelet.js): bootstrapped with the real talosctl, the CNI installed with the
+// real helm as the product installs it, and everything read back with the real kubectl. Range 127.250.x.y.
+import { execFile } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { applyInsecure, bootstrapWhenReady, startOn, type Started } from './helpers.js'
+
+interface Run {
+  code: number
+  stdout: string
+  stderr: string
+}
+const exec = (cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 240_000): Promise<Run> =>
+  new Promise((done) =>
+    execFile(cmd, args, { encoding: 'utf8', env, timeout: timeoutMs, maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
+      done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    ),
+  )
+
+interface Cond {
+  type: string
+  status: string
+}
+interface Obj {
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }
+  spec?: { podCIDR?: string; nodeName?: string; taints?: { key: string }[]; unschedulable?: boolean }
+  status?: { conditions?: Cond[]; phase?: string; certificate?: string }
+}
+const ready = (o: Obj): boolean => (o.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
+
+let c: Started
+let pidsAtStart: number[] = []
+const env = (): NodeJS.ProcessEnv => ({
+  PATH: `${c.sim.binDir}:${process.env.PATH ?? ''}`,
+  HOME: c.dir,
+  KUBECONFIG: join(c.dir, 'kubeconfig'),
+})
+const kubectl = (...args: string[]) => exec('kubectl', ['--cache-dir', join(c.dir, 'kube-cache'), ...args], env())
+async function items(...args: string[]): Promise<Obj[]> {
+  const r = await kubectl('get', ...args, '-o', 'json')
+  if (r.code !== 0) throw new Error(`kubectl get ${args.join(' ')}: ${r.stderr}`)
+  return (JSON.parse(r.stdout) as { items: Obj[] }).items
+}
+async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 180_000): Promise<T> {
+  const end = Date.now() + timeoutMs
+  let last: unknown
+  for (;;) {
+    try {
+      const v = await fn()
+      if (v) return v
+    } catch (e) {
+      last = e
+    }
+    if (Date.now() > end) throw new Error(`never happened: ${what}${last ? ` (${String(last)})` : ''}`)
+    await new Promise((r) => setTimeout(r, 500))
+  }
+}
+const NODES = ['cp-1', 'cp-2', 'cp-3', 'wrkr-1', 'wrkr-2']
+
+describe('the real control plane (SIM_KUBE=real)', () => {
+  beforeAll(async () => {
+    c = await startOn('127.250.1', { cps: 3, workers: 2, image: 'disk', speed: 100, timings: { boot: 6 }, etcd: 'real', kube: 'real' })
+    for (const n of NODES) expect((await applyInsecure(c.sim, n)).code).toBe(0)
+    const t0 = Date.now()
+    expect((await bootstrapWhenReady(c.sim, 'cp-1', 60_000)).code).toBe(0)
+    await c.sim.until(() => !!c.sim.realKube?.serving, 180_000)
+    pidsAtStart = c.sim.realKube!.pids()
+    // the admin kubeconfig `talosctl kubeconfig` hands out (the cluster endpoint: the VIP)
+    writeFileSync(join(c.dir, 'kubeconfig'), c.sim.kubeconfigYaml())
+    // the CNI as the product installs it (lib/phases/wait-ready.ts): the simulator's chart repository, Talos's cilium values
+    const chart = ['cilium', '--repo', c.sim.chartRepo.url, '--ca-file', join(c.sim.clusterDir, 'charts-ca.crt')]
+    const values = [
+      '--set',
+      'ipam.mode=kubernetes',
+      '--set',
+      'kubeProxyReplacement=true',
+      '--set',
+      'k8sServiceHost=localhost',
+      '--set',
+      'k8sServicePort=7445',
+    ]
+    const helm = await exec(join(c.sim.binDir, 'helm'), ['upgrade', '--install', 'cilium', ...chart, '-n', 'kube-system', ...values], env())
+    expect(helm.stderr).toBe('')
+    expect(helm.code).toBe(0)
+    await eventually('every Node Ready', async () => (await items('nodes')).filter(ready).length === NODES.length)
+    console.log(`bootstrap to all Nodes Ready: ${Date.now() - t0} ms; RSS kB: ${JSON.stringify(c.sim.realKube!.rss())}`)
+  }, 600_000)
+  afterAll(async () => {
+    await c?.stop()
+  })
+
+  it('registers every node through an approved CSR; each Node Ready with a podCIDR from the pod subnet, the not-ready taint gone', async () => {
+    const nodes = await items('nodes')
+    expect(nodes.map((n) => n.metadata.name).sort()).toEqual(NODES)
+    for (const n of nodes) {
+      expect(n.spec?.podCIDR).toMatch(/^127\.244\.\d+\.0\/24$/)
+      expect((n.spec?.taints ?? []).map((t) => t.key)).not.toContain('node.kubernetes.io/not-ready')
+    }
+    expect(nodes.find((n) => n.metadata.name === 'cp-1')?.metadata.labels).toHaveProperty('node-role.kubernetes.io/control-plane')
+    const csrs = await items('csr')
+    const kubelet = csrs.filter(
+      (x) => (x as { spec?: { signerName?: string } }).spec?.signerName === 'kubernetes.io/kube-apiserver-client-kubelet',
+    )
+    expect(kubelet.length).toBeGreaterThanOrEqual(NODES.length)
+    for (const x of kubelet) {
+      expect((x.status?.conditions ?? []).map((k) => `${k.type}=${k.status}`)).toContain('Approved=True')
+      expect(x.status?.certificate).toBeTruthy()
+    }
+  })
+
+  it('runs CoreDNS (Ready on worker nodes or tolerating control planes) and the control plane mirror pods', async () => {
+    const dns = await eventually('CoreDNS Ready', async () => {
+      const pods = await items('pods', '-n', 'kube-system', '-l', 'k8s-app=kube-dns')
+      return pods.length === 2 && pods.every(ready) ? pods : undefined
+    })
+    expect(dns.every((p) => p.spec?.nodeName)).toBe(true)
+    const mirrors = await items('pods', '-n', 'kube-system', '-l', 'tier=control-plane')
+    const names = mirrors.map((p) => p.metadata.name).sort()
+    expect(names).toEqual(
+      ['cp-1', 'cp-2', 'cp-3']
+        .flatMap((n) => ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'].map((x) => `${x}-${n}`))
+        .sort(),
+    )
+    for (const p of mirrors) {
+      expect(p.metadata.annotations).toHaveProperty('kubernetes.io/config.mirror')
+      expect(p.metadata.labels?.['k8s-app']).toBe(p.metadata.name.replace(/-cp-\d$/, ''))
+    }
+  })
+
+  it('kubectl create deployment works; the real scheduler binds its pods to the workers, the kubelets run them', async () => {
+    expect((await kubectl('create', 'deployment', 'web', '--image=registry.k8s.io/pause:3.10', '--replicas=2')).code).toBe(0)
+    const pods = await eventually('web pods Ready', async () => {
+      const p = await items('pods', '-l', 'app=web')
+      return p.length === 2 && p.every(ready) ? p : undefined
+    })
+    for (const p of pods) expect(p.spec?.nodeName).toMatch(/^wrkr-/)
+  })
+
+  it('kubectl drain evicts through pods/eviction, and a PodDisruptionBudget refuses it', async () => {
+    const pods = await items('pods', '-l', 'app=web')
+    const node = pods[0].spec!.nodeName!
+    expect((await kubectl('create', 'pdb', 'web', '--selector=app=web', '--min-available=2')).code).toBe(0)
+    await eventually('the budget allows no disruption', async () => {
+      const r = await kubectl('get', 'pdb', 'web', '-o', 'jsonpath={.status.disruptionsAllowed}/{.status.expectedPods}')
+      return r.stdout === '0/2'
+    })
+    const refused = await kubectl('drain', node, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=5s')
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toContain("Cannot evict pod as it would violate the pod's disruption budget")
+    expect((await kubectl('delete', 'pdb', 'web')).code).toBe(0)
+    const drained = await kubectl('drain', node, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=120s')
+    expect(drained.stderr).not.toContain('error')
+    expect(drained.code).toBe(0)
+    expect(drained.stdout).toContain('evicted')
+    // the Deployment's replacement lands on another schedulable node, never the cordoned one
+    const after = await eventually('web back to 2 Ready pods', async () => {
+      const p = await items('pods', '-l', 'app=web')
+      return p.length === 2 && p.every(ready) ? p : undefined
+    })
+    for (const p of after) expect(p.spec?.nodeName).not.toBe(node)
+    expect((await kubectl('uncordon', node)).code).toBe(0)
+  })
+
+  it('leaves no process behind once stopped', async () => {
+    const pids = [...c.sim.realKube!.pids(), ...pidsAtStart]
+    expect(pids.length).toBeGreaterThanOrEqual(3)
+    await c.stop()
+    const alive = (pid: number) => {
+      try {
+        return !readFileSync(`/proc/${pid}/status`, 'utf8').includes('State:\tZ')
+      } catch {
+        return false
+      }
+    }
+    expect(pids.filter(alive)).toEqual([])
+    const ps = await exec('ps', ['-eo', 'pid,args'], process.env)
+    expect(ps.stdout.split('\n').filter((l) => l.includes(c.dir))).toEqual([])
+  })
+})
