@@ -32,7 +32,8 @@ export class Simulator {
     this.dir = resolve(dir)
     this.talosMinor = scenario.talosMinor
     this.timings = scenario.timings
-    this.log = log ?? (() => {})
+    this.log =
+      log ?? (process.env.SIM_DEBUG_LOG ? (m) => appendFileSync(process.env.SIM_DEBUG_LOG, `${new Date().toISOString()} ${m}\n`) : () => {})
     this.stopped = false
     this.callsLog = []
     this.nodes = []
@@ -343,7 +344,7 @@ export class Simulator {
   kubeDrain(n, { blocked }) {
     if (!n.registered) return { evicted: 0, blocked: [] }
     // through pods/eviction, retried until Talos's drain timeout (5 min)
-    if (this.realKube) return this.realKube.kubelets.drain(n, { timeoutMs: Math.max(5000, this.clock.realMs(300)) })
+    if (this.realKube) return this.realKube.kubelets.drain(n, { blocked, timeoutMs: Math.max(5000, this.clock.realMs(300)) })
     try {
       return this.kube?.drain?.(n.name, { blocked }) ?? { evicted: 0, blocked: [] }
     } catch (e) {

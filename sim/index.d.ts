@@ -130,9 +130,12 @@ export interface RealKube {
   /** ms since the epoch: the start of the control plane, the API server's first ready /readyz */
   readonly t0?: number
   readonly readyAt?: number
-  /** resident memory (kB) per running process (kube-apiserver, kube-controller-manager, kube-scheduler) */
+  /** resident memory (kB) per running process (kube-apiserver, kube-controller-manager, kube-scheduler, etcd-<node>) */
   rss(): Record<string, number>
   pids(): number[]
+  /** stop one real component until startComponent (a leader-elected one is otherwise restarted when it exits) */
+  stopComponent(name: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler'): Promise<void>
+  startComponent(name: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler'): Promise<void>
 }
 export interface Simulator {
   scenario: Scenario

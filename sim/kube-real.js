@@ -54,6 +54,7 @@ export class RealKube {
     this.ctx = ctx
     for (const c of COMPONENTS) if (!isElf(join(REAL_BIN_DIR, c))) throw new KubeMissingError(c)
     this.procs = new Map() // component -> { child, exited }
+    this.held = new Set() // components a test stopped (stopComponent)
     this.serving = false
     this.stopping = false
     this.started = null
@@ -399,15 +400,53 @@ export class RealKube {
     })
   }
 
+  // ---- the controller-manager and scheduler at run time ----
+  /**
+   * A leader-elected component runs while some control plane runs it: fault `static-pod` on every
+   * control plane stops it (issue 30's rule), and so does stopComponent (tests); otherwise it runs,
+   * started again when it exited, as the kubelet restarts a static pod. Called on every kubelet tick.
+   */
+  reconcileComponents(rules) {
+    if (!this.serving || this.stopping) return
+    const cps = this.ctx.nodes.filter((n) => n.role === 'controlplane' && n.configured).map((n) => n.name)
+    for (const c of COMPONENTS.slice(1)) {
+      const down = this.held.has(c) || (cps.length > 0 && cps.every((cp) => rules.staticPod(cp, c)))
+      const proc = this.procs.get(c)
+      if (down && proc && !proc.stopping) {
+        proc.stopping = true
+        proc.child.kill('SIGTERM')
+      } else if (!down && !proc) this.spawnComponent(c, this.args(this.pkiDir, c))
+    }
+  }
+  /** tests: stop one of the real components (kube-apiserver, kube-controller-manager, kube-scheduler) until startComponent */
+  async stopComponent(name) {
+    if (!COMPONENTS.includes(name)) throw new Error(`stopComponent: ${name} is not one of ${COMPONENTS.join(', ')}`)
+    this.held.add(name)
+    const proc = this.procs.get(name)
+    if (!proc) return
+    proc.stopping = true
+    proc.child.kill('SIGTERM')
+    await proc.exited
+  }
+  /** tests: start it again (the API server: with the same flags, then ready) */
+  async startComponent(name) {
+    this.held.delete(name)
+    if (this.procs.has(name) || !this.pkiDir) return
+    this.spawnComponent(name, this.args(this.pkiDir, name))
+    if (name === 'kube-apiserver') await this.waitReady()
+  }
+
   // ---- what the node model asks (sim/cluster.js) ----
   nodeReady(name) {
     return this.kubelets.nodeReady(name)
   }
 
-  /** every process's resident memory (kB from /proc), for the measurements */
+  /** every process's resident memory (kB from /proc), for the measurements: the control plane's and the etcd members' */
   rss() {
     const out = {}
     for (const [name, p] of this.procs) out[name] = rssKb(p.child.pid)
+    // and the real etcd members beside it (sim/etcd-real.js)
+    for (const [name, p] of this.ctx.etcd.procs ?? []) if (p.child.pid) out[`etcd-${name}`] = rssKb(p.child.pid)
     return out
   }
   pids() {

@@ -143,33 +143,75 @@ export class Kubelets {
    * evicted through pods/eviction; a refusal (a PodDisruptionBudget: 429) is retried every 5 s until
    * the drain's timeout. Returns at once what the node model needs: how many go and which a budget holds.
    */
-  drain(n, { timeoutMs }) {
-    const pods = this.pods.filter(
-      (p) =>
-        p.spec.nodeName === n.name &&
-        !p.metadata.deletionTimestamp &&
-        !p.metadata.annotations?.['kubernetes.io/config.mirror'] &&
-        !(p.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet'),
-    )
-    const blocked = pods.filter((p) => this.budgetHolds(p)).map((p) => ({ pod: `${p.metadata.namespace}/${p.metadata.name}` }))
+  drain(n, { timeoutMs, blocked: guard = false }) {
     const deadline = Date.now() + timeoutMs
+    const sleep = (ms) => new Promise((res) => setTimeout(res, ms))
+    const onNode = () =>
+      this.pods.filter(
+        (p) =>
+          p.spec.nodeName === n.name &&
+          !p.metadata.deletionTimestamp &&
+          !p.metadata.annotations?.['kubernetes.io/config.mirror'] &&
+          !(p.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet'),
+      )
+    const gone = (p) => !this.pods.some((x) => x.metadata.uid === p.metadata.uid)
+    const held = []
     const evict = async (p) => {
       const path = `/api/v1/namespaces/${p.metadata.namespace}/pods/${p.metadata.name}/eviction`
+      const body = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: p.metadata.name, namespace: p.metadata.namespace } }
       for (;;) {
-        const r = await this.kube.admin
-          .request('POST', path, {
-            apiVersion: 'policy/v1',
-            kind: 'Eviction',
-            metadata: { name: p.metadata.name, namespace: p.metadata.namespace },
-          })
-          .catch(() => ({ status: 0 }))
-        if (r.status !== 429 && r.status !== 0) return
-        if (Date.now() > deadline || this.kube.stopping) return
-        await new Promise((res) => setTimeout(res, Math.max(200, 5000 / this.ctx.clock.speed)))
+        const r = await this.kube.admin.request('POST', path, body).catch(() => ({ status: 0 }))
+        if (r.status !== 429 && r.status !== 0) break
+        if (Date.now() > deadline || this.kube.stopping) return void held.push(`${p.metadata.namespace}/${p.metadata.name}`)
+        await sleep(Math.max(200, 5000 / this.ctx.clock.speed))
       }
+      // evicted: Drain waits for the pod to be deleted (its kubelet stops it and removes it)
+      while (!gone(p) && Date.now() < deadline && !this.kube.stopping) await sleep(TICK_MS)
     }
-    for (const p of pods) evict(p)
-    return { evicted: pods.length - blocked.length, blocked }
+    const run = async () => {
+      if (guard) await this.guardedPod(n, deadline)
+      await Promise.all(onNode().map(evict))
+      return { blocked: held }
+    }
+    const pods = onNode()
+    const blocked = pods.filter((p) => this.budgetHolds(p)).map((p) => ({ pod: `${p.metadata.namespace}/${p.metadata.name}` }))
+    return { evicted: pods.length - blocked.length, blocked, done: run() }
+  }
+  /**
+   * the drain-blocked fault: an operator's single-replica workload on the node, its budget
+   * minAvailable 1 (no eviction allowed), created through the API and running before the drain
+   */
+  async guardedPod(n, deadline) {
+    const admin = this.kube.admin
+    const labels = { app: 'guarded' }
+    await admin.request('POST', '/apis/policy/v1/namespaces/default/poddisruptionbudgets', {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'guarded', namespace: 'default' },
+      spec: { minAvailable: 1, selector: { matchLabels: labels } },
+    })
+    // a ReplicaSet's pods are named guarded-<suffix>, as sim/kube names the guarded pod
+    await admin.request('POST', '/apis/apps/v1/namespaces/default/replicasets', {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: { name: 'guarded', namespace: 'default' },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels },
+          spec: {
+            nodeSelector: { 'kubernetes.io/hostname': n.name },
+            tolerations: [{ operator: 'Exists' }],
+            containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }],
+          },
+        },
+      },
+    })
+    const guarded = () =>
+      this.pods.some((p) => p.spec.nodeName === n.name && p.metadata.labels?.app === 'guarded' && cond(p, 'Ready')?.status === 'True') &&
+      this.pdbs.some((b) => b.metadata.name === 'guarded' && b.status?.currentHealthy >= 1 && b.status?.disruptionsAllowed === 0)
+    while (!guarded() && Date.now() < deadline && !this.kube.stopping) await new Promise((res) => setTimeout(res, TICK_MS))
   }
   budgetHolds(pod) {
     return (this.pdbs ?? []).some(
@@ -195,6 +237,7 @@ export class Kubelets {
       this.nodes = new Map(nodes.map((o) => [o.metadata.name, o]))
       this.pods = pods
       this.pdbs = pdbs
+      this.kube.reconcileComponents(podFaults(this.ctx.faults))
       await Promise.all([...this.states.values()].map((k) => this.sync(k).catch((e) => this.ctx.log(`kubelet ${k.n.name}: ${e.message}`))))
       // Talos's MachineStatus (nodeReady) and health read the Nodes: a change is a node change
       for (const n of this.ctx.nodes) if (before.get(n.name) !== cond(this.nodes.get(n.name), 'Ready')?.status) this.ctx.changed(n)
@@ -279,7 +322,7 @@ export class Kubelets {
   async register(k) {
     const n = k.n
     const cp = n.role === 'controlplane'
-    const address = this.ctx.faults.find(n.name, { kind: 'node-ip' })[0]?.address ?? n.ip
+    const address = podFaults(this.ctx.faults).nodeIp(n.name) ?? n.ip
     const status = this.nodeStatus(k, false, address)
     const allowCp = n.config?.cluster?.allowSchedulingOnControlPlanes === true
     const taints = [
@@ -307,6 +350,7 @@ export class Kubelets {
     const nodeLabels = { ...(cp ? { 'node-role.kubernetes.io/control-plane': '' } : {}), ...(n.config?.machine?.nodeLabels ?? {}) }
     if (Object.keys(nodeLabels).length) await this.kube.admin.patch('Node', null, n.name, { metadata: { labels: nodeLabels } })
     await this.uncordon(n.name)
+    if (podFaults(this.ctx.faults).servingCsrPending(n.name) && !k.servingCsr) await this.servingCsr(k, address)
     k.registered = true
     k.statusKey = null
     k.pods.clear() // a new boot: every pod's containers start again
@@ -316,6 +360,26 @@ export class Kubelets {
       n.talosLog(`kubelet: node "${n.name}" registered`)
       n.changed()
     }
+  }
+
+  /**
+   * fault kubelet-serving-csr: the kubelet asks for its serving certificate (serverTLSBootstrap,
+   * signer kubernetes.io/kubelet-serving); kube-controller-manager never approves that signer, and
+   * no approver runs here, so the request stays Pending
+   */
+  async servingCsr(k, address) {
+    const { csr } = await certificateRequest(`CN=system:node:${k.n.name}, O=system:nodes`, { ips: [address], names: [k.n.name] })
+    const r = await k.client.call('POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', {
+      apiVersion: 'certificates.k8s.io/v1',
+      kind: 'CertificateSigningRequest',
+      metadata: { generateName: 'csr-' },
+      spec: {
+        request: Buffer.from(csr).toString('base64'),
+        signerName: 'kubernetes.io/kubelet-serving',
+        usages: ['digital signature', 'server auth'],
+      },
+    })
+    k.servingCsr = r.metadata.name
   }
 
   nodeStatus(k, networkReady, address = k.n.ip) {
@@ -403,7 +467,7 @@ export class Kubelets {
     const key = `${ready}|${k.n.bootId}`
     const every = Math.max(MIN_RENEW_MS * 5, 10_000 / this.ctx.clock.speed)
     if (key === k.statusKey && Date.now() - k.statusAt < every && cond(node, 'Ready')?.status !== 'Unknown') return
-    const address = this.ctx.faults.find(k.n.name, { kind: 'node-ip' })[0]?.address ?? k.n.ip
+    const address = podFaults(this.ctx.faults).nodeIp(k.n.name) ?? k.n.ip
     const status = this.nodeStatus(k, ready, address)
     const prev = cond(node, 'Ready')
     const r = status.conditions.find((c) => c.type === 'Ready')
@@ -502,17 +566,24 @@ export class Kubelets {
     const elapsedS = ((Date.now() - st.since) * clock.speed) / 1000
     const hostIP = k.n.ip
     const mirror = !!pod.metadata.annotations?.['kubernetes.io/config.mirror']
-    const image = (pod.spec.containers ?? []).map((c) => c.image)
-    const pull = faults.find(n.name, { kind: 'image-pull' }).find((f) => !f.image || image.includes(f.image))
-    const staticFault = mirror ? faults.find(n.name, { kind: 'static-pod' }).find((f) => pod.metadata.name === `${f.pod}-${n.name}`) : null
+    const rules = podFaults(faults)
+    const pulled = (pod.spec.containers ?? []).map((c) => rules.imagePull(c.image)).find(Boolean)
+    let pull = pulled ? { message: pulled } : null
+    const component = mirror ? STATIC_PODS.find((c) => pod.metadata.name === `${c}-${n.name}`) : null
+    const staticFault = component ? rules.staticPod(n.name, component) : null
     const chart = pod.metadata.annotations?.[CHART_ANNOTATION]
     const crashLog = chart ? faults.find(null, { kind: 'chart' }).find((f) => f.chart === chart) : null
     let state // 'creating' | 'running' | 'notready' | 'crash' | 'pull' | 'done'
     let log = null
     if (pull) state = 'pull'
     else if (mirror) {
-      if (staticFault)
-        [state, log] = staticFault.mode === 'pending' ? ['creating', null] : ['crash', staticFault.message ?? `${staticFault.pod} exited`]
+      // never started: its image never pulled; with `restarts`, it runs and exits (CrashLoopBackOff with the message)
+      if (staticFault?.restarts)
+        [state, log] = [
+          'crash',
+          staticFault.message ?? `E0101 00:00:00.000000       1 run.go:72] "command failed" err="${component}: exit status 1"`,
+        ]
+      else if (staticFault) [state, pull] = ['pull', { message: staticFault.message ?? imageNotFound(pod.spec.containers[0].image) }]
       else state = n.apiServerUp ? 'running' : 'creating'
     } else if (isCni(pod)) {
       if (elapsedS < (timings.cni ?? 20)) state = 'creating'
@@ -521,8 +592,10 @@ export class Kubelets {
         const kubeProxy = this.pods.some((p) => p.metadata.namespace === 'kube-system' && p.metadata.labels?.['k8s-app'] === 'kube-proxy')
         log = cniApiUnreachable(pod, of, { kubeProxy, serviceIp: this.kube.serviceIp, time: isoNow() })
         if (!log && !node.spec?.podCIDR) log = `Error: failed to get the node's pod CIDR: node "${n.name}" has no spec.podCIDR`
-        if (!log && faults.has(n.name, 'cni')) log = faults.message('cni') ?? 'Error: the CNI failed to start (simulated fault cni)'
-        state = log ? 'crash' : 'running'
+        // fault cni: the agent restarts, its last words the fault's message if it has one (as sim/kube's)
+        const cniFault = !log && faults.has(n.name, 'cni')
+        if (cniFault) log = faults.message('cni') ?? null
+        state = log || cniFault ? 'crash' : 'running'
       }
     } else if (crashLog) [state, log] = ['crash', crashLog.message ?? `Error: ${chart} failed to start: the simulated chart fault`]
     else if (pod.spec.hostNetwork) state = elapsedS < HOST_NETWORK_START ? 'creating' : 'running'
@@ -531,7 +604,7 @@ export class Kubelets {
       state = netS < POD_START ? 'creating' : 'running'
     }
     if (state === 'running' && ['Never', 'OnFailure'].includes(pod.spec.restartPolicy)) state = 'done'
-    if (state === 'running' && pod.metadata.labels?.['k8s-app'] === 'kube-dns' && faults.has(n.name, 'coredns')) state = 'notready'
+    if (state === 'running' && pod.metadata.labels?.['k8s-app'] === 'kube-dns' && rules.corednsDown(n.name)) state = 'notready'
     st.ready = state === 'running'
     st.ip ??= pod.spec.hostNetwork ? hostIP : this.podIp(node)
     const ready = st.ready ? 'True' : 'False'
@@ -607,6 +680,30 @@ export class Kubelets {
     this.next.set(cidr, i)
     const [a, b, c] = cidr.split('/')[0].split('.')
     return `${a}.${b}.${c}.${i % 254}`
+  }
+}
+
+const imageNotFound = (image) => `failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`
+
+/**
+ * Issue 30's faults as the kubelet meets them (the same rules as sim/health-faults.js on that branch:
+ * swap this for createHealthFaults once it lands): `static-pod` (pod, restarts, message), `image-pull`
+ * (image, message; cluster-wide or one node), `coredns`, `node-ip` (address), `kubelet-serving-csr`.
+ */
+export function podFaults(faults) {
+  const first = (node, kind, pick = () => true) => faults.find(node, { kind }).find(pick) ?? null
+  return {
+    staticPod(node, component) {
+      const f = first(node, 'static-pod', (x) => x.pod === component)
+      return f ? { restarts: f.restarts === true, message: f.message } : null
+    },
+    imagePull(image) {
+      const f = first(null, 'image-pull', (x) => x.image === image || String(image).startsWith(`${x.image}:`))
+      return f ? (f.message ?? imageNotFound(image)) : null
+    },
+    corednsDown: (node) => first(node, 'coredns') !== null,
+    servingCsrPending: (node) => first(node, 'kubelet-serving-csr') !== null,
+    nodeIp: (node) => first(node, 'node-ip')?.address ?? null,
   }
 }
 

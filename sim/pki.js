@@ -278,9 +278,11 @@ const pair = (ca) => ({ cert: ca.cert, key: ca.key })
 
 /** a kubelet's certificate request (PKCS#10 PEM) and its new P-256 key, as the kubelet's
  *  bootstrap makes them (k8s.io/client-go/util/certificate/csr): subject e.g. `CN=system:node:cp-1, O=system:nodes` */
-export async function certificateRequest(subject) {
+export async function certificateRequest(subject, { ips = [], names = [] } = {}) {
   const keys = await genKey(EC)
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: subject, keys, signingAlgorithm: EC })
+  const sans = [...names.map((value) => ({ type: 'dns', value })), ...ips.map((value) => ({ type: 'ip', value }))]
+  const extensions = sans.length ? [new x509.SubjectAlternativeNameExtension(sans)] : []
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: subject, keys, signingAlgorithm: EC, extensions })
   return { csr: csr.toString('pem'), key: await keyPem(keys.privateKey) }
 }
 const decode = (b64) => (typeof b64 === 'string' && b64 !== '' ? Buffer.from(b64, 'base64').toString('utf8') : undefined)

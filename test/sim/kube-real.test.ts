@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { applyInsecure, bootstrapWhenReady, startOn, type Started } from './helpers.js'
+import { applyInsecure, at, bootstrapWhenReady, startOn, talosctl, type Started } from './helpers.js'
 
 interface Run {
   code: number
@@ -59,7 +59,7 @@ async function eventually<T>(what: string, fn: () => Promise<T | undefined | fal
 }
 const NODES = ['cp-1', 'cp-2', 'cp-3', 'wrkr-1', 'wrkr-2']
 
-describe('the real control plane (SIM_KUBE=real)', () => {
+describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
   beforeAll(async () => {
     c = await startOn('127.250.1', { cps: 3, workers: 2, image: 'disk', speed: 100, timings: { boot: 6 }, etcd: 'real', kube: 'real' })
     for (const n of NODES) expect((await applyInsecure(c.sim, n)).code).toBe(0)
@@ -85,7 +85,11 @@ describe('the real control plane (SIM_KUBE=real)', () => {
     expect(helm.stderr).toBe('')
     expect(helm.code).toBe(0)
     await eventually('every Node Ready', async () => (await items('nodes')).filter(ready).length === NODES.length)
-    console.log(`bootstrap to all Nodes Ready: ${Date.now() - t0} ms; RSS kB: ${JSON.stringify(c.sim.realKube!.rss())}`)
+    const k = c.sim.realKube!
+    // measurements (docs/real-control-plane.md): not asserted, a loaded machine varies them
+    console.log(
+      `bootstrap accepted to API server ready: ${k.readyAt! - t0} ms (its own start ${k.readyAt! - k.t0!} ms); to every Node Ready: ${Date.now() - t0} ms; RSS kB: ${JSON.stringify(k.rss())}`,
+    )
   }, 600_000)
   afterAll(async () => {
     await c?.stop()
@@ -161,6 +165,51 @@ describe('the real control plane (SIM_KUBE=real)', () => {
     })
     for (const p of after) expect(p.spec?.nodeName).not.toBe(node)
     expect((await kubectl('uncordon', node)).code).toBe(0)
+  })
+
+  it('the real scheduler and controller-manager at work: stopped, nothing binds or creates pods; started again, they do', async () => {
+    await c.sim.realKube!.stopComponent('kube-scheduler')
+    expect((await kubectl('create', 'deployment', 'late', '--image=registry.k8s.io/pause:3.10')).code).toBe(0)
+    const pending = await eventually('the late pod created', async () => {
+      const p = await items('pods', '-l', 'app=late')
+      return p.length === 1 ? p : undefined
+    })
+    await new Promise((r) => setTimeout(r, 3000))
+    expect((await items('pods', '-l', 'app=late')).map((p) => p.spec?.nodeName ?? null)).toEqual([null])
+    expect(pending[0].status?.phase).toBe('Pending')
+    await c.sim.realKube!.startComponent('kube-scheduler')
+    await eventually('the late pod bound and Ready', async () =>
+      (await items('pods', '-l', 'app=late')).every((p) => p.spec?.nodeName && ready(p)),
+    )
+
+    await c.sim.realKube!.stopComponent('kube-controller-manager')
+    expect((await kubectl('create', 'deployment', 'orphan', '--image=registry.k8s.io/pause:3.10')).code).toBe(0)
+    await new Promise((r) => setTimeout(r, 3000))
+    expect(await items('replicasets', '-l', 'app=orphan')).toEqual([])
+    await c.sim.realKube!.startComponent('kube-controller-manager')
+    // a new controller-manager waits for its predecessor's leader lease (15 s) first
+    await eventually('the orphan pod Ready', async () => {
+      const p = await items('pods', '-l', 'app=orphan')
+      return p.length === 1 && p.every(ready)
+    })
+  })
+
+  it("Talos's graceful reset of a worker: cordoned, drained through evictions; its kubelet gone, the node-lifecycle controller marks it Unknown", async () => {
+    const on = async () => (await items('pods', '-l', 'app in (web,late,orphan)')).filter((p) => p.spec?.nodeName === 'wrkr-2')
+    const before = await on()
+    const r = await talosctl(c.sim, ['reset', '--graceful=true', '--reboot=false', '--wait=false', ...at('127.250.1.22')])
+    expect(r.stderr).toBe('')
+    await eventually('wrkr-2 cordoned by Talos', async () => {
+      const n = (await items('nodes')).find((x) => x.metadata.name === 'wrkr-2')
+      return n?.spec?.unschedulable === true && n.metadata.annotations?.['talos.dev/cordoned'] === 'true'
+    })
+    if (before.length) await eventually('its pods evicted', async () => (await on()).length === 0)
+    const unknown = await eventually('wrkr-2 Ready=Unknown', async () => {
+      const n = (await items('nodes')).find((x) => x.metadata.name === 'wrkr-2')
+      const cnd = (n?.status?.conditions ?? []).find((x) => x.type === 'Ready')
+      return cnd?.status === 'Unknown' ? n : undefined
+    })
+    expect((unknown.spec?.taints ?? []).map((t) => t.key)).toContain('node.kubernetes.io/unreachable')
   })
 
   it('leaves no process behind once stopped', async () => {
