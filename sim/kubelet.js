@@ -248,15 +248,10 @@ export class Kubelets {
     }
   }
 
+  /** its kubelet service runs in this boot (a reset's stage `resetting` too, until its cleanup stops the kubelet) */
   alive(k) {
     const n = k.n
-    return (
-      k.wanted &&
-      n.criUp &&
-      n.bootId === k.bootId &&
-      n.services.get('kubelet')?.state === 'Running' &&
-      ['booting', 'running'].includes(n.stage)
-    )
+    return k.wanted && n.criUp && n.bootId === k.bootId && n.services.get('kubelet')?.state === 'Running'
   }
 
   async sync(k) {
