@@ -18,6 +18,7 @@ import { KubeClient } from './lib-kubeclient.js'
 import { REAL_BIN_DIR, isElf } from './writer.js'
 import { networkOf } from './talos/network.js'
 import { Kubelets } from './kubelet.js'
+import { kubeWriteRecord } from './kube-rules.js'
 import { nthIp, talosManifests } from './kube-manifests.js'
 
 const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']
@@ -372,20 +373,10 @@ export class RealKube {
 
   /** writes are recorded as the simulated API recorded them (tool from the User-Agent) */
   recordWrite(req, path, ur) {
-    const tool = String(req.headers['user-agent'] || 'unknown')
-      .split('/')[0]
-      .toLowerCase()
     const done = (message) =>
-      this.ctx.record({
-        time: this.ctx.clock.now().toISOString(),
-        node: null,
-        ip: null,
-        tool,
-        call: 'kube',
-        command: `${req.method} ${path}`,
-        args: req.headers['kubectl-command'] ? [String(req.headers['kubectl-command'])] : [],
-        outcome: ur.statusCode < 400 ? 'ok' : `error: ${message || ur.statusCode}`,
-      })
+      this.ctx.record(
+        kubeWriteRecord(req, path, this.ctx.clock.now().toISOString(), ur.statusCode < 400 ? 'ok' : `error: ${message || ur.statusCode}`),
+      )
     if (ur.statusCode < 400) return done()
     let text = ''
     ur.on('data', (c) => (text += c))

@@ -14,8 +14,8 @@ import { randomUUID } from 'node:crypto'
 import { certificateRequest } from './pki.js'
 import { KubeClient } from './lib-kubeclient.js'
 import { networkOf } from './talos/network.js'
+import { cniApiUnreachable, isCni } from './kube-rules.js'
 
-export const CNI_ANNOTATION = 'sim.talos-bootstrap.dev/cni'
 export const CHART_ANNOTATION = 'sim.talos-bootstrap.dev/chart'
 export const NOT_READY_MESSAGE =
   'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized'
@@ -32,43 +32,6 @@ const CSR_POLL_MS = 250
 const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
 const microNow = () => new Date().toISOString().replace(/Z$/, '000Z')
 const cond = (o, type) => (o?.status?.conditions ?? []).find((c) => c.type === type)
-
-/** a CNI's pod: the simulator's charts mark theirs; any other mounts the host's /etc/cni/net.d (flannel, cilium, calico) */
-export const isCni = (pod) =>
-  pod.metadata.annotations?.[CNI_ANNOTATION] === 'true' ||
-  [...(pod.spec?.volumes ?? [])].some((v) => String(v.hostPath?.path ?? '').replace(/\/$/, '') === '/etc/cni/net.d')
-
-/**
- * A CNI agent must reach the API server before it can set the node's network up: through
- * KUBERNETES_SERVICE_HOST/PORT when its chart sets them (cilium's k8sServiceHost/Port), else
- * through the in-cluster Service, which only kube-proxy makes reachable. On a Talos node localhost
- * is KubePrism (machine.features.kubePrism). Returns the agent's last log lines when it cannot,
- * null when it can. of: networkOf(the node's config); serviceIp: the `kubernetes` Service's address.
- */
-export function cniApiUnreachable(pod, of, { kubeProxy, serviceIp = '127.96.0.1', time }) {
-  if (!of) return null
-  const env = Object.fromEntries((pod.spec.containers?.[0]?.env || []).map((e) => [e.name, e.value]))
-  const serviceHost = env.KUBERNETES_SERVICE_HOST
-  const port = env.KUBERNETES_SERVICE_PORT
-  let target
-  let dialError
-  if (!serviceHost) {
-    if (kubeProxy) return null
-    target = `https://${serviceIp}:443`
-    dialError = `dial tcp ${serviceIp}:443: i/o timeout`
-  } else if (['localhost', '127.0.0.1', '::1'].includes(serviceHost)) {
-    if (of.kubePrism.enabled && String(of.kubePrism.port) === String(port)) return null
-    target = `https://${serviceHost}:${port}`
-    dialError = `dial tcp 127.0.0.1:${port}: connect: connection refused`
-  } else {
-    return null
-  }
-  const get = `Get \\"${target}/api/v1/namespaces/kube-system\\": ${dialError}`
-  return [
-    `time="${time}" level=error msg="Unable to contact k8s api-server" error="${get}" ipAddr="${target}" subsys=k8s-client`,
-    `time="${time}" level=fatal msg="Unable to initialize Kubernetes subsystem" error="unable to create k8s client: ${get}" subsys=daemon`,
-  ].join('\n')
-}
 
 export class Kubelets {
   /** ctx = the Simulator; kube = sim/kube-real.js RealKube (its admin client, address, network) */
@@ -280,16 +243,7 @@ export class Kubelets {
     const boot = new KubeClient({ server: url, ca: this.ctx.pki.kube.ca.cert, token }, { userAgent: 'kubelet/v1.35.0' })
     try {
       const { csr, key } = await certificateRequest(`CN=system:node:${n.name}, O=system:nodes`)
-      const created = await boot.call('POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', {
-        apiVersion: 'certificates.k8s.io/v1',
-        kind: 'CertificateSigningRequest',
-        metadata: { generateName: 'node-csr-' },
-        spec: {
-          request: Buffer.from(csr).toString('base64'),
-          signerName: 'kubernetes.io/kube-apiserver-client-kubelet',
-          usages: ['digital signature', 'client auth'],
-        },
-      })
+      const created = await postCsr(boot, 'node-csr-', csr, 'kubernetes.io/kube-apiserver-client-kubelet', 'client auth')
       const path = `/apis/certificates.k8s.io/v1/certificatesigningrequests/${created.metadata.name}`
       for (;;) {
         if (!this.alive(k) || this.kube.stopping) return
@@ -364,16 +318,7 @@ export class Kubelets {
    */
   async servingCsr(k, address) {
     const { csr } = await certificateRequest(`CN=system:node:${k.n.name}, O=system:nodes`, { ips: [address], names: [k.n.name] })
-    const r = await k.client.call('POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', {
-      apiVersion: 'certificates.k8s.io/v1',
-      kind: 'CertificateSigningRequest',
-      metadata: { generateName: 'csr-' },
-      spec: {
-        request: Buffer.from(csr).toString('base64'),
-        signerName: 'kubernetes.io/kubelet-serving',
-        usages: ['digital signature', 'server auth'],
-      },
-    })
+    const r = await postCsr(k.client, 'csr-', csr, 'kubernetes.io/kubelet-serving', 'server auth')
     k.servingCsr = r.metadata.name
   }
 
@@ -677,6 +622,15 @@ export class Kubelets {
     return `${a}.${b}.${c}.${i % 254}`
   }
 }
+
+/** a CertificateSigningRequest for one of the kubelet's certificates (client-go util/certificate/csr RequestCertificate) */
+const postCsr = (client, generateName, csr, signerName, usage) =>
+  client.call('POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', {
+    apiVersion: 'certificates.k8s.io/v1',
+    kind: 'CertificateSigningRequest',
+    metadata: { generateName },
+    spec: { request: Buffer.from(csr).toString('base64'), signerName, usages: ['digital signature', usage] },
+  })
 
 const imageNotFound = (image) => `failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`
 
