@@ -275,7 +275,9 @@ export class Simulator {
   apiServerUp(n) {
     if (this.realKube) {
       // the real control plane starts with the first healthy member; each control plane's Talos applies its manifests
-      this.realKube.start(n).then(() => this.realKube.controlPlaneUp(n))
+      const k = this.realKube
+      if (k.started) k.started.then(() => k.controlPlaneUp(n))
+      else k.start(n)
     } else if (!this.kubeBootstrapped) {
       this.kubeBootstrapped = true
       try {

@@ -267,31 +267,36 @@ export class RealKube {
     if (this.stopping) return
     this.pkiDir = pki
     this.spawnComponent('kube-apiserver', this.args(pki, 'kube-apiserver'))
+    // each control plane's :6443 answers once the API server listens, as a real one does: its
+    // /readyz fails until it is ready (clients such as the product's endpoint check wait for that)
+    await this.waitReady({ answering: true })
+    if (this.stopping) return
+    this.serving = true
+    for (const x of this.ctx.nodes) this.ctx.changed(x)
     await this.waitReady()
     if (this.stopping) return
     this.readyAt = Date.now()
     this.ctx.log(`real kube-apiserver ready in ${this.readyAt - this.t0} ms`)
     for (const c of COMPONENTS.slice(1)) this.spawnComponent(c, this.args(pki, c))
+    this.kubelets.start() // they retry until the manifests below let them register
     await this.applyManifests(n)
-    this.serving = true
-    this.kubelets.start()
-    for (const x of this.ctx.nodes) this.ctx.changed(x)
+    this.applied = true
   }
 
-  /** GET /readyz until the API server answers 200 (its etcd reachable, its post-start hooks done) */
-  async waitReady() {
+  /** GET /readyz until the API server answers 200 (its etcd reachable, its post-start hooks done), or any answer at all */
+  async waitReady({ answering = false } = {}) {
     const deadline = Date.now() + READY_TIMEOUT_MS
     for (;;) {
       if (this.stopping) return
       if (!this.procs.has('kube-apiserver')) throw new Error(`kube-apiserver exited (its log: ${this.dirOf('kube-apiserver.log')})`)
       try {
         const r = await this.admin.request('GET', '/readyz')
-        if (r.status === 200) return
+        if (r.status === 200 || answering) return
       } catch {
         /* not listening yet */
       }
       if (Date.now() > deadline) throw new Error(`kube-apiserver not ready after ${READY_TIMEOUT_MS} ms`)
-      await new Promise((r) => setTimeout(r, 250))
+      await new Promise((r) => setTimeout(r, 100))
     }
   }
 
@@ -314,7 +319,7 @@ export class RealKube {
   }
   /** another control plane's Talos applies its config's manifests too (the same objects: only what is missing) */
   controlPlaneUp(n) {
-    if (this.serving && n.config) this.applyManifests(n).catch((e) => this.ctx.log(`manifests: ${e.message}`))
+    if (this.applied && n.config) this.applyManifests(n).catch((e) => this.ctx.log(`manifests: ${e.message}`))
   }
 
   async resourceOf(apiVersion, kind) {

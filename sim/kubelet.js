@@ -222,8 +222,14 @@ export class Kubelets {
       k.registered = false
       return
     }
-    if (!k.client) return void (k.registering ??= this.bootstrapCert(k).finally(() => (k.registering = null)))
-    if (!k.registered) return void (k.registering ??= this.register(k).finally(() => (k.registering = null)))
+    // one registration step at a time; a failure (no bootstrap token yet, the API away) is retried on a later tick
+    const step = (fn) => {
+      k.registering ??= fn()
+        .catch((e) => this.ctx.log(`kubelet ${k.n.name}: ${e.message}`))
+        .finally(() => (k.registering = null))
+    }
+    if (!k.client) return step(() => this.bootstrapCert(k))
+    if (!k.registered) return step(() => this.register(k))
     await this.heartbeat(k)
     const node = this.nodes.get(k.n.name)
     if (!node) {
