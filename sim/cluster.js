@@ -25,7 +25,13 @@ const CALL_FAULTS = ['refused', 'unreachable', 'timeout', 'unavailable']
 export class Simulator {
   constructor(
     scenario,
-    { dir = '.sim', log, etcd = process.env.SIM_ETCD ?? 'model', kube = process.env.SIM_KUBE ?? 'model', talosctl } = {},
+    {
+      dir = '.sim',
+      log,
+      kube = process.env.SIM_KUBE ?? 'model',
+      etcd = process.env.SIM_ETCD ?? (kube === 'real' ? 'real' : 'model'),
+      talosctl,
+    } = {},
   ) {
     this.scenario = scenario
     this.talosctl = talosctl
@@ -40,12 +46,13 @@ export class Simulator {
     this.pendingKubelet = new Set()
     this.waiters = new Set() // checks run on every node change (waitFor, etcd's local client)
     // SIM_ETCD=real: a real etcd member per control plane (sim/etcd-real.js) instead of the model
+    // (SIM_KUBE=real brings it unless etcd is said to be the model, which it refuses below)
     if (!['real', 'model'].includes(etcd)) throw new Error(`SIM_ETCD must be real or model, got ${JSON.stringify(etcd)}`)
     this.etcd = etcd === 'real' ? new RealEtcd(this) : new Etcd(this)
     // SIM_KUBE=real: the real kube-apiserver, controller-manager and scheduler (sim/kube-real.js) and
     // the simulator's kubelets (sim/kubelet.js) instead of sim/kube; they need real etcd
     if (!['real', 'model'].includes(kube)) throw new Error(`SIM_KUBE must be real or model, got ${JSON.stringify(kube)}`)
-    if (kube === 'real' && etcd !== 'real') throw new Error('SIM_KUBE=real needs real etcd: set SIM_ETCD=real too')
+    if (kube === 'real' && etcd !== 'real') throw new Error('SIM_KUBE=real needs real etcd: SIM_ETCD=model cannot go with it')
     this.realKube = kube === 'real' ? new RealKube(this) : null
     this.trustd = new Trustd(this)
     this.listeners = new Listeners(this)

@@ -8,7 +8,7 @@ export { Simulator } from './cluster.js'
 /**
  * startSimulator({scenario: object | YAML path | YAML text, dir = '.sim', speed?, log?, etcd?, kube?})
  * etcd: 'model' (sim/etcd.js) or 'real' (sim/etcd-real.js: the real etcd program); default SIM_ETCD, else 'model'.
- * kube: 'model' (sim/kube) or 'real' (sim/kube-real.js: the real control plane, needs etcd 'real'); default SIM_KUBE, else 'model'.
+ * kube: 'model' (sim/kube) or 'real' (sim/kube-real.js: the real control plane; etcd then defaults to 'real', and 'model' is refused); default SIM_KUBE, else 'model'.
  * resolves once every node is in maintenance (its first stage).
  */
 export async function startSimulator({ scenario, dir = '.sim', speed, log, etcd, kube, talosctl } = {}) {

@@ -5,7 +5,8 @@ import { execFile } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { applyInsecure, at, bootstrapWhenReady, startOn, talosctl, type Started } from './helpers.js'
+import { startSimulator } from '../../sim/index.js'
+import { applyInsecure, at, bootstrapWhenReady, scenarioOn, startOn, talosctl, type Started } from './helpers.js'
 
 interface Run {
   code: number
@@ -226,5 +227,13 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     expect(pids.filter(alive)).toEqual([])
     const ps = await exec('ps', ['-eo', 'pid,args'], process.env)
     expect(ps.stdout.split('\n').filter((l) => l.includes(c.dir))).toEqual([])
+  })
+})
+
+describe('SIM_KUBE=real and etcd', () => {
+  it('refuses the etcd model with the real control plane, before any node starts', async () => {
+    await expect(
+      startSimulator({ scenario: scenarioOn('127.250.2'), dir: '/nonexistent/never-written', kube: 'real', etcd: 'model' }),
+    ).rejects.toThrow('SIM_KUBE=real needs real etcd: SIM_ETCD=model cannot go with it')
   })
 })
