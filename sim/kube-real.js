@@ -338,6 +338,8 @@ export class RealKube {
     if (!r) return this.ctx.log(`manifests: ${o.apiVersion} ${o.kind} is not served, ${o.metadata.name} skipped`)
     const ns = r.namespaced ? (o.metadata.namespace ?? 'default') : null
     const base = `${r.path}${ns ? `/namespaces/${ns}` : ''}/${r.plural}`
+    // what exists is left as it is (a Service's POST would name its clusterIP taken before its name)
+    if ((await this.admin.request('GET', `${base}/${o.metadata.name}`)).status === 200) return
     const res = await this.admin.request('POST', base, { ...o, metadata: { ...o.metadata, ...(ns ? { namespace: ns } : {}) } })
     if (res.status >= 300 && res.status !== 409) this.ctx.log(`manifests: ${o.kind} ${o.metadata.name}: ${res.body?.message ?? res.status}`)
   }
