@@ -89,7 +89,7 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     const k = c.sim.realKube!
     // measurements (docs/real-control-plane.md): not asserted, a loaded machine varies them
     console.log(
-      `bootstrap accepted to API server ready: ${k.readyAt! - t0} ms (its own start ${k.readyAt! - k.t0!} ms); to every Node Ready: ${Date.now() - t0} ms; RSS kB: ${JSON.stringify(k.rss())}`,
+      `bootstrap accepted to API server ready: ${k.readyAt! - t0} ms (its own start ${k.readyAt! - k.t0!} ms); to every Node Ready: ${Date.now() - t0} ms; RSS kB: ${JSON.stringify(k.rss())}; this test process (the simulator in it) ${Math.round(process.memoryUsage().rss / 1024)}`,
     )
   }, 600_000)
   afterAll(async () => {
