@@ -211,10 +211,15 @@ export class Kubelets {
     }
   }
 
-  /** its kubelet service runs in this boot (a reset's stage `resetting` too, until its cleanup stops the kubelet) */
+  /**
+   * its kubelet service runs in this boot (a reset's stage `resetting` too, until its cleanup stops
+   * the kubelet), and the node is on the network: a lasting `unreachable` fault cuts it off, so its
+   * kubelet reaches no API server either
+   */
   alive(k) {
     const n = k.n
-    return k.wanted && n.criUp && n.bootId === k.bootId && n.services.get('kubelet')?.state === 'Running'
+    const cut = this.ctx.faults.find(n.name, { on: 'any', kind: 'unreachable' }).some((f) => f.times == null)
+    return k.wanted && !cut && n.criUp && n.bootId === k.bootId && n.services.get('kubelet')?.state === 'Running'
   }
 
   async sync(k) {
@@ -308,8 +313,12 @@ export class Kubelets {
     if (podFaults(this.ctx.faults).servingCsrPending(n.name) && !k.servingCsr) await this.servingCsr(k, address)
     k.registered = true
     k.statusKey = null
-    k.pods.clear() // a new boot: every pod's containers start again
-    k.netReadyAt = null
+    // a new boot: every pod's containers start again (back on the network after a cut, they ran on)
+    if (k.registeredBoot !== n.bootId) {
+      k.pods.clear()
+      k.netReadyAt = null
+    }
+    k.registeredBoot = n.bootId
     if (!n.registered) {
       n.registered = true
       n.talosLog(`kubelet: node "${n.name}" registered`)

@@ -243,6 +243,16 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     expect((await kubectl('delete', 'deployment', 'pulled')).code).toBe(0)
   })
 
+  it('a worker cut off the network: its kubelet reaches no API server, the node-lifecycle controller marks it Unknown; back, Ready again', async () => {
+    const readyOf = async (name: string) =>
+      ((await items('nodes')).find((x) => x.metadata.name === name)?.status?.conditions ?? []).find((x) => x.type === 'Ready')?.status
+    c.sim.addFault({ node: 'wrkr-1', kind: 'unreachable' })
+    await eventually('wrkr-1 Ready=Unknown', async () => (await readyOf('wrkr-1')) === 'Unknown')
+    expect(await readyOf('wrkr-2')).toBe('True')
+    c.sim.clearFault('wrkr-1', 'unreachable')
+    await eventually('wrkr-1 Ready again', async () => (await readyOf('wrkr-1')) === 'True')
+  })
+
   it("Talos's graceful reset of a worker: cordoned, drained through evictions; its kubelet gone, the node-lifecycle controller marks it Unknown", async () => {
     const on = async () => (await items('pods', '-l', 'app in (web,late,orphan)')).filter((p) => p.spec?.nodeName === 'wrkr-2')
     const before = await on()
