@@ -243,14 +243,28 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     expect((await kubectl('delete', 'deployment', 'pulled')).code).toBe(0)
   })
 
-  it('a worker cut off the network: its kubelet reaches no API server, the node-lifecycle controller marks it Unknown; back, Ready again', async () => {
+  it('a worker cut off the network: its kubelet reaches no API server, the node-lifecycle controller marks it Unknown; back, Ready again, its serving CSR (kubelet-serving-csr) left Pending', async () => {
     const readyOf = async (name: string) =>
       ((await items('nodes')).find((x) => x.metadata.name === name)?.status?.conditions ?? []).find((x) => x.type === 'Ready')?.status
     c.sim.addFault({ node: 'wrkr-1', kind: 'unreachable' })
     await eventually('wrkr-1 Ready=Unknown', async () => (await readyOf('wrkr-1')) === 'Unknown')
     expect(await readyOf('wrkr-2')).toBe('True')
+    // issue 30's kubelet-serving-csr (not in sim/faults.js yet: put straight into the list): its kubelet, registering
+    // again, asks for a serving certificate that nothing approves
+    const faults = (c.sim as unknown as { faults: { add(f: Record<string, unknown>): void } }).faults
+    faults.add({ node: 'wrkr-1', on: 'kubelet', kind: 'kubelet-serving-csr', times: null, ms: null, message: null })
     c.sim.clearFault('wrkr-1', 'unreachable')
     await eventually('wrkr-1 Ready again', async () => (await readyOf('wrkr-1')) === 'True')
+    const servingCsrs = async () =>
+      ((await items('csr')) as (Obj & { spec?: { signerName?: string; username?: string } })[]).filter(
+        (x) => x.spec?.signerName === 'kubernetes.io/kubelet-serving' && x.spec?.username === 'system:node:wrkr-1',
+      )
+    await eventually("wrkr-1's serving CSR", async () => (await servingCsrs()).length > 0)
+    await new Promise((r) => setTimeout(r, 3000))
+    const serving = await servingCsrs()
+    expect(serving.length).toBe(1)
+    expect(serving.every((x) => (x.status?.conditions ?? []).length === 0 && !x.status?.certificate)).toBe(true)
+    c.sim.clearFault('wrkr-1', 'kubelet-serving-csr')
   })
 
   it("Talos's graceful reset of a worker: cordoned, drained through evictions; its kubelet gone, the node-lifecycle controller marks it Unknown", async () => {
