@@ -10,7 +10,7 @@
 // * on a control plane, the mirror pods of Talos's static pods.
 // Talos's own writes (the node-role label, the cordon of a reset and its drain through pods/eviction,
 // the uncordon) go with the admin's credentials, as machined's controllers do.
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { certificateRequest } from './pki.js'
 import { KubeClient } from './lib-kubeclient.js'
 import { networkOf } from './talos/network.js'
@@ -249,7 +249,7 @@ export class Kubelets {
   /** the bootstrap kubeconfig's token: a CSR for system:node:<name>, approved and signed by the controller-manager */
   async bootstrapCert(k) {
     const n = k.n
-    const { url, admin } = this.kube
+    const { url } = this.kube
     const token = n.config?.cluster?.token ?? this.ctx.pki.secrets.bootstrapToken
     const boot = new KubeClient({ server: url, ca: this.ctx.pki.kube.ca.cert, token }, { userAgent: 'kubelet/v1.35.0' })
     try {
@@ -274,7 +274,6 @@ export class Kubelets {
       }
     } finally {
       boot.close()
-      void admin
     }
   }
 
@@ -372,11 +371,9 @@ export class Kubelets {
       allocatable: { cpu: '3950m', memory: '7521392Ki', pods: '110', 'ephemeral-storage': '56391010Ki' },
       daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
       nodeInfo: {
-        machineID: n.name
-          .padEnd(32, '0')
-          .slice(0, 32)
-          .replace(/[^0-9a-f]/g, '0'),
-        systemUUID: randomUUID(),
+        // stable per node (the machine's /etc/machine-id and its SMBIOS UUID)
+        machineID: idOf(n.name),
+        systemUUID: idOf(`uuid:${n.name}`).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'),
         bootID: n.bootId,
         kernelVersion: '6.18.2-talos',
         osImage: `Talos (${n.talosVersion})`,
@@ -646,6 +643,8 @@ const postCsr = (client, generateName, csr, signerName, usage) =>
     metadata: { generateName },
     spec: { request: Buffer.from(csr).toString('base64'), signerName, usages: ['digital signature', usage] },
   })
+
+const idOf = (text) => createHash('sha256').update(text).digest('hex').slice(0, 32)
 
 const imageNotFound = (image) => `failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`
 
