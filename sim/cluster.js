@@ -13,6 +13,7 @@ import { startChartRepo } from './charts/repo.js'
 import { Node } from './node.js'
 import { Etcd } from './etcd.js'
 import { RealEtcd } from './etcd-real.js'
+import { RealKube } from './kube-real.js'
 import { Trustd } from './trustd.js'
 import { Listeners } from './listeners.js'
 import { kubeconfigYaml } from './talos/methods.js'
@@ -22,21 +23,37 @@ const here = dirname(fileURLToPath(import.meta.url))
 const CALL_FAULTS = ['refused', 'unreachable', 'timeout', 'unavailable']
 
 export class Simulator {
-  constructor(scenario, { dir = '.sim', log, etcd = process.env.SIM_ETCD ?? 'model', talosctl } = {}) {
+  constructor(
+    scenario,
+    {
+      dir = '.sim',
+      log,
+      kube = process.env.SIM_KUBE ?? 'model',
+      etcd = process.env.SIM_ETCD ?? (kube === 'real' ? 'real' : 'model'),
+      talosctl,
+    } = {},
+  ) {
     this.scenario = scenario
     this.talosctl = talosctl
     this.dir = resolve(dir)
     this.talosMinor = scenario.talosMinor
     this.timings = scenario.timings
-    this.log = log ?? (() => {})
+    this.log =
+      log ?? (process.env.SIM_DEBUG_LOG ? (m) => appendFileSync(process.env.SIM_DEBUG_LOG, `${new Date().toISOString()} ${m}\n`) : () => {})
     this.stopped = false
     this.callsLog = []
     this.nodes = []
     this.pendingKubelet = new Set()
     this.waiters = new Set() // checks run on every node change (waitFor, etcd's local client)
     // SIM_ETCD=real: a real etcd member per control plane (sim/etcd-real.js) instead of the model
+    // (SIM_KUBE=real brings it unless etcd is said to be the model, which it refuses below)
     if (!['real', 'model'].includes(etcd)) throw new Error(`SIM_ETCD must be real or model, got ${JSON.stringify(etcd)}`)
     this.etcd = etcd === 'real' ? new RealEtcd(this) : new Etcd(this)
+    // SIM_KUBE=real: the real kube-apiserver, controller-manager and scheduler (sim/kube-real.js) and
+    // the simulator's kubelets (sim/kubelet.js) instead of sim/kube; they need real etcd
+    if (!['real', 'model'].includes(kube)) throw new Error(`SIM_KUBE must be real or model, got ${JSON.stringify(kube)}`)
+    if (kube === 'real' && etcd !== 'real') throw new Error('SIM_KUBE=real needs real etcd: SIM_ETCD=model cannot go with it')
+    this.realKube = kube === 'real' ? new RealKube(this) : null
     this.trustd = new Trustd(this)
     this.listeners = new Listeners(this)
   }
@@ -59,7 +76,7 @@ export class Simulator {
     this.binDir = written.binDir // <dir>/bin (sim/writer.js)
     this.callsFile = join(this.dir, 'calls.jsonl')
     writeFileSync(this.callsFile, '')
-    this.kube = await this.loadKube()
+    this.kube = this.realKube ? null : await this.loadKube()
     this.nodes = s.nodes.map((spec) => new Node(spec, this))
     this.byName = new Map(this.nodes.map((n) => [n.name, n]))
     this.byIp = new Map(this.nodes.map((n) => [n.ip, n]))
@@ -147,6 +164,7 @@ export class Simulator {
     return Buffer.from(String(b64), 'base64').toString().trim() === this.pki.talos.ca.cert.trim()
   }
   kubeNodeReady(name) {
+    if (this.realKube) return this.realKube.nodeReady(name)
     try {
       return !!this.kube?.nodeReady?.(name)
     } catch {
@@ -262,7 +280,12 @@ export class Simulator {
 
   // ---- the Kubernetes side: API servers, kubelets, the reset's cordon and drain ----
   apiServerUp(n) {
-    if (!this.kubeBootstrapped) {
+    if (this.realKube) {
+      // the real control plane starts with the first healthy member; each control plane's Talos applies its manifests
+      const k = this.realKube
+      if (k.started) k.started.then(() => k.controlPlaneUp(n))
+      else k.start(n)
+    } else if (!this.kubeBootstrapped) {
       this.kubeBootstrapped = true
       try {
         // a config with cluster.coreDNS.disabled gets no CoreDNS from Talos (the operator's helmfile installs it)
@@ -283,6 +306,8 @@ export class Simulator {
   scheduleKubelet(n) {
     n.after(this.timings.kubelet, () => {
       if (n.kubeletFailed || n.registered) return
+      // the real API: the kubelet registers through its CSR and marks the node registered itself (sim/kubelet.js)
+      if (this.realKube) return this.realKube.kubelets.run(n)
       n.registered = true
       try {
         // the same name as before a reset: the kubelet takes the existing Node over with this boot's ID
@@ -306,12 +331,17 @@ export class Simulator {
   nodeReset(n, { graceful }) {
     this.etcd.nodeReset(n, { graceful })
     this.pendingKubelet.delete(n)
+    this.realKube?.kubelets.wiped(n)
     // the Kubernetes Node stays (cordoned, going Unknown): its kubelet registers it again after the reset
     n.registered = false
     n.changed() // its API server is gone: close 6443 (and the VIP if it was the last)
   }
   /** stage resetting: NodeCordonedSpecController asks for the cordon, NodeApplyController applies it */
   kubeCordon(n) {
+    if (this.realKube) {
+      if (n.registered) this.realKube.kubelets.cordon(n).catch((e) => this.log(`cordon: ${e.message}`))
+      return
+    }
     if (n.registered)
       try {
         this.kube?.cordon?.(n.name)
@@ -322,6 +352,8 @@ export class Simulator {
   /** Talos's drain of this node: { evicted, blocked } (nothing when the kubelet never registered) */
   kubeDrain(n, { blocked }) {
     if (!n.registered) return { evicted: 0, blocked: [] }
+    // through pods/eviction, retried until Talos's drain timeout (5 min)
+    if (this.realKube) return this.realKube.kubelets.drain(n, { blocked, timeoutMs: Math.max(5000, this.clock.realMs(300)) })
     try {
       return this.kube?.drain?.(n.name, { blocked }) ?? { evicted: 0, blocked: [] }
     } catch (e) {
@@ -335,6 +367,7 @@ export class Simulator {
    * default 50 s since Kubernetes v1.32), then reads Ready=Unknown
    */
   kubeletStopped(n) {
+    if (this.realKube) return this.realKube.kubelets.stopped(n)
     if (n.registered)
       try {
         this.kube?.kubeletStopped?.(n.name, this.timings.nodeMonitorGrace)
@@ -349,6 +382,7 @@ export class Simulator {
     this.clock?.stop()
     for (const n of this.nodes ?? []) n.newLifecycle()
     await this.listeners.close()
+    await this.realKube?.stop()
     await this.etcd.stop()
     try {
       await this.kube?.stop?.()

@@ -121,6 +121,22 @@ export interface ChartRepo {
   requests: string[]
   close(): Promise<void>
 }
+/** sim/kube-real.js: the real control plane of a simulated cluster (SIM_KUBE=real) */
+export interface RealKube {
+  /** the API server's own address (https://<address>:6443), behind every control plane's :6443 and the VIP */
+  readonly address: string
+  /** the API server answers /readyz and Talos's manifests are applied */
+  readonly serving: boolean
+  /** ms since the epoch: the start of the control plane, the API server's first ready /readyz */
+  readonly t0?: number
+  readonly readyAt?: number
+  /** resident memory (kB) per running process (kube-apiserver, kube-controller-manager, kube-scheduler, etcd-<node>) */
+  rss(): Record<string, number>
+  pids(): number[]
+  /** stop one real component until startComponent (a leader-elected one is otherwise restarted when it exits) */
+  stopComponent(name: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler'): Promise<void>
+  startComponent(name: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler'): Promise<void>
+}
 export interface Simulator {
   scenario: Scenario
   pki: Pki
@@ -131,6 +147,8 @@ export interface Simulator {
   /** TALOSCONFIG is absent with cluster.configs: external */
   env: { PATH: string; TALOSCONFIG: string; KUBECONFIG: string; CLUSTER_DIR: string; SIM_OCI_REGISTRY?: string; SSL_CERT_FILE?: string }
   kube: unknown
+  /** SIM_KUBE=real: the real control plane (sim/kube-real.js), else null */
+  realKube: RealKube | null
   chartRepo: ChartRepo
   calls(): CallRecord[]
   node(name: string): NodeView | null
@@ -160,6 +178,9 @@ export function startSimulator(opts: {
   log?: (msg: string) => void
   /** 'model' (sim/etcd.js) or 'real' (sim/etcd-real.js: the real etcd from `task tools`); default SIM_ETCD, else 'model' */
   etcd?: 'model' | 'real'
+  /** 'model' (sim/kube) or 'real' (sim/kube-real.js: the real kube-apiserver, controller-manager and scheduler, the
+   *  simulator's kubelets; needs etcd 'real'); default SIM_KUBE, else 'model' */
+  kube?: 'model' | 'real'
   /** the talosctl <dir>/bin links (tests: talosctl v1.13.9 against v1.13 nodes); default the one `task tools` provides */
   talosctl?: string
 }): Promise<Simulator>

@@ -100,7 +100,9 @@ export class Listeners {
   // ---- the Kubernetes API (:6443) ----
   reconcileKube() {
     const { nodes, scenario } = this.ctx
-    const want = new Set(nodes.filter((n) => n.apiServerUp && n.role === 'controlplane').map((n) => n.ip))
+    // the real API server (SIM_KUBE=real): each control plane's :6443 forwards to it once it serves
+    const serving = !this.ctx.realKube || this.ctx.realKube.serving
+    const want = new Set(nodes.filter((n) => serving && n.apiServerUp && n.role === 'controlplane').map((n) => n.ip))
     const vip = scenario.cluster.vip
     if (vip && vip.up === 'after-bootstrap' && want.size) want.add(vip.address)
     for (const addr of want) if (!this.kube.has(addr)) this.openKube(addr)
@@ -116,6 +118,11 @@ export class Listeners {
     const srv = https.createServer(
       { cert: pki.kube.server.cert, key: pki.kube.server.key, ca: pki.kube.ca.cert, requestCert: true, rejectUnauthorized: false },
       (req, res) => {
+        const real = this.ctx.realKube
+        // the real API server checks a bearer token itself (bootstrap and service-account tokens)
+        if (real && (req.url ?? '').startsWith('/sim/v1/calls') && req.method === 'POST') return recordCalls(req, res, this.ctx)
+        if (real && !req.socket.authorized && /^Bearer /i.test(req.headers.authorization ?? ''))
+          return this.kubeRequestFault(addr, req, res, () => real.proxy(req, res))
         if (!req.socket.authorized) {
           res.writeHead(401, { 'content-type': 'application/json' })
           return res.end(
@@ -130,6 +137,7 @@ export class Listeners {
             }),
           )
         }
+        if (real) return this.kubeRequestFault(addr, req, res, () => real.proxy(req, res))
         const kube = this.ctx.kube
         if (!kube) {
           res.writeHead(503, { 'content-type': 'text/plain' })
@@ -200,6 +208,24 @@ export class Listeners {
 /** the address a cert-sans fault's certificate names: its `address`, or another loopback address (as a NAT'd node's own address would be: not the one dialled) */
 export function certSansAddress(n, fault) {
   return fault.address ?? `127.255.255.${n.ip.split('.')[3]}`
+}
+
+/** POST /sim/v1/calls: the simulated flux's record of its invocation (a path only the simulator serves) */
+function recordCalls(req, res, ctx) {
+  let text = ''
+  req.setEncoding('utf8')
+  req.on('data', (c) => (text += c))
+  req.on('end', () => {
+    try {
+      const body = JSON.parse(text || '{}')
+      for (const c of Array.isArray(body) ? body : [body]) ctx.record(c)
+      res.writeHead(201, { 'content-type': 'application/json' })
+      res.end('{}')
+    } catch {
+      res.writeHead(400)
+      res.end()
+    }
+  })
 }
 
 /** Go's time.Time String() for a UTC time as x509 prints it (RFC3339) */

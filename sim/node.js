@@ -575,27 +575,37 @@ export class Node {
     this.setStage('resetting')
     this.ctx.kubeCordon(this)
     let drainTime = 0
+    let drainDone = null
     if (graceful) {
       const drained = this.ctx.kubeDrain(this, { blocked: !!this.ctx.faults.take(this.name, { kind: 'drain-blocked' }) })
       // a budget-blocked eviction is retried every 5 s until DrainTimeout; Drain then logs and returns nil
       drainTime = drained.blocked.length ? DRAIN_TIMEOUT : drained.evicted ? this.ctx.timings.drain : 0
-      if (drained.blocked.length) {
+      // the real API (SIM_KUBE=real): Drain waits for its evicted pods to be gone, or for its timeout
+      if (drained.done) {
+        drainTime = 0
+        drainDone = drained.done.then(({ blocked }) => {
+          for (const pod of blocked) this.talosLog(`WARNING: failed to evict pod: failed to evict pod ${pod}: context deadline exceeded`)
+        })
+      } else if (drained.blocked.length) {
         this.after(DRAIN_TIMEOUT, () => {
           for (const b of drained.blocked)
             this.talosLog(`WARNING: failed to evict pod: failed to evict pod ${b.pod}: context deadline exceeded`)
         })
       }
     }
-    this.after(drainTime, () => {
-      // cleanup (RemoveAllPods / StopAllPods) stops the kubelet: the Node object stays, unposted
-      if (this.services.has('kubelet')) this.svc('kubelet', 'Finished', 'Service finished successfully', null)
-      this.ctx.kubeletStopped(this)
-      this.changed()
-      // LeaveEtcd: a refused MemberRemove is retried for 5 min, then fails the sequence: still configured, stage resetting
-      const leaving = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcd.leave(this, ETCD_LEAVE_RETRY) : null
-      if (leaving) leaving.then((refused) => gen === this.gen && this.afterLeave(refused, { graceful, reboot, wipesSystem }))
-      else this.afterLeave(null, { graceful, reboot, wipesSystem })
-    })
+    const cleanup = () =>
+      this.after(drainTime, () => {
+        // cleanup (RemoveAllPods / StopAllPods) stops the kubelet: the Node object stays, unposted
+        if (this.services.has('kubelet')) this.svc('kubelet', 'Finished', 'Service finished successfully', null)
+        this.ctx.kubeletStopped(this)
+        this.changed()
+        // LeaveEtcd: a refused MemberRemove is retried for 5 min, then fails the sequence: still configured, stage resetting
+        const leaving = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcd.leave(this, ETCD_LEAVE_RETRY) : null
+        if (leaving) leaving.then((refused) => gen === this.gen && this.afterLeave(refused, { graceful, reboot, wipesSystem }))
+        else this.afterLeave(null, { graceful, reboot, wipesSystem })
+      })
+    if (drainDone) drainDone.then(() => gen === this.gen && cleanup())
+    else cleanup()
   }
 
   /** the reset after LeaveEtcd: a refusal fails the sequence; else the node is wiped and goes down or reboots */

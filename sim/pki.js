@@ -244,10 +244,20 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
     return true
   }
 
+  // the real control plane's certificates (sim/kube-real.js, SIM_KUBE=real), issued from the
+  // cluster's current CAs as Talos issues them (secrets/kubernetes.go): the API server's serving
+  // certificate, the front proxy's client, the API server's etcd client, the controllers' clients
+  const leaf = {
+    kube: (spec) => issue(kubeCA, spec),
+    aggregator: (spec) => issue(aggregatorCA, spec),
+    etcd: (spec) => issue(etcdCA, spec),
+  }
+
   return {
     talos,
     kube,
     adopt,
+    leaf,
     etcd: { ca: pair(etcdCA), etcdFor, client: etcdClientCert },
     aggregator: { ca: pair(aggregatorCA) },
     charts: { ca: pair(chartsCA), server: chartsServer },
@@ -265,6 +275,16 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
   }
 }
 const pair = (ca) => ({ cert: ca.cert, key: ca.key })
+
+/** a kubelet's certificate request (PKCS#10 PEM) and its new P-256 key, as the kubelet's
+ *  bootstrap makes them (k8s.io/client-go/util/certificate/csr): subject e.g. `CN=system:node:cp-1, O=system:nodes` */
+export async function certificateRequest(subject, { ips = [], names = [] } = {}) {
+  const keys = await genKey(EC)
+  const sans = [...names.map((value) => ({ type: 'dns', value })), ...ips.map((value) => ({ type: 'ip', value }))]
+  const extensions = sans.length ? [new x509.SubjectAlternativeNameExtension(sans)] : []
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: subject, keys, signingAlgorithm: EC, extensions })
+  return { csr: csr.toString('pem'), key: await keyPem(keys.privateKey) }
+}
 const decode = (b64) => (typeof b64 === 'string' && b64 !== '' ? Buffer.from(b64, 'base64').toString('utf8') : undefined)
 
 /** A CA from a Talos config's PEMs: Talos writes Ed25519 keys as PKCS#8 under the label `ED25519 PRIVATE KEY`

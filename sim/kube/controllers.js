@@ -9,8 +9,9 @@ import { admitCreate } from './admission.js'
 import { fluxObjects } from '../flux/manifests.js'
 import { syncReplicaSet } from './replicasets.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
+import { CNI_ANNOTATION, cniApiUnreachable, isCni } from '../kube-rules.js'
 
-export const CNI_ANNOTATION = 'sim.talos-bootstrap.dev/cni'
+export { CNI_ANNOTATION }
 // the chart a pod comes from (sim/charts): while faults.chartCrash(chart) gives a message (a
 // scenario `chart` fault) its pods crash-loop with it as the container's last log
 export const CHART_ANNOTATION = 'sim.talos-bootstrap.dev/chart'
@@ -178,11 +179,6 @@ export function createControllers({ store, registry, clock, timings, faults, net
     return tryCreate(PODS, pod)
   }
 
-  // a CNI's pod: the simulator's charts mark theirs; any other writes the CNI configuration into the
-  // host's /etc/cni/net.d, which is what makes the kubelet report the network ready (cilium, calico, flannel)
-  const isCni = (pod) =>
-    pod.metadata.annotations?.[CNI_ANNOTATION] === 'true' ||
-    (pod.spec?.volumes ?? []).some((v) => String(v.hostPath?.path ?? '').replace(/\/$/, '') === '/etc/cni/net.d')
   const podReady = (pod) => cond(pod, 'Ready')?.status === 'True'
   const nodeIsReady = (node) => cond(node, 'Ready')?.status === 'True'
   let podIp = 0
@@ -280,37 +276,10 @@ export function createControllers({ store, registry, clock, timings, faults, net
       }
   }
 
-  // A CNI agent must reach the API server before it can set the node's network up: through
-  // KUBERNETES_SERVICE_HOST/PORT when its chart sets them (cilium's k8sServiceHost/Port), else
-  // through the in-cluster Service, which only kube-proxy makes reachable. On a Talos node
-  // localhost is KubePrism (machine.features.kubePrism). Returns the agent's last log lines
-  // (its termination message) when it cannot, null when it can. Without a node model (sim/kube
-  // alone) every agent can.
-  function apiUnreachable(pod, host) {
-    const of = network?.of?.(host)
-    if (!of) return null
-    const env = Object.fromEntries((pod.spec.containers?.[0]?.env || []).map((e) => [e.name, e.value]))
-    const serviceHost = env.KUBERNETES_SERVICE_HOST
-    const port = env.KUBERNETES_SERVICE_PORT
-    let target
-    let dialError
-    if (!serviceHost) {
-      if (store.get(DS, 'kube-system', 'kube-proxy')) return null
-      target = 'https://127.96.0.1:443'
-      dialError = 'dial tcp 127.96.0.1:443: i/o timeout'
-    } else if (['localhost', '127.0.0.1', '::1'].includes(serviceHost)) {
-      if (of.kubePrism.enabled && String(of.kubePrism.port) === String(port)) return null
-      target = `https://${serviceHost}:${port}`
-      dialError = `dial tcp 127.0.0.1:${port}: connect: connection refused`
-    } else {
-      return null
-    }
-    const get = `Get \\"${target}/api/v1/namespaces/kube-system\\": ${dialError}`
-    return [
-      `time="${now()}" level=error msg="Unable to contact k8s api-server" error="${get}" ipAddr="${target}" subsys=k8s-client`,
-      `time="${now()}" level=fatal msg="Unable to initialize Kubernetes subsystem" error="unable to create k8s client: ${get}" subsys=daemon`,
-    ].join('\n')
-  }
+  // whether a CNI agent reaches the API server from its node (sim/kube-rules.js); without a node
+  // model (sim/kube alone) every agent can
+  const apiUnreachable = (pod, host) =>
+    cniApiUnreachable(pod, network?.of?.(host), { kubeProxy: !!store.get(DS, 'kube-system', 'kube-proxy'), time: now() })
 
   // A run-to-completion pod (a Job's): its containers exit 0.
   function completePod(pod, node) {

@@ -17,6 +17,7 @@ import { alreadyExists, ApiError, badRequest, invalid, methodNotAllowed, noRoute
 import { toTable } from './tables.js'
 import { afterUpdate, apply as serverSideApply, managerOf } from './managed-fields.js'
 import { clone, jsonPatch, mergePatch, strategicMergePatch, randomHex, randomSuffix, rfc3339 } from './util.js'
+import { kubeWriteRecord } from '../kube-rules.js'
 
 const GIT_COMMIT = randomHex(40)
 const SCALABLE = ['Deployment', 'ReplicaSet', 'StatefulSet']
@@ -403,20 +404,7 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
   }
 
   function recordWrite(req, path, code, result) {
-    const tool = String(req.headers['user-agent'] || 'unknown')
-      .split('/')[0]
-      .toLowerCase()
-    const outcome = code < 400 ? 'ok' : `error: ${result?.message || code}`
-    record?.({
-      time: clock.now().toISOString(),
-      node: null,
-      ip: null,
-      tool,
-      call: 'kube',
-      command: `${req.method} ${path}`,
-      args: req.headers['kubectl-command'] ? [String(req.headers['kubectl-command'])] : [],
-      outcome,
-    })
+    record?.(kubeWriteRecord(req, path, clock.now().toISOString(), code < 400 ? 'ok' : `error: ${result?.message || code}`))
   }
 
   /** a DELETE's optional DeleteOptions body: protobuf from client-go's typed clients, else JSON */
