@@ -100,7 +100,10 @@ export class Listeners {
   // ---- the Kubernetes API (:6443) ----
   reconcileKube() {
     const { nodes, scenario } = this.ctx
-    const want = new Set(nodes.filter((n) => n.apiServerUp && n.role === 'controlplane').map((n) => n.ip))
+    // a control plane whose kube-apiserver static pod does not run (fault static-pod) serves no :6443
+    const want = new Set(
+      nodes.filter((n) => n.apiServerUp && n.role === 'controlplane' && !this.ctx.health?.apiServerDown(n.name)).map((n) => n.ip),
+    )
     const vip = scenario.cluster.vip
     if (vip && vip.up === 'after-bootstrap' && want.size) want.add(vip.address)
     for (const addr of want) if (!this.kube.has(addr)) this.openKube(addr)

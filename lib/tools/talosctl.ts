@@ -193,6 +193,86 @@ export class Talosctl {
     return answers
   }
 
+  /**
+   * One batched `talosctl get <type> -n … -e <via> -o json` (the first node resolves the type: put
+   * one that answers first): each node's resources (a node with none: []). A batch that exits 0
+   * answered for every node; otherwise the nodes without a row are told only when their errors can
+   * be matched to them (as machineStatuses), the rest are absent (ask again).
+   */
+  async resources(order: ClusterNode[], via: ClusterNode, type: string): Promise<Map<string, NodeAnswer<unknown[]>>> {
+    if (order.length === 0) return new Map()
+    const [first, ...rest] = order
+    return merged(chunks(rest).map((chunk) => this.resourceChunk([first as ClusterNode, ...chunk], via, type)))
+  }
+
+  private async resourceChunk(order: ClusterNode[], via: ClusterNode, type: string): Promise<Map<string, NodeAnswer<unknown[]>>> {
+    const args = [
+      'get',
+      type,
+      '--talosconfig',
+      this.inventory.talosconfig,
+      '-e',
+      via.address,
+      '-n',
+      order.map((n) => n.address).join(','),
+      '-o',
+      'json',
+    ]
+    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: '' })
+    const answers = new Map<string, NodeAnswer<unknown[]>>()
+    if (result.timedOut || result.aborted) return answers
+    const rows = new Map<string, unknown[]>()
+    for (const doc of parseJsonStream(result.stdout)) {
+      const node = (doc as { node?: string }).node ?? ''
+      rows.set(node, [...(rows.get(node) ?? []), doc])
+    }
+    if (result.ok) {
+      for (const n of order) answers.set(n.address, { value: rows.get(n.address) ?? [] })
+      return answers
+    }
+    for (const [node, docs] of rows) answers.set(node, { value: docs })
+    const missing = order.filter((n) => !rows.has(n.address))
+    const errors = multiErrors(result.stderr)
+    if (errors.length === missing.length)
+      missing.forEach((n, i) => answers.set(n.address, { error: this.failure(n, { ...result, stdout: '', stderr: errors[i] ?? '' }) }))
+    return answers
+  }
+
+  /**
+   * Each control plane's own etcd member list in one `talosctl etcd members -n a,b,…` through `via`
+   * (a NODE column per row; a node that failed is named in apid's per-node error).
+   */
+  async etcdMemberLists(nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<EtcdMember[]>>> {
+    if (nodes.length === 0) return new Map()
+    const args = [
+      'etcd',
+      'members',
+      '--talosconfig',
+      this.inventory.talosconfig,
+      '-e',
+      via.address,
+      '-n',
+      nodes.map((n) => n.address).join(','),
+    ]
+    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: '' })
+    const answers = new Map<string, NodeAnswer<EtcdMember[]>>()
+    if (result.timedOut || result.aborted) return answers
+    for (const row of parseEtcdRows(result.stdout)) {
+      const node = row.node || (nodes.length === 1 ? (nodes[0]?.address ?? '') : '')
+      const have = answers.get(node)?.value ?? []
+      answers.set(node, { value: [...have, row.member] })
+    }
+    for (const line of multiErrors(result.stderr)) {
+      const ip = /^(\S+?): /.exec(line)?.[1]
+      const node = nodes.find((n) => n.address === ip)
+      if (node && !answers.has(node.address))
+        answers.set(node.address, {
+          error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.address.length + 2) }),
+        })
+    }
+    return answers
+  }
+
   /** A resource read from a node in maintenance (the maintenance API serves non-sensitive resources to an insecure client). */
   private insecureGet(node: ClusterNode, type: string): Promise<ToolResult> {
     return this.call(node, ['get', type, '--insecure', '-n', node.address, '-e', node.address, '-o', 'json'], '')
@@ -561,6 +641,11 @@ export function parseServiceBlock(stdout: string, id: string): ServiceStatus {
  * CLIENT URLS, which splitting on whitespace would shift.
  */
 export function parseEtcdMembers(stdout: string): EtcdMember[] {
+  return parseEtcdRows(stdout).map((r) => r.member)
+}
+
+/** The rows of the `etcd members` table, each with its NODE cell ('' without that column). */
+function parseEtcdRows(stdout: string): Array<{ node: string; member: EtcdMember }> {
   const lines = stdout.split('\n').filter((l) => l.trim())
   const header = lines.shift()
   if (!header) return []
@@ -573,10 +658,13 @@ export function parseEtcdMembers(stdout: string): EtcdMember[] {
     return line.slice(from, to).trim()
   }
   return lines.map((line) => ({
-    id: column(line, 1),
-    hostname: column(line, 2),
-    peerUrls: column(line, 3).split(',').filter(Boolean),
-    isLearner: column(line, 5) === 'true',
+    node: column(line, 0),
+    member: {
+      id: column(line, 1),
+      hostname: column(line, 2),
+      peerUrls: column(line, 3).split(',').filter(Boolean),
+      isLearner: column(line, 5) === 'true',
+    },
   }))
 }
 

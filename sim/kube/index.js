@@ -589,6 +589,15 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     controllers.gc(NODES, gone)
   }
 
+  // the kubelet reports another address (fault node-ip, sim/health-faults.js): its Node's InternalIP follows
+  function setInternalIP(name, ip) {
+    const node = store.get(NODES, undefined, name)
+    const current = (node?.status?.addresses || []).find((a) => a.type === 'InternalIP')?.address
+    if (!node || current === ip) return
+    const addresses = [{ type: 'InternalIP', address: ip }, ...(node.status.addresses || []).filter((a) => a.type !== 'InternalIP')]
+    store.update(NODES, { ...node, status: { ...node.status, addresses } }, { checkVersion: false })
+  }
+
   function nodeReady(name) {
     const node = store.get(NODES, undefined, name)
     return Boolean(node && (node.status?.conditions || []).some((c) => c.type === 'Ready' && c.status === 'True'))
@@ -605,6 +614,9 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     drain,
     nodeLost,
     nodeReady,
+    setInternalIP,
+    /** a fault changed (sim/health-faults.js): the controllers look again */
+    reconcile: () => controllers.recheck(),
     get apiUp() {
       return up
     },
