@@ -391,13 +391,14 @@ function checkError(failures: CheckFailure[], waited: string | undefined): NodeE
 }
 
 /**
- * One step per check, in `talosctl health`'s order, each waited for until it passes; they share
- * one readyTimeout from the first (a check past it gets one look). A failure names each node it
- * found wrong (those nodes fail with it); a reason no wait clears fails at once.
+ * One step per check, in `talosctl health`'s order, each waited for until it passes, within the
+ * phase's readyTimeout (from its start: after a wait that ran out, each check gets one look). A
+ * failure names each node it found wrong (those nodes fail with it); a reason no wait clears, or
+ * one that only concerns nodes that failed already, fails at once.
  */
 function healthSteps(run: Run, apiReady: (r: Run) => true | string | { skip: string }): ClusterStep[] {
   let reads: HealthReads | undefined
-  let deadline: number | undefined
+  const deadline = performance.now() + run.settings.readyTimeoutMs
   const failedNodes = new Map<string, Set<string>>()
   const step = (check: HealthCheck): ClusterStep => ({
     kind: 'cluster',
@@ -408,12 +409,14 @@ function healthSteps(run: Run, apiReady: (r: Run) => true | string | { skip: str
     blocks: (node) => failedNodes.get(check.name)?.has(node.name) ?? false,
     run: async (r, report): Promise<string | StepLeft> => {
       reads ??= healthReads(r)
-      deadline ??= performance.now() + r.settings.readyTimeoutMs
       const h = reads
       let last: CheckResult | undefined
       const fail = (failures: CheckFailure[], waited?: string): NodeError => {
         failedNodes.set(check.name, new Set(failures.flatMap((f) => (f.node ? [f.node] : []))))
-        return checkError(failures, waited)
+        const error = checkError(failures, waited)
+        // Flux must not go in over a cluster that is not healthy: its steps are not-run with this cause
+        r.facts.cluster.fluxBlocked ??= `the cluster is not ready: ${check.title}: ${error.message}`
+        return error
       }
       try {
         const result = await report.poll(
@@ -422,9 +425,12 @@ function healthSteps(run: Run, apiReady: (r: Run) => true | string | { skip: str
             if (last.skip || last.failures.length === 0) return { done: true, value: last }
             const permanent = last.failures.filter((f) => f.permanent)
             if (permanent.length > 0) throw fail(permanent)
+            // what is left wrong concerns nodes already failed (their own cause named): no wait helps
+            if (last.failures.every((f) => f.node !== undefined && r.failed.has(f.node))) throw fail(last.failures)
             return { done: false, state: last.failures.map((f) => f.message).join('; ') }
           },
-          Math.max(0, deadline - performance.now()),
+          // every node failed already: nothing can turn healthy by waiting, one look says what is wrong
+          r.nodes.every((n) => r.failed.has(n.name)) ? 0 : Math.max(0, deadline - performance.now()),
         )
         if (result.skip) return { skip: result.skip }
         return r.options.dryRun ? 'would check' : checkDetail(result)

@@ -183,9 +183,16 @@ export function podWhy(pod: KubeObject, warnings: KubeObject[] = []): { why: str
     if (waiting?.reason && /ImagePullBackOff|ErrImagePull/.test(waiting.reason) && IMAGE_MISSING.test(waiting.message ?? ''))
       permanent = true
   }
+  // its newest Warning event; a FailedScheduling one is stale once the pod is bound
+  const when = (e: KubeObject): string => {
+    const x = e as { lastTimestamp?: string; eventTime?: string; metadata: { creationTimestamp?: string } }
+    return x.lastTimestamp ?? x.eventTime ?? x.metadata.creationTimestamp ?? ''
+  }
   const event = warnings
     .filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === pod.metadata.name)
     .map((e) => e as KubeObject & { reason?: string; message?: string })
+    .filter((e) => !(e.reason === 'FailedScheduling' && pod.spec?.nodeName))
+    .sort((a, b) => when(a).localeCompare(when(b)))
     .at(-1)
   if (event?.message && !parts.some((p) => p.includes(lastLine(event.message))))
     parts.push(`event ${event.reason ?? ''}: ${lastLine(event.message)}`)
