@@ -1,6 +1,9 @@
 // Ready means at least what `talosctl health` means (issue 30): wait-ready ends with its checks, in
 // its order, each a step with per-node results; each failure path of the simulator (sim/health-faults.js)
 // is named with its component, node and reason, with a hint that runs. Rows on 127.250.<row>.0/24.
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseDocument } from 'yaml'
 import { describe, expect, it } from 'vitest'
 import { hintOf, nodeIn, runInFreshShell } from '../e2e/harness.js'
 import { fastWith, ROW_TIMEOUT, stepIn, withCluster } from './helpers.js'
@@ -323,6 +326,27 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect((await runInFreshShell(cluster, uncordon)).code).toBe(0)
         const again = await runInFreshShell(cluster, /run: (task .*)$/.exec(step.error?.hint ?? '')?.[1] ?? 'false')
         expect(again.code, again.stderr).toBe(0)
+      }),
+    ROW_TIMEOUT,
+  )
+
+  it(
+    'preflight warns on a cluster of control planes only that keeps them tainted, and not once they allow scheduling',
+    () =>
+      withCluster('127.250.11', { cps: 1, workers: 0 }, async (cluster) => {
+        const warned = await cluster.task('bootstrap:preflight', {}, READY_SHORT)
+        expect(warned.code, warned.stderr).toBe(0)
+        expect(warned.stderr).toMatch(
+          /every node is a control plane and cp-1 \(\S+\) does not set cluster\.allowSchedulingOnControlPlanes: true/,
+        )
+        const file = join(cluster.clusterDir, 'clusterconfig', 'e2e-cp-1.yaml')
+        const doc = parseDocument(readFileSync(file, 'utf8'))
+        doc.setIn(['cluster', 'allowSchedulingOnControlPlanes'], true)
+        writeFileSync(file, doc.toString())
+        cluster.generated()
+        const quiet = await cluster.task('bootstrap:preflight', {}, READY_SHORT)
+        expect(quiet.code, quiet.stderr).toBe(0)
+        expect(quiet.stderr).not.toContain('allowSchedulingOnControlPlanes')
       }),
     ROW_TIMEOUT,
   )
