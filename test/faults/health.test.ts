@@ -71,6 +71,19 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           detail: expect.stringContaining('no kube-proxy DaemonSet'),
         })
         expect(detail('coredns')).toMatch(/coredns-\S+: Ready on \S+/)
+        // bootstrap:status shows the same checks
+        const status = await cluster.task('bootstrap:status')
+        expect(status.code, status.stderr).toBe(0)
+        expect(status.stdout).toContain(
+          'health: etcd to be healthy: ok (cp-1: Running, healthy; cp-2: Running, healthy; cp-3: Running, healthy)',
+        )
+        expect(status.stdout).toContain(
+          'health: all control plane static pods to be running: ok (cp-1: kube-apiserver, kube-controller-manager, kube-scheduler running;',
+        )
+        expect(status.stdout).toContain('health: kube-proxy to report ready: skipped (no kube-proxy DaemonSet')
+        expect(status.stdout).toMatch(
+          /health: all k8s nodes to report schedulable: ok \(cp-1: schedulable; cp-2: schedulable; cp-3: schedulable; wrkr-1: schedulable\)/,
+        )
       }),
     ROW_TIMEOUT,
   )
@@ -322,6 +335,9 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect(nodeIn(report, 'wait-ready', 'wrkr-1').status).toBe('failed')
         expect(nodeIn(report, 'wait-ready', 'cp-1').status).toBe('ok')
         // the hint's uncordon, then its task, as printed
+        const status = await cluster.task('bootstrap:status')
+        expect(status.code).toBe(1)
+        expect(status.stdout).toMatch(/health: all k8s nodes to report schedulable: failed \(Node wrkr-1 is not schedulable: cordoned/)
         const uncordon = /`(kubectl [^`]* uncordon wrkr-1)`/.exec(step.error?.hint ?? '')?.[1] ?? 'false'
         expect((await runInFreshShell(cluster, uncordon)).code).toBe(0)
         const again = await runInFreshShell(cluster, /run: (task .*)$/.exec(step.error?.hint ?? '')?.[1] ?? 'false')
