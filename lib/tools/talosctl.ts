@@ -164,32 +164,13 @@ export class Talosctl {
   }
 
   private async machineStatusChunk(order: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<MachineStatus>>> {
-    const args = [
-      'get',
-      'machinestatus',
-      '--talosconfig',
-      this.inventory.talosconfig,
-      '-e',
-      via.address,
-      '-n',
-      order.map((n) => n.address).join(','),
-      '-o',
-      'json',
-    ]
-    const result = await this.runner.run({
-      tool: 'talosctl',
-      args,
-      dryRunStdout: order.map((n) => DRY_MACHINESTATUS(n.address, 'running')).join('\n'),
-    })
+    const dry = order.map((n) => DRY_MACHINESTATUS(n.address, 'running')).join('\n')
+    const docs = await this.resourceChunk(order, via, 'machinestatus', dry)
     const answers = new Map<string, NodeAnswer<MachineStatus>>()
-    if (result.timedOut || result.aborted) return answers
-    for (const status of parseMachineStatuses(result.stdout)) answers.set(status.node, { value: status })
-    // `get` collects each node's List error in node order and names no node (get.go, helpers/resources.go
-    // ForEachResource): the nodes without a row, in order, are those errors when the counts agree
-    const missing = order.filter((n) => !answers.has(n.address))
-    const errors = missing.length > 0 ? multiErrors(result.stderr) : []
-    if (errors.length === missing.length)
-      missing.forEach((n, i) => answers.set(n.address, { error: this.failure(n, { ...result, stdout: '', stderr: errors[i] ?? '' }) }))
+    for (const [ip, answer] of docs) {
+      if (answer.error) answers.set(ip, answer)
+      else if (answer.value[0] !== undefined) answers.set(ip, { value: toMachineStatus(answer.value[0]) })
+    }
     return answers
   }
 
@@ -205,7 +186,12 @@ export class Talosctl {
     return merged(chunks(rest).map((chunk) => this.resourceChunk([first as ClusterNode, ...chunk], via, type)))
   }
 
-  private async resourceChunk(order: ClusterNode[], via: ClusterNode, type: string): Promise<Map<string, NodeAnswer<unknown[]>>> {
+  private async resourceChunk(
+    order: ClusterNode[],
+    via: ClusterNode,
+    type: string,
+    dryRunStdout = '',
+  ): Promise<Map<string, NodeAnswer<unknown[]>>> {
     const args = [
       'get',
       type,
@@ -218,7 +204,7 @@ export class Talosctl {
       '-o',
       'json',
     ]
-    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: '' })
+    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout })
     const answers = new Map<string, NodeAnswer<unknown[]>>()
     if (result.timedOut || result.aborted) return answers
     const rows = new Map<string, unknown[]>()
@@ -231,8 +217,10 @@ export class Talosctl {
       return answers
     }
     for (const [node, docs] of rows) answers.set(node, { value: docs })
+    // `get` collects each node's List error in node order and names no node (get.go, helpers/resources.go
+    // ForEachResource): the nodes without a row, in order, are those errors when the counts agree
     const missing = order.filter((n) => !rows.has(n.address))
-    const errors = multiErrors(result.stderr)
+    const errors = missing.length > 0 ? multiErrors(result.stderr) : []
     if (errors.length === missing.length)
       missing.forEach((n, i) => answers.set(n.address, { error: this.failure(n, { ...result, stdout: '', stderr: errors[i] ?? '' }) }))
     return answers
@@ -262,14 +250,7 @@ export class Talosctl {
       const have = answers.get(node)?.value ?? []
       answers.set(node, { value: [...have, row.member] })
     }
-    for (const line of multiErrors(result.stderr)) {
-      const ip = /^(\S+?): /.exec(line)?.[1]
-      const node = nodes.find((n) => n.address === ip)
-      if (node && !answers.has(node.address))
-        answers.set(node.address, {
-          error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.address.length + 2) }),
-        })
-    }
+    this.namedErrors(answers, nodes, result)
     return answers
   }
 
@@ -389,6 +370,18 @@ export class Talosctl {
     return parseServiceBlock(result.stdout, service)
   }
 
+  /** apid's per-node errors of a batched call (`* <node>: rpc error …`), each the answer of the node it names that has none */
+  private namedErrors<T>(answers: Map<string, NodeAnswer<T>>, nodes: ClusterNode[], result: ToolResult): void {
+    for (const line of multiErrors(result.stderr)) {
+      const ip = /^(\S+?): /.exec(line)?.[1]
+      const node = nodes.find((n) => n.address === ip)
+      if (node && !answers.has(node.address))
+        answers.set(node.address, {
+          error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.address.length + 2) }),
+        })
+    }
+  }
+
   /**
    * One batched `talosctl service <id>` through `via` for many nodes (one block per node). A node
    * the endpoint could not reach is named in apid's per-node error (`* <node>: rpc error …`,
@@ -421,14 +414,7 @@ export class Talosctl {
       const ip = /^NODE\s+(\S+)/.exec(block)?.[1]
       if (ip) answers.set(ip, { value: parseServiceBlock(block, service) })
     }
-    for (const line of multiErrors(result.stderr)) {
-      const ip = /^(\S+?): /.exec(line)?.[1]
-      const node = nodes.find((n) => n.address === ip)
-      if (node && !answers.has(node.address))
-        answers.set(node.address, {
-          error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.address.length + 2) }),
-        })
-    }
+    this.namedErrors(answers, nodes, result)
     return answers
   }
 
@@ -573,23 +559,26 @@ export function multiErrors(stderr: string): string[] {
 }
 
 export function parseMachineStatuses(stdout: string): MachineStatus[] {
-  return parseJsonStream(stdout).map((doc) => {
-    const d = doc as {
-      node?: string
-      spec?: { stage?: string; status?: { ready?: boolean; unmetConditions?: Array<{ name: string; reason: string }> } }
-    }
-    return {
-      node: d.node ?? '',
-      stage: d.spec?.stage ?? 'unknown',
-      ready: d.spec?.status?.ready ?? false,
-      // Talos lists a required service that is not running twice (machine_status.go: once among all
-      // services, once among the required ones): `etcd not running, etcd not running` says it once here
-      unmetConditions: (d.spec?.status?.unmetConditions ?? []).map((c) => ({
-        name: c.name,
-        reason: [...new Set(c.reason.split(', '))].join(', '),
-      })),
-    }
-  })
+  return parseJsonStream(stdout).map(toMachineStatus)
+}
+
+/** One MachineStatus resource as `get -o json` prints it. */
+function toMachineStatus(doc: unknown): MachineStatus {
+  const d = doc as {
+    node?: string
+    spec?: { stage?: string; status?: { ready?: boolean; unmetConditions?: Array<{ name: string; reason: string }> } }
+  }
+  return {
+    node: d.node ?? '',
+    stage: d.spec?.stage ?? 'unknown',
+    ready: d.spec?.status?.ready ?? false,
+    // Talos lists a required service that is not running twice (machine_status.go: once among all
+    // services, once among the required ones): `etcd not running, etcd not running` says it once here
+    unmetConditions: (d.spec?.status?.unmetConditions ?? []).map((c) => ({
+      name: c.name,
+      reason: [...new Set(c.reason.split(', '))].join(', '),
+    })),
+  }
 }
 
 /** `talosctl get disks -o json`: one resource per disk (empty fields are omitted by the node). */

@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseDocument } from 'yaml'
 import { describe, expect, it } from 'vitest'
-import { hintOf, nodeIn, runInFreshShell } from '../e2e/harness.js'
+import { hintOf, nodeIn, runInFreshShell, type E2eCluster } from '../e2e/harness.js'
 import { fastWith, ROW_TIMEOUT, stepIn, withCluster } from './helpers.js'
 import type { Report } from '../../lib/core/results.js'
 
@@ -30,6 +30,15 @@ const CHECKS = [
 
 // a healthy cluster passes every check within a second or two of wait-ready at speed 600
 const READY_SHORT = fastWith('--ready-timeout', '8s')
+
+/** the task a hint ends with (`…, then run: task …`) */
+const taskOf = (hint: string | undefined): string => /run: (task .*)$/.exec(hint ?? '')?.[1] ?? 'false'
+
+/** a printed command run verbatim in a fresh shell succeeds */
+async function succeeds(cluster: E2eCluster, command: string): Promise<void> {
+  const again = await runInFreshShell(cluster, command)
+  expect(again.code, `${command}\n${again.stderr}`).toBe(0)
+}
 
 const stepNames = (report: Report): string[] => report.phases.find((p) => p.name === 'wait-ready')?.steps.map((s) => s.name) ?? []
 
@@ -131,8 +140,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           const log = await runInFreshShell(cluster, logs)
           expect(log.stdout, log.stderr).toContain('flag provided but not defined: -bad-flag')
           cluster.sim.clearFault(null, 'static-pod')
-          const again = await runInFreshShell(cluster, command)
-          expect(again.code, again.stderr).toBe(0)
+          await succeeds(cluster, command)
         },
       ),
     ROW_TIMEOUT,
@@ -168,8 +176,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect(pods.stdout.trim()).toBe('')
         cluster.sim.clearFault(null, 'static-pod')
         const { command } = hintOf(result.stderr, 'wrkr-1')
-        const again = await runInFreshShell(cluster, command)
-        expect(again.code, again.stderr).toBe(0)
+        await succeeds(cluster, command)
       }),
     ROW_TIMEOUT,
   )
@@ -216,8 +223,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect(shown.code, shown.stderr).toBe(0)
         expect(shown.stdout).toMatch(/kube-system\/kube-apiserver-cp-1\s+\S+\s+False/)
         cluster.sim.clearFault(null, 'static-pod')
-        const again = await runInFreshShell(cluster, /run: (task .*)$/.exec(api.error?.hint ?? '')?.[1] ?? 'false')
-        expect(again.code, again.stderr).toBe(0)
+        await succeeds(cluster, taskOf(api.error?.hint))
         const logs = /`(talosctl [^`]* logs -k [^`]*)`/.exec(api.error?.hint ?? '')?.[1] ?? 'false'
         const log = await runInFreshShell(cluster, logs)
         expect(log.code, log.stderr).toBe(0)
@@ -264,8 +270,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         const shown = await runInFreshShell(cluster, see)
         expect(shown.code, shown.stderr).toBe(0)
         cluster.sim.clearFault(null, 'coredns')
-        const again = await runInFreshShell(cluster, /run: (task .*)$/.exec(step.error?.hint ?? '')?.[1] ?? 'false')
-        expect(again.code, again.stderr).toBe(0)
+        await succeeds(cluster, taskOf(step.error?.hint))
       }),
     ROW_TIMEOUT,
   )
@@ -287,8 +292,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         const nodes = await cluster.kubectl(['get', 'nodes', '--no-headers'])
         expect(nodes.stdout).toMatch(/^wrkr-1\s+Ready/m)
         cluster.sim.clearFault('wrkr-1', 'kubelet-serving-csr')
-        const again = await runInFreshShell(cluster, /run: (task .*)$/.exec(step.error?.hint ?? '')?.[1] ?? 'false')
-        expect(again.code, again.stderr).toBe(0)
+        await succeeds(cluster, taskOf(step.error?.hint))
       }),
     ROW_TIMEOUT,
   )
@@ -311,8 +315,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           expect(step.error?.hint).toContain('machine.kubelet.nodeIP.validSubnets')
           expect(nodeIn(report, 'wait-ready', 'wrkr-1').status).toBe('failed')
           cluster.sim.clearFault('wrkr-1', 'node-ip')
-          const again = await runInFreshShell(cluster, /run: (task .*)$/.exec(step.error?.hint ?? '')?.[1] ?? 'false')
-          expect(again.code, again.stderr).toBe(0)
+          await succeeds(cluster, taskOf(step.error?.hint))
         },
       ),
     ROW_TIMEOUT,
@@ -340,8 +343,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect(status.stdout).toMatch(/health: all k8s nodes to report schedulable: failed \(Node wrkr-1 is not schedulable: cordoned/)
         const uncordon = /`(kubectl [^`]* uncordon wrkr-1)`/.exec(step.error?.hint ?? '')?.[1] ?? 'false'
         expect((await runInFreshShell(cluster, uncordon)).code).toBe(0)
-        const again = await runInFreshShell(cluster, /run: (task .*)$/.exec(step.error?.hint ?? '')?.[1] ?? 'false')
-        expect(again.code, again.stderr).toBe(0)
+        await succeeds(cluster, taskOf(step.error?.hint))
       }),
     ROW_TIMEOUT,
   )

@@ -206,6 +206,11 @@ export function podWhy(pod: KubeObject, warnings: KubeObject[] = []): { why: str
 // ---- the checks ----
 
 const ok = (node: string, text = 'ok'): NodeCheck => ({ node, ok: true, text })
+
+/** a failure for each node a check found wrong, made by `make` with its inventory node */
+function failuresOf(results: NodeCheck[], nodes: ClusterNode[], make: (r: NodeCheck, node: ClusterNode) => CheckFailure): CheckFailure[] {
+  return results.filter((r) => !r.ok).map((r) => make(r, nodes.find((n) => n.name === r.node) as ClusterNode))
+}
 const bad = (node: string, text: string): NodeCheck => ({ node, ok: false, text })
 
 /** a node's answer in a batched read: its value, or what stands for it in the results */
@@ -237,12 +242,12 @@ function serviceCheck(
       })
       return {
         results,
-        failures: results
-          .filter((r) => !r.ok)
-          .map((r) => {
-            const node = nodes.find((n) => n.name === r.node) as ClusterNode
-            return { node: r.node, kind, message: `${service} on ${r.node} is not healthy: ${r.text}`, hint: hintFor(kind, node) }
-          }),
+        failures: failuresOf(results, nodes, (r, node) => ({
+          node: r.node,
+          kind,
+          message: `${service} on ${r.node} is not healthy: ${r.text}`,
+          hint: hintFor(kind, node),
+        })),
       }
     },
   }
@@ -272,14 +277,12 @@ export const HEALTH_CHECKS: HealthCheck[] = [
       })
       return {
         results,
-        failures: results
-          .filter((r) => !r.ok)
-          .map((r) => ({
-            node: r.node,
-            kind: 'etcd' as const,
-            message: `etcd member list on ${r.node} is not the others': ${r.text}`,
-            hint: hintFor('etcd', h.cps.find((c) => c.name === r.node) as ClusterNode),
-          })),
+        failures: failuresOf(results, h.cps, (r, cp) => ({
+          node: r.node,
+          kind: 'etcd',
+          message: `etcd member list on ${r.node} is not the others': ${r.text}`,
+          hint: hintFor('etcd', cp),
+        })),
       }
     },
   },
@@ -324,17 +327,12 @@ export const HEALTH_CHECKS: HealthCheck[] = [
       })
       return {
         results,
-        failures: results
-          .filter((r) => !r.ok)
-          .map((r) => {
-            const node = h.ctx.nodes.find((n) => n.name === r.node) as ClusterNode
-            return {
-              node: r.node,
-              kind: 'unreachable',
-              message: `apid on ${r.node} does not answer: ${r.text}`,
-              hint: hintFor('unreachable', node),
-            }
-          }),
+        failures: failuresOf(results, h.ctx.nodes, (r, node) => ({
+          node: r.node,
+          kind: 'unreachable',
+          message: `apid on ${r.node} does not answer: ${r.text}`,
+          hint: hintFor('unreachable', node),
+        })),
       }
     },
   },
@@ -354,17 +352,12 @@ export const HEALTH_CHECKS: HealthCheck[] = [
       })
       return {
         results,
-        failures: results
-          .filter((r) => !r.ok)
-          .map((r) => {
-            const node = h.ctx.nodes.find((n) => n.name === r.node) as ClusterNode
-            return {
-              node: r.node,
-              kind: 'diagnostics',
-              message: `Talos diagnostics on ${r.node}: ${r.text}`,
-              hint: diagnosticHint(node, r.text),
-            }
-          }),
+        failures: failuresOf(results, h.ctx.nodes, (r, node) => ({
+          node: r.node,
+          kind: 'diagnostics',
+          message: `Talos diagnostics on ${r.node}: ${r.text}`,
+          hint: diagnosticHint(node, r.text),
+        })),
       }
     },
   },
@@ -381,12 +374,12 @@ export const HEALTH_CHECKS: HealthCheck[] = [
       })
       return {
         results,
-        failures: results
-          .filter((r) => !r.ok)
-          .map((r) => {
-            const node = h.ctx.nodes.find((n) => n.name === r.node) as ClusterNode
-            return { node: r.node, kind: 'stuck', message: `${r.node} has not finished booting: ${r.text}`, hint: hintFor('stuck', node) }
-          }),
+        failures: failuresOf(results, h.ctx.nodes, (r, node) => ({
+          node: r.node,
+          kind: 'stuck',
+          message: `${r.node} has not finished booting: ${r.text}`,
+          hint: hintFor('stuck', node),
+        })),
       }
     },
   },
@@ -401,14 +394,11 @@ export const HEALTH_CHECKS: HealthCheck[] = [
       const kcm = results.some((r) => !r.ok) ? await controllerManagerCause(h) : undefined
       return {
         results,
-        failures: results
-          .filter((r) => !r.ok)
-          .map((r) => {
-            const node = h.ctx.nodes.find((n) => n.name === r.node) as ClusterNode
-            return kcm
-              ? { ...kcm, node: r.node, message: `${r.node} registered no Node: ${kcm.message}` }
-              : { node: r.node, kind: 'kubelet', message: `${r.node}: no Node registered`, hint: hintFor('kubelet', node) }
-          }),
+        failures: failuresOf(results, h.ctx.nodes, (r, node) =>
+          kcm
+            ? { ...kcm, node: r.node, message: `${r.node} registered no Node: ${kcm.message}` }
+            : { node: r.node, kind: 'kubelet', message: `${r.node}: no Node registered`, hint: hintFor('kubelet', node) },
+        ),
       }
     },
   },
@@ -555,17 +545,12 @@ export const HEALTH_CHECKS: HealthCheck[] = [
       })
       return {
         results,
-        failures: results
-          .filter((r) => !r.ok)
-          .map((r) => {
-            const node = h.ctx.nodes.find((n) => n.name === r.node) as ClusterNode
-            return {
-              node: r.node,
-              kind: 'node-not-ready',
-              message: `Node ${kubeNodeName(node)} registered at another address than the inventory's: ${r.text}`,
-              hint: `the kubelet chose another of the node's addresses: set machine.kubelet.nodeIP.validSubnets in ${node.configFile} to a subnet holding ${node.address} (or fix the inventory's address), apply it (${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}); check with \`${kubectlCommand(`get node ${kubeNodeName(node)} -o wide`)}\`, then run: ${taskCommand('bootstrap:wait-ready')}`,
-            }
-          }),
+        failures: failuresOf(results, h.ctx.nodes, (r, node) => ({
+          node: r.node,
+          kind: 'node-not-ready',
+          message: `Node ${kubeNodeName(node)} registered at another address than the inventory's: ${r.text}`,
+          hint: `the kubelet chose another of the node's addresses: set machine.kubelet.nodeIP.validSubnets in ${node.configFile} to a subnet holding ${node.address} (or fix the inventory's address), apply it (${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}); check with \`${kubectlCommand(`get node ${kubeNodeName(node)} -o wide`)}\`, then run: ${taskCommand('bootstrap:wait-ready')}`,
+        })),
       }
     },
   },
