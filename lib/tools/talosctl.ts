@@ -192,18 +192,7 @@ export class Talosctl {
     type: string,
     dryRunStdout = '',
   ): Promise<Map<string, NodeAnswer<unknown[]>>> {
-    const args = [
-      'get',
-      type,
-      '--talosconfig',
-      this.inventory.talosconfig,
-      '-e',
-      via.address,
-      '-n',
-      order.map((n) => n.address).join(','),
-      '-o',
-      'json',
-    ]
+    const args = ['get', type, ...this.batchArgs(via, order), '-o', 'json']
     const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout })
     const answers = new Map<string, NodeAnswer<unknown[]>>()
     if (result.timedOut || result.aborted) return answers
@@ -232,16 +221,7 @@ export class Talosctl {
    */
   async etcdMemberLists(nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<EtcdMember[]>>> {
     if (nodes.length === 0) return new Map()
-    const args = [
-      'etcd',
-      'members',
-      '--talosconfig',
-      this.inventory.talosconfig,
-      '-e',
-      via.address,
-      '-n',
-      nodes.map((n) => n.address).join(','),
-    ]
+    const args = ['etcd', 'members', ...this.batchArgs(via, nodes)]
     const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: '' })
     const answers = new Map<string, NodeAnswer<EtcdMember[]>>()
     if (result.timedOut || result.aborted) return answers
@@ -370,6 +350,11 @@ export class Talosctl {
     return parseServiceBlock(result.stdout, service)
   }
 
+  /** a batched call's target: the talosconfig, the endpoint `via` (apid proxies) and the nodes */
+  private batchArgs(via: ClusterNode, nodes: ClusterNode[]): string[] {
+    return ['--talosconfig', this.inventory.talosconfig, '-e', via.address, '-n', nodes.map((n) => n.address).join(',')]
+  }
+
   /** apid's per-node errors of a batched call (`* <node>: rpc error …`), each the answer of the node it names that has none */
   private namedErrors<T>(answers: Map<string, NodeAnswer<T>>, nodes: ClusterNode[], result: ToolResult): void {
     for (const line of multiErrors(result.stderr)) {
@@ -393,16 +378,7 @@ export class Talosctl {
   }
 
   private async serviceChunk(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, NodeAnswer<ServiceStatus>>> {
-    const args = [
-      'service',
-      service,
-      '--talosconfig',
-      this.inventory.talosconfig,
-      '-e',
-      via.address,
-      '-n',
-      nodes.map((n) => n.address).join(','),
-    ]
+    const args = ['service', service, ...this.batchArgs(via, nodes)]
     const result = await this.runner.run({
       tool: 'talosctl',
       args,
