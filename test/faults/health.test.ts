@@ -29,6 +29,9 @@ const CHECKS = [
 ]
 
 // a healthy cluster passes every check within a second or two of wait-ready at speed 600
+// rows queue for a slot (three at a time) and run slowly on a loaded machine: twice a row's usual deadline
+const HEALTH_ROW_TIMEOUT = 2 * ROW_TIMEOUT
+
 const READY_SHORT = fastWith('--ready-timeout', '8s')
 
 /** the task a hint ends with (`…, then run: task …`) */
@@ -94,7 +97,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           /health: all k8s nodes to report schedulable: ok \(cp-1: schedulable; cp-2: schedulable; cp-3: schedulable; wrkr-1: schedulable\)/,
         )
       }),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 
   it(
@@ -143,7 +146,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           await succeeds(cluster, command)
         },
       ),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 
   it(
@@ -178,7 +181,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         const { command } = hintOf(result.stderr, 'wrkr-1')
         await succeeds(cluster, command)
       }),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 
   it(
@@ -206,7 +209,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           expect(statics.error?.hint).toContain('-n 127.250.4.12 logs -k kube-system/kube-apiserver-cp-2')
         },
       ),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 
   it(
@@ -228,7 +231,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         const log = await runInFreshShell(cluster, logs)
         expect(log.code, log.stderr).toBe(0)
       }),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 
   it(
@@ -252,7 +255,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           )
         },
       ),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 
   it(
@@ -272,7 +275,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         cluster.sim.clearFault(null, 'coredns')
         await succeeds(cluster, taskOf(step.error?.hint))
       }),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 
   it(
@@ -294,7 +297,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         cluster.sim.clearFault('wrkr-1', 'kubelet-serving-csr')
         await succeeds(cluster, taskOf(step.error?.hint))
       }),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 
   it(
@@ -318,7 +321,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           await succeeds(cluster, taskOf(step.error?.hint))
         },
       ),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 
   it(
@@ -345,7 +348,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect((await runInFreshShell(cluster, uncordon)).code).toBe(0)
         await succeeds(cluster, taskOf(step.error?.hint))
       }),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 
   it(
@@ -366,6 +369,6 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect(quiet.code, quiet.stderr).toBe(0)
         expect(quiet.stderr).not.toContain('allowSchedulingOnControlPlanes')
       }),
-    ROW_TIMEOUT,
+    HEALTH_ROW_TIMEOUT,
   )
 })
