@@ -356,6 +356,8 @@ export async function readHealthChecks(tools: StatusTools, via: ClusterNode | un
     talosctl: tools.talosctl,
     kubectl: tools.kubectl,
     nodes,
+    controlPlanes: nodes.filter((n) => n.role === 'controlplane'),
+    allNodes: true,
     via: () => via,
     maxAgeMs: 60_000,
     coreDnsAbsentByConfig: nodes.some((n) => n.role === 'controlplane' && readConfigNetwork(n)?.coreDnsDisabled.value === true),

@@ -366,7 +366,9 @@ function healthReads(run: Run): HealthReads {
   return new HealthReads({
     talosctl: run.talosctl,
     kubectl: run.kubectl,
-    nodes: run.inventory.nodes,
+    nodes: run.nodes,
+    controlPlanes: run.inventory.nodes.filter((n) => n.role === 'controlplane'),
+    allNodes: !partOfCluster(run),
     via: () => bootstrapNode(run),
     maxAgeMs: run.settings.pollIntervalMs / 2,
     coreDnsAbsentByConfig: run.inventory.nodes.some(

@@ -50,7 +50,12 @@ export interface HealthCheck {
 export interface HealthContext {
   talosctl: Talosctl
   kubectl: Kubectl
+  /** the nodes checked one by one (a run's selection) */
   nodes: ClusterNode[]
+  /** the inventory's control planes: etcd and the control plane are checked whole whatever the selection */
+  controlPlanes: ClusterNode[]
+  /** the Nodes checked: every one in the cluster, or (a selection) only the selected nodes' */
+  allNodes: boolean
   /** a control plane that answers (the bootstrap node in a run) */
   via: () => ClusterNode | undefined
   /** how long one reading serves every check that asks (a poll round) */
@@ -65,7 +70,7 @@ export class HealthReads {
   private readonly readings = new Map<string, SharedReading<unknown>>()
 
   constructor(readonly ctx: HealthContext) {
-    this.cps = ctx.nodes.filter((n) => n.role === 'controlplane')
+    this.cps = ctx.controlPlanes
   }
 
   private shared<T>(key: string, read: () => Promise<T>): Promise<T> {
@@ -83,10 +88,10 @@ export class HealthReads {
     return via
   }
 
-  /** the via node first: a batched `get` resolves its type through the first node */
+  /** the via node first (read too when not asked for): a batched `get` resolves its type through the first node */
   private ordered(nodes: ClusterNode[]): ClusterNode[] {
     const via = this.via()
-    return [...nodes.filter((n) => n.address === via.address), ...nodes.filter((n) => n.address !== via.address)]
+    return [via, ...nodes.filter((n) => n.address !== via.address)]
   }
 
   services(nodes: ClusterNode[], id: string): Promise<Map<string, NodeAnswer<ServiceStatus>>> {
@@ -103,6 +108,11 @@ export class HealthReads {
   }
   kubeNodes(): Promise<KubeObject[]> {
     return this.shared('nodes', () => this.ctx.kubectl.list('nodes'))
+  }
+  /** the Nodes the cluster-wide checks look at: all, or the selected nodes' */
+  async checkedNodes(): Promise<KubeObject[]> {
+    const nodes = await this.kubeNodes()
+    return this.ctx.allNodes ? nodes : nodes.filter((k) => this.ctx.nodes.some((n) => kubeNodeName(n) === k.metadata.name))
   }
   systemPods(): Promise<KubeObject[]> {
     return this.shared('kube-system-pods', () => this.ctx.kubectl.list('pods', { namespace: 'kube-system' }))
@@ -506,7 +516,7 @@ export const HEALTH_CHECKS: HealthCheck[] = [
     name: 'nodes-ready',
     title: 'all k8s nodes to report ready',
     run: async (h) => {
-      const nodes = await h.kubeNodes()
+      const nodes = await h.checkedNodes()
       // every Node, the inventory's or not
       const results = nodes.map((k) => {
         const ready = condition(k, 'Ready')
@@ -618,7 +628,7 @@ export const HEALTH_CHECKS: HealthCheck[] = [
     name: 'nodes-schedulable',
     title: 'all k8s nodes to report schedulable',
     run: async (h) => {
-      const nodes = await h.kubeNodes()
+      const nodes = await h.checkedNodes()
       const results = nodes.map((k) => {
         if (k.spec?.['unschedulable'] !== true) return ok(k.metadata.name, 'schedulable')
         const byTalos = k.metadata.annotations?.['talos.dev/cordoned'] !== undefined
@@ -681,7 +691,7 @@ function podHint(pod: KubeObject | undefined): string {
 
 /** a DaemonSet's pods: one Ready on each Node */
 async function podsPerNode(h: HealthReads, what: string, selects: (p: KubeObject) => boolean): Promise<CheckResult> {
-  const [pods, nodes, warnings] = await Promise.all([h.systemPods(), h.kubeNodes(), h.systemWarnings()])
+  const [pods, nodes, warnings] = await Promise.all([h.systemPods(), h.checkedNodes(), h.systemWarnings()])
   const mine = pods.filter(selects)
   const results = nodes.map((k) => {
     const pod = mine.find((p) => p.spec?.nodeName === k.metadata.name)
