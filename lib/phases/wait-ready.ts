@@ -418,8 +418,10 @@ function healthSteps(run: Run, apiReady: (r: Run) => true | string | { skip: str
       const fail = (failures: CheckFailure[], waited?: string): NodeError => {
         failedNodes.set(check.name, new Set(failures.flatMap((f) => (f.node ? [f.node] : []))))
         const error = checkError(failures, waited)
-        // Flux must not go in over a cluster that is not healthy: its steps are not-run with this cause
-        r.facts.cluster.fluxBlocked ??= `the cluster is not ready: ${check.title}: ${error.message}`
+        // Flux must not go in over a cluster that is not healthy: the nodes named fail (the flux steps
+        // are not-run naming them); a failure of no node blocks Flux with its own cause
+        if (failures.every((f) => f.node === undefined))
+          r.facts.cluster.fluxBlocked ??= `the cluster is not ready: ${check.title}: ${error.message}`
         return error
       }
       try {
