@@ -366,7 +366,8 @@ function healthReads(run: Run): HealthReads {
   return new HealthReads({
     talosctl: run.talosctl,
     kubectl: run.kubectl,
-    nodes: run.nodes,
+    // a node that failed already in this run is named with its own cause: not checked again
+    nodes: run.nodes.filter((n) => !run.failed.has(n.name)),
     controlPlanes: run.inventory.nodes.filter((n) => n.role === 'controlplane'),
     allNodes: !partOfCluster(run),
     via: () => bootstrapNode(run),
