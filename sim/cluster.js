@@ -6,7 +6,7 @@ import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createClock } from './clock.js'
 import { createFaults, FAULT_KINDS } from './faults.js'
-import { createHealthFaults } from './health-faults.js'
+import { createHealthFaults, servingCsrName } from './health-faults.js'
 import { generatePki } from './pki.js'
 import { realTools, writeClusterDir } from './writer.js'
 import { observe as observeEvents } from './talos/events.js'
@@ -294,6 +294,24 @@ export class Simulator {
    * A fault of sim/health-faults.js started or cleared: kubelets waiting for a certificate try
    * again, Nodes take the address their kubelet now reports, the Kubernetes controllers look again.
    */
+  /** Talos's kubelet-csr diagnostic holds: the node's serving CSR (fault kubelet-serving-csr) is not approved */
+  kubeletCsrPending(n) {
+    if (!n.registered || !this.health.servingCsrPending(n.name)) return false
+    try {
+      return !this.kube?.csrApproved?.(servingCsrName(n.name))
+    } catch {
+      return true
+    }
+  }
+  /** the kubelet of a registered node under kubelet-serving-csr asks for its serving certificate */
+  requestServingCsr(n) {
+    if (n.registered && this.health.servingCsrPending(n.name))
+      try {
+        this.kube?.servingCsr?.(n.name, servingCsrName(n.name))
+      } catch (e) {
+        this.log(`kube.servingCsr: ${e.message}`)
+      }
+  }
   kubeletCannotRegister() {
     const served = this.nodes.some((m) => m.role === 'controlplane' && m.apiServerUp && !this.health.apiServerDown(m.name))
     return !served || this.health.controllerManagerDown()
@@ -304,6 +322,7 @@ export class Simulator {
       this.csrWaiting.clear()
       for (const n of waiting) if (!n.registered && !n.kubeletFailed && n.stage === 'running') this.scheduleKubelet(n)
     }
+    for (const n of this.nodes) this.requestServingCsr(n)
     for (const n of this.nodes)
       if (n.registered)
         try {
@@ -338,6 +357,7 @@ export class Simulator {
       } catch (e) {
         this.log(`kube.registerNode: ${e.message}`)
       }
+      this.requestServingCsr(n)
       n.talosLog(`kubelet: node "${n.name}" registered`)
       n.changed()
     })

@@ -3,6 +3,7 @@
 // scenario's faults, asked by the parts that act on it (sim/listeners.js, sim/cluster.js,
 // sim/kube/controllers.js, sim/talos/methods.js, sim/talos/health.js). sim/README.md "Faults"
 // describes each rule and the Talos / Kubernetes source it follows.
+import { createHash } from 'node:crypto'
 
 /** Talos's control plane static pods (internal/app/machined/pkg/controllers/k8s/control_plane_static_pod.go) */
 export const CONTROL_PLANE_PODS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']
@@ -106,6 +107,9 @@ export function createHealthFaults(faults, controlPlanes = () => []) {
 
 /** The CoreDNS readiness probe's failure (kubelet prober: `Readiness probe failed: …`). */
 export const COREDNS_PROBE = 'Readiness probe failed: HTTP probe failed with statuscode: 503'
+
+/** the name of a node's kubelet serving CSR (stable for the node) */
+export const servingCsrName = (node) => `csr-${createHash('sha256').update(node).digest('hex').slice(0, 5)}`
 
 /** Talos's kubelet-csr diagnostic (controllers/runtime/internal/diagnostics/kubelet_csr.go). */
 export function kubeletCsrDiagnostic(ip, csr) {

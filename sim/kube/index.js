@@ -589,6 +589,27 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     controllers.gc(NODES, gone)
   }
 
+  // a kubelet serving CSR (fault kubelet-serving-csr): Pending until someone approves it
+  function servingCsr(nodeName, name) {
+    const CSR = def('certificates.k8s.io', 'v1', 'certificatesigningrequests')
+    if (store.get(CSR, undefined, name)) return
+    store.create(CSR, {
+      metadata: { name },
+      spec: {
+        request: Buffer.from(`-----BEGIN CERTIFICATE REQUEST-----\n${nodeName}\n-----END CERTIFICATE REQUEST-----\n`).toString('base64'),
+        signerName: 'kubernetes.io/kubelet-serving',
+        username: `system:node:${nodeName}`,
+        groups: ['system:nodes', 'system:authenticated'],
+        usages: ['digital signature', 'server auth'],
+      },
+      status: {},
+    })
+  }
+  function csrApproved(name) {
+    const csr = store.get(def('certificates.k8s.io', 'v1', 'certificatesigningrequests'), undefined, name)
+    return Boolean(csr?.status?.conditions?.some((c) => c.type === 'Approved' && c.status === 'True'))
+  }
+
   // the kubelet reports another address (fault node-ip, sim/health-faults.js): its Node's InternalIP follows
   function setInternalIP(name, ip) {
     const node = store.get(NODES, undefined, name)
@@ -615,6 +636,8 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     nodeLost,
     nodeReady,
     setInternalIP,
+    servingCsr,
+    csrApproved,
     /** a fault changed (sim/health-faults.js): the controllers look again */
     reconcile: () => controllers.recheck(),
     get apiUp() {

@@ -53,7 +53,7 @@ export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal
       'no diagnostics',
       // diagnostics.go: the first node with a Diagnostic (fault kubelet-serving-csr: kubelet-csr)
       () => {
-        const n = all.find((x) => x.registered && sim.health?.servingCsrPending(x.name))
+        const n = all.find((x) => sim.kubeletCsrPending?.(x))
         return n ? `active diagnostic on node ${n.ip}: kubelet server certificate rotation is enabled, but CSR is not approved` : null
       },
     ],

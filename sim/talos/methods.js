@@ -7,7 +7,7 @@ import { stringify } from 'yaml'
 import { rpc } from './errors.js'
 import { DEFINITIONS, resolveType, notFound } from './resources.js'
 import { startAction } from './events.js'
-import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, staticPodName } from '../health-faults.js'
+import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, servingCsrName, staticPodName } from '../health-faults.js'
 
 /** fault kubelet-crashloop without a message: the kubelet's own error for a node IP it does not have (k8s cmd/kubelet/app/server.go) */
 const KUBELET_CRASH_DEFAULT = (ip) =>
@@ -65,9 +65,6 @@ function resource(node, d, id, spec, extra = {}) {
     spec,
   }
 }
-
-/** the name of a node's pending kubelet-serving CSR (stable for the node) */
-export const servingCsrName = (node) => `csr-${createHash('sha256').update(node.name).digest('hex').slice(0, 5)}`
 
 /**
  * A control plane's static pods as its kubelet reports them (controllers/k8s/static_pod_status.go):
@@ -207,9 +204,9 @@ function listResources(sim, node, d) {
       return staticPodStatuses(sim, node).map(({ id, status }) => resource(node, d, id, status, { owner: 'k8s.StaticPodStatusController' }))
     case 'Diagnostic':
       // controllers/runtime/diagnostics: kubelet-csr while the node's serving CSR is Pending (fault kubelet-serving-csr)
-      return node.registered && sim.health?.servingCsrPending(node.name)
+      return sim.kubeletCsrPending?.(node)
         ? [
-            resource(node, d, 'kubelet-csr', kubeletCsrDiagnostic(node.ip, servingCsrName(node)), {
+            resource(node, d, 'kubelet-csr', kubeletCsrDiagnostic(node.ip, servingCsrName(node.name)), {
               owner: 'runtime.DiagnosticsController',
             }),
           ]

@@ -297,6 +297,12 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect(nodeIn(report, 'wait-ready', 'cp-1').status).toBe('ok')
         const nodes = await cluster.kubectl(['get', 'nodes', '--no-headers'])
         expect(nodes.stdout).toMatch(/^wrkr-1\s+Ready/m)
+        // the hint's list, as printed, shows the node's pending CSR; `kubectl certificate approve` sends a
+        // protobuf body the simulator does not decode: the approval stands as the fault cleared
+        const list = /`(kubectl [^`]* get csr)`/.exec(step.error?.hint ?? '')?.[1] ?? 'false'
+        const csrs = await runInFreshShell(cluster, list)
+        const csr = /`kubectl [^`]* certificate approve (csr-\w+)`/.exec(step.error?.hint ?? '')?.[1] ?? 'none'
+        expect(csrs.stdout, csrs.stderr).toContain(csr)
         cluster.sim.clearFault('wrkr-1', 'kubelet-serving-csr')
         await succeeds(cluster, taskOf(step.error?.hint))
       }),

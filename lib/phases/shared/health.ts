@@ -719,8 +719,14 @@ async function podsPerNode(h: HealthReads, what: string, selects: (p: KubeObject
 
 /** kubelet-csr: the node's serving CSR waits for an approver; address-overlap and the rest: read them */
 function diagnosticHint(node: ClusterNode, text: string): string {
-  if (/kubelet-csr/.test(text))
-    return `the kubelet's serving certificate CSR is not approved (rotate-server-certificates without an approver): approve it (\`${kubectlCommand('get csr')}\`, \`${kubectlCommand('certificate approve <name>')}\`) or install an approver (kubelet-serving-cert-approver), then run: ${taskCommand('bootstrap:wait-ready')}`
+  if (/kubelet-csr/.test(text)) {
+    // the diagnostic names the pending CSRs (`pending CSRs: csr-a, csr-b`)
+    const pending = /pending CSRs: ([\w.-]+(?:, [\w.-]+)*)/.exec(text)?.[1]?.split(', ') ?? []
+    const approve = pending.length
+      ? `\`${kubectlCommand(`certificate approve ${pending.join(' ')}`)}\``
+      : `\`${kubectlCommand('certificate approve <name>')}\` for each`
+    return `the kubelet's serving certificate CSR is not approved (rotate-server-certificates without an approver): see them (\`${kubectlCommand('get csr')}\`), approve ${node.name}'s (${approve}) or install an approver (kubelet-serving-cert-approver), then run: ${taskCommand('bootstrap:wait-ready')}`
+  }
   return hintFor('diagnostics', node)
 }
 
