@@ -47,7 +47,11 @@ export class Simulator {
     this.clock = createClock(s.speed)
     this.faults = createFaults(s.faults)
     // issue 30's faults (static pods, image pulls, CoreDNS, serving CSRs, node IPs): sim/health-faults.js
-    this.health = createHealthFaults(this.faults, () => this.nodes.filter((n) => n.role === 'controlplane').map((n) => n.name))
+    this.health = createHealthFaults(
+      this.faults,
+      () => this.nodes.filter((n) => n.role === 'controlplane').map((n) => n.name),
+      s.cluster.kubernetesVersion,
+    )
     /** running nodes whose kubelet waits for its client certificate (no kube-controller-manager signs it) */
     this.csrWaiting = new Set()
     this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null, role: s.cluster.talosconfigRole })

@@ -15,13 +15,26 @@ export const staticPodName = (component, node) => `${component}-${node}`
  * faults: the simulator's fault list (sim/faults.js createFaults); controlPlanes(): the names of the
  * configured control planes (a leader-elected component is down only when it is down on all of them).
  */
-export function createHealthFaults(faults, controlPlanes = () => []) {
+export function createHealthFaults(faults, controlPlanes = () => [], kubernetesVersion = 'v1.35.0') {
   const first = (node, kind, pick = () => true) => faults.find(node, { kind }).find(pick) ?? null
 
-  /** `static-pod` on this node for this component: { restarts, message } or null */
+  /** `image-pull`: the registry's answer for this image (pods using it stay ImagePullBackOff), or null */
+  function imagePull(image) {
+    const f = faults.find(null, { kind: 'image-pull' }).find((x) => x.image === image || String(image).startsWith(`${x.image}:`))
+    if (!f) return null
+    return f.message ?? `failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`
+  }
+
+  /**
+   * This component's static pod does not run on this node: a `static-pod` fault ({ restarts, message }),
+   * or an `image-pull` fault on its image (registry.k8s.io/<component>:<version>: it never starts)
+   */
   function staticPod(node, component) {
     const f = first(node, 'static-pod', (x) => x.pod === component)
-    return f ? { restarts: f.restarts === true, message: f.message } : null
+    if (f) return { restarts: f.restarts === true, message: f.message }
+    const image = `registry.k8s.io/${component}:${kubernetesVersion}`
+    const pull = imagePull(image)
+    return pull ? { restarts: false, message: `Back-off pulling image "${image}": ErrImagePull: ${pull}` } : null
   }
 
   /** a leader-elected component (kube-controller-manager, kube-scheduler) runs nowhere */
@@ -90,12 +103,7 @@ export function createHealthFaults(faults, controlPlanes = () => []) {
     controllerManagerDown: () => downEverywhere('kube-controller-manager'),
     /** no kube-scheduler runs: pods are never bound (they stay Pending without a FailedScheduling event) */
     schedulerDown: () => downEverywhere('kube-scheduler'),
-    /** `image-pull`: the registry's answer for this image (pods using it stay ImagePullBackOff), or null */
-    imagePull(image) {
-      const f = faults.find(null, { kind: 'image-pull' }).find((x) => x.image === image || String(image).startsWith(`${x.image}:`))
-      if (!f) return null
-      return f.message ?? `failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`
-    },
+    imagePull,
     /** `coredns`: CoreDNS's pods run and never pass their readiness probe */
     corednsDown: () => first(null, 'coredns') !== null,
     /** `kubelet-serving-csr`: this node's kubelet serving CSR stays Pending */
