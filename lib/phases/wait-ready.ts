@@ -381,7 +381,8 @@ function healthReads(run: Run): HealthReads {
 /** per node, what the check found: each one named (a long list: the count of ok ones, the others named) */
 function checkDetail(result: CheckResult): string {
   const okCount = result.results.filter((r) => r.ok).length
-  if (result.results.length <= 12) return result.results.map((r) => `${r.node}: ${r.text}`).join('; ') || 'ok'
+  if (result.results.length === 0) return 'no node left to check (each failed already in this run)'
+  if (result.results.length <= 12) return result.results.map((r) => `${r.node}: ${r.text}`).join('; ')
   const wrong = result.results.filter((r) => !r.ok)
   return `${okCount}/${result.results.length} ok${wrong.length ? `; ${wrong.map((r) => `${r.node}: ${r.text}`).join('; ')}` : ''}`
 }
@@ -413,7 +414,10 @@ function healthSteps(run: Run, apiReady: (r: Run) => true | string | { skip: str
     run: async (r, report): Promise<string | StepLeft> => {
       // a dry run reads nothing it would have to make up (its reads answer as a healthy cluster would)
       if (r.options.dryRun) return `would check: ${check.title}`
-      reads ??= healthReads(r)
+      if (!reads) {
+        reads = healthReads(r)
+        reads.prefetch()
+      }
       const h = reads
       let last: CheckResult | undefined
       const fail = (failures: CheckFailure[], waited?: string): NodeError => {
