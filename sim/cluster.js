@@ -6,6 +6,7 @@ import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createClock } from './clock.js'
 import { createFaults, FAULT_KINDS } from './faults.js'
+import { createHealthFaults, servingCsrName } from './health-faults.js'
 import { generatePki } from './pki.js'
 import { realTools, writeClusterDir } from './writer.js'
 import { observe as observeEvents } from './talos/events.js'
@@ -62,6 +63,14 @@ export class Simulator {
     const s = this.scenario
     this.clock = createClock(s.speed)
     this.faults = createFaults(s.faults)
+    // issue 30's faults (static pods, image pulls, CoreDNS, serving CSRs, node IPs): sim/health-faults.js
+    this.health = createHealthFaults(
+      this.faults,
+      () => this.nodes.filter((n) => n.role === 'controlplane').map((n) => n.name),
+      s.cluster.kubernetesVersion,
+    )
+    /** running nodes whose kubelet waits for its client certificate (no kube-controller-manager signs it) */
+    this.csrWaiting = new Set()
     this.pki = await generatePki({ nodes: s.nodes, vip: s.cluster.vip?.address ?? null, role: s.cluster.talosconfigRole })
     // the chart repository real helm installs the CNI from (any free port on 127.0.0.1)
     // and its OCI registry of every simulated chart
@@ -109,6 +118,7 @@ export class Simulator {
           const f = this.faults.find(null, { kind: 'chart' }).find((x) => x.chart === chart)
           return f ? (f.message ?? `Error: ${chart} failed to start: the simulated chart fault`) : undefined
         },
+        health: this.health,
       }
       return mod.createKube({
         clock: this.clock,
@@ -209,8 +219,11 @@ export class Simulator {
       ...(fault.offsetS != null ? { offsetS: fault.offsetS } : {}),
       ...(fault.address != null ? { address: fault.address } : {}),
       ...(fault.chart != null ? { chart: fault.chart } : {}),
+      ...(fault.pod != null ? { pod: fault.pod, restarts: fault.restarts ?? false } : {}),
+      ...(fault.image != null ? { image: fault.image } : {}),
     })
     for (const n of this.nodes) this.changed(n)
+    this.healthFaultsChanged()
   }
   /** tests: what an upgrade to its schematic's installer does to a node: it runs these extensions */
   setExtensions(name, extensions) {
@@ -229,6 +242,7 @@ export class Simulator {
   clearFault(node, kind) {
     this.faults.clear(node, kind)
     for (const n of this.nodes) this.changed(n)
+    this.healthFaultsChanged()
   }
 
   // ---- node hooks ----
@@ -303,17 +317,65 @@ export class Simulator {
     if (this.etcd.healthyMembers().some((m) => m.apiServerUp)) this.scheduleKubelet(n)
     else this.pendingKubelet.add(n)
   }
+  /**
+   * A fault of sim/health-faults.js started or cleared: kubelets waiting for a certificate try
+   * again, Nodes take the address their kubelet now reports, the Kubernetes controllers look again.
+   */
+  /** Talos's kubelet-csr diagnostic holds: the node's serving CSR (fault kubelet-serving-csr) is not approved */
+  kubeletCsrPending(n) {
+    if (!n.registered || !this.health.servingCsrPending(n.name)) return false
+    try {
+      return !this.kube?.csrApproved?.(servingCsrName(n.name))
+    } catch {
+      return true
+    }
+  }
+  /** the kubelet of a registered node under kubelet-serving-csr asks for its serving certificate */
+  requestServingCsr(n) {
+    if (n.registered && this.health.servingCsrPending(n.name))
+      try {
+        this.kube?.servingCsr?.(n.name, servingCsrName(n.name))
+      } catch (e) {
+        this.log(`kube.servingCsr: ${e.message}`)
+      }
+  }
+  kubeletCannotRegister() {
+    const served = this.nodes.some((m) => m.role === 'controlplane' && m.apiServerUp && !this.health.apiServerDown(m.name))
+    return !served || this.health.controllerManagerDown()
+  }
+  healthFaultsChanged() {
+    if (!this.kubeletCannotRegister()) {
+      const waiting = [...this.csrWaiting]
+      this.csrWaiting.clear()
+      for (const n of waiting) if (!n.registered && !n.kubeletFailed && n.stage === 'running') this.scheduleKubelet(n)
+    }
+    for (const n of this.nodes) this.requestServingCsr(n)
+    for (const n of this.nodes)
+      if (n.registered)
+        try {
+          this.kube?.setInternalIP?.(n.name, this.health.nodeIp(n.name) ?? n.ip)
+        } catch (e) {
+          this.log(`kube.setInternalIP: ${e.message}`)
+        }
+    this.kube?.reconcile?.()
+  }
   scheduleKubelet(n) {
     n.after(this.timings.kubelet, () => {
       if (n.kubeletFailed || n.registered) return
       // the real API: the kubelet registers through its CSR and marks the node registered itself (sim/kubelet.js)
       if (this.realKube) return this.realKube.kubelets.run(n)
+      // the kubelet's client certificate is a CSR kube-controller-manager approves and signs: without
+      // one running (or without any kube-apiserver), the kubelet never gets a certificate and registers nothing
+      if (this.kubeletCannotRegister()) {
+        this.csrWaiting.add(n)
+        return
+      }
       n.registered = true
       try {
         // the same name as before a reset: the kubelet takes the existing Node over with this boot's ID
         this.kube?.registerNode?.({
           name: n.name,
-          ip: n.ip,
+          ip: this.health.nodeIp(n.name) ?? n.ip,
           role: n.role,
           kubeletVersion: this.scenario.cluster.kubernetesVersion,
           osImage: `Talos (${n.talosVersion})`,
@@ -324,6 +386,7 @@ export class Simulator {
       } catch (e) {
         this.log(`kube.registerNode: ${e.message}`)
       }
+      this.requestServingCsr(n)
       n.talosLog(`kubelet: node "${n.name}" registered`)
       n.changed()
     })
@@ -332,6 +395,7 @@ export class Simulator {
     this.etcd.nodeReset(n, { graceful })
     this.pendingKubelet.delete(n)
     this.realKube?.kubelets.wiped(n)
+    this.csrWaiting.delete(n)
     // the Kubernetes Node stays (cordoned, going Unknown): its kubelet registers it again after the reset
     n.registered = false
     n.changed() // its API server is gone: close 6443 (and the VIP if it was the last)

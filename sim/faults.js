@@ -39,7 +39,20 @@ export const FAULT_KINDS = {
   flux: { on: ['flux'], def: 'flux' },
   // a chart the OCI registry serves whose pods crash-loop (`chart` names it; sim/charts/oci.js)
   chart: { on: ['chart'], def: 'chart' },
+  // issue 30's, read through sim/health-faults.js: a control plane static pod (`pod`, `restarts`,
+  // `message`), an image no pull gets (`image`, `message`), CoreDNS never ready, a kubelet serving
+  // CSR never approved, a Node registered at another InternalIP (`address`)
+  'static-pod': { on: ['static-pod'], def: 'static-pod' },
+  'image-pull': { on: ['image-pull'], def: 'image-pull' },
+  coredns: { on: ['coredns'], def: 'coredns' },
+  'kubelet-serving-csr': { on: ['kubelet'], def: 'kubelet' },
+  'node-ip': { on: ['kubelet'], def: 'kubelet' },
 }
+
+/** the kinds that may name no node (cluster-wide; static-pod: every control plane) */
+export const NODELESS_KINDS = ['flux', 'chart', 'static-pod', 'image-pull', 'coredns']
+/** the control plane static pods a static-pod fault names */
+export const STATIC_POD_NAMES = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']
 
 export function createFaults(list = []) {
   // each entry keeps its own remaining count; cleared entries are removed

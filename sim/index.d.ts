@@ -34,10 +34,16 @@ export interface Fault {
   path?: string | null
   /** fault clock: the node's clock minus the real time, in seconds */
   offsetS?: number
-  /** fault cert-sans: the address the node's certificate names instead of its inventory address */
+  /** fault cert-sans: the address the node's certificate names instead of its inventory address; node-ip: the InternalIP its Node registers with */
   address?: string
   /** fault chart: the chart (its name) whose pods crash-loop */
   chart?: string
+  /** fault static-pod: the control plane component that does not run */
+  pod?: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler'
+  /** fault static-pod: it starts and exits (CrashLoopBackOff) instead of never starting */
+  restarts?: boolean
+  /** fault image-pull: the image no pull gets */
+  image?: string
 }
 export interface ScenarioInput {
   cluster: {

@@ -100,9 +100,14 @@ export class Listeners {
   // ---- the Kubernetes API (:6443) ----
   reconcileKube() {
     const { nodes, scenario } = this.ctx
-    // the real API server (SIM_KUBE=real): each control plane's :6443 forwards to it once it serves
+    // the real API server (SIM_KUBE=real): each control plane's :6443 forwards to it once it serves;
+    // a control plane whose kube-apiserver static pod does not run (fault static-pod) serves no :6443
     const serving = !this.ctx.realKube || this.ctx.realKube.serving
-    const want = new Set(nodes.filter((n) => serving && n.apiServerUp && n.role === 'controlplane').map((n) => n.ip))
+    const want = new Set(
+      nodes
+        .filter((n) => serving && n.apiServerUp && n.role === 'controlplane' && !this.ctx.health?.apiServerDown(n.name))
+        .map((n) => n.ip),
+    )
     const vip = scenario.cluster.vip
     if (vip && vip.up === 'after-bootstrap' && want.size) want.add(vip.address)
     for (const addr of want) if (!this.kube.has(addr)) this.openKube(addr)

@@ -2,7 +2,7 @@
 // for YAML, the line: `scenario.yaml:12: nodes[2].ip: "10.0.0.5" is not in 127.0.0.0/8`.
 import { readFileSync } from 'node:fs'
 import { parseDocument, LineCounter, isSeq } from 'yaml'
-import { FAULT_KINDS } from './faults.js'
+import { FAULT_KINDS, NODELESS_KINDS, STATIC_POD_NAMES } from './faults.js'
 
 export class ScenarioError extends Error {
   constructor(message, { file, line, field } = {}) {
@@ -301,12 +301,12 @@ function validateScenario(s, { file, lineOf }) {
   const faults = faultList.map((f, i) => {
     const p = ['faults', i]
     obj(f, p)
-    known(f, ['node', 'on', 'kind', 'times', 'ms', 'message', 'path', 'offsetS', 'address', 'chart'], p)
+    known(f, ['node', 'on', 'kind', 'times', 'ms', 'message', 'path', 'offsetS', 'address', 'chart', 'pod', 'restarts', 'image'], p)
     const spec = FAULT_KINDS[f.kind]
     if (!spec) fail([...p, 'kind'], `unknown fault kind ${q(f.kind)} (known: ${Object.keys(FAULT_KINDS).join(', ')})`)
     if (f.node != null && !names.has(f.node)) fail([...p, 'node'], `${q(f.node)} is not a node of this scenario`)
     const on = f.on ?? spec.def
-    if (f.node == null && !['flux', 'chart'].includes(f.kind) && on !== 'kube') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
+    if (f.node == null && !NODELESS_KINDS.includes(f.kind) && on !== 'kube') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
     if (on === 'kube' && f.node != null && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
       fail([...p, 'node'], `${q(f.node)} serves no Kubernetes API (a kube fault names a control plane, or no node for all)`)
     if (f.path != null && (on !== 'kube' || f.kind === 'refused'))
@@ -319,8 +319,18 @@ function validateScenario(s, { file, lineOf }) {
     if (f.message != null) str(f.message, [...p, 'message'])
     if (f.kind === 'clock') num(f.offsetS, [...p, 'offsetS'], -Infinity)
     else if (f.offsetS != null) fail([...p, 'offsetS'], 'only clock faults take offsetS')
-    if (f.address != null && f.kind !== 'cert-sans') fail([...p, 'address'], 'only cert-sans faults take address')
-    if (f.address != null) str(f.address, [...p, 'address'])
+    if (f.address != null && !['cert-sans', 'node-ip'].includes(f.kind))
+      fail([...p, 'address'], 'only cert-sans and node-ip faults take address')
+    if (f.address != null || f.kind === 'node-ip') str(f.address, [...p, 'address'])
+    if (f.node != null && f.kind === 'static-pod' && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
+      fail([...p, 'node'], `${q(f.node)} runs no control plane static pods (a static-pod fault names a control plane, or no node for all)`)
+    if (f.kind === 'static-pod' && !STATIC_POD_NAMES.includes(f.pod))
+      fail([...p, 'pod'], `${q(f.pod)} must be one of ${STATIC_POD_NAMES.join(', ')}`)
+    else if (f.kind !== 'static-pod' && f.pod != null) fail([...p, 'pod'], 'only static-pod faults take pod')
+    if (f.restarts != null && (f.kind !== 'static-pod' || typeof f.restarts !== 'boolean'))
+      fail([...p, 'restarts'], 'only static-pod faults take restarts (true or false)')
+    if (f.kind === 'image-pull') str(f.image, [...p, 'image'])
+    else if (f.image != null) fail([...p, 'image'], 'only image-pull faults take image')
     if (f.kind === 'chart') str(f.chart, [...p, 'chart'])
     else if (f.chart != null) fail([...p, 'chart'], 'only chart faults take chart')
     return {
@@ -334,6 +344,8 @@ function validateScenario(s, { file, lineOf }) {
       ...(f.offsetS != null ? { offsetS: f.offsetS } : {}),
       ...(f.address != null ? { address: f.address } : {}),
       ...(f.chart != null ? { chart: f.chart } : {}),
+      ...(f.pod != null ? { pod: f.pod, restarts: f.restarts ?? false } : {}),
+      ...(f.image != null ? { image: f.image } : {}),
     }
   })
 

@@ -16,7 +16,7 @@ export interface HintContext {
   /** whose context in the kubeconfig (it may hold other clusters, its current context another's) */
   clusterName?: string
   /** control planes in bootstrap order: the bootstrap node first */
-  controlPlanes: Array<Pick<ClusterNode, 'name' | 'address'>>
+  controlPlanes: Array<Pick<ClusterNode, 'name' | 'address' | 'kubeName'>>
 }
 
 let context: HintContext | undefined
@@ -133,6 +133,14 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `check the kubelet (\`${talosctlCommand(node, 'service kubelet')}\`; a kubelet that failed before it started has no log of its own, machined's console has the cause: \`${talosctlCommand(node, 'dmesg')}\`); once the cause is fixed, restart it (Talos does not retry a kubelet that failed to start) and recover the node, run: ${talosctlCommand(node, 'service kubelet restart')} && ${recover}`
     case 'node-not-ready':
       return `see why with \`${kubectlCommand(`describe node ${node.name}`)}\`, then run: ${recover}`
+    case 'etcd':
+      return `check etcd on the control planes (\`${talosctlCommand(workingControlPlane(node) ?? node, 'etcd members')}\`, \`${talosctlCommand(node, 'service etcd')}\`), then run: ${taskCommand('bootstrap:wait-ready')}`
+    case 'control-plane':
+      return hintForStaticPod(node, 'kube-apiserver')
+    case 'addon':
+      return `see the pods (\`${kubectlCommand('-n kube-system get pods -o wide')}\`), then run: ${taskCommand('bootstrap:wait-ready')}`
+    case 'diagnostics':
+      return `list what Talos found (\`${talosctlCommand(node, 'get diagnostics')}\`), fix it, then run: ${taskCommand('bootstrap:wait-ready')}`
     case 'cni':
       return `the CNI pod on ${node.name} is not ready: \`${kubectlCommand(`-n kube-system get pods -o wide --field-selector spec.nodeName=${node.name}`)}\`, then run: ${recover}`
     case 'flux':
@@ -204,13 +212,36 @@ export function fluxHint(what = 'the repository'): string {
 }
 
 /**
+ * A control plane component that does not run: it is a static pod of the kubelet, not a Talos
+ * service (`talosctl service kube-apiserver` knows no such service): its StaticPodStatus, its log
+ * through the CRI.
+ */
+export function hintForStaticPod(node: Pick<ClusterNode, 'name' | 'address'> & { kubeName?: string }, component: string): string {
+  const pod = `kube-system/${component}-${node.kubeName ?? node.name}`
+  return `see its status and log on ${node.name} (\`${talosctlCommand(node, 'get staticpodstatus')}\`, \`${talosctlCommand(node, `logs -k ${pod}`)}\`); fix what they name (the component's image in cluster.${componentKey(component)}.image and the registry, its extraArgs in cluster.${componentKey(component)}.extraArgs of the node's config) and apply it (${taskCommand('bootstrap:apply', { NODES: node.name }, ['--reapply'])}), then run: ${taskCommand('bootstrap:wait-ready')}`
+}
+
+/** the machine config key of a control plane component (cluster.apiServer, …) */
+function componentKey(component: string): string {
+  return component === 'kube-apiserver' ? 'apiServer' : component === 'kube-scheduler' ? 'scheduler' : 'controllerManager'
+}
+
+/**
  * The Kubernetes API did not answer a tool (refused, reset, 503, timed out) through the retries: the
  * API is the cause, not a chart or a repository. kube-apiserver is a static pod, not a Talos service;
  * the API's usual cause is etcd, which is one.
  */
 export function apiHint(task: string): string {
-  const etcd = context?.controlPlanes.map((cp) => `\`${talosctlCommand(cp, 'service etcd')}\``).join(', ')
-  return `the Kubernetes API did not answer: check that it does (\`${kubectlCommand("get --raw '/readyz?verbose'")}\`) and the control planes' etcd (${etcd || '`talosctl service etcd`'}), then run: ${taskCommand(task)}`
+  const cps = context?.controlPlanes ?? []
+  const etcd = cps.map((cp) => `\`${talosctlCommand(cp, 'service etcd')}\``).join(', ')
+  // kube-apiserver is a static pod: its StaticPodStatus and its container's log, not a service
+  const apiServer = cps
+    .map(
+      (cp) =>
+        `\`${talosctlCommand(cp, 'get staticpodstatus')}\`, \`${talosctlCommand(cp, `logs -k kube-system/kube-apiserver-${cp.kubeName ?? cp.name}`)}\``,
+    )
+    .join(', ')
+  return `the Kubernetes API did not answer: check that it does (\`${kubectlCommand("get --raw '/readyz?verbose'")}\`), the control planes' kube-apiserver static pods (${apiServer || '`talosctl get staticpodstatus`'}) and their etcd (${etcd || '`talosctl service etcd`'}), then run: ${taskCommand(task)}`
 }
 
 /** The task that runs a phase (the bootstrap phase is `bootstrap:etcd`). */

@@ -10,7 +10,7 @@ import { fluxRoot } from '../input/settings.js'
 import { lockHolder } from '../state/lock.js'
 import { selectNodes } from '../input/inventory.js'
 import { output } from '../cli/output.js'
-import { readStatus, STATUS_DEADLINE_MS, statusTable, type StatusTools } from './status.js'
+import { checkLines, readHealthChecks, readStatus, STATUS_DEADLINE_MS, statusTable, type StatusTools } from './status.js'
 import { ToolRunner } from '../tools/exec.js'
 import { Kubectl } from '../tools/kubectl.js'
 import { Talosctl } from '../tools/talosctl.js'
@@ -39,14 +39,20 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
     let code: number = ExitCode.interrupted
     for (;;) {
       const table = await readStatus(tools, nodes, settings.flux ? fluxRoot(settings.flux) : undefined)
+      // the checks wait-ready ends with, once each (read only while every selected node is up)
+      const checks = table.rows.every((r) => r.healthy) ? await readHealthChecks(tools, table.via) : []
       if (signal.aborted) return code
-      code = table.rows.every((r) => r.healthy) ? ExitCode.ok : ExitCode.nodeFailed
+      const unhealthy = checks.some((c) => c.status === 'failed' || c.status === 'unreadable')
+      code = table.rows.every((r) => r.healthy) && !unhealthy ? ExitCode.ok : ExitCode.nodeFailed
       const lines = [statusTable(table)]
       if (table.lastRun) lines.push(table.lastRun)
       if (table.flux) lines.push(table.flux)
       // nodes a run is applying or installing read as down or booting: say the run is under way
       const holder = lockHolder(inventory.clusterDir)
       if (holder) lines.push(`a run is in progress: ${holder}; its nodes may be installing or rebooting, and LAST RUN is the run before it`)
+      // the checks wait-ready ends with, after a blank line (the table ends at one)
+      if (checks.length > 0) lines.push('', checkLines(checks))
+      else if (!table.rows.every((r) => r.healthy)) lines.push('', 'health: not checked while a node is not running and Ready')
       if (args.watch)
         lines.unshift(
           `${new Date().toISOString()}  ${inventory.clusterName}: ${table.rows.filter((r) => r.healthy).length}/${table.rows.length} running and Ready (every ${Math.round(settings.pollIntervalMs / 100) / 10}s; Ctrl-C stops)`,

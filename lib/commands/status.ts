@@ -16,6 +16,8 @@ import type { ToolRunner } from '../tools/exec.js'
 import { condition, type Kubectl } from '../tools/kubectl.js'
 import type { EtcdMember, MachineStatus, Talosctl } from '../tools/talosctl.js'
 import { describeElsewhere, isMemberOf, namedElsewhere } from '../phases/shared/etcd-members.js'
+import { HEALTH_CHECKS, HealthReads } from '../phases/shared/health.js'
+import { readConfigNetwork } from '../input/cni-compat.js'
 
 /** Deadline of one status call (capped by callTimeout): long enough for a loaded node, short enough to stay live. */
 export const STATUS_DEADLINE_MS = 3_000
@@ -60,6 +62,8 @@ export interface StatusTable {
   lastRun: string | undefined
   /** cluster-wide readings that failed (etcd members, Kubernetes API) */
   warnings: string[]
+  /** the control plane that answered the batched reads */
+  via?: ClusterNode
 }
 
 const failure = (err: unknown): { state: 'error'; kind: string; message: string } =>
@@ -287,7 +291,7 @@ export async function readStatus(
       healthy: status?.stage === 'running' && status.ready && kubernetes === 'Ready',
     }
   })
-  return { rows, lastRun: lastRunLines(used), warnings, ...(fluxState ? { flux: fluxState } : {}) }
+  return { rows, lastRun: lastRunLines(used), warnings, ...(fluxState ? { flux: fluxState } : {}), ...(etcdVia ? { via: etcdVia } : {}) }
 }
 
 /**
@@ -329,4 +333,58 @@ export function statusTable(table: StatusTable): string {
     r.note,
   ])
   return formatTable(header, rows)
+}
+
+/** One check of wait-ready's health steps as bootstrap:status read it once. */
+export interface CheckLine {
+  name: string
+  title: string
+  status: 'ok' | 'failed' | 'skipped' | 'unreadable'
+  /** per node, or why it failed / was skipped */
+  detail: string
+}
+
+/**
+ * The checks wait-ready ends with (`talosctl health`'s and the product's own), each read once
+ * through `via` (a control plane that answered) and the kubeconfig; reads shared between checks.
+ * Not read without a kubeconfig or a control plane that answers.
+ */
+export async function readHealthChecks(tools: StatusTools, via: ClusterNode | undefined): Promise<CheckLine[]> {
+  if (!via || !existsSync(tools.kubeconfig)) return []
+  const nodes = tools.inventory.nodes
+  const reads = new HealthReads({
+    talosctl: tools.talosctl,
+    kubectl: tools.kubectl,
+    nodes,
+    controlPlanes: nodes.filter((n) => n.role === 'controlplane'),
+    allNodes: true,
+    via: () => via,
+    maxAgeMs: 60_000,
+    coreDnsAbsentByConfig: nodes.some((n) => n.role === 'controlplane' && readConfigNetwork(n)?.coreDnsDisabled.value === true),
+  })
+  const lines: CheckLine[] = []
+  for (const check of HEALTH_CHECKS) {
+    try {
+      const result = await check.run(reads)
+      if (result.skip) lines.push({ name: check.name, title: check.title, status: 'skipped', detail: result.skip })
+      else if (result.failures.length > 0)
+        lines.push({ name: check.name, title: check.title, status: 'failed', detail: result.failures.map((f) => f.message).join('; ') })
+      else {
+        const wrong = result.results.filter((r) => !r.ok)
+        const detail =
+          result.results.length > 12
+            ? `${result.results.length - wrong.length}/${result.results.length} ok`
+            : result.results.map((r) => `${r.node}: ${r.text}`).join('; ')
+        lines.push({ name: check.name, title: check.title, status: 'ok', detail })
+      }
+    } catch (err) {
+      lines.push({ name: check.name, title: check.title, status: 'unreadable', detail: failure(err).message })
+    }
+  }
+  return lines
+}
+
+/** `health: <check>: <status> (<detail>)`, one line per check */
+export function checkLines(lines: CheckLine[]): string {
+  return lines.map((l) => `health: ${l.title}: ${l.status}${l.detail ? ` (${l.detail})` : ''}`).join('\n')
 }

@@ -66,9 +66,9 @@ export interface ClusterStep {
 /**
  * A cluster-wide step that changes the cluster, found with its nodes outside the selection (NODES):
  * not run (the selected nodes cannot go on without it, they are not-run with its reason) or skipped
- * (they can), and the command that runs it.
+ * (they can), and the command that runs it; a skip without `next`: the step does not apply here.
  */
-export type StepLeft = { notRun: string; next: string } | { skip: string; next: string }
+export type StepLeft = { notRun: string; next: string } | { skip: string; next?: string }
 
 export type Step = NodeStep | ClusterStep
 

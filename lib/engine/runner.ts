@@ -277,8 +277,8 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
       try {
         const detail = await step.run(run, reporter)
         if (typeof detail === 'object') {
-          // left to another command by the node selection
-          record.next = detail.next
+          // left to another command by the node selection (a skip without one: it does not apply)
+          if (detail.next) record.next = detail.next
           if ('notRun' in detail) {
             record.detail = detail.notRun
             blocked(`${step.name} not run: ${detail.notRun}`, undefined)

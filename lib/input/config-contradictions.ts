@@ -28,6 +28,22 @@ export function configContradictions(inventory: Inventory): ConfigFindings {
   return findings
 }
 
+/**
+ * A cluster of control planes only whose configs leave them tainted (Talos taints a control plane
+ * node-role.kubernetes.io/control-plane:NoSchedule unless cluster.allowSchedulingOnControlPlanes is
+ * true: machined controllers/k8s/node_status.go, v1alpha1_clusterconfig.go ScheduleOnControlPlanes):
+ * every workload without that toleration, Flux's included, stays Pending. A warning per config.
+ */
+export function controlPlaneOnlyScheduling(inventory: Inventory): string | undefined {
+  if (inventory.nodes.length === 0 || inventory.nodes.some((n) => n.role !== 'controlplane')) return undefined
+  const tainted = inventory.nodes.filter((n) => {
+    const doc = MachineConfig.of(n.configFile).v1alpha1
+    return doc?.getIn(['cluster', 'allowSchedulingOnControlPlanes']) !== true
+  })
+  if (tainted.length === 0) return undefined
+  return `every node is a control plane and ${tainted.map((n) => `${n.name} (${n.configFile})`).join(', ')} ${tainted.length === 1 ? 'does' : 'do'} not set cluster.allowSchedulingOnControlPlanes: true: Talos taints them node-role.kubernetes.io/control-plane:NoSchedule, so every workload without that toleration (Flux's controllers included) stays Pending; set it in the configs (talhelper: allowSchedulingOnControlPlanes: true) and regenerate them, or add workers`
+}
+
 /** The installer image installs the Talos of its tag: another minor than the configs were generated for is another Talos. */
 function installerVersion(node: ClusterNode, inventory: Inventory, findings: ConfigFindings): void {
   const config = MachineConfig.of(node.configFile)

@@ -14,7 +14,12 @@ import type { Run } from '../engine/run.js'
 import type { SharedReading } from '../wait/shared-reading.js'
 import type { Disk } from '../tools/talosctl.js'
 import { appliedAndWaiting, endpointReading } from './shared/endpoint.js'
-import { configContradictions, needsReportedNetwork, networkContradiction } from '../input/config-contradictions.js'
+import {
+  configContradictions,
+  controlPlaneOnlyScheduling,
+  needsReportedNetwork,
+  networkContradiction,
+} from '../input/config-contradictions.js'
 
 /** Validations at a time per CPU: each is mostly a process start and a file read, a fraction of a core. */
 const VALIDATIONS_PER_CPU = 4
@@ -234,6 +239,8 @@ export const preflight: Phase = {
     if (errors.length === 1) throw errors[0]
     if (errors.length > 1) throw new InputErrors(errors)
     for (const warning of warnings) run.warn(warning)
+    const untolerated = controlPlaneOnlyScheduling(run.inventory)
+    if (untolerated) run.warn(untolerated)
   },
   steps: (run) => {
     const endpoint = endpointReading(run)

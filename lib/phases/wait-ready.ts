@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs'
 import { stringify } from 'yaml'
 import { NodeError } from '../core/errors.js'
-import { checkCni } from '../input/cni-compat.js'
+import { checkCni, readConfigNetwork } from '../input/cni-compat.js'
 import { formatDuration } from '../core/duration.js'
 import { apiHint, hintFor, hintForCniApi, hintForCordoned, hintForKubeletLog, hintForTalosCni, taskCommand } from '../cli/hints.js'
 import { kubeNodeName, type ClusterNode } from '../core/model.js'
-import type { NodeOutcome, Phase, StepLeft, StepReporter } from '../engine/phase.js'
+import type { ClusterStep, NodeOutcome, Phase, StepLeft, StepReporter } from '../engine/phase.js'
 import { partOfCluster, selectionText, wholeClusterCommand } from './shared/selection.js'
 import { lastErrorNote, PollTimeout, type PollAnswer } from '../wait/poll.js'
 import type { NodeFacts } from '../engine/facts.js'
@@ -20,6 +20,16 @@ import { waitForGates } from './shared/gates.js'
 import { completeVerification } from './shared/node-verification.js'
 import { checkExtensions } from './shared/extensions.js'
 import { helmfileInstallers, loadReleasePlan, releasePlan, releaseSteps, settledRelease } from './shared/releases.js'
+import {
+  controllerManagerCause,
+  HEALTH_CHECKS,
+  podWhy,
+  HealthReads,
+  schedulerCause,
+  type CheckFailure,
+  type CheckResult,
+  type HealthCheck,
+} from './shared/health.js'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {
@@ -30,6 +40,8 @@ interface Readings {
   talosFlannel: SharedReading<KubeObject[]> | undefined
   /** nodes whose kubelet runs and which registered: no longer asked */
   registered: Set<string>
+  /** the control plane's own state, read when a node's wait runs out (a component that runs nowhere is the cause) */
+  health: HealthReads
 }
 
 function readings(run: Run): Readings {
@@ -54,6 +66,7 @@ function readings(run: Run): Readings {
         ? new SharedReading(() => run.kubectl.list('pods', { namespace: 'kube-system', selector: 'k8s-app=flannel' }), age)
         : undefined,
     registered,
+    health: healthReads(run),
   }
 }
 
@@ -134,7 +147,7 @@ async function installCni(run: Run, report: StepReporter): Promise<string | Step
   return result.note ? `${cni.release} installed (${result.note})` : `${cni.release} installed`
 }
 
-type Stage = { kind: 'kubelet' | 'cni' | 'node-not-ready'; why: string; hint?: string }
+type Stage = { kind: 'kubelet' | 'cni' | 'node-not-ready'; why: string; hint?: string; permanent?: boolean }
 
 const TALOS_FLANNEL = 'kube-flannel'
 
@@ -148,7 +161,11 @@ function cniPodWhy(pod: KubeObject, run: Run): Stage {
   const statuses = (pod.status?.containerStatuses ?? []) as ContainerStatus[]
   const crashed = statuses.find((c) => c.lastState?.terminated?.message)
   const notReady = `CNI pod ${pod.metadata.name} ${pod.status?.phase ?? ''} not ready`
-  if (!crashed) return { kind: 'cni', why: notReady }
+  if (!crashed) {
+    // its own reason: a waiting container's (an image pull the registry refuses), the scheduler's
+    const own = podWhy(pod)
+    return { kind: 'cni', why: `CNI pod ${pod.metadata.name} ${own.why}`, permanent: own.permanent }
+  }
   const last = (crashed.lastState?.terminated?.message ?? '').trim().split('\n').pop() ?? ''
   const why = `${notReady}, restarting (${crashed.restartCount ?? 0} restarts): ${last.slice(0, 400)}`
   return {
@@ -237,6 +254,7 @@ async function waitForNodeReady(node: ClusterNode, run: Run, report: StepReporte
       const pod = pods.find((p) => p.spec?.nodeName === kubeNodeName(node))
       if (condition(pod, 'Ready')?.status !== 'True') {
         stage = pod ? cniPodWhy(pod, run) : { kind: 'cni', why: 'no CNI pod scheduled on the node' }
+        if (stage.permanent) throw new NodeError('cni', `not Ready: ${stage.why}`, stage.hint ?? hintFor('cni', node))
         return { done: false, state: stage.why }
       }
     }
@@ -269,6 +287,15 @@ async function waitForNodeReady(node: ClusterNode, run: Run, report: StepReporte
   try {
     return await report.poll(check, run.settings.readyTimeoutMs)
   } catch (err) {
+    if (err instanceof PollTimeout && !run.options.dryRun) {
+      // a kubelet that runs and registers nothing: no kube-controller-manager signs its certificate;
+      // a CNI pod never bound: no kube-scheduler runs. Either is the cause, not the node.
+      const waiting = stage.kind === 'kubelet' && /kubelet Running/.test(stage.why)
+      const unbound = stage.kind === 'cni' && /no CNI pod scheduled|not bound to a node/.test(stage.why)
+      const cause = waiting ? await controllerManagerCause(r.health) : unbound ? await schedulerCause(r.health) : undefined
+      if (cause)
+        throw new NodeError(cause.kind, `not Ready within ${formatDuration(err.waitedMs)}: ${stage.why}: ${cause.message}`, cause.hint)
+    }
     if (err instanceof PollTimeout)
       throw new NodeError(
         stage.kind,
@@ -303,6 +330,106 @@ function cordoned(self: KubeObject | undefined, node: ClusterNode, run: Run): (S
     ? `Ready, still cordoned by Talos (${TALOS_CORDONED}): waiting for Talos to uncordon it`
     : `Ready but cordoned (spec.unschedulable), not by Talos (no ${TALOS_CORDONED} annotation): Talos will not uncordon it`
   return { kind: 'node-not-ready', why, hint, byTalos }
+}
+
+/** The checks of `talosctl health` (and the product's own) against the run's cluster, reads shared per poll round. */
+function healthReads(run: Run): HealthReads {
+  return new HealthReads({
+    talosctl: run.talosctl,
+    kubectl: run.kubectl,
+    // a node that failed already in this run is named with its own cause: not checked again
+    nodes: run.nodes.filter((n) => !run.failed.has(n.name)),
+    controlPlanes: run.inventory.nodes.filter((n) => n.role === 'controlplane'),
+    allNodes: !partOfCluster(run),
+    via: () => bootstrapNode(run),
+    maxAgeMs: run.settings.pollIntervalMs / 2,
+    coreDnsAbsentByConfig: run.inventory.nodes.some(
+      (n) => n.role === 'controlplane' && readConfigNetwork(n)?.coreDnsDisabled.value === true,
+    ),
+  })
+}
+
+/** per node, what the check found: each one named (a long list: the count of ok ones, the others named) */
+function checkDetail(result: CheckResult): string {
+  const okCount = result.results.filter((r) => r.ok).length
+  if (result.results.length === 0) return 'no node left to check (each failed already in this run)'
+  if (result.results.length <= 12) return result.results.map((r) => `${r.node}: ${r.text}`).join('; ')
+  const wrong = result.results.filter((r) => !r.ok)
+  return `${okCount}/${result.results.length} ok${wrong.length ? `; ${wrong.map((r) => `${r.node}: ${r.text}`).join('; ')}` : ''}`
+}
+
+/** A check's failures as one error: the first's kind and hint, every one's message. */
+function checkError(failures: CheckFailure[], waited: string | undefined): NodeError {
+  const first = failures[0] as CheckFailure
+  const text = failures.map((f) => f.message).join('; ')
+  return new NodeError(first.kind, waited ? `not healthy within ${waited}: ${text}` : text, first.hint)
+}
+
+/**
+ * One step per check, in `talosctl health`'s order, each waited for until it passes, within the
+ * phase's readyTimeout (from its start: after a wait that ran out, each check gets one look). A
+ * failure names each node it found wrong (those nodes fail with it); a reason no wait clears, or
+ * one that only concerns nodes that failed already, fails at once.
+ */
+function healthSteps(run: Run, apiReady: (r: Run) => true | string | { skip: string }): ClusterStep[] {
+  let reads: HealthReads | undefined
+  const deadline = performance.now() + run.settings.readyTimeoutMs
+  const failedNodes = new Map<string, Set<string>>()
+  const step = (check: HealthCheck): ClusterStep => ({
+    kind: 'cluster',
+    name: check.name,
+    title: `Health: ${check.title}`,
+    would: `would check: ${check.title}`,
+    ready: apiReady,
+    blocks: (node) => failedNodes.get(check.name)?.has(node.name) ?? false,
+    run: async (r, report): Promise<string | StepLeft> => {
+      // a dry run reads nothing it would have to make up (its reads answer as a healthy cluster would)
+      if (r.options.dryRun) return `would check: ${check.title}`
+      if (!reads) {
+        reads = healthReads(r)
+        reads.prefetch()
+      }
+      const h = reads
+      let last: CheckResult | undefined
+      const fail = (failures: CheckFailure[], waited?: string): NodeError => {
+        failedNodes.set(check.name, new Set(failures.flatMap((f) => (f.node ? [f.node] : []))))
+        const error = checkError(failures, waited)
+        // Flux must not go in over a cluster that is not healthy: the nodes named fail (the flux steps
+        // are not-run naming them); a failure of no node blocks Flux with its own cause
+        if (failures.every((f) => f.node === undefined))
+          r.facts.cluster.fluxBlocked ??= `the cluster is not ready: ${check.title}: ${error.message}`
+        return error
+      }
+      try {
+        const result = await report.poll(
+          async (): Promise<PollAnswer<CheckResult>> => {
+            last = await check.run(h)
+            if (last.skip || last.failures.length === 0) return { done: true, value: last }
+            const permanent = last.failures.filter((f) => f.permanent)
+            if (permanent.length > 0) throw fail(permanent)
+            // what is left wrong concerns nodes already failed (their own cause named): no wait helps
+            if (last.failures.every((f) => f.node !== undefined && r.failed.has(f.node))) throw fail(last.failures)
+            return { done: false, state: last.failures.map((f) => f.message).join('; ') }
+          },
+          // every node failed already: nothing can turn healthy by waiting, one look says what is wrong
+          r.nodes.every((n) => r.failed.has(n.name)) ? 0 : Math.max(0, deadline - performance.now()),
+        )
+        if (result.skip) return { skip: result.skip }
+        return checkDetail(result)
+      } catch (err) {
+        if (err instanceof PollTimeout && last && last.failures.length > 0)
+          throw fail(last.failures, formatDuration(r.settings.readyTimeoutMs))
+        if (err instanceof PollTimeout)
+          throw new NodeError(
+            'unknown',
+            `${check.title}: not read within ${formatDuration(r.settings.readyTimeoutMs)}${lastErrorNote(err.lastError)}`,
+            apiHint('bootstrap:wait-ready'),
+          )
+        throw err
+      }
+    },
+  })
+  return HEALTH_CHECKS.map(step)
 }
 
 async function readinessGates(run: Run, report: StepReporter): Promise<string> {
@@ -380,6 +507,8 @@ export const waitReady: Phase = {
         applies: bootstrapped,
         run: nodeReadyStep(r),
       },
+      // what `talosctl health` checks, in its order, then the product's own (in HEALTH_CHECKS)
+      ...healthSteps(run, apiReady),
       {
         kind: 'cluster',
         name: 'readiness-gates',

@@ -164,32 +164,73 @@ export class Talosctl {
   }
 
   private async machineStatusChunk(order: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<MachineStatus>>> {
-    const args = [
-      'get',
-      'machinestatus',
-      '--talosconfig',
-      this.inventory.talosconfig,
-      '-e',
-      via.address,
-      '-n',
-      order.map((n) => n.address).join(','),
-      '-o',
-      'json',
-    ]
-    const result = await this.runner.run({
-      tool: 'talosctl',
-      args,
-      dryRunStdout: order.map((n) => DRY_MACHINESTATUS(n.address, 'running')).join('\n'),
-    })
+    const dry = order.map((n) => DRY_MACHINESTATUS(n.address, 'running')).join('\n')
+    const docs = await this.resourceChunk(order, via, 'machinestatus', dry)
     const answers = new Map<string, NodeAnswer<MachineStatus>>()
+    for (const [ip, answer] of docs) {
+      if (answer.error) answers.set(ip, answer)
+      else if (answer.value[0] !== undefined) answers.set(ip, { value: toMachineStatus(answer.value[0]) })
+    }
+    return answers
+  }
+
+  /**
+   * One batched `talosctl get <type> -n … -e <via> -o json` (the first node resolves the type: put
+   * one that answers first): each node's resources (a node with none: []). A batch that exits 0
+   * answered for every node; otherwise the nodes without a row are told only when their errors can
+   * be matched to them (as machineStatuses), the rest are absent (ask again).
+   */
+  async resources(order: ClusterNode[], via: ClusterNode, type: string): Promise<Map<string, NodeAnswer<unknown[]>>> {
+    if (order.length === 0) return new Map()
+    const [first, ...rest] = order
+    return merged(chunks(rest).map((chunk) => this.resourceChunk([first as ClusterNode, ...chunk], via, type)))
+  }
+
+  private async resourceChunk(
+    order: ClusterNode[],
+    via: ClusterNode,
+    type: string,
+    dryRunStdout = '',
+  ): Promise<Map<string, NodeAnswer<unknown[]>>> {
+    const args = ['get', type, ...this.batchArgs(via, order), '-o', 'json']
+    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout })
+    const answers = new Map<string, NodeAnswer<unknown[]>>()
     if (result.timedOut || result.aborted) return answers
-    for (const status of parseMachineStatuses(result.stdout)) answers.set(status.node, { value: status })
+    const rows = new Map<string, unknown[]>()
+    for (const doc of parseJsonStream(result.stdout)) {
+      const node = (doc as { node?: string }).node ?? ''
+      rows.set(node, [...(rows.get(node) ?? []), doc])
+    }
+    if (result.ok) {
+      for (const n of order) answers.set(n.address, { value: rows.get(n.address) ?? [] })
+      return answers
+    }
+    for (const [node, docs] of rows) answers.set(node, { value: docs })
     // `get` collects each node's List error in node order and names no node (get.go, helpers/resources.go
     // ForEachResource): the nodes without a row, in order, are those errors when the counts agree
-    const missing = order.filter((n) => !answers.has(n.address))
+    const missing = order.filter((n) => !rows.has(n.address))
     const errors = missing.length > 0 ? multiErrors(result.stderr) : []
     if (errors.length === missing.length)
       missing.forEach((n, i) => answers.set(n.address, { error: this.failure(n, { ...result, stdout: '', stderr: errors[i] ?? '' }) }))
+    return answers
+  }
+
+  /**
+   * Each control plane's own etcd member list in one `talosctl etcd members -n a,b,…` through `via`
+   * (a NODE column per row; a node that failed is named in apid's per-node error).
+   */
+  async etcdMemberLists(nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<EtcdMember[]>>> {
+    if (nodes.length === 0) return new Map()
+    const args = ['etcd', 'members', ...this.batchArgs(via, nodes)]
+    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: '' })
+    const answers = new Map<string, NodeAnswer<EtcdMember[]>>()
+    if (result.timedOut || result.aborted) return answers
+    for (const row of parseEtcdRows(result.stdout)) {
+      const node = row.node || (nodes.length === 1 ? (nodes[0]?.address ?? '') : '')
+      const have = answers.get(node)?.value ?? []
+      answers.set(node, { value: [...have, row.member] })
+    }
+    this.namedErrors(answers, nodes, result)
     return answers
   }
 
@@ -309,6 +350,23 @@ export class Talosctl {
     return parseServiceBlock(result.stdout, service)
   }
 
+  /** a batched call's target: the talosconfig, the endpoint `via` (apid proxies) and the nodes */
+  private batchArgs(via: ClusterNode, nodes: ClusterNode[]): string[] {
+    return ['--talosconfig', this.inventory.talosconfig, '-e', via.address, '-n', nodes.map((n) => n.address).join(',')]
+  }
+
+  /** apid's per-node errors of a batched call (`* <node>: rpc error …`), each the answer of the node it names that has none */
+  private namedErrors<T>(answers: Map<string, NodeAnswer<T>>, nodes: ClusterNode[], result: ToolResult): void {
+    for (const line of multiErrors(result.stderr)) {
+      const ip = /^(\S+?): /.exec(line)?.[1]
+      const node = nodes.find((n) => n.address === ip)
+      if (node && !answers.has(node.address))
+        answers.set(node.address, {
+          error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.address.length + 2) }),
+        })
+    }
+  }
+
   /**
    * One batched `talosctl service <id>` through `via` for many nodes (one block per node). A node
    * the endpoint could not reach is named in apid's per-node error (`* <node>: rpc error …`,
@@ -320,16 +378,7 @@ export class Talosctl {
   }
 
   private async serviceChunk(nodes: ClusterNode[], via: ClusterNode, service: string): Promise<Map<string, NodeAnswer<ServiceStatus>>> {
-    const args = [
-      'service',
-      service,
-      '--talosconfig',
-      this.inventory.talosconfig,
-      '-e',
-      via.address,
-      '-n',
-      nodes.map((n) => n.address).join(','),
-    ]
+    const args = ['service', service, ...this.batchArgs(via, nodes)]
     const result = await this.runner.run({
       tool: 'talosctl',
       args,
@@ -341,14 +390,7 @@ export class Talosctl {
       const ip = /^NODE\s+(\S+)/.exec(block)?.[1]
       if (ip) answers.set(ip, { value: parseServiceBlock(block, service) })
     }
-    for (const line of multiErrors(result.stderr)) {
-      const ip = /^(\S+?): /.exec(line)?.[1]
-      const node = nodes.find((n) => n.address === ip)
-      if (node && !answers.has(node.address))
-        answers.set(node.address, {
-          error: this.failure(node, { ...result, exitCode: 1, stdout: '', stderr: line.slice(node.address.length + 2) }),
-        })
-    }
+    this.namedErrors(answers, nodes, result)
     return answers
   }
 
@@ -493,23 +535,26 @@ export function multiErrors(stderr: string): string[] {
 }
 
 export function parseMachineStatuses(stdout: string): MachineStatus[] {
-  return parseJsonStream(stdout).map((doc) => {
-    const d = doc as {
-      node?: string
-      spec?: { stage?: string; status?: { ready?: boolean; unmetConditions?: Array<{ name: string; reason: string }> } }
-    }
-    return {
-      node: d.node ?? '',
-      stage: d.spec?.stage ?? 'unknown',
-      ready: d.spec?.status?.ready ?? false,
-      // Talos lists a required service that is not running twice (machine_status.go: once among all
-      // services, once among the required ones): `etcd not running, etcd not running` says it once here
-      unmetConditions: (d.spec?.status?.unmetConditions ?? []).map((c) => ({
-        name: c.name,
-        reason: [...new Set(c.reason.split(', '))].join(', '),
-      })),
-    }
-  })
+  return parseJsonStream(stdout).map(toMachineStatus)
+}
+
+/** One MachineStatus resource as `get -o json` prints it. */
+function toMachineStatus(doc: unknown): MachineStatus {
+  const d = doc as {
+    node?: string
+    spec?: { stage?: string; status?: { ready?: boolean; unmetConditions?: Array<{ name: string; reason: string }> } }
+  }
+  return {
+    node: d.node ?? '',
+    stage: d.spec?.stage ?? 'unknown',
+    ready: d.spec?.status?.ready ?? false,
+    // Talos lists a required service that is not running twice (machine_status.go: once among all
+    // services, once among the required ones): `etcd not running, etcd not running` says it once here
+    unmetConditions: (d.spec?.status?.unmetConditions ?? []).map((c) => ({
+      name: c.name,
+      reason: [...new Set(c.reason.split(', '))].join(', '),
+    })),
+  }
 }
 
 /** `talosctl get disks -o json`: one resource per disk (empty fields are omitted by the node). */
@@ -561,6 +606,11 @@ export function parseServiceBlock(stdout: string, id: string): ServiceStatus {
  * CLIENT URLS, which splitting on whitespace would shift.
  */
 export function parseEtcdMembers(stdout: string): EtcdMember[] {
+  return parseEtcdRows(stdout).map((r) => r.member)
+}
+
+/** The rows of the `etcd members` table, each with its NODE cell ('' without that column). */
+function parseEtcdRows(stdout: string): Array<{ node: string; member: EtcdMember }> {
   const lines = stdout.split('\n').filter((l) => l.trim())
   const header = lines.shift()
   if (!header) return []
@@ -573,10 +623,13 @@ export function parseEtcdMembers(stdout: string): EtcdMember[] {
     return line.slice(from, to).trim()
   }
   return lines.map((line) => ({
-    id: column(line, 1),
-    hostname: column(line, 2),
-    peerUrls: column(line, 3).split(',').filter(Boolean),
-    isLearner: column(line, 5) === 'true',
+    node: column(line, 0),
+    member: {
+      id: column(line, 1),
+      hostname: column(line, 2),
+      peerUrls: column(line, 3).split(',').filter(Boolean),
+      isLearner: column(line, 5) === 'true',
+    },
   }))
 }
 

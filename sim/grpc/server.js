@@ -372,12 +372,12 @@ function machineService(ns) {
     ),
     // a service's log (v1alpha1_server.go Logs: the system namespace and the kubelet from machined's buffers)
     Logs: streaming(ns, (call) => {
-      const { id = '', tail_lines: tail = -1, follow: following } = call.request
+      const { id = '', namespace = '', tail_lines: tail = -1, follow: following } = call.request
       return machineStream(
         ns,
         call,
         'machine.Logs',
-        { id },
+        { id, namespace },
         async (data, write, target) => {
           const lines = data.lines ?? []
           const shown = Number(tail) >= 0 ? lines.slice(Math.max(0, lines.length - Number(tail))) : lines
@@ -387,7 +387,7 @@ function machineService(ns) {
           await follow(ns, call, target, () => {
             let now = []
             try {
-              now = METHODS['machine.Logs'](ns.sim, target, { id }).lines
+              now = METHODS['machine.Logs'](ns.sim, target, { id, namespace }).lines
             } catch {
               return
             }

@@ -110,9 +110,10 @@ export function admitCreate(def, obj) {
   }
 }
 
-// Mutates `obj` (the new version of `old`). `subresource` is 'status' or undefined.
+// Mutates `obj` (the new version of `old`). `subresource` is 'status', 'approval' (a CSR's: its
+// status conditions, kubernetes pkg/registry/certificates/certificates/strategy.go) or undefined.
 export function admitUpdate(def, obj, old, subresource) {
-  if (subresource === 'status') {
+  if (subresource === 'status' || subresource === 'approval') {
     const status = obj.status
     Object.assign(obj, structuredClone(old))
     obj.status = status

@@ -10,6 +10,7 @@ import { fluxObjects } from '../flux/manifests.js'
 import { syncReplicaSet } from './replicasets.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
 import { CNI_ANNOTATION, cniApiUnreachable, isCni } from '../kube-rules.js'
+import { COREDNS_PROBE } from '../health-faults.js'
 
 export { CNI_ANNOTATION }
 // the chart a pod comes from (sim/charts): while faults.chartCrash(chart) gives a message (a
@@ -56,6 +57,9 @@ export function createControllers({ store, registry, clock, timings, faults, net
   }
   const JOBS = R('batch', 'v1', 'jobs')
 
+  // issue 30's faults (sim/health-faults.js), when the simulator core gives them
+  const hf = faults?.health
+  const faulted = new Set() // uids of pods a health fault holds (looked at again when a fault changes)
   const timers = new Map() // key -> cancel
   const shas = new Map() // uid -> revision sha (stable per source object)
   let pending = false
@@ -143,7 +147,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
 
   // ---- pods -------------------------------------------------------------------------
 
-  function newPod(owner, name, extraLabels, nodeName) {
+  function newPod(owner, name, extraLabels, nodeName, pinnedTo) {
     const tpl = owner.spec?.template || {}
     const pod = {
       apiVersion: 'v1',
@@ -171,6 +175,17 @@ export function createControllers({ store, registry, clock, timings, faults, net
         terminationGracePeriodSeconds: 30,
         ...clone(tpl.spec || {}),
         ...(nodeName ? { nodeName } : {}),
+        ...(pinnedTo
+          ? {
+              affinity: {
+                nodeAffinity: {
+                  requiredDuringSchedulingIgnoredDuringExecution: {
+                    nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: [pinnedTo] }] }],
+                  },
+                },
+              },
+            }
+          : {}),
       },
     }
     if (owner.kind === 'DaemonSet' && owner.metadata.annotations?.[CNI_ANNOTATION] === 'true')
@@ -179,6 +194,11 @@ export function createControllers({ store, registry, clock, timings, faults, net
     return tryCreate(PODS, pod)
   }
 
+  /** the node a DaemonSet pod is pinned to by its node affinity (matchFields metadata.name) */
+  const daemonTarget = (pod) =>
+    pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms?.[0]?.matchFields?.find(
+      (f) => f.key === 'metadata.name',
+    )?.values?.[0]
   const podReady = (pod) => cond(pod, 'Ready')?.status === 'True'
   const nodeIsReady = (node) => cond(node, 'Ready')?.status === 'True'
   let podIp = 0
@@ -240,6 +260,12 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const node = store.get(NODES, undefined, pod.spec.nodeName)
     if (!node) return
     const host = pod.spec.nodeName
+    if (healthFault(pod, host)) {
+      faulted.add(uid)
+      timer(`pod:${uid}`, RECHECK, () => startPod(uid))
+      return
+    }
+    faulted.delete(uid)
     const noApi = isCni(pod) ? apiUnreachable(pod, host) : null
     const chart = pod.metadata.annotations?.[CHART_ANNOTATION]
     const crashLog = chart ? faults?.chartCrash?.(chart) : undefined
@@ -275,6 +301,73 @@ export function createControllers({ store, registry, clock, timings, faults, net
         event(out, 'Started', `Started container ${c.name}`, 'Normal', `spec.containers{${c.name}}`, host)
       }
   }
+
+  // The kubelet's side of sim/health-faults.js: a control plane static pod that does not run (its
+  // mirror pod shows the status the kubelet reports), a pod whose image no pull gets (ImagePullBackOff
+  // with the registry's text), CoreDNS failing its readiness probe. True when one holds the pod.
+  function healthFault(pod, host) {
+    if (!hf) return false
+    const next = clone(pod)
+    if (pod.metadata.annotations?.['kubernetes.io/config.mirror']) {
+      const status = hf.staticPodStatus(host, pod.metadata.labels?.['k8s-app'], pod.spec.containers?.[0]?.image)
+      if (!status) return false
+      next.status = { ...next.status, ...status }
+      if (!deepEqual(pod.status, next.status)) tryUpdate(PODS, next)
+      return true
+    }
+    const image = (pod.spec.containers || []).map((c) => c.image).find((i) => hf.imagePull(i))
+    if (image) {
+      const message = `Back-off pulling image "${image}": ErrImagePull: ${hf.imagePull(image)}`
+      next.status = {
+        ...next.status,
+        phase: 'Pending',
+        conditions: conditionsFor(next, false),
+        containerStatuses: (pod.spec.containers || []).map((c, i) => ({
+          ...containerStatuses(next, 'creating')[i],
+          ...(c.image === image ? { state: { waiting: { reason: 'ImagePullBackOff', message } } } : {}),
+        })),
+      }
+      if (pod.status?.containerStatuses?.some((c) => c.state?.waiting?.reason === 'ImagePullBackOff') !== true)
+        event(pod, 'Failed', `Failed to pull image "${image}": ${hf.imagePull(image)}`, 'Warning', undefined, host)
+      tryUpdate(PODS, next)
+      return true
+    }
+    if (hf.corednsDown() && pod.metadata.labels?.['k8s-app'] === 'kube-dns') {
+      const running = pod.status?.phase === 'Running' && pod.status.containerStatuses?.every((c) => c.state?.running)
+      next.status = {
+        ...next.status,
+        phase: 'Running',
+        podIP: pod.status?.podIP || nextPodIp(),
+        conditions: conditionsFor(next, false),
+        containerStatuses: running ? pod.status.containerStatuses : containerStatuses(next, 'running').map((c) => ({ ...c, ready: false })),
+      }
+      if (!running) {
+        tryUpdate(PODS, next)
+        event(pod, 'Unhealthy', COREDNS_PROBE, 'Warning', 'spec.containers{coredns}', host)
+      }
+      return true
+    }
+    return false
+  }
+
+  /** a health fault started or ended: the pods it held (or may hold now) start again */
+  function recheck() {
+    for (const pod of store.list(PODS, undefined, { raw: true })) {
+      const uid = pod.metadata.uid
+      if (!pod.spec.nodeName || (!faulted.has(uid) && (podReady(pod) ? !healthFaultApplies(pod) : true))) continue
+      timers.get(`pod:${uid}`)?.()
+      timers.delete(`pod:${uid}`)
+      startPod(uid)
+    }
+    schedule()
+  }
+  const healthFaultApplies = (pod) =>
+    Boolean(
+      hf &&
+      ((pod.metadata.annotations?.['kubernetes.io/config.mirror'] && hf.staticPod(pod.spec.nodeName, pod.metadata.labels?.['k8s-app'])) ||
+        (pod.spec.containers || []).some((c) => hf.imagePull(c.image)) ||
+        (hf.corednsDown() && pod.metadata.labels?.['k8s-app'] === 'kube-dns')),
+    )
 
   // whether a CNI agent reaches the API server from its node (sim/kube-rules.js); without a node
   // model (sim/kube alone) every agent can
@@ -352,8 +445,9 @@ export function createControllers({ store, registry, clock, timings, faults, net
       if (pod.spec.nodeName || placed.has(pod.metadata.uid)) continue
       // Strict taints first; when nothing fits, any Ready node (the simulated cluster has no
       // way to untaint control planes, and small clusters are all control planes).
-      let candidates = nodes.filter((n) => fits(pod, n))
-      if (!candidates.length)
+      const pinned = daemonTarget(pod)
+      let candidates = pinned ? nodes.filter((n) => n.metadata.name === pinned) : nodes.filter((n) => fits(pod, n))
+      if (!candidates.length && !pinned)
         candidates = nodes.filter(
           (n) =>
             nodeIsReady(n) &&
@@ -428,7 +522,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
     for (const p of pods) {
       if (!ownedBy(p, ds)) continue
       const stale = p.metadata.labels?.['pod-template-generation'] !== gen
-      if (stale || !wantedNames.has(p.spec.nodeName)) {
+      if (stale || !wantedNames.has(p.spec.nodeName ?? daemonTarget(p))) {
         try {
           store.remove(PODS, p.metadata.namespace, p.metadata.name)
         } catch {
@@ -436,16 +530,22 @@ export function createControllers({ store, registry, clock, timings, faults, net
         }
       } else owned.push(p)
     }
-    const covered = new Set(owned.map((p) => p.spec.nodeName))
+    const covered = new Set(owned.map((p) => p.spec.nodeName ?? daemonTarget(p)))
     for (const n of wanted) {
       if (covered.has(n.metadata.name)) continue
+      // the DaemonSet controller pins its pod to the node with a node affinity and kube-scheduler binds
+      // it (pkg/controller/daemon/util ReplaceDaemonSetPodNodeNameNodeAffinity): without a scheduler
+      // it stays Pending and unbound; otherwise it is bound here at once, as before
+      const unbound = hf?.schedulerDown() === true
       const pod = newPod(
         ds,
         `${ds.metadata.name}-${randomSuffix()}`,
         { 'controller-revision-hash': templateHash(ds.spec?.template), 'pod-template-generation': gen },
-        n.metadata.name,
+        unbound ? undefined : n.metadata.name,
+        unbound ? n.metadata.name : undefined,
       )
-      if (pod) {
+      if (pod && unbound) owned.push(pod)
+      else if (pod) {
         owned.push(pod)
         event(pod, 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${n.metadata.name}`)
       }
@@ -1004,21 +1104,24 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const nodes = store.list(NODES, undefined, raw)
     const podsIn = (all, ns) => all.filter((p) => p.metadata.namespace === ns)
     let pods = store.list(PODS, undefined, raw)
-    for (const ds of store.list(DS, undefined, raw)) reconcileDaemonSet(ds, nodes, podsIn(pods, ds.metadata.namespace))
+    // the workload controllers run in kube-controller-manager, the binding in kube-scheduler
+    // (sim/health-faults.js: a component down on every control plane does nothing)
+    const kcm = !hf?.controllerManagerDown()
+    if (kcm) for (const ds of store.list(DS, undefined, raw)) reconcileDaemonSet(ds, nodes, podsIn(pods, ds.metadata.namespace))
     pods = store.list(PODS, undefined, raw)
-    for (const d of store.list(DEPLOY, undefined, raw)) reconcileDeployment(d, podsIn(pods, d.metadata.namespace))
+    if (kcm) for (const d of store.list(DEPLOY, undefined, raw)) reconcileDeployment(d, podsIn(pods, d.metadata.namespace))
     pods = store.list(PODS, undefined, raw)
-    for (const j of store.list(JOBS, undefined, raw)) reconcileJob(j, podsIn(pods, j.metadata.namespace))
+    if (kcm) for (const j of store.list(JOBS, undefined, raw)) reconcileJob(j, podsIn(pods, j.metadata.namespace))
     pods = store.list(PODS, undefined, raw)
-    schedulePods(pods, nodes)
+    if (!hf?.schedulerDown()) schedulePods(pods, nodes)
     pods = store.list(PODS, undefined, raw)
     startPods(pods, nodes)
     reconcileNodes(nodes, pods)
     // Workload status again, now that pods may have moved on in this pass.
     const after = store.list(PODS, undefined, raw)
     const nodesNow = store.list(NODES, undefined, raw)
-    for (const ds of store.list(DS, undefined, raw)) reconcileDaemonSet(ds, nodesNow, podsIn(after, ds.metadata.namespace))
-    for (const d of store.list(DEPLOY, undefined, raw)) reconcileDeployment(d, podsIn(after, d.metadata.namespace))
+    if (kcm) for (const ds of store.list(DS, undefined, raw)) reconcileDaemonSet(ds, nodesNow, podsIn(after, ds.metadata.namespace))
+    if (kcm) for (const d of store.list(DEPLOY, undefined, raw)) reconcileDeployment(d, podsIn(after, d.metadata.namespace))
     reconcileFlux()
   }
 
@@ -1027,6 +1130,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
   return {
     schedule,
     gc,
+    recheck,
     CNI_ANNOTATION,
     stop() {
       stopped = true

@@ -148,6 +148,7 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
       sub &&
       !(sub === 'status' && def.status) &&
       !(def.kind === 'Namespace' && sub === 'finalize') &&
+      !(def.kind === 'CertificateSigningRequest' && sub === 'approval') &&
       !(sub === 'scale' && SCALABLE.includes(def.kind))
     )
       return null

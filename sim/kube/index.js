@@ -589,6 +589,36 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     controllers.gc(NODES, gone)
   }
 
+  // a kubelet serving CSR (fault kubelet-serving-csr): Pending until someone approves it
+  function servingCsr(nodeName, name) {
+    const CSR = def('certificates.k8s.io', 'v1', 'certificatesigningrequests')
+    if (store.get(CSR, undefined, name)) return
+    store.create(CSR, {
+      metadata: { name },
+      spec: {
+        request: Buffer.from(`-----BEGIN CERTIFICATE REQUEST-----\n${nodeName}\n-----END CERTIFICATE REQUEST-----\n`).toString('base64'),
+        signerName: 'kubernetes.io/kubelet-serving',
+        username: `system:node:${nodeName}`,
+        groups: ['system:nodes', 'system:authenticated'],
+        usages: ['digital signature', 'server auth'],
+      },
+      status: {},
+    })
+  }
+  function csrApproved(name) {
+    const csr = store.get(def('certificates.k8s.io', 'v1', 'certificatesigningrequests'), undefined, name)
+    return Boolean(csr?.status?.conditions?.some((c) => c.type === 'Approved' && c.status === 'True'))
+  }
+
+  // the kubelet reports another address (fault node-ip, sim/health-faults.js): its Node's InternalIP follows
+  function setInternalIP(name, ip) {
+    const node = store.get(NODES, undefined, name)
+    const current = (node?.status?.addresses || []).find((a) => a.type === 'InternalIP')?.address
+    if (!node || current === ip) return
+    const addresses = [{ type: 'InternalIP', address: ip }, ...(node.status.addresses || []).filter((a) => a.type !== 'InternalIP')]
+    store.update(NODES, { ...node, status: { ...node.status, addresses } }, { checkVersion: false })
+  }
+
   function nodeReady(name) {
     const node = store.get(NODES, undefined, name)
     return Boolean(node && (node.status?.conditions || []).some((c) => c.type === 'Ready' && c.status === 'True'))
@@ -605,6 +635,11 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     drain,
     nodeLost,
     nodeReady,
+    setInternalIP,
+    servingCsr,
+    csrApproved,
+    /** a fault changed (sim/health-faults.js): the controllers look again */
+    reconcile: () => controllers.recheck(),
     get apiUp() {
       return up
     },

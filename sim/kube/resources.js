@@ -38,6 +38,8 @@ const BUILTIN = [
   ['admissionregistration.k8s.io', 'v1', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration', false, [], 'g'],
   ['scheduling.k8s.io', 'v1', 'priorityclasses', 'PriorityClass', false, ['pc'], ''],
   ['coordination.k8s.io', 'v1', 'leases', 'Lease', true, [], ''],
+  // kubelet serving CSRs (fault kubelet-serving-csr, sim/health-faults.js); `kubectl certificate approve` writes /approval
+  ['certificates.k8s.io', 'v1', 'certificatesigningrequests', 'CertificateSigningRequest', false, ['csr'], 's'],
   ['storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false, ['sc'], ''],
   // Flux's kinds are not here: they are served once Flux's CRDs are created (index.js), as on a
   // real cluster, where kubectl says `the server doesn't have a resource type "kustomizations"` before.

@@ -3,6 +3,7 @@
 // ("waiting for …: OK") goes to `emit`; resolves with null once all pass (or the client went away),
 // or with the RpcError the stream ends with.
 import { multierror, rpc } from './errors.js'
+import { CONTROL_PLANE_PODS } from '../health-faults.js'
 
 export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal } = {}) {
   if (endpoint.role !== 'controlplane') {
@@ -48,7 +49,14 @@ export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal
     ],
     ['all nodes memory sizes', () => null],
     ['all nodes disk sizes', () => null],
-    ['no diagnostics', () => null],
+    [
+      'no diagnostics',
+      // diagnostics.go: the first node with a Diagnostic (fault kubelet-serving-csr: kubelet-csr)
+      () => {
+        const n = all.find((x) => sim.kubeletCsrPending?.(x))
+        return n ? `active diagnostic on node ${n.ip}: kubelet server certificate rotation is enabled, but CSR is not approved` : null
+      },
+    ],
     ['kubelet to be healthy', () => svcErr(cps, 'kubelet')],
     [
       'all nodes to finish boot sequence',
@@ -69,6 +77,8 @@ export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal
     ],
     [
       'all control plane static pods to be running',
+      // kubernetes.go K8sControlPlaneStaticPods: a StaticPodStatus per component, present (a crash-looping
+      // or never-started pod is still listed by the kubelet)
       () => {
         const n = cps.find((x) => !x.apiServerUp)
         return n
@@ -78,10 +88,14 @@ export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal
     ],
     [
       'all control plane components to be ready',
-      () =>
-        cps.every((n) => n.apiServerUp && n.registered)
-          ? null
-          : 'expected number of pods for kube-apiserver to be 3, got 0'.replace('3', String(cps.length)),
+      () => {
+        // K8sFullControlPlaneAssertion: Ready mirror pods, one per control plane, for each component
+        for (const c of CONTROL_PLANE_PODS) {
+          const ready = cps.filter((n) => n.apiServerUp && n.registered && !sim.health?.staticPod(n.name, c)).length
+          if (ready !== cps.length) return `expected number of ready pods for ${c} to be ${cps.length}, got ${ready}`
+        }
+        return null
+      },
     ],
     [
       'all k8s nodes to report ready',
@@ -96,7 +110,9 @@ export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal
       'coredns to report ready',
       () => {
         if (v13) return 'SKIP'
-        return all.some((n) => sim.kubeNodeReady(n.name)) ? null : 'some pods are not ready: [kube-system/coredns]'
+        return all.some((n) => sim.kubeNodeReady(n.name)) && !sim.health?.corednsDown()
+          ? null
+          : 'some pods are not ready: [kube-system/coredns]'
       },
     ],
     ['all k8s nodes to report schedulable', () => null],

@@ -7,6 +7,7 @@ import { stringify } from 'yaml'
 import { rpc } from './errors.js'
 import { DEFINITIONS, resolveType, notFound } from './resources.js'
 import { startAction } from './events.js'
+import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, servingCsrName, staticPodName } from '../health-faults.js'
 
 /** fault kubelet-crashloop without a message: the kubelet's own error for a node IP it does not have (k8s cmd/kubelet/app/server.go) */
 const KUBELET_CRASH_DEFAULT = (ip) =>
@@ -63,6 +64,57 @@ function resource(node, d, id, spec, extra = {}) {
     },
     spec,
   }
+}
+
+/**
+ * A control plane's static pods as its kubelet reports them (controllers/k8s/static_pod_status.go):
+ * once the kubelet runs; Pending until the node's API server is up, then Running and Ready, unless
+ * a static-pod fault holds one (sim/health-faults.js).
+ */
+function staticPodStatuses(sim, node) {
+  if (node.role !== 'controlplane' || node.services.get('kubelet')?.state !== 'Running') return []
+  const version = sim.scenario?.cluster?.kubernetesVersion ?? 'v1.35.0'
+  return CONTROL_PLANE_PODS.map((c) => {
+    const image = `registry.k8s.io/${c}:${version}`
+    const faulted = sim.health?.staticPodStatus(node.name, c, image)
+    const up = node.apiServerUp
+    const ready = { type: 'Ready', status: up ? 'True' : 'False' }
+    const status = faulted ?? {
+      phase: up ? 'Running' : 'Pending',
+      conditions: [
+        { type: 'Initialized', status: 'True' },
+        ready,
+        { ...ready, type: 'ContainersReady' },
+        { type: 'PodScheduled', status: 'True' },
+      ],
+      containerStatuses: [
+        {
+          name: c,
+          image,
+          ready: up,
+          started: up,
+          restartCount: 0,
+          state: up ? { running: {} } : { waiting: { reason: 'ContainerCreating' } },
+        },
+      ],
+    }
+    return { id: `kube-system/${staticPodName(c, node.name)}`, status }
+  })
+}
+
+/**
+ * `talosctl logs -k <namespace>/<pod>[:<container>]`: a control plane static pod's container log
+ * through the CRI (its start line; a crash-looping one's last termination message after it); a
+ * container that never started has none: `container "<id>" not found`.
+ */
+function staticPodLog(sim, node, id) {
+  const [pod] = String(id).split(':')
+  const found = staticPodStatuses(sim, node).find((p) => p.id === pod)
+  const state = found?.status.containerStatuses?.[0]
+  if (!found || (!state?.state?.running && !state?.lastState?.terminated))
+    throw rpc('NotFound', `container ${JSON.stringify(id)} not found`)
+  const started = `I0101 00:00:00.000000       1 server.go:150] "Starting" version="${sim.scenario?.cluster?.kubernetesVersion ?? 'v1.35.0'}"`
+  return [started, ...(state.lastState?.terminated?.message ? [state.lastState.terminated.message] : [])]
 }
 
 /** all resources of one definition on a node */
@@ -148,6 +200,17 @@ function listResources(sim, node, d) {
       ]
     case 'ExtensionStatus':
       return extensionStatuses(node).map(({ id, layer }) => resource(node, d, id, layer, { owner: 'runtime.ExtensionStatusController' }))
+    case 'StaticPodStatus':
+      return staticPodStatuses(sim, node).map(({ id, status }) => resource(node, d, id, status, { owner: 'k8s.StaticPodStatusController' }))
+    case 'Diagnostic':
+      // controllers/runtime/diagnostics: kubelet-csr while the node's serving CSR is Pending (fault kubelet-serving-csr)
+      return sim.kubeletCsrPending?.(node)
+        ? [
+            resource(node, d, 'kubelet-csr', kubeletCsrDiagnostic(node.ip, servingCsrName(node.name)), {
+              owner: 'runtime.DiagnosticsController',
+            }),
+          ]
+        : []
     case 'Version':
       return [resource(node, d, 'version', { name: 'Talos', version: node.talosVersion })]
     case 'Member': {
@@ -395,6 +458,7 @@ export const METHODS = {
   // a service's log exists once its process started in this boot (logging/circular.go: only the
   // runner's Writer registers it); what the process printed is not modelled beyond its start line
   'machine.Logs'(sim, node, body) {
+    if (body.namespace === 'k8s.io') return { lines: staticPodLog(sim, node, body.id) }
     const s = node.services.get(body.id)
     const starts = (s?.events ?? []).filter((e) => e.state === 'Running' && e.msg.startsWith('Started task'))
     if (!starts.length) throw rpc('Unknown', `log ${JSON.stringify(body.id)} was not registered`)

@@ -119,6 +119,26 @@ export const DEFINITIONS = [
       ['VERSION', '{.metadata.version}'],
     ],
   ),
+  // pkg/machinery/resources/k8s/static_pod_status.go: one per static pod the kubelet runs, id
+  // <namespace>/<pod>, its spec the pod's status as the kubelet reports it
+  def(
+    'StaticPodStatuses.kubernetes.talos.dev',
+    'StaticPodStatus',
+    'k8s',
+    ['staticpodstatus', 'staticpodstatuses'],
+    [['READY', '{.conditions[?(@.type=="Ready")].status}']],
+  ),
+  // pkg/machinery/resources/runtime/diagnostic.go: what Talos found wrong (kubelet-csr, address-overlap, …)
+  def(
+    'Diagnostics.runtime.talos.dev',
+    'Diagnostic',
+    'runtime',
+    ['diagnostic', 'diagnostics'],
+    [
+      ['MESSAGE', '{.message}'],
+      ['DETAILS', '{.details}'],
+    ],
+  ),
   def(
     'Versions.runtime.talos.dev',
     'Version',

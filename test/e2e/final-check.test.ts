@@ -26,9 +26,12 @@ describe('the final check of a multi-phase command', () => {
   it("bootstrap:talos: cp-3's etcd stopped after its join step: exit 1 naming cp-3, as bootstrap:status says", async () => {
     cluster = await E2eCluster.start('127.202.1', { cps: 3, workers: 1 })
     const c = cluster
-    // once cp-3's kubelet registered (its join step is over), its etcd is stopped
+    // once wait-ready's etcd checks passed (its static pod check reads the control planes next: its
+    // join step and etcd's health step are over), its etcd is stopped
     const t = once(
-      () => c.sim.node('cp-3')?.registered === true && c.sim.node('wrkr-1')?.registered === true,
+      () =>
+        c.sim.node('cp-3')?.registered === true &&
+        c.calls().some((call) => `${call.command} ${call.args.join(' ')}`.startsWith('get staticpodstatuses')),
       () => run('talosctl', ['service', 'etcd', 'stop', '-e', '127.202.1.13', '-n', '127.202.1.13'], c.env()),
     )
     const result = await c.task('bootstrap:talos')

@@ -44,7 +44,10 @@ describe.concurrent('Kubernetes faults', () => {
         const report = cluster.report()
         expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'ok', 'wrkr-2': 'failed:cni' }, nodeRecovery)
         const failed = nodeIn(report, 'wait-ready', 'wrkr-2')
-        expect(failed.error?.message).toMatch(/^not Ready within \S+: CNI pod cilium-\w+ Running not ready$/)
+        // its own reason: the agent's container waiting in CrashLoopBackOff, its last exit
+        expect(failed.error?.message).toMatch(
+          /^not Ready within \S+: CNI pod cilium-\w+ Running, container cilium-agent CrashLoopBackOff: back-off \S+ restarting failed container=cilium-agent .*last exit Error/,
+        )
         expect(failed.error?.hint).toContain('--field-selector spec.nodeName=wrkr-2')
         const nodes = await cluster.kubectl(['get', 'nodes', '--no-headers'])
         expect(nodes.stdout).toMatch(/^wrkr-2\s+NotReady/m)

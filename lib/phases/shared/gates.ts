@@ -4,6 +4,7 @@ import type { StepReporter } from '../../engine/phase.js'
 import type { Run } from '../../engine/run.js'
 import type { ReadinessGate } from '../../input/settings.js'
 import { condition } from '../../tools/kubectl.js'
+import { podWhy } from './health.js'
 import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
 
 /** Every gate's pods exist and are Ready, or the deadline; `recoveryTask` is the task the hint names. */
@@ -16,7 +17,9 @@ export async function waitForGates(run: Run, gates: ReadinessGate[], report: Ste
         const pods = await run.kubectl.list('pods', { namespace: gate.namespace, selector: gate.selector })
         const notReady = pods.filter((p) => condition(p, 'Ready')?.status !== 'True')
         if (pods.length === 0) waiting.push(`${gate.name}: no pods match ${gate.selector} in ${gate.namespace}`)
-        else if (notReady.length > 0) waiting.push(`${gate.name}: ${notReady.map((p) => p.metadata.name).join(', ')} not ready`)
+        // each pod with its own reason (a waiting container's, the scheduler's, its newest Warning event)
+        else if (notReady.length > 0)
+          waiting.push(`${gate.name}: ${notReady.map((p) => `${p.metadata.name} not ready (${podWhy(p).why})`).join(', ')}`)
       }
       return waiting.length === 0 ? { done: true, value: true } : { done: false, state: waiting.join('; ') }
     }, run.settings.readyTimeoutMs)
