@@ -43,6 +43,13 @@ async function succeeds(cluster: E2eCluster, command: string): Promise<void> {
   expect(again.code, `${command}\n${again.stderr}`).toBe(0)
 }
 
+/** a wait-ready step that failed */
+function failedStep(report: Report, name: string): ReturnType<typeof stepIn> {
+  const step = stepIn(report, 'wait-ready', name)
+  expect(step.status, `${name}: ${step.detail ?? ''}`).toBe('failed')
+  return step
+}
+
 const stepNames = (report: Report): string[] => report.phases.find((p) => p.name === 'wait-ready')?.steps.map((s) => s.name) ?? []
 
 describe.concurrent('wait-ready: what talosctl health checks', () => {
@@ -130,8 +137,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
             expect(failed.error?.hint).toContain('get staticpodstatus')
             expect(failed.error?.hint).not.toContain('service kubelet restart')
           }
-          const statics = stepIn(report, 'wait-ready', 'static-pods')
-          expect(statics.status).toBe('failed')
+          const statics = failedStep(report, 'static-pods')
           expect(statics.error?.message).toContain('kube-controller-manager on cp-1 is not running')
           // the hint's commands run as printed; cleared, the task it names finishes the job
           const { hint, command } = hintOf(result.stderr, 'cp-1')
@@ -198,8 +204,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
           expect(result.code).toBe(1)
           const report = cluster.report()
-          const statics = stepIn(report, 'wait-ready', 'static-pods')
-          expect(statics.status).toBe('failed')
+          const statics = failedStep(report, 'static-pods')
           expect(statics.error?.message).toContain('kube-apiserver on cp-2 is not running')
           expect(statics.error?.message).toContain('Error: unknown flag: --bogus')
           expect(nodeIn(report, 'wait-ready', 'cp-2').error?.kind).toBe('control-plane')
@@ -218,8 +223,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
       withCluster('127.250.5', { cps: 1, workers: 0, faults: [{ kind: 'static-pod', pod: 'kube-apiserver' }] }, async (cluster) => {
         const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
         expect(result.code).toBe(1)
-        const api = stepIn(cluster.report(), 'wait-ready', 'api')
-        expect(api.status).toBe('failed')
+        const api = failedStep(cluster.report(), 'api')
         expect(api.error?.hint).not.toContain('service kube-apiserver')
         const look = /`(talosctl [^`]* get staticpodstatus)`/.exec(api.error?.hint ?? '')?.[1] ?? 'false'
         const shown = await runInFreshShell(cluster, look)
@@ -267,8 +271,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
       withCluster('127.250.7', { cps: 1, workers: 1, faults: [{ kind: 'coredns' }] }, async (cluster) => {
         const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
         expect(result.code).toBe(1)
-        const step = stepIn(cluster.report(), 'wait-ready', 'coredns')
-        expect(step.status).toBe('failed')
+        const step = failedStep(cluster.report(), 'coredns')
         expect(step.error?.kind).toBe('addon')
         expect(step.error?.message).toMatch(/CoreDNS 0\/\d ready: pod coredns-\S+ on \S+ Running, container coredns running, not ready/)
         expect(step.error?.message).toContain('Readiness probe failed: HTTP probe failed with statuscode: 503')
@@ -288,8 +291,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
         expect(result.code).toBe(1)
         const report = cluster.report()
-        const step = stepIn(report, 'wait-ready', 'diagnostics')
-        expect(step.status).toBe('failed')
+        const step = failedStep(report, 'diagnostics')
         expect(step.error?.message).toMatch(
           /Talos diagnostics on wrkr-1: kubelet-csr: kubelet server certificate rotation is enabled, but CSR is not approved \(.*pending CSRs: csr-\w+\)/,
         )
@@ -319,8 +321,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
           expect(result.code).toBe(1)
           const report = cluster.report()
-          const step = stepIn(report, 'wait-ready', 'node-addresses')
-          expect(step.status).toBe('failed')
+          const step = failedStep(report, 'node-addresses')
           expect(step.error?.message).toContain(
             "Node wrkr-1 registered at another address than the inventory's: InternalIP 127.250.109.21, not 127.250.9.21",
           )
@@ -344,15 +345,15 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         const result = await cluster.task('bootstrap:wait-ready', {}, READY_SHORT)
         expect(result.code).toBe(1)
         const report = cluster.report()
-        const step = stepIn(report, 'wait-ready', 'nodes-schedulable')
-        expect(step.status).toBe('failed')
+        const step = failedStep(report, 'nodes-schedulable')
         expect(step.error?.message).toMatch(/Node wrkr-1 is not schedulable: cordoned \(spec.unschedulable\)( by \S+)?, not by Talos/)
         expect(nodeIn(report, 'wait-ready', 'wrkr-1').status).toBe('failed')
         expect(nodeIn(report, 'wait-ready', 'cp-1').status).toBe('ok')
-        // the hint's uncordon, then its task, as printed
+        // bootstrap:status says the same
         const status = await cluster.task('bootstrap:status')
         expect(status.code).toBe(1)
         expect(status.stdout).toMatch(/health: all k8s nodes to report schedulable: failed \(Node wrkr-1 is not schedulable: cordoned/)
+        // the hint's uncordon, then its task, as printed
         const uncordon = /`(kubectl [^`]* uncordon wrkr-1)`/.exec(step.error?.hint ?? '')?.[1] ?? 'false'
         expect((await runInFreshShell(cluster, uncordon)).code).toBe(0)
         await succeeds(cluster, taskOf(step.error?.hint))
