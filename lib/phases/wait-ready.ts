@@ -340,6 +340,9 @@ function healthReads(run: Run): HealthReads {
     // a node that failed already in this run is named with its own cause: not checked again
     nodes: run.nodes.filter((n) => !run.failed.has(n.name)),
     controlPlanes: run.inventory.nodes.filter((n) => n.role === 'controlplane'),
+    // a control plane that failed before wait-ready (never configured, never joined) is named already;
+    // one that failed here (a component down) is still checked whole
+    failedBefore: new Set([...run.failed].filter(([, phase]) => phase !== 'wait-ready').map(([name]) => name)),
     allNodes: !partOfCluster(run),
     via: () => bootstrapNode(run),
     maxAgeMs: run.settings.pollIntervalMs / 2,

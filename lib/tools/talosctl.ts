@@ -216,22 +216,22 @@ export class Talosctl {
   }
 
   /**
-   * Each control plane's own etcd member list in one `talosctl etcd members -n a,b,…` through `via`
-   * (a NODE column per row; a node that failed is named in apid's per-node error).
+   * Each control plane's own member list, one call per node at once: not one batched call, since a
+   * node whose etcd does not run holds its answer until the call's deadline (its local client waits
+   * for etcd) and a batch would lose every other node's answer with it.
    */
-  async etcdMemberLists(nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<EtcdMember[]>>> {
-    if (nodes.length === 0) return new Map()
-    const args = ['etcd', 'members', ...this.batchArgs(via, nodes)]
-    const result = await this.runner.run({ tool: 'talosctl', args, dryRunStdout: '' })
-    const answers = new Map<string, NodeAnswer<EtcdMember[]>>()
-    if (result.timedOut || result.aborted) return answers
-    for (const row of parseEtcdRows(result.stdout)) {
-      const node = row.node || (nodes.length === 1 ? (nodes[0]?.address ?? '') : '')
-      const have = answers.get(node)?.value ?? []
-      answers.set(node, { value: [...have, row.member] })
-    }
-    this.namedErrors(answers, nodes, result)
-    return answers
+  async etcdMemberLists(nodes: ClusterNode[]): Promise<Map<string, NodeAnswer<EtcdMember[]>>> {
+    const answers = await Promise.all(
+      nodes.map(async (node): Promise<[string, NodeAnswer<EtcdMember[]>]> => {
+        try {
+          return [node.address, { value: await this.etcdMembers(node) }]
+        } catch (err) {
+          if (err instanceof NodeError) return [node.address, { error: err }]
+          throw err
+        }
+      }),
+    )
+    return new Map(answers)
   }
 
   /** A resource read from a node in maintenance (the maintenance API serves non-sensitive resources to an insecure client). */

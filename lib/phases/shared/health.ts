@@ -59,6 +59,8 @@ export interface HealthContext {
   controlPlanes: ClusterNode[]
   /** the Nodes checked: every one in the cluster, or (a selection) only the selected nodes' */
   allNodes: boolean
+  /** the nodes that failed in an earlier phase of this run (named with their own cause: not checked again) */
+  failedBefore?: { has(name: string): boolean }
   /** a control plane that answers (the bootstrap node in a run) */
   via: () => ClusterNode | undefined
   /** how long one reading serves every check that asks (a poll round) */
@@ -69,13 +71,14 @@ export interface HealthContext {
 
 /** The readings of one round, shared by every check: each tool read at most once per round. */
 export class HealthReads {
+  /** the control planes checked: the inventory's, less those that failed in an earlier phase of this run */
   readonly cps: ClusterNode[]
   private readonly readings = new Map<string, SharedReading<unknown>>()
   private readonly prefetched = new Map<string, { at: number; value: Promise<unknown> }>()
   private prefetching = false
 
   constructor(readonly ctx: HealthContext) {
-    this.cps = ctx.controlPlanes
+    this.cps = ctx.controlPlanes.filter((n) => !ctx.failedBefore?.has(n.name))
   }
 
   private shared<T>(key: string, read: () => Promise<T>): Promise<T> {
@@ -139,7 +142,7 @@ export class HealthReads {
     return this.shared('machinestatus', () => this.ctx.talosctl.machineStatuses(this.ordered(this.ctx.nodes), this.via()))
   }
   etcdMembers(): Promise<Map<string, NodeAnswer<EtcdMember[]>>> {
-    return this.shared('etcd-members', () => this.ctx.talosctl.etcdMemberLists(this.cps, this.via()))
+    return this.shared('etcd-members', () => this.ctx.talosctl.etcdMemberLists(this.cps))
   }
   resources(nodes: ClusterNode[], type: string): Promise<Map<string, NodeAnswer<unknown[]>>> {
     return this.shared(`get:${type}:${nodes.length}`, () => this.ctx.talosctl.resources(this.ordered(nodes), this.via(), type))
@@ -346,7 +349,7 @@ export const HEALTH_CHECKS: HealthCheck[] = [
         if (!m) return bad(cp.name, 'not an etcd member')
         return m.isLearner ? bad(cp.name, `a learner (member ${m.id}), not promoted`) : ok(cp.name, `member ${m.id}`)
       })
-      const extra = members.filter((m) => !h.cps.some((cp) => isMemberOf(cp, m)))
+      const extra = members.filter((m) => !h.ctx.controlPlanes.some((cp) => isMemberOf(cp, m)))
       const failures: CheckFailure[] = results
         .filter((r) => !r.ok)
         .map((r) => ({
