@@ -407,13 +407,19 @@ export class RealEtcd {
     }
   }
 
-  /** talosctl etcd remove-member: MemberRemove through the local member; etcd's refusal is the answer */
+  /**
+   * talosctl etcd remove-member: MemberRemove through the local member; etcd's refusal is the answer,
+   * wrapped as machined wraps it (internal/pkg/etcd RemoveMemberByMemberID: `failed to remove member
+   * <decimal ID>: …`; v1alpha1_server.go EtcdRemoveMemberByID: ErrMemberNotFound as NotFound, any other
+   * error `failed to remove member: …`, which reaches the client as Unknown)
+   */
   async removeMember(n, id) {
     try {
       await this.call(n, '/v3/cluster/member/remove', { ID: decimalId(id) })
     } catch (e) {
-      // an unknown ID is etcd's ErrMemberNotFound, answered as NotFound (v1alpha1_server.go EtcdRemoveMemberByID)
-      throw rpc(/member not found/.test(e.message) ? 'NotFound' : 'Unknown', e.message)
+      const inner = `failed to remove member ${decimalId(id)}: ${e.message}`
+      if (/member not found/.test(e.message)) throw rpc('NotFound', inner)
+      throw rpc('Unknown', `failed to remove member: ${inner}`)
     }
     // the removed member's etcd stops; its node has no etcd any more
     for (const m of this.ctx.nodes) {

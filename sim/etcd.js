@@ -209,7 +209,8 @@ export class Etcd {
   /** talosctl etcd remove-member */
   async removeMember(n, id) {
     // an unknown ID is etcd's ErrMemberNotFound, answered as NotFound (v1alpha1_server.go EtcdRemoveMemberByID)
-    if (!this.members(n).some((m) => m.id === id)) throw rpc('NotFound', 'etcdserver: member not found')
+    if (!this.members(n).some((m) => m.id === id))
+      throw rpc('NotFound', `failed to remove member ${BigInt(`0x${id}`).toString(10)}: etcdserver: member not found`)
     this.remove(id)
   }
 
