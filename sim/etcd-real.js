@@ -8,7 +8,7 @@
 // port (/v3/...: the same gRPC services talosctl's etcd calls reach through machined).
 // Chosen with SIM_ETCD=real (sim/cluster.js); sim/etcd.js is the model it replaces.
 import { spawn } from 'node:child_process'
-import { request } from 'node:https'
+import { Agent, request } from 'node:https'
 import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { rpc } from './talos/errors.js'
@@ -25,9 +25,17 @@ const LEAVE_RETRY_S = 10
 const MIN_RETRY_MS = 200
 const CALL_TIMEOUT_MS = 5000
 const ETCD_HEALTH_INTERVAL_MS = 5000
+// services/etcd.go HealthSettings: the health check runs every 20 s once it passed (simulated seconds,
+// never more often than once a real second: each check is a quorum read on the real member)
+const HEALTH_INTERVAL_S = 20
+const HEALTH_MIN_INTERVAL_MS = 1000
 
 export const hexId = (decimal) => BigInt(decimal).toString(16).padStart(16, '0')
 const decimalId = (hex) => BigInt(`0x${hex}`).toString(10)
+
+/** etcd's error in a gateway answer: {error: text} or a stream's {error: {message}} */
+const etcdError = (doc) =>
+  Object.assign(new Error(typeof doc.error === 'string' ? doc.error : (doc.error?.message ?? doc.message ?? 'etcd error')), { etcd: true })
 
 export class EtcdMissingError extends Error {
   constructor() {
@@ -43,6 +51,8 @@ export class RealEtcd {
     this.binary = join(REAL_BIN_DIR, 'etcd')
     if (!isElf(this.binary)) throw new EtcdMissingError()
     this.procs = new Map() // node name -> { child, exited: Promise }
+    this.healthWatch = new Map() // node name -> the token of its current health check
+    this.cut = new Set() // nodes whose member was stopped by a network cut (fault unreachable)
     this.stopping = false
   }
 
@@ -67,35 +77,70 @@ export class RealEtcd {
   // ---- the gateway client (machined's etcd client) ----
   async tls() {
     this.clientCert ??= await this.ctx.pki.etcd.client()
-    return { ca: this.ctx.pki.etcd.ca.cert, cert: this.clientCert.cert, key: this.clientCert.key }
+    // one kept-alive connection per member, as machined's etcd client keeps its gRPC connection
+    this.agent ??= new Agent({ keepAlive: true, maxSockets: 4 })
+    return { ca: this.ctx.pki.etcd.ca.cert, cert: this.clientCert.cert, key: this.clientCert.key, agent: this.agent }
   }
-  /** POST one gateway call to a member; rejects with etcd's own error text */
-  async call(n, path, body = {}) {
+  /** POST one gateway call to a member: its body as text, or a rejection with etcd's own error text */
+  async post(n, path, body = {}, timeout = CALL_TIMEOUT_MS) {
     const tls = await this.tls()
     return new Promise((resolvePromise, reject) => {
       const req = request(
         `${this.clientUrl(n)}${path}`,
-        { method: 'POST', ...tls, headers: { 'content-type': 'application/json' }, timeout: CALL_TIMEOUT_MS },
+        { method: 'POST', ...tls, headers: { 'content-type': 'application/json' }, timeout },
         (res) => {
           let text = ''
           res.setEncoding('utf8')
           res.on('data', (c) => (text += c))
           res.on('end', () => {
+            if (res.statusCode === 200) return resolvePromise(text)
             let doc = {}
             try {
               doc = JSON.parse(text)
             } catch {
               /* an empty or non-JSON answer */
             }
-            if (res.statusCode === 200 && !doc.error) resolvePromise(doc)
-            else reject(Object.assign(new Error(doc.message ?? doc.error ?? `HTTP ${res.statusCode}`), { etcd: true }))
+            reject(
+              doc.error || doc.message ? etcdError({ error: doc.message ?? doc.error }) : etcdError({ error: `HTTP ${res.statusCode}` }),
+            )
           })
+          res.on('error', reject)
         },
       )
       req.on('timeout', () => req.destroy(new Error('context deadline exceeded')))
       req.on('error', reject)
       req.end(JSON.stringify(body))
     })
+  }
+  /** one unary gateway call: the answer as JSON; an error in a 200 answer rejects as etcd's */
+  async call(n, path, body = {}) {
+    const text = await this.post(n, path, body)
+    let doc = {}
+    try {
+      doc = JSON.parse(text)
+    } catch {
+      /* an empty answer */
+    }
+    if (doc.error) throw etcdError(doc)
+    return doc
+  }
+  /**
+   * a call on the node's local member (machined's NewLocalClient): while it does not run the client
+   * keeps dialing (talosctl sets no deadline) until the caller goes away; etcd's own refusal is the answer
+   */
+  async local(n, signal, fn, { retryRefusals = false } = {}) {
+    for (;;) {
+      if (signal?.aborted) throw new Error('client went away')
+      if (this.procs.has(n.name)) {
+        try {
+          return await fn()
+        } catch (e) {
+          if (e.etcd && !retryRefusals) throw e
+          /* starting: machined's client keeps dialing */
+        }
+      }
+      await new Promise((r) => setTimeout(r, MIN_RETRY_MS))
+    }
   }
   /**
    * the first member (other than `except`) that answers, among the control planes whose API server
@@ -119,24 +164,33 @@ export class RealEtcd {
    * AlarmList). Fault `etcd-nospace` stands for a backend over its quota: etcd's quota check would
    * raise NOSPACE on that member, here raised with the Alarm API's ACTIVATE while the fault lasts.
    */
-  async alarms(n) {
+  async alarms(n, signal) {
+    try {
+      return await this.local(n, signal, () => this.readAlarms(n))
+    } catch (e) {
+      throw e.etcd ? rpc('Unknown', `failed to list etcd alarms: ${e.message}`) : e
+    }
+  }
+  async readAlarms(n) {
     for (const x of this.ctx.nodes) {
       if (!x.etcdMember || !this.procs.has(x.name) || this.ctx.faults.find(x.name, { kind: 'etcd-nospace' }).length === 0) continue
-      await this.call(n, '/v3/maintenance/alarm', {
-        action: 'ACTIVATE',
-        memberID: BigInt(`0x${x.etcdMember}`).toString(),
-        alarm: 'NOSPACE',
-      })
+      await this.call(n, '/v3/maintenance/alarm', { action: 'ACTIVATE', memberID: decimalId(x.etcdMember), alarm: 'NOSPACE' })
     }
     const doc = await this.call(n, '/v3/maintenance/alarm', { action: 'GET' })
     return (doc.alarms ?? []).map((a) => ({ memberId: hexId(a.memberID ?? 0), alarm: a.alarm ?? 'NONE' }))
   }
   /** EtcdAlarmDisarm: every alarm deactivated, the ones disarmed answered (a lasting fault raises it again on the next read) */
-  async disarmAlarms(n) {
-    const alarms = await this.alarms(n)
-    for (const a of alarms)
-      await this.call(n, '/v3/maintenance/alarm', { action: 'DEACTIVATE', memberID: BigInt(`0x${a.memberId}`).toString(), alarm: a.alarm })
-    return alarms
+  async disarmAlarms(n, signal) {
+    try {
+      return await this.local(n, signal, async () => {
+        const alarms = await this.readAlarms(n)
+        for (const a of alarms)
+          await this.call(n, '/v3/maintenance/alarm', { action: 'DEACTIVATE', memberID: decimalId(a.memberId), alarm: a.alarm })
+        return alarms
+      })
+    } catch (e) {
+      throw e.etcd ? rpc('Unknown', `failed to disarm etcd alarm: ${e.message}`) : e
+    }
   }
   async listMembers(via) {
     const doc = via ? await this.call(via, '/v3/cluster/member/list') : await this.anyMember('/v3/cluster/member/list')
@@ -172,6 +226,11 @@ export class RealEtcd {
     const pki = await this.writePki(n)
     // the node rebooted or was reset meanwhile (or the simulator stops): nothing starts
     if (this.stopping || gen !== n.gen) return false
+    // cut off the network: it starts once the fault clears (sync)
+    if (this.cutOff(n)) {
+      this.cut.add(n.name)
+      return false
+    }
     mkdirSync(this.dataDir(n), { recursive: true, mode: 0o700 })
     const args = [
       `--name=${n.name}`,
@@ -231,19 +290,45 @@ export class RealEtcd {
    * etcd time stays a lower bound of a member's way to healthy, as in the model
    */
   watchHealth(n, gen, delayS) {
+    // one health check per node: a restarted service's check replaces the one before
+    const token = {}
+    this.healthWatch.set(n.name, token)
+    const current = () => gen === n.gen && n.etcdRunning && this.healthWatch.get(n.name) === token && !this.stopping
     const check = async () => {
-      if (gen !== n.gen || !n.etcdRunning) return
+      if (!current()) return
+      let why = null
       try {
+        if (!this.procs.has(n.name)) throw new Error(`dial tcp ${n.ip}:2379: connect: connection refused`)
         await this.call(n, '/v3/kv/range', { key: Buffer.from('health').toString('base64') })
-        if (gen !== n.gen || !n.etcdRunning) return
-        n.joining = false
         if (!n.etcdMember) n.etcdMember = (await this.listMembers(n)).find((m) => m.name === n.name)?.id ?? null
-        if (gen === n.gen && n.etcdRunning && !n.etcdHealthy) n.etcdUp()
-      } catch {
-        this.later(n, 1, check)
+      } catch (e) {
+        why = e.message
       }
+      if (!current()) return
+      if (why === null) {
+        n.joining = false
+        if (!n.etcdHealthy) n.etcdUp()
+      } else if (n.etcdHealthy) {
+        // the member lost its quorum, or its process is gone: the service stays Running, unhealthy
+        n.etcdHealthy = false
+        n.svc('etcd', 'Running', `Health check failed: ${why}`, false)
+        n.talosLog(`service[etcd](Running): Health check failed: ${why}`)
+        n.changed()
+      }
+      // until it first passes it is checked every second, then every 20 s (HealthSettings)
+      const everyS = n.etcdHealthy || why === null ? HEALTH_INTERVAL_S : 1
+      this.later(n, Math.max(everyS, (HEALTH_MIN_INTERVAL_MS / 1000) * this.ctx.clock.speed), check)
     }
     this.later(n, Math.max(HEALTH_DELAY_S, delayS), check)
+  }
+
+  /**
+   * the node is cut off the network (fault `unreachable` on any, until cleared): its peers and
+   * clients lose it as they would a powered-off machine; its member is stopped (quorum loss is real)
+   * and started again from its data once the fault clears, the service Running throughout
+   */
+  cutOff(n) {
+    return this.ctx.faults.find(n.name, { on: 'any', kind: 'unreachable' }).some((f) => f.times == null)
   }
 
   // ---- what the node model asks (the same as sim/etcd.js) ----
@@ -346,16 +431,31 @@ export class RealEtcd {
     }
     const gen = n.gen
     this.startProcess(n).then((started) => {
-      if (!started || gen !== n.gen) return
+      // a node cut off the network runs its service; its member starts once the cut is over
+      if (gen !== n.gen || (!started && !this.cut.has(n.name))) return
       n.startService('etcd', { healthy: false })
       n.changed()
       this.watchHealth(n, gen, this.ctx.timings.etcd)
     })
   }
 
-  /** every node change: a member whose node no longer runs etcd (down, rebooting, service stopped) stops */
+  /**
+   * every node change: a member whose node no longer runs etcd (down, rebooting, reset, service
+   * stopped) or is cut off the network stops; a member cut off starts again once it is back
+   */
   sync(n) {
-    if (n && !n.etcdRunning && this.procs.has(n.name)) this.stopProcess(n)
+    if (!n) return
+    const cut = this.cutOff(n)
+    if (this.procs.has(n.name) && (!n.etcdRunning || cut)) {
+      // a cut is abrupt (no leadership transfer, no goodbye to the peers): killed, not stopped
+      if (cut && n.etcdRunning) this.cut.add(n.name)
+      this.stopProcess(n, cut ? 'SIGKILL' : 'SIGTERM')
+    } else if (!cut && this.cut.delete(n.name) && n.etcdRunning && this.hasData(n)) {
+      const gen = n.gen
+      this.startProcess(n).then((started) => {
+        if (started && gen === n.gen) n.changed()
+      })
+    }
   }
 
   /**
@@ -394,17 +494,68 @@ export class RealEtcd {
 
   /** talosctl etcd members: the local member's list (queryLocal), once it answers */
   async memberList(n, signal) {
-    for (;;) {
-      if (signal?.aborted) throw new Error('client went away')
-      if (this.procs.has(n.name)) {
-        try {
-          return await this.listMembers(n)
-        } catch {
-          /* starting: machined's client keeps dialing */
-        }
-      }
-      await new Promise((r) => setTimeout(r, MIN_RETRY_MS))
+    return this.local(n, signal, () => this.listMembers(n), { retryRefusals: true })
+  }
+
+  /** talosctl etcd status: the local member's maintenance Status (v1alpha1_server.go EtcdStatus) */
+  async status(n, signal) {
+    let doc
+    try {
+      doc = await this.local(n, signal, () => this.call(n, '/v3/maintenance/status'))
+    } catch (e) {
+      throw e.etcd ? rpc('Unknown', `failed to query etcd status: ${e.message}`) : e
     }
+    return {
+      memberId: hexId(doc.header?.member_id ?? 0),
+      protocolVersion: doc.version ?? '',
+      dbSize: doc.dbSize ?? '0',
+      dbSizeInUse: doc.dbSizeInUse ?? '0',
+      leader: hexId(doc.leader ?? 0),
+      raftIndex: doc.raftIndex ?? '0',
+      raftTerm: doc.raftTerm ?? '0',
+      raftAppliedIndex: doc.raftAppliedIndex ?? '0',
+      storageVersion: doc.storageVersion ?? '',
+      errors: doc.errors ?? [],
+      isLearner: !!doc.isLearner,
+    }
+  }
+
+  /**
+   * talosctl etcd snapshot: the local member's Snapshot stream (v1alpha1_server.go EtcdSnapshot), the
+   * database as etcd sends it, its sha256 appended (the real talosctl checks it and reads the file)
+   */
+  async snapshot(n, signal) {
+    let text
+    try {
+      text = await this.local(n, signal, () => this.post(n, '/v3/maintenance/snapshot', {}, 10 * 60_000))
+    } catch (e) {
+      throw e.etcd ? rpc('Unknown', `failed reading etcd snapshot: ${e.message}`) : e
+    }
+    const parts = []
+    for (const line of text.split('\n')) {
+      if (!line.trim()) continue
+      const doc = JSON.parse(line)
+      if (doc.error) throw rpc('Unknown', `failed reading etcd snapshot: ${etcdError(doc).message}`)
+      if (doc.result?.blob) parts.push(Buffer.from(doc.result.blob, 'base64'))
+    }
+    return Buffer.concat(parts)
+  }
+
+  /**
+   * talosctl etcd leave (v1alpha1_server.go EtcdLeaveCluster, internal/pkg/etcd LeaveCluster): the
+   * local member removed through the control planes' etcd (`unhealthy cluster` retried for 5 min),
+   * then the etcd service stopped and its data directory emptied
+   */
+  async leaveCluster(n, windowS) {
+    if (!n.etcdMember) throw rpc('Unknown', 'failed to leave cluster: etcd member ID not found')
+    const id = n.etcdMember
+    const refused = await this.leave(n, windowS)
+    if (refused) throw rpc('Unknown', `failed to leave cluster: failed to remove member ${decimalId(id)}: ${refused}`)
+    Object.assign(n, { etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false, joining: false })
+    n.svc('etcd', 'Finished', 'Service finished successfully', null)
+    await this.stopProcess(n)
+    rmSync(this.dataDir(n), { recursive: true, force: true })
+    n.changed()
   }
 
   /**
@@ -443,5 +594,6 @@ export class RealEtcd {
   async stop() {
     this.stopping = true
     await Promise.all(this.ctx.nodes.map((n) => this.stopProcess(n, 'SIGKILL')))
+    this.agent?.destroy()
   }
 }

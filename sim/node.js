@@ -8,7 +8,7 @@ import { parseConfig, validateConfig, validationText, selectorExpression, diskMa
 const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
 // Talos's DrainTimeout (pkg/kubernetes/kubernetes.go) and LeaveCluster's retry (internal/pkg/etcd/etcd.go), simulated seconds
 const DRAIN_TIMEOUT = 300
-const ETCD_LEAVE_RETRY = 300
+export const ETCD_LEAVE_RETRY = 300
 export const KUBELET_RESTART_S = 15
 const INSTALLER_PULL_RETRY_S = 20
 // how often a service waiting for time sync finds it synced (our interval: Talos wakes it on the TimeStatus change)
