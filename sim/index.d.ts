@@ -158,8 +158,6 @@ export function startSimulator(opts: {
   dir?: string
   speed?: number
   log?: (msg: string) => void
-  /** 'model' (sim/etcd.js) or 'real' (sim/etcd-real.js: the real etcd from `task tools`); default SIM_ETCD, else 'model' */
-  etcd?: 'model' | 'real'
   /** the talosctl <dir>/bin links (tests: talosctl v1.13.9 against v1.13 nodes); default the one `task tools` provides */
   talosctl?: string
 }): Promise<Simulator>

@@ -6,17 +6,16 @@ export { loadScenario, parseScenario, ScenarioError } from './scenario.js'
 export { Simulator } from './cluster.js'
 
 /**
- * startSimulator({scenario: object | YAML path | YAML text, dir = '.sim', speed?, log?, etcd?})
- * etcd: 'model' (sim/etcd.js) or 'real' (sim/etcd-real.js: the real etcd program); default SIM_ETCD, else 'model'.
+ * startSimulator({scenario: object | YAML path | YAML text, dir = '.sim', speed?, log?, talosctl?})
  * resolves once every node is in maintenance (its first stage).
  */
-export async function startSimulator({ scenario, dir = '.sim', speed, log, etcd, talosctl } = {}) {
+export async function startSimulator({ scenario, dir = '.sim', speed, log, talosctl } = {}) {
   const s = loadScenario(scenario)
   if (speed != null) {
     if (!(Number(speed) > 0)) throw new Error(`speed must be > 0, got ${speed}`)
     s.speed = Number(speed)
   }
-  const sim = new Simulator(s, { dir, log, talosctl, ...(etcd ? { etcd } : {}) })
+  const sim = new Simulator(s, { dir, log, talosctl })
   try {
     await sim.start()
   } catch (e) {

@@ -1,4 +1,4 @@
-// One Talos node: stages, services, disks, config, its side of etcd membership (sim/etcd.js holds the members).
+// One Talos node: stages, services, disks, config, its side of etcd membership (sim/etcd.js runs the members).
 // Stages and sequences follow internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_sequencer.go.
 // Time is simulated (ctx.clock); every change bumps `rev` and calls ctx.changed(node).
 import { randomUUID } from 'node:crypto'

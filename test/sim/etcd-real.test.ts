@@ -1,4 +1,4 @@
-// Real etcd behind the simulated control planes (SIM_ETCD=real, sim/etcd-real.js): one etcd process
+// Real etcd behind the simulated control planes (sim/etcd.js): one etcd process
 // per control plane, joined as Talos joins them, answering talosctl's etcd calls itself. Range 127.32.x.y.
 import { existsSync } from 'node:fs'
 import { connect } from 'node:net'
@@ -22,7 +22,7 @@ const listening = (ip: string, port: number) =>
   })
 
 async function threeMembers(range: string): Promise<Started> {
-  const s = await startOn(range, { cps: 3, workers: 0, image: 'disk', vip: false, speed: 20, timings: { boot: 6 }, etcd: 'real' })
+  const s = await startOn(range, { cps: 3, workers: 0, image: 'disk', vip: false, speed: 20, timings: { boot: 6 } })
   for (const n of ['cp-1', 'cp-2', 'cp-3']) await applyInsecure(s.sim, n)
   expect((await bootstrapWhenReady(s.sim, 'cp-1')).code).toBe(0)
   await s.sim.until(() => ['cp-1', 'cp-2', 'cp-3'].every((n) => s.sim.node(n)!.etcdHealthy), 60_000)

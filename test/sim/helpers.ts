@@ -20,8 +20,6 @@ export interface ClusterOpts {
   vip?: boolean
   timings?: ScenarioInput['timings']
   discovery?: 'enabled' | 'disabled'
-  /** the etcd behind the control planes: the model (default, or SIM_ETCD) or the real program */
-  etcd?: 'model' | 'real'
 }
 
 /** a scenario on `range` (three octets, e.g. "127.23.1"): cps at .11.., workers at .21.., VIP .10 */
@@ -64,7 +62,7 @@ export interface Started {
 }
 export async function startOn(range: string, o: ClusterOpts = {}): Promise<Started> {
   const dir = mkdtempSync(join(tmpdir(), 'sim-test-'))
-  const sim = await startSimulator({ scenario: scenarioOn(range, o), dir, ...(o.etcd ? { etcd: o.etcd } : {}) })
+  const sim = await startSimulator({ scenario: scenarioOn(range, o), dir })
   return {
     sim,
     dir,
