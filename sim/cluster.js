@@ -1,4 +1,4 @@
-// The Simulator wires the parts: the nodes (sim/node.js), the etcd model (sim/etcd.js), trustd
+// The Simulator wires the parts: the nodes (sim/node.js), the real etcd members (sim/etcd.js), trustd
 // (sim/trustd.js), the listeners (sim/listeners.js: each node's API, the Kubernetes API), faults,
 // the calls log, and the Kubernetes side (sim/kube) as the nodes' kubelets and API servers reach it.
 import { existsSync, appendFileSync, writeFileSync } from 'node:fs'
@@ -13,7 +13,6 @@ import { observe as observeEvents } from './talos/events.js'
 import { startChartRepo } from './charts/repo.js'
 import { Node } from './node.js'
 import { Etcd } from './etcd.js'
-import { RealEtcd } from './etcd-real.js'
 import { RealKube } from './kube-real.js'
 import { Trustd } from './trustd.js'
 import { Listeners } from './listeners.js'
@@ -24,16 +23,7 @@ const here = dirname(fileURLToPath(import.meta.url))
 const CALL_FAULTS = ['refused', 'unreachable', 'timeout', 'unavailable']
 
 export class Simulator {
-  constructor(
-    scenario,
-    {
-      dir = '.sim',
-      log,
-      kube = process.env.SIM_KUBE ?? 'model',
-      etcd = process.env.SIM_ETCD ?? (kube === 'real' ? 'real' : 'model'),
-      talosctl,
-    } = {},
-  ) {
+  constructor(scenario, { dir = '.sim', log, kube = process.env.SIM_KUBE ?? 'model', talosctl } = {}) {
     this.scenario = scenario
     this.talosctl = talosctl
     this.dir = resolve(dir)
@@ -46,14 +36,11 @@ export class Simulator {
     this.nodes = []
     this.pendingKubelet = new Set()
     this.waiters = new Set() // checks run on every node change (waitFor, etcd's local client)
-    // SIM_ETCD=real: a real etcd member per control plane (sim/etcd-real.js) instead of the model
-    // (SIM_KUBE=real brings it unless etcd is said to be the model, which it refuses below)
-    if (!['real', 'model'].includes(etcd)) throw new Error(`SIM_ETCD must be real or model, got ${JSON.stringify(etcd)}`)
-    this.etcd = etcd === 'real' ? new RealEtcd(this) : new Etcd(this)
+    // a real etcd member per control plane (sim/etcd.js)
+    this.etcd = new Etcd(this)
     // SIM_KUBE=real: the real kube-apiserver, controller-manager and scheduler (sim/kube-real.js) and
-    // the simulator's kubelets (sim/kubelet.js) instead of sim/kube; they need real etcd
+    // the simulator's kubelets (sim/kubelet.js) instead of sim/kube
     if (!['real', 'model'].includes(kube)) throw new Error(`SIM_KUBE must be real or model, got ${JSON.stringify(kube)}`)
-    if (kube === 'real' && etcd !== 'real') throw new Error('SIM_KUBE=real needs real etcd: SIM_ETCD=model cannot go with it')
     this.realKube = kube === 'real' ? new RealKube(this) : null
     this.trustd = new Trustd(this)
     this.listeners = new Listeners(this)

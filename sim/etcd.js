@@ -1,273 +1,618 @@
-// The etcd model: clusters of members (more than one after a bootstrap on a control plane that had
-// not joined yet), the Bootstrap RPC's cluster, joins as learners and their promotion, restarts, the
-// quorum a leave needs, member removal, and the local client that waits for a connection.
-// A member is {id (16 hex digits), name, ip, peerUrls, clientUrls, isLearner, started}: a joining one
-// is added as a learner and promoted later (internal/pkg/etcd/etcd.go MemberAddAsLearner); until it
-// starts, its name and client URLs are empty, as etcd's member list says.
-// The nodes keep their own side (etcdMember, etcdRunning, etcdHealthy, joining; sim/node.js).
-import { randomBytes } from 'node:crypto'
+// Real etcd: each control plane's etcd is the real etcd program (`task tools`: .tools/bin/etcd, the
+// version Talos v1.12 runs), one process per member, its data under <sim dir>/etcd/<node>, its peer
+// and client URLs on the node's own address, TLS from the cluster's etcd CA as Talos makes it.
+// What Talos does around it follows internal/app/machined/pkg/system/services/etcd.go (the flags, the
+// bootstrap, the join as a learner and its promotion, the health check) and internal/pkg/etcd
+// (the member removal a reset's leave retries); what etcd answers (member lists, refusals, quorum
+// loss) is etcd's own. The simulator talks to the members through etcd's JSON gateway on the client
+// port (/v3/...: the same gRPC services talosctl's etcd calls reach through machined). The nodes keep
+// their own side (etcdMember, etcdRunning, etcdHealthy, joining; sim/node.js).
+import { spawn } from 'node:child_process'
+import { Agent, request } from 'node:https'
+import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { rpc } from './talos/errors.js'
+import { REAL_BIN_DIR, isElf } from './writer.js'
 
-export const memberId = () => randomBytes(8).toString('hex')
 const NOT_ENOUGH_STARTED = 'etcdserver: re-configuration failed due to not enough started members'
-
+// services/etcd.go: buildInitialCluster retries every 3 s, promoteMember every 15 s; the health
+// check (HealthSettings) waits 5 s, then checks a quorum read; LeaveCluster retries every 10 s (simulated seconds)
 const JOIN_RETRY_S = 3
+const PROMOTE_RETRY_S = 15
+const HEALTH_DELAY_S = 5
+const LEAVE_RETRY_S = 10
+// the real processes run in real time: a retry is never sooner than this, whatever the scenario's speed
+const MIN_RETRY_MS = 200
+const CALL_TIMEOUT_MS = 5000
+const ETCD_HEALTH_INTERVAL_MS = 5000
+// services/etcd.go HealthSettings: the health check runs every 20 s once it passed (simulated seconds,
+// never more often than once a real second: each check is a quorum read on the real member)
+const HEALTH_INTERVAL_S = 20
+const HEALTH_MIN_INTERVAL_MS = 1000
+
+export const hexId = (decimal) => BigInt(decimal).toString(16).padStart(16, '0')
+const decimalId = (hex) => BigInt(`0x${hex}`).toString(10)
+
+/** etcd's error in a gateway answer: {error: text} or a stream's {error: {message}} */
+const etcdError = (doc) =>
+  Object.assign(new Error(typeof doc.error === 'string' ? doc.error : (doc.error?.message ?? doc.message ?? 'etcd error')), { etcd: true })
+
+export class EtcdMissingError extends Error {
+  constructor() {
+    super('etcd not found: the simulator runs the real etcd program (fix: run `task tools`, which builds it into .tools/bin)')
+    this.exitCode = 3
+  }
+}
 
 export class Etcd {
-  /** ctx = the Simulator: clock, faults, timings, nodes, waitFor */
+  /** ctx = the Simulator: clock, faults, nodes, pki, dir, waiters */
   constructor(ctx) {
     this.ctx = ctx
-    this.clusters = [] // [{id, members: Map<member id, member>}]
-    this.startedAt = null // the first Bootstrap call (a join's etcd time counts from it)
-    this.raised = new Set() // member ids with a NOSPACE alarm raised (kept until disarmed)
+    this.binary = join(REAL_BIN_DIR, 'etcd')
+    if (!isElf(this.binary)) throw new EtcdMissingError()
+    this.procs = new Map() // node name -> { child, exited: Promise }
+    this.healthWatch = new Map() // node name -> the token of its current health check
+    this.bootstrapping = new Map() // node name -> the boot (gen) whose accepted bootstrap has not started etcd yet
+    this.cut = new Set() // nodes whose member was stopped by a network cut (fault unreachable)
+    this.stopping = false
   }
 
-  clusterOf(n) {
-    return n.etcdMember ? (this.clusters.find((c) => c.members.has(n.etcdMember)) ?? null) : null
+  dataDir(n) {
+    return join(this.ctx.dir, 'etcd', n.name, 'data')
   }
-  memberOf(n) {
-    return this.clusterOf(n)?.members.get(n.etcdMember) ?? null
+  clientUrl(n) {
+    return `https://${n.ip}:2379`
   }
-  /** the members of the cluster this node belongs to (empty when it belongs to none) */
-  members(n) {
-    return [...(this.clusterOf(n)?.members.values() ?? [])]
+  peerUrl(n) {
+    return `https://${n.ip}:2380`
+  }
+
+  /** the data directory holds a member (services/etcd.go IsDirEmpty), or one is starting on it */
+  hasData(n) {
+    if (this.procs.get(n.name)?.wiping) return false
+    return this.bootstrapping.get(n.name) === n.gen || this.procs.has(n.name) || existsSync(join(this.dataDir(n), 'member'))
   }
   healthyMembers() {
-    return this.ctx.nodes.filter((n) => n.etcdHealthy && this.memberOf(n)?.started)
-  }
-  /** etcd's data directory holds data: the member started at least once (the Bootstrap RPC's only check) */
-  hasData(n) {
-    return !!this.memberOf(n)?.started
+    return this.ctx.nodes.filter((n) => n.etcdHealthy)
   }
 
-  newMember(n, { learner }) {
-    const started = !learner
-    return {
-      id: memberId(),
-      name: started ? n.name : '',
-      ip: n.ip,
-      peerUrls: [`https://${n.ip}:2380`],
-      clientUrls: started ? [`https://${n.ip}:2379`] : [],
-      isLearner: learner,
-      started,
+  // ---- the gateway client (machined's etcd client) ----
+  async tls() {
+    this.clientCert ??= await this.ctx.pki.etcd.client()
+    // one kept-alive connection per member, as machined's etcd client keeps its gRPC connection
+    this.agent ??= new Agent({ keepAlive: true, maxSockets: 4 })
+    return { ca: this.ctx.pki.etcd.ca.cert, cert: this.clientCert.cert, key: this.clientCert.key, agent: this.agent }
+  }
+  /** POST one gateway call to a member: its body as text, or a rejection with etcd's own error text */
+  async post(n, path, body = {}, timeout = CALL_TIMEOUT_MS) {
+    const tls = await this.tls()
+    return new Promise((resolvePromise, reject) => {
+      const req = request(
+        `${this.clientUrl(n)}${path}`,
+        { method: 'POST', ...tls, headers: { 'content-type': 'application/json' }, timeout },
+        (res) => {
+          let text = ''
+          res.setEncoding('utf8')
+          res.on('data', (c) => (text += c))
+          res.on('end', () => {
+            if (res.statusCode === 200) return resolvePromise(text)
+            let doc = {}
+            try {
+              doc = JSON.parse(text)
+            } catch {
+              /* an empty or non-JSON answer */
+            }
+            reject(
+              doc.error || doc.message ? etcdError({ error: doc.message ?? doc.error }) : etcdError({ error: `HTTP ${res.statusCode}` }),
+            )
+          })
+          res.on('error', reject)
+        },
+      )
+      req.on('timeout', () => req.destroy(new Error('context deadline exceeded')))
+      req.on('error', reject)
+      req.end(JSON.stringify(body))
+    })
+  }
+  /** one unary gateway call: the answer as JSON; an error in a 200 answer rejects as etcd's */
+  async call(n, path, body = {}) {
+    const text = await this.post(n, path, body)
+    let doc = {}
+    try {
+      doc = JSON.parse(text)
+    } catch {
+      /* an empty answer */
+    }
+    if (doc.error) throw etcdError(doc)
+    return doc
+  }
+  /**
+   * a call on the node's local member (machined's NewLocalClient): while it does not run the client
+   * keeps dialing (talosctl sets no deadline) until the caller goes away; etcd's own refusal is the answer
+   */
+  async local(n, signal, fn, { retryRefusals = false } = {}) {
+    for (;;) {
+      if (signal?.aborted) throw new Error('client went away')
+      if (this.procs.has(n.name)) {
+        try {
+          return await fn()
+        } catch (e) {
+          if (e.etcd && !retryRefusals) throw e
+          /* starting: machined's client keeps dialing */
+        }
+      }
+      await new Promise((r) => setTimeout(r, MIN_RETRY_MS))
     }
   }
-  startMember(n) {
-    const m = this.memberOf(n)
-    if (m) Object.assign(m, { started: true, name: n.name, clientUrls: [`https://${n.ip}:2379`] })
+  /**
+   * the first member (other than `except`) that answers, among the control planes whose API server
+   * is up: machined's client finds the other members' etcd through the control plane endpoints,
+   * which it reads from the Kubernetes API (internal/pkg/etcd: NewClientFromControlPlaneIPs)
+   */
+  async anyMember(path, body, except = null) {
+    let last = new Error('no etcd member reachable')
+    for (const m of this.ctx.nodes) {
+      if (m === except || !m.apiServerUp || !this.procs.has(m.name)) continue
+      try {
+        return await this.call(m, path, body)
+      } catch (e) {
+        last = e
+      }
+    }
+    throw last
+  }
+  /**
+   * The cluster's alarms, read from the real etcd through the node's member (EtcdAlarmList: clientv3
+   * AlarmList). Fault `etcd-nospace` stands for a backend over its quota: etcd's quota check would
+   * raise NOSPACE on that member, here raised with the Alarm API's ACTIVATE while the fault lasts.
+   */
+  async alarms(n, signal) {
+    try {
+      return await this.local(n, signal, () => this.readAlarms(n))
+    } catch (e) {
+      throw e.etcd ? rpc('Unknown', `failed to list etcd alarms: ${e.message}`) : e
+    }
+  }
+  async readAlarms(n) {
+    for (const x of this.ctx.nodes) {
+      if (!x.etcdMember || !this.procs.has(x.name) || this.ctx.faults.find(x.name, { kind: 'etcd-nospace' }).length === 0) continue
+      await this.call(n, '/v3/maintenance/alarm', { action: 'ACTIVATE', memberID: decimalId(x.etcdMember), alarm: 'NOSPACE' })
+    }
+    const doc = await this.call(n, '/v3/maintenance/alarm', { action: 'GET' })
+    return (doc.alarms ?? []).map((a) => ({ memberId: hexId(a.memberID ?? 0), alarm: a.alarm ?? 'NONE' }))
+  }
+  /** EtcdAlarmDisarm: every alarm deactivated, the ones disarmed answered (a lasting fault raises it again on the next read) */
+  async disarmAlarms(n, signal) {
+    try {
+      return await this.local(n, signal, async () => {
+        const alarms = await this.readAlarms(n)
+        for (const a of alarms)
+          await this.call(n, '/v3/maintenance/alarm', { action: 'DEACTIVATE', memberID: decimalId(a.memberId), alarm: a.alarm })
+        return alarms
+      })
+    } catch (e) {
+      throw e.etcd ? rpc('Unknown', `failed to disarm etcd alarm: ${e.message}`) : e
+    }
+  }
+  async listMembers(via) {
+    const doc = via ? await this.call(via, '/v3/cluster/member/list') : await this.anyMember('/v3/cluster/member/list')
+    return (doc.members ?? []).map((m) => ({
+      id: hexId(m.ID),
+      name: m.name ?? '',
+      peerUrls: m.peerURLs ?? [],
+      clientUrls: m.clientURLs ?? [],
+      isLearner: !!m.isLearner,
+    }))
   }
 
-  /** the Bootstrap RPC: a new etcd cluster of this one member, whatever other control planes run */
-  bootstrap(n) {
-    this.startedAt = this.ctx.clock.now().getTime()
-    n.joining = false
-    n.joinGen = (n.joinGen ?? 0) + 1 // a pending join is abandoned: this etcd bootstraps
-    const member = this.newMember(n, { learner: false })
-    this.clusters.push({ id: memberId(), members: new Map([[member.id, member]]) })
-    n.etcdMember = member.id
+  // ---- processes ----
+  async writePki(n) {
+    const dir = join(this.ctx.dir, 'etcd', n.name, 'pki')
+    const { server, peer } = await this.ctx.pki.etcd.etcdFor(n)
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    const files = {
+      'ca.crt': this.ctx.pki.etcd.ca.cert,
+      'server.crt': server.cert,
+      'server.key': server.key,
+      'peer.crt': peer.cert,
+      'peer.key': peer.key,
+    }
+    for (const [f, text] of Object.entries(files)) writeFileSync(join(dir, f), text, { mode: 0o600 })
+    return dir
+  }
+
+  /** start this node's member: Talos's flags (services/etcd.go argsForControlPlane); initial only on an empty data dir */
+  async startProcess(n, initial = null) {
+    const gen = n.gen
+    await this.stopProcess(n)
+    const pki = await this.writePki(n)
+    // the node rebooted or was reset meanwhile (or the simulator stops): nothing starts
+    if (this.stopping || gen !== n.gen) return false
+    // cut off the network: it starts once the fault clears (sync)
+    if (this.cutOff(n)) {
+      this.cut.add(n.name)
+      return false
+    }
+    mkdirSync(this.dataDir(n), { recursive: true, mode: 0o700 })
+    const args = [
+      `--name=${n.name}`,
+      `--data-dir=${this.dataDir(n)}`,
+      '--auto-tls=false',
+      '--peer-auto-tls=false',
+      `--listen-peer-urls=${this.peerUrl(n)}`,
+      `--listen-client-urls=${this.clientUrl(n)}`,
+      `--advertise-client-urls=${this.clientUrl(n)}`,
+      `--initial-advertise-peer-urls=${this.peerUrl(n)}`,
+      '--client-cert-auth=true',
+      `--cert-file=${join(pki, 'server.crt')}`,
+      `--key-file=${join(pki, 'server.key')}`,
+      `--trusted-ca-file=${join(pki, 'ca.crt')}`,
+      '--peer-client-cert-auth=true',
+      `--peer-cert-file=${join(pki, 'peer.crt')}`,
+      `--peer-key-file=${join(pki, 'peer.key')}`,
+      `--peer-trusted-ca-file=${join(pki, 'ca.crt')}`,
+      '--experimental-initial-corrupt-check=true',
+      '--experimental-watch-progress-notify-interval=5s',
+      '--experimental-compact-hash-check-enabled=true',
+      ...(initial ? [`--initial-cluster=${initial.cluster}`, `--initial-cluster-state=${initial.state}`] : []),
+    ]
+    const log = createWriteStream(join(this.ctx.dir, 'etcd', `${n.name}.log`), { flags: 'a' })
+    // setpriv --pdeathsig: the member dies with the simulator's process, even when that one is killed
+    const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', this.binary, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    child.stdout.pipe(log)
+    child.stderr.pipe(log)
+    const exited = new Promise((r) => child.once('exit', r))
+    const proc = { child, exited }
+    this.procs.set(n.name, proc)
+    exited.then(() => {
+      if (this.procs.get(n.name) === proc) this.procs.delete(n.name)
+      log.end()
+    })
     n.etcdRunning = true
-    // BootstrapEtcd (internal/app/machined/pkg/system/services/etcd.go, system.Services().Stop then
-    // Start): the waiting service is stopped, `Finished` "Bootstrap requested", then started again:
-    // `Preparing` (pre state, runner) for a while before `Running`, so for seconds after an accepted
-    // bootstrap the node's etcd service reads neither Waiting nor Running
+    return true
+  }
+  /** SIGTERM as containerd stops a task (etcd then leaves gracefully), SIGKILL when the simulator itself stops */
+  async stopProcess(n, signal = 'SIGTERM') {
+    const proc = this.procs.get(n.name)
+    if (!proc) return
+    proc.child.kill(signal)
+    const killer = setTimeout(() => proc.child.kill('SIGKILL'), 3000)
+    await proc.exited
+    clearTimeout(killer)
+  }
+
+  /** a retry in simulated seconds, never sooner than MIN_RETRY_MS of real time; dropped when the node's lifecycle moves on */
+  later(n, simSeconds, fn) {
+    n.after(Math.max(simSeconds, (MIN_RETRY_MS / 1000) * this.ctx.clock.speed), fn)
+  }
+
+  /**
+   * services/etcd.go HealthFunc: a quorum read on the local member (ValidateQuorum), every so often
+   * until it passes; the first check waits `delayS` (at least HealthSettings' 5 s): the scenario's
+   * etcd time stays a lower bound of a member's way to healthy, as in the model
+   */
+  watchHealth(n, gen, delayS) {
+    // one health check per node: a restarted service's check replaces the one before
+    const token = {}
+    this.healthWatch.set(n.name, token)
+    const current = () => gen === n.gen && n.etcdRunning && this.healthWatch.get(n.name) === token && !this.stopping
+    const check = async () => {
+      if (!current()) return
+      let why = null
+      try {
+        if (!this.procs.has(n.name)) throw new Error(`dial tcp ${n.ip}:2379: connect: connection refused`)
+        await this.call(n, '/v3/kv/range', { key: Buffer.from('health').toString('base64') })
+        if (!n.etcdMember) n.etcdMember = (await this.listMembers(n)).find((m) => m.name === n.name)?.id ?? null
+      } catch (e) {
+        why = e.message
+      }
+      if (!current()) return
+      if (why === null) {
+        n.joining = false
+        if (!n.etcdHealthy) n.etcdUp()
+      } else if (n.etcdHealthy) {
+        // the member lost its quorum, or its process is gone: the service stays Running, unhealthy
+        n.etcdHealthy = false
+        n.svc('etcd', 'Running', `Health check failed: ${why}`, false)
+        n.talosLog(`service[etcd](Running): Health check failed: ${why}`)
+        n.changed()
+      }
+      // until it first passes it is checked every second, then every 20 s (HealthSettings)
+      const everyS = n.etcdHealthy || why === null ? HEALTH_INTERVAL_S : 1
+      this.later(n, Math.max(everyS, (HEALTH_MIN_INTERVAL_MS / 1000) * this.ctx.clock.speed), check)
+    }
+    this.later(n, Math.max(HEALTH_DELAY_S, delayS), check)
+  }
+
+  /**
+   * the node is cut off the network (fault `unreachable` on any, until cleared): its peers and
+   * clients lose it as they would a powered-off machine; its member is stopped (quorum loss is real)
+   * and started again from its data once the fault clears, the service Running throughout
+   */
+  cutOff(n) {
+    return this.ctx.faults.find(n.name, { on: 'any', kind: 'unreachable' }).some((f) => f.times == null)
+  }
+
+  // ---- what the node model asks ----
+
+  /** the Bootstrap RPC: this node's etcd starts a new cluster of one (services/etcd.go BootstrapEtcd) */
+  bootstrap(n) {
+    n.joining = false
+    n.joinGen = (n.joinGen ?? 0) + 1
+    // BootstrapEtcd stops the waiting service and starts it again: `Finished` "Bootstrap requested",
+    // then `Preparing` (pre state, runner) from 10 % of the scenario's `etcd` time, the container at
+    // 40 % (`Running`), healthy once the quorum read answers (at the earliest after the whole `etcd`
+    // time): for seconds after an accepted bootstrap the service reads neither Waiting nor Running
     n.svc('etcd', 'Finished', 'Bootstrap requested')
+    n.talosLog('bootstrap request received')
+    const gen = n.gen
     const { etcd } = this.ctx.timings
+    // from the request on the data directory is taken: another bootstrap on this boot is refused
+    this.bootstrapping.set(n.name, gen)
     n.after(etcd * 0.1, () => {
       n.svc('etcd', 'Preparing', 'Running pre state')
       n.svc('etcd', 'Preparing', 'Creating service runner')
       n.changed()
     })
-    n.after(etcd * 0.4, () => {
-      n.svc('etcd', 'Running', `Started task etcd (PID ${1000 + Math.floor(Math.random() * 9000)}) for container etcd`, null)
-      n.changed()
-    })
-    n.talosLog('bootstrap request received')
-    n.after(this.ctx.timings.etcd, () => n.etcdUp())
+    n.after(etcd * 0.4, () =>
+      this.startProcess(n, { cluster: `${n.name}=${this.peerUrl(n)}`, state: 'new' }).then((started) => {
+        if (this.bootstrapping.get(n.name) === gen) this.bootstrapping.delete(n.name)
+        if (!started || gen !== n.gen) return
+        n.svc('etcd', 'Running', `Started task etcd (PID ${this.procs.get(n.name)?.child.pid}) for container etcd`, null)
+        n.changed()
+        this.watchHealth(n, gen, etcd * 0.6)
+      }),
+    )
     n.changed()
   }
 
-  /** a control plane whose CRI is up joins once a cluster has a healthy etcd: learner, started, promoted */
+  /**
+   * a control plane whose CRI is up and whose data directory is empty joins: services/etcd.go
+   * buildInitialCluster (a stale member of its name removed, then MemberAddAsLearner, retried every
+   * 3 s: etcd admits one learner at a time), the member started with the returned cluster, then
+   * promoteMember every 15 s until the learner has caught up
+   */
   maybeJoin(n) {
     if (!n.criUp || this.hasData(n) || n.joining) return
-    const healthy = this.healthyMembers()
-    const target = this.clusters.find((c) => healthy.some((h) => c.members.has(h.etcdMember)))
-    if (!target) return
-    // the peers are learnt through the endpoint or discovery (node.js etcdEndpointsKnown); asked again when an API server comes up
+    // no control plane endpoint known yet: asked again when an API server comes up (sim/cluster.js apiServerUp)
+    if (!this.ctx.nodes.some((m) => m !== n && m.apiServerUp && this.procs.has(m.name))) return
+    // the peers are learnt through the endpoint or discovery (node.js etcdEndpointsKnown), as in the model
     if (!n.etcdEndpointsKnown()) return n.talosLog('retrying error: no controlplane endpoints discovered yet')
     n.joining = true
+    const gen = n.gen
+    const joinGen = (n.joinGen = (n.joinGen ?? 0) + 1)
+    const current = () => gen === n.gen && joinGen === n.joinGen && !this.stopping
     if (this.ctx.faults.has(n.name, 'etcd-join')) {
       n.svc('etcd', 'Preparing', 'Running pre state')
       n.talosLog(`etcd: failed to join the cluster: ${NOT_ENOUGH_STARTED}`)
       return
     }
-    // a member with this node's name is removed first (services/etcd.go addMember: a stale entry)
-    for (const [id, m] of target.members) if (m.name === n.name) target.members.delete(id)
-    // etcd admits one learner at a time (server.go: --max-learners, default 1): a second add is refused
-    // and Talos retries it (services/etcd.go buildInitialCluster: retry.Constant every 3 s), so
-    // control planes join one after another
-    if ([...target.members.values()].some((m) => m.isLearner)) {
-      n.joining = false
-      n.talosLog('retrying error: etcdserver: too many learner members in cluster')
-      n.after(JOIN_RETRY_S, () => this.maybeJoin(n))
-      return
-    }
-    const learner = this.newMember(n, { learner: true })
-    target.members.set(learner.id, learner)
-    n.etcdMember = learner.id
-    // a joining control plane takes the same `etcd` time, counted from when it could start: the
-    // bootstrap call, or its own CRI if that came later (so joins run alongside the first member)
-    const { timings } = this.ctx
-    const now = this.ctx.clock.now().getTime()
-    const from = Math.max(this.startedAt ?? now, n.criUpAt ?? now, this.lastPromotedAt ?? now)
-    // at least a short learner time once added: start, catch up, be promoted (never instant on a real cluster)
-    const delay = Math.max((from - now) / 1000 + timings.etcd, Math.min(2, timings.etcd / 10))
-    const gen = (n.joinGen = (n.joinGen ?? 0) + 1)
-    n.after(delay / 2, () => {
-      if (gen !== n.joinGen || !target.members.has(learner.id)) return
-      this.startMember(n)
-      n.etcdRunning = true
+    const attempt = async () => {
+      if (!current()) return
+      let learnerId
+      let members
+      try {
+        for (const m of await this.listMembers(null)) {
+          if (m.name === n.name) await this.anyMember('/v3/cluster/member/remove', { ID: decimalId(m.id) }, n)
+        }
+        const added = await this.anyMember('/v3/cluster/member/add', { peerURLs: [this.peerUrl(n)], isLearner: true }, n)
+        learnerId = hexId(added.member.ID)
+        members = (added.members ?? []).map((m) => ({ id: hexId(m.ID), name: m.name, peerUrls: m.peerURLs ?? [] }))
+      } catch (e) {
+        if (!current()) return
+        // no member to ask yet (nothing bootstrapped), or etcd refused the add: retried as Talos does
+        if (e.etcd) n.talosLog(`retrying error: error adding member: ${e.message}`)
+        this.later(n, JOIN_RETRY_S, attempt)
+        return
+      }
+      if (!current()) return
+      const cluster = members.flatMap((m) => m.peerUrls.map((u) => `${m.id === learnerId ? n.name : m.name}=${u}`)).join(',')
+      n.etcdMember = learnerId
+      n.changed()
+      // the service's runner then starts the container: until it has, the data directory is still
+      // empty (half the scenario's etcd time, as the model has it), so a bootstrap there is accepted
+      await new Promise((r) => this.later(n, this.ctx.timings.etcd / 2, r))
+      if (!current() || !(await this.startProcess(n, { cluster, state: 'existing' })) || !current()) return
       n.startService('etcd', { healthy: false })
       n.changed()
-    })
-    n.after(delay, () => {
-      if (gen !== n.joinGen || !target.members.has(learner.id)) return
-      n.joining = false
-      learner.isLearner = false // promoted once caught up
-      this.lastPromotedAt = this.ctx.clock.now().getTime()
-      n.etcdUp()
-      // the next control plane waiting may add itself now
-      for (const other of this.ctx.nodes ?? []) if (other !== n && other.role === 'controlplane') this.maybeJoin(other)
-    })
+      this.promote(n, learnerId, current)
+      this.watchHealth(n, gen, this.ctx.timings.etcd / 2)
+    }
+    attempt()
+  }
+
+  promote(n, learnerId, current) {
+    const attempt = async () => {
+      if (!current()) return
+      try {
+        await this.anyMember('/v3/cluster/member/promote', { ID: decimalId(learnerId) }, n)
+        n.talosLog('successfully promoted etcd member')
+        // the next control plane waiting may add itself now
+        for (const other of this.ctx.nodes) if (other !== n && other.role === 'controlplane') this.maybeJoin(other)
+      } catch (e) {
+        if (!current()) return
+        if (/not found/.test(e.message)) return // removed meanwhile
+        this.later(n, PROMOTE_RETRY_S, attempt)
+      }
+    }
+    attempt()
   }
 
   /** etcd starts again (a boot, `service etcd start|restart`): from its data, or it joins anew */
   restart(n) {
-    n.after(this.ctx.timings.etcd, () => {
-      if (this.hasData(n)) {
-        n.etcdRunning = true
-        n.startService('etcd', { healthy: false })
-        n.etcdUp()
-      } else {
-        n.etcdMember = null
-        this.maybeJoin(n)
-      }
+    if (!existsSync(join(this.dataDir(n), 'member'))) {
+      n.etcdMember = null
+      this.maybeJoin(n)
+      return
+    }
+    const gen = n.gen
+    this.startProcess(n).then((started) => {
+      // a node cut off the network runs its service; its member starts once the cut is over
+      if (gen !== n.gen || (!started && !this.cut.has(n.name))) return
+      n.startService('etcd', { healthy: false })
+      n.changed()
+      this.watchHealth(n, gen, this.ctx.timings.etcd)
     })
   }
 
   /**
-   * Why etcd refuses this node's leave (MemberRemove), or null: strict reconfiguration wants a
-   * quorum of the remaining voters started (etcd server.go mayRemoveMember); learners do not vote.
-   * Talos retries it, then aborts the reset (internal/pkg/etcd/etcd.go, v1alpha1_sequencer_tasks.go LeaveEtcd).
+   * every node change: a member whose node no longer runs etcd (down, rebooting, reset, service
+   * stopped) or is cut off the network stops; a member cut off starts again once it is back
    */
-  leaveRefusal(n) {
-    if (this.ctx.faults.take(n.name, { kind: 'etcd-leave' })) return NOT_ENOUGH_STARTED
-    const me = this.memberOf(n)
-    if (!me || me.isLearner) return null
-    const others = this.members(n).filter((m) => !m.isLearner && m !== me)
-    const running = others.filter((m) => this.ctx.nodes.some((x) => x.etcdMember === m.id && x.etcdRunning)).length
-    if (others.length && running < Math.floor(others.length / 2) + 1) return NOT_ENOUGH_STARTED
-    return null
-  }
-
-  /**
-   * The cluster's alarms as etcd's AlarmList answers them (every member's, raft-replicated):
-   * {memberId, alarm}. A started member whose node is under fault `etcd-nospace` is over its backend
-   * quota: NOSPACE is raised, and stays until disarmed, as etcd keeps an alarm (the next write raises
-   * it again while the fault lasts).
-   */
-  alarms(n) {
-    const c = this.clusterOf(n)
-    if (!c) return []
-    for (const x of this.ctx.nodes)
-      if (c.members.get(x.etcdMember)?.started && this.ctx.faults.find(x.name, { kind: 'etcd-nospace' }).length > 0)
-        this.raised.add(x.etcdMember)
-    return [...this.raised].filter((id) => c.members.has(id)).map((id) => ({ memberId: id, alarm: 'NOSPACE' }))
-  }
-
-  /** EtcdAlarmDisarm: every alarm deactivated, the disarmed ones answered */
-  disarmAlarms(n) {
-    const disarmed = this.alarms(n)
-    for (const a of disarmed) this.raised.delete(a.memberId)
-    return disarmed
-  }
-
-  /**
-   * the reset's LeaveEtcd: resolves null once it left, else (after Talos's retries for `windowS`)
-   * the refusal; the member itself goes in nodeReset
-   */
-  leave(n, windowS) {
-    const refused = this.leaveRefusal(n)
-    return new Promise((resolvePromise) => (refused ? this.ctx.clock.after(windowS, () => resolvePromise(refused)) : resolvePromise(null)))
-  }
-
-  /** talosctl etcd members (queryLocal): the local etcd's list, once its client connects */
-  async memberList(n, signal) {
-    await this.reachable(n, signal)
-    return this.members(n).map((m) => ({ id: m.id, name: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner }))
-  }
-
-  /** talosctl etcd remove-member */
-  async removeMember(n, id) {
-    // an unknown ID is etcd's ErrMemberNotFound, answered as NotFound (v1alpha1_server.go EtcdRemoveMemberByID)
-    if (!this.members(n).some((m) => m.id === id)) throw rpc('NotFound', 'etcdserver: member not found')
-    this.remove(id)
-  }
-
-  /** the model has no processes: nothing to follow on a node change, nothing to stop */
-  sync() {}
-  async stop() {}
-
-  /** a member removed (etcd remove-member): the node it was loses its etcd */
-  remove(id) {
-    for (const c of this.clusters) c.members.delete(id)
-    for (const n of this.ctx.nodes) {
-      if (n.etcdMember === id) {
-        n.etcdMember = null
-        n.etcdHealthy = false
-        n.etcdRunning = false
-        n.apiServerUp = false
-        n.joining = false
-        n.changed()
-      }
+  sync(n) {
+    if (!n) return
+    const cut = this.cutOff(n)
+    if (this.procs.has(n.name) && (!n.etcdRunning || cut)) {
+      // a cut is abrupt (no leadership transfer, no goodbye to the peers): killed, not stopped
+      if (cut && n.etcdRunning) this.cut.add(n.name)
+      this.stopProcess(n, cut ? 'SIGKILL' : 'SIGTERM')
+    } else if (!cut && this.cut.delete(n.name) && n.etcdRunning && this.hasData(n)) {
+      const gen = n.gen
+      this.startProcess(n).then((started) => {
+        if (started && gen === n.gen) n.changed()
+      })
     }
   }
 
   /**
-   * The reset's LeaveEtcd (v1alpha1_sequencer_tasks.go) leaves only while the etcd service runs: a
-   * stopped etcd leaves its member behind, stale, until the rejoin removes it by name. The node's etcd is gone either way.
+   * the reset's LeaveEtcd (v1alpha1_sequencer_tasks.go; internal/pkg/etcd/etcd.go LeaveCluster):
+   * MemberRemove of its own member through the control planes' etcd, retried every 10 s for up to
+   * `windowS` while etcd answers `unhealthy cluster` or `server stopped` (or none answers); a member
+   * already gone counts as left; any other refusal fails at once. Resolves null once it left, else the error.
    */
-  nodeReset(n, { graceful }) {
-    if (graceful && n.etcdMember && n.etcdRunning) for (const c of this.clusters) c.members.delete(n.etcdMember)
-    n.etcdMember = null
-    n.etcdHealthy = false
-    n.etcdRunning = false
-    n.apiServerUp = false
-    n.joining = false
+  leave(n, windowS) {
+    // etcd's own clocks are real: it refuses a removal until its peers have been connected for its
+    // HealthInterval (5 s, etcdserver/server.go mayRemoveMember), so a window scaled down by the
+    // scenario's speed never ends before twice that in real time
+    const until = this.ctx.clock.now().getTime() + windowS * 1000
+    const untilReal = Date.now() + 2 * ETCD_HEALTH_INTERVAL_MS
+    return new Promise((resolvePromise) => {
+      // the etcd-leave fault: refused for the whole retry window, as the model has it
+      if (this.ctx.faults.take(n.name, { kind: 'etcd-leave' }))
+        return this.ctx.clock.after(windowS, () => resolvePromise(NOT_ENOUGH_STARTED))
+      const attempt = async () => {
+        try {
+          const id = n.etcdMember ?? (await this.listMembers(n)).find((m) => m.name === n.name)?.id
+          if (id) await this.anyMember('/v3/cluster/member/remove', { ID: decimalId(id) }, n)
+          resolvePromise(null)
+        } catch (e) {
+          if (/member not found/.test(e.message)) return resolvePromise(null)
+          const retried = !e.etcd || /unhealthy cluster|server stopped/.test(e.message)
+          const over = this.ctx.clock.now().getTime() >= until && Date.now() >= untilReal
+          if (!retried || over || this.stopping) return resolvePromise(e.message)
+          n.talosLog(`retrying error: ${e.message}`)
+          this.ctx.clock.after(Math.max(LEAVE_RETRY_S, (MIN_RETRY_MS / 1000) * this.ctx.clock.speed), attempt)
+        }
+      }
+      attempt()
+    })
+  }
+
+  /** talosctl etcd members: the local member's list (queryLocal), once it answers */
+  async memberList(n, signal) {
+    return this.local(n, signal, () => this.listMembers(n), { retryRefusals: true })
+  }
+
+  /** talosctl etcd status: the local member's maintenance Status (v1alpha1_server.go EtcdStatus) */
+  async status(n, signal) {
+    let doc
+    try {
+      doc = await this.local(n, signal, () => this.call(n, '/v3/maintenance/status'))
+    } catch (e) {
+      throw e.etcd ? rpc('Unknown', `failed to query etcd status: ${e.message}`) : e
+    }
+    return {
+      memberId: hexId(doc.header?.member_id ?? 0),
+      protocolVersion: doc.version ?? '',
+      dbSize: doc.dbSize ?? '0',
+      dbSizeInUse: doc.dbSizeInUse ?? '0',
+      leader: hexId(doc.leader ?? 0),
+      raftIndex: doc.raftIndex ?? '0',
+      raftTerm: doc.raftTerm ?? '0',
+      raftAppliedIndex: doc.raftAppliedIndex ?? '0',
+      storageVersion: doc.storageVersion ?? '',
+      errors: doc.errors ?? [],
+      isLearner: !!doc.isLearner,
+    }
   }
 
   /**
-   * etcd's client on this node waits for a connection to the local etcd (clientv3, no deadline from
-   * talosctl): resolves once it runs, or rejects when the caller goes away.
+   * talosctl etcd snapshot: the local member's Snapshot stream (v1alpha1_server.go EtcdSnapshot), the
+   * database as etcd sends it, its sha256 appended (the real talosctl checks it and reads the file)
    */
-  reachable(n, signal) {
-    if (n.etcdRunning) return Promise.resolve()
-    return new Promise((resolvePromise, reject) => {
-      const { waiters } = this.ctx
-      const check = () => {
-        if (n.etcdRunning) {
-          waiters.delete(check)
-          resolvePromise()
-        }
-      }
-      waiters.add(check)
-      signal?.addEventListener(
-        'abort',
-        () => {
-          waiters.delete(check)
-          reject(new Error('client went away'))
-        },
-        { once: true },
-      )
+  async snapshot(n, signal) {
+    let text
+    try {
+      text = await this.local(n, signal, () => this.post(n, '/v3/maintenance/snapshot', {}, 10 * 60_000))
+    } catch (e) {
+      throw e.etcd ? rpc('Unknown', `failed reading etcd snapshot: ${e.message}`) : e
+    }
+    const parts = []
+    for (const line of text.split('\n')) {
+      if (!line.trim()) continue
+      const doc = JSON.parse(line)
+      if (doc.error) throw rpc('Unknown', `failed reading etcd snapshot: ${etcdError(doc).message}`)
+      if (doc.result?.blob) parts.push(Buffer.from(doc.result.blob, 'base64'))
+    }
+    return Buffer.concat(parts)
+  }
+
+  /**
+   * talosctl etcd leave (v1alpha1_server.go EtcdLeaveCluster, internal/pkg/etcd LeaveCluster): the
+   * local member removed through the control planes' etcd (`unhealthy cluster` retried for 5 min),
+   * then the etcd service stopped and its data directory emptied
+   */
+  async leaveCluster(n, windowS) {
+    if (!n.etcdMember) throw rpc('Unknown', 'failed to leave cluster: etcd member ID not found')
+    const id = n.etcdMember
+    const refused = await this.leave(n, windowS)
+    if (refused) throw rpc('Unknown', `failed to leave cluster: failed to remove member ${decimalId(id)}: ${refused}`)
+    Object.assign(n, { etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false, joining: false })
+    n.svc('etcd', 'Finished', 'Service finished successfully', null)
+    await this.stopProcess(n)
+    rmSync(this.dataDir(n), { recursive: true, force: true })
+    n.changed()
+  }
+
+  /**
+   * talosctl etcd remove-member: MemberRemove through the local member; etcd's refusal is the answer,
+   * wrapped as machined wraps it (internal/pkg/etcd RemoveMemberByMemberID: `failed to remove member
+   * <decimal ID>: …`; v1alpha1_server.go EtcdRemoveMemberByID: ErrMemberNotFound as NotFound, any other
+   * error `failed to remove member: …`, which reaches the client as Unknown)
+   */
+  async removeMember(n, id) {
+    try {
+      await this.call(n, '/v3/cluster/member/remove', { ID: decimalId(id) })
+    } catch (e) {
+      const inner = `failed to remove member ${decimalId(id)}: ${e.message}`
+      if (/member not found/.test(e.message)) throw rpc('NotFound', inner)
+      throw rpc('Unknown', `failed to remove member: ${inner}`)
+    }
+    // the removed member's etcd stops; its node has no etcd any more
+    for (const m of this.ctx.nodes) {
+      if (m.etcdMember !== id) continue
+      Object.assign(m, { etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false, joining: false })
+      this.stopProcess(m).then(() => rmSync(this.dataDir(m), { recursive: true, force: true }))
+      m.changed()
+    }
+  }
+
+  /** the node was reset: its etcd stops and its data directory is wiped */
+  nodeReset(n) {
+    Object.assign(n, { etcdMember: null, etcdHealthy: false, etcdRunning: false, apiServerUp: false, joining: false })
+    const dir = this.dataDir(n)
+    const wiped = this.stopProcess(n).then(() => rmSync(dir, { recursive: true, force: true }))
+    // the data directory reads empty at once (the reset's wipe is over before the node boots again):
+    // a join may begin meanwhile, its member starts once the old one has stopped and the data is gone
+    this.procs.set(n.name, { child: { kill() {}, pid: 0 }, exited: wiped, wiping: true })
+    wiped.then(() => {
+      if (this.procs.get(n.name)?.wiping) this.procs.delete(n.name)
     })
+  }
+
+  async stop() {
+    this.stopping = true
+    await Promise.all(this.ctx.nodes.map((n) => this.stopProcess(n, 'SIGKILL')))
+    this.agent?.destroy()
   }
 }

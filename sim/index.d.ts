@@ -182,10 +182,8 @@ export function startSimulator(opts: {
   dir?: string
   speed?: number
   log?: (msg: string) => void
-  /** 'model' (sim/etcd.js) or 'real' (sim/etcd-real.js: the real etcd from `task tools`); default SIM_ETCD, else 'model' */
-  etcd?: 'model' | 'real'
   /** 'model' (sim/kube) or 'real' (sim/kube-real.js: the real kube-apiserver, controller-manager and scheduler, the
-   *  simulator's kubelets; needs etcd 'real'); default SIM_KUBE, else 'model' */
+   *  simulator's kubelets); default SIM_KUBE, else 'model' */
   kube?: 'model' | 'real'
   /** the talosctl <dir>/bin links (tests: talosctl v1.13.9 against v1.13 nodes); default the one `task tools` provides */
   talosctl?: string

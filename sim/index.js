@@ -6,18 +6,17 @@ export { loadScenario, parseScenario, ScenarioError } from './scenario.js'
 export { Simulator } from './cluster.js'
 
 /**
- * startSimulator({scenario: object | YAML path | YAML text, dir = '.sim', speed?, log?, etcd?, kube?})
- * etcd: 'model' (sim/etcd.js) or 'real' (sim/etcd-real.js: the real etcd program); default SIM_ETCD, else 'model'.
- * kube: 'model' (sim/kube) or 'real' (sim/kube-real.js: the real control plane; etcd then defaults to 'real', and 'model' is refused); default SIM_KUBE, else 'model'.
+ * startSimulator({scenario: object | YAML path | YAML text, dir = '.sim', speed?, log?, kube?, talosctl?})
+ * kube: 'model' (sim/kube) or 'real' (sim/kube-real.js: the real control plane); default SIM_KUBE, else 'model'.
  * resolves once every node is in maintenance (its first stage).
  */
-export async function startSimulator({ scenario, dir = '.sim', speed, log, etcd, kube, talosctl } = {}) {
+export async function startSimulator({ scenario, dir = '.sim', speed, log, kube, talosctl } = {}) {
   const s = loadScenario(scenario)
   if (speed != null) {
     if (!(Number(speed) > 0)) throw new Error(`speed must be > 0, got ${speed}`)
     s.speed = Number(speed)
   }
-  const sim = new Simulator(s, { dir, log, talosctl, ...(etcd ? { etcd } : {}), ...(kube ? { kube } : {}) })
+  const sim = new Simulator(s, { dir, log, talosctl, ...(kube ? { kube } : {}) })
   try {
     await sim.start()
   } catch (e) {

@@ -1,4 +1,4 @@
-// The real Kubernetes control plane (SIM_KUBE=real, with SIM_ETCD=real): one kube-apiserver per
+// The real Kubernetes control plane (SIM_KUBE=real): one kube-apiserver per
 // simulated cluster on a loopback address of its own, against the cluster's real etcd members, with
 // the real kube-controller-manager and kube-scheduler beside it (`task tools`: .tools/bin). Started at
 // the cluster's bootstrap, once its first etcd member is healthy, as a real control plane starts.
@@ -443,7 +443,7 @@ export class RealKube {
   rss() {
     const out = {}
     for (const [name, p] of this.procs) out[name] = rssKb(p.child.pid)
-    // and the real etcd members beside it (sim/etcd-real.js)
+    // and the real etcd members beside it (sim/etcd.js)
     for (const [name, p] of this.ctx.etcd.procs ?? []) if (p.child.pid) out[`etcd-${name}`] = rssKb(p.child.pid)
     return out
   }

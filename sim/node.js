@@ -1,4 +1,4 @@
-// One Talos node: stages, services, disks, config, its side of etcd membership (sim/etcd.js holds the members).
+// One Talos node: stages, services, disks, config, its side of etcd membership (sim/etcd.js runs the members).
 // Stages and sequences follow internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_sequencer.go.
 // Time is simulated (ctx.clock); every change bumps `rev` and calls ctx.changed(node).
 import { randomUUID } from 'node:crypto'
@@ -8,7 +8,7 @@ import { parseConfig, validateConfig, validationText, selectorExpression, diskMa
 const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
 // Talos's DrainTimeout (pkg/kubernetes/kubernetes.go) and LeaveCluster's retry (internal/pkg/etcd/etcd.go), simulated seconds
 const DRAIN_TIMEOUT = 300
-const ETCD_LEAVE_RETRY = 300
+export const ETCD_LEAVE_RETRY = 300
 export const KUBELET_RESTART_S = 15
 const INSTALLER_PULL_RETRY_S = 20
 // how often a service waiting for time sync finds it synced (our interval: Talos wakes it on the TimeStatus change)

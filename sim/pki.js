@@ -188,7 +188,7 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
   // a control plane's etcd certificates, as Talos makes them from the etcd CA (internal/pkg/etcd/certs.go):
   // the server certificate names the node's address, 127.0.0.1, ::1, its hostname and localhost; the
   // peer certificate its address and hostname (and 127.0.0.1, below); both serve and authenticate clients. Made on demand
-  // (only when real etcd runs: sim/etcd-real.js).
+  // (when a member starts: sim/etcd.js).
   const etcds = new Map()
   function etcdFor(node) {
     if (!etcds.has(node.name)) {

@@ -268,7 +268,7 @@ async function resetNode(node: ClusterNode, run: Run, report: StepReporter): Pro
       const again = taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])
       throw new NodeError(
         node.role === 'controlplane' ? 'etcd-join' : 'stuck',
-        `the reset stopped half-way: ${node.name} is still configured (stage ${status.stage}) ${formatDuration(err.waitedMs)} after it, cordoned with its kubelet stopped${node.role === 'controlplane' ? '; its etcd leave was likely refused (etcdserver: re-configuration failed due to not enough started members)' : ''}`,
+        `the reset stopped half-way: ${node.name} is still configured (stage ${status.stage}) ${formatDuration(err.waitedMs)} after it, cordoned with its kubelet stopped${node.role === 'controlplane' ? '; its etcd leave was likely refused (etcdserver: re-configuration failed due to not enough started members, or etcdserver: unhealthy cluster for the 5 min Talos retries it: another member down or never connected for 5 s)' : ''}`,
         `see why in \`${talosctlCommand(node, 'dmesg')}\`${node.role === 'controlplane' ? ` and the members (\`${talosctlCommand(node, 'etcd members')}\`)` : ''}; either put it back in service (\`${talosctlCommand(node, 'service kubelet start')}\`, then \`kubectl uncordon ${node.name}\`), or fix the cause (the other members' etcd) and run: ${again}`,
       )
     }

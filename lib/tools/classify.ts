@@ -39,6 +39,14 @@ const RULES: readonly Rule[] = [
     pattern:
       /bootstrap can only be performed on a control plane node|bootstrap is only available on control plane nodes|only available on control plane nodes/,
   },
+  // etcd's strict reconfiguration check (etcdserver/server.go mayRemoveMember, ErrUnhealthy): a voting
+  // member's removal is refused while another voter is down or connected for less than 5 s (its
+  // HealthInterval); it clears by itself once the peers settle (Talos's own leave retries it for 5 min)
+  {
+    kind: 'not-ready-yet',
+    pattern: /etcdserver: unhealthy cluster/,
+    means: 'etcd refuses to change its membership while another member is down or has been connected for less than 5 s',
+  },
   {
     kind: 'not-ready-yet',
     pattern:

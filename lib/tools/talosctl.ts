@@ -485,7 +485,9 @@ export class Talosctl {
   /**
    * Removes a member that cannot leave by itself, through a healthy control plane; the ID is hex
    * (the v1.12 CLI has no hostname form). NotFound (a retry whose first reply was lost, or a member
-   * already gone) is done: 'gone' (machined v1alpha1_server.go EtcdRemoveMemberByID).
+   * already gone) is done: 'gone' (machined v1alpha1_server.go EtcdRemoveMemberByID answers
+   * `NotFound desc = failed to remove member <decimal ID>: etcdserver: member not found`). etcd's
+   * `unhealthy cluster` (a peer down or connected less than 5 s) is not-ready-yet: the caller retries it.
    */
   async etcdRemoveMember(via: ClusterNode, memberId: string): Promise<'removed' | 'gone'> {
     const result = await this.runner.run({
@@ -495,7 +497,12 @@ export class Talosctl {
       mutates: true,
     })
     if (result.ok) return 'removed'
-    if (!result.timedOut && !result.aborted && /code = NotFound desc = etcdserver: member not found/.test(result.stderr)) return 'gone'
+    if (
+      !result.timedOut &&
+      !result.aborted &&
+      /code = NotFound desc = (?:failed to remove member \d+: )?etcdserver: member not found/.test(result.stderr)
+    )
+      return 'gone'
     throw this.failure(via, result)
   }
 

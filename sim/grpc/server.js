@@ -219,6 +219,9 @@ const COMMAND_WORDS = {
   'machine.EtcdRemoveMemberByID': ['etcd', 'remove-member'],
   'machine.EtcdAlarmList': ['etcd', 'alarm', 'list'],
   'machine.EtcdAlarmDisarm': ['etcd', 'alarm', 'disarm'],
+  'machine.EtcdStatus': ['etcd', 'status'],
+  'machine.EtcdLeaveCluster': ['etcd', 'leave'],
+  'machine.EtcdSnapshot': ['etcd', 'snapshot'],
   'machine.Kubeconfig': ['kubeconfig'],
   'machine.Reboot': ['reboot'],
   'machine.Reset': ['reset'],
@@ -249,6 +252,7 @@ const streaming = (ns, fn) => (call) => {
 const hexToDecimal = (hex) => BigInt(`0x${hex}`).toString(10)
 const decimalToHex = (dec) => BigInt(dec).toString(16).padStart(16, '0')
 const memberAlarms = (d) => (d.alarms ?? []).map((a) => ({ member_id: hexToDecimal(a.memberId), alarm: a.alarm }))
+const SNAPSHOT_CHUNK = 64 * 1024
 const APPLY_MODES = { REBOOT: 'reboot', AUTO: 'auto', NO_REBOOT: 'no-reboot', STAGED: 'staged', TRY: 'try' }
 const WIPE_MODES = { ALL: 'all', SYSTEM_DISK: 'system-disk', USER_DISKS: 'user-disks' }
 
@@ -305,6 +309,36 @@ function machineService(ns) {
     EtcdAlarmDisarm: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.EtcdAlarmDisarm', {}, (d) => ({ member_alarms: memberAlarms(d) })),
     })),
+    EtcdStatus: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.EtcdStatus', {}, (d) => {
+        const st = d.memberStatus ?? {}
+        return {
+          member_status: {
+            member_id: hexToDecimal(st.memberId ?? '0'),
+            protocol_version: st.protocolVersion,
+            db_size: st.dbSize,
+            db_size_in_use: st.dbSizeInUse,
+            leader: hexToDecimal(st.leader ?? '0'),
+            raft_index: st.raftIndex,
+            raft_term: st.raftTerm,
+            raft_applied_index: st.raftAppliedIndex,
+            storage_version: st.storageVersion,
+            errors: st.errors ?? [],
+            is_learner: !!st.isLearner,
+          },
+        }
+      }),
+    })),
+    EtcdLeaveCluster: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.EtcdLeaveCluster', {}, () => ({})),
+    })),
+    // the snapshot in chunks, as machined's chunker streams the reader (v1alpha1_server.go EtcdSnapshot)
+    EtcdSnapshot: streaming(ns, (call) =>
+      machineStream(ns, call, 'machine.EtcdSnapshot', {}, async (data, write) => {
+        const bytes = data.bytes ?? Buffer.alloc(0)
+        for (let at = 0; at < bytes.length; at += SNAPSHOT_CHUNK) write({ bytes: bytes.subarray(at, at + SNAPSHOT_CHUNK) })
+      }),
+    ),
     Reboot: unary(ns, async (call) => ({
       messages: await machineCall(ns, call, 'machine.Reboot', { mode: String(call.request.mode ?? 'DEFAULT').toLowerCase() }, (d) => ({
         actor_id: d.actorId ?? '',

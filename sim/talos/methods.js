@@ -8,6 +8,7 @@ import { rpc } from './errors.js'
 import { DEFINITIONS, resolveType, notFound } from './resources.js'
 import { startAction } from './events.js'
 import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, servingCsrName, staticPodName } from '../health-faults.js'
+import { ETCD_LEAVE_RETRY } from '../node.js'
 
 /** fault kubelet-crashloop without a message: the kubelet's own error for a node IP it does not have (k8s cmd/kubelet/app/server.go) */
 const KUBELET_CRASH_DEFAULT = (ip) =>
@@ -330,9 +331,9 @@ function extensionStatuses(node) {
   ]
 }
 
-const etcdNodeOnly = (node) => {
-  if (node.role !== 'controlplane') throw rpc('Unimplemented', 'etcd is only available on control plane nodes')
-  if (!node.etcdHealthy) throw rpc('Unknown', `failed to create etcd client: error getting endpoints: etcd is not running on ${node.ip}`)
+/** v1alpha1_server.go checkControlplane: the etcd APIs of a worker are Unimplemented */
+const controlPlaneOnly = (node, api) => {
+  if (node.role !== 'controlplane') throw rpc('Unimplemented', `${api} is only available on control plane nodes`)
 }
 
 export const METHODS = {
@@ -411,21 +412,42 @@ export const METHODS = {
   },
 
   async 'machine.EtcdRemoveMemberByID'(sim, node, body) {
-    etcdNodeOnly(node)
+    controlPlaneOnly(node, 'etcd remove member')
+    if (!node.etcdHealthy) throw rpc('Unknown', `failed to create etcd client: error getting endpoints: etcd is not running on ${node.ip}`)
     await sim.etcd.removeMember(node, body.memberId)
     return {}
   },
 
-  // the local etcd's alarms, cluster-wide (v1alpha1_server.go EtcdAlarmList: checkControlplaneService, then clientv3 AlarmList)
-  async 'machine.EtcdAlarmList'(sim, node) {
-    etcdNodeOnly(node)
-    return { alarms: await sim.etcd.alarms(node) }
+  // the local etcd's alarms, cluster-wide (v1alpha1_server.go EtcdAlarmList: checkControlplane, then the local client's AlarmList)
+  async 'machine.EtcdAlarmList'(sim, node, body, { signal }) {
+    controlPlaneOnly(node, 'etcd alarm list')
+    return { alarms: await sim.etcd.alarms(node, signal) }
   },
 
-  // every alarm disarmed, the disarmed ones answered (EtcdAlarmDisarm: AlarmDisarm with an empty AlarmMember)
-  async 'machine.EtcdAlarmDisarm'(sim, node) {
-    etcdNodeOnly(node)
-    return { alarms: await sim.etcd.disarmAlarms(node) }
+  // every alarm disarmed, the disarmed ones answered (EtcdAlarmDisarm: AlarmDisarm with an empty AlarmMember;
+  // v1.12 checks it under the name "etcd alarm list" too)
+  async 'machine.EtcdAlarmDisarm'(sim, node, body, { signal }) {
+    controlPlaneOnly(node, 'etcd alarm list')
+    return { alarms: await sim.etcd.disarmAlarms(node, signal) }
+  },
+
+  // the local member's maintenance Status (v1alpha1_server.go EtcdStatus: the local client, which waits for its etcd)
+  async 'machine.EtcdStatus'(sim, node, body, { signal }) {
+    controlPlaneOnly(node, 'etcd status')
+    return { memberStatus: await sim.etcd.status(node, signal) }
+  },
+
+  // the local member removed through the control planes' etcd, then its etcd stopped and its data wiped (EtcdLeaveCluster)
+  async 'machine.EtcdLeaveCluster'(sim, node) {
+    controlPlaneOnly(node, 'etcd leave')
+    await sim.etcd.leaveCluster(node, ETCD_LEAVE_RETRY)
+    return {}
+  },
+
+  // the local member's snapshot, as etcd streams it (EtcdSnapshot)
+  async 'machine.EtcdSnapshot'(sim, node, body, { signal }) {
+    controlPlaneOnly(node, 'etcd snapshot')
+    return { bytes: await sim.etcd.snapshot(node, signal) }
   },
 
   'machine.Reset'(sim, node, body, { maintenance }) {
@@ -543,8 +565,11 @@ export const ROLES = {
   'machine.Kubeconfig': ['os:admin'],
   'machine.Reset': ['os:admin'],
   'machine.EtcdRemoveMemberByID': ['os:admin'],
-  'machine.EtcdAlarmList': READ,
-  'machine.EtcdAlarmDisarm': ['os:admin'],
+  'machine.EtcdAlarmList': [...READ, 'os:etcd:backup'],
+  'machine.EtcdAlarmDisarm': ['os:admin', 'os:operator'],
+  'machine.EtcdStatus': [...READ, 'os:etcd:backup'],
+  'machine.EtcdLeaveCluster': ['os:admin'],
+  'machine.EtcdSnapshot': ['os:admin', 'os:operator', 'os:etcd:backup'],
 }
 
 // methods the maintenance API serves (everything else: Unimplemented)
@@ -572,6 +597,9 @@ export function callKind(method, insecure) {
       'machine.EtcdRemoveMemberByID': 'etcd',
       'machine.EtcdAlarmList': 'etcd',
       'machine.EtcdAlarmDisarm': 'etcd',
+      'machine.EtcdStatus': 'etcd',
+      'machine.EtcdLeaveCluster': 'etcd',
+      'machine.EtcdSnapshot': 'etcd',
     }[method] ?? 'get'
   )
 }

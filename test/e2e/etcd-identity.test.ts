@@ -79,7 +79,7 @@ describe('etcd membership by address', () => {
 
   it('a reset of a control plane refuses when the other members answer Unavailable although their services run, naming them', async () => {
     // real etcd: its member list comes in ID order, not in the order the members joined
-    cluster = await E2eCluster.start('127.201.2', { cps: 3, workers: 0, etcd: 'real' })
+    cluster = await E2eCluster.start('127.201.2', { cps: 3, workers: 0 })
     const c = cluster
     {
       const b = await c.task('bootstrap:talos')

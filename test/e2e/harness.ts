@@ -36,8 +36,6 @@ export interface ClusterShape {
     string,
     Partial<Pick<ScenarioNode, 'disks' | 'installDisk' | 'installDiskSelector' | 'image' | 'secureBoot' | 'extensions' | 'schematic'>>
   >
-  /** the etcd behind the control planes: the model (default, or SIM_ETCD) or the real program */
-  etcd?: 'model' | 'real'
 }
 
 /** cps at <range>.11.., workers at <range>.21.., the VIP at <range>.10 */
@@ -99,7 +97,6 @@ export class E2eCluster {
     const sim = await startSimulator({
       scenario: scenario(range, shape),
       dir,
-      ...(shape.etcd ? { etcd: shape.etcd } : {}),
       ...(shape.talosctl ? { talosctl: shape.talosctl } : {}),
     })
     return new E2eCluster(sim, dir)

@@ -2,7 +2,7 @@
 // an unreachable member by its hex ID. Range 127.116.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Fault } from '../../sim/index.js'
-import { callsTo, E2eCluster, nodeIn, run } from './harness.js'
+import { callsTo, E2eCluster, nodeIn, run, type ClusterShape } from './harness.js'
 
 let cluster: E2eCluster | undefined
 afterEach(async () => {
@@ -14,6 +14,14 @@ async function talosctl(c: E2eCluster, ip: string, args: string[]): Promise<stri
   const r = await run('talosctl', [...args, '-e', ip, '-n', ip], c.env())
   expect(r.code, r.stderr).toBe(0)
   return r.stdout
+}
+
+/** A cluster of this shape after a successful `bootstrap:talos` (stopped after the test). */
+async function bootstrapped(range: string, shape: ClusterShape): Promise<E2eCluster> {
+  cluster = await E2eCluster.start(range, shape)
+  const b = await cluster.task('bootstrap:talos')
+  expect(b.code, b.stderr + b.stdout).toBe(0)
+  return cluster
 }
 
 /** Adds a fault once preflight's status read of `node` was answered: it hits the reset's own read. */
@@ -43,12 +51,7 @@ const memberIds = async (c: E2eCluster, ip: string): Promise<string[]> =>
 
 describe('reset safety', () => {
   it('refuses to reset a control plane when the other members run no etcd (quorum), wiping nothing', async () => {
-    cluster = await E2eCluster.start('127.116.1', { cps: 3, workers: 0 })
-    const c = cluster
-    {
-      const b = await c.task('bootstrap:talos')
-      expect(b.code, b.stderr + b.stdout).toBe(0)
-    }
+    const c = await bootstrapped('127.116.1', { cps: 3, workers: 0 })
     const before = await memberIds(c, '127.116.1.12')
     expect(before).toHaveLength(3)
     // the other two members' etcd goes away: cp-2 holds the last running copy of the data
@@ -69,12 +72,7 @@ describe('reset safety', () => {
   })
 
   it('refuses to reset a control plane when no member list can be read, naming why', async () => {
-    cluster = await E2eCluster.start('127.116.2', { cps: 3, workers: 0 })
-    const c = cluster
-    {
-      const b = await c.task('bootstrap:talos')
-      expect(b.code, b.stderr + b.stdout).toBe(0)
-    }
+    const c = await bootstrapped('127.116.2', { cps: 3, workers: 0 })
     // every etcd client call fails; the services still say Running
     c.sim.addFault({ node: null, on: 'etcd', kind: 'unavailable' })
 
@@ -92,12 +90,7 @@ describe('reset safety', () => {
   })
 
   it('removes an unreachable control plane by its hex member ID through another, then forces the reset', async () => {
-    cluster = await E2eCluster.start('127.116.3', { cps: 3, workers: 0 })
-    const c = cluster
-    {
-      const b = await c.task('bootstrap:talos')
-      expect(b.code, b.stderr + b.stdout).toBe(0)
-    }
+    const c = await bootstrapped('127.116.3', { cps: 3, workers: 0 })
     const old = c.sim.node('cp-2')?.etcdMember
     expect(old).toMatch(/^[0-9a-f]{16}$/)
     c.sim.addFault({ node: 'cp-2', kind: 'unreachable' })
@@ -112,19 +105,66 @@ describe('reset safety', () => {
     // first reply was lost, meets etcd's ErrMemberNotFound as NotFound; the v1.12 CLI parses a hex ID only
     const again = await run('talosctl', ['etcd', 'remove-member', old!, '-e', '127.116.3.11', '-n', '127.116.3.11'], c.env())
     expect(again.code).toBe(1)
-    expect(again.stderr).toContain('rpc error: code = NotFound desc = etcdserver: member not found')
+    expect(again.stderr).toContain(
+      `rpc error: code = NotFound desc = failed to remove member ${BigInt(`0x${old}`).toString(10)}: etcdserver: member not found`,
+    )
     const byName = await run('talosctl', ['etcd', 'remove-member', 'cp-2', '-e', '127.116.3.11', '-n', '127.116.3.11'], c.env())
     expect(byName.code).toBe(1)
     expect(byName.stderr).toContain('invalid syntax')
   })
 
+  it('retries a removal etcd refuses as an unhealthy cluster (another member down, then connected under 5 s) until it goes through', async () => {
+    // real etcd's own refusal (etcdserver/server.go mayRemoveMember), not a fault: cp-2's Talos API
+    // refuses connections while its etcd runs on, so its live member is removed through cp-1; cp-3's
+    // etcd stops once the quorum guard has read it, and starts again on the first refusal
+    const c = await bootstrapped('127.116.8', { cps: 3, workers: 0 })
+    const old = c.sim.node('cp-2')?.etcdMember
+    expect(old).toMatch(/^[0-9a-f]{16}$/)
+    c.sim.addFault({ node: 'cp-2', kind: 'refused' })
+    const mark = c.calls().length
+    const since = () => c.calls().slice(mark)
+    const removals = () => since().filter((call) => call.command === 'etcd' && call.args.includes('remove-member'))
+    let step: 'guard' | 'stopping' | 'stopped' | 'starting' | 'started' = 'guard'
+    const steps: Array<Promise<unknown>> = []
+    const timer = setInterval(() => {
+      if (step === 'guard' && since().some((call) => call.node === 'cp-1' && call.args.includes('alarm') && call.outcome === 'ok')) {
+        step = 'stopping'
+        steps.push(talosctl(c, '127.116.8.13', ['service', 'etcd', 'stop']).then(() => (step = 'stopped')))
+      } else if (step === 'stopped' && removals().some((r) => r.outcome.includes('unhealthy cluster'))) {
+        step = 'starting'
+        steps.push(talosctl(c, '127.116.8.13', ['service', 'etcd', 'start']).then(() => (step = 'started')))
+      }
+    }, 5)
+    const result = await c
+      .task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, [
+        '--yes',
+        '--retries',
+        '5',
+        '--retry-delay',
+        '1s',
+        '--retry-max-delay',
+        '3s',
+      ])
+      .finally(() => clearInterval(timer))
+    await Promise.all(steps)
+    expect(step).toBe('started')
+    // refused while cp-3 was down or connected under 5 s, then accepted: the removal was retried, never failed
+    const outcomes = removals().map((r) => r.outcome)
+    expect(outcomes[0]).toContain('failed to remove member: failed to remove member')
+    expect(outcomes[0]).toContain('etcdserver: unhealthy cluster')
+    expect(outcomes.at(-1)).toBe('ok')
+    expect(outcomes.slice(0, -1).every((o) => o.includes('unhealthy cluster'))).toBe(true)
+    expect(await memberIds(c, '127.116.8.11')).not.toContain(old)
+    // then the forced reset meets cp-2's refused API: that is what fails, with the member already removed
+    expect(result.code).toBe(1)
+    expect(nodeIn(c.report(), 'reset', 'cp-2').error).toMatchObject({
+      kind: 'unreachable',
+      message: expect.stringContaining(`the reset is half done: etcd member ${old} was removed through cp-1`),
+    })
+  }, 180_000)
+
   it('rejoin after a reset whose leave found etcd stopped: the stale member goes, done only under a new started ID', async () => {
-    cluster = await E2eCluster.start('127.116.6', { cps: 3, workers: 0 })
-    const c = cluster
-    {
-      const b = await c.task('bootstrap:talos')
-      expect(b.code, b.stderr + b.stdout).toBe(0)
-    }
+    const c = await bootstrapped('127.116.6', { cps: 3, workers: 0 })
     const old = c.sim.node('cp-2')?.etcdMember
     expect(old).toMatch(/^[0-9a-f]{16}$/)
     // the graceful leave does nothing while etcd is not running (LeaveEtcd): its member stays behind
@@ -144,12 +184,7 @@ describe('reset safety', () => {
   })
 
   it('names a reset whose etcd leave was refused: half done, still configured, the way out', async () => {
-    cluster = await E2eCluster.start('127.116.7', { cps: 3, workers: 0 })
-    const c = cluster
-    {
-      const b = await c.task('bootstrap:talos')
-      expect(b.code, b.stderr + b.stdout).toBe(0)
-    }
+    const c = await bootstrapped('127.116.7', { cps: 3, workers: 0 })
     const old = c.sim.node('cp-2')?.etcdMember
     // etcd refuses the leave's MemberRemove (strict reconfiguration), as after a member failed since the guard read
     c.sim.addFault({ node: 'cp-2', kind: 'etcd-leave' })
@@ -169,12 +204,7 @@ describe('reset safety', () => {
   })
 
   it('resets a live worker gracefully when its status read times out once (never --graceful=false)', async () => {
-    cluster = await E2eCluster.start('127.116.4', { cps: 1, workers: 1 })
-    const c = cluster
-    {
-      const b = await c.task('bootstrap:talos')
-      expect(b.code, b.stderr + b.stdout).toBe(0)
-    }
+    const c = await bootstrapped('127.116.4', { cps: 1, workers: 1 })
     const stop = faultAfterPreflight(c, 'wrkr-1', { node: 'wrkr-1', on: 'get', kind: 'timeout', times: 1 })
     const result = await c.task('bootstrap:node', { NODE: 'wrkr-1', RESET: 'true' }, ['--yes', '--call-timeout', '2s'])
     stop()
@@ -185,12 +215,7 @@ describe('reset safety', () => {
   })
 
   it('refuses to force a worker whose status reads keep timing out', async () => {
-    cluster = await E2eCluster.start('127.116.5', { cps: 1, workers: 1 })
-    const c = cluster
-    {
-      const b = await c.task('bootstrap:talos')
-      expect(b.code, b.stderr + b.stdout).toBe(0)
-    }
+    const c = await bootstrapped('127.116.5', { cps: 1, workers: 1 })
     const stop = faultAfterPreflight(c, 'wrkr-1', { node: 'wrkr-1', on: 'get', kind: 'timeout', times: 2 })
     const result = await c.task('bootstrap:node', { NODE: 'wrkr-1', RESET: 'true' }, ['--yes', '--call-timeout', '2s', '--retries', '1'])
     stop()

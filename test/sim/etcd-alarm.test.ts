@@ -45,6 +45,6 @@ describe('etcd alarms', () => {
 
     const worker = await talosctl(sim, ['etcd', 'alarm', 'list', ...at('127.39.1.21')])
     expect(worker.code).not.toBe(0)
-    expect(worker.stderr).toMatch(/etcd is only available on control plane nodes/)
+    expect(worker.stderr).toMatch(/etcd alarm list is only available on control plane nodes/)
   })
 })

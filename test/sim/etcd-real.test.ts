@@ -1,4 +1,4 @@
-// Real etcd behind the simulated control planes (SIM_ETCD=real, sim/etcd-real.js): one etcd process
+// Real etcd behind the simulated control planes (sim/etcd.js): one etcd process
 // per control plane, joined as Talos joins them, answering talosctl's etcd calls itself. Range 127.32.x.y.
 import { existsSync } from 'node:fs'
 import { connect } from 'node:net'
@@ -22,7 +22,7 @@ const listening = (ip: string, port: number) =>
   })
 
 async function threeMembers(range: string): Promise<Started> {
-  const s = await startOn(range, { cps: 3, workers: 0, image: 'disk', vip: false, speed: 20, timings: { boot: 6 }, etcd: 'real' })
+  const s = await startOn(range, { cps: 3, workers: 0, image: 'disk', vip: false, speed: 20, timings: { boot: 6 } })
   for (const n of ['cp-1', 'cp-2', 'cp-3']) await applyInsecure(s.sim, n)
   expect((await bootstrapWhenReady(s.sim, 'cp-1')).code).toBe(0)
   await s.sim.until(() => ['cp-1', 'cp-2', 'cp-3'].every((n) => s.sim.node(n)!.etcdHealthy), 60_000)
@@ -73,5 +73,61 @@ describe('real etcd', () => {
     expect(removed).toMatchObject({ code: 0, stderr: '' })
     expect(((await etcdMembers(c.sim, '127.32.2.11')) as Member[]).map((m) => m.hostname).sort()).toEqual(['cp-1', 'cp-3'])
     expect(c.sim.node('cp-2')!.etcdMember).toBeNull()
+  })
+})
+
+describe('real etcd: the local member answers talosctl', () => {
+  it('etcd status and etcd snapshot from the local member; etcd leave removes it, stops its etcd and empties its data', async () => {
+    c = await threeMembers('127.32.3')
+    const list = (await etcdMembers(c.sim, '127.32.3.11')) as Member[]
+    const ids = list.map((m) => m.id)
+    const status = await talosctl(c.sim, ['etcd', 'status', ...at('127.32.3.12')])
+    expect(status.code, status.stderr).toBe(0)
+    const [header, row] = status.stdout.split('\n').filter(Boolean)
+    expect(header).toMatch(/^NODE\s+MEMBER\s+DB SIZE\s+IN USE\s+LEADER\s+RAFT INDEX\s+RAFT TERM\s+RAFT APPLIED INDEX\s+LEARNER\s+/)
+    const cells = row!.split(/\s{2,}/)
+    // the member answering is cp-2's own, the leader one of the three, the protocol etcd's own version
+    expect(cells[0]).toBe('127.32.3.12')
+    expect(cells[1]).toBe(c.sim.node('cp-2')!.etcdMember)
+    expect(ids).toContain(cells.find((x, i) => i > 1 && /^[0-9a-f]{16}$/.test(x)))
+    expect(row).toMatch(/\s3\.6\.11\s/)
+
+    const file = join(c.dir, 'etcd.snapshot')
+    const snap = await talosctl(c.sim, ['etcd', 'snapshot', file, ...at('127.32.3.11')])
+    expect(snap.code, snap.stderr).toBe(0)
+    // the real talosctl checked the trailing sha256 and read the database with etcd's snapshot manager
+    expect(snap.stdout).toMatch(new RegExp(`etcd snapshot saved to "${file}" \\(\\d+ bytes\\)`))
+    expect(snap.stdout).toMatch(/snapshot info: hash [0-9a-f]{8}, revision \d+, total keys \d+, total size \d+/)
+    expect(existsSync(file)).toBe(true)
+
+    const leave = await talosctl(c.sim, ['etcd', 'leave', ...at('127.32.3.13')])
+    expect(leave.code, leave.stderr).toBe(0)
+    const after = (await etcdMembers(c.sim, '127.32.3.11')) as Member[]
+    expect(after.map((m) => m.hostname).sort()).toEqual(['cp-1', 'cp-2'])
+    expect(c.sim.node('cp-3')!.etcdMember).toBeNull()
+    expect(await listening('127.32.3.13', 2379)).toBe(false)
+    expect(existsSync(join(c.dir, 'etcd', 'cp-3', 'data', 'member'))).toBe(false)
+    const svc = await talosctl(c.sim, ['service', 'etcd', ...at('127.32.3.13')])
+    expect(svc.stdout).toMatch(/STATE\s+Finished/)
+  })
+
+  it('a control plane cut off the network stops its member: quorum loss turns the others unhealthy; back, every member is healthy again', async () => {
+    c = await threeMembers('127.32.4')
+    const sim = c.sim
+    for (const n of ['cp-2', 'cp-3']) sim.addFault({ node: n, kind: 'unreachable' })
+    const open = async () => (await listening('127.32.4.12', 2379)) || (await listening('127.32.4.13', 2379))
+    for (let i = 0; i < 50 && (await open()); i++) await new Promise((r) => setTimeout(r, 100))
+    expect(await listening('127.32.4.12', 2379)).toBe(false)
+    expect(await listening('127.32.4.13', 2379)).toBe(false)
+    // cp-1 alone has no quorum: its health check's quorum read fails, and its service says so
+    await sim.until(() => !sim.node('cp-1')!.etcdHealthy, 60_000)
+    const svc = await talosctl(sim, ['service', 'etcd', ...at('127.32.4.11')])
+    expect(svc.stdout).toMatch(/HEALTH\s+Fail/)
+    expect(svc.stdout).toMatch(/Health check failed: /)
+    for (const n of ['cp-2', 'cp-3']) sim.clearFault(n, 'unreachable')
+    await sim.until(() => ['cp-1', 'cp-2', 'cp-3'].every((n) => sim.node(n)!.etcdHealthy), 60_000)
+    expect(await listening('127.32.4.12', 2379)).toBe(true)
+    // the same members: started again from their data, not joined anew
+    expect(((await etcdMembers(sim, '127.32.4.11')) as Member[]).map((m) => m.hostname).sort()).toEqual(['cp-1', 'cp-2', 'cp-3'])
   })
 })

@@ -20,9 +20,7 @@ export interface ClusterOpts {
   vip?: boolean
   timings?: ScenarioInput['timings']
   discovery?: 'enabled' | 'disabled'
-  /** the etcd behind the control planes: the model (default, or SIM_ETCD) or the real program */
-  etcd?: 'model' | 'real'
-  /** the Kubernetes side: sim/kube (default, or SIM_KUBE) or the real control plane (needs etcd 'real') */
+  /** the Kubernetes side: sim/kube (default, or SIM_KUBE) or the real control plane */
   kube?: 'model' | 'real'
 }
 
@@ -66,12 +64,7 @@ export interface Started {
 }
 export async function startOn(range: string, o: ClusterOpts = {}): Promise<Started> {
   const dir = mkdtempSync(join(tmpdir(), 'sim-test-'))
-  const sim = await startSimulator({
-    scenario: scenarioOn(range, o),
-    dir,
-    ...(o.etcd ? { etcd: o.etcd } : {}),
-    ...(o.kube ? { kube: o.kube } : {}),
-  })
+  const sim = await startSimulator({ scenario: scenarioOn(range, o), dir, ...(o.kube ? { kube: o.kube } : {}) })
   return {
     sim,
     dir,

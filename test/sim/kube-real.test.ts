@@ -1,12 +1,11 @@
-// The real Kubernetes control plane behind a simulated cluster (SIM_KUBE=real with SIM_ETCD=real,
+// The real Kubernetes control plane behind a simulated cluster (SIM_KUBE=real, with real etcd,
 // sim/kube-real.js, sim/kubelet.js): bootstrapped with the real talosctl, the CNI installed with the
-// real helm as the product installs it, and everything read back with the real kubectl. Range 127.250.x.y.
+// real helm as the product installs it, and everything read back with the real kubectl. Range 127.251.x.y.
 import { execFile } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startSimulator } from '../../sim/index.js'
-import { applyInsecure, at, bootstrapWhenReady, scenarioOn, startOn, talosctl, type Started } from './helpers.js'
+import { applyInsecure, at, bootstrapWhenReady, startOn, talosctl, type Started } from './helpers.js'
 
 interface Run {
   code: number
@@ -62,7 +61,7 @@ const NODES = ['cp-1', 'cp-2', 'cp-3', 'wrkr-1', 'wrkr-2']
 
 describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
   beforeAll(async () => {
-    c = await startOn('127.250.1', { cps: 3, workers: 2, image: 'disk', speed: 100, timings: { boot: 6 }, etcd: 'real', kube: 'real' })
+    c = await startOn('127.251.1', { cps: 3, workers: 2, image: 'disk', speed: 100, timings: { boot: 6 }, kube: 'real' })
     for (const n of NODES) expect((await applyInsecure(c.sim, n)).code).toBe(0)
     const t0 = Date.now()
     expect((await bootstrapWhenReady(c.sim, 'cp-1', 60_000)).code).toBe(0)
@@ -203,7 +202,7 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     add({ kind: 'static-pod', node: 'cp-2', pod: 'kube-apiserver', restarts: false })
     add({ kind: 'static-pod', node: 'cp-3', pod: 'kube-scheduler', restarts: true, message: 'scheduler: bad config' })
     add({ kind: 'coredns', node: null })
-    add({ kind: 'node-ip', node: 'wrkr-1', address: '127.250.1.99' })
+    add({ kind: 'node-ip', node: 'wrkr-1', address: '127.251.1.99' })
     expect((await kubectl('create', 'deployment', 'pulled', '--image=registry.k8s.io/nginx:1.27')).code).toBe(0)
     type Waiting = { state?: { waiting?: { reason?: string; message?: string } }; lastState?: { terminated?: { message?: string } } }
     const waiting = (p: Obj) => (p.status as { containerStatuses?: Waiting[] } | undefined)?.containerStatuses?.[0]
@@ -236,7 +235,7 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
       const n = (await items('nodes')).find((x) => x.metadata.name === 'wrkr-1') as {
         status?: { addresses?: { type: string; address: string }[] }
       }
-      return n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address === '127.250.1.99'
+      return n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address === '127.251.1.99'
     })
     for (const kind of ['image-pull', 'static-pod', 'coredns', 'node-ip']) c.sim.clearFault(null, kind)
     await eventually('CoreDNS Ready again', async () => (await items('pods', '-n', 'kube-system', '-l', 'k8s-app=kube-dns')).every(ready))
@@ -270,7 +269,7 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
   it("Talos's graceful reset of a worker: cordoned, drained through evictions; its kubelet gone, the node-lifecycle controller marks it Unknown", async () => {
     const on = async () => (await items('pods', '-l', 'app in (web,late,orphan)')).filter((p) => p.spec?.nodeName === 'wrkr-2')
     const before = await on()
-    const r = await talosctl(c.sim, ['reset', '--graceful=true', '--reboot=false', '--wait=false', ...at('127.250.1.22')])
+    const r = await talosctl(c.sim, ['reset', '--graceful=true', '--reboot=false', '--wait=false', ...at('127.251.1.22')])
     expect(r.stderr).toBe('')
     await eventually('wrkr-2 cordoned by Talos', async () => {
       const n = (await items('nodes')).find((x) => x.metadata.name === 'wrkr-2')
@@ -299,13 +298,5 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     expect(pids.filter(alive)).toEqual([])
     const ps = await exec('ps', ['-eo', 'pid,args'], process.env)
     expect(ps.stdout.split('\n').filter((l) => l.includes(c.dir))).toEqual([])
-  })
-})
-
-describe('SIM_KUBE=real and etcd', () => {
-  it('refuses the etcd model with the real control plane, before any node starts', async () => {
-    await expect(
-      startSimulator({ scenario: scenarioOn('127.250.2'), dir: '/nonexistent/never-written', kube: 'real', etcd: 'model' }),
-    ).rejects.toThrow('SIM_KUBE=real needs real etcd: SIM_ETCD=model cannot go with it')
   })
 })

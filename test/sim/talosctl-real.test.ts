@@ -255,11 +255,16 @@ describe.skipIf(!!tool.skip)('the real talosctl against the simulator', () => {
   })
 
   it('reboot --wait=false: accepted, the node goes down and comes back running', async () => {
+    const boot = s.sim.node('wrkr-1')?.bootId
     expect(await talosctl('reboot', ...secure(W1), '--wait=false')).toEqual({ code: 0, stdout: '', stderr: '' })
-    await s.sim.until(() => s.sim.node('wrkr-1')?.stage !== 'running', 20_000)
-    await s.sim.until(() => s.sim.node('wrkr-1')?.stage === 'running' && s.sim.node('wrkr-1')?.listener === 'secure', 30_000)
+    // at speed 1000 the reboot may be over before talosctl has exited: a new boot ID says it went down
+    await s.sim.until(() => {
+      const w = s.sim.node('wrkr-1')
+      return w?.bootId !== boot && w?.stage === 'running' && w?.listener === 'secure'
+    }, 30_000)
   })
 
+  // the member goes first: with two members, one of them down leaves no quorum to commit its removal (real etcd)
   it('etcd remove-member <hex id> through a healthy control plane, then reset --wait=false', async () => {
     const before = await talosctl('etcd', 'members', ...secure(CP1))
     const id = /^\S+\s+([0-9a-f]{16})\s+cp-2\s/m.exec(before.stdout)?.[1]
@@ -275,8 +280,14 @@ describe.skipIf(!!tool.skip)('the real talosctl against the simulator', () => {
       'EPHEMERAL',
       '--wait=false',
     ]
+    let removed = await talosctl('etcd', 'remove-member', id!, ...secure(CP1))
+    // real etcd refuses while a peer has been connected for less than 5 s (cp-2 joined moments ago): transient
+    for (let i = 0; i < 40 && removed.stderr.includes('etcdserver: unhealthy cluster'); i++) {
+      await new Promise((r) => setTimeout(r, 250))
+      removed = await talosctl('etcd', 'remove-member', id!, ...secure(CP1))
+    }
+    expect(removed).toEqual({ code: 0, stdout: '', stderr: '' })
     expect(await talosctl(...reset)).toEqual({ code: 0, stdout: '', stderr: '' })
-    expect(await talosctl('etcd', 'remove-member', id!, ...secure(CP1))).toEqual({ code: 0, stdout: '', stderr: '' })
     const after = await talosctl('etcd', 'members', ...secure(CP1))
     expect(after.stdout).not.toContain(' cp-2 ')
     expect(after.stdout).toContain(' cp-1 ')

@@ -102,6 +102,12 @@ const CASES: Array<[string, ErrorKind]> = [
     'error executing bootstrap: 1 error occurred:\n\t* 127.37.1.11: rpc error: code = AlreadyExists desc = etcd data directory is not empty\n\n\n',
     'unknown',
   ],
+  // etcd's strict reconfiguration check as machined wraps it (v1alpha1_server.go EtcdRemoveMemberByID,
+  // internal/pkg/etcd RemoveMemberByMemberID): transient, it clears once every peer has been connected 5 s
+  [
+    'error removing member: 1 error occurred:\n\t* 127.0.0.2: rpc error: code = Unknown desc = failed to remove member: failed to remove member 1311768467294899695: etcdserver: unhealthy cluster\n\n\n',
+    'not-ready-yet',
+  ],
   ['Error: release: not found\n', 'unknown'],
   ['Error: uninstall: Release not loaded: cilium: release: not found\n', 'unknown'],
 ]
@@ -122,6 +128,18 @@ describe('classify', () => {
     expect(isTransient('not-ready-yet')).toBe(true)
     for (const kind of ['configured', 'pki-mismatch', 'config-invalid', 'disk-mismatch', 'unknown'] as const)
       expect(isTransient(kind)).toBe(false)
+  })
+
+  it("names etcd's unhealthy-cluster refusal of a membership change when it persists past the retries", () => {
+    const { kind, message } = classify(
+      failed(
+        'rpc error: code = Unknown desc = failed to remove member: failed to remove member 1311768467294899695: etcdserver: unhealthy cluster\n',
+      ),
+    )
+    expect(kind).toBe('not-ready-yet')
+    expect(message).toBe(
+      'etcd refuses to change its membership while another member is down or has been connected for less than 5 s: rpc error: code = Unknown desc = failed to remove member: failed to remove member 1311768467294899695: etcdserver: unhealthy cluster',
+    )
   })
 
   it('keeps the meaning and drops the usage block and multierror framing', () => {
