@@ -200,7 +200,7 @@ export class Kubelets {
       this.nodes = new Map(nodes.map((o) => [o.metadata.name, o]))
       this.pods = pods
       this.pdbs = pdbs
-      this.kube.reconcileComponents(podFaults(this.ctx.faults))
+      this.kube.reconcileComponents(this.ctx.health)
       await Promise.all([...this.states.values()].map((k) => this.sync(k).catch((e) => this.ctx.log(`kubelet ${k.n.name}: ${e.message}`))))
       // Talos's MachineStatus (nodeReady) and health read the Nodes: a change is a node change
       for (const n of this.ctx.nodes) if (before.get(n.name) !== cond(this.nodes.get(n.name), 'Ready')?.status) this.ctx.changed(n)
@@ -281,7 +281,7 @@ export class Kubelets {
   async register(k) {
     const n = k.n
     const cp = n.role === 'controlplane'
-    const address = podFaults(this.ctx.faults).nodeIp(n.name) ?? n.ip
+    const address = this.ctx.health.nodeIp(n.name) ?? n.ip
     const status = this.nodeStatus(k, false, address)
     const allowCp = n.config?.cluster?.allowSchedulingOnControlPlanes === true
     const taints = [
@@ -309,7 +309,7 @@ export class Kubelets {
     const nodeLabels = { ...(cp ? { 'node-role.kubernetes.io/control-plane': '' } : {}), ...(n.config?.machine?.nodeLabels ?? {}) }
     if (Object.keys(nodeLabels).length) await this.kube.admin.patch('Node', null, n.name, { metadata: { labels: nodeLabels } })
     await this.uncordon(n.name)
-    if (podFaults(this.ctx.faults).servingCsrPending(n.name) && !k.servingCsr) await this.servingCsr(k, address)
+    if (this.ctx.health.servingCsrPending(n.name) && !k.servingCsr) await this.servingCsr(k, address)
     k.registered = true
     k.statusKey = null
     // a new boot: every pod's containers start again (back on the network after a cut, they ran on)
@@ -419,7 +419,7 @@ export class Kubelets {
     const key = `${ready}|${k.n.bootId}`
     const every = Math.max(MIN_RENEW_MS * 5, 10_000 / this.ctx.clock.speed)
     if (key === k.statusKey && Date.now() - k.statusAt < every && cond(node, 'Ready')?.status !== 'Unknown') return
-    const address = podFaults(this.ctx.faults).nodeIp(k.n.name) ?? k.n.ip
+    const address = this.ctx.health.nodeIp(k.n.name) ?? k.n.ip
     const status = this.nodeStatus(k, ready, address)
     const prev = cond(node, 'Ready')
     const r = status.conditions.find((c) => c.type === 'Ready')
@@ -518,7 +518,7 @@ export class Kubelets {
     const elapsedS = ((Date.now() - st.since) * clock.speed) / 1000
     const hostIP = k.n.ip
     const mirror = !!pod.metadata.annotations?.['kubernetes.io/config.mirror']
-    const rules = podFaults(faults)
+    const rules = this.ctx.health
     const pulled = (pod.spec.containers ?? []).map((c) => rules.imagePull(c.image)).find(Boolean)
     let pull = pulled ? { message: pulled } : null
     const component = mirror ? STATIC_PODS.find((c) => pod.metadata.name === `${c}-${n.name}`) : null
@@ -647,27 +647,5 @@ const postCsr = (client, generateName, csr, signerName, usage) =>
 const idOf = (text) => createHash('sha256').update(text).digest('hex').slice(0, 32)
 
 const imageNotFound = (image) => `failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`
-
-/**
- * Issue 30's faults as the kubelet meets them (the same rules as sim/health-faults.js on that branch:
- * swap this for createHealthFaults once it lands): `static-pod` (pod, restarts, message), `image-pull`
- * (image, message; cluster-wide or one node), `coredns`, `node-ip` (address), `kubelet-serving-csr`.
- */
-export function podFaults(faults) {
-  const first = (node, kind, pick = () => true) => faults.find(node, { kind }).find(pick) ?? null
-  return {
-    staticPod(node, component) {
-      const f = first(node, 'static-pod', (x) => x.pod === component)
-      return f ? { restarts: f.restarts === true, message: f.message } : null
-    },
-    imagePull(image) {
-      const f = first(null, 'image-pull', (x) => x.image === image || String(image).startsWith(`${x.image}:`))
-      return f ? (f.message ?? imageNotFound(image)) : null
-    },
-    corednsDown: (node) => first(node, 'coredns') !== null,
-    servingCsrPending: (node) => first(node, 'kubelet-serving-csr') !== null,
-    nodeIp: (node) => first(node, 'node-ip')?.address ?? null,
-  }
-}
 
 const uid64 = (pod, i) => `${pod.metadata.uid.replaceAll('-', '')}${i}`.padEnd(64, '0').slice(0, 64)

@@ -1,7 +1,7 @@
 // Issue 16: a reset never wipes the last running etcd data, never forces a live node, and removes
 // an unreachable member by its hex ID. Range 127.116.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Fault } from '../../sim/index.js'
+import type { CallRecord, Fault } from '../../sim/index.js'
 import { callsTo, E2eCluster, nodeIn, run, type ClusterShape } from './harness.js'
 
 let cluster: E2eCluster | undefined
@@ -24,21 +24,24 @@ async function bootstrapped(range: string, shape: ClusterShape): Promise<E2eClus
   return cluster
 }
 
-/** Adds a fault once preflight's status read of `node` was answered: it hits the reset's own read. */
+/**
+ * Adds `fault` the moment the simulator records preflight's status read of `node` (its record of the
+ * call, in the same turn as the answer): the product's next read of that node comes only after a new
+ * talosctl has started, so it always meets the fault, however loaded the machine.
+ */
 function faultAfterPreflight(c: E2eCluster, node: string, fault: Fault): () => void {
-  const mark = c.calls().length
-  const timer = setInterval(() => {
-    if (
-      !c
-        .calls()
-        .slice(mark)
-        .some((call) => call.node === node && call.call === 'get' && !call.purpose && call.outcome === 'ok')
-    )
-      return
-    clearInterval(timer)
+  const sim = c.sim as unknown as { record: (r: CallRecord) => void }
+  const record = sim.record.bind(sim)
+  let added = false
+  sim.record = (r: CallRecord) => {
+    record(r)
+    if (added || r.node !== node || r.call !== 'get' || r.purpose || r.outcome !== 'ok') return
+    added = true
     c.sim.addFault(fault)
-  }, 1)
-  return () => clearInterval(timer)
+  }
+  return () => {
+    sim.record = record
+  }
 }
 
 const memberIds = async (c: E2eCluster, ip: string): Promise<string[]> =>
