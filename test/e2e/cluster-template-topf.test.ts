@@ -4,7 +4,7 @@
 // template disables Talos's CoreDNS and installs its own from the bootstrap helmfile; without that
 // helmfile nothing installs CoreDNS, which preflight says before any node is touched. With CoreDNS
 // installed from the configs instead (an inline manifest), the whole bootstrap runs.
-import { copyFileSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { copyFileSync, cpSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -49,8 +49,9 @@ describe("cluster-template's topf layout on the operator's own configs", () => {
   })
 
   it('CoreDNS installed from the configs instead: rendered again, then the whole bootstrap to every node Ready', async () => {
+    const patch = join(dir, 'patches', 'control-plane', 'coredns.yaml')
     writeFileSync(
-      join(dir, 'patches', 'control-plane', 'coredns.yaml'),
+      patch,
       [
         'cluster:',
         '  inlineManifests:',
@@ -67,6 +68,9 @@ describe("cluster-template's topf layout on the operator's own configs", () => {
         '',
       ].join('\n'),
     )
+    // an edit after the render (not within the 2 s a checkout or copy writes files together)
+    const later = Date.now() / 1000 + 5
+    utimesSync(patch, later, later)
     const result = await run('task', ['-x', 'bootstrap:talos', `CLUSTER_DIR=${dir}`], env)
     expect(result.code, result.stderr + result.stdout).toBe(0)
     expect(result.stdout).toContain('generate: patches/control-plane/coredns.yaml changed after output/ was written: running topf render')
