@@ -7,5 +7,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // two files at once on CI's 2 cores: a serial run used under half of them (the tests mostly wait on
+    // the simulator and the real tools); each file has its own 127.x.y range, so they never meet
+    maxWorkers: 2,
   },
 })
