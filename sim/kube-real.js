@@ -90,8 +90,10 @@ export class RealKube {
   network(config) {
     const c = config?.cluster?.network ?? {}
     return {
-      podCIDRs: c.podSubnets ?? ['10.244.0.0/16'],
-      serviceCIDRs: c.serviceSubnets ?? ['10.96.0.0/12'],
+      // a config without them (an operator's own) gets the simulator's loopback ranges (sim/writer.js),
+      // not Talos's 10.244.0.0/16 and 10.96.0.0/12: nothing in the test bed may point outside 127/8
+      podCIDRs: c.podSubnets ?? ['127.244.0.0/16'],
+      serviceCIDRs: c.serviceSubnets ?? ['127.96.0.0/12'],
       dnsDomain: c.dnsDomain ?? 'cluster.local',
     }
   }
