@@ -6,6 +6,7 @@ import { NodeError } from '../../core/errors.js'
 import type { ClusterNode } from '../../core/model.js'
 import { hintForExtensions } from '../../cli/hints.js'
 import { MachineConfig } from '../../input/machine-config.js'
+import { schematicOfImage } from '../../input/versions.js'
 import type { Run } from '../../engine/run.js'
 import type { StepReporter } from '../../engine/phase.js'
 
@@ -25,9 +26,6 @@ export function schematicExtensions(extraInfo: string): string[] {
     return []
   }
 }
-
-/** The schematic ID in an Image Factory installer reference (`factory.talos.dev/installer/<64 hex>:v1.12.11`). */
-const schematicOfImage = (image: string | undefined): string | undefined => /\/([0-9a-f]{64})(?=[:@]|$)/.exec(image ?? '')?.[1]
 
 /**
  * Fails the node when an extension its running image's schematic asks for is not running; returns a
