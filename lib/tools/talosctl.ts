@@ -5,6 +5,7 @@ import { hintFor } from '../cli/hints.js'
 import { controlPlanes, type ClusterNode, type Inventory } from '../core/model.js'
 import type { ToolResult, ToolRunner } from './exec.js'
 import { parseJsonStream } from './json-stream.js'
+import { mapLimit } from '../wait/map-limit.js'
 
 /** MachineStatus as `talosctl get machinestatus -o json` prints it (the MachineStatus resource: siderolabs/talos pkg/machinery/resources/runtime/machine_status.go). */
 export interface MachineStatus {
@@ -509,6 +510,83 @@ export class Talosctl {
   async kubeconfig(node: ClusterNode, path: string): Promise<void> {
     await this.call(node, ['kubeconfig', path, ...this.secureArgs(node), '--merge=false', '--force'])
   }
+
+  // ---- day 2 (issue 31, docs/day2-design.md 1.4, 2.3): the quorum gate's and the upgrade plan's reads
+
+  /**
+   * Each control plane's own etcd status (`talosctl etcd status`, cmd/talosctl/cmd/talos/etcd.go): one
+   * batched call through `via`, rows matched by NODE. The call exits 0 when any node answered, and
+   * names the others only in its `WARNING: N errors occurred:` lines: such a node gets its own error,
+   * never a pass. A node with neither (the batch failed whole: `via` down, or a member whose etcd
+   * does not run holds the whole call until its deadline, as the local client waits for etcd) is
+   * asked alone, through its own endpoint.
+   */
+  async etcdStatus(controlPlanes: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<EtcdStatus>>> {
+    const dry = dryEtcdStatus(this.inventory)
+    return this.eachNode(controlPlanes, via, ['etcd', 'status'], parseEtcdStatus, (nodes) =>
+      dry.filter((r) => nodes.some((n) => n.address === r.node)).map(formatEtcdStatusDry),
+    )
+  }
+
+  /** The Talos version (`Tag`) each node runs (`talosctl version`'s Server blocks), batched through `via` as etcdStatus. */
+  async versions(nodes: ClusterNode[], via: ClusterNode | undefined = nodes[0]): Promise<Map<string, NodeAnswer<string>>> {
+    if (!via) return new Map()
+    const tag = this.inventory.talosVersion ?? 'v0.0.0-dry-run'
+    return this.eachNode(nodes, via, ['version'], parseServerVersions, (asked) =>
+      asked.map((n) => `\tNODE:        ${n.address}\n\tTag:         ${tag}\n`),
+    )
+  }
+
+  /**
+   * One batched read of `nodes` through `via`, each node's answer or its own error; the nodes the
+   * batch could not tell are asked alone (each through itself, READ_ALONE at a time).
+   */
+  private async eachNode<T>(
+    nodes: ClusterNode[],
+    via: ClusterNode,
+    command: string[],
+    parse: (stdout: string) => Array<{ node: string; value: T }>,
+    dry: (nodes: ClusterNode[]) => string[],
+  ): Promise<Map<string, NodeAnswer<T>>> {
+    const answers = new Map<string, NodeAnswer<T>>()
+    if (nodes.length === 0) return answers
+    const head = command[0] === 'version' ? 'Client:\n\tTag:         v0.0.0-dry-run\nServer:\n' : ''
+    const batch = await this.runner.run({
+      tool: 'talosctl',
+      args: [...command, ...this.batchArgs(via, nodes)],
+      dryRunStdout: head + dry(nodes).join(''),
+    })
+    if (!batch.timedOut && !batch.aborted) {
+      for (const row of parse(batch.stdout)) {
+        if (nodes.some((n) => n.address === row.node) && !answers.has(row.node)) answers.set(row.node, { value: row.value })
+      }
+      this.namedErrors(answers, nodes, batch)
+    }
+    const alone = nodes.filter((n) => !answers.has(n.address))
+    const told = await mapLimit(alone, READ_ALONE, async (node): Promise<[string, NodeAnswer<T>]> => {
+      const result = await this.runner.run({
+        tool: 'talosctl',
+        args: [...command, ...this.secureArgs(node)],
+        node: node.name,
+        dryRunStdout: head + dry([node]).join(''),
+      })
+      const rows = parse(result.stdout)
+      // asked alone, the one row is this node's (apid names it; a node that does not is still the one asked)
+      const row = rows.find((r) => r.node === node.address) ?? (rows.length === 1 ? rows[0] : undefined)
+      if (result.ok && row) return [node.address, { value: row.value }]
+      return [
+        node.address,
+        {
+          error: this.failure(
+            node,
+            result.ok ? { ...result, ok: false, stderr: `talosctl ${command.join(' ')} printed no row for ${node.address}` } : result,
+          ),
+        },
+      ]
+    })
+    for (const [ip, answer] of told) answers.set(ip, answer)
+    return answers
+  }
 }
 
 /**
@@ -674,4 +752,137 @@ export function withoutUnknownValues(text: string): string {
     }
   }
   return `${head} ${paths.join(', ')} (values not shown)${tail ? `\n${withoutUnknownValues(tail)}` : ''}`
+}
+
+// ---- day 2: the parsers of etcdStatus and versions (fixtures of the real talosctl v1.12.11 in test/unit/etcd-status.test.ts)
+
+/** Nodes a batched read could not tell, asked alone at once. */
+const READ_ALONE = 16
+
+/** One row of `talosctl etcd status`: a member's own view (etcd's StatusResponse, through Talos's EtcdStatus). */
+export interface EtcdStatus {
+  /** the NODE cell: the address the answer came from */
+  node: string
+  /** %016x, as etcd.FormatMemberID prints it */
+  memberId: string
+  /** the member it follows; `0000000000000000` when it knows none */
+  leader: string
+  raftIndex: number
+  raftTerm: number
+  raftAppliedIndex: number
+  learner: boolean
+  /** etcd's version (PROTOCOL) */
+  protocol: string
+  /** etcd's errors for this member (`ERRORS`: joined with ", " by talosctl), '' when none */
+  errors: string
+  /** DB SIZE and IN USE as printed (`20 kB`, `16 kB (80.00%)`) */
+  dbSize: string
+  inUse: string
+}
+
+const ETCD_STATUS_COLUMNS = [
+  'NODE',
+  'MEMBER',
+  'DB SIZE',
+  'IN USE',
+  'LEADER',
+  'RAFT INDEX',
+  'RAFT TERM',
+  'RAFT APPLIED INDEX',
+  'LEARNER',
+  'PROTOCOL',
+  'STORAGE',
+  'ERRORS',
+] as const
+
+/**
+ * A tabwriter table cut at its header's offsets (padding 3: a cell can hold single spaces, `4.1 MB`,
+ * and may be empty); each row as column name -> cell.
+ */
+function tableRows(stdout: string, names: readonly string[]): Array<Record<string, string>> {
+  const lines = stdout.split('\n').filter((l) => l.trim())
+  const headerAt = lines.findIndex((l) => names.filter((n) => new RegExp(`(^|\\s)${n}(\\s|$)`).test(l)).length >= 2)
+  if (headerAt < 0) return []
+  const header = lines[headerAt]!
+  const starts = names
+    .map((name) => ({ name, m: new RegExp(`(^|\\s{2,})${name}(\\s|$)`).exec(header) }))
+    .filter((x) => x.m !== null)
+    .map((x) => ({ name: x.name, at: x.m!.index + x.m![1]!.length }))
+    .sort((a, b) => a.at - b.at)
+  return lines
+    .slice(headerAt + 1)
+    .map((line) => Object.fromEntries(starts.map((c, i) => [c.name, line.slice(c.at, starts[i + 1]?.at ?? line.length).trim()])))
+}
+
+/** `talosctl etcd status` stdout: one row per member that answered (a node that failed is only in stderr's WARNING). */
+export function parseEtcdStatus(stdout: string): Array<{ node: string; value: EtcdStatus }> {
+  return tableRows(stdout, ETCD_STATUS_COLUMNS)
+    .filter((r) => /^[0-9a-f]{16}$/.test(r.MEMBER ?? ''))
+    .map((r) => {
+      const number = (cell: string | undefined): number => (/^\d+$/.test(cell ?? '') ? Number(cell) : Number.NaN)
+      const value: EtcdStatus = {
+        node: r.NODE ?? '',
+        memberId: r.MEMBER ?? '',
+        leader: r.LEADER ?? '',
+        raftIndex: number(r['RAFT INDEX']),
+        raftTerm: number(r['RAFT TERM']),
+        raftAppliedIndex: number(r['RAFT APPLIED INDEX']),
+        learner: r.LEARNER === 'true',
+        protocol: r.PROTOCOL ?? '',
+        errors: r.ERRORS ?? '',
+        dbSize: r['DB SIZE'] ?? '',
+        inUse: r['IN USE'] ?? '',
+      }
+      return { node: value.node, value }
+    })
+}
+
+/** The Server blocks of `talosctl version` (cmd/talosctl/cmd/talos/version.go): each `NODE:` and its `Tag:`, the Client block skipped. */
+export function parseServerVersions(stdout: string): Array<{ node: string; value: string }> {
+  const server = stdout.split(/^Server:\s*$/m)[1] ?? ''
+  const out: Array<{ node: string; value: string }> = []
+  let node = ''
+  for (const line of server.split('\n')) {
+    const field = /^\s*(NODE|Tag):\s+(\S+)/.exec(line)
+    if (field?.[1] === 'NODE') node = field[2] ?? ''
+    else if (field?.[1] === 'Tag') out.push({ node, value: field[2] ?? '' })
+  }
+  return out
+}
+
+/** Dry runs: every control plane a started voter, the first the leader, all caught up (IDs as etcdMembers' dry answer). */
+function dryEtcdStatus(inventory: Inventory): EtcdStatus[] {
+  const id = (i: number): string => String(i + 1).padStart(16, '0')
+  return controlPlanes(inventory).map((n, i) => ({
+    node: n.address,
+    memberId: id(i),
+    leader: id(0),
+    raftIndex: 1,
+    raftTerm: 1,
+    raftAppliedIndex: 1,
+    learner: false,
+    protocol: '3.6.11',
+    errors: '',
+    dbSize: '20 kB',
+    inUse: '16 kB (80.00%)',
+  }))
+}
+
+function formatEtcdStatusDry(s: EtcdStatus, index: number): string {
+  const cells = [
+    s.node,
+    s.memberId,
+    s.dbSize,
+    s.inUse,
+    s.leader,
+    String(s.raftIndex),
+    String(s.raftTerm),
+    String(s.raftAppliedIndex),
+    String(s.learner),
+    s.protocol,
+    '3.6.0',
+    s.errors,
+  ]
+  const header = index === 0 ? `${ETCD_STATUS_COLUMNS.map((c) => c.padEnd(24)).join('')}\n` : ''
+  return `${header}${cells.map((c) => c.padEnd(24)).join('')}\n`
 }
