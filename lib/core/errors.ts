@@ -88,6 +88,8 @@ export type ErrorKind =
   | 'stuck'
   | 'drain-blocked'
   | 'etcd-join'
+  /** day 2: the etcd quorum gate before a control plane goes down did not pass (docs/day2-design.md 2.3) */
+  | 'quorum'
   | 'kubelet'
   | 'node-not-ready'
   | 'etcd'

@@ -1,0 +1,360 @@
+// The etcd quorum gate (lib/phases/shared/quorum.ts, docs/day2-design.md 2.3): each rule Q1–Q9 on
+// parsed reads, for 1, 2, 3 and 5 control planes, and waitForQuorum through the run's poll helper.
+// The N = 2 text is Talos's own (internal/pkg/etcd/etcd.go ValidateForUpgrade, both tags).
+import { describe, expect, it } from 'vitest'
+import { NodeError } from '../../lib/core/errors.js'
+import type { ClusterNode } from '../../lib/core/model.js'
+import type { StepReporter } from '../../lib/engine/phase.js'
+import type { Run } from '../../lib/engine/run.js'
+import { loadInventory } from '../../lib/input/inventory.js'
+import {
+  describeFailure,
+  evaluateQuorum,
+  keepsQuorumWithout,
+  quorumOf,
+  waitForQuorum,
+  type QuorumReads,
+  type QuorumRule,
+} from '../../lib/phases/shared/quorum.js'
+import type { EtcdMember, EtcdStatus, NodeAnswer } from '../../lib/tools/talosctl.js'
+import { pollUntil } from '../../lib/wait/poll.js'
+import { clusterDir } from './fixtures.js'
+
+function cluster(n: number): ClusterNode[] {
+  const inventory = loadInventory(
+    clusterDir([
+      ...Array.from({ length: n }, (_, i) => ({ hostname: `cp-${i + 1}`, ip: `10.5.0.${11 + i}`, cp: true })),
+      { hostname: 'wrkr-1', ip: '10.5.0.21', cp: false },
+    ]),
+  )
+  return inventory.nodes.filter((node) => node.role === 'controlplane')
+}
+
+const idOf = (i: number): string => `${(i + 1).toString(16)}`.padStart(4, '0').repeat(4)
+const member = (cp: ClusterNode, i: number): EtcdMember => ({
+  id: idOf(i),
+  hostname: cp.name,
+  peerUrls: [`https://${cp.address}:2380`],
+  isLearner: false,
+})
+const row = (cp: ClusterNode, i: number, leader = 0, index = 100): EtcdStatus => ({
+  node: cp.address,
+  memberId: idOf(i),
+  leader: idOf(leader),
+  raftIndex: index,
+  raftTerm: 2,
+  raftAppliedIndex: index,
+  learner: false,
+  protocol: '3.6.11',
+  errors: '',
+  dbSize: '20 kB',
+  inUse: '16 kB (80.00%)',
+})
+const failed = (message: string): NodeAnswer<EtcdStatus> => ({ error: new NodeError('unreachable', message, 'h') })
+
+/** a healthy read of `n` control planes, cp-1 the leader, caught up since the previous read */
+function healthy(n: number): QuorumReads {
+  const cps = cluster(n)
+  return {
+    controlPlanes: cps,
+    status: new Map(cps.map((cp, i) => [cp.address, { value: row(cp, i) }])),
+    members: { via: 'cp-1', list: cps.map(member) },
+    alarms: { list: [] },
+    previousLeaderIndex: 90,
+  }
+}
+
+const rules = (reads: QuorumReads, target = reads.controlPlanes[0]!, acceptDowntime = false) =>
+  evaluateQuorum(reads, { node: target, acceptDowntime }).failures.map(describeFailure)
+const ruleIds = (reads: QuorumReads, target = reads.controlPlanes[0]!): QuorumRule[] => [
+  ...new Set(evaluateQuorum(reads, { node: target }).failures.map((f) => f.rule)),
+]
+const statusOf = (reads: QuorumReads, name: string): EtcdStatus => {
+  const cp = reads.controlPlanes.find((c) => c.name === name)!
+  return reads.status.get(cp.address)!.value!
+}
+
+describe('the quorum arithmetic (one rule for the gate and reset)', () => {
+  it('quorum of N is ⌊N/2⌋+1; one member may go down only when the healthy others are still a quorum of N', () => {
+    expect([1, 2, 3, 4, 5].map(quorumOf)).toEqual([1, 2, 2, 3, 3])
+    // healthy − 1 ≥ ⌊N/2⌋+1 with every member healthy: N = 1 and N = 2 cannot lose one, 3 and 5 can
+    expect([1, 2, 3, 4, 5].map((n) => keepsQuorumWithout(n, n - 1))).toEqual([false, false, true, true, true])
+    expect(keepsQuorumWithout(5, 2)).toBe(false)
+    expect(keepsQuorumWithout(3, 1)).toBe(false)
+  })
+})
+
+describe('evaluateQuorum: all rules hold', () => {
+  it.each([3, 5])('N = %i, all healthy and caught up: passes, leader named', (n) => {
+    const reads = healthy(n)
+    const verdict = evaluateQuorum(reads, { node: reads.controlPlanes[1]! })
+    expect(verdict.failures).toEqual([])
+    expect(verdict).toMatchObject({ members: n, healthy: n, leader: { id: idOf(0), controlPlane: 'cp-1', raftIndex: 100 } })
+  })
+})
+
+describe('Q1 every control plane answers etcd status', () => {
+  it('a control plane named in the WARNING fails with its own error; taking another down then breaks quorum (Q9)', () => {
+    const reads = healthy(3)
+    reads.status.set('10.5.0.12', failed('rpc error: code = Unavailable desc = connection refused'))
+    expect(rules(reads)).toEqual([
+      'Q1 cp-2: etcd status: rpc error: code = Unavailable desc = connection refused',
+      'Q9 cp-1: taking cp-1 down leaves 1 healthy of 3 members, 2 needed',
+    ])
+  })
+
+  it('a control plane with no row at all fails too (exit 0 proves nothing)', () => {
+    const reads = healthy(3)
+    reads.status.delete('10.5.0.13')
+    expect(rules(reads)).toContain('Q1 cp-3: etcd status: no answer')
+  })
+})
+
+describe('Q2 no member reports errors', () => {
+  it('an ERRORS cell fails its control plane', () => {
+    const reads = healthy(3)
+    statusOf(reads, 'cp-3').errors = 'etcdserver: mvcc: database space exceeded'
+    expect(rules(reads)[0]).toBe(`Q2 cp-3: member ${idOf(2)} reports errors: etcdserver: mvcc: database space exceeded`)
+  })
+})
+
+describe('Q3 no alarms', () => {
+  it('an alarm is named with the member and its control plane', () => {
+    const reads = healthy(3)
+    reads.alarms = { list: [{ memberId: idOf(1), alarm: 'NOSPACE' }] }
+    expect(rules(reads)).toEqual([
+      `Q3 cp-2: etcd alarm NOSPACE on member ${idOf(1)}`,
+      'Q9 cp-1: taking cp-1 down leaves 1 healthy of 3 members, 2 needed',
+    ])
+  })
+
+  it('an alarm list that cannot be read establishes nothing', () => {
+    const reads = healthy(3)
+    reads.alarms = { error: 'through cp-1: i/o timeout' }
+    expect(rules(reads)).toEqual(['Q3: the alarm list could not be read: through cp-1: i/o timeout'])
+  })
+})
+
+describe('Q4 no learner', () => {
+  it('a learner in etcd status fails', () => {
+    const reads = healthy(3)
+    statusOf(reads, 'cp-3').learner = true
+    expect(ruleIds(reads)).toEqual(['Q4', 'Q9'])
+    expect(rules(reads)[0]).toBe(`Q4 cp-3: member ${idOf(2)} is a learner`)
+  })
+
+  it('a learner only the member list shows fails too', () => {
+    const reads = healthy(3)
+    const list = (reads.members as { list: EtcdMember[] }).list
+    list[2] = { ...list[2]!, isLearner: true }
+    expect(rules(reads)[0]).toBe(`Q4 cp-3: member ${idOf(2)} is a learner`)
+  })
+})
+
+describe('Q5 every member started', () => {
+  it('a member without a name has not started (Talos: all members must be running)', () => {
+    const reads = healthy(3)
+    const list = (reads.members as { list: EtcdMember[] }).list
+    list[2] = { ...list[2]!, hostname: '' }
+    reads.status.set('10.5.0.13', failed('failed to create etcd client'))
+    expect(ruleIds(reads)).toEqual(['Q1', 'Q5', 'Q9'])
+    expect(rules(reads)).toContain(`Q5 cp-3: etcd member ${idOf(2)} is not started`)
+  })
+})
+
+describe('Q6 one leader', () => {
+  it('a member that knows no leader', () => {
+    const reads = healthy(3)
+    statusOf(reads, 'cp-2').leader = '0000000000000000'
+    expect(rules(reads)[0]).toBe(`Q6 cp-2: member ${idOf(1)} knows no leader`)
+  })
+
+  it('members that disagree on the leader', () => {
+    const reads = healthy(3)
+    statusOf(reads, 'cp-3').leader = idOf(2)
+    expect(rules(reads)[0]).toBe(
+      `Q6: the members disagree on the leader: cp-1 follows ${idOf(0)}, cp-2 follows ${idOf(0)}, cp-3 follows ${idOf(2)}`,
+    )
+  })
+
+  it('a leader that is no member of the list', () => {
+    const reads = healthy(3)
+    for (const name of ['cp-1', 'cp-2', 'cp-3']) statusOf(reads, name).leader = 'ffffffffffffffff'
+    expect(rules(reads)).toContain('Q6: the leader ffffffffffffffff is not in the member list')
+  })
+})
+
+describe('Q7 members = control planes', () => {
+  it('a member at no control plane’s address, and a control plane without a member', () => {
+    const reads = healthy(3)
+    const list = (reads.members as { list: EtcdMember[] }).list
+    list[2] = { ...list[2]!, hostname: 'old-cp', peerUrls: ['https://10.5.0.99:2380'] }
+    expect(rules(reads)).toEqual(
+      expect.arrayContaining([
+        `Q7: member ${idOf(2)} (old-cp) at https://10.5.0.99:2380 is no control plane of the inventory`,
+        'Q7 cp-3: no etcd member at 10.5.0.13',
+      ]),
+    )
+  })
+
+  it('a member carrying a control plane’s name at another address is refused, as reset refuses it', () => {
+    const reads = healthy(3)
+    const list = (reads.members as { list: EtcdMember[] }).list
+    list[2] = { ...list[2]!, peerUrls: ['https://10.5.0.43:2380'] }
+    expect(rules(reads)).toContain(
+      `Q7 cp-3: etcd member ${idOf(2)} is named cp-3 but its peer URL is at 10.5.0.43, not cp-3's inventory address 10.5.0.13`,
+    )
+  })
+
+  it('no member list: nothing establishes membership', () => {
+    const reads = healthy(3)
+    reads.members = { error: 'cp-2: connection refused; cp-3: connection refused' }
+    expect(rules(reads)).toEqual(['Q7: the member list could not be read: cp-2: connection refused; cp-3: connection refused'])
+  })
+})
+
+describe('Q8 caught up', () => {
+  it('the first read cannot tell: a second read one poll interval later is needed', () => {
+    const reads = healthy(3)
+    delete reads.previousLeaderIndex
+    expect(rules(reads)).toEqual(['Q8: caught up: not established yet (needs a second read one poll interval later)'])
+  })
+
+  it('a member whose applied index is behind the leader’s index of the previous read', () => {
+    const reads = healthy(3)
+    statusOf(reads, 'cp-3').raftAppliedIndex = 80
+    expect(rules(reads)).toEqual([
+      `Q8 cp-3: member ${idOf(2)} has applied 80, behind the leader's 90 of the previous read`,
+      'Q9 cp-1: taking cp-1 down leaves 1 healthy of 3 members, 2 needed',
+    ])
+  })
+})
+
+describe('Q9 quorum survives, by cluster size', () => {
+  it('N = 1: refused unless the downtime is accepted', () => {
+    const reads = healthy(1)
+    expect(rules(reads)).toEqual([
+      "Q9 cp-1: cp-1 is the only etcd member: taking it down stops the cluster's API (accept the downtime to go on)",
+    ])
+    expect(rules(reads, reads.controlPlanes[0], true)).toEqual([])
+  })
+
+  it('N = 2: refused with Talos’s own text, all healthy or not', () => {
+    const reads = healthy(2)
+    expect(rules(reads)).toEqual(['Q9 cp-1: etcd member count(2) is insufficient to maintain quorum if upgrade commences'])
+    expect(rules(reads, reads.controlPlanes[1], true)).toEqual([
+      'Q9 cp-2: etcd member count(2) is insufficient to maintain quorum if upgrade commences',
+    ])
+  })
+
+  it('N = 3: one down leaves no room for another', () => {
+    const reads = healthy(3)
+    reads.status.set('10.5.0.13', failed('connection refused'))
+    expect(ruleIds(reads, reads.controlPlanes[1])).toEqual(['Q1', 'Q9'])
+    expect(rules(reads, reads.controlPlanes[1])).toContain('Q9 cp-2: taking cp-2 down leaves 1 healthy of 3 members, 2 needed')
+  })
+
+  it('N = 5: one down still leaves a quorum (only Q1 fails); two down do not', () => {
+    const reads = healthy(5)
+    reads.status.set('10.5.0.15', failed('connection refused'))
+    expect(ruleIds(reads)).toEqual(['Q1'])
+    reads.status.set('10.5.0.14', failed('connection refused'))
+    expect(rules(reads)).toContain('Q9 cp-1: taking cp-1 down leaves 2 healthy of 5 members, 3 needed')
+  })
+
+  it('the target itself down (N = 3): the others are counted, and both healthy keep a quorum', () => {
+    const reads = healthy(3)
+    reads.status.set('10.5.0.11', failed('connection refused'))
+    // cp-1 is the leader in this read and did not answer: Q6 says so too
+    expect(ruleIds(reads)).toEqual(['Q1', 'Q6'])
+  })
+})
+
+describe('waitForQuorum through the poll helper', () => {
+  function fakeRun(n: number, read: (poll: number) => QuorumReads) {
+    let polls = 0
+    let current = read(0)
+    const cps = current.controlPlanes
+    const talosctl = {
+      etcdStatus: () => {
+        current = read(polls++)
+        return Promise.resolve(current.status)
+      },
+      etcdMembers: () =>
+        'list' in current.members
+          ? Promise.resolve(current.members.list)
+          : Promise.reject(new NodeError('unreachable', current.members.error, 'h')),
+      etcdAlarms: () =>
+        'list' in current.alarms
+          ? Promise.resolve(current.alarms.list)
+          : Promise.reject(new NodeError('timeout', current.alarms.error, 'h')),
+    }
+    const run = { inventory: { nodes: cps }, talosctl, settings: { readyTimeoutMs: 60_000 } } as unknown as Run
+    const signal = new AbortController().signal
+    const report = {
+      poll: <T>(check: (ms: number) => Promise<{ done: true; value: T } | { done: false; state: string }>, timeoutMs: number) =>
+        pollUntil(check, { intervalMs: 1, timeoutMs, signal }),
+    } as unknown as StepReporter
+    return { run, report, cps, polls: () => polls }
+  }
+
+  it('passes on the second read once every rule holds (the first cannot tell Q8), with the step detail', async () => {
+    const { run, report, cps, polls } = fakeRun(3, (poll) => {
+      const reads = healthy(3)
+      for (const name of ['cp-1', 'cp-2', 'cp-3']) {
+        statusOf(reads, name).raftIndex = 100 + poll
+        statusOf(reads, name).raftAppliedIndex = 100 + poll
+      }
+      // cp-3 is down on the first two reads
+      if (poll < 2) reads.status.set('10.5.0.13', failed('connection refused'))
+      return reads
+    })
+    const detail = await waitForQuorum(report, run, { node: cps[1]! })
+    expect(detail).toBe('3/3 members healthy, leader cp-1, raft 102')
+    expect(polls()).toBe(3)
+  })
+
+  it('fails with kind quorum after the deadline, each failing rule named with its control plane', async () => {
+    const { run, report, cps } = fakeRun(3, () => {
+      const reads = healthy(3)
+      reads.alarms = { list: [{ memberId: idOf(2), alarm: 'NOSPACE' }] }
+      return reads
+    })
+    const gate = waitForQuorum(report, run, { node: cps[0]! }, 30)
+    await expect(gate).rejects.toBeInstanceOf(NodeError)
+    await expect(gate).rejects.toMatchObject({
+      kind: 'quorum',
+      message: expect.stringMatching(
+        new RegExp(
+          `^etcd quorum gate before cp-1 not passed within \\d+s: Q3 cp-3: etcd alarm NOSPACE on member ${idOf(2)}; Q9 cp-1: taking cp-1 down leaves 1 healthy of 3 members, 2 needed`,
+        ),
+      ),
+      hint: expect.stringContaining('etcd alarm list'),
+    })
+  })
+
+  it('the member list read through another control plane when the first cannot answer it', async () => {
+    const reads = healthy(3)
+    const asked: string[] = []
+    const run = {
+      inventory: { nodes: reads.controlPlanes },
+      settings: { readyTimeoutMs: 60_000 },
+      talosctl: {
+        etcdStatus: () => Promise.resolve(reads.status),
+        etcdMembers: (cp: ClusterNode) => {
+          asked.push(cp.name)
+          return cp.name === 'cp-2'
+            ? Promise.reject(new NodeError('unreachable', 'connection refused', 'h'))
+            : Promise.resolve((reads.members as { list: EtcdMember[] }).list)
+        },
+        etcdAlarms: () => Promise.resolve([]),
+      },
+    } as unknown as Run
+    const { readQuorum } = await import('../../lib/phases/shared/quorum.js')
+    const read = await readQuorum(run, reads.controlPlanes[0]!, 90)
+    // the target last: cp-2 first, then cp-3
+    expect(asked).toEqual(['cp-2', 'cp-3'])
+    expect(read.members).toMatchObject({ via: 'cp-3' })
+    expect(evaluateQuorum(read, { node: reads.controlPlanes[0]! }).failures).toEqual([])
+  })
+})
