@@ -13,6 +13,7 @@ import type { Run } from '../engine/run.js'
 import { bootIdOf, condition } from '../tools/kubectl.js'
 import type { EtcdMember } from '../tools/talosctl.js'
 import { describeElsewhere, isMemberOf, namedElsewhere } from './shared/etcd-members.js'
+import { keepsQuorumWithout, quorumOf } from './shared/quorum.js'
 
 interface MemberList {
   via: ClusterNode
@@ -102,8 +103,9 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
     const cp = cpOf(m)
     return m.hostname !== '' && cp !== undefined && answered.has(cp.name) && alarmOf(m.id) === undefined
   })
-  const quorum = Math.floor((voters.length + 1) / 2) + 1
-  if (healthy.length < quorum) {
+  // the one quorum rule (shared/quorum.ts): this member plus the voters make N; the healthy others must be a quorum of N
+  const quorum = quorumOf(voters.length + 1)
+  if (!keepsQuorumWithout(voters.length + 1, healthy.length)) {
     // in inventory order: etcd lists its members by ID, which says nothing to the operator
     const inventoryIndex = (m: EtcdMember): number => {
       const cp = cpOf(m)
