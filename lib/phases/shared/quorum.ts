@@ -236,6 +236,8 @@ export function evaluateQuorum(reads: QuorumReads, target: QuorumTarget): Quorum
     else if (n > 2 && caughtUpKnown && !keepsQuorumWithout(n, healthyOthers))
       fail('Q9', target.node, `taking ${target.node.name} down leaves ${healthyOthers} healthy of ${n} members, ${quorumOf(n)} needed`)
   }
+  // in rule order (a stable sort keeps the control planes in inventory order within a rule)
+  failures.sort((a, b) => Number(a.rule.slice(1)) - Number(b.rule.slice(1)))
   return { failures, members: n, healthy: caughtUpKnown ? healthyMembers.length : 0, ...(leader ? { leader } : {}) }
 }
 
