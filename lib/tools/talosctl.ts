@@ -524,7 +524,7 @@ export class Talosctl {
   async etcdStatus(controlPlanes: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<EtcdStatus>>> {
     const dry = dryEtcdStatus(this.inventory)
     return this.eachNode(controlPlanes, via, ['etcd', 'status'], parseEtcdStatus, (nodes) =>
-      dry.filter((r) => nodes.some((n) => n.address === r.node)).map(formatEtcdStatusDry),
+      formatEtcdStatusDry(dry.filter((r) => nodes.some((n) => n.address === r.node))),
     )
   }
 
@@ -532,43 +532,49 @@ export class Talosctl {
   async versions(nodes: ClusterNode[], via: ClusterNode | undefined = nodes[0]): Promise<Map<string, NodeAnswer<string>>> {
     if (!via) return new Map()
     const tag = this.inventory.talosVersion ?? 'v0.0.0-dry-run'
-    return this.eachNode(nodes, via, ['version'], parseServerVersions, (asked) =>
-      asked.map((n) => `\tNODE:        ${n.address}\n\tTag:         ${tag}\n`),
+    return this.eachNode(
+      nodes,
+      via,
+      ['version'],
+      parseServerVersions,
+      (asked) =>
+        `Client:\n\tTag:         v0.0.0-dry-run\nServer:\n${asked.map((n) => `\tNODE:        ${n.address}\n\tTag:         ${tag}\n`).join('')}`,
     )
   }
 
   /**
-   * One batched read of `nodes` through `via`, each node's answer or its own error; the nodes the
-   * batch could not tell are asked alone (each through itself, READ_ALONE at a time).
+   * A batched read of `nodes` through `via` (BATCH_NODES a call), each node's answer or its own
+   * error; the nodes the batch could not tell are asked alone (each through itself, READ_ALONE at a time).
    */
   private async eachNode<T>(
     nodes: ClusterNode[],
     via: ClusterNode,
     command: string[],
     parse: (stdout: string) => Array<{ node: string; value: T }>,
-    dry: (nodes: ClusterNode[]) => string[],
+    dry: (nodes: ClusterNode[]) => string,
   ): Promise<Map<string, NodeAnswer<T>>> {
-    const answers = new Map<string, NodeAnswer<T>>()
-    if (nodes.length === 0) return answers
-    const head = command[0] === 'version' ? 'Client:\n\tTag:         v0.0.0-dry-run\nServer:\n' : ''
-    const batch = await this.runner.run({
-      tool: 'talosctl',
-      args: [...command, ...this.batchArgs(via, nodes)],
-      dryRunStdout: head + dry(nodes).join(''),
-    })
-    if (!batch.timedOut && !batch.aborted) {
-      for (const row of parse(batch.stdout)) {
-        if (nodes.some((n) => n.address === row.node) && !answers.has(row.node)) answers.set(row.node, { value: row.value })
-      }
-      this.namedErrors(answers, nodes, batch)
+    if (nodes.length === 0) return new Map()
+    const batch = async (chunk: ClusterNode[]): Promise<Map<string, NodeAnswer<T>>> => {
+      const answers = new Map<string, NodeAnswer<T>>()
+      const result = await this.runner.run({
+        tool: 'talosctl',
+        args: [...command, ...this.batchArgs(via, chunk)],
+        dryRunStdout: dry(chunk),
+      })
+      if (result.timedOut || result.aborted) return answers
+      for (const row of parse(result.stdout))
+        if (chunk.some((n) => n.address === row.node) && !answers.has(row.node)) answers.set(row.node, { value: row.value })
+      this.namedErrors(answers, chunk, result)
+      return answers
     }
+    const answers = await merged(chunks(nodes).map(batch))
     const alone = nodes.filter((n) => !answers.has(n.address))
     const told = await mapLimit(alone, READ_ALONE, async (node): Promise<[string, NodeAnswer<T>]> => {
       const result = await this.runner.run({
         tool: 'talosctl',
         args: [...command, ...this.secureArgs(node)],
         node: node.name,
-        dryRunStdout: head + dry([node]).join(''),
+        dryRunStdout: dry([node]),
       })
       const rows = parse(result.stdout)
       // asked alone, the one row is this node's (apid names it; a node that does not is still the one asked)
@@ -868,8 +874,9 @@ function dryEtcdStatus(inventory: Inventory): EtcdStatus[] {
   }))
 }
 
-function formatEtcdStatusDry(s: EtcdStatus, index: number): string {
-  const cells = [
+function formatEtcdStatusDry(rows: EtcdStatus[]): string {
+  const line = (cells: string[]): string => `${cells.map((c) => c.padEnd(24)).join('')}\n`
+  const cells = (s: EtcdStatus): string[] => [
     s.node,
     s.memberId,
     s.dbSize,
@@ -883,6 +890,5 @@ function formatEtcdStatusDry(s: EtcdStatus, index: number): string {
     '3.6.0',
     s.errors,
   ]
-  const header = index === 0 ? `${ETCD_STATUS_COLUMNS.map((c) => c.padEnd(24)).join('')}\n` : ''
-  return `${header}${cells.map((c) => c.padEnd(24)).join('')}\n`
+  return line([...ETCD_STATUS_COLUMNS]) + rows.map((r) => line(cells(r))).join('')
 }
