@@ -1,0 +1,95 @@
+// The quorum gate's reads (lib/phases/shared/quorum.ts readQuorum, talosctl.etcdStatus) made by the
+// real talosctl v1.12.11 against three simulated control planes running real etcd: all healthy
+// passes on the second read; a control plane cut off, named only in `etcd status`'s WARNING (exit
+// 0), fails Q1 and Q9; a NOSPACE alarm fails Q3; a stopped etcd, which holds the batched call to
+// its deadline, is asked alone and fails Q1 while the others answer. Range 127.252.1.x.
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { Redactor } from '../../lib/input/redact.js'
+import { loadInventory } from '../../lib/input/inventory.js'
+import type { Run } from '../../lib/engine/run.js'
+import type { StepReporter } from '../../lib/engine/phase.js'
+import { NodeError } from '../../lib/core/errors.js'
+import { describeFailure, evaluateQuorum, readQuorum, waitForQuorum } from '../../lib/phases/shared/quorum.js'
+import { ToolRunner } from '../../lib/tools/exec.js'
+import { Talosctl } from '../../lib/tools/talosctl.js'
+import { pollUntil } from '../../lib/wait/poll.js'
+import { applyInsecure, at, bootstrapWhenReady, sleep, startOn, talosctl, type Started } from './helpers.js'
+
+let c: Started | null = null
+afterEach(async () => {
+  await c?.stop()
+  c = null
+})
+
+describe('the quorum gate against real etcd', () => {
+  it('passes when healthy; names Q1/Q9 for a control plane cut off, Q3 for an alarm, Q1 for a stopped etcd', async () => {
+    c = await startOn('127.252.1', { cps: 3, workers: 0, image: 'disk', vip: false, speed: 20, timings: { boot: 6 } })
+    const sim = c.sim
+    for (const n of ['cp-1', 'cp-2', 'cp-3']) await applyInsecure(sim, n)
+    expect((await bootstrapWhenReady(sim, 'cp-1')).code).toBe(0)
+    await sim.until(() => ['cp-1', 'cp-2', 'cp-3'].every((n) => sim.node(n)!.etcdHealthy), 60_000)
+
+    const inventory = loadInventory(sim.clusterDir)
+    const signal = new AbortController().signal
+    const runner = new ToolRunner({
+      env: { PATH: process.env.PATH ?? '', HOME: c.dir, TALOSCTL: join(sim.binDir, 'talosctl') },
+      callTimeoutMs: 8_000,
+      signal,
+      dryRun: false,
+      redactor: new Redactor(),
+    })
+    const run = { inventory, talosctl: new Talosctl(runner, inventory), settings: { readyTimeoutMs: 60_000 } } as unknown as Run
+    const report = {
+      poll: <T>(check: (ms: number) => Promise<{ done: true; value: T } | { done: false; state: string }>, timeoutMs: number) =>
+        pollUntil(check, { intervalMs: 500, timeoutMs, signal }),
+    } as unknown as StepReporter
+    const [cp1, cp2, cp3] = ['cp-1', 'cp-2', 'cp-3'].map((n) => inventory.nodes.find((x) => x.name === n)!)
+    const target = { node: cp1! }
+
+    // healthy: the first read cannot tell Q8, the gate passes on a later one
+    const first = evaluateQuorum(await readQuorum(run, cp1!, undefined), target)
+    expect(first.failures.map((f) => f.rule)).toEqual(['Q8'])
+    const detail = await waitForQuorum(report, run, target)
+    expect(detail).toMatch(/^3\/3 members healthy, leader cp-[123], raft \d+$/)
+
+    // cp-2 cut off: the batched etcd status exits 0 and names it only in its WARNING
+    sim.addFault({ node: 'cp-2', kind: 'unreachable' })
+    await sleep(1000)
+    const leader = first.leader!.raftIndex
+    const cut = evaluateQuorum(await readQuorum(run, cp1!, leader), target).failures.map(describeFailure)
+    expect(cut).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^Q1 cp-2: etcd status: .*connection refused/),
+        'Q9 cp-1: taking cp-1 down leaves 1 healthy of 3 members, 2 needed',
+      ]),
+    )
+    const refused = waitForQuorum(report, run, target, 2_000)
+    await expect(refused).rejects.toBeInstanceOf(NodeError)
+    await expect(refused).rejects.toMatchObject({ kind: 'quorum', message: expect.stringContaining('Q1 cp-2: etcd status:') })
+    sim.clearFault('cp-2', 'unreachable')
+    await sim.until(() => sim.node('cp-2')!.etcdHealthy, 60_000)
+
+    // a NOSPACE alarm on cp-3's member
+    sim.addFault({ node: 'cp-3', kind: 'etcd-nospace' })
+    await sleep(3000)
+    const alarmed = evaluateQuorum(await readQuorum(run, cp1!, 0), target).failures.map(describeFailure)
+    expect(alarmed).toContainEqual(expect.stringMatching(/^Q3 cp-3: etcd alarm NOSPACE on member [0-9a-f]{16}$/))
+    sim.clearFault('cp-3', 'etcd-nospace')
+    expect((await talosctl(sim, ['etcd', 'alarm', 'disarm', ...at(cp1!.address)])).code).toBe(0)
+
+    // cp-3's etcd stopped: the batch is held to its deadline, each control plane is then asked alone
+    expect((await talosctl(sim, ['service', 'etcd', 'stop', ...at(cp3!.address)])).code).toBe(0)
+    await sim.until(() => !sim.node('cp-3')!.etcdHealthy, 30_000)
+    const stopped = await readQuorum(run, cp2!, 0)
+    expect(stopped.status.get(cp1!.address)?.value?.memberId).toMatch(/^[0-9a-f]{16}$/)
+    expect(stopped.status.get(cp2!.address)?.value?.memberId).toMatch(/^[0-9a-f]{16}$/)
+    expect(stopped.status.get(cp3!.address)?.error).toBeInstanceOf(NodeError)
+    expect(evaluateQuorum(stopped, { node: cp2! }).failures.map(describeFailure)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^Q1 cp-3: etcd status: /),
+        'Q9 cp-2: taking cp-2 down leaves 1 healthy of 3 members, 2 needed',
+      ]),
+    )
+  }, 300_000)
+})
