@@ -61,7 +61,8 @@ describe('the quorum gate against real etcd', () => {
     expect(cut).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^Q1 cp-2: etcd status: .*connection refused/),
-        'Q9 cp-1: taking cp-1 down leaves 1 healthy of 3 members, 2 needed',
+        // 0 while the other two elect a new leader, when cp-2 led
+        expect.stringMatching(/^Q9 cp-1: taking cp-1 down leaves [01] healthy of 3 members, 2 needed$/),
       ]),
     )
     const refused = waitForQuorum(report, run, target, 2_000)
@@ -88,7 +89,7 @@ describe('the quorum gate against real etcd', () => {
     expect(evaluateQuorum(stopped, { node: cp2! }).failures.map(describeFailure)).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^Q1 cp-3: etcd status: /),
-        'Q9 cp-2: taking cp-2 down leaves 1 healthy of 3 members, 2 needed',
+        expect.stringMatching(/^Q9 cp-2: taking cp-2 down leaves [01] healthy of 3 members, 2 needed$/),
       ]),
     )
   }, 300_000)
