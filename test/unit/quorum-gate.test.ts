@@ -158,7 +158,7 @@ describe('Q5 every member started', () => {
     list[2] = { ...list[2]!, hostname: '' }
     reads.status.set('10.5.0.13', failed('failed to create etcd client'))
     expect(ruleIds(reads)).toEqual(['Q1', 'Q5', 'Q9'])
-    expect(rules(reads)).toContain(`Q5 cp-3: etcd member ${idOf(2)} is not started`)
+    expect(rules(reads)).toContain(`Q5 cp-3: etcd member ${idOf(2)} is not started, all members must be running to perform an upgrade`)
   })
 })
 

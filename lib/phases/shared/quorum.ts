@@ -135,10 +135,10 @@ export function evaluateQuorum(reads: QuorumReads, target: QuorumTarget): Quorum
     }
   }
 
-  // Q5: every member started (Talos refuses an upgrade otherwise: `etcd member %016x is not started`)
+  // Q5: every member started, with Talos's own text (internal/pkg/etcd/etcd.go ValidateForUpgrade)
   for (const m of members) {
     if (m.hostname === '') {
-      fail('Q5', controlPlaneOf(m, cps), `etcd member ${m.id} is not started`)
+      fail('Q5', controlPlaneOf(m, cps), `etcd member ${m.id} is not started, all members must be running to perform an upgrade`)
       unhealthy.add(m.id)
     }
   }
