@@ -124,13 +124,8 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       // and machined reboots the node, which tries again (machined main.go)
       return `${ask}; once the cause is gone Talos joins by itself: it retries the join for 30 minutes, and a boot not done within 70 minutes reboots the node, which tries again; to retry now, reboot it (\`${talosctlCommand(node, 'reboot', via ?? node)}\`); if it still does not join, wipe it and let it rejoin with: ${reset}`
     }
-    case 'quorum': {
-      // the gate's own reads, as the operator runs them: every control plane's etcd status through one, its members and alarms
-      const cps = context?.controlPlanes ?? [node]
-      const via = workingControlPlane(node) ?? node
-      const all = { address: cps.map((cp) => cp.address).join(',') }
-      return `see what the gate read: \`${talosctlCommand(all, 'etcd status', via)}\`, \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(via, 'etcd alarm list')}\`; bring back the members named (\`${talosctlCommand(all, 'service etcd', via)}\`; for an alarm, free space on the members named with \`${talosctlCommand(via, 'etcd defrag')}\` on each, then \`${talosctlCommand(via, 'etcd alarm disarm')}\`), then run the same command again: nothing was taken down`
-    }
+    case 'quorum':
+      return hintForQuorum(workingControlPlane(node) ?? node)
     case 'drain-blocked':
       // Talos's Drain gives up after DrainTimeout and the reset goes on (pkg/kubernetes/kubernetes.go)
       return `see the budgets (\`${kubectlCommand('get pdb -A')}\`) and the pods left on the node (\`${kubectlCommand(`get pods -A -o wide --field-selector spec.nodeName=${node.name}`)}\`); let them move (scale the workload up, or relax the budget); Talos ends the drain after 5m, removes the pods regardless and goes on: once the node is back in maintenance (\`${talosctlInsecure(node, 'get machinestatus')}\`), run: ${recover}`
@@ -180,6 +175,16 @@ export function hintForInstall(node: Pick<ClusterNode, 'name' | 'address' | 'con
  */
 export function hintForExtensions(node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>, image: string | undefined): string {
   return `list what runs with \`${talosctlCommand(node, 'get extensions')}\`; install the image of the schematic again so that they run (\`${talosctlCommand(node, `upgrade --image ${image ?? '<the Image Factory installer of the schematic>'}`)}\`: machine.install.image of ${shellWord(node.configFile)}, an installer whose schematic has them), then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
+}
+
+/**
+ * The quorum gate did not pass: its own reads as the operator runs them (every control plane's etcd
+ * status through `via`, a control plane that answered; the member list and alarms through it), what
+ * brings members back, and that nothing was taken down.
+ */
+export function hintForQuorum(via: Pick<ClusterNode, 'address'>): string {
+  const all = { address: (context?.controlPlanes ?? [via]).map((cp) => cp.address).join(',') }
+  return `see what the gate read: \`${talosctlCommand(all, 'etcd status', via)}\`, \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(via, 'etcd alarm list')}\`; bring back the members named (\`${talosctlCommand(all, 'service etcd', via)}\`; for an alarm, free space on the members named with \`${talosctlCommand(via, 'etcd defrag')}\` on each, then \`${talosctlCommand(via, 'etcd alarm disarm')}\`), then run the same command again: nothing was taken down`
 }
 
 /**

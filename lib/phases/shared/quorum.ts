@@ -5,7 +5,7 @@
 // `etcd alarm list`); `waitForQuorum` reads them through the run's one poll helper. The arithmetic
 // (`quorumOf`, `keepsQuorumWithout`) is the one quorum rule of the product: reset's guard uses it too.
 import { NodeError } from '../../core/errors.js'
-import { hintFor } from '../../cli/hints.js'
+import { hintForQuorum } from '../../cli/hints.js'
 import { controlPlanes, type ClusterNode } from '../../core/model.js'
 import type { StepReporter } from '../../engine/phase.js'
 import type { Run } from '../../engine/run.js'
@@ -294,9 +294,13 @@ export async function waitForQuorum(
   timeoutMs: number = run.settings.readyTimeoutMs,
 ): Promise<string> {
   let previousLeaderIndex: number | undefined
+  /** the control plane whose member list the last read got: the hint's reads go through it */
+  let answered: ClusterNode | undefined
   try {
     const verdict = await report.poll(async (): Promise<PollAnswer<QuorumVerdict>> => {
       const reads = await readQuorum(run, target.node, previousLeaderIndex)
+      const via = 'via' in reads.members ? reads.members.via : undefined
+      answered = reads.controlPlanes.find((cp) => cp.name === via)
       const verdict = evaluateQuorum(reads, target)
       previousLeaderIndex = verdict.leader?.raftIndex
       if (verdict.failures.length === 0) return { done: true, value: verdict }
@@ -309,7 +313,7 @@ export async function waitForQuorum(
     throw new NodeError(
       'quorum',
       `etcd quorum gate before ${target.node.name} not passed within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}${lastErrorNote(err.lastError)}`,
-      hintFor('quorum', target.node),
+      hintForQuorum(answered ?? controlPlanes(run.inventory).find((cp) => cp.name !== target.node.name) ?? target.node),
     )
   }
 }
