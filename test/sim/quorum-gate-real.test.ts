@@ -1,7 +1,7 @@
 // The quorum gate's reads (lib/phases/shared/quorum.ts readQuorum, talosctl.etcdStatus) made by the
 // real talosctl v1.12.11 against three simulated control planes running real etcd: all healthy
 // passes on the second read; a control plane cut off, named only in `etcd status`'s WARNING (exit
-// 0), fails Q1 and Q9; a NOSPACE alarm fails Q3; a stopped etcd, which holds the batched call to
+// 0), fails Q1 and Q9 (and has no version: its own error); a NOSPACE alarm fails Q3; a stopped etcd, which holds the batched call to
 // its deadline, is asked alone and fails Q1 while the others answer. Range 127.252.1.x.
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -82,6 +82,10 @@ describe('the quorum gate against real etcd', () => {
         expect.stringMatching(/^Q9 cp-1: taking cp-1 down leaves [01] healthy of 3 members, 2 needed$/),
       ]),
     )
+    // versions per node from the same kind of batch: cp-2's Tag is no pass, its own error
+    const tags = await run.talosctl.versions([cp1!, cp2!, cp3!])
+    expect([tags.get(cp1!.address)?.value, tags.get(cp3!.address)?.value]).toEqual(['v1.12.11', 'v1.12.11'])
+    expect(tags.get(cp2!.address)?.error?.kind).toBe('unreachable')
     const refused = await waitForQuorum(report, run, target, 2_000).catch((err: unknown) => err)
     expect(refused).toBeInstanceOf(NodeError)
     expect(refused).toMatchObject({ kind: 'quorum', message: expect.stringContaining('Q1 cp-2: etcd status:') })
