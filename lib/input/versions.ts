@@ -103,7 +103,7 @@ export function upgradeableFrom(host: Version, target: Version): Refusal | undef
   if (!row)
     return {
       by: 'tool',
-      text: `this tool knows Talos up to ${NEWEST_KNOWN_TALOS}; the installer of ${minorOf(target)} may refuse an upgrade from ${versionText(host)} (upgrades to version ${versionText(target)} are not in its table)`,
+      text: `this tool knows Talos up to ${NEWEST_KNOWN_TALOS}; the installer of ${minorOf(target)} may refuse an upgrade from ${versionText(host)} (${versionText(target)} is not in this tool's table)`,
     }
   if (compareCore(host, must(row.minHost)) < 0)
     return { by: 'talos', text: `host version ${versionText(host)} is too old to upgrade to Talos ${versionText(target)}` }
