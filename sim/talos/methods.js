@@ -9,6 +9,7 @@ import { DEFINITIONS, resolveType, notFound } from './resources.js'
 import { startAction } from './events.js'
 import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, servingCsrName, staticPodName } from '../health-faults.js'
 import { ETCD_LEAVE_RETRY } from '../node.js'
+import { ephemeralVolume, memInfo } from './hardware.js'
 
 /** fault kubelet-crashloop without a message: the kubelet's own error for a node IP it does not have (k8s cmd/kubelet/app/server.go) */
 const KUBELET_CRASH_DEFAULT = (ip) =>
@@ -201,6 +202,11 @@ function listResources(sim, node, d) {
       ]
     case 'ExtensionStatus':
       return extensionStatuses(node).map(({ id, layer }) => resource(node, d, id, layer, { owner: 'runtime.ExtensionStatusController' }))
+    // the EPHEMERAL volume once the node runs from its install (talosctl health's disk sizes read it)
+    case 'VolumeStatus': {
+      const ephemeral = ephemeralVolume(node)
+      return ephemeral ? [resource(node, d, 'EPHEMERAL', ephemeral, { owner: 'block.VolumeManagerController' })] : []
+    }
     case 'StaticPodStatus':
       return staticPodStatuses(sim, node).map(({ id, status }) => resource(node, d, id, status, { owner: 'k8s.StaticPodStatusController' }))
     case 'Diagnostic':
@@ -354,6 +360,11 @@ export const METHODS = {
     // each node answers with the Talos it runs (scenario node talosVersion)
     const tag = node.talosVersion
     return { tag, sha: sha(tag), goVersion: GO_VERSION, os: 'linux', arch: 'amd64', features: { rbac: !insecure || node.minor >= 13 } }
+  },
+
+  // /proc/meminfo (v1alpha1_server.go Memory); talosctl memory, talosctl health's memory sizes
+  'machine.Memory'(sim, node) {
+    return { meminfo: memInfo(node) }
   },
 
   'machine.ApplyConfiguration'(sim, node, body, { maintenance }) {
@@ -557,6 +568,7 @@ export const ROLES = {
   'machine.Logs': READ,
   'machine.Events': READ,
   'storage.Disks': READ,
+  'machine.Memory': READ,
   'machine.Read': ['os:admin'],
   'machine.ServiceAction': ['os:admin', 'os:operator'],
   'machine.Reboot': ['os:admin', 'os:operator'],

@@ -52,6 +52,19 @@ export const DEFINITIONS = [
       ['SERIAL', '{.serial}'],
     ],
   ),
+  // pkg/machinery/resources/block/volume_status.go (no aliases: talosctl matches volumestatus/volumestatuses)
+  def(
+    'VolumeStatuses.block.talos.dev',
+    'VolumeStatus',
+    'runtime',
+    ['volumestatus', 'volumestatuses'],
+    [
+      ['TYPE', '{.type}'],
+      ['PHASE', '{.phase}'],
+      ['LOCATION', '{.location}'],
+      ['SIZE', '{.prettySize}'],
+    ],
+  ),
   def('SystemDisks.block.talos.dev', 'SystemDisk', 'runtime', ['systemdisk', 'systemdisks', 'sd', 'sds'], [['DISK', '{.diskID}']]),
   def('Nodenames.kubernetes.talos.dev', 'Nodename', 'k8s', ['nodename', 'nodenames'], [['NODENAME', '{.nodename}']]),
   def('MachineConfigs.config.talos.dev', 'MachineConfig', 'config', ['machineconfig', 'machineconfigs', 'mc', 'mcs'], [], {
