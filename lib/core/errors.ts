@@ -94,6 +94,7 @@ export type ErrorKind =
   | 'control-plane'
   | 'addon'
   | 'diagnostics'
+  | 'hardware'
   | 'cni'
   | 'flux'
   | 'release'

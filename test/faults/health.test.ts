@@ -15,6 +15,8 @@ const CHECKS = [
   'etcd-members-consistent',
   'etcd-members-control-planes',
   'apid-ready',
+  'memory-sizes',
+  'disk-sizes',
   'diagnostics',
   'kubelet-healthy',
   'boot-sequence',
@@ -76,6 +78,9 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         }
         for (const n of all) {
           expect(detail('apid-ready')).toContain(`${n}: answers`)
+          // the simulator's default machine: 4 GiB (MemTotal 100 MiB less), a 100 GB install disk
+          expect(detail('memory-sizes')).toContain(`${n}: 3996 MiB (minimum ${cps.includes(n) ? 1698 : 874} MiB)`)
+          expect(detail('disk-sizes')).toMatch(new RegExp(`${n}: EPHEMERAL /dev/sda6 \\d+ MiB \\(minimum 3932 MiB\\)`))
           expect(detail('diagnostics')).toContain(`${n}: none`)
           expect(detail('kubelet-healthy')).toContain(`${n}: Running, healthy`)
           expect(detail('boot-sequence')).toContain(`${n}: running`)
@@ -100,6 +105,10 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           'health: all control plane static pods to be running: ok (cp-1: kube-apiserver, kube-controller-manager, kube-scheduler running;',
         )
         expect(status.stdout).toContain('health: kube-proxy to report ready: skipped (no kube-proxy DaemonSet')
+        expect(status.stdout).toContain(
+          'health: all nodes memory sizes: ok (cp-1: 3996 MiB (minimum 1698 MiB); cp-2: 3996 MiB (minimum 1698 MiB); cp-3: 3996 MiB (minimum 1698 MiB); wrkr-1: 3996 MiB (minimum 874 MiB))',
+        )
+        expect(status.stdout).toMatch(/health: all nodes disk sizes: ok \(cp-1: EPHEMERAL \/dev\/sda6 \d+ MiB \(minimum 3932 MiB\);/)
         expect(status.stdout).toMatch(
           /health: all k8s nodes to report schedulable: ok \(cp-1: schedulable; cp-2: schedulable; cp-3: schedulable; wrkr-1: schedulable\)/,
         )
@@ -358,6 +367,66 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect((await runInFreshShell(cluster, uncordon)).code).toBe(0)
         await succeeds(cluster, taskOf(step.error?.hint))
       }),
+    HEALTH_ROW_TIMEOUT,
+  )
+
+  it(
+    "a node with less memory than Talos's minimum, another with too small an install disk: each fails at once, named with its figure and minimum",
+    () =>
+      withCluster(
+        '127.250.12',
+        {
+          cps: 1,
+          workers: 1,
+          // MemTotal 800 MiB (900 MiB less what the kernel keeps); 6 GB is 5722 MiB, EPHEMERAL what the Talos partitions leave
+          nodeOverrides: { 'wrkr-1': { memory: '900MiB' }, 'cp-1': { disks: [{ dev: '/dev/sda', size: '6GB', model: 'QEMU HARDDISK' }] } },
+        },
+        async (cluster) => {
+          // a figure no wait changes fails at once: a row that sat out this timeout would time out itself
+          const result = await cluster.task('bootstrap:talos', {}, fastWith('--ready-timeout', '10m'))
+          expect(result.code).toBe(1)
+          const report = cluster.report()
+          const memory = failedStep(report, 'memory-sizes')
+          expect(memory.error?.message).toBe(
+            'wrkr-1 (127.250.12.21) does not meet memory requirements: expected at least 874 MiB for a worker, actual 800 MiB (MemTotal)',
+          )
+          const worker = nodeIn(report, 'wait-ready', 'wrkr-1')
+          expect(worker.error?.kind).toBe('hardware')
+          expect(worker.error?.hint).toContain('give wrkr-1 more memory: a worker needs at least 1 GiB of RAM')
+          const disk = failedStep(report, 'disk-sizes')
+          expect(disk.error?.message).toMatch(
+            /^the ephemeral partition \/dev\/sda6 of cp-1 \(127\.250\.12\.11\) is too small: expected at least 3932 MiB, actual 3519 MiB \(on \/dev\/sda\)$/,
+          )
+          const cp = nodeIn(report, 'wait-ready', 'cp-1')
+          expect(cp.error?.kind).toBe('hardware')
+          expect(cp.error?.hint).toContain('Talos needs an install disk of at least 6 GiB')
+          expect(cp.error?.hint).toMatch(/bootstrap:node CLUSTER_DIR=\S+ NODE=cp-1 RESET=true -- --yes$/)
+          // the hints' commands, as printed, show the figures
+          const free = /`(talosctl [^`]* memory)`/.exec(worker.error?.hint ?? '')?.[1] ?? 'false'
+          const shown = await runInFreshShell(cluster, free)
+          expect(shown.code, shown.stderr).toBe(0)
+          expect(shown.stdout).toMatch(/^127\.250\.12\.21\s+800\s/m)
+          const disks = /`(talosctl [^`]* get disks)`/.exec(cp.error?.hint ?? '')?.[1] ?? 'false'
+          const listed = await runInFreshShell(cluster, disks)
+          expect(listed.code, listed.stderr).toBe(0)
+          expect(listed.stdout).toMatch(/\bsda\b.*\b6(?:\.0)? GB\b/)
+          // the real talosctl health fails the same two checks, in Talos's words
+          const health = await runInFreshShell(
+            cluster,
+            free.replace(/ -e \S+ -n \S+ memory$/, ' -e 127.250.12.11 -n 127.250.12.11 health --wait-timeout 3s'),
+          )
+          expect(health.code).not.toBe(0)
+          expect(health.stderr).toContain(
+            'waiting for all nodes memory sizes: 1 error occurred:\n\t* node "127.250.12.21" does not meet memory requirements: expected at least 874 MiB, actual 800 MiB',
+          )
+          // bootstrap:status shows both
+          const status = await cluster.task('bootstrap:status')
+          expect(status.stdout).toContain(
+            'health: all nodes memory sizes: failed (wrkr-1 (127.250.12.21) does not meet memory requirements',
+          )
+          expect(status.stdout).toContain('health: all nodes disk sizes: failed (the ephemeral partition /dev/sda6 of cp-1')
+        },
+      ),
     HEALTH_ROW_TIMEOUT,
   )
 

@@ -105,6 +105,8 @@ export class HealthReads {
       () => this.services(this.cps, 'etcd'),
       () => this.etcdMembers(),
       () => this.machines(),
+      () => this.memory(),
+      () => this.resources(this.ctx.nodes, 'volumestatus'),
       () => this.resources(this.ctx.nodes, 'diagnostics'),
       () => this.services(this.ctx.nodes, 'kubelet'),
       () => this.kubeNodes(),
@@ -140,6 +142,10 @@ export class HealthReads {
   }
   machines(): Promise<Map<string, NodeAnswer<MachineStatus>>> {
     return this.shared('machinestatus', () => this.ctx.talosctl.machineStatuses(this.ordered(this.ctx.nodes), this.via()))
+  }
+  /** each node's MemTotal (kB) */
+  memory(): Promise<Map<string, NodeAnswer<number>>> {
+    return this.shared('memory', () => this.ctx.talosctl.memoryTotals(this.ctx.nodes, this.via()))
   }
   etcdMembers(): Promise<Map<string, NodeAnswer<EtcdMember[]>>> {
     return this.shared('etcd-members', () => this.ctx.talosctl.etcdMemberLists(this.cps))
@@ -384,6 +390,76 @@ export const HEALTH_CHECKS: HealthCheck[] = [
           message: `apid on ${r.node} does not answer: ${r.text}`,
           hint: hintFor('unreachable', node),
         })),
+      }
+    },
+  },
+  {
+    name: 'memory-sizes',
+    title: 'all nodes memory sizes',
+    run: async (h) => {
+      const answers = await h.memory()
+      const results = h.ctx.nodes.map((n) => {
+        const { value, text } = answerOf(answers, n)
+        if (value === undefined) return bad(n.name, text ?? '?')
+        const total = Math.floor(value / 1024)
+        const minimum = MEMORY_MINIMUM_MIB[n.role]
+        return total >= minimum
+          ? ok(n.name, `${total} MiB (minimum ${minimum} MiB)`)
+          : bad(n.name, `${total} MiB, less than the ${minimum} MiB a ${roleText(n)} needs`)
+      })
+      return {
+        results,
+        failures: failuresOf(results, h.ctx.nodes, (r, node) => {
+          const total = answerOf(answers, node).value
+          if (total === undefined)
+            return {
+              node: r.node,
+              kind: 'unreachable',
+              message: `memory of ${r.node} not readable: ${r.text}`,
+              hint: hintFor('unreachable', node),
+            }
+          return {
+            node: r.node,
+            kind: 'hardware',
+            message: `${r.node} (${node.address}) does not meet memory requirements: expected at least ${MEMORY_MINIMUM_MIB[node.role]} MiB for a ${roleText(node)}, actual ${Math.floor(total / 1024)} MiB (MemTotal)`,
+            hint: memoryHint(node),
+            // no wait adds memory
+            permanent: true,
+          }
+        }),
+      }
+    },
+  },
+  {
+    name: 'disk-sizes',
+    title: 'all nodes disk sizes',
+    run: async (h) => {
+      const answers = await h.resources(h.ctx.nodes, 'volumestatus')
+      const results = h.ctx.nodes.map((n) => {
+        const { value, text } = answerOf(answers, n)
+        if (!value) return bad(n.name, text ?? '?')
+        const ephemeral = ephemeralOf(value)
+        if (!ephemeral) return bad(n.name, 'no EPHEMERAL volume yet')
+        const size = Math.floor(ephemeral.size / MiB)
+        return size >= EPHEMERAL_MINIMUM_MIB
+          ? ok(n.name, `EPHEMERAL ${ephemeral.location} ${size} MiB (minimum ${EPHEMERAL_MINIMUM_MIB} MiB)`)
+          : bad(n.name, `EPHEMERAL ${ephemeral.location} ${size} MiB, less than ${EPHEMERAL_MINIMUM_MIB} MiB`)
+      })
+      return {
+        results,
+        failures: failuresOf(results, h.ctx.nodes, (r, node) => {
+          const ephemeral = ephemeralOf(answerOf(answers, node).value ?? [])
+          if (!ephemeral)
+            return { node: r.node, kind: 'stuck', message: `the EPHEMERAL volume of ${r.node}: ${r.text}`, hint: hintFor('stuck', node) }
+          return {
+            node: r.node,
+            kind: 'hardware',
+            message: `the ephemeral partition ${ephemeral.location} of ${r.node} (${node.address}) is too small: expected at least ${EPHEMERAL_MINIMUM_MIB} MiB, actual ${Math.floor(ephemeral.size / MiB)} MiB (on ${ephemeral.parentLocation || 'its system disk'})`,
+            hint: diskHint(node, ephemeral.parentLocation),
+            // no wait grows a disk
+            permanent: true,
+          }
+        }),
       }
     },
   },
@@ -703,6 +779,41 @@ export const HEALTH_CHECKS: HealthCheck[] = [
     },
   },
 ]
+
+const MiB = 1024 * 1024
+
+/**
+ * The minimum MemTotal per machine type (siderolabs/talos pkg/minimal/limits.go Memory: 1848 MiB on a
+ * control plane, 1 GiB on a worker, each less 150 MiB for the kernel), as `talosctl health` holds them.
+ */
+const MEMORY_MINIMUM_MIB: Record<ClusterNode['role'], number> = { controlplane: 1848 - 150, worker: 1024 - 150 }
+
+/**
+ * The smallest EPHEMERAL (pkg/cluster/check/nodes.go AllNodesDiskSizes): minimal.DiskSize() (6 GiB)
+ * less the UKI EFI partition (2101 MiB), STATE (100 MiB), META (1 MiB) and 10 MiB of GPT overhead.
+ */
+const EPHEMERAL_MINIMUM_MIB = 6 * 1024 - (2101 + 100 + 1 + 10)
+
+const roleText = (node: ClusterNode): string => (node.role === 'controlplane' ? 'control plane' : 'worker')
+
+/** a node's VolumeStatus EPHEMERAL among its volumes (pkg/machinery/resources/block/volume_status.go) */
+function ephemeralOf(volumes: unknown[]): { location: string; parentLocation: string; size: number } | undefined {
+  const doc = volumes.find((v) => (v as { metadata?: { id?: string } }).metadata?.id === 'EPHEMERAL') as
+    { spec?: { location?: string; parentLocation?: string; size?: number | string } } | undefined
+  if (!doc?.spec?.size) return undefined
+  return { location: doc.spec.location ?? '?', parentLocation: doc.spec.parentLocation ?? '', size: Number(doc.spec.size) }
+}
+
+/** a node short of memory: more RAM (Talos's minimum and recommendation for its type), then wait-ready */
+function memoryHint(node: ClusterNode): string {
+  const ram = node.role === 'controlplane' ? 'at least 1848 MiB of RAM (4 GiB recommended)' : 'at least 1 GiB of RAM (2 GiB recommended)'
+  return `give ${node.name} more memory: a ${roleText(node)} needs ${ram}, and MemTotal is the RAM less what the kernel keeps; add memory to the machine (or its VM) and boot it again, check with \`${talosctlCommand(node, 'memory')}\`, then run: ${taskCommand('bootstrap:wait-ready')}`
+}
+
+/** an install disk too small for EPHEMERAL: Talos on a larger disk (a reinstall), then the node again */
+function diskHint(node: ClusterNode, disk: string): string {
+  return `Talos needs an install disk of at least 6 GiB (EPHEMERAL gets what its own partitions leave${disk ? ` on ${disk}` : ''}): list ${node.name}'s disks (\`${talosctlCommand(node, 'get disks')}\`), set machine.install.disk (or machine.install.diskSelector) in ${node.configFile} to a larger one (or lift a VolumeConfig EPHEMERAL maxSize that limits it), then wipe and reinstall the node: ${taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])}`
+}
 
 /** who set spec.unschedulable, by the Node's managed fields (kubectl cordon: kubectl-cordon) */
 function cordonedBy(node: KubeObject): string {
