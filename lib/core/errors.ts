@@ -124,3 +124,19 @@ export class NodeError extends Error {
     return isTransient(this.kind)
   }
 }
+
+/**
+ * A cluster step's failure that found several nodes wrong: the step's own error (every cause), and
+ * each node's own kind, message and hint (the nodes it blocks fail with theirs, not the first's).
+ */
+export class StepError extends NodeError {
+  constructor(
+    kind: ErrorKind,
+    message: string,
+    hint: string,
+    readonly perNode: ReadonlyMap<string, { kind: ErrorKind; message: string; hint: string }>,
+  ) {
+    super(kind, message, hint)
+    this.name = 'StepError'
+  }
+}

@@ -377,9 +377,13 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         '127.250.12',
         {
           cps: 1,
-          workers: 1,
+          workers: 2,
           // MemTotal 800 MiB (900 MiB less what the kernel keeps); 6 GB is 5722 MiB, EPHEMERAL what the Talos partitions leave
-          nodeOverrides: { 'wrkr-1': { memory: '900MiB' }, 'cp-1': { disks: [{ dev: '/dev/sda', size: '6GB', model: 'QEMU HARDDISK' }] } },
+          nodeOverrides: {
+            'wrkr-1': { memory: '900MiB' },
+            'wrkr-2': { memory: '900MiB' },
+            'cp-1': { disks: [{ dev: '/dev/sda', size: '6GB', model: 'QEMU HARDDISK' }] },
+          },
         },
         async (cluster) => {
           // a figure no wait changes fails at once: a row that sat out this timeout would time out itself
@@ -388,11 +392,23 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           const report = cluster.report()
           const memory = failedStep(report, 'memory-sizes')
           expect(memory.error?.message).toBe(
-            'wrkr-1 (127.250.12.21) does not meet memory requirements: expected at least 874 MiB for a worker, actual 800 MiB (MemTotal)',
+            'wrkr-1 (127.250.12.21) does not meet memory requirements: expected at least 874 MiB for a worker, actual 800 MiB (MemTotal); ' +
+              'wrkr-2 (127.250.12.22) does not meet memory requirements: expected at least 874 MiB for a worker, actual 800 MiB (MemTotal)',
           )
-          const worker = nodeIn(report, 'wait-ready', 'wrkr-1')
-          expect(worker.error?.kind).toBe('hardware')
-          expect(worker.error?.hint).toContain('give wrkr-1 more memory: a worker needs at least 1 GiB of RAM')
+          // each node failed with its own cause and a hint that names it, not the first node's
+          for (const [name, ip] of [
+            ['wrkr-1', '127.250.12.21'],
+            ['wrkr-2', '127.250.12.22'],
+          ] as const) {
+            const own = nodeIn(report, 'wait-ready', name)
+            expect(own.error?.kind).toBe('hardware')
+            expect(own.error?.message).toBe(
+              `memory-sizes: ${name} (${ip}) does not meet memory requirements: expected at least 874 MiB for a worker, actual 800 MiB (MemTotal)`,
+            )
+            expect(own.error?.hint).toContain(`give ${name} more memory: a worker needs at least 1 GiB of RAM`)
+            expect(own.error?.hint).toContain(`-e ${ip} -n ${ip} memory\``)
+          }
+          const worker = nodeIn(report, 'wait-ready', 'wrkr-2')
           const disk = failedStep(report, 'disk-sizes')
           expect(disk.error?.message).toMatch(
             /^the ephemeral partition \/dev\/sda6 of cp-1 \(127\.250\.12\.11\) is too small: expected at least 3932 MiB, actual 3519 MiB \(on \/dev\/sda\)$/,
@@ -405,7 +421,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           const free = /`(talosctl [^`]* memory)`/.exec(worker.error?.hint ?? '')?.[1] ?? 'false'
           const shown = await runInFreshShell(cluster, free)
           expect(shown.code, shown.stderr).toBe(0)
-          expect(shown.stdout).toMatch(/^127\.250\.12\.21\s+800\s/m)
+          expect(shown.stdout).toMatch(/^127\.250\.12\.22\s+800\s/m)
           const disks = /`(talosctl [^`]* get disks)`/.exec(cp.error?.hint ?? '')?.[1] ?? 'false'
           const listed = await runInFreshShell(cluster, disks)
           expect(listed.code, listed.stderr).toBe(0)
@@ -417,7 +433,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           )
           expect(health.code).not.toBe(0)
           expect(health.stderr).toContain(
-            'waiting for all nodes memory sizes: 1 error occurred:\n\t* node "127.250.12.21" does not meet memory requirements: expected at least 874 MiB, actual 800 MiB',
+            'waiting for all nodes memory sizes: 2 errors occurred:\n\t* node "127.250.12.21" does not meet memory requirements: expected at least 874 MiB, actual 800 MiB\n\t* node "127.250.12.22" does not meet memory requirements: expected at least 874 MiB, actual 800 MiB',
           )
           // bootstrap:status shows both
           const status = await cluster.task('bootstrap:status')
