@@ -7,7 +7,7 @@ import { stringify } from 'yaml'
 import { rpc } from './errors.js'
 import { DEFINITIONS, resolveType, notFound } from './resources.js'
 import { startAction } from './events.js'
-import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, servingCsrName, staticPodName } from '../health-faults.js'
+import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, staticPodName } from '../health-faults.js'
 import { ETCD_LEAVE_RETRY } from '../node.js'
 import { ephemeralVolume, memInfo } from './hardware.js'
 
@@ -209,15 +209,13 @@ function listResources(sim, node, d) {
     }
     case 'StaticPodStatus':
       return staticPodStatuses(sim, node).map(({ id, status }) => resource(node, d, id, status, { owner: 'k8s.StaticPodStatusController' }))
-    case 'Diagnostic':
-      // controllers/runtime/diagnostics: kubelet-csr while the node's serving CSR is Pending (fault kubelet-serving-csr)
-      return sim.kubeletCsrPending?.(node)
-        ? [
-            resource(node, d, 'kubelet-csr', kubeletCsrDiagnostic(node.ip, servingCsrName(node.name)), {
-              owner: 'runtime.DiagnosticsController',
-            }),
-          ]
+    // controllers/runtime/diagnostics: kubelet-csr while the node's serving CSRs are Pending (fault kubelet-serving-csr)
+    case 'Diagnostic': {
+      const pending = sim.pendingServingCsrs?.(node) ?? []
+      return pending.length
+        ? [resource(node, d, 'kubelet-csr', kubeletCsrDiagnostic(node.ip, pending), { owner: 'runtime.DiagnosticsController' })]
         : []
+    }
     case 'Version':
       return [resource(node, d, 'version', { name: 'Talos', version: node.talosVersion })]
     case 'Member': {

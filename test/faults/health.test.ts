@@ -294,29 +294,65 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
   )
 
   it(
-    'a kubelet serving CSR never approved: the node is Ready, the kubelet-csr diagnostic names it',
+    'kubelet serving CSRs never approved on two workers: each Ready, each named by the kubelet-csr diagnostic, each hint approving its own CSR verbatim',
     () =>
-      withCluster('127.250.8', { cps: 1, workers: 1, faults: [{ node: 'wrkr-1', kind: 'kubelet-serving-csr' }] }, async (cluster) => {
-        const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
-        expect(result.code).toBe(1)
-        const report = cluster.report()
-        const step = failedStep(report, 'diagnostics')
-        expect(step.error?.message).toMatch(
-          /Talos diagnostics on wrkr-1: kubelet-csr: kubelet server certificate rotation is enabled, but CSR is not approved \(.*pending CSRs: csr-\w+\)/,
-        )
-        expect(nodeIn(report, 'wait-ready', 'wrkr-1').error?.kind).toBe('diagnostics')
-        expect(nodeIn(report, 'wait-ready', 'cp-1').status).toBe('ok')
-        const nodes = await cluster.kubectl(['get', 'nodes', '--no-headers'])
-        expect(nodes.stdout).toMatch(/^wrkr-1\s+Ready/m)
-        // the hint's list, as printed, shows the node's pending CSR; `kubectl certificate approve` sends a
-        // protobuf body the simulator does not decode: the approval stands as the fault cleared
-        const list = /`(kubectl [^`]* get csr)`/.exec(step.error?.hint ?? '')?.[1] ?? 'false'
-        const csrs = await runInFreshShell(cluster, list)
-        const csr = /`kubectl [^`]* certificate approve (csr-\w+)`/.exec(step.error?.hint ?? '')?.[1] ?? 'none'
-        expect(csrs.stdout, csrs.stderr).toContain(csr)
-        cluster.sim.clearFault('wrkr-1', 'kubelet-serving-csr')
-        await succeeds(cluster, taskOf(step.error?.hint))
-      }),
+      withCluster(
+        '127.250.8',
+        {
+          cps: 1,
+          workers: 2,
+          faults: [
+            { node: 'wrkr-1', kind: 'kubelet-serving-csr' },
+            { node: 'wrkr-2', kind: 'kubelet-serving-csr' },
+          ],
+        },
+        async (cluster) => {
+          const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
+          expect(result.code).toBe(1)
+          const report = cluster.report()
+          const step = failedStep(report, 'diagnostics')
+          for (const name of ['wrkr-1', 'wrkr-2'])
+            expect(step.error?.message).toMatch(
+              new RegExp(
+                `Talos diagnostics on ${name}: kubelet-csr: kubelet server certificate rotation is enabled, but CSR is not approved \\(.*pending CSRs: csr-\\w+\\)`,
+              ),
+            )
+          expect(nodeIn(report, 'wait-ready', 'cp-1').status).toBe('ok')
+          const nodes = await cluster.kubectl(['get', 'nodes', '--no-headers'])
+          expect(nodes.stdout).toMatch(/^wrkr-1\s+Ready/m)
+          expect(nodes.stdout).toMatch(/^wrkr-2\s+Ready/m)
+          // the API's serving CSRs: who asked for each
+          const listed = await cluster.kubectl([
+            'get',
+            'csr',
+            '-o',
+            'jsonpath={range .items[*]}{.metadata.name}={.spec.username}{"\\n"}{end}',
+          ])
+          const requester = new Map(
+            listed.stdout
+              .trim()
+              .split('\n')
+              .map((l) => l.split('=') as [string, string]),
+          )
+          const approvals: string[] = []
+          for (const name of ['wrkr-1', 'wrkr-2']) {
+            const failed = nodeIn(report, 'wait-ready', name)
+            expect(failed.error?.kind).toBe('diagnostics')
+            // its own hint: its own pending CSR, requested by its own kubelet
+            const approve = /`(kubectl [^`]* certificate approve (csr-\w+))`/.exec(failed.error?.hint ?? '')
+            expect(approve?.[2] && requester.get(approve[2]), failed.error?.hint).toBe(`system:node:${name}`)
+            // the hint's list, as printed, shows it
+            const list = /`(kubectl [^`]* get csr [^`]*)`/.exec(failed.error?.hint ?? '')?.[1] ?? 'false'
+            const csrs = await runInFreshShell(cluster, list)
+            expect(csrs.code, csrs.stderr).toBe(0)
+            expect(csrs.stdout).toMatch(new RegExp(`^${approve?.[2] ?? 'none'}\\s.*Pending`, 'm'))
+            approvals.push(approve?.[1] ?? 'false')
+          }
+          // approved as printed (the fault stays: no approver runs), the diagnostics clear and the task finishes
+          for (const command of approvals) await succeeds(cluster, command)
+          await succeeds(cluster, taskOf(nodeIn(report, 'wait-ready', 'wrkr-2').error?.hint))
+        },
+      ),
     HEALTH_ROW_TIMEOUT,
   )
 

@@ -170,6 +170,12 @@ export class HealthReads {
       this.ctx.kubectl.list('events', { namespace: 'kube-system', fieldSelector: 'type=Warning' }).catch(() => []),
     )
   }
+  /** the kubelets' serving CSRs (signer kubernetes.io/kubelet-serving: a field the API selects on) */
+  servingCsrs(): Promise<KubeObject[]> {
+    return this.shared('serving-csrs', () =>
+      this.ctx.kubectl.list('certificatesigningrequests', { fieldSelector: 'spec.signerName=kubernetes.io/kubelet-serving' }),
+    )
+  }
   kubeProxy(): Promise<KubeObject | undefined> {
     return this.shared('kube-proxy', () => this.ctx.kubectl.get('daemonset', 'kube-proxy', 'kube-system'))
   }
@@ -477,13 +483,15 @@ export const HEALTH_CHECKS: HealthCheck[] = [
         })
         return found.length ? bad(n.name, found.join('; ')) : ok(n.name, 'none')
       })
+      // a kubelet-csr diagnostic: the node's pending serving CSRs as the API lists them (the diagnostic's own list otherwise)
+      const csrs = results.some((r) => !r.ok && /kubelet-csr/.test(r.text)) ? await h.servingCsrs().catch(() => undefined) : undefined
       return {
         results,
         failures: failuresOf(results, h.ctx.nodes, (r, node) => ({
           node: r.node,
           kind: 'diagnostics',
           message: `Talos diagnostics on ${r.node}: ${r.text}`,
-          hint: diagnosticHint(node, r.text),
+          hint: diagnosticHint(node, r.text, csrs && pendingServingCsrs(csrs, node)),
         })),
       }
     },
@@ -869,15 +877,34 @@ async function podsPerNode(h: HealthReads, what: string, selects: (p: KubeObject
   return { results, failures }
 }
 
-/** kubelet-csr: the node's serving CSR waits for an approver; address-overlap and the rest: read them */
-function diagnosticHint(node: ClusterNode, text: string): string {
+/**
+ * A node's kubelet serving CSRs nobody approved or denied, by name: signer kubernetes.io/kubelet-serving,
+ * requested as system:node:<node> (what Talos's kubelet-csr diagnostic lists, kubelet_csr_not_approved.go)
+ */
+function pendingServingCsrs(csrs: KubeObject[], node: ClusterNode): string[] {
+  return csrs
+    .filter((c) => {
+      const spec = c.spec as { signerName?: string; username?: string } | undefined
+      const decided = (c.status?.conditions ?? []).some((x) => x.type === 'Approved' || x.type === 'Denied')
+      return spec?.signerName === 'kubernetes.io/kubelet-serving' && spec.username === `system:node:${kubeNodeName(node)}` && !decided
+    })
+    .map((c) => c.metadata.name)
+    .sort()
+}
+
+/**
+ * kubelet-csr: the node's serving CSRs wait for an approver, named as the API lists them (`listed`),
+ * else as the diagnostic does; address-overlap and the rest: read them
+ */
+function diagnosticHint(node: ClusterNode, text: string, listed: string[] | undefined): string {
   if (/kubelet-csr/.test(text)) {
     // the diagnostic names the pending CSRs (`pending CSRs: csr-a, csr-b`)
-    const pending = /pending CSRs: ([\w.-]+(?:, [\w.-]+)*)/.exec(text)?.[1]?.split(', ') ?? []
+    const pending = listed?.length ? listed : (/pending CSRs: ([\w.-]+(?:, [\w.-]+)*)/.exec(text)?.[1]?.split(', ') ?? [])
+    const see = `\`${kubectlCommand(`get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving`)}\``
     const approve = pending.length
-      ? `\`${kubectlCommand(`certificate approve ${pending.join(' ')}`)}\``
-      : `\`${kubectlCommand('certificate approve <name>')}\` for each`
-    return `the kubelet's serving certificate CSR is not approved (rotate-server-certificates without an approver): see them (\`${kubectlCommand('get csr')}\`), approve ${node.name}'s (${approve}) or install an approver (kubelet-serving-cert-approver), then run: ${taskCommand('bootstrap:wait-ready')}`
+      ? `approve ${node.name}'s: \`${kubectlCommand(`certificate approve ${pending.join(' ')}`)}\``
+      : `approve ${node.name}'s (requested by system:node:${kubeNodeName(node)}) by name`
+    return `the kubelet's serving certificate CSR is not approved (rotate-server-certificates without an approver): see them (${see}), ${approve}, or install an approver (kubelet-serving-cert-approver); then run: ${taskCommand('bootstrap:wait-ready')}`
   }
   return hintFor('diagnostics', node)
 }
