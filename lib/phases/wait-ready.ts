@@ -368,7 +368,6 @@ function checkDetail(result: CheckResult): string {
 function checkError(failures: CheckFailure[], waited: string | undefined): StepError {
   const first = failures[0] as CheckFailure
   const within = (text: string): string => (waited ? `not healthy within ${waited}: ${text}` : text)
-  const unique = (hints: string[]): string[] => [...new Set(hints)]
   const perNode = new Map<string, { kind: ErrorKind; message: string; hint: string }>()
   for (const node of unique(failures.flatMap((f) => (f.node ? [f.node] : [])))) {
     const own = failures.filter((f) => f.node === node)
@@ -379,14 +378,31 @@ function checkError(failures: CheckFailure[], waited: string | undefined): StepE
     })
   }
   const hints = unique(failures.map((f) => f.hint))
-  const hint =
-    hints.length === 1
-      ? first.hint
-      : [
-          ...unique(failures.filter((f) => !f.node).map((f) => f.hint)),
-          ...[...perNode].map(([node, own]) => `for ${node}: ${own.hint}`),
-        ].join(' | ')
-  return new StepError(first.kind, within(failures.map((f) => f.message).join('; ')), hint, perNode)
+  const parts = [
+    ...unique(failures.filter((f) => !f.node).map((f) => f.hint)),
+    ...[...perNode].map(([node, own]) => `for ${node}: ${own.hint}`),
+  ]
+  return new StepError(
+    first.kind,
+    within(failures.map((f) => f.message).join('; ')),
+    hints.length === 1 ? first.hint : joinHints(parts),
+    perNode,
+  )
+}
+
+/** a hint's last `then run: task …` (its own task, after the commands that fix the cause) */
+const THEN_RUN = /[,;]? then run: (task (?:(?! then run: ).)*)$/
+
+/** several hints as one: the task they all end with (`then run: task …`) said once, at the end */
+function joinHints(hints: string[]): string {
+  const tasks = unique(hints.map((h) => THEN_RUN.exec(h)?.[1]))
+  const task = tasks.length === 1 ? tasks[0] : undefined
+  if (!task) return hints.join(' | ')
+  return `${hints.map((h) => h.replace(THEN_RUN, '')).join('; ')}; then run: ${task}`
+}
+
+function unique<T>(items: T[]): T[] {
+  return [...new Set(items)]
 }
 
 /**

@@ -349,8 +349,11 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
             approvals.push(approve?.[1] ?? 'false')
           }
           // approved as printed (the fault stays: no approver runs), the diagnostics clear and the task finishes
+          // the step's hint: each node's own approval, the task said once at its end
+          for (const command of approvals) expect(step.error?.hint).toContain(command)
+          expect(taskOf(step.error?.hint)).toBe(taskOf(nodeIn(report, 'wait-ready', 'wrkr-2').error?.hint))
           for (const command of approvals) await succeeds(cluster, command)
-          await succeeds(cluster, taskOf(nodeIn(report, 'wait-ready', 'wrkr-2').error?.hint))
+          await succeeds(cluster, taskOf(step.error?.hint))
         },
       ),
     HEALTH_ROW_TIMEOUT,
