@@ -399,76 +399,36 @@ export const HEALTH_CHECKS: HealthCheck[] = [
       }
     },
   },
-  {
-    name: 'memory-sizes',
-    title: 'all nodes memory sizes',
-    run: async (h) => {
-      const answers = await h.memory()
-      const results = h.ctx.nodes.map((n) => {
-        const { value, text } = answerOf(answers, n)
-        if (value === undefined) return bad(n.name, text ?? '?')
-        const total = Math.floor(value / 1024)
-        const minimum = MEMORY_MINIMUM_MIB[n.role]
-        return total >= minimum
-          ? ok(n.name, `${total} MiB (minimum ${minimum} MiB)`)
-          : bad(n.name, `${total} MiB, less than the ${minimum} MiB a ${roleText(n)} needs`)
-      })
+  minimumCheck(
+    'memory-sizes',
+    'all nodes memory sizes',
+    (h) => h.memory(),
+    (kB, node) => ({ what: '', mib: Math.floor(kB / 1024), minimum: MEMORY_MINIMUM_MIB[node.role] }),
+    (node, m) => ({
+      message: `${node.name} (${node.address}) does not meet memory requirements: expected at least ${m.minimum} MiB for a ${roleText(node)}, actual ${m.mib} MiB (MemTotal)`,
+      hint: memoryHint(node),
+    }),
+  ),
+  minimumCheck(
+    'disk-sizes',
+    'all nodes disk sizes',
+    (h) => h.resources(h.ctx.nodes, 'volumestatus'),
+    (volumes) => {
+      const ephemeral = ephemeralOf(volumes)
+      if (!ephemeral) return 'no EPHEMERAL volume yet'
       return {
-        results,
-        failures: failuresOf(results, h.ctx.nodes, (r, node) => {
-          const total = answerOf(answers, node).value
-          if (total === undefined)
-            return {
-              node: r.node,
-              kind: 'unreachable',
-              message: `memory of ${r.node} not readable: ${r.text}`,
-              hint: hintFor('unreachable', node),
-            }
-          return {
-            node: r.node,
-            kind: 'hardware',
-            message: `${r.node} (${node.address}) does not meet memory requirements: expected at least ${MEMORY_MINIMUM_MIB[node.role]} MiB for a ${roleText(node)}, actual ${Math.floor(total / 1024)} MiB (MemTotal)`,
-            hint: memoryHint(node),
-            // no wait adds memory
-            permanent: true,
-          }
-        }),
+        what: `EPHEMERAL ${ephemeral.location} `,
+        mib: Math.floor(ephemeral.size / MiB),
+        minimum: EPHEMERAL_MINIMUM_MIB,
+        location: ephemeral.location,
+        on: ephemeral.parentLocation,
       }
     },
-  },
-  {
-    name: 'disk-sizes',
-    title: 'all nodes disk sizes',
-    run: async (h) => {
-      const answers = await h.resources(h.ctx.nodes, 'volumestatus')
-      const results = h.ctx.nodes.map((n) => {
-        const { value, text } = answerOf(answers, n)
-        if (!value) return bad(n.name, text ?? '?')
-        const ephemeral = ephemeralOf(value)
-        if (!ephemeral) return bad(n.name, 'no EPHEMERAL volume yet')
-        const size = Math.floor(ephemeral.size / MiB)
-        return size >= EPHEMERAL_MINIMUM_MIB
-          ? ok(n.name, `EPHEMERAL ${ephemeral.location} ${size} MiB (minimum ${EPHEMERAL_MINIMUM_MIB} MiB)`)
-          : bad(n.name, `EPHEMERAL ${ephemeral.location} ${size} MiB, less than ${EPHEMERAL_MINIMUM_MIB} MiB`)
-      })
-      return {
-        results,
-        failures: failuresOf(results, h.ctx.nodes, (r, node) => {
-          const ephemeral = ephemeralOf(answerOf(answers, node).value ?? [])
-          if (!ephemeral)
-            return { node: r.node, kind: 'stuck', message: `the EPHEMERAL volume of ${r.node}: ${r.text}`, hint: hintFor('stuck', node) }
-          return {
-            node: r.node,
-            kind: 'hardware',
-            message: `the ephemeral partition ${ephemeral.location} of ${r.node} (${node.address}) is too small: expected at least ${EPHEMERAL_MINIMUM_MIB} MiB, actual ${Math.floor(ephemeral.size / MiB)} MiB (on ${ephemeral.parentLocation || 'its system disk'})`,
-            hint: diskHint(node, ephemeral.parentLocation),
-            // no wait grows a disk
-            permanent: true,
-          }
-        }),
-      }
-    },
-  },
+    (node, m) => ({
+      message: `the ephemeral partition ${m.location} of ${node.name} (${node.address}) is too small: expected at least ${m.minimum} MiB, actual ${m.mib} MiB (on ${m.on || 'its system disk'})`,
+      hint: diskHint(node, m.on ?? ''),
+    }),
+  ),
   {
     name: 'diagnostics',
     title: 'no diagnostics',
@@ -821,6 +781,63 @@ function memoryHint(node: ClusterNode): string {
 /** an install disk too small for EPHEMERAL: Talos on a larger disk (a reinstall), then the node again */
 function diskHint(node: ClusterNode, disk: string): string {
   return `Talos needs an install disk of at least 6 GiB (EPHEMERAL gets what its own partitions leave${disk ? ` on ${disk}` : ''}): list ${node.name}'s disks (\`${talosctlCommand(node, 'get disks')}\`), set machine.install.disk (or machine.install.diskSelector) in ${node.configFile} to a larger one (or lift a VolumeConfig EPHEMERAL maxSize that limits it), then wipe and reinstall the node: ${taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])}`
+}
+
+/** one node's figure against Talos's minimum for it (MiB); `what` leads its text; a partition's location and its disk */
+interface Measured {
+  what: string
+  mib: number
+  minimum: number
+  location?: string
+  on?: string
+}
+
+/**
+ * A figure of each node against Talos's minimum for it (`talosctl health`'s memory and disk sizes):
+ * a node below it fails at once (no wait adds memory or grows a disk), kind hardware; a figure not
+ * there yet (`measure` says why) is waited for.
+ */
+function minimumCheck<T>(
+  name: string,
+  title: string,
+  read: (h: HealthReads) => Promise<Map<string, NodeAnswer<T>>>,
+  measure: (value: T, node: ClusterNode) => Measured | string,
+  tooSmall: (node: ClusterNode, m: Measured) => { message: string; hint: string },
+): HealthCheck {
+  return {
+    name,
+    title,
+    run: async (h) => {
+      const answers = await read(h)
+      const measured = new Map<string, Measured | string>()
+      const results = h.ctx.nodes.map((n) => {
+        const { value, text } = answerOf(answers, n)
+        if (value === undefined) return bad(n.name, text ?? '?')
+        const m = measure(value, n)
+        measured.set(n.name, m)
+        if (typeof m === 'string') return bad(n.name, m)
+        return m.mib >= m.minimum
+          ? ok(n.name, `${m.what}${m.mib} MiB (minimum ${m.minimum} MiB)`)
+          : bad(n.name, `${m.what}${m.mib} MiB, less than ${m.minimum} MiB`)
+      })
+      return {
+        results,
+        failures: failuresOf(results, h.ctx.nodes, (r, node): CheckFailure => {
+          const m = measured.get(node.name)
+          if (m === undefined)
+            return {
+              node: r.node,
+              kind: 'unreachable',
+              message: `${title}: ${r.node} not readable: ${r.text}`,
+              hint: hintFor('unreachable', node),
+            }
+          if (typeof m === 'string')
+            return { node: r.node, kind: 'stuck', message: `${title}: ${r.node}: ${m}`, hint: hintFor('stuck', node) }
+          return { node: r.node, kind: 'hardware', ...tooSmall(node, m), permanent: true }
+        }),
+      }
+    },
+  }
 }
 
 /** who set spec.unschedulable, by the Node's managed fields (kubectl cordon: kubectl-cordon) */
