@@ -428,6 +428,8 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           // a figure no wait changes fails at once: a row that sat out this timeout would time out itself
           const result = await cluster.task('bootstrap:talos', {}, fastWith('--ready-timeout', '10m'))
           expect(result.code).toBe(1)
+          // preflight said so before the install
+          expect(result.stderr).toContain("only 6 GB, under Talos's minimum of 6 GiB")
           const report = cluster.report()
           const memory = failedStep(report, 'memory-sizes')
           expect(memory.error?.message).toBe(

@@ -242,7 +242,7 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     expect((await kubectl('delete', 'deployment', 'pulled')).code).toBe(0)
   })
 
-  it('a worker cut off the network: its kubelet reaches no API server, the node-lifecycle controller marks it Unknown; back, Ready again, its serving CSR (kubelet-serving-csr) left Pending', async () => {
+  it('a worker cut off the network: its kubelet reaches no API server, the node-lifecycle controller marks it Unknown; back, Ready again, its serving CSR (kubelet-serving-csr) Pending, named by the kubelet-csr diagnostic until kubectl certificate approve', async () => {
     const readyOf = async (name: string) =>
       ((await items('nodes')).find((x) => x.metadata.name === name)?.status?.conditions ?? []).find((x) => x.type === 'Ready')?.status
     c.sim.addFault({ node: 'wrkr-1', kind: 'unreachable' })
