@@ -15,6 +15,10 @@ export const KERNEL_RESERVED = 100 * MiB
 
 /** pkg/minimal Memory: the minimum MemTotal (bytes) per machine type */
 export const MEMORY_MINIMUM = { controlplane: 1848 * MiB - 150 * MiB, worker: 1 * GiB - 150 * MiB }
+/** pkg/minimal Memory: the recommended MemTotal (bytes) per machine type */
+const MEMORY_RECOMMENDED = { controlplane: 4 * GiB - 150 * MiB, worker: 2 * GiB - 150 * MiB }
+/** pkg/minimal DiskSize: what the boot's disk size check holds EPHEMERAL to */
+const DISK_SIZE = 6 * GiB
 
 /**
  * AllNodesDiskSizes: the smallest EPHEMERAL (bytes), minimal.DiskSize() (6 GiB) less the UKI EFI
@@ -90,4 +94,39 @@ export function humanizeIBytes(bytes) {
   const e = Math.floor(Math.log(bytes) / Math.log(1024))
   const val = Math.floor((bytes / 1024 ** e) * 10 + 0.5) / 10
   return `${val < 10 ? val.toFixed(1) : val.toFixed(0)} ${units[e]}`
+}
+
+/**
+ * The boot sequence's memorySizeCheck and diskSizeCheck (v1alpha1_sequencer_tasks.go MemorySizeCheck,
+ * DiskSizeCheck): console lines only, the boot goes on whatever they find
+ */
+export function bootSizeChecks(node) {
+  const mib = (b) => Math.floor(b / MiB)
+  const total = memInfo(node).memtotal * 1024
+  const minimum = MEMORY_MINIMUM[node.role] ?? MEMORY_MINIMUM.worker
+  const recommended = MEMORY_RECOMMENDED[node.role] ?? MEMORY_RECOMMENDED.worker
+  const memory =
+    total < minimum
+      ? [
+          'WARNING: memory size is less than recommended',
+          'WARNING: Talos may not work properly',
+          `WARNING: minimum memory size is ${mib(minimum)} MiB`,
+          `WARNING: recommended memory size is ${mib(recommended)} MiB`,
+          `WARNING: current total memory size is ${mib(total)} MiB`,
+        ]
+      : total < recommended
+        ? [`NOTE: recommended memory size is ${mib(recommended)} MiB`, `NOTE: current total memory size is ${mib(total)} MiB`]
+        : ['memory size is OK', `memory size is ${mib(total)} MiB`]
+  const ephemeral = ephemeralVolume(node)
+  const disk = !ephemeral
+    ? []
+    : ephemeral.size < DISK_SIZE
+      ? [
+          'WARNING: disk size is less than recommended',
+          'WARNING: Talos may not work properly',
+          `WARNING: minimum recommended disk size is ${mib(DISK_SIZE)} MiB`,
+          `WARNING: current total disk size is ${mib(ephemeral.size)} MiB`,
+        ]
+      : ['disk size is OK', `disk size is ${mib(ephemeral.size)} MiB`]
+  return [...memory.map((l) => `task memorySizeCheck (1/1): ${l}`), ...disk.map((l) => `task diskSizeCheck (1/1): ${l}`)]
 }

@@ -74,6 +74,16 @@ describe.skipIf(!!tool.skip)("a node's memory and disk, as talosctl and talosctl
     )
   })
 
+  it("the boot's size checks on the console: a warning or a note, the boot going on", async () => {
+    const cp = await talosctl(sim, ['dmesg', ...at(CP)])
+    expect(cp.stdout).toContain('task diskSizeCheck (1/1): WARNING: disk size is less than recommended')
+    expect(cp.stdout).toContain('task diskSizeCheck (1/1): WARNING: current total disk size is 3519 MiB')
+    expect(cp.stdout).toContain('task memorySizeCheck (1/1): memory size is OK')
+    const w = await talosctl(sim, ['dmesg', ...at(CP, W)])
+    expect(w.stdout).toContain('task memorySizeCheck (1/1): NOTE: recommended memory size is 1898 MiB')
+    expect(w.stdout).toContain('task memorySizeCheck (1/1): NOTE: current total memory size is 924 MiB')
+  })
+
   it('a memory that is no size is refused by the scenario', () => {
     expect(() => loadScenario({ ...scenario, nodes: [{ ...scenario.nodes[0], memory: 'lots' }] })).toThrow(
       /nodes\[0\]\.memory: "lots" is not a size like 4GiB/,
