@@ -202,6 +202,9 @@ function listResources(sim, node, d) {
       ]
     case 'ExtensionStatus':
       return extensionStatuses(node).map(({ id, layer }) => resource(node, d, id, layer, { owner: 'runtime.ExtensionStatusController' }))
+    // every simulated machine is bare metal (controllers/network/platform_config_apply.go: the platform's name)
+    case 'PlatformMetadata':
+      return [resource(node, d, 'platformmetadata', { platform: 'metal' }, { owner: 'network.PlatformConfigApplyController' })]
     // the EPHEMERAL volume once the node runs from its install (talosctl health's disk sizes read it)
     case 'VolumeStatus': {
       const ephemeral = ephemeralVolume(node)

@@ -52,6 +52,19 @@ export const DEFINITIONS = [
       ['SERIAL', '{.serial}'],
     ],
   ),
+  // pkg/machinery/resources/runtime/platform_metadata.go (id platformmetadata; no aliases)
+  def(
+    'PlatformMetadatas.talos.dev',
+    'PlatformMetadata',
+    'runtime',
+    ['platformmetadata', 'platformmetadatas'],
+    [
+      ['PLATFORM', '{.platform}'],
+      ['TYPE', '{.instanceType}'],
+      ['REGION', '{.region}'],
+      ['ZONE', '{.zone}'],
+    ],
+  ),
   // pkg/machinery/resources/block/volume_status.go (no aliases: talosctl matches volumestatus/volumestatuses)
   def(
     'VolumeStatuses.block.talos.dev',

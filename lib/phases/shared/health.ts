@@ -107,6 +107,7 @@ export class HealthReads {
       () => this.machines(),
       () => this.memory(),
       () => this.resources(this.ctx.nodes, 'volumestatus'),
+      () => this.resources(this.ctx.nodes, 'platformmetadata'),
       () => this.resources(this.ctx.nodes, 'diagnostics'),
       () => this.services(this.ctx.nodes, 'kubelet'),
       () => this.kubeNodes(),
@@ -764,6 +765,11 @@ const EPHEMERAL_MINIMUM_MIB = 6 * 1024 - (2101 + 100 + 1 + 10)
 
 const roleText = (node: ClusterNode): string => (node.role === 'controlplane' ? 'control plane' : 'worker')
 
+/** a node's platform (its PlatformMetadata: `container` for Talos in a container, `metal`, a cloud's name) */
+function platformOf(docs: unknown[] | undefined): string | undefined {
+  return (docs?.[0] as { spec?: { platform?: string } } | undefined)?.spec?.platform
+}
+
 /** a node's VolumeStatus EPHEMERAL among its volumes (pkg/machinery/resources/block/volume_status.go) */
 function ephemeralOf(volumes: unknown[]): { location: string; parentLocation: string; size: number } | undefined {
   const doc = volumes.find((v) => (v as { metadata?: { id?: string } }).metadata?.id === 'EPHEMERAL') as
@@ -795,7 +801,8 @@ interface Measured {
 /**
  * A figure of each node against Talos's minimum for it (`talosctl health`'s memory and disk sizes):
  * a node below it fails at once (no wait adds memory or grows a disk), kind hardware; a figure not
- * there yet (`measure` says why) is waited for.
+ * there yet (`measure` says why) is waited for; a node in a container is not checked (nodes.go
+ * getNonContainerNodes).
  */
 function minimumCheck<T>(
   name: string,
@@ -808,9 +815,11 @@ function minimumCheck<T>(
     name,
     title,
     run: async (h) => {
-      const answers = await read(h)
+      const [answers, platforms] = await Promise.all([read(h), h.resources(h.ctx.nodes, 'platformmetadata').catch(() => undefined)])
       const measured = new Map<string, Measured | string>()
       const results = h.ctx.nodes.map((n) => {
+        // talosctl health leaves out nodes in a container (their Version's platform mode): so does this
+        if (platforms && platformOf(answerOf(platforms, n).value) === 'container') return ok(n.name, 'skipped: a container')
         const { value, text } = answerOf(answers, n)
         if (value === undefined) return bad(n.name, text ?? '?')
         const m = measure(value, n)
