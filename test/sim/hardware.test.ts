@@ -65,6 +65,12 @@ describe.skipIf(!!tool.skip)("a node's memory and disk, as talosctl and talosctl
     expect(docs.find((d) => d.node === W)?.spec).toMatchObject({ location: '/dev/sda6', prettySize: '91 GiB' })
   })
 
+  it('get platformmetadata: bare metal, so talosctl health checks both', async () => {
+    const r = await talosctl(sim, ['get', 'platformmetadata', ...at(CP, W), '-o', 'json'])
+    expect(r.code, r.stderr).toBe(0)
+    expect(JSON.parse(r.stdout)).toMatchObject({ metadata: { id: 'platformmetadata' }, spec: { platform: 'metal' } })
+  })
+
   it("talosctl health: memory sizes pass, disk sizes fail with Talos's text for the small disk", async () => {
     const h = await talosctl(sim, ['health', ...at(CP), '--wait-timeout', '3s'])
     expect(h.code).not.toBe(0)
