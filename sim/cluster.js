@@ -310,11 +310,19 @@ export class Simulator {
    */
   /** Talos's kubelet-csr diagnostic holds: the node's serving CSR (fault kubelet-serving-csr) is not approved */
   kubeletCsrPending(n) {
-    if (!n.registered || !this.health.servingCsrPending(n.name)) return false
+    return this.pendingServingCsrs(n).length > 0
+  }
+  /**
+   * the names of the node's serving CSRs nobody approved (fault kubelet-serving-csr), as Talos's
+   * diagnostic lists them: from the store, or (the real API) as the node's kubelet last listed them
+   */
+  pendingServingCsrs(n) {
+    if (!n.registered || !this.health.servingCsrPending(n.name)) return []
+    if (this.realKube) return this.realKube.kubelets.pendingServingCsrs(n.name)
     try {
-      return !this.kube?.csrApproved?.(servingCsrName(n.name))
+      return this.kube?.pendingServingCsrs?.(n.name) ?? []
     } catch {
-      return true
+      return []
     }
   }
   /** the kubelet of a registered node under kubelet-serving-csr asks for its serving certificate */

@@ -119,10 +119,16 @@ export const COREDNS_PROBE = 'Readiness probe failed: HTTP probe failed with sta
 /** the name of a node's kubelet serving CSR (stable for the node) */
 export const servingCsrName = (node) => `csr-${createHash('sha256').update(node).digest('hex').slice(0, 5)}`
 
-/** Talos's kubelet-csr diagnostic (controllers/runtime/internal/diagnostics/kubelet_csr.go). */
-export function kubeletCsrDiagnostic(ip, csr) {
+/**
+ * Talos's kubelet-csr diagnostic (controllers/runtime/internal/diagnostics/kubelet_csr_not_approved.go):
+ * the kubelet API's TLS error, and the node's pending serving CSRs by name
+ */
+export function kubeletCsrDiagnostic(ip, csrs) {
   return {
     message: 'kubelet server certificate rotation is enabled, but CSR is not approved',
-    details: [`kubelet API error: Get "https://${ip}:10250/pods/?timeout=30s": remote error: tls: internal error`, `pending CSRs: ${csr}`],
+    details: [
+      `kubelet API error: Get "https://${ip}:10250/pods/?timeout=30s": remote error: tls: internal error`,
+      `pending CSRs: ${csrs.join(', ')}`,
+    ],
   }
 }

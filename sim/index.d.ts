@@ -17,6 +17,8 @@ export interface ScenarioNode {
   }[]
   installDisk?: string
   installDiskSelector?: Record<string, unknown>
+  /** the machine's memory (default 4GiB); MemTotal is this less 100 MiB the kernel keeps */
+  memory?: string | number
   /** the firmware boots with secure boot on (SecurityState secureBoot) */
   secureBoot?: boolean
   /** the system extensions the node runs (default: the schematic's) */

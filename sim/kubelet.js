@@ -86,6 +86,10 @@ export class Kubelets {
   nodeReady(name) {
     return cond(this.nodes.get(name), 'Ready')?.status === 'True'
   }
+  /** the node's serving CSRs nobody approved, as its kubelet's credentials last listed them (Talos's kubelet-csr diagnostic) */
+  pendingServingCsrs(name) {
+    return this.states.get(name)?.pendingServing ?? []
+  }
 
   /** Talos's cordon (NodeCordonedSpecController / NodeApplyController): unschedulable, marked as Talos's */
   async cordon(n) {
@@ -236,6 +240,7 @@ export class Kubelets {
     if (!k.client) return step(() => this.bootstrapCert(k))
     if (!k.registered) return step(() => this.register(k))
     await this.heartbeat(k)
+    if (k.servingCsr) await this.listServingCsrs(k)
     const node = this.nodes.get(k.n.name)
     if (!node) {
       k.registered = false // deleted (kubectl delete node): the kubelet registers it again
@@ -334,6 +339,21 @@ export class Kubelets {
     const { csr } = await certificateRequest(`CN=system:node:${k.n.name}, O=system:nodes`, { ips: [address], names: [k.n.name] })
     const r = await postCsr(k.client, 'csr-', csr, 'kubernetes.io/kubelet-serving', 'server auth')
     k.servingCsr = r.metadata.name
+  }
+
+  /**
+   * Talos's kubelet-csr diagnostic, with the kubelet's kubeconfig: the kubelet-serving CSRs (field
+   * selector spec.signerName), those of username system:node:<node> without an Approved condition
+   */
+  async listServingCsrs(k) {
+    const list = await k.client.call(
+      'GET',
+      `/apis/certificates.k8s.io/v1/certificatesigningrequests?fieldSelector=${encodeURIComponent('spec.signerName=kubernetes.io/kubelet-serving')}`,
+    )
+    k.pendingServing = (list.items ?? [])
+      .filter((c) => c.spec?.username === `system:node:${k.n.name}` && !(c.status?.conditions ?? []).some((x) => x.type === 'Approved'))
+      .map((c) => c.metadata.name)
+      .sort()
   }
 
   nodeStatus(k, networkReady, address = k.n.ip) {

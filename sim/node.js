@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import { rpc } from './talos/errors.js'
 import { parseConfig, validateConfig, validationText, selectorExpression, diskMatches } from './talos/validate.js'
+import { bootSizeChecks } from './talos/hardware.js'
 
 const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
 // Talos's DrainTimeout (pkg/kubernetes/kubernetes.go) and LeaveCluster's retry (internal/pkg/etcd/etcd.go), simulated seconds
@@ -378,6 +379,7 @@ export class Node {
     if (worker) this.svc('apid', 'Waiting', 'Waiting for service "machined" to be "up", api certificates')
     else this.startService('apid')
     this.setStage('booting', worker ? 'off' : 'secure')
+    for (const line of bootSizeChecks(this)) this.talosLog(line)
     if (worker) this.ctx.trustd.request(this)
     const loop = this.ctx.faults.take(this.name, { kind: 'boot-loop' })
     this.after(boot / 2, () => this.startAllServices())

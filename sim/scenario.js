@@ -196,6 +196,7 @@ function validateScenario(s, { file, lineOf }) {
         'extensions',
         'schematic',
         'talosVersion',
+        'memory',
       ],
       p,
     )
@@ -236,6 +237,9 @@ function validateScenario(s, { file, lineOf }) {
         wwid: d.wwid ?? '',
       }
     })
+    // the machine's memory (MemTotal is this less what the kernel keeps: sim/talos/hardware.js)
+    const memory = parseSize(n.memory ?? '4GiB')
+    if (memory == null || !(memory > 0)) fail([...p, 'memory'], `${q(n.memory)} is not a size like 4GiB`)
     if (n.installDisk != null && n.installDiskSelector != null)
       fail([...p, 'installDisk'], 'give installDisk or installDiskSelector, not both')
     if (n.installDisk != null) str(n.installDisk, [...p, 'installDisk'])
@@ -265,6 +269,7 @@ function validateScenario(s, { file, lineOf }) {
       role: n.role,
       image,
       disks,
+      memory,
       installDisk: installDiskSelector ? null : (n.installDisk ?? disks[0].dev),
       installDiskSelector,
       talosVersion: nodeVersion,

@@ -143,6 +143,8 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `see the pods (\`${kubectlCommand('-n kube-system get pods -o wide')}\`), then run: ${taskCommand('bootstrap:wait-ready')}`
     case 'diagnostics':
       return `list what Talos found (\`${talosctlCommand(node, 'get diagnostics')}\`), fix it, then run: ${taskCommand('bootstrap:wait-ready')}`
+    case 'hardware':
+      return `compare the node's memory and disks with Talos's minimums (\`${talosctlCommand(node, 'memory')}\`, \`${talosctlCommand(node, 'get volumestatus EPHEMERAL')}\`), then run: ${taskCommand('bootstrap:wait-ready')}`
     case 'cni':
       return `the CNI pod on ${node.name} is not ready: \`${kubectlCommand(`-n kube-system get pods -o wide --field-selector spec.nodeName=${node.name}`)}\`, then run: ${recover}`
     case 'flux':

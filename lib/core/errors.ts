@@ -96,6 +96,7 @@ export type ErrorKind =
   | 'control-plane'
   | 'addon'
   | 'diagnostics'
+  | 'hardware'
   | 'cni'
   | 'flux'
   | 'release'
@@ -123,5 +124,21 @@ export class NodeError extends Error {
 
   get transient(): boolean {
     return isTransient(this.kind)
+  }
+}
+
+/**
+ * A cluster step's failure that found several nodes wrong: the step's own error (every cause), and
+ * each node's own kind, message and hint (the nodes it blocks fail with theirs, not the first's).
+ */
+export class StepError extends NodeError {
+  constructor(
+    kind: ErrorKind,
+    message: string,
+    hint: string,
+    readonly perNode: ReadonlyMap<string, { kind: ErrorKind; message: string; hint: string }>,
+  ) {
+    super(kind, message, hint)
+    this.name = 'StepError'
   }
 }

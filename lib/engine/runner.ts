@@ -7,7 +7,7 @@ import {
   type ListrDefaultRenderer,
   type ListrSimpleRenderer,
 } from 'listr2'
-import { errorMessage, InterruptedError, NodeError } from '../core/errors.js'
+import { errorMessage, InterruptedError, NodeError, StepError } from '../core/errors.js'
 import { hintFor, phaseTask, taskCommand } from '../cli/hints.js'
 import type { ClusterNode } from '../core/model.js'
 import { READ_ONLY_LIMIT, wouldText, type ClusterStep, type NodeOutcome, type NodeStep, type Phase, type StepReporter } from './phase.js'
@@ -222,7 +222,7 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
     task: async (_ctx: unknown, task: Task) => {
       const record: StepResult = { name: step.name, status: 'not-run', durationMs: 0 }
       result.steps.push(record)
-      const blocked = (cause: string, error: ErrorRecord | undefined): void => {
+      const blocked = (cause: string, error: ErrorRecord | undefined, perNode?: StepError['perNode']): void => {
         for (const node of run.nodes) {
           // a node keeps the cause of the first step that stopped it
           if (tracker.failedIn.has(node.name) || (!error && tracker.blockedHere.has(node.name)) || !(step.blocks?.(node, run) ?? false))
@@ -231,7 +231,9 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
           nodeRecord.status = error ? 'failed' : 'not-run'
           nodeRecord.detail = cause
           if (error) {
-            nodeRecord.error = { ...error, message: `${step.name}: ${error.message}` }
+            // a step that names each node's own cause and hint gives the node its own
+            const own = perNode?.get(node.name) ?? error
+            nodeRecord.error = { ...own, message: `${step.name}: ${own.message}` }
             tracker.failedIn.set(node.name, phase)
           } else {
             tracker.blockedHere.set(node.name, cause)
@@ -302,7 +304,7 @@ function clusterStepTask(run: Run, tracker: Tracker, phase: PhaseName, step: Clu
           throw new Error(`${step.name}: interrupted`)
         }
         record.error = toRecord(err, undefined, phase)
-        blocked(`${step.name} failed`, record.error)
+        blocked(`${step.name} failed`, record.error, err instanceof StepError ? err.perNode : undefined)
         if (run.options.failFast) tracker.stopRequested = true
         throw new Error(escapeControls(`${step.name}: ${record.error.kind}: ${record.error.message}`))
       } finally {

@@ -130,14 +130,24 @@ export function describeDisk(disk: Disk): string {
   return `${disk.devPath} (${what})`
 }
 
-/** Below this an install disk is worth a word (Talos's own minimum is 10 GB; 100 GB is its recommendation). */
+/** Below this an install disk is worth a word (100 GB is Talos's recommendation). */
 export const SMALL_DISK_BYTES = 32e9
+
+/**
+ * Talos's minimum disk (siderolabs/talos pkg/minimal/limits.go DiskSize): below it the EPHEMERAL
+ * partition is too small for `talosctl health`'s disk size check, and wait-ready fails the node.
+ */
+export const MINIMUM_DISK_BYTES = 6 * 1024 ** 3
 
 /** What is risky about installing to `disk` (a USB stick, a small disk), or nothing. */
 export function diskRisks(disk: Disk): string[] {
   const risks: string[] = []
   if (disk.transport === 'usb') risks.push('a USB disk (removable: often the boot stick, not the disk meant for the system)')
-  if (disk.sizeBytes > 0 && disk.sizeBytes < SMALL_DISK_BYTES) risks.push(`only ${Math.round(disk.sizeBytes / 1e9)} GB`)
+  if (disk.sizeBytes > 0 && disk.sizeBytes < MINIMUM_DISK_BYTES)
+    risks.push(
+      `only ${Math.round(disk.sizeBytes / 1e9)} GB, under Talos's minimum of 6 GiB (its EPHEMERAL partition would be too small: wait-ready fails the node, as talosctl health does)`,
+    )
+  else if (disk.sizeBytes > 0 && disk.sizeBytes < SMALL_DISK_BYTES) risks.push(`only ${Math.round(disk.sizeBytes / 1e9)} GB`)
   return risks
 }
 

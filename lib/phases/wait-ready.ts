@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import { stringify } from 'yaml'
-import { NodeError } from '../core/errors.js'
+import { NodeError, StepError, type ErrorKind } from '../core/errors.js'
 import { checkCni, readConfigNetwork } from '../input/cni-compat.js'
 import { formatDuration } from '../core/duration.js'
 import { apiHint, hintFor, hintForCniApi, hintForCordoned, hintForKubeletLog, hintForTalosCni, taskCommand } from '../cli/hints.js'
@@ -361,11 +361,48 @@ function checkDetail(result: CheckResult): string {
   return `${okCount}/${result.results.length} ok${wrong.length ? `; ${wrong.map((r) => `${r.node}: ${r.text}`).join('; ')}` : ''}`
 }
 
-/** A check's failures as one error: the first's kind and hint, every one's message. */
-function checkError(failures: CheckFailure[], waited: string | undefined): NodeError {
+/**
+ * A check's failures as one error: every one's message; each node named gets its own kind, message
+ * and hint (its failures only). The step's hint: the one hint they share, else each node's own.
+ */
+function checkError(failures: CheckFailure[], waited: string | undefined): StepError {
   const first = failures[0] as CheckFailure
-  const text = failures.map((f) => f.message).join('; ')
-  return new NodeError(first.kind, waited ? `not healthy within ${waited}: ${text}` : text, first.hint)
+  const within = (text: string): string => (waited ? `not healthy within ${waited}: ${text}` : text)
+  const perNode = new Map<string, { kind: ErrorKind; message: string; hint: string }>()
+  for (const node of unique(failures.flatMap((f) => (f.node ? [f.node] : [])))) {
+    const own = failures.filter((f) => f.node === node)
+    perNode.set(node, {
+      kind: (own[0] as CheckFailure).kind,
+      message: within(own.map((f) => f.message).join('; ')),
+      hint: unique(own.map((f) => f.hint)).join('; also: '),
+    })
+  }
+  const hints = unique(failures.map((f) => f.hint))
+  const parts = [
+    ...unique(failures.filter((f) => !f.node).map((f) => f.hint)),
+    ...[...perNode].map(([node, own]) => `for ${node}: ${own.hint}`),
+  ]
+  return new StepError(
+    first.kind,
+    within(failures.map((f) => f.message).join('; ')),
+    hints.length === 1 ? first.hint : joinHints(parts),
+    perNode,
+  )
+}
+
+/** a hint's last `then run: task …` (its own task, after the commands that fix the cause) */
+const THEN_RUN = /[,;]? then run: (task (?:(?! then run: ).)*)$/
+
+/** several hints as one: the task they all end with (`then run: task …`) said once, at the end */
+function joinHints(hints: string[]): string {
+  const tasks = unique(hints.map((h) => THEN_RUN.exec(h)?.[1]))
+  const task = tasks.length === 1 ? tasks[0] : undefined
+  if (!task) return hints.join(' | ')
+  return `${hints.map((h) => h.replace(THEN_RUN, '')).join('; ')}; then run: ${task}`
+}
+
+function unique<T>(items: T[]): T[] {
+  return [...new Set(items)]
 }
 
 /**

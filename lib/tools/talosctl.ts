@@ -396,6 +396,30 @@ export class Talosctl {
   }
 
   /**
+   * One batched `talosctl memory --verbose` through `via`: each node's MemTotal in kB (the Memory
+   * API's /proc/meminfo, what `talosctl health`'s "all nodes memory sizes" reads). A node the
+   * endpoint could not reach is named in apid's per-node error; a node absent from the map could not
+   * be told.
+   */
+  async memoryTotals(nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<number>>> {
+    if (nodes.length === 0) return new Map()
+    return merged(chunks(nodes).map((chunk) => this.memoryChunk(chunk, via)))
+  }
+
+  private async memoryChunk(nodes: ClusterNode[], via: ClusterNode): Promise<Map<string, NodeAnswer<number>>> {
+    const result = await this.runner.run({
+      tool: 'talosctl',
+      args: ['memory', '--verbose', ...this.batchArgs(via, nodes)],
+      dryRunStdout: nodes.map((n) => `NODE: ${n.address}\nMemTotal: 4091904 kB\n`).join(''),
+    })
+    const answers = new Map<string, NodeAnswer<number>>()
+    if (result.timedOut || result.aborted) return answers
+    for (const [ip, kB] of parseMemTotals(result.stdout)) answers.set(ip, { value: kB })
+    this.namedErrors(answers, nodes, result)
+    return answers
+  }
+
+  /**
    * `talosctl get services <id> -n a,b,… -e <via> -o json`: the service's COSI resource on many nodes
    * in one read (machined's ServiceStatus controller), by node address. A node that did not answer
    * is absent.
@@ -646,6 +670,17 @@ function toMachineStatus(doc: unknown): MachineStatus {
       reason: [...new Set(c.reason.split(', '))].join(', '),
     })),
   }
+}
+
+/** `talosctl memory --verbose`: each `NODE: <node>` block's `MemTotal: <n> kB` (cmd/talosctl/cmd/talos/memory.go verboseRender) */
+export function parseMemTotals(stdout: string): Map<string, number> {
+  const totals = new Map<string, number>()
+  for (const block of stdout.split(/^(?=NODE: )/m)) {
+    const node = /^NODE: (\S+)/.exec(block)?.[1]
+    const kB = /^MemTotal:\s+(\d+) kB$/m.exec(block)?.[1]
+    if (node && kB !== undefined) totals.set(node, Number(kB))
+  }
+  return totals
 }
 
 /** `talosctl get disks -o json`: one resource per disk (empty fields are omitted by the node). */

@@ -227,6 +227,7 @@ const COMMAND_WORDS = {
   'machine.Reset': ['reset'],
   'machine.ServiceList': ['service'],
   'machine.Version': ['version'],
+  'machine.Memory': ['memory'],
 }
 
 const unary = (ns, fn) => (call, cb) => {
@@ -375,6 +376,10 @@ function machineService(ns) {
     ServiceStart: serviceAction(ns, 'start'),
     ServiceStop: serviceAction(ns, 'stop'),
     ServiceRestart: serviceAction(ns, 'restart'),
+    // /proc/meminfo in kB (v1alpha1_server.go Memory): talosctl memory, and talosctl health's memory sizes
+    Memory: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.Memory', {}, (d) => ({ meminfo: d.meminfo })),
+    })),
     // talosctl asks Version before most commands (a skew check whose errors it ignores): a client-internal call
     Version: unary(ns, async (call) => ({
       messages: await machineCall(

@@ -605,6 +605,22 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
       status: {},
     })
   }
+  /**
+   * The serving CSRs of a node's kubelet nobody approved, by name: what Talos's kubelet-csr diagnostic
+   * lists (signer kubernetes.io/kubelet-serving, username system:node:<node>, no Approved condition)
+   */
+  function pendingServingCsrs(nodeName) {
+    return store
+      .list(def('certificates.k8s.io', 'v1', 'certificatesigningrequests'))
+      .filter(
+        (c) =>
+          c.spec?.signerName === 'kubernetes.io/kubelet-serving' &&
+          c.spec?.username === `system:node:${nodeName}` &&
+          !(c.status?.conditions ?? []).some((x) => x.type === 'Approved'),
+      )
+      .map((c) => c.metadata.name)
+      .sort()
+  }
   function csrApproved(name) {
     const csr = store.get(def('certificates.k8s.io', 'v1', 'certificatesigningrequests'), undefined, name)
     return Boolean(csr?.status?.conditions?.some((c) => c.type === 'Approved' && c.status === 'True'))
@@ -638,6 +654,7 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     setInternalIP,
     servingCsr,
     csrApproved,
+    pendingServingCsrs,
     /** a fault changed (sim/health-faults.js): the controllers look again */
     reconcile: () => controllers.recheck(),
     get apiUp() {

@@ -1,5 +1,5 @@
 // Decoding of the protobuf bodies kubectl's typed clients send (`kubectl create namespace`,
-// `create secret`, `create configmap`, `create serviceaccount` POST
+// `create secret`, `create configmap`, `create serviceaccount` POST; `certificate approve` PUT
 // application/vnd.kubernetes.protobuf). Only the kinds and fields those commands fill in;
 // responses stay JSON (kubectl's Accept lists application/json too).
 
@@ -100,6 +100,53 @@ const DECODERS = {
     return o
   },
   ServiceAccount: () => ({}),
+  // `kubectl certificate approve|deny` PUTs the whole CSR to /approval with its condition added
+  // (k8s.io/api certificates/v1 generated.proto: spec 2, status 3)
+  CertificateSigningRequest: (fs) => {
+    const o = {}
+    const spec = fs.find((x) => x.no === 2)
+    if (spec) {
+      const sf = fields(spec.bytes)
+      const one = (no) => sf.find((x) => x.no === no)
+      const many = (no) => sf.filter((x) => x.no === no).map(str)
+      o.spec = {
+        ...(one(1) ? { request: one(1).bytes.toString('base64') } : {}),
+        ...(one(7) ? { signerName: str(one(7)) } : {}),
+        ...(one(8) ? { expirationSeconds: Number(one(8).value) } : {}),
+        usages: many(5),
+        ...(one(2) ? { username: str(one(2)) } : {}),
+        ...(one(3) ? { uid: str(one(3)) } : {}),
+        groups: many(4),
+      }
+    }
+    const status = fs.find((x) => x.no === 3)
+    if (status) {
+      const conditions = fields(status.bytes)
+        .filter((x) => x.no === 1)
+        .map((c) => {
+          const cf = fields(c.bytes)
+          const text = (no) => (cf.find((x) => x.no === no) ? str(cf.find((x) => x.no === no)) : undefined)
+          const out = { type: text(1), status: text(6) }
+          for (const [no, name] of [
+            [2, 'reason'],
+            [3, 'message'],
+          ])
+            if (text(no) !== undefined) out[name] = text(no)
+          for (const [no, name] of [
+            [4, 'lastUpdateTime'],
+            [5, 'lastTransitionTime'],
+          ]) {
+            const t = cf.find((x) => x.no === no)
+            const seconds = t ? fields(t.bytes).find((x) => x.no === 1) : undefined
+            if (seconds) out[name] = new Date(Number(seconds.value) * 1000).toISOString().replace(/\.\d+Z$/, 'Z')
+          }
+          return out
+        })
+      const certificate = fields(status.bytes).find((x) => x.no === 2)
+      o.status = { conditions, ...(certificate ? { certificate: certificate.bytes.toString('base64') } : {}) }
+    }
+    return o
+  },
 }
 
 // Returns the JSON form of the object, or throws (unsupported kind / bad bytes).

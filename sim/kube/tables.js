@@ -131,6 +131,30 @@ const PRINTERS = {
       age(o.metadata.creationTimestamp, now),
     ],
   },
+  // kubernetes pkg/printers/internalversion/printers.go printCertificateSigningRequest, extractCSRStatus
+  CertificateSigningRequest: {
+    columns: [
+      col('Name', 0, 'string', 'name'),
+      col('Age'),
+      col('SignerName'),
+      col('Requestor'),
+      col('RequestedDuration'),
+      col('Condition'),
+    ],
+    cells: (o, now) => {
+      const has = (type) => (o.status?.conditions || []).some((c) => c.type === type)
+      const condition = `${has('Denied') ? 'Denied' : has('Approved') ? 'Approved' : 'Pending'}${has('Failed') ? ',Failed' : ''}${o.status?.certificate ? ',Issued' : ''}`
+      const requested = o.spec?.expirationSeconds ? humanDuration(o.spec.expirationSeconds * 1000) : '<none>'
+      return [
+        o.metadata.name,
+        age(o.metadata.creationTimestamp, now),
+        o.spec?.signerName || '',
+        o.spec?.username || '',
+        requested,
+        condition,
+      ]
+    },
+  },
   ServiceAccount: {
     columns: [col('Name', 0, 'string', 'name'), col('Secrets', 0, 'string'), col('Age')],
     cells: (o, now) => [o.metadata.name, String((o.secrets || []).length), age(o.metadata.creationTimestamp, now)],

@@ -4,6 +4,41 @@
 // or with the RpcError the stream ends with.
 import { multierror, rpc } from './errors.js'
 import { CONTROL_PLANE_PODS } from '../health-faults.js'
+import { EPHEMERAL_MINIMUM, MEMORY_MINIMUM, ephemeralVolume, humanizeIBytes, memInfo } from './hardware.js'
+
+const MiB = 1024 ** 2
+
+/**
+ * nodes.go AllNodesMemorySizes: each node's MemTotal (the Memory API) against minimal.Memory of its
+ * type; each short node one error
+ */
+function memoryErrors(cps, workers) {
+  const errs = [...cps.map((n) => [n, MEMORY_MINIMUM.controlplane]), ...workers.map((n) => [n, MEMORY_MINIMUM.worker])]
+    .map(([n, minimum]) => [n, minimum, memInfo(n).memtotal * 1024])
+    .filter(([, minimum, total]) => total < minimum)
+    .map(
+      ([n, minimum, total]) =>
+        `node ${JSON.stringify(n.ip)} does not meet memory requirements: expected at least ${Math.floor(minimum / MiB)} MiB, actual ${Math.floor(total / MiB)} MiB`,
+    )
+  return errs.length ? multierror(errs) : null
+}
+
+/** nodes.go AllNodesDiskSizes: each node's VolumeStatus EPHEMERAL (nodes in address order) against the smallest EPHEMERAL */
+function diskErrors(nodes) {
+  const errs = []
+  for (const n of [...nodes].sort((a, b) => a.ip.localeCompare(b.ip))) {
+    const v = ephemeralVolume(n)
+    if (!v)
+      errs.push(
+        `error getting volume status for node ${JSON.stringify(n.ip)}: rpc error: code = NotFound desc = resource VolumeStatuses.block.talos.dev(runtime/EPHEMERAL@undefined) doesn't exist`,
+      )
+    else if (v.size < EPHEMERAL_MINIMUM)
+      errs.push(
+        `ephemeral partition ${JSON.stringify(v.location)} for node ${JSON.stringify(n.ip)} is too small, expected at least ${humanizeIBytes(EPHEMERAL_MINIMUM)}, actual ${humanizeIBytes(v.size)}`,
+      )
+  }
+  return errs.length ? multierror(errs) : null
+}
 
 export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal } = {}) {
   if (endpoint.role !== 'controlplane') {
@@ -47,8 +82,8 @@ export async function healthCheck(sim, endpoint, body, { emit = () => {}, signal
         return errs.length ? multierror(errs) : null
       },
     ],
-    ['all nodes memory sizes', () => null],
-    ['all nodes disk sizes', () => null],
+    ['all nodes memory sizes', () => memoryErrors(cps, workers)],
+    ['all nodes disk sizes', () => diskErrors(all)],
     [
       'no diagnostics',
       // diagnostics.go: the first node with a Diagnostic (fault kubelet-serving-csr: kubelet-csr)

@@ -7,8 +7,9 @@ import { stringify } from 'yaml'
 import { rpc } from './errors.js'
 import { DEFINITIONS, resolveType, notFound } from './resources.js'
 import { startAction } from './events.js'
-import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, servingCsrName, staticPodName } from '../health-faults.js'
+import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, staticPodName } from '../health-faults.js'
 import { ETCD_LEAVE_RETRY } from '../node.js'
+import { ephemeralVolume, memInfo } from './hardware.js'
 
 /** fault kubelet-crashloop without a message: the kubelet's own error for a node IP it does not have (k8s cmd/kubelet/app/server.go) */
 const KUBELET_CRASH_DEFAULT = (ip) =>
@@ -201,17 +202,23 @@ function listResources(sim, node, d) {
       ]
     case 'ExtensionStatus':
       return extensionStatuses(node).map(({ id, layer }) => resource(node, d, id, layer, { owner: 'runtime.ExtensionStatusController' }))
+    // every simulated machine is bare metal (controllers/network/platform_config_apply.go: the platform's name)
+    case 'PlatformMetadata':
+      return [resource(node, d, 'platformmetadata', { platform: 'metal' }, { owner: 'network.PlatformConfigApplyController' })]
+    // the EPHEMERAL volume once the node runs from its install (talosctl health's disk sizes read it)
+    case 'VolumeStatus': {
+      const ephemeral = ephemeralVolume(node)
+      return ephemeral ? [resource(node, d, 'EPHEMERAL', ephemeral, { owner: 'block.VolumeManagerController' })] : []
+    }
     case 'StaticPodStatus':
       return staticPodStatuses(sim, node).map(({ id, status }) => resource(node, d, id, status, { owner: 'k8s.StaticPodStatusController' }))
-    case 'Diagnostic':
-      // controllers/runtime/diagnostics: kubelet-csr while the node's serving CSR is Pending (fault kubelet-serving-csr)
-      return sim.kubeletCsrPending?.(node)
-        ? [
-            resource(node, d, 'kubelet-csr', kubeletCsrDiagnostic(node.ip, servingCsrName(node.name)), {
-              owner: 'runtime.DiagnosticsController',
-            }),
-          ]
+    // controllers/runtime/diagnostics: kubelet-csr while the node's serving CSRs are Pending (fault kubelet-serving-csr)
+    case 'Diagnostic': {
+      const pending = sim.pendingServingCsrs?.(node) ?? []
+      return pending.length
+        ? [resource(node, d, 'kubelet-csr', kubeletCsrDiagnostic(node.ip, pending), { owner: 'runtime.DiagnosticsController' })]
         : []
+    }
     case 'Version':
       return [resource(node, d, 'version', { name: 'Talos', version: node.talosVersion })]
     case 'Member': {
@@ -354,6 +361,11 @@ export const METHODS = {
     // each node answers with the Talos it runs (scenario node talosVersion)
     const tag = node.talosVersion
     return { tag, sha: sha(tag), goVersion: GO_VERSION, os: 'linux', arch: 'amd64', features: { rbac: !insecure || node.minor >= 13 } }
+  },
+
+  // /proc/meminfo (v1alpha1_server.go Memory); talosctl memory, talosctl health's memory sizes
+  'machine.Memory'(sim, node) {
+    return { meminfo: memInfo(node) }
   },
 
   'machine.ApplyConfiguration'(sim, node, body, { maintenance }) {
@@ -557,6 +569,7 @@ export const ROLES = {
   'machine.Logs': READ,
   'machine.Events': READ,
   'storage.Disks': READ,
+  'machine.Memory': READ,
   'machine.Read': ['os:admin'],
   'machine.ServiceAction': ['os:admin', 'os:operator'],
   'machine.Reboot': ['os:admin', 'os:operator'],

@@ -52,6 +52,32 @@ export const DEFINITIONS = [
       ['SERIAL', '{.serial}'],
     ],
   ),
+  // pkg/machinery/resources/runtime/platform_metadata.go (id platformmetadata; no aliases)
+  def(
+    'PlatformMetadatas.talos.dev',
+    'PlatformMetadata',
+    'runtime',
+    ['platformmetadata', 'platformmetadatas'],
+    [
+      ['PLATFORM', '{.platform}'],
+      ['TYPE', '{.instanceType}'],
+      ['REGION', '{.region}'],
+      ['ZONE', '{.zone}'],
+    ],
+  ),
+  // pkg/machinery/resources/block/volume_status.go (no aliases: talosctl matches volumestatus/volumestatuses)
+  def(
+    'VolumeStatuses.block.talos.dev',
+    'VolumeStatus',
+    'runtime',
+    ['volumestatus', 'volumestatuses'],
+    [
+      ['TYPE', '{.type}'],
+      ['PHASE', '{.phase}'],
+      ['LOCATION', '{.location}'],
+      ['SIZE', '{.prettySize}'],
+    ],
+  ),
   def('SystemDisks.block.talos.dev', 'SystemDisk', 'runtime', ['systemdisk', 'systemdisks', 'sd', 'sds'], [['DISK', '{.diskID}']]),
   def('Nodenames.kubernetes.talos.dev', 'Nodename', 'k8s', ['nodename', 'nodenames'], [['NODENAME', '{.nodename}']]),
   def('MachineConfigs.config.talos.dev', 'MachineConfig', 'config', ['machineconfig', 'machineconfigs', 'mc', 'mcs'], [], {

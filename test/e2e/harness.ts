@@ -31,10 +31,12 @@ export interface ClusterShape {
   speed?: number
   timings?: ScenarioInput['timings']
   flux?: ScenarioInput['flux']
-  /** per node name: its disks and install disk or selector instead of the defaults */
+  /** per node name: its disks and install disk or selector, its memory, instead of the defaults */
   nodeOverrides?: Record<
     string,
-    Partial<Pick<ScenarioNode, 'disks' | 'installDisk' | 'installDiskSelector' | 'image' | 'secureBoot' | 'extensions' | 'schematic'>>
+    Partial<
+      Pick<ScenarioNode, 'disks' | 'installDisk' | 'installDiskSelector' | 'image' | 'secureBoot' | 'extensions' | 'schematic' | 'memory'>
+    >
   >
 }
 

@@ -15,6 +15,8 @@ const CHECKS = [
   'etcd-members-consistent',
   'etcd-members-control-planes',
   'apid-ready',
+  'memory-sizes',
+  'disk-sizes',
   'diagnostics',
   'kubelet-healthy',
   'boot-sequence',
@@ -76,6 +78,9 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         }
         for (const n of all) {
           expect(detail('apid-ready')).toContain(`${n}: answers`)
+          // the simulator's default machine: 4 GiB (MemTotal 100 MiB less), a 100 GB install disk
+          expect(detail('memory-sizes')).toContain(`${n}: 3996 MiB (minimum ${cps.includes(n) ? 1698 : 874} MiB)`)
+          expect(detail('disk-sizes')).toMatch(new RegExp(`${n}: EPHEMERAL /dev/sda6 \\d+ MiB \\(minimum 3932 MiB\\)`))
           expect(detail('diagnostics')).toContain(`${n}: none`)
           expect(detail('kubelet-healthy')).toContain(`${n}: Running, healthy`)
           expect(detail('boot-sequence')).toContain(`${n}: running`)
@@ -100,6 +105,10 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
           'health: all control plane static pods to be running: ok (cp-1: kube-apiserver, kube-controller-manager, kube-scheduler running;',
         )
         expect(status.stdout).toContain('health: kube-proxy to report ready: skipped (no kube-proxy DaemonSet')
+        expect(status.stdout).toContain(
+          'health: all nodes memory sizes: ok (cp-1: 3996 MiB (minimum 1698 MiB); cp-2: 3996 MiB (minimum 1698 MiB); cp-3: 3996 MiB (minimum 1698 MiB); wrkr-1: 3996 MiB (minimum 874 MiB))',
+        )
+        expect(status.stdout).toMatch(/health: all nodes disk sizes: ok \(cp-1: EPHEMERAL \/dev\/sda6 \d+ MiB \(minimum 3932 MiB\);/)
         expect(status.stdout).toMatch(
           /health: all k8s nodes to report schedulable: ok \(cp-1: schedulable; cp-2: schedulable; cp-3: schedulable; wrkr-1: schedulable\)/,
         )
@@ -285,29 +294,68 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
   )
 
   it(
-    'a kubelet serving CSR never approved: the node is Ready, the kubelet-csr diagnostic names it',
+    'kubelet serving CSRs never approved on two workers: each Ready, each named by the kubelet-csr diagnostic, each hint approving its own CSR verbatim',
     () =>
-      withCluster('127.250.8', { cps: 1, workers: 1, faults: [{ node: 'wrkr-1', kind: 'kubelet-serving-csr' }] }, async (cluster) => {
-        const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
-        expect(result.code).toBe(1)
-        const report = cluster.report()
-        const step = failedStep(report, 'diagnostics')
-        expect(step.error?.message).toMatch(
-          /Talos diagnostics on wrkr-1: kubelet-csr: kubelet server certificate rotation is enabled, but CSR is not approved \(.*pending CSRs: csr-\w+\)/,
-        )
-        expect(nodeIn(report, 'wait-ready', 'wrkr-1').error?.kind).toBe('diagnostics')
-        expect(nodeIn(report, 'wait-ready', 'cp-1').status).toBe('ok')
-        const nodes = await cluster.kubectl(['get', 'nodes', '--no-headers'])
-        expect(nodes.stdout).toMatch(/^wrkr-1\s+Ready/m)
-        // the hint's list, as printed, shows the node's pending CSR; `kubectl certificate approve` sends a
-        // protobuf body the simulator does not decode: the approval stands as the fault cleared
-        const list = /`(kubectl [^`]* get csr)`/.exec(step.error?.hint ?? '')?.[1] ?? 'false'
-        const csrs = await runInFreshShell(cluster, list)
-        const csr = /`kubectl [^`]* certificate approve (csr-\w+)`/.exec(step.error?.hint ?? '')?.[1] ?? 'none'
-        expect(csrs.stdout, csrs.stderr).toContain(csr)
-        cluster.sim.clearFault('wrkr-1', 'kubelet-serving-csr')
-        await succeeds(cluster, taskOf(step.error?.hint))
-      }),
+      withCluster(
+        '127.250.8',
+        {
+          cps: 1,
+          workers: 2,
+          faults: [
+            { node: 'wrkr-1', kind: 'kubelet-serving-csr' },
+            { node: 'wrkr-2', kind: 'kubelet-serving-csr' },
+          ],
+        },
+        async (cluster) => {
+          const result = await cluster.task('bootstrap:talos', {}, READY_SHORT)
+          expect(result.code).toBe(1)
+          const report = cluster.report()
+          const step = failedStep(report, 'diagnostics')
+          for (const name of ['wrkr-1', 'wrkr-2'])
+            expect(step.error?.message).toMatch(
+              new RegExp(
+                `Talos diagnostics on ${name}: kubelet-csr: kubelet server certificate rotation is enabled, but CSR is not approved \\(.*pending CSRs: csr-\\w+\\)`,
+              ),
+            )
+          expect(nodeIn(report, 'wait-ready', 'cp-1').status).toBe('ok')
+          const nodes = await cluster.kubectl(['get', 'nodes', '--no-headers'])
+          expect(nodes.stdout).toMatch(/^wrkr-1\s+Ready/m)
+          expect(nodes.stdout).toMatch(/^wrkr-2\s+Ready/m)
+          // the API's serving CSRs: who asked for each
+          const listed = await cluster.kubectl([
+            'get',
+            'csr',
+            '-o',
+            'jsonpath={range .items[*]}{.metadata.name}={.spec.username}{"\\n"}{end}',
+          ])
+          const requester = new Map(
+            listed.stdout
+              .trim()
+              .split('\n')
+              .map((l) => l.split('=') as [string, string]),
+          )
+          const approvals: string[] = []
+          for (const name of ['wrkr-1', 'wrkr-2']) {
+            const failed = nodeIn(report, 'wait-ready', name)
+            expect(failed.error?.kind).toBe('diagnostics')
+            // its own hint: its own pending CSR, requested by its own kubelet
+            const approve = /`(kubectl [^`]* certificate approve (csr-\w+))`/.exec(failed.error?.hint ?? '')
+            expect(approve?.[2] && requester.get(approve[2]), failed.error?.hint).toBe(`system:node:${name}`)
+            // the hint's list, as printed, shows it
+            const list = /`(kubectl [^`]* get csr [^`]*)`/.exec(failed.error?.hint ?? '')?.[1] ?? 'false'
+            const csrs = await runInFreshShell(cluster, list)
+            expect(csrs.code, csrs.stderr).toBe(0)
+            expect(csrs.stdout).toMatch(new RegExp(`^${approve?.[2] ?? 'none'}\\s.*Pending`, 'm'))
+            approvals.push(approve?.[1] ?? 'false')
+          }
+          // approved as printed (the fault stays: no approver runs), the diagnostics clear and the task finishes
+          // the step's hint: each node's own approval, the task said once at its end
+          for (const command of approvals) expect(step.error?.hint).toContain(command)
+          expect(taskOf(step.error?.hint)).toBe(taskOf(nodeIn(report, 'wait-ready', 'wrkr-2').error?.hint))
+          for (const command of approvals) await succeeds(cluster, command)
+          await succeeds(cluster, taskOf(step.error?.hint))
+        },
+      ),
     HEALTH_ROW_TIMEOUT,
   )
 
@@ -358,6 +406,84 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect((await runInFreshShell(cluster, uncordon)).code).toBe(0)
         await succeeds(cluster, taskOf(step.error?.hint))
       }),
+    HEALTH_ROW_TIMEOUT,
+  )
+
+  it(
+    "a node with less memory than Talos's minimum, another with too small an install disk: each fails at once, named with its figure and minimum",
+    () =>
+      withCluster(
+        '127.250.12',
+        {
+          cps: 1,
+          workers: 2,
+          // MemTotal 800 MiB (900 MiB less what the kernel keeps); 6 GB is 5722 MiB, EPHEMERAL what the Talos partitions leave
+          nodeOverrides: {
+            'wrkr-1': { memory: '900MiB' },
+            'wrkr-2': { memory: '900MiB' },
+            'cp-1': { disks: [{ dev: '/dev/sda', size: '6GB', model: 'QEMU HARDDISK' }] },
+          },
+        },
+        async (cluster) => {
+          // a figure no wait changes fails at once: a row that sat out this timeout would time out itself
+          const result = await cluster.task('bootstrap:talos', {}, fastWith('--ready-timeout', '10m'))
+          expect(result.code).toBe(1)
+          // preflight said so before the install
+          expect(result.stderr).toContain("only 6 GB, under Talos's minimum of 6 GiB")
+          const report = cluster.report()
+          const memory = failedStep(report, 'memory-sizes')
+          expect(memory.error?.message).toBe(
+            'wrkr-1 (127.250.12.21) does not meet memory requirements: expected at least 874 MiB for a worker, actual 800 MiB (MemTotal); ' +
+              'wrkr-2 (127.250.12.22) does not meet memory requirements: expected at least 874 MiB for a worker, actual 800 MiB (MemTotal)',
+          )
+          // each node failed with its own cause and a hint that names it, not the first node's
+          for (const [name, ip] of [
+            ['wrkr-1', '127.250.12.21'],
+            ['wrkr-2', '127.250.12.22'],
+          ] as const) {
+            const own = nodeIn(report, 'wait-ready', name)
+            expect(own.error?.kind).toBe('hardware')
+            expect(own.error?.message).toBe(
+              `memory-sizes: ${name} (${ip}) does not meet memory requirements: expected at least 874 MiB for a worker, actual 800 MiB (MemTotal)`,
+            )
+            expect(own.error?.hint).toContain(`give ${name} more memory: a worker needs at least 1 GiB of RAM`)
+            expect(own.error?.hint).toContain(`-e ${ip} -n ${ip} memory\``)
+          }
+          const worker = nodeIn(report, 'wait-ready', 'wrkr-2')
+          const disk = failedStep(report, 'disk-sizes')
+          expect(disk.error?.message).toMatch(
+            /^the ephemeral partition \/dev\/sda6 of cp-1 \(127\.250\.12\.11\) is too small: expected at least 3932 MiB, actual 3519 MiB \(on \/dev\/sda\)$/,
+          )
+          const cp = nodeIn(report, 'wait-ready', 'cp-1')
+          expect(cp.error?.kind).toBe('hardware')
+          expect(cp.error?.hint).toContain('Talos needs an install disk of at least 6 GiB')
+          expect(cp.error?.hint).toMatch(/bootstrap:node CLUSTER_DIR=\S+ NODE=cp-1 RESET=true -- --yes$/)
+          // the hints' commands, as printed, show the figures
+          const free = /`(talosctl [^`]* memory)`/.exec(worker.error?.hint ?? '')?.[1] ?? 'false'
+          const shown = await runInFreshShell(cluster, free)
+          expect(shown.code, shown.stderr).toBe(0)
+          expect(shown.stdout).toMatch(/^127\.250\.12\.22\s+800\s/m)
+          const disks = /`(talosctl [^`]* get disks)`/.exec(cp.error?.hint ?? '')?.[1] ?? 'false'
+          const listed = await runInFreshShell(cluster, disks)
+          expect(listed.code, listed.stderr).toBe(0)
+          expect(listed.stdout).toMatch(/\bsda\b.*\b6(?:\.0)? GB\b/)
+          // the real talosctl health fails the same two checks, in Talos's words
+          const health = await runInFreshShell(
+            cluster,
+            free.replace(/ -e \S+ -n \S+ memory$/, ' -e 127.250.12.11 -n 127.250.12.11 health --wait-timeout 3s'),
+          )
+          expect(health.code).not.toBe(0)
+          expect(health.stderr).toContain(
+            'waiting for all nodes memory sizes: 2 errors occurred:\n\t* node "127.250.12.21" does not meet memory requirements: expected at least 874 MiB, actual 800 MiB\n\t* node "127.250.12.22" does not meet memory requirements: expected at least 874 MiB, actual 800 MiB',
+          )
+          // bootstrap:status shows both
+          const status = await cluster.task('bootstrap:status')
+          expect(status.stdout).toContain(
+            'health: all nodes memory sizes: failed (wrkr-1 (127.250.12.21) does not meet memory requirements',
+          )
+          expect(status.stdout).toContain('health: all nodes disk sizes: failed (the ephemeral partition /dev/sda6 of cp-1')
+        },
+      ),
     HEALTH_ROW_TIMEOUT,
   )
 

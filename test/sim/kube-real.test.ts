@@ -242,7 +242,7 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     expect((await kubectl('delete', 'deployment', 'pulled')).code).toBe(0)
   })
 
-  it('a worker cut off the network: its kubelet reaches no API server, the node-lifecycle controller marks it Unknown; back, Ready again, its serving CSR (kubelet-serving-csr) left Pending', async () => {
+  it('a worker cut off the network: its kubelet reaches no API server, the node-lifecycle controller marks it Unknown; back, Ready again, its serving CSR (kubelet-serving-csr) Pending, named by the kubelet-csr diagnostic until kubectl certificate approve', async () => {
     const readyOf = async (name: string) =>
       ((await items('nodes')).find((x) => x.metadata.name === name)?.status?.conditions ?? []).find((x) => x.type === 'Ready')?.status
     c.sim.addFault({ node: 'wrkr-1', kind: 'unreachable' })
@@ -263,6 +263,17 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     const serving = await servingCsrs()
     expect(serving.length).toBe(1)
     expect(serving.every((x) => (x.status?.conditions ?? []).length === 0 && !x.status?.certificate)).toBe(true)
+    const name = serving[0]?.metadata.name ?? 'none'
+    // what the product reads for its hint: the API selects the signer, the requester is spec.username
+    const selected = (await items('csr', '--field-selector', 'spec.signerName=kubernetes.io/kubelet-serving')) as typeof serving
+    expect(selected.filter((x) => x.spec?.username === 'system:node:wrkr-1').map((x) => x.metadata.name)).toEqual([name])
+    // Talos's kubelet-csr diagnostic names that CSR, as the kubelet's credentials list it
+    const diagnostics = async () => (await talosctl(c.sim, ['get', 'diagnostics', ...at('127.251.1.21')])).stdout
+    await eventually('the kubelet-csr diagnostic names the CSR', async () => (await diagnostics()).includes(`pending CSRs: ${name}`))
+    // approved as the product's hint prints it, the diagnostic ends (the fault stays: nothing else approves)
+    const approve = await kubectl('certificate', 'approve', name)
+    expect(approve.code, approve.stderr).toBe(0)
+    await eventually('the kubelet-csr diagnostic gone', async () => !(await diagnostics()).includes('kubelet-csr'))
     c.sim.clearFault('wrkr-1', 'kubelet-serving-csr')
   })
 

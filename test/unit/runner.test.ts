@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import { NodeError } from '../../lib/core/errors.js'
+import { NodeError, StepError } from '../../lib/core/errors.js'
 import type { ClusterNode } from '../../lib/core/model.js'
 import type { Phase } from '../../lib/engine/phase.js'
 import type { Run } from '../../lib/engine/run.js'
@@ -153,6 +153,42 @@ describe('runPhases', () => {
     expect(results[0]?.nodes[0]).toMatchObject({ status: 'failed', detail: 'etcd-bootstrap failed', error: { kind: 'not-ready-yet' } })
     expect(results[0]?.nodes[0]?.error?.message).toBe('etcd-bootstrap: bootstrap is not available yet')
     expect(results[0]?.nodes[1]?.status).toBe('ok')
+  })
+
+  it('a cluster step that names each node wrong gives each blocked node its own message and hint', async () => {
+    const phase: Phase = {
+      name: 'wait-ready',
+      title: 'test',
+      steps: () => [
+        {
+          kind: 'cluster',
+          name: 'memory-sizes',
+          title: 'memory',
+          blocks: () => true,
+          run: async () => {
+            throw new StepError(
+              'hardware',
+              'n-2 short; n-3 short',
+              'for n-2: fix n-2 | for n-3: fix n-3',
+              new Map([
+                ['n-2', { kind: 'hardware' as const, message: 'n-2 short', hint: 'fix n-2' }],
+                ['n-3', { kind: 'hardware' as const, message: 'n-3 short', hint: 'fix n-3' }],
+              ]),
+            )
+          },
+        },
+      ],
+    }
+    const results = await runPhases(fakeRun(nodes(3), 3), [phase])
+    const [n1, n2, n3] = results[0]?.nodes ?? []
+    expect(n2?.error).toEqual({ kind: 'hardware', message: 'memory-sizes: n-2 short', hint: 'fix n-2' })
+    expect(n3?.error).toEqual({ kind: 'hardware', message: 'memory-sizes: n-3 short', hint: 'fix n-3' })
+    // a node the step blocks without naming it: the step's own error
+    expect(n1?.error).toEqual({
+      kind: 'hardware',
+      message: 'memory-sizes: n-2 short; n-3 short',
+      hint: 'for n-2: fix n-2 | for n-3: fix n-3',
+    })
   })
 
   it('with --fail-fast, a later phase that never ran is not ok and says why for every node', async () => {

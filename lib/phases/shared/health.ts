@@ -105,6 +105,9 @@ export class HealthReads {
       () => this.services(this.cps, 'etcd'),
       () => this.etcdMembers(),
       () => this.machines(),
+      () => this.memory(),
+      () => this.resources(this.ctx.nodes, 'volumestatus'),
+      () => this.resources(this.ctx.nodes, 'platformmetadata'),
       () => this.resources(this.ctx.nodes, 'diagnostics'),
       () => this.services(this.ctx.nodes, 'kubelet'),
       () => this.kubeNodes(),
@@ -141,6 +144,10 @@ export class HealthReads {
   machines(): Promise<Map<string, NodeAnswer<MachineStatus>>> {
     return this.shared('machinestatus', () => this.ctx.talosctl.machineStatuses(this.ordered(this.ctx.nodes), this.via()))
   }
+  /** each node's MemTotal (kB) */
+  memory(): Promise<Map<string, NodeAnswer<number>>> {
+    return this.shared('memory', () => this.ctx.talosctl.memoryTotals(this.ctx.nodes, this.via()))
+  }
   etcdMembers(): Promise<Map<string, NodeAnswer<EtcdMember[]>>> {
     return this.shared('etcd-members', () => this.ctx.talosctl.etcdMemberLists(this.cps))
   }
@@ -162,6 +169,12 @@ export class HealthReads {
   systemWarnings(): Promise<KubeObject[]> {
     return this.shared('kube-system-warnings', () =>
       this.ctx.kubectl.list('events', { namespace: 'kube-system', fieldSelector: 'type=Warning' }).catch(() => []),
+    )
+  }
+  /** the kubelets' serving CSRs (signer kubernetes.io/kubelet-serving: a field the API selects on) */
+  servingCsrs(): Promise<KubeObject[]> {
+    return this.shared('serving-csrs', () =>
+      this.ctx.kubectl.list('certificatesigningrequests', { fieldSelector: 'spec.signerName=kubernetes.io/kubelet-serving' }),
     )
   }
   kubeProxy(): Promise<KubeObject | undefined> {
@@ -387,6 +400,36 @@ export const HEALTH_CHECKS: HealthCheck[] = [
       }
     },
   },
+  minimumCheck(
+    'memory-sizes',
+    'all nodes memory sizes',
+    (h) => h.memory(),
+    (kB, node) => ({ what: '', mib: Math.floor(kB / 1024), minimum: MEMORY_MINIMUM_MIB[node.role] }),
+    (node, m) => ({
+      message: `${node.name} (${node.address}) does not meet memory requirements: expected at least ${m.minimum} MiB for a ${roleText(node)}, actual ${m.mib} MiB (MemTotal)`,
+      hint: memoryHint(node),
+    }),
+  ),
+  minimumCheck(
+    'disk-sizes',
+    'all nodes disk sizes',
+    (h) => h.resources(h.ctx.nodes, 'volumestatus'),
+    (volumes) => {
+      const ephemeral = ephemeralOf(volumes)
+      if (!ephemeral) return 'no EPHEMERAL volume yet'
+      return {
+        what: `EPHEMERAL ${ephemeral.location} `,
+        mib: Math.floor(ephemeral.size / MiB),
+        minimum: EPHEMERAL_MINIMUM_MIB,
+        location: ephemeral.location,
+        on: ephemeral.parentLocation,
+      }
+    },
+    (node, m) => ({
+      message: `the ephemeral partition ${m.location} of ${node.name} (${node.address}) is too small: expected at least ${m.minimum} MiB, actual ${m.mib} MiB (on ${m.on || 'its system disk'})`,
+      hint: diskHint(node, m.on ?? ''),
+    }),
+  ),
   {
     name: 'diagnostics',
     title: 'no diagnostics',
@@ -401,13 +444,15 @@ export const HEALTH_CHECKS: HealthCheck[] = [
         })
         return found.length ? bad(n.name, found.join('; ')) : ok(n.name, 'none')
       })
+      // a kubelet-csr diagnostic: the node's pending serving CSRs as the API lists them (the diagnostic's own list otherwise)
+      const csrs = results.some((r) => !r.ok && /kubelet-csr/.test(r.text)) ? await h.servingCsrs().catch(() => undefined) : undefined
       return {
         results,
         failures: failuresOf(results, h.ctx.nodes, (r, node) => ({
           node: r.node,
           kind: 'diagnostics',
           message: `Talos diagnostics on ${r.node}: ${r.text}`,
-          hint: diagnosticHint(node, r.text),
+          hint: diagnosticHint(node, r.text, csrs && pendingServingCsrs(csrs, node)),
         })),
       }
     },
@@ -704,6 +749,106 @@ export const HEALTH_CHECKS: HealthCheck[] = [
   },
 ]
 
+const MiB = 1024 * 1024
+
+/**
+ * The minimum MemTotal per machine type (siderolabs/talos pkg/minimal/limits.go Memory: 1848 MiB on a
+ * control plane, 1 GiB on a worker, each less 150 MiB for the kernel), as `talosctl health` holds them.
+ */
+const MEMORY_MINIMUM_MIB: Record<ClusterNode['role'], number> = { controlplane: 1848 - 150, worker: 1024 - 150 }
+
+/**
+ * The smallest EPHEMERAL (pkg/cluster/check/nodes.go AllNodesDiskSizes): minimal.DiskSize() (6 GiB)
+ * less the UKI EFI partition (2101 MiB), STATE (100 MiB), META (1 MiB) and 10 MiB of GPT overhead.
+ */
+const EPHEMERAL_MINIMUM_MIB = 6 * 1024 - (2101 + 100 + 1 + 10)
+
+const roleText = (node: ClusterNode): string => (node.role === 'controlplane' ? 'control plane' : 'worker')
+
+/** a node's platform (its PlatformMetadata: `container` for Talos in a container, `metal`, a cloud's name) */
+function platformOf(docs: unknown[] | undefined): string | undefined {
+  return (docs?.[0] as { spec?: { platform?: string } } | undefined)?.spec?.platform
+}
+
+/** a node's VolumeStatus EPHEMERAL among its volumes (pkg/machinery/resources/block/volume_status.go) */
+function ephemeralOf(volumes: unknown[]): { location: string; parentLocation: string; size: number } | undefined {
+  const doc = volumes.find((v) => (v as { metadata?: { id?: string } }).metadata?.id === 'EPHEMERAL') as
+    { spec?: { location?: string; parentLocation?: string; size?: number | string } } | undefined
+  if (!doc?.spec?.size) return undefined
+  return { location: doc.spec.location ?? '?', parentLocation: doc.spec.parentLocation ?? '', size: Number(doc.spec.size) }
+}
+
+/** a node short of memory: more RAM (Talos's minimum and recommendation for its type), then wait-ready */
+function memoryHint(node: ClusterNode): string {
+  const ram = node.role === 'controlplane' ? 'at least 1848 MiB of RAM (4 GiB recommended)' : 'at least 1 GiB of RAM (2 GiB recommended)'
+  return `give ${node.name} more memory: a ${roleText(node)} needs ${ram}, and MemTotal is the RAM less what the kernel keeps; add memory to the machine (or its VM) and boot it again, check with \`${talosctlCommand(node, 'memory')}\`, then run: ${taskCommand('bootstrap:wait-ready')}`
+}
+
+/** an install disk too small for EPHEMERAL: Talos on a larger disk (a reinstall), then the node again */
+function diskHint(node: ClusterNode, disk: string): string {
+  return `Talos needs an install disk of at least 6 GiB (EPHEMERAL gets what its own partitions leave${disk ? ` on ${disk}` : ''}): list ${node.name}'s disks (\`${talosctlCommand(node, 'get disks')}\`), set machine.install.disk (or machine.install.diskSelector) in ${node.configFile} to a larger one (or lift a VolumeConfig EPHEMERAL maxSize that limits it), then wipe and reinstall the node: ${taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])}`
+}
+
+/** one node's figure against Talos's minimum for it (MiB); `what` leads its text; a partition's location and its disk */
+interface Measured {
+  what: string
+  mib: number
+  minimum: number
+  location?: string
+  on?: string
+}
+
+/**
+ * A figure of each node against Talos's minimum for it (`talosctl health`'s memory and disk sizes):
+ * a node below it fails at once (no wait adds memory or grows a disk), kind hardware; a figure not
+ * there yet (`measure` says why) is waited for; a node in a container is not checked (nodes.go
+ * getNonContainerNodes).
+ */
+function minimumCheck<T>(
+  name: string,
+  title: string,
+  read: (h: HealthReads) => Promise<Map<string, NodeAnswer<T>>>,
+  measure: (value: T, node: ClusterNode) => Measured | string,
+  tooSmall: (node: ClusterNode, m: Measured) => { message: string; hint: string },
+): HealthCheck {
+  return {
+    name,
+    title,
+    run: async (h) => {
+      const [answers, platforms] = await Promise.all([read(h), h.resources(h.ctx.nodes, 'platformmetadata').catch(() => undefined)])
+      const measured = new Map<string, Measured | string>()
+      const results = h.ctx.nodes.map((n) => {
+        // talosctl health leaves out nodes in a container (their Version's platform mode): so does this
+        if (platforms && platformOf(answerOf(platforms, n).value) === 'container') return ok(n.name, 'skipped: a container')
+        const { value, text } = answerOf(answers, n)
+        if (value === undefined) return bad(n.name, text ?? '?')
+        const m = measure(value, n)
+        measured.set(n.name, m)
+        if (typeof m === 'string') return bad(n.name, m)
+        return m.mib >= m.minimum
+          ? ok(n.name, `${m.what}${m.mib} MiB (minimum ${m.minimum} MiB)`)
+          : bad(n.name, `${m.what}${m.mib} MiB, less than ${m.minimum} MiB`)
+      })
+      return {
+        results,
+        failures: failuresOf(results, h.ctx.nodes, (r, node): CheckFailure => {
+          const m = measured.get(node.name)
+          if (m === undefined)
+            return {
+              node: r.node,
+              kind: 'unreachable',
+              message: `${title}: ${r.node} not readable: ${r.text}`,
+              hint: hintFor('unreachable', node),
+            }
+          if (typeof m === 'string')
+            return { node: r.node, kind: 'stuck', message: `${title}: ${r.node}: ${m}`, hint: hintFor('stuck', node) }
+          return { node: r.node, kind: 'hardware', ...tooSmall(node, m), permanent: true }
+        }),
+      }
+    },
+  }
+}
+
 /** who set spec.unschedulable, by the Node's managed fields (kubectl cordon: kubectl-cordon) */
 function cordonedBy(node: KubeObject): string {
   const fields =
@@ -758,15 +903,34 @@ async function podsPerNode(h: HealthReads, what: string, selects: (p: KubeObject
   return { results, failures }
 }
 
-/** kubelet-csr: the node's serving CSR waits for an approver; address-overlap and the rest: read them */
-function diagnosticHint(node: ClusterNode, text: string): string {
+/**
+ * A node's kubelet serving CSRs nobody approved or denied, by name: signer kubernetes.io/kubelet-serving,
+ * requested as system:node:<node> (what Talos's kubelet-csr diagnostic lists, kubelet_csr_not_approved.go)
+ */
+function pendingServingCsrs(csrs: KubeObject[], node: ClusterNode): string[] {
+  return csrs
+    .filter((c) => {
+      const spec = c.spec as { signerName?: string; username?: string } | undefined
+      const decided = (c.status?.conditions ?? []).some((x) => x.type === 'Approved' || x.type === 'Denied')
+      return spec?.signerName === 'kubernetes.io/kubelet-serving' && spec.username === `system:node:${kubeNodeName(node)}` && !decided
+    })
+    .map((c) => c.metadata.name)
+    .sort()
+}
+
+/**
+ * kubelet-csr: the node's serving CSRs wait for an approver, named as the API lists them (`listed`),
+ * else as the diagnostic does; address-overlap and the rest: read them
+ */
+function diagnosticHint(node: ClusterNode, text: string, listed: string[] | undefined): string {
   if (/kubelet-csr/.test(text)) {
     // the diagnostic names the pending CSRs (`pending CSRs: csr-a, csr-b`)
-    const pending = /pending CSRs: ([\w.-]+(?:, [\w.-]+)*)/.exec(text)?.[1]?.split(', ') ?? []
+    const pending = listed?.length ? listed : (/pending CSRs: ([\w.-]+(?:, [\w.-]+)*)/.exec(text)?.[1]?.split(', ') ?? [])
+    const see = `\`${kubectlCommand(`get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving`)}\``
     const approve = pending.length
-      ? `\`${kubectlCommand(`certificate approve ${pending.join(' ')}`)}\``
-      : `\`${kubectlCommand('certificate approve <name>')}\` for each`
-    return `the kubelet's serving certificate CSR is not approved (rotate-server-certificates without an approver): see them (\`${kubectlCommand('get csr')}\`), approve ${node.name}'s (${approve}) or install an approver (kubelet-serving-cert-approver), then run: ${taskCommand('bootstrap:wait-ready')}`
+      ? `approve ${node.name}'s: \`${kubectlCommand(`certificate approve ${pending.join(' ')}`)}\``
+      : `approve ${node.name}'s (requested by system:node:${kubeNodeName(node)}) by name`
+    return `the kubelet's serving certificate CSR is not approved (rotate-server-certificates without an approver): see them (${see}), ${approve}, or install an approver (kubelet-serving-cert-approver); then run: ${taskCommand('bootstrap:wait-ready')}`
   }
   return hintFor('diagnostics', node)
 }
