@@ -11,6 +11,11 @@ const DRAIN_TIMEOUT = 300
 export const ETCD_LEAVE_RETRY = 300
 export const KUBELET_RESTART_S = 15
 const INSTALLER_PULL_RETRY_S = 20
+// Every reboot keeps the API down at least this long in real time, whatever the speed: talosctl's
+// `--wait` tracker (cmd/talosctl/pkg/talos/action/node.go) watches again 1 s after the reboot
+// sequence starts, still with tail 0; a node already back by then has sent its RUNNING event and the
+// client waits for --timeout. No real node reboots in under 2 s.
+export const REBOOT_FLOOR_MS = 2000
 // how often a service waiting for time sync finds it synced (our interval: Talos wakes it on the TimeStatus change)
 const TIME_SYNC_RETRY_S = 10
 const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
@@ -111,6 +116,20 @@ export class Node {
     this.gen++
     for (const c of this.cancels) c()
     this.cancels.clear()
+  }
+
+  /**
+   * run fn once a reboot's down time is over: `timings.reboot` simulated seconds, and at least
+   * REBOOT_FLOOR_MS of wall clock after the API listener really closed (unless the lifecycle moved on)
+   */
+  afterDown(fn) {
+    const gen = this.gen
+    let waiting = 2
+    const go = () => --waiting === 0 && fn()
+    this.after(this.ctx.timings.reboot, go)
+    Promise.resolve(this.ctx.listeners?.closed(this)).then(() => {
+      if (gen === this.gen) this.after((this.ctx.clock.speed * REBOOT_FLOOR_MS) / 1000, go)
+    })
   }
 
   setStage(stage, listener) {
@@ -342,7 +361,7 @@ export class Node {
     this.after(INSTALLER_PULL_RETRY_S, () => this.installerPullFails())
   }
 
-  /** rebooting (nothing listens) for `reboot` seconds, then boot again */
+  /** rebooting (nothing listens) for `reboot` seconds (at least REBOOT_FLOOR_MS of wall clock), then boot again */
   reboot({ thenMaintenance = false } = {}) {
     this.newLifecycle()
     this.etcdHealthy = false
@@ -351,7 +370,7 @@ export class Node {
     this.criUp = false
     this.bootDone = false
     this.setStage('rebooting', 'off')
-    this.after(this.ctx.timings.reboot, () => {
+    this.afterDown(() => {
       const wasMember = this.etcdMember
       this.resetFlags()
       this.etcdMember = wasMember
@@ -625,7 +644,7 @@ export class Node {
       this.services.clear()
       if (reboot) {
         this.setStage('resetting', 'off') // the reboot is the reset sequence's own phase: machinestatus stays resetting (controllers/runtime/machine_status.go)
-        this.after(this.ctx.timings.reboot, () => this.powerOn())
+        this.afterDown(() => this.powerOn())
       } else {
         this.poweredOff = true
         this.setStage('shutting down', 'off')

@@ -458,7 +458,12 @@ export const METHODS = {
     const wipeMode = body.wipeMode ?? 'all'
     if (!['all', 'system-disk', 'user-disks'].includes(wipeMode)) throw rpc('InvalidArgument', `unknown wipe mode "${wipeMode}"`)
     const graceful = body.graceful !== false
-    const actorId = startAction(node, 'reset', { graceful })
+    const actorId = startAction(node, 'reset', {
+      graceful,
+      wipeMode,
+      systemLabels: body.systemLabelsToWipe ?? [],
+      userDisks: body.userDisksToWipe ?? [],
+    })
     node.ctx.clock.after(0.01, () =>
       node.reset({ graceful, reboot: !!body.reboot, wipeMode, systemLabelsToWipe: body.systemLabelsToWipe ?? [] }),
     )
@@ -468,7 +473,7 @@ export const METHODS = {
   'machine.Reboot'(sim, node, body) {
     const mode = body.mode ?? 'default'
     if (!['default', 'powercycle', 'force', ''].includes(mode)) throw rpc('Unknown', `invalid reboot mode: "${mode}"`)
-    const actorId = startAction(node, 'reboot')
+    const actorId = startAction(node, 'reboot', { mode })
     node.ctx.clock.after(0.01, () => node.reboot({}))
     return { actorId }
   },
