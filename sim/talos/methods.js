@@ -169,7 +169,15 @@ function listResources(sim, node, d) {
           ]
         : []
     case 'MachineConfig':
-      return node.configured ? [resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } })] : []
+      // the active config, and `persistent` (what STATE holds for the next boot) once set in this boot (ID order)
+      return node.configured
+        ? [
+            ...(node.persistent
+              ? [resource(node, d, 'persistent', node.persistent.text, { annotations: { 'talos.dev/yaml-spec': '1' } })]
+              : []),
+            resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } }),
+          ]
+        : []
     case 'MachineType':
       return [resource(node, d, 'machine-type', node.configured ? node.role : 'unknown')]
     case 'EtcdMember':
