@@ -11,8 +11,9 @@
 // loop reads again.
 import { FLUX_KINDS, createFluxRules } from './flux-rules.js'
 
-const TICK_MS = 500
+const TICK_MS = 250
 const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
+const cond = (status, type) => (status?.conditions ?? []).find((c) => c.type === type)
 const keyOf = (ns, name) => `${ns ?? ''}/${name}`
 
 export class FluxControllers {
@@ -42,7 +43,8 @@ export class FluxControllers {
           this.tick()
         }),
       now: isoNow,
-      faults: ctx.faults,
+      // the simulator's faults exist once it starts (after this constructor)
+      faults: { has: (node, kind) => ctx.faults.has(node, kind), message: (kind) => ctx.faults.message(kind) },
       flux: ctx.scenario.flux,
     })
   }
@@ -65,6 +67,8 @@ export class FluxControllers {
   /** a merge patch of the object (or its status subresource); the picture takes it at once */
   write(kind, o, patch, subresource) {
     const ns = o.metadata.namespace
+    const ready = cond(patch.status, 'Ready')
+    if (ready) this.ctx.log(`flux: ${kind} ${ns}/${o.metadata.name} Ready=${ready.status} ${ready.reason}`)
     this.seen.get(kind)?.set(keyOf(ns, o.metadata.name), { ...o, ...patch })
     const { group, version, plural } = FLUX_KINDS[kind]
     const path = `/apis/${group}/${version}/namespaces/${ns}/${plural}/${o.metadata.name}${subresource ? `/${subresource}` : ''}`
@@ -105,7 +109,8 @@ export class FluxControllers {
     const seen = new Map()
     const listed = async (path) => {
       const r = await admin.request('GET', path)
-      if (r.status === 404) return null // the CRD not established (yet)
+      // 404: the CRD not established (yet); 503 `storage is (re)initializing` just after: read again next time
+      if (r.status === 404 || r.status === 503) return null
       if (r.status >= 300) throw new Error(`GET ${path}: ${r.body?.message ?? r.status}`)
       return r.body.items ?? []
     }
