@@ -109,8 +109,9 @@ export class FluxControllers {
     const seen = new Map()
     const listed = async (path) => {
       const r = await admin.request('GET', path)
-      // 404: the CRD not established (yet); 503 `storage is (re)initializing` just after: read again next time
-      if (r.status === 404 || r.status === 503) return null
+      // 404: the CRD not established (yet); just after, its watch cache answers 429 `storage is
+      // (re)initializing` (apiserver cacher.go): read again next time
+      if (r.status === 404 || r.status === 429) return null
       if (r.status >= 300) throw new Error(`GET ${path}: ${r.body?.message ?? r.status}`)
       return r.body.items ?? []
     }
