@@ -49,15 +49,15 @@ export class FluxControllers {
     })
   }
 
+  /** with the kubelets, once the API server is ready (sim/kube-real.js startAll) */
   start() {
-    if (this.timer) return
-    this.timer = setInterval(() => this.tick(), TICK_MS)
+    this.timer ??= setInterval(() => this.tick(), TICK_MS)
     this.tick()
   }
   stop() {
+    this.rules.stop()
     clearInterval(this.timer)
     this.timer = null
-    this.rules.stop()
   }
 
   queue(fn) {
