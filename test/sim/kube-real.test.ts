@@ -279,16 +279,12 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     const failed = await flux('reconcile', 'kustomization', 'flux-system')
     expect(failed.code).not.toBe(0)
     expect(failed.stderr).toContain(`Kustomization reconciliation failed: ${message}`)
-    const reason = await kubectl(
-      'get',
-      'kustomization',
-      'flux-system',
-      '-n',
-      'flux-system',
-      '-o',
-      'jsonpath={.status.conditions[?(@.type=="Ready")].reason}',
-    )
-    expect(reason.stdout).toBe('BuildFailed')
+    const after = (await items('kustomizations', '-n', 'flux-system')).find((k) => k.metadata.name === 'flux-system')
+    expect((after?.status?.conditions ?? []).find((x) => x.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'BuildFailed',
+      message,
+    })
     c.sim.clearFault(null, 'flux')
     await eventually('the root Ready again', async () => {
       const again = await flux('reconcile', 'kustomization', 'flux-system')
