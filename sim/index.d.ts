@@ -55,6 +55,8 @@ export interface ScenarioInput {
     kubernetesVersion?: string
     vip?: { address: string; up?: 'after-bootstrap' | 'never' }
     discovery?: 'enabled' | 'disabled'
+    /** the generated control planes' cluster.allowSchedulingOnControlPlanes (default false: tainted NoSchedule) */
+    allowSchedulingOnControlPlanes?: boolean
     talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
     /** external: no configs or talosconfig written; each node takes its PKI and settings from the config applied to it */
     configs?: 'generated' | 'external'

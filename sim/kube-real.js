@@ -7,7 +7,7 @@
 // controllers/k8s/manifest.go and internal/k8stemplates (sim/README.md "Real Kubernetes").
 // Each control plane's :6443 and the VIP stay the simulator's (sim/listeners.js): they forward to
 // this API server as an authenticating front proxy, so `on: kube` faults stay per control plane.
-// The kubelets are the simulator's (sim/kubelet.js).
+// The kubelets are the simulator's (sim/kubelet.js), and so are Flux's controllers (sim/flux-controller.js).
 import { spawn } from 'node:child_process'
 import { createPublicKey } from 'node:crypto'
 import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -18,6 +18,7 @@ import { KubeClient } from './lib-kubeclient.js'
 import { REAL_BIN_DIR, isElf } from './writer.js'
 import { networkOf } from './talos/network.js'
 import { Kubelets } from './kubelet.js'
+import { FluxControllers } from './flux-controller.js'
 import { kubeWriteRecord } from './kube-rules.js'
 import { nthIp, talosManifests } from './kube-manifests.js'
 
@@ -60,6 +61,7 @@ export class RealKube {
     this.stopping = false
     this.started = null
     this.kubelets = new Kubelets(ctx, this)
+    this.flux = new FluxControllers(ctx, this) // Flux's controllers' status writes (sim/flux-controller.js)
   }
 
   /** the API server's own loopback address: the first .254, .253 … of the first control plane's /24 that no node or VIP uses */
@@ -281,6 +283,7 @@ export class RealKube {
     this.ctx.log(`real kube-apiserver ready in ${this.readyAt - this.t0} ms`)
     for (const c of COMPONENTS.slice(1)) this.spawnComponent(c, this.args(pki, c))
     this.kubelets.start() // they retry until the manifests below let them register
+    this.flux.start()
     await this.applyManifests(n)
     this.applied = true
   }
@@ -366,6 +369,10 @@ export class RealKube {
     this.agent ??= new https.Agent({ keepAlive: true, ca: this.ctx.pki.kube.ca.cert, cert: this.frontProxy.cert, key: this.frontProxy.key })
     const up = https.request(`${this.url}${req.url}`, { method: req.method, headers, agent: this.agent }, (ur) => {
       res.writeHead(ur.statusCode ?? 502, ur.headers)
+      // at once, as the API server flushed them: a watch's headers come before its first event (Node
+      // would hold them until the first body chunk, and a watch on an object that does not change
+      // then answers only when the API server ends it)
+      res.flushHeaders()
       ur.pipe(res)
       if (write) this.recordWrite(req, path, ur)
     })
@@ -456,6 +463,7 @@ export class RealKube {
   async stop() {
     this.stopping = true
     this.kubelets.stop()
+    this.flux.stop()
     this.agent?.destroy()
     this.admin?.close()
     await Promise.all(

@@ -57,3 +57,20 @@ export function kubeWriteRecord(req, path, time, outcome) {
     outcome,
   }
 }
+
+/**
+ * Replace one condition of a status's list, keeping its place and its lastTransitionTime when its
+ * status did not change (and lastHeartbeatTime with `heartbeat`, as a Node's); `now` an RFC 3339 time.
+ */
+export function setCondition(conditions, c, now, { heartbeat = false } = {}) {
+  const list = (conditions || []).filter((x) => x.type !== c.type)
+  const old = (conditions || []).find((x) => x.type === c.type)
+  const next = { ...c, lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : now }
+  if (heartbeat) next.lastHeartbeatTime = old && old.status === c.status ? old.lastHeartbeatTime : now
+  const at = (conditions || []).findIndex((x) => x.type === c.type)
+  if (at >= 0) {
+    list.splice(at, 0, next)
+    return list
+  }
+  return [...list, next]
+}

@@ -131,6 +131,11 @@ export class Listeners {
         const real = this.ctx.realKube
         // the real API server checks a bearer token itself (bootstrap and service-account tokens)
         if (real && (req.url ?? '').startsWith('/sim/v1/calls') && req.method === 'POST') return recordCalls(req, res, this.ctx)
+        // the scenario's Git server (flux.git), as the simulated flux asks sim/kube for it
+        if (real && (req.url ?? '').split('?')[0] === '/sim/v1/git' && req.method === 'GET') {
+          res.writeHead(200, { 'content-type': 'application/json' })
+          return res.end(JSON.stringify(this.ctx.scenario.flux?.git ?? {}))
+        }
         if (real && !req.socket.authorized && /^Bearer /i.test(req.headers.authorization ?? ''))
           return this.kubeRequestFault(addr, req, res, () => real.proxy(req, res))
         if (!req.socket.authorized) {

@@ -148,7 +148,21 @@ function validateScenario(s, { file, lineOf }) {
   obj(s, [])
   known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults', 'flux'], [])
   const c = obj(s.cluster, ['cluster'])
-  known(c, ['name', 'endpoint', 'talosVersion', 'kubernetesVersion', 'vip', 'discovery', 'talosconfigRole', 'configs'], ['cluster'])
+  known(
+    c,
+    [
+      'name',
+      'endpoint',
+      'talosVersion',
+      'kubernetesVersion',
+      'vip',
+      'discovery',
+      'talosconfigRole',
+      'configs',
+      'allowSchedulingOnControlPlanes',
+    ],
+    ['cluster'],
+  )
   // external: the operator's own configs are applied; the simulator writes none and takes each node's
   // identity and the cluster's PKI from what is applied to it
   const configs = c.configs ?? 'generated'
@@ -161,6 +175,10 @@ function validateScenario(s, { file, lineOf }) {
   // cluster discovery (the generated configs say the same): off unless asked for
   const discovery = c.discovery ?? 'disabled'
   if (!['enabled', 'disabled'].includes(discovery)) fail(['cluster', 'discovery'], `${q(discovery)} must be enabled or disabled`)
+  // the generated control planes' cluster.allowSchedulingOnControlPlanes (Talos: untainted control planes)
+  const allowSchedulingOnControlPlanes = c.allowSchedulingOnControlPlanes ?? false
+  if (typeof allowSchedulingOnControlPlanes !== 'boolean')
+    fail(['cluster', 'allowSchedulingOnControlPlanes'], `${q(allowSchedulingOnControlPlanes)} must be true or false`)
   // the role in the talosconfig's client certificate (internal/app/machined/pkg/system/services/machined.go rules)
   const talosconfigRole = c.talosconfigRole ?? 'os:admin'
   if (!TALOS_ROLES.includes(talosconfigRole))
@@ -366,6 +384,7 @@ function validateScenario(s, { file, lineOf }) {
       discovery,
       talosconfigRole,
       configs,
+      allowSchedulingOnControlPlanes,
     },
     talosMinor: minor,
     speed,

@@ -147,6 +147,7 @@ function renderMachineConfig(scenario, pki, node) {
     discovery:
       cluster.discovery === 'enabled' ? { enabled: true, registries: { kubernetes: { disabled: true }, service: {} } } : { enabled: false },
   }
+  if (cp && cluster.allowSchedulingOnControlPlanes) c.allowSchedulingOnControlPlanes = true
   if (cp) {
     Object.assign(c, {
       secretboxEncryptionSecret: pki.secrets.secretboxEncryptionSecret,

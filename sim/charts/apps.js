@@ -53,11 +53,17 @@ ${hostNetwork ? '      hostNetwork: true\n' : ''}      tolerations:
           image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
 `
 
+// a CRD in a group under k8s.io or kubernetes.io needs the API review's approval annotation, or the
+// API server refuses it (apiextensions validation, KEP 1111); the real charts carry these
+const APPROVED = {
+  'gateway.networking.k8s.io': 'https://github.com/kubernetes-sigs/gateway-api/pull/3328',
+  'externaldns.k8s.io': 'https://github.com/kubernetes-sigs/external-dns/pull/2007',
+}
 const crd = (group, plural, kind, scope = 'Namespaced') => `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: ${plural}.${group}
-spec:
+${APPROVED[group] ? `  annotations:\n    api-approved.kubernetes.io: "${APPROVED[group]}"\n` : ''}spec:
   group: ${group}
   names: { kind: ${kind}, listKind: ${kind}List, plural: ${plural}, singular: ${kind.toLowerCase()} }
   scope: ${scope}

@@ -172,8 +172,21 @@ export async function check(ctx) {
 
 async function installComponents(ctx, { print, extraLabels } = {}) {
   const client = await kube(ctx)
-  const out = await apply(client, manifests(ctx, componentsOf(ctx), extraLabels))
+  const objs = manifests(ctx, componentsOf(ctx), extraLabels)
+  const out = await apply(client, objs)
   if (print) ctx.out(out + '\n')
+  // the CRDs are applied in the first stage and waited for (fluxcd/pkg/ssa ApplyAllStaged, WaitForSet):
+  // a real API server serves a CRD's kind only once it is Established
+  const crds = objs.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name)
+  const deadline = Date.now() + ctx.flags.timeout
+  for (;;) {
+    const live = await Promise.all(crds.map((name) => client.getOrNull('CustomResourceDefinition', undefined, name)))
+    const waiting = crds.filter((_, i) => condition(live[i], 'Established')?.status !== 'True')
+    if (!waiting.length) return
+    if (Date.now() + POLL() > deadline)
+      throw new Error(`timeout waiting for: [${waiting.map((n) => `CustomResourceDefinition/${n} status: 'InProgress'`).join(', ')}]`)
+    await sleep(POLL())
+  }
 }
 
 export async function install(ctx) {

@@ -1,6 +1,6 @@
 // What `flux install` (and flux-operator for a FluxInstance) applies: the CRDs, the namespace and
 // one ServiceAccount + Deployment per controller (flux2 manifests/, pkg/manifestgen/install).
-// Shared by the simulated flux CLI and the simulated flux-operator (sim/kube/controllers.js).
+// Shared by the simulated flux CLI and the simulated flux-operator (sim/flux-rules.js).
 
 export const FLUX_VERSION = 'v2.9.4'
 const PART_OF = 'app.kubernetes.io/part-of'
@@ -27,6 +27,15 @@ const CRDS = [
   ['providers', 'notification.toolkit.fluxcd.io', 'Provider', 'v1beta3', []],
   ['receivers', 'notification.toolkit.fluxcd.io', 'Receiver', 'v1', []],
 ]
+// The real CRDs' schemas are generated from the controllers' Go types (flux2 manifests/crds); what
+// cannot be built offline is left open: spec and status keep any field (a structural schema, as the
+// API server requires one: `spec.versions[0].schema.openAPIV3Schema: Required value`).
+// (fresh objects each time: `flux install --export` writes YAML, which would alias shared ones)
+const open = () => ({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true })
+const schema = () => ({
+  type: 'object',
+  properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, spec: open(), status: open() },
+})
 function labels(namespace, component) {
   return {
     [PART_OF]: 'flux',
@@ -51,7 +60,7 @@ export function fluxObjects({ namespace, registry, components = DEFAULT_COMPONEN
       group,
       names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), ...(shortNames.length ? { shortNames } : {}) },
       scope: 'Namespaced',
-      versions: [{ name: version, served: true, storage: true, subresources: { status: {} } }],
+      versions: [{ name: version, served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: schema() } }],
     },
   }))
   objs.push({

@@ -1,15 +1,15 @@
 // Controllers on the simulated clock: DaemonSet and Deployment pods, a scheduler, pod
 // start-up, node readiness from the CNI pod, workload status (the apps/v1 status fields as
 // kubernetes pkg/controller/deployment and daemon set them), garbage collection, and Flux's
-// source/kustomize/helm controllers (their Ready conditions: fluxcd/pkg/apis/meta).
+// source/kustomize/helm controllers (their rules: sim/flux-rules.js, shared with the real API's side).
 // One reconcile pass walks everything; it is idempotent and writes only what changed,
 // so every write (ours included) simply schedules another pass.
 import { createHash } from 'node:crypto'
 import { admitCreate } from './admission.js'
-import { fluxObjects } from '../flux/manifests.js'
+import { FLUX_KINDS, createFluxRules } from '../flux-rules.js'
 import { syncReplicaSet } from './replicasets.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
-import { CNI_ANNOTATION, cniApiUnreachable, isCni } from '../kube-rules.js'
+import { CNI_ANNOTATION, cniApiUnreachable, isCni, setCondition as setConditionAt } from '../kube-rules.js'
 import { COREDNS_PROBE } from '../health-faults.js'
 
 export { CNI_ANNOTATION }
@@ -18,8 +18,7 @@ export { CNI_ANNOTATION }
 export const CHART_ANNOTATION = 'sim.talos-bootstrap.dev/chart'
 const POD_START = 5 // simulated seconds for an ordinary pod once its node is Ready
 const HOST_NETWORK_START = 1
-const FLUX_RECONCILE = 3
-const RECHECK = 60 // how often a faulted CNI pod / Kustomization looks again
+const RECHECK = 60 // how often a faulted CNI pod looks again
 
 // pod-template-hash / controller-revision-hash: 10 chars of the name generator's alphabet.
 const SAFE = 'bcdfghjklmnpqrstvwxz2456789'
@@ -33,9 +32,6 @@ const templateHash = (tpl) =>
     .map((b) => SAFE[b % SAFE.length])
     .join('')
 
-const DEFAULT_FLUX_MESSAGE =
-  "kustomize build failed: accumulating resources: accumulation err='accumulating resources from './apps': open /tmp/kustomization-1820734512/apps: no such file or directory'"
-
 export function createControllers({ store, registry, clock, timings, faults, network, flux = {}, isLost = () => false }) {
   const R = (g, v, p) => registry.get(g, v, p)
   const NODES = R('', 'v1', 'nodes'),
@@ -46,22 +42,12 @@ export function createControllers({ store, registry, clock, timings, faults, net
   const DS = R('apps', 'v1', 'daemonsets'),
     DEPLOY = R('apps', 'v1', 'deployments'),
     RS = R('apps', 'v1', 'replicasets')
-  // Flux's kinds exist only once its CRDs are created: looked up on every pass (fluxDefs)
-  let KS, GIT, HREPO, OCI, HR, FI
-  const fluxDefs = () => {
-    KS = R('kustomize.toolkit.fluxcd.io', 'v1', 'kustomizations')
-    GIT = R('source.toolkit.fluxcd.io', 'v1', 'gitrepositories')
-    HREPO = R('source.toolkit.fluxcd.io', 'v1', 'helmrepositories')
-    OCI = R('source.toolkit.fluxcd.io', 'v1', 'ocirepositories')
-    HR = R('helm.toolkit.fluxcd.io', 'v2', 'helmreleases')
-  }
   const JOBS = R('batch', 'v1', 'jobs')
 
   // issue 30's faults (sim/health-faults.js), when the simulator core gives them
   const hf = faults?.health
   const faulted = new Set() // uids of pods a health fault holds (looked at again when a fault changes)
   const timers = new Map() // key -> cancel
-  const shas = new Map() // uid -> revision sha (stable per source object)
   let pending = false
   let stopped = false
   const now = () => rfc3339(clock.now())
@@ -104,19 +90,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
   const ownedBy = (o, owner) => (o.metadata.ownerReferences || []).some((r) => r.uid === owner.metadata.uid)
   const cond = (o, type) => (o.status?.conditions || []).find((c) => c.type === type)
 
-  // Replace one condition, keeping lastTransitionTime when the status did not change.
-  function setCondition(conditions, c, { heartbeat = false } = {}) {
-    const list = (conditions || []).filter((x) => x.type !== c.type)
-    const old = (conditions || []).find((x) => x.type === c.type)
-    const next = { ...c, lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : now() }
-    if (heartbeat) next.lastHeartbeatTime = old && old.status === c.status ? old.lastHeartbeatTime : now()
-    const at = (conditions || []).findIndex((x) => x.type === c.type)
-    if (at >= 0) {
-      list.splice(at, 0, next)
-      return list
-    }
-    return [...list, next]
-  }
+  const setCondition = (conditions, c, opts) => setConditionAt(conditions, c, now(), opts)
 
   function event(obj, reason, message, type = 'Normal', fieldPath, host) {
     if (!EVENTS || !obj.metadata.namespace) return
@@ -705,360 +679,41 @@ export function createControllers({ store, registry, clock, timings, faults, net
     }
   }
 
-  // ---- flux -------------------------------------------------------------------------
-
-  const controllerUp = (name) => {
-    const d = store.get(DEPLOY, 'flux-system', name)
-    return Boolean(d && (d.status?.availableReplicas || 0) >= 1)
+  // ---- flux (sim/flux-rules.js): Flux's kinds exist only once its CRDs are created ----
+  const defOf = (kind) => {
+    if (kind === 'Deployment') return DEPLOY
+    if (kind === 'Secret') return R('', 'v1', 'secrets')
+    const k = FLUX_KINDS[kind]
+    return k ? R(k.group, k.version, k.plural) : undefined
   }
-  const requested = (o) => o.metadata.annotations?.['reconcile.fluxcd.io/requestedAt']
-  const needs = (o) => {
-    const ready = cond(o, 'Ready')
-    return (
-      !ready ||
-      ready.status === 'Unknown' ||
-      ready.observedGeneration !== o.metadata.generation ||
-      (requested(o) && requested(o) !== o.status?.lastHandledReconcileAt)
-    )
-  }
-  const revisionSha = (o) => {
-    if (!shas.has(o.metadata.uid)) shas.set(o.metadata.uid, randomHex(40))
-    return shas.get(o.metadata.uid)
-  }
-
-  function fluxStatus(def, o, patch, ready) {
-    const status = { ...(o.status || {}), ...patch, observedGeneration: o.metadata.generation }
-    if (requested(o)) status.lastHandledReconcileAt = requested(o)
-    let cs = (o.status?.conditions || []).filter((c) => c.type !== 'Reconciling')
-    cs = setCondition(cs, { type: 'Ready', observedGeneration: o.metadata.generation, ...ready })
-    status.conditions = cs.map((c) => ({
-      type: c.type,
-      status: c.status,
-      observedGeneration: c.observedGeneration,
-      lastTransitionTime: c.lastTransitionTime,
-      reason: c.reason,
-      message: c.message,
-    }))
-    if (!deepEqual(o.status, status)) tryUpdate(def, { ...o, status })
-  }
-
-  function progressing(def, o) {
-    if (cond(o, 'Reconciling')?.status === 'True') return
-    let cs = setCondition(o.status?.conditions, {
-      type: 'Reconciling',
-      status: 'True',
-      observedGeneration: o.metadata.generation,
-      reason: 'Progressing',
-      message: 'reconciliation in progress',
-    })
-    cs = setCondition(cs, {
-      type: 'Ready',
-      status: 'Unknown',
-      observedGeneration: o.metadata.generation,
-      reason: 'Progressing',
-      message: 'reconciliation in progress',
-    })
-    tryUpdate(def, { ...o, status: { ...(o.status || {}), conditions: cs } })
-  }
-
-  // Reconcile each object of `def` that needs it, through `finish(fresh)` after a delay.
-  function fluxKind(def, controller, finish, { alwaysCheck } = {}) {
-    if (!def || !controllerUp(controller)) return
-    for (const o of store.list(def)) {
-      if (o.spec?.suspend) continue
-      if (!needs(o) && !alwaysCheck?.(o)) continue
-      const key = `flux:${o.metadata.uid}:${o.metadata.generation}:${requested(o) || ''}`
-      if (timers.has(key)) continue
-      progressing(def, o)
-      timer(key, FLUX_RECONCILE, () => {
-        const fresh = store.get(def, o.metadata.namespace, o.metadata.name)
-        if (fresh) finish(fresh)
-      })
-    }
-  }
-
-  function gitRepoDone(o) {
-    const branch = o.spec?.ref?.name || o.spec?.ref?.branch || (o.spec?.ref?.tag ? undefined : 'master')
-    const rev = o.spec?.ref?.tag ? `${o.spec.ref.tag}@sha1:${revisionSha(o)}` : `${branch}@sha1:${revisionSha(o)}`
-    const artifact = {
-      revision: rev,
-      digest: `sha256:${createHash('sha256').update(rev).digest('hex')}`,
-      path: `gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`,
-      url: `http://source-controller.flux-system.svc.cluster.local./gitrepository/${o.metadata.namespace}/${o.metadata.name}/${revisionSha(o)}.tar.gz`,
-      lastUpdateTime: now(),
-      size: 12345,
-    }
-    fluxStatus(GIT, o, { artifact }, { status: 'True', reason: 'Succeeded', message: `stored artifact for revision '${rev}'` })
-  }
-
-  function helmRepoDone(def, o) {
-    const rev = `sha256:${createHash('sha256').update(o.metadata.uid).digest('hex')}`
-    fluxStatus(
-      def,
-      o,
-      { artifact: { revision: rev, digest: rev, lastUpdateTime: now() } },
-      { status: 'True', reason: 'Succeeded', message: `stored artifact: revision '${rev}'` },
-    )
-  }
-
-  function sourceOf(k) {
-    const ref = k.spec?.sourceRef || {}
-    const def = ref.kind === 'OCIRepository' ? OCI : GIT
-    return { ref, src: store.get(def, ref.namespace || k.metadata.namespace, ref.name || '') }
-  }
-
-  function kustomizationDone(k) {
-    const { ref, src } = sourceOf(k)
-    const srcRev = src?.status?.artifact?.revision
-    if (!src || cond(src, 'Ready')?.status !== 'True' || !srcRev) {
-      const what = `${ref.kind || 'GitRepository'}/${ref.namespace || k.metadata.namespace}/${ref.name || ''}`
-      return fluxStatus(
-        KS,
-        k,
-        {},
-        {
-          status: 'False',
-          reason: 'ArtifactFailed',
-          message: src ? `Source artifact not found, retrying in 30s` : `Source '${what}' not found`,
-        },
-      )
-    }
-    for (const dep of k.spec?.dependsOn || []) {
-      const other = store.get(KS, dep.namespace || k.metadata.namespace, dep.name)
-      if (!other || cond(other, 'Ready')?.status !== 'True')
-        return fluxStatus(
-          KS,
-          k,
-          {},
-          {
-            status: 'False',
-            reason: 'DependencyNotReady',
-            message: `dependency '${dep.namespace || k.metadata.namespace}/${dep.name}' is not ready`,
-          },
-        )
-    }
-    const entry = repoEntry(k)
-    // decryption (kustomize-controller internal/decryptor/decryptor.go ImportKeys, DecryptResource)
-    const decryptionError = entry?.decryption ? decrypt(k) : null
-    if (decryptionError) {
-      fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: 'BuildFailed', message: decryptionError })
-      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => {
-        const f = store.get(KS, k.metadata.namespace, k.metadata.name)
-        if (f) kustomizationDone(f)
-      })
-      return
-    }
-    if (entry?.fail) {
-      fluxStatus(KS, k, { lastAttemptedRevision: srcRev }, { status: 'False', reason: 'BuildFailed', message: entry.fail })
-      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => {
-        const f = store.get(KS, k.metadata.namespace, k.metadata.name)
-        if (f) kustomizationDone(f)
-      })
-      return
-    }
-    // Cluster-wide fault: faults.has(null, 'flux'); the message (and optional reason) come from the scenario.
-    if (faults?.has(null, 'flux')) {
-      fluxStatus(
-        KS,
-        k,
-        { lastAttemptedRevision: srcRev },
-        { status: 'False', reason: faults.reason?.('flux') || 'BuildFailed', message: faults.message?.('flux') || DEFAULT_FLUX_MESSAGE },
-      )
-      timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => {
-        const f = store.get(KS, k.metadata.namespace, k.metadata.name)
-        if (f) kustomizationDone(f)
-      })
-      return
-    }
-    applyChildren(k)
-    // spec.wait: Ready only once what it applied is Ready (kustomization_controller.go checkHealth)
-    if (k.spec?.wait) {
-      const kids = childrenOf(k).map((c) => store.get(c.kind === 'HelmRelease' ? HR : KS, c.namespace, c.name))
-      const failed = kids.find((o) => o && cond(o, 'Ready')?.status === 'False' && cond(o, 'Ready')?.reason !== 'DependencyNotReady')
-      if (failed) {
-        const ref = `${failed.kind}/${failed.metadata.namespace}/${failed.metadata.name}`
-        fluxStatus(
-          KS,
-          k,
-          { lastAttemptedRevision: srcRev },
-          {
-            status: 'False',
-            reason: 'HealthCheckFailed',
-            message: `health check failed after ${RECHECK}s: timeout waiting for: [${ref} status: 'Failed']`,
-          },
-        )
-        timer(`flux-retry:${k.metadata.uid}`, RECHECK, () => {
-          const f = store.get(KS, k.metadata.namespace, k.metadata.name)
-          if (f) kustomizationDone(f)
-        })
-        return
-      }
-      if (!kids.every((o) => o && cond(o, 'Ready')?.status === 'True')) {
-        timer(`flux-health:${k.metadata.uid}`, FLUX_RECONCILE, () => {
-          const f = store.get(KS, k.metadata.namespace, k.metadata.name)
-          if (f) kustomizationDone(f)
-        })
-        return
-      }
-    }
-    fluxStatus(
-      KS,
-      k,
-      { lastAppliedRevision: srcRev, lastAttemptedRevision: srcRev },
-      { status: 'True', reason: 'ReconciliationSucceeded', message: `Applied revision: ${srcRev}` },
-    )
-  }
-
-  // ---- the Git repository's content (scenario flux.repository) -----------------------
-  // Each entry is a Kustomization or HelmRelease that its parent Kustomization applies (the root,
-  // flux-system/flux-system, by default); cluster-template's shape is a root applying
-  // `cluster-apps` with wait: false, which applies the apps.
-  const repo = (flux.repository || []).map((e) => ({ namespace: 'flux-system', parent: 'flux-system/flux-system', ...e }))
-  const repoEntry = (o) => repo.find((e) => e.kind === o.kind && e.name === o.metadata.name && e.namespace === o.metadata.namespace)
-  const childrenOf = (k) => repo.filter((e) => e.parent === `${k.metadata.namespace}/${k.metadata.name}`)
-
-  function applyChildren(k) {
-    for (const e of childrenOf(k)) {
-      const def = e.kind === 'HelmRelease' ? HR : KS
-      if (!def || store.get(def, e.namespace, e.name)) continue
-      const labels = { 'kustomize.toolkit.fluxcd.io/name': k.metadata.name, 'kustomize.toolkit.fluxcd.io/namespace': k.metadata.namespace }
-      const spec =
-        e.kind === 'HelmRelease'
-          ? { interval: '1h', chart: { spec: { chart: e.name, sourceRef: { kind: 'HelmRepository', name: e.name } } } }
-          : {
-              interval: '1h',
-              path: `./${e.name}`,
-              prune: true,
-              wait: Boolean(e.wait),
-              sourceRef: { kind: 'GitRepository', name: 'flux-system', namespace: 'flux-system' },
-              ...(e.decryption ? { decryption: { provider: 'sops', secretRef: { name: 'sops-age' } } } : {}),
-            }
-      tryCreate(def, { apiVersion: def.apiVersion, kind: e.kind, metadata: { name: e.name, namespace: e.namespace, labels }, spec })
-    }
-  }
-
-  // The sops-age Secret must hold the age identity the repository's secrets are encrypted to.
-  function decrypt(k) {
-    const ref = k.spec?.decryption?.secretRef?.name
-    if (!ref)
-      return `Secret/${k.metadata.namespace}/cluster-secrets is SOPS encrypted, configuring decryption is required for this secret to be reconciled`
-    const secret = store.get(R('', 'v1', 'secrets'), k.metadata.namespace, ref)
-    if (!secret) return `secrets "${ref}" not found`
-    const keys = Object.entries(secret.data || {})
-      .filter(([name]) => name.endsWith('.agekey'))
-      .map(([, v]) => Buffer.from(v, 'base64').toString('utf8'))
-    if (
-      flux.ageKey &&
-      keys.some((t) =>
-        t
-          .split('\n')
-          .map((l) => l.trim())
-          .includes(flux.ageKey),
-      )
-    )
-      return null
-    return `decryption failed for 'Secret.v1.[noGrp]/cluster-secrets': failed to decrypt and format '${k.metadata.namespace}/cluster-secrets' Secret data: Error getting data key: 0 successful groups required, got 0`
-  }
-
-  function helmReleaseDone(h) {
-    const entry = repoEntry(h)
-    if (entry?.fail) {
-      fluxStatus(HR, h, {}, { status: 'False', reason: 'InstallFailed', message: entry.fail })
-      return
-    }
-    const chart = h.spec?.chart?.spec?.chart || h.spec?.chartRef?.name || h.metadata.name
-    const version = h.spec?.chart?.spec?.version || '1.0.0'
-    const release = `${h.spec?.targetNamespace || h.metadata.namespace}/${h.spec?.releaseName || h.metadata.name}`
-    fluxStatus(
-      HR,
-      h,
-      { lastAttemptedRevision: version },
-      {
-        status: 'True',
-        reason: 'InstallSucceeded',
-        message: `Helm install succeeded for release ${release}.v1 with chart ${chart}@${version}`,
-      },
-    )
-  }
-
-  // A Kustomization also re-runs when its source moved on (or was not ready last time).
-  const ksStale = (k) => {
-    const { src } = sourceOf(k)
-    const rev = src?.status?.artifact?.revision
-    const ready = cond(k, 'Ready')
-    return Boolean(rev && rev !== k.status?.lastAppliedRevision && ready?.reason !== 'BuildFailed' && !faults?.has(null, 'flux'))
-  }
-
-  // ---- flux-operator: a FluxInstance installs Flux and its sync (controlplaneio-fluxcd/flux-operator) ----
-  function fluxInstanceDone(fi) {
-    const ns = fi.metadata.namespace
-    const spec = fi.spec || {}
-    const managed = {
-      'app.kubernetes.io/managed-by': 'flux-operator',
-      'fluxcd.controlplane.io/name': fi.metadata.name,
-      'fluxcd.controlplane.io/namespace': ns,
-    }
-    for (const o of fluxObjects({
-      namespace: ns,
-      registry: spec.distribution?.registry,
-      components: spec.components?.length ? spec.components : undefined,
-      extraLabels: managed,
-    })) {
+  const fluxRules = createFluxRules({
+    get: (kind, ns, name) => {
+      const def = defOf(kind)
+      return def ? store.get(def, ns, name) : null
+    },
+    list: (kind) => {
+      const def = defOf(kind)
+      return def ? store.list(def) : []
+    },
+    served: (kind) => Boolean(defOf(kind)),
+    writeStatus: (kind, o, status) => tryUpdate(defOf(kind), { ...o, status }),
+    writeSpec: (kind, o, spec) => tryUpdate(defOf(kind), { ...o, spec }),
+    create: (o) => {
       const def = registry.byKind(o.apiVersion, o.kind)
-      if (!def || store.get(def, o.metadata.namespace, o.metadata.name)) continue
+      if (!def || store.get(def, o.metadata.namespace, o.metadata.name)) return
       admitCreate(def, o)
       tryCreate(def, o)
-    }
-    fluxDefs()
-    const sync = spec.sync
-    if (sync && GIT && KS) {
-      const name = sync.name || ns
-      const gitSpec = {
-        interval: '1m0s',
-        ref: /^refs\//.test(sync.ref || '') ? { name: sync.ref } : { branch: sync.ref || 'main' },
-        url: sync.url,
-        ...(sync.pullSecret ? { secretRef: { name: sync.pullSecret } } : {}),
-      }
-      const ksSpec = { interval: '10m0s', path: sync.path || './', prune: true, sourceRef: { kind: 'GitRepository', name } }
-      for (const [def, kind, want] of [
-        [GIT, 'GitRepository', gitSpec],
-        [KS, 'Kustomization', ksSpec],
-      ]) {
-        const live = store.get(def, ns, name)
-        if (!live) tryCreate(def, { apiVersion: def.apiVersion, kind, metadata: { name, namespace: ns, labels: managed }, spec: want })
-        else if (!deepEqual(live.spec, { ...live.spec, ...want })) tryUpdate(def, { ...live, spec: { ...live.spec, ...want } })
-      }
-    }
-    const rev = `${spec.distribution?.version || '2.x'}@sha256:${createHash('sha256').update(JSON.stringify(spec)).digest('hex')}`
-    fluxStatus(
-      FI,
-      fi,
-      { lastAppliedRevision: rev, lastAttemptedRevision: rev },
-      { status: 'True', reason: 'ReconciliationSucceeded', message: `Reconciliation finished in ${FLUX_RECONCILE}s` },
-    )
-  }
-
-  function reconcileFlux() {
-    fluxDefs()
-    FI = R('fluxcd.controlplane.io', 'v1', 'fluxinstances')
-    if (FI && store.list(DEPLOY).some((d) => d.metadata.name === 'flux-operator' && (d.status?.availableReplicas || 0) >= 1)) {
-      for (const fi of store.list(FI)) {
-        if (!needs(fi)) continue
-        const key = `flux:${fi.metadata.uid}:${fi.metadata.generation}`
-        if (timers.has(key)) continue
-        progressing(FI, fi)
-        timer(key, FLUX_RECONCILE, () => {
-          const fresh = store.get(FI, fi.metadata.namespace, fi.metadata.name)
-          if (fresh) fluxInstanceDone(fresh)
-        })
-      }
-    }
-    fluxKind(GIT, 'source-controller', gitRepoDone)
-    fluxKind(HREPO, 'source-controller', (o) => helmRepoDone(HREPO, o))
-    fluxKind(OCI, 'source-controller', (o) => helmRepoDone(OCI, o))
-    fluxKind(KS, 'kustomize-controller', kustomizationDone, { alwaysCheck: ksStale })
-    fluxKind(HR, 'helm-controller', helmReleaseDone)
-  }
+    },
+    after: (simSeconds, fn) =>
+      clock.after(simSeconds, () => {
+        if (stopped) return
+        fn()
+        schedule()
+      }),
+    now,
+    faults,
+    flux,
+  })
 
   // ---- garbage collection -----------------------------------------------------------
 
@@ -1122,7 +777,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const nodesNow = store.list(NODES, undefined, raw)
     if (kcm) for (const ds of store.list(DS, undefined, raw)) reconcileDaemonSet(ds, nodesNow, podsIn(after, ds.metadata.namespace))
     if (kcm) for (const d of store.list(DEPLOY, undefined, raw)) reconcileDeployment(d, podsIn(after, d.metadata.namespace))
-    reconcileFlux()
+    fluxRules.reconcile()
   }
 
   const unsubscribe = store.onChange(() => schedule())
@@ -1137,6 +792,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
       unsubscribe()
       for (const c of timers.values()) c()
       timers.clear()
+      fluxRules.stop()
     },
   }
 }

@@ -64,6 +64,11 @@ function talhelperRepository(dir: string, range: string): void {
       `endpoint: https://${range}.11:6443`,
       'cniConfig:',
       '  name: none',
+      // its clusterPodNets and clusterSvcNets, loopback as its addresses (the helmfile's CoreDNS clusterIP is 127.96.0.10)
+      'clusterPodNets:',
+      '  - 127.244.0.0/16',
+      'clusterSvcNets:',
+      '  - 127.96.0.0/12',
       'patches:',
       '  - "@./patches/global/machine-features.yaml"',
       'controlPlane:',

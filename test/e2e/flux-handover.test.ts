@@ -227,6 +227,7 @@ describe('Flux handover: failing Kustomizations under a wait: false root', () =>
     cluster = await E2eCluster.start('127.64.2', {
       cps: 1,
       workers: 0,
+      allowSchedulingOnControlPlanes: true,
       flux: {
         ageKey: ageKey().identity,
         repository: [
@@ -342,7 +343,12 @@ describe('Flux over a cluster that is not ready', () => {
 describe('Flux bootstrap against a repository that refuses the deploy key', () => {
   let cluster: E2eCluster
   beforeAll(async () => {
-    cluster = await E2eCluster.start('127.64.4', { cps: 1, workers: 0, flux: { git: { deployKey: 'refused' } } })
+    cluster = await E2eCluster.start('127.64.4', {
+      cps: 1,
+      workers: 0,
+      allowSchedulingOnControlPlanes: true,
+      flux: { git: { deployKey: 'refused' } },
+    })
   }, SLOW)
   afterAll(async () => {
     await cluster?.stop()
@@ -372,6 +378,7 @@ describe('Flux through flux-operator and a FluxInstance (cluster-template since 
     cluster = await E2eCluster.start('127.64.5', {
       cps: 1,
       workers: 0,
+      allowSchedulingOnControlPlanes: true,
       flux: { repository: [{ kind: 'Kustomization', name: 'cluster-apps', wait: false }] },
     })
     writeFileSync(
@@ -445,7 +452,7 @@ describe('Flux through flux-operator and a FluxInstance (cluster-template since 
 describe('Flux after an unmet readiness gate', () => {
   let cluster: E2eCluster
   beforeAll(async () => {
-    cluster = await E2eCluster.start('127.64.6', { cps: 1, workers: 0 })
+    cluster = await E2eCluster.start('127.64.6', { cps: 1, workers: 0, allowSchedulingOnControlPlanes: true })
     editSettings(cluster, (s) => (s.readinessGates = [{ name: 'storage', namespace: 'kube-system', selector: 'app=csi-driver' }]))
   }, SLOW)
   afterAll(async () => {

@@ -13,7 +13,7 @@ const SLOW = 180_000
 describe('Flux Secrets: a namespace cannot smuggle in another object', () => {
   let cluster: E2eCluster
   beforeAll(async () => {
-    cluster = await E2eCluster.start('127.213.1', { cps: 1, workers: 0 })
+    cluster = await E2eCluster.start('127.213.1', { cps: 1, workers: 0, allowSchedulingOnControlPlanes: true })
   }, SLOW)
   afterAll(async () => {
     await cluster?.stop()

@@ -22,6 +22,8 @@ export interface ClusterShape {
   talosctl?: string
   vip?: 'after-bootstrap' | 'never' | false
   discovery?: 'enabled' | 'disabled'
+  /** the control planes' configs allow workloads on them (a cluster without workers that runs Flux needs it) */
+  allowSchedulingOnControlPlanes?: boolean
   talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
   /** the nodes' names in order, control planes first (default cp-1.., wrkr-1..) */
   names?: string[]
@@ -54,6 +56,7 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
       kubernetesVersion: 'v1.35.0',
       ...(vip === false ? {} : { vip: { address: `${range}.10`, up: vip } }),
       ...(shape.discovery ? { discovery: shape.discovery } : {}),
+      ...(shape.allowSchedulingOnControlPlanes ? { allowSchedulingOnControlPlanes: true } : {}),
       ...(shape.talosconfigRole ? { talosconfigRole: shape.talosconfigRole } : {}),
       ...(shape.configs ? { configs: shape.configs } : {}),
     },

@@ -57,7 +57,7 @@ describe.concurrent('the Kubernetes API away while helm or flux install', () => 
   it(
     'flux installing: the API answering 503 for 5 s is retried, not "fix the repository"',
     () =>
-      withCluster('127.235.2', { workers: 0 }, async (cluster) => {
+      withCluster('127.235.2', { workers: 0, allowSchedulingOnControlPlanes: true }, async (cluster) => {
         expect((await cluster.task('bootstrap:talos', {}, PATIENT)).code).toBe(0)
         // the CRDs flux installs, and the one the tool reads first
         const crds = '/apis/apiextensions.k8s.io'

@@ -10,15 +10,18 @@ import { E2eCluster, nodeIn, statuses, type ClusterShape } from '../e2e/harness.
  * (a healthy node needs ~1 s of each at speed 600, more on a loaded CI machine); a row shortens
  * only the one wait its failing node must sit out (e.g. `fastWith('--ready-timeout', '6s')`).
  */
+// The real control plane (SIM_KUBE=real) answers 5-15 s after the etcd bootstrap on a loaded machine
+// and runs real controllers: the waits on it are three times as long.
+const KUBE_WAIT = process.env.SIM_KUBE === 'real' ? '60s' : '20s'
 export const FAST = [
   '--verify-timeout',
   '20s',
   '--bootstrap-timeout',
-  '20s',
+  KUBE_WAIT,
   '--ready-timeout',
-  '20s',
+  KUBE_WAIT,
   '--flux-timeout',
-  '20s',
+  KUBE_WAIT,
   '--call-timeout',
   '10s',
   '--retries',

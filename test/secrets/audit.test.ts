@@ -183,7 +183,9 @@ describe('secrets audit: no secret value reaches stdout, stderr, the logs or the
       )
       const settings = join(cluster.clusterDir, 'bootstrap.yaml')
       writeFileSync(settings, readFileSync(settings, 'utf8').replace(/^flux:\n/m, 'flux:\n  secrets:\n    - flux-creds.yaml\n'))
-      const all = await cluster.task('bootstrap:all', {}, ['--retries', '1', '--flux-timeout', '5s'])
+      // the failing Kustomization ends flux's wait at once; the budget covers Flux's controllers starting
+      // (seconds on a real control plane, SIM_KUBE=real)
+      const all = await cluster.task('bootstrap:all', {}, ['--retries', '1', '--flux-timeout', '30s'])
       expect(all.code, `${all.stdout}\n${all.stderr}`).toBe(1)
       // the failure was reported (with the values masked), so the values did pass through the outputs
       expect(all.stderr).toContain('Invalid value: "<redacted>"')

@@ -242,6 +242,56 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     expect((await kubectl('delete', 'deployment', 'pulled')).code).toBe(0)
   })
 
+  it("Flux on the real API: flux bootstrap's CRDs accepted, its controllers' pods run on the workers, the root Ready through its status subresource; the flux fault fails it", async () => {
+    const flux = (...args: string[]) => exec(join(c.sim.binDir, 'flux'), args, env())
+    const key = join(c.sim.clusterDir, 'flux-deploy-key')
+    const ok = await flux(
+      'bootstrap',
+      'git',
+      '--url',
+      'ssh://git@127.0.0.1/fleet.git',
+      '--branch',
+      'main',
+      '--path',
+      'clusters/sim',
+      '--private-key-file',
+      key,
+      '--silent',
+    )
+    expect(ok.code, ok.stderr).toBe(0)
+    const crds = await items('crd', '-l', 'app.kubernetes.io/part-of=flux')
+    expect(crds.length).toBe(10)
+    // the controllers: a Deployment's pods, placed by the real scheduler off the tainted control planes
+    const pods = await items('pods', '-n', 'flux-system')
+    expect(pods.length).toBe(4)
+    for (const p of pods) {
+      expect(ready(p)).toBe(true)
+      expect(p.spec?.nodeName).toMatch(/^wrkr-\d$/)
+    }
+    const root = (await items('kustomizations', '-n', 'flux-system')).find((k) => k.metadata.name === 'flux-system')
+    const rootReady = (root?.status?.conditions ?? []).find((x) => x.type === 'Ready') as
+      (Cond & { reason?: string; message?: string }) | undefined
+    expect(rootReady).toMatchObject({ status: 'True', reason: 'ReconciliationSucceeded' })
+    expect(rootReady?.message).toMatch(/^Applied revision: main@sha1:[0-9a-f]{40}$/)
+    // the cluster-wide flux fault: the next reconciliation fails with its message, and passes once cleared
+    const message = 'kustomization path not found: stat /tmp/kustomization-1/clusters/sim: no such file or directory'
+    c.sim.addFault({ kind: 'flux', message })
+    const failed = await flux('reconcile', 'kustomization', 'flux-system')
+    expect(failed.code).not.toBe(0)
+    expect(failed.stderr).toContain(`Kustomization reconciliation failed: ${message}`)
+    const after = (await items('kustomizations', '-n', 'flux-system')).find((k) => k.metadata.name === 'flux-system')
+    expect((after?.status?.conditions ?? []).find((x) => x.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'BuildFailed',
+      message,
+    })
+    c.sim.clearFault(null, 'flux')
+    await eventually('the root Ready again', async () => {
+      const again = await flux('reconcile', 'kustomization', 'flux-system')
+      return again.code === 0
+    })
+  })
+
   it('a worker cut off the network: its kubelet reaches no API server, the node-lifecycle controller marks it Unknown; back, Ready again, its serving CSR (kubelet-serving-csr) Pending, named by the kubelet-csr diagnostic until kubectl certificate approve', async () => {
     const readyOf = async (name: string) =>
       ((await items('nodes')).find((x) => x.metadata.name === name)?.status?.conditions ?? []).find((x) => x.type === 'Ready')?.status
