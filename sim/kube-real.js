@@ -269,10 +269,12 @@ export class RealKube {
     if (this.stopping) return
     this.pkiDir = pki
     this.spawnComponent('kube-apiserver', this.args(pki, 'kube-apiserver'))
+    this.spawnedAt = Date.now()
     // each control plane's :6443 answers once the API server listens, as a real one does: its
     // /readyz fails until it is ready (clients such as the product's endpoint check wait for that)
     await this.waitReady({ answering: true })
     if (this.stopping) return
+    this.answeringAt = Date.now()
     this.serving = true
     for (const x of this.ctx.nodes) this.ctx.changed(x)
     await this.waitReady()
