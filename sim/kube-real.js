@@ -277,6 +277,8 @@ export class RealKube {
     this.answeringAt = Date.now()
     this.serving = true
     for (const x of this.ctx.nodes) this.ctx.changed(x)
+    // a joining control plane reads the etcd endpoints through it (sim/node.js etcdEndpointsKnown)
+    for (const x of this.ctx.nodes) if (x.role === 'controlplane') this.ctx.etcd.maybeJoin(x)
     await this.waitReady()
     if (this.stopping) return
     this.readyAt = Date.now()
