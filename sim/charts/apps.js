@@ -53,10 +53,13 @@ ${hostNetwork ? '      hostNetwork: true\n' : ''}      tolerations:
           image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
 `
 
-const crd = (group, plural, kind, scope = 'Namespaced') => `apiVersion: apiextensions.k8s.io/v1
+// a CRD of a protected group (*.k8s.io, *.kubernetes.io) carries its API review's approval, as the
+// upstream charts' do: the real API server refuses one without it (SIM_KUBE=real; apiextensions
+// validation, kubernetes/enhancements#1111)
+const crd = (group, plural, kind, scope = 'Namespaced', approved = null) => `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: ${plural}.${group}
+  name: ${plural}.${group}${approved ? `\n  annotations: { api-approved.kubernetes.io: "${approved}" }` : ''}
 spec:
   group: ${group}
   names: { kind: ${kind}, listKind: ${kind}List, plural: ${plural}, singular: ${kind.toLowerCase()} }
@@ -201,11 +204,19 @@ spec:
 }
 
 // CRD-only charts: what the crds helmfile renders with --include-crds (the CRDs under crds/)
-const crdsOnly = (group, list) => ({ values: {}, crds: list.map(([p, k]) => crd(group, p, k)).join('---\n'), templates: {} })
-const GATEWAY = crdsOnly('gateway.networking.k8s.io', [
-  ['gateways', 'Gateway'],
-  ['httproutes', 'HTTPRoute'],
-])
+const crdsOnly = (group, list, approved) => ({
+  values: {},
+  crds: list.map(([p, k]) => crd(group, p, k, 'Namespaced', approved)).join('---\n'),
+  templates: {},
+})
+const GATEWAY = crdsOnly(
+  'gateway.networking.k8s.io',
+  [
+    ['gateways', 'Gateway'],
+    ['httproutes', 'HTTPRoute'],
+  ],
+  'https://github.com/kubernetes-sigs/gateway-api/pull/2466',
+)
 const PROMETHEUS = crdsOnly('monitoring.coreos.com', [
   ['servicemonitors', 'ServiceMonitor'],
   ['podmonitors', 'PodMonitor'],
@@ -220,7 +231,11 @@ export const APP_CHARTS = {
   'flux-instance': FLUX_INSTANCE,
   'gateway-helm': GATEWAY,
   'envoy-gateway': GATEWAY,
-  'external-dns': crdsOnly('externaldns.k8s.io', [['dnsendpoints', 'DNSEndpoint']]),
+  'external-dns': crdsOnly(
+    'externaldns.k8s.io',
+    [['dnsendpoints', 'DNSEndpoint']],
+    'https://github.com/kubernetes-sigs/external-dns/pull/2007',
+  ),
   'prometheus-operator-crds': PROMETHEUS,
   'kube-prometheus-stack': PROMETHEUS,
 }
