@@ -143,6 +143,11 @@ export interface RealKube {
   /** ms since the epoch: the start of the control plane, the API server's first ready /readyz */
   readonly t0?: number
   readonly readyAt?: number
+  /** ms since the epoch: kube-apiserver spawned, its port answering (not ready yet) */
+  readonly spawnedAt?: number
+  readonly answeringAt?: number
+  /** why the control plane did not start (logged) */
+  readonly error?: Error
   /** resident memory (kB) per running process (kube-apiserver, kube-controller-manager, kube-scheduler, etcd-<node>) */
   rss(): Record<string, number>
   pids(): number[]

@@ -271,12 +271,16 @@ export class RealKube {
     if (this.stopping) return
     this.pkiDir = pki
     this.spawnComponent('kube-apiserver', this.args(pki, 'kube-apiserver'))
+    this.spawnedAt = Date.now()
     // each control plane's :6443 answers once the API server listens, as a real one does: its
     // /readyz fails until it is ready (clients such as the product's endpoint check wait for that)
     await this.waitReady({ answering: true })
     if (this.stopping) return
+    this.answeringAt = Date.now()
     this.serving = true
     for (const x of this.ctx.nodes) this.ctx.changed(x)
+    // a joining control plane reads the etcd endpoints through it (sim/node.js etcdEndpointsKnown)
+    for (const x of this.ctx.nodes) if (x.role === 'controlplane') this.ctx.etcd.maybeJoin(x)
     await this.waitReady()
     if (this.stopping) return
     this.readyAt = Date.now()

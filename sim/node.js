@@ -586,8 +586,11 @@ export class Node {
    * until its 30 min join timeout: a VIP that never comes up keeps every other control plane out.
    */
   etcdEndpointsKnown() {
-    const { scenario, nodes } = this.ctx
+    const { scenario, nodes, realKube } = this.ctx
     if (scenario.cluster.discovery === 'enabled') return true
+    // with the real control plane (SIM_KUBE=real) the endpoints are read from its API server: not
+    // before that answers, seconds after the first member's health (sim/kube answers at once)
+    if (realKube && !realKube.serving) return false
     const host = new URL(scenario.cluster.endpoint).hostname
     const servers = (nodes ?? []).filter((cp) => cp !== this && cp.role === 'controlplane' && cp.etcdHealthy && cp.apiServerUp)
     if (servers.some((cp) => cp.ip === host)) return true

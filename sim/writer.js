@@ -106,6 +106,18 @@ export function machineConfig(scenario, pki, node) {
   return cache.get(key).replaceAll('zzsimnodenamezz', name).replaceAll('127.255.255.254', node.ip)
 }
 
+/**
+ * The pod subnet of a cluster of `nodes`: 127.244.0.0/16, widened (127.244.0.0/15, /14 …) past 256
+ * nodes as its operator must: Talos passes kube-controller-manager no --node-cidr-mask-size
+ * (control_plane_static_pod.go: only `cluster.controllerManager.extraArgs` would), so each Node takes
+ * the default /24 of the subnet and a /16 holds 256 of them (the 300-node bench, SIM_KUBE=real)
+ */
+export function podSubnet(nodes) {
+  const prefix = 16 - Math.max(0, Math.ceil(Math.log2(Math.ceil(nodes / 256))))
+  const second = 244 & ~((1 << (16 - prefix)) - 1)
+  return `127.${second}.0.0/${prefix}`
+}
+
 function renderMachineConfig(scenario, pki, node) {
   const cp = node.role === 'controlplane'
   const { cluster } = scenario
@@ -140,7 +152,12 @@ function renderMachineConfig(scenario, pki, node) {
     controlPlane: { endpoint: cluster.endpoint },
     clusterName: cluster.name,
     // loopback ranges, the same the simulated API hands out for pod and service IPs (sim/kube)
-    network: { cni: { name: 'none' }, dnsDomain: 'cluster.local', podSubnets: ['127.244.0.0/16'], serviceSubnets: ['127.96.0.0/12'] },
+    network: {
+      cni: { name: 'none' },
+      dnsDomain: 'cluster.local',
+      podSubnets: [podSubnet(scenario.nodes.length)],
+      serviceSubnets: ['127.96.0.0/12'],
+    },
     token: pki.secrets.bootstrapToken,
     ca: { crt: b64(pki.kube.ca.cert), key: cp ? b64(pki.kube.ca.key) : '' },
     // as the scenario says: a worker with discovery finds the control planes' trustd without the endpoint

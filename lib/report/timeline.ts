@@ -231,16 +231,29 @@ export function renderText(timeline: Timeline, options: TextOptions): string {
       ch: ' ',
       paint: (s: string) => s,
     }))
+    // a bar or mark shorter than a column is never drawn over by the next: it is pushed one column
+    // right (a long run draws many short phases within one column), so every phase a node went
+    // through keeps its letter, and a failure right after a retry its `X` after the `!`
+    let free = 0
     for (const bar of lane.bars) {
-      const [first, last] = cellsOf(bar.startMs, bar.endMs, totalMs, width)
+      const [start, end] = cellsOf(bar.startMs, bar.endMs, totalMs, width)
+      const first = Math.min(width - 1, Math.max(start, free))
+      let last = Math.max(first, end)
       const ch = bar.status === 'skipped' ? '.' : phaseChar(bar.phase)
       const fn = paint[bar.phase] ?? ((s: string) => s)
       for (let i = first; i <= last; i++) cells[i] = { ch, paint: fn }
+      let mark = first
       for (const retry of bar.retries) {
         const [at] = cellsOf(retry.atMs, retry.atMs, totalMs, width)
-        cells[at] = { ch: '!', paint: c.yellow.bold }
+        mark = Math.min(width - 1, Math.max(at, mark))
+        cells[mark] = { ch: '!', paint: c.yellow.bold }
+        mark++
       }
-      if (bar.status === 'failed') cells[last] = { ch: 'X', paint: c.red.bold }
+      if (bar.status === 'failed') {
+        last = Math.min(width - 1, Math.max(last, mark))
+        cells[last] = { ch: 'X', paint: c.red.bold }
+      }
+      free = first + 1
     }
     const track = cells.map((cell) => (cell.ch === ' ' ? ' ' : cell.paint(cell.ch))).join('')
     const result = lane.failed ? c.red.bold(`FAILED ${lane.result.replace(/^failed /, '')}`) : lane.result

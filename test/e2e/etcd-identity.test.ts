@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { parse, stringify } from 'yaml'
-import { callsTo, E2eCluster, nodeIn, run, runInFreshShell } from './harness.js'
+import { callsTo, CLUSTER_CASE_TIMEOUT, E2eCluster, nodeIn, run, runInFreshShell } from './harness.js'
 
 let cluster: E2eCluster | undefined
 afterEach(async () => {
@@ -48,7 +48,7 @@ function dhcpConfig(c: E2eCluster, node: string): void {
 const mutations = (c: E2eCluster) =>
   c.calls().filter((call) => call.call === 'reset' || (call.command === 'etcd' && call.args.includes('remove-member')))
 
-describe('etcd membership by address', () => {
+describe('etcd membership by address', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
   it('a reset of a control plane whose inventory address is wrong refuses: the hostname match at another address is named, nothing removed', async () => {
     cluster = await E2eCluster.start('127.201.1', { cps: 3, workers: 0 })
     const c = cluster
@@ -140,5 +140,5 @@ describe('etcd membership by address', () => {
     const again = await runInFreshShell(c, command)
     expect(again.code, again.stderr + again.stdout).toBe(0)
     expect(await memberCount(c, '127.201.4.11')).toBe(3)
-  }, 180_000)
+  })
 })

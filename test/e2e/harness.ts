@@ -13,6 +13,15 @@ export const ROOT = resolve(import.meta.dirname, '../..')
 
 const GO_BIN = goBin()
 
+/**
+ * The test timeout of a case that bootstraps a whole cluster (`bootstrap:talos`) and then works on it.
+ * vitest's 60 s were sim/kube's budget, which answers at once; a real control plane (SIM_KUBE=real)
+ * adds its kube-apiserver's start (about 3 s of CPU: 4 s idle, up to 25 s on this 2-core machine
+ * with other clusters starting), the kubelets' registration and the CNI's pods, on top of real etcd's
+ * own pace (a joining control plane waits until its peers have been connected 5 s).
+ */
+export const CLUSTER_CASE_TIMEOUT = 180_000
+
 export interface ClusterShape {
   cps?: number
   workers?: number

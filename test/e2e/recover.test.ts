@@ -1,6 +1,6 @@
 // Issue: recover one node with one command; resume after a failure.
 import { afterEach, describe, expect, it } from 'vitest'
-import { callsTo, E2eCluster, nodeIn, statuses } from './harness.js'
+import { callsTo, CLUSTER_CASE_TIMEOUT, E2eCluster, nodeIn, statuses } from './harness.js'
 
 let cluster: E2eCluster | undefined
 afterEach(async () => {
@@ -8,7 +8,7 @@ afterEach(async () => {
   cluster = undefined
 })
 
-describe('recovery', () => {
+describe('recovery', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
   it('resets a control plane with RESET=true and brings it back into etcd under a new member ID', async () => {
     cluster = await E2eCluster.start('127.63.1', { cps: 3, workers: 1 })
     const c = cluster

@@ -2,7 +2,7 @@
 // an unreachable member by its hex ID. Range 127.116.x.y.
 import { afterEach, describe, expect, it } from 'vitest'
 import type { CallRecord, Fault } from '../../sim/index.js'
-import { callsTo, E2eCluster, nodeIn, run, type ClusterShape } from './harness.js'
+import { callsTo, CLUSTER_CASE_TIMEOUT, type ClusterShape, E2eCluster, nodeIn, run } from './harness.js'
 
 let cluster: E2eCluster | undefined
 afterEach(async () => {
@@ -52,7 +52,7 @@ const memberIds = async (c: E2eCluster, ip: string): Promise<string[]> =>
     .map((l) => /\b[0-9a-f]{16}\b/.exec(l)?.[0] ?? '')
     .filter(Boolean)
 
-describe('reset safety', () => {
+describe('reset safety', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
   it('refuses to reset a control plane when the other members run no etcd (quorum), wiping nothing', async () => {
     const c = await bootstrapped('127.116.1', { cps: 3, workers: 0 })
     const before = await memberIds(c, '127.116.1.12')
@@ -164,7 +164,7 @@ describe('reset safety', () => {
       kind: 'unreachable',
       message: expect.stringContaining(`the reset is half done: etcd member ${old} was removed through cp-1`),
     })
-  }, 180_000)
+  })
 
   it('rejoin after a reset whose leave found etcd stopped: the stale member goes, done only under a new started ID', async () => {
     const c = await bootstrapped('127.116.6', { cps: 3, workers: 0 })

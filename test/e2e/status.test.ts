@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { E2eCluster, ROOT } from './harness.js'
+import { CLUSTER_CASE_TIMEOUT, E2eCluster, ROOT } from './harness.js'
 
 let cluster: E2eCluster | undefined
 afterEach(async () => {
@@ -31,7 +31,7 @@ function table(stdout: string): Record<string, Row> {
 }
 
 describe('task bootstrap:status', () => {
-  it('after a run with one failed node: the table matches the simulator, exit 1', async () => {
+  it('after a run with one failed node: the table matches the simulator, exit 1', { timeout: CLUSTER_CASE_TIMEOUT }, async () => {
     cluster = await E2eCluster.start('127.80.1', { cps: 1, workers: 2, faults: [{ node: 'wrkr-2', on: 'any', kind: 'unreachable' }] })
     const run = await cluster.task('bootstrap:talos', {}, ['--retries', '1'])
     expect(run.code).toBe(1)
@@ -101,7 +101,7 @@ describe('task bootstrap:status', () => {
     expect(svg).toContain('class="retry"')
   })
 
-  it('after a clean bootstrap:talos: every row running and Ready, exit 0', async () => {
+  it('after a clean bootstrap:talos: every row running and Ready, exit 0', { timeout: CLUSTER_CASE_TIMEOUT }, async () => {
     cluster = await E2eCluster.start('127.80.2', { cps: 1, workers: 1 })
     const run = await cluster.task('bootstrap:talos')
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0)

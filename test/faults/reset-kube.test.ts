@@ -3,7 +3,7 @@
 // taking the old object as registered, and ends with the node uncordoned; a drain a
 // PodDisruptionBudget blocks is named as such, never as stuck. Range 127.161.x.
 import { afterEach, describe, expect, it } from 'vitest'
-import { E2eCluster, nodeIn } from '../e2e/harness.js'
+import { CLUSTER_CASE_TIMEOUT, E2eCluster, nodeIn } from '../e2e/harness.js'
 
 let cluster: E2eCluster | undefined
 afterEach(async () => {
@@ -30,7 +30,7 @@ async function bootstrapped(range: string, shape: Parameters<typeof E2eCluster.s
   return cluster
 }
 
-describe('reset: the Kubernetes Node', () => {
+describe('reset: the Kubernetes Node', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
   it('waits for the kubelet to register the kept Node again (new boot ID), not for the old Ready object, and ends uncordoned', async () => {
     // a long node-monitor grace period: the old Node keeps reading Ready while its kubelet is away,
     // and the kubelet takes its time registering after the boot
@@ -67,7 +67,7 @@ describe('reset: the Kubernetes Node', () => {
   })
 })
 
-describe('reset: a drain blocked by a PodDisruptionBudget', () => {
+describe('reset: a drain blocked by a PodDisruptionBudget', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
   // slower, so that Talos's 5 minute DrainTimeout is seconds of the test's time
   const slow = { speed: 60 }
 

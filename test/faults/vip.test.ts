@@ -6,14 +6,14 @@
 // 127.238.<row>.0/24.
 import { describe, expect, it } from 'vitest'
 import { hintOf, nodeIn, runInFreshShell } from '../e2e/harness.js'
-import { FAST, ROW_TIMEOUT, stepIn, withCluster } from './helpers.js'
+import { ROW_TIMEOUT, stepIn, VIP_NEVER, withCluster } from './helpers.js'
 
 describe.concurrent('VIP faults', () => {
   it(
     'one control plane, no workers: the VIP never answers, exit 1 naming it; fixed, the hint completes the run',
     () =>
       withCluster('127.238.4', { cps: 1, workers: 0, vip: 'never' }, async (cluster) => {
-        const result = await cluster.task('bootstrap:talos', {}, FAST)
+        const result = await cluster.task('bootstrap:talos', {}, VIP_NEVER)
         expect(result.code, result.stderr).toBe(1)
         const step = stepIn(cluster.report(), 'bootstrap', 'endpoint')
         expect(step.status).toBe('failed')
@@ -35,7 +35,7 @@ describe.concurrent('VIP faults', () => {
     'three control planes, discovery off: the others cannot join etcd without the VIP and fail with its cause, not as joins',
     () =>
       withCluster('127.238.5', { cps: 3, workers: 0, vip: 'never' }, async (cluster) => {
-        const result = await cluster.task('bootstrap:talos', {}, FAST)
+        const result = await cluster.task('bootstrap:talos', {}, VIP_NEVER)
         expect(result.code, result.stderr).toBe(1)
         const report = cluster.report()
         expect(stepIn(report, 'bootstrap', 'endpoint').status).toBe('failed')

@@ -176,6 +176,18 @@ describe('timeline of a run', () => {
     expect(svg).not.toMatch(/<g class="lane failed" data-node="cp-1"/)
   })
 
+  it('keeps a phase shorter than a column and a failure right after a retry visible (a long run, a narrow picture)', () => {
+    // 7 s on 10 columns: 700 ms a column. wrkr-2's two retries and its failure fall within its bar's two columns
+    const narrow = (report: Report): string => renderText(buildTimeline(report), { width: 10, colour: false })
+    expect(track(narrow(handMade()), 'wrkr-2', 10)).toBe('!!X       ')
+    expect(track(narrow(handMade()), 'cp-1', 10)).toBe('paaavvvvvv')
+    // cp-1's apply 1–1.1 s, verify from 1.1 s: both start in the second column, the apply keeps it
+    const report = handMade()
+    Object.assign(report.phases[1]?.nodes[0] ?? {}, { startedAtMs: 1000, durationMs: 100 })
+    Object.assign(report.phases[2]?.nodes[0] ?? {}, { startedAtMs: 1100, durationMs: 5900 })
+    expect(track(narrow(report), 'cp-1', 10)).toBe('pavvvvvvvv')
+  })
+
   it('puts cluster-wide steps on their own lane, named in the SVG', () => {
     const report = handMade()
     report.phases[1]?.steps.push({ name: 'etcd-bootstrap', status: 'ok', durationMs: 3000, startedAtMs: 1000 })
