@@ -63,7 +63,7 @@ export interface ScenarioInput {
   }
   speed?: number
   timings?: Partial<
-    Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply', number>
+    Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>
   >
   nodes: ScenarioNode[]
   faults?: Fault[]
@@ -83,10 +83,7 @@ export interface Scenario {
   cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }
   talosMinor: number
   speed: number
-  timings: Record<
-    'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply',
-    number
-  >
+  timings: Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>
   nodes: Required<ScenarioNode>[]
   faults: Fault[]
 }

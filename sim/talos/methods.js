@@ -170,15 +170,7 @@ function listResources(sim, node, d) {
           ]
         : []
     case 'MachineConfig':
-      // the active config, and `persistent` (what STATE holds for the next boot) once set in this boot (ID order)
-      return node.configured
-        ? [
-            ...(node.persistent
-              ? [resource(node, d, 'persistent', node.persistent.text, { annotations: { 'talos.dev/yaml-spec': '1' } })]
-              : []),
-            resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } }),
-          ]
-        : []
+      return node.configured ? [resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } })] : []
     case 'MachineType':
       return [resource(node, d, 'machine-type', node.configured ? node.role : 'unknown')]
     case 'EtcdMember':
@@ -478,12 +470,7 @@ export const METHODS = {
     const wipeMode = body.wipeMode ?? 'all'
     if (!['all', 'system-disk', 'user-disks'].includes(wipeMode)) throw rpc('InvalidArgument', `unknown wipe mode "${wipeMode}"`)
     const graceful = body.graceful !== false
-    const actorId = startAction(node, 'reset', {
-      graceful,
-      wipeMode,
-      systemLabels: body.systemLabelsToWipe ?? [],
-      userDisks: body.userDisksToWipe ?? [],
-    })
+    const actorId = startAction(node, 'reset', { graceful })
     node.ctx.clock.after(0.01, () =>
       node.reset({ graceful, reboot: !!body.reboot, wipeMode, systemLabelsToWipe: body.systemLabelsToWipe ?? [] }),
     )
@@ -493,7 +480,7 @@ export const METHODS = {
   'machine.Reboot'(sim, node, body) {
     const mode = body.mode ?? 'default'
     if (!['default', 'powercycle', 'force', ''].includes(mode)) throw rpc('Unknown', `invalid reboot mode: "${mode}"`)
-    const actorId = startAction(node, 'reboot', { mode })
+    const actorId = startAction(node, 'reboot')
     node.ctx.clock.after(0.01, () => node.reboot({}))
     return { actorId }
   },
