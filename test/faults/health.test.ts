@@ -34,6 +34,9 @@ const CHECKS = [
 // rows queue for a slot (three at a time) and run slowly on a loaded machine: twice a row's usual deadline
 const HEALTH_ROW_TIMEOUT = 2 * ROW_TIMEOUT
 
+// bootstrap:status reads with a 3 s deadline by default; the matrix runs three clusters at once, and
+// a healthy cluster's read must not be cut short on a loaded machine (status.test.ts covers the 3 s)
+const STATUS_FLAGS = ['--call-timeout', '30s']
 const READY_SHORT = fastWith('--ready-timeout', '8s')
 
 /** the task a hint ends with (`…, then run: task …`) */
@@ -96,7 +99,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         })
         expect(detail('coredns')).toMatch(/coredns-\S+: Ready on \S+/)
         // bootstrap:status shows the same checks
-        const status = await cluster.task('bootstrap:status')
+        const status = await cluster.task('bootstrap:status', {}, STATUS_FLAGS)
         expect(status.code, status.stderr).toBe(0)
         expect(status.stdout).toContain(
           'health: etcd to be healthy: ok (cp-1: Running, healthy; cp-2: Running, healthy; cp-3: Running, healthy)',
@@ -398,7 +401,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
         expect(nodeIn(report, 'wait-ready', 'wrkr-1').status).toBe('failed')
         expect(nodeIn(report, 'wait-ready', 'cp-1').status).toBe('ok')
         // bootstrap:status says the same
-        const status = await cluster.task('bootstrap:status')
+        const status = await cluster.task('bootstrap:status', {}, STATUS_FLAGS)
         expect(status.code).toBe(1)
         expect(status.stdout).toMatch(/health: all k8s nodes to report schedulable: failed \(Node wrkr-1 is not schedulable: cordoned/)
         // the hint's uncordon, then its task, as printed
@@ -477,7 +480,7 @@ describe.concurrent('wait-ready: what talosctl health checks', () => {
             'waiting for all nodes memory sizes: 2 errors occurred:\n\t* node "127.250.12.21" does not meet memory requirements: expected at least 874 MiB, actual 800 MiB\n\t* node "127.250.12.22" does not meet memory requirements: expected at least 874 MiB, actual 800 MiB',
           )
           // bootstrap:status shows both
-          const status = await cluster.task('bootstrap:status')
+          const status = await cluster.task('bootstrap:status', {}, STATUS_FLAGS)
           expect(status.stdout).toContain(
             'health: all nodes memory sizes: failed (wrkr-1 (127.250.12.21) does not meet memory requirements',
           )
