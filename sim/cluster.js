@@ -11,7 +11,7 @@ import { generatePki } from './pki.js'
 import { realTools, writeClusterDir } from './writer.js'
 import { observe as observeEvents } from './talos/events.js'
 import { startChartRepo } from './charts/repo.js'
-import { Node } from './node.js'
+import { Node, REBOOT_FLOOR_MS } from './node.js'
 import { Etcd } from './etcd.js'
 import { RealKube } from './kube-real.js'
 import { Trustd } from './trustd.js'
@@ -137,8 +137,11 @@ export class Simulator {
   }
   criticalPathSeconds() {
     const t = this.timings
+    const speed = this.scenario.speed
     const iso = this.nodes.some((n) => n.image === 'iso')
-    return ((iso ? t.install + t.reboot : 0) + t.boot + t.etcd + t.kubelet + t.cni) / this.scenario.speed
+    // an install's reboot keeps the node down at least REBOOT_FLOOR_MS of wall clock (sim/node.js)
+    const reboot = Math.max(t.reboot / speed, REBOOT_FLOOR_MS / 1000)
+    return (iso ? t.install / speed + reboot : 0) + (t.boot + t.etcd + t.kubelet + t.cni) / speed
   }
   /** a simulated instant as clients should see it: wall-clock now minus its simulated age
    *  (so "5m ago" reads in simulated time, never in the future) */

@@ -63,7 +63,7 @@ export interface ScenarioInput {
   }
   speed?: number
   timings?: Partial<
-    Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>
+    Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply', number>
   >
   nodes: ScenarioNode[]
   faults?: Fault[]
@@ -83,7 +83,10 @@ export interface Scenario {
   cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }
   talosMinor: number
   speed: number
-  timings: Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>
+  timings: Record<
+    'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply',
+    number
+  >
   nodes: Required<ScenarioNode>[]
   faults: Fault[]
 }
