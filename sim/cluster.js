@@ -11,7 +11,8 @@ import { generatePki } from './pki.js'
 import { realTools, writeClusterDir } from './writer.js'
 import { observe as observeEvents } from './talos/events.js'
 import { startChartRepo } from './charts/repo.js'
-import { Node, REBOOT_FLOOR_MS } from './node.js'
+import { Node } from './node.js'
+import { criticalPathSeconds } from './critical-path.js'
 import { Etcd } from './etcd.js'
 import { RealKube } from './kube-real.js'
 import { Trustd } from './trustd.js'
@@ -136,12 +137,7 @@ export class Simulator {
     return this.callsLog.slice()
   }
   criticalPathSeconds() {
-    const t = this.timings
-    const speed = this.scenario.speed
-    const iso = this.nodes.some((n) => n.image === 'iso')
-    // an install's reboot keeps the node down at least REBOOT_FLOOR_MS of wall clock (sim/node.js)
-    const reboot = Math.max(t.reboot / speed, REBOOT_FLOOR_MS / 1000)
-    return (iso ? t.install / speed + reboot : 0) + (t.boot + t.etcd + t.kubelet + t.cni) / speed
+    return criticalPathSeconds({ timings: this.timings, nodes: this.nodes }, this.scenario.speed)
   }
   /** a simulated instant as clients should see it: wall-clock now minus its simulated age
    *  (so "5m ago" reads in simulated time, never in the future) */

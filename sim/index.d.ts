@@ -187,6 +187,8 @@ export class ScenarioError extends Error {
   field?: string
   line?: number
 }
+/** every reboot keeps a node's API down at least this long in wall-clock ms, whatever the speed (sim/node.js afterDown) */
+export const REBOOT_FLOOR_MS: number
 export function loadScenario(input: string | ScenarioInput): Scenario
 export function parseScenario(text: string, file?: string): Scenario
 export function startSimulator(opts: {
