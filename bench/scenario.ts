@@ -1,7 +1,7 @@
 // Scenarios for the benchmark: 3 control planes behind a VIP (1 when the cluster has fewer than
 // 3 nodes), the rest workers, every node booted from the ISO (the slowest path: install and reboot).
 // Each case has its own /16 inside the benchmark range 127.100.0.0 – 127.120.255.255.
-import type { ScenarioInput } from '../sim/index.js'
+import { REBOOT_FLOOR_MS, type ScenarioInput } from '../sim/index.js'
 
 /** simulated seconds, as in sim/scenarios/demo.yaml */
 export const TIMINGS = { install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 15, cni: 20 } as const
@@ -9,8 +9,20 @@ export const TIMINGS = { install: 120, reboot: 40, boot: 30, etcd: 20, kubelet: 
 /** install + reboot + boot + etcd + kubelet + cni: the critical path of a clean ISO cluster (docs/design.md, Scenario schema) */
 export const CRITICAL_SIMULATED_S = Object.values(TIMINGS).reduce((a, b) => a + b, 0)
 
-/** the speed that makes the critical path last `seconds` of real time */
-export const speedFor = (seconds: number): number => CRITICAL_SIMULATED_S / seconds
+/** every reboot keeps a node down at least this much wall clock whatever the speed */
+const REBOOT_FLOOR_S = REBOOT_FLOOR_MS / 1000
+
+/**
+ * The speed that makes the critical path last `seconds` of real time, as the simulator counts it
+ * (criticalPathSeconds): the install's reboot lasts max(reboot/speed, REBOOT_FLOOR_S), so below
+ * 2 s of reboot the rest of the path takes what remains.
+ */
+export function speedFor(seconds: number): number {
+  const scaled = CRITICAL_SIMULATED_S / seconds
+  if (TIMINGS.reboot / scaled >= REBOOT_FLOOR_S) return scaled
+  if (seconds <= REBOOT_FLOOR_S) throw new Error(`a critical path of ${seconds}s is shorter than the ${REBOOT_FLOOR_S}s reboot floor`)
+  return (CRITICAL_SIMULATED_S - TIMINGS.reboot) / (seconds - REBOOT_FLOOR_S)
+}
 
 /** node i (0-based) of the case whose second octet is `octet`: 127.<octet>.<1+i/250>.<1+i%250> */
 export function nodeIp(octet: number, i: number): string {

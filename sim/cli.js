@@ -7,6 +7,7 @@ import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadScenario, ScenarioError } from './scenario.js'
+import { criticalPathSeconds } from './critical-path.js'
 import { realTools, ToolsMissingError } from './writer.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -175,10 +176,7 @@ switch (cmd) {
   case 'critical-path': {
     if (values.scenario) {
       const s = validate(values.scenario)
-      const speed = Number(values.speed ?? s.speed)
-      const t = s.timings
-      const iso = s.nodes.some((n) => n.image === 'iso')
-      process.stdout.write(`${(((iso ? t.install + t.reboot : 0) + t.boot + t.etcd + t.kubelet + t.cni) / speed).toFixed(3)}\n`)
+      process.stdout.write(`${criticalPathSeconds(s, Number(values.speed ?? s.speed)).toFixed(3)}\n`)
     } else {
       const r = await control({ op: 'criticalPath' }).catch((e) => die(e.message))
       process.stdout.write(`${r.seconds.toFixed(3)}\n`)

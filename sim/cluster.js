@@ -12,6 +12,7 @@ import { realTools, writeClusterDir } from './writer.js'
 import { observe as observeEvents } from './talos/events.js'
 import { startChartRepo } from './charts/repo.js'
 import { Node } from './node.js'
+import { criticalPathSeconds } from './critical-path.js'
 import { Etcd } from './etcd.js'
 import { RealKube } from './kube-real.js'
 import { Trustd } from './trustd.js'
@@ -136,9 +137,7 @@ export class Simulator {
     return this.callsLog.slice()
   }
   criticalPathSeconds() {
-    const t = this.timings
-    const iso = this.nodes.some((n) => n.image === 'iso')
-    return ((iso ? t.install + t.reboot : 0) + t.boot + t.etcd + t.kubelet + t.cni) / this.scenario.speed
+    return criticalPathSeconds({ timings: this.timings, nodes: this.nodes }, this.scenario.speed)
   }
   /** a simulated instant as clients should see it: wall-clock now minus its simulated age
    *  (so "5m ago" reads in simulated time, never in the future) */

@@ -25,6 +25,8 @@ export const FAULT_KINDS = {
   'time-sync': { on: ['any'], def: 'any' },
   'disk-mismatch': { on: ['apply'], def: 'apply' },
   'config-rejected': { on: ['apply'], def: 'apply' },
+  // another client holds the node's apply mutex (v1alpha1_server.go applyConfigMu.TryLock)
+  'apply-busy': { on: ['apply'], def: 'apply' },
   crash: { on: ['install'], def: 'install' },
   'installer-pull': { on: ['install'], def: 'install' },
   'boot-loop': { on: ['boot'], def: 'boot' },

@@ -63,7 +63,7 @@ export interface ScenarioInput {
   }
   speed?: number
   timings?: Partial<
-    Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>
+    Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply', number>
   >
   nodes: ScenarioNode[]
   faults?: Fault[]
@@ -83,7 +83,10 @@ export interface Scenario {
   cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }
   talosMinor: number
   speed: number
-  timings: Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace', number>
+  timings: Record<
+    'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply',
+    number
+  >
   nodes: Required<ScenarioNode>[]
   faults: Fault[]
 }
@@ -184,6 +187,8 @@ export class ScenarioError extends Error {
   field?: string
   line?: number
 }
+/** every reboot keeps a node's API down at least this long in wall-clock ms, whatever the speed (sim/node.js afterDown) */
+export const REBOOT_FLOOR_MS: number
 export function loadScenario(input: string | ScenarioInput): Scenario
 export function parseScenario(text: string, file?: string): Scenario
 export function startSimulator(opts: {

@@ -78,6 +78,11 @@ export class Listeners {
     this.reconcileKube()
   }
 
+  /** resolves once the node's listener switches asked for so far have happened (a reboot's close) */
+  closed(n) {
+    return this.nodeServers.get(n.name)?.queue
+  }
+
   /** a node listener that could not listen (address taken?), or null */
   failed() {
     return [...this.nodeServers.values()].find((sv) => sv.lastError) ?? null

@@ -3,7 +3,15 @@
 // Time is simulated (ctx.clock); every change bumps `rev` and calls ctx.changed(node).
 import { randomUUID } from 'node:crypto'
 import { rpc } from './talos/errors.js'
-import { parseConfig, validateConfig, validationText, selectorExpression, diskMatches } from './talos/validate.js'
+import {
+  parseConfig,
+  validateConfig,
+  validationText,
+  selectorExpression,
+  diskMatches,
+  immediateRefusal,
+  configDiff,
+} from './talos/validate.js'
 import { bootSizeChecks } from './talos/hardware.js'
 
 const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
@@ -12,9 +20,25 @@ const DRAIN_TIMEOUT = 300
 export const ETCD_LEAVE_RETRY = 300
 export const KUBELET_RESTART_S = 15
 const INSTALLER_PULL_RETRY_S = 20
+// Every reboot keeps the API down at least this long in real time, whatever the speed: talosctl's
+// `--wait` tracker (cmd/talosctl/pkg/talos/action/node.go) watches again 1 s after the reboot
+// sequence starts, still with tail 0; a node already back by then has sent its RUNNING event and the
+// client waits for --timeout. No real node reboots in under 2 s.
+export const REBOOT_FLOOR_MS = 2000
+// constants.ConfigTryTimeout: a try apply's rollback when the request names none
+const TRY_TIMEOUT_MS = 60_000
 // how often a service waiting for time sync finds it synced (our interval: Talos wakes it on the TimeStatus change)
 const TIME_SYNC_RETRY_S = 10
 const KUBELET_FAILURE = 'failed to create kubelet volume mounts: error mounting "/var/lib/kubelet": mount /var/lib/kubelet: no such device'
+
+/** Go's time.Duration String() of a span in milliseconds: 1m0s, 30s, 1h0m0s, 1.5s, 500ms */
+export function goDuration(ms) {
+  if (ms === 0) return '0s'
+  if (ms < 1000) return `${+ms.toFixed(6)}ms`
+  const h = Math.floor(ms / 3_600_000),
+    m = Math.floor((ms % 3_600_000) / 60_000)
+  return `${h ? `${h}h` : ''}${h || m ? `${m}m` : ''}${+((ms % 60_000) / 1000).toFixed(9)}s`
+}
 
 export class Node {
   /** spec from the scenario; ctx = the Simulator (clock, faults, minor, etcd, trustd, listeners, kube hooks) */
@@ -112,6 +136,21 @@ export class Node {
     this.gen++
     for (const c of this.cancels) c()
     this.cancels.clear()
+    this.tryRollback = null // a reboot ends machined's rollback timer with it
+  }
+
+  /**
+   * run fn once a reboot's down time is over: `timings.reboot` simulated seconds, and at least
+   * REBOOT_FLOOR_MS of wall clock after the API listener really closed (unless the lifecycle moved on)
+   */
+  afterDown(fn) {
+    const gen = this.gen
+    let waiting = 2
+    const go = () => --waiting === 0 && fn()
+    this.after(this.ctx.timings.reboot, go)
+    Promise.resolve(this.ctx.listeners?.closed(this)).then(() => {
+      if (gen === this.gen) this.after((this.ctx.clock.speed * REBOOT_FLOOR_MS) / 1000, go)
+    })
   }
 
   setStage(stage, listener) {
@@ -215,64 +254,142 @@ export class Node {
   }
 
   /**
-   * ApplyConfiguration on a configured node (v1alpha1_server.go): validated (InvalidArgument), then by
-   * mode: auto applies live when it can (Runtime.CanApplyImmediate) and reboots otherwise; no-reboot
-   * refuses a change that needs one; reboot always reboots; staged waits for the next reboot; try applies live.
+   * ApplyConfiguration on a configured node (v1alpha1_server.go), in its order: the apply mutex
+   * (TryLock, held for the whole call, dry runs included: `timings.apply` simulated seconds here;
+   * fault `apply-busy`: another client holds it); the node already rebooting for an apply; any mode
+   * but try cancels a pending try rollback (before the config is even parsed, so an invalid config or a
+   * dry run cancels it too); validation (InvalidArgument); the mode: no-reboot and try refuse a change
+   * Runtime.CanApplyImmediate rejects, auto resolves to no-reboot or reboot (the answer's mode says
+   * which); a dry run answers the diff of the active config against the new one; then no-reboot sets
+   * the persistent and the active config, staged only the persistent one, reboot the persistent one
+   * and reboots, try only the active one with a rollback after `try_mode_timeout` (simulated).
+   * Resolves to {mode, modeDetails, warnings}.
    */
-  applyConfigured({ data, mode = 'auto', dryRun = false }) {
+  async applyConfigured({ data, mode = 'auto', dryRun = false, tryModeTimeoutMs }) {
+    if (this.applyLocked || this.ctx.faults.take(this.name, { kind: 'apply-busy' }))
+      throw rpc('FailedPrecondition', 'another apply configuration is already in progress')
+    this.applyLocked = true
+    try {
+      const answer = this.applyUnderLock({ data, mode, dryRun, tryModeTimeoutMs })
+      if (this.ctx.timings.apply > 0) await this.ctx.clock.sleep(this.ctx.timings.apply)
+      return answer
+    } finally {
+      this.applyLocked = false
+    }
+  }
+
+  applyUnderLock({ data, mode, dryRun, tryModeTimeoutMs }) {
     if (['rebooting', 'installing'].includes(this.stage) || this.rebootPending) {
       throw rpc(
         'FailedPrecondition',
         'configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot',
       )
     }
+    if (mode !== 'try') this.cancelTry()
     const cfg = parseConfig(data, { maintenance: false, minor: this.minor })
     const errs = validateConfig(cfg, { requireInstall: this.minor <= 12 })
     if (errs.length) throw rpc('InvalidArgument', validationText(errs))
-    const live = canApplyImmediate(this.config, cfg)
-    let details
-    let reboot = false
-    if (mode === 'staged') details = 'Staged configuration to be applied after the next reboot'
-    else if (mode === 'no-reboot' || mode === 'try') {
-      if (!live)
-        throw rpc(
-          'InvalidArgument',
-          "this config change can't be applied in immediate mode\ndiff: machine configuration changed outside the fields applied live",
-        )
-      details =
-        mode === 'try'
-          ? "Applied configuration without a reboot\nThe config is applied in 'try' mode and will be automatically reverted back in 1m0s"
-          : 'Applied configuration without a reboot'
-    } else if (mode === 'reboot' || !live) {
-      details = 'Applied configuration with a reboot'
-      reboot = true
-    } else details = 'Applied configuration without a reboot'
+    let resolved = mode
+    let details = 'Applied configuration with a reboot'
+    let why = ''
+    if (mode === 'try' || mode === 'no-reboot') {
+      const refused = immediateRefusal(this.config, cfg)
+      if (refused) throw rpc('InvalidArgument', refused)
+      details = 'Applied configuration without a reboot'
+    } else if (mode === 'staged') details = 'Staged configuration to be applied after the next reboot'
+    else if (mode === 'auto') {
+      const refused = immediateRefusal(this.config, cfg)
+      resolved = refused ? 'reboot' : 'no-reboot'
+      if (refused) why = `: ${refused}`
+      else details = 'Applied configuration without a reboot'
+    }
     if (dryRun)
       return {
-        modeDetails: `Dry run summary:\n${details} (skipped in dry-run).\nConfig diff:\n\n${live ? 'No changes.' : '(changes)'}`,
+        mode: resolved,
+        modeDetails: `Dry run summary:\n${details} (skipped in dry-run).\nConfig diff:\n\n${configDiff(this.config, cfg)}`,
         warnings: [],
       }
-    if (mode === 'staged') {
-      this.stagedConfig = { data, cfg }
-      return { modeDetails: details, warnings: [] }
-    }
-    this.configText = data
-    this.config = cfg
-    if (reboot) {
+    const label = (m) => m.replace('-', '_')
+    this.talosLog(`apply config request: mode ${mode === 'auto' ? `auto(${label(resolved)})` : label(mode)}`)
+    const next = { text: data, cfg }
+    if (resolved === 'try') {
+      const ms = tryModeTimeoutMs ?? TRY_TIMEOUT_MS
+      details += `\nThe config is applied in 'try' mode and will be automatically reverted back in ${goDuration(ms)}`
+      this.armTry(ms)
+      this.setActive(next)
+    } else if (resolved === 'no-reboot') {
+      this.persist(next)
+      this.setActive(next)
+    } else if (resolved === 'staged') this.persist(next)
+    else {
+      this.persist(next)
       this.rebootPending = true
-      this.talosLog('apply config request: rebooting to apply the configuration')
       // the reboot sequence stops services first: the API still answers `running` for a while
       this.after(Math.min(10, this.ctx.timings.reboot / 4), () => {
         this.rebootPending = false
         this.reboot({})
       })
     }
-    return { modeDetails: details, warnings: [] }
+    return { mode: resolved, modeDetails: details + why, warnings: [] }
+  }
+
+  /** the active config (MachineConfig v1alpha1) */
+  setActive({ text, cfg }) {
+    this.configText = text
+    this.config = cfg
+    this.changed()
+  }
+  /**
+   * SetPersistedConfig: the STATE partition's config, the one the next boot loads, and the
+   * MachineConfig `persistent` until then (a boot from STATE alone sets none: controllers/config/acquire.go)
+   */
+  persist(next) {
+    this.stored = next
+    this.persistent = next
+  }
+  /** the boot loads the config on STATE; nothing is persisted in this boot yet */
+  loadStored() {
+    if (this.stored) {
+      this.configText = this.stored.text
+      this.config = this.stored.cfg
+    }
+    this.persistent = null
+  }
+  /** a config wiped (a reset, a failed install): no active, persisted or stored one */
+  forgetConfig() {
+    this.configText = null
+    this.config = null
+    this.stored = null
+    this.persistent = null
+  }
+  /** RollbackToConfigAfter: the active config now comes back after `ms` (simulated); a new try replaces the timer */
+  armTry(ms) {
+    this.cancelTry()
+    const previous = { text: this.configText, cfg: this.config }
+    const gen = this.gen
+    const cancel = this.ctx.clock.after(ms / 1000, () => {
+      this.cancels.delete(cancel)
+      this.tryRollback = null
+      if (gen !== this.gen) return
+      this.talosLog('rolling back the configuration')
+      this.setActive(previous)
+    })
+    this.cancels.add(cancel)
+    this.tryRollback = cancel
+  }
+  /** CancelConfigRollbackTimeout */
+  cancelTry() {
+    if (!this.tryRollback) return
+    this.tryRollback()
+    this.cancels.delete(this.tryRollback)
+    this.tryRollback = null
   }
 
   acceptConfig(data, cfg) {
     this.configText = data
     this.config = cfg
+    // acquired from the maintenance service: persisted to STATE (acquire.go: a source other than STATE)
+    this.persist({ text: data, cfg })
     this.role = cfg.machine.type === 'worker' ? 'worker' : 'controlplane'
     if (this.ctx.scenario.cluster.configs === 'external') {
       // the node's identity comes from this config's CA, as a real node's does
@@ -308,8 +425,7 @@ export class Node {
           ? 'install failed: installer container exited with code 1'
           : `install failed: failed to open disk ${disk}: no such file or directory`
         this.talosLog(this.installFailed)
-        this.configText = null
-        this.config = null
+        this.forgetConfig()
         return this.reboot({ thenMaintenance: true })
       }
       this.installDone()
@@ -343,7 +459,7 @@ export class Node {
     this.after(INSTALLER_PULL_RETRY_S, () => this.installerPullFails())
   }
 
-  /** rebooting (nothing listens) for `reboot` seconds, then boot again */
+  /** rebooting (nothing listens) for `reboot` seconds (at least REBOOT_FLOOR_MS of wall clock), then boot again */
   reboot({ thenMaintenance = false } = {}) {
     this.newLifecycle()
     this.etcdHealthy = false
@@ -352,10 +468,11 @@ export class Node {
     this.criUp = false
     this.bootDone = false
     this.setStage('rebooting', 'off')
-    this.after(this.ctx.timings.reboot, () => {
+    this.afterDown(() => {
       const wasMember = this.etcdMember
       this.resetFlags()
       this.etcdMember = wasMember
+      this.loadStored()
       if (thenMaintenance || !this.configured) {
         this.services.clear()
         this.setStage('booting', 'off')
@@ -622,15 +739,14 @@ export class Node {
     }
     this.ctx.nodeReset(this, { graceful })
     this.after(2, () => {
-      this.configText = null
-      this.config = null
+      this.forgetConfig()
       this.role = this.spec.role
       if (this.spec.image === 'iso' && wipesSystem) this.installed = false
       this.resetFlags()
       this.services.clear()
       if (reboot) {
         this.setStage('resetting', 'off') // the reboot is the reset sequence's own phase: machinestatus stays resetting (controllers/runtime/machine_status.go)
-        this.after(this.ctx.timings.reboot, () => this.powerOn())
+        this.afterDown(() => this.powerOn())
       } else {
         this.poweredOff = true
         this.setStage('shutting down', 'off')
@@ -704,50 +820,4 @@ export class Node {
       services: Object.fromEntries([...this.services.values()].map((s) => [s.id, s.state])),
     }
   }
-}
-
-// the fields Runtime.CanApplyImmediate takes from the new config as they are (applied live); any
-// other difference needs a reboot (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_runtime.go)
-const LIVE_MACHINE = [
-  'ca',
-  'acceptedCAs',
-  'time',
-  'certSANs',
-  'install',
-  'network',
-  'sysfs',
-  'sysctls',
-  'logging',
-  'controlPlane',
-  'kubelet',
-  'kernel',
-  'registries',
-  'pods',
-  'seccompProfiles',
-  'nodeAnnotations',
-  'nodeLabels',
-  'nodeTaints',
-]
-const LIVE_FEATURES = ['kubernetesTalosAPIAccess', 'kubePrism', 'hostDNS', 'imageCache', 'nodeAddressSortAlgorithm']
-function canApplyImmediate(current, next) {
-  if (!current) return false
-  const strip = (cfg) => {
-    const c = structuredClone(cfg)
-    delete c.cluster
-    delete c.debug
-    for (const k of LIVE_MACHINE) delete c.machine?.[k]
-    for (const k of LIVE_FEATURES) delete c.machine?.features?.[k]
-    return c
-  }
-  const sorted = (v) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.keys(v)
-            .sort()
-            .map((k) => [k, sorted(v[k])]),
-        )
-      : Array.isArray(v)
-        ? v.map(sorted)
-        : v
-  return JSON.stringify(sorted(strip(current))) === JSON.stringify(sorted(strip(next)))
 }

@@ -24,6 +24,8 @@ export const DEFAULT_TIMINGS = {
   cni: 20,
   drain: 10,
   nodeMonitorGrace: 50,
+  // how long ApplyConfiguration holds the node's apply mutex (the call's own work)
+  apply: 0,
 }
 const NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
 const SIZE_RE = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?$/i

@@ -255,6 +255,7 @@ const decimalToHex = (dec) => BigInt(dec).toString(16).padStart(16, '0')
 const memberAlarms = (d) => (d.alarms ?? []).map((a) => ({ member_id: hexToDecimal(a.memberId), alarm: a.alarm }))
 const SNAPSHOT_CHUNK = 64 * 1024
 const APPLY_MODES = { REBOOT: 'reboot', AUTO: 'auto', NO_REBOOT: 'no-reboot', STAGED: 'staged', TRY: 'try' }
+const APPLY_MODE_ENUM = Object.fromEntries(Object.entries(APPLY_MODES).map(([k, v]) => [v, k]))
 const WIPE_MODES = { ALL: 'all', SYSTEM_DISK: 'system-disk', USER_DISKS: 'user-disks' }
 
 const serviceAction = (ns, action) =>
@@ -273,10 +274,13 @@ function machineService(ns) {
         data: Buffer.from(r.data ?? []).toString('utf8'),
         mode,
         dryRun: !!r.dry_run,
-        ...(r.try_mode_timeout ? { tryModeTimeoutMs: Number(r.try_mode_timeout.seconds ?? 0) * 1000 } : {}),
+        ...(r.try_mode_timeout
+          ? { tryModeTimeoutMs: Number(r.try_mode_timeout.seconds ?? 0) * 1000 + Number(r.try_mode_timeout.nanos ?? 0) / 1e6 }
+          : {}),
       }
+      // the mode the node resolved (auto: NO_REBOOT or REBOOT); the maintenance service answers the one asked
       const messages = await machineCall(ns, call, 'machine.ApplyConfiguration', body, (d) => ({
-        mode: r.mode ?? 'REBOOT',
+        mode: d.mode ? APPLY_MODE_ENUM[d.mode] : (r.mode ?? 'REBOOT'),
         mode_details: d.modeDetails ?? '',
         warnings: d.warnings ?? [],
       }))

@@ -22,13 +22,16 @@ export const STAGES = {
   resetting: 'RESETTING',
   upgrading: 'UPGRADING',
 }
-// stopAllPhaselist (v1alpha1_sequencer.go): [phase, task]
-const STOP_ALL = [
-  ['stopServices', 'stopServicesEphemeral'],
+// stopAllPhaselist(r, enableKexec) (v1alpha1_sequencer.go): [phase, task], each task as it names itself
+// (the string its function returns in v1alpha1_sequencer_tasks.go: StopServicesEphemeral is
+// `stopServicesForUpgrade`, TeardownVolumeLifecycle `teardownLifecycle`, KexecPrepare `kexecPrepare`)
+const stopAll = (kexec) => [
+  ['stopServices', 'stopServicesForUpgrade'],
   ['umount', 'unmountPodMounts'],
   ['unmountBind', 'unmountSystemDiskBindMounts'],
   ['unmountSystem', 'unmountEphemeralPartition'],
-  ['volumeFinalize', 'teardownVolumeLifecycle'],
+  ['volumeFinalize', 'teardownLifecycle'],
+  ...(kexec ? [['kexec', 'kexecPrepare']] : []),
   ['stopEverything', 'stopAllServices'],
 ]
 
@@ -77,10 +80,18 @@ function publish(node, type, payload, actorId = '') {
   ev.emitter.emit('event', e)
 }
 
-/** a reboot or reset accepted by the API: its sequence's events carry this actor ID (`graceful`: a reset's drain and leave) */
-export function startAction(node, sequence, { graceful = true } = {}) {
+/**
+ * a reboot or reset accepted by the API: its sequence's events carry this actor ID. `graceful`: a
+ * reset's drain and leave; `mode`: a reboot's (force: no teardown phases); `systemLabels`: a reset's
+ * system partitions to wipe (then kexec, unless BOOT is wiped, and `resetSpec` instead of `reset`)
+ */
+export function startAction(
+  node,
+  sequence,
+  { graceful = true, mode = 'default', systemLabels = [], wipeMode = 'all', userDisks = [] } = {},
+) {
   const id = randomUUID()
-  eventsOf(node).actor = { sequence, id, graceful }
+  eventsOf(node).actor = { sequence, id, graceful, mode, systemLabels, wipeMode, userDisks }
   return id
 }
 
@@ -98,7 +109,8 @@ function phase(node, name, task, actor, { done = true } = {}) {
 /** the API call that started this sequence, if one did: { id, graceful } */
 function takeActor(node, name) {
   const ev = eventsOf(node)
-  const actor = ev.actor?.sequence === name ? ev.actor : { id: '', graceful: true }
+  const actor =
+    ev.actor?.sequence === name ? ev.actor : { id: '', graceful: true, mode: 'default', systemLabels: [], wipeMode: 'all', userDisks: [] }
   if (ev.actor?.sequence === name) ev.actor = null
   return actor
 }
@@ -137,11 +149,15 @@ export function observe(node) {
     if (stage === 'booting' && node.configured) sequence(node, 'boot', 'START')
     if (prev === 'booting' && stage === 'running') sequence(node, 'boot', 'STOP')
     if (stage === 'rebooting') {
-      const actor = takeActor(node, 'reboot').id
+      // Sequencer.Reboot: FORCE skips the teardown; otherwise stopAllPhaselist with kexec (KexecPrepare
+      // itself does nothing under powercycle, its phase still runs)
+      const { id: actor, mode } = takeActor(node, 'reboot')
       sequence(node, 'reboot', 'START', actor)
-      phase(node, 'cleanup', 'stopAllPods', actor)
-      phase(node, 'dbus', 'stopDBus', actor)
-      for (const [p, t] of STOP_ALL) phase(node, p, t, actor)
+      if (mode !== 'force') {
+        phase(node, 'cleanup', 'stopAllPods', actor)
+        phase(node, 'dbus', 'stopDBus', actor)
+        for (const [p, t] of stopAll(true)) phase(node, p, t, actor)
+      }
       phase(node, 'reboot', 'reboot', actor, { done: false })
     }
     if (stage === 'resetting') resetBegins(node)
@@ -153,9 +169,9 @@ export function observe(node) {
 /** the Reset sequence up to LeaveEtcd (drain and cleanup run first; v1alpha1_sequencer.go Reset) */
 function resetBegins(node) {
   const ev = eventsOf(node)
-  const { id: actor, graceful } = takeActor(node, 'reset')
+  const { id: actor, graceful, systemLabels, wipeMode, userDisks } = takeActor(node, 'reset')
   const leaves = graceful && node.role === 'controlplane'
-  ev.resetState = { actor, leaves, phases: 0, logMark: node.logs.at(-1) }
+  ev.resetState = { actor, leaves, systemLabels, wipeMode, userDisks, phases: 0, logMark: node.logs.at(-1) }
   sequence(node, 'reset', 'START', actor)
   const begin = graceful
     ? [
@@ -178,7 +194,7 @@ function resetProgress(node) {
   const ev = eventsOf(node)
   const st = ev.resetState
   if (!st || st.finished) return
-  const { actor } = st
+  const { actor, systemLabels, wipeMode, userDisks } = st
   // LeaveEtcd failed (the node model logs why; v1alpha1_sequencer_tasks.go LeaveEtcd)
   const last = node.logs.at(-1)
   const refused =
@@ -207,9 +223,13 @@ function resetProgress(node) {
     publish(node, 'PhaseEvent', { phase: 'leave', action: 'STOP' }, actor)
   }
   phase(node, 'preReset', 'sendResetSignal', actor)
-  for (const [p, t] of STOP_ALL) phase(node, p, t, actor)
+  // Sequencer.Reset: kexec only when system partitions are named and BOOT is not among them; the
+  // system disk is wiped whole (`reset`) or by those partitions (`resetSpec`), in modes ALL and SYSTEM_DISK
+  const targets = systemLabels.length > 0
+  for (const [p, t] of stopAll(targets && !systemLabels.includes('BOOT'))) phase(node, p, t, actor)
   phase(node, 'forceCleanup', 'forceCleanup', actor)
-  phase(node, 'reset', 'resetSystemDisk', actor)
+  if (wipeMode !== 'user-disks') phase(node, ...(targets ? ['resetSpec', 'resetSystemDiskSpec'] : ['reset', 'resetSystemDisk']), actor)
+  if (wipeMode !== 'system-disk' && userDisks.length) phase(node, 'resetUserDisks', 'resetUserDisks', actor)
   if (node.stage === 'shutting down') phase(node, 'shutdown', 'shutdown', actor, { done: false })
   else phase(node, 'reboot', 'reboot', actor, { done: false })
 }

@@ -170,7 +170,15 @@ function listResources(sim, node, d) {
           ]
         : []
     case 'MachineConfig':
-      return node.configured ? [resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } })] : []
+      // the active config, and `persistent` (what STATE holds for the next boot) once set in this boot (ID order)
+      return node.configured
+        ? [
+            ...(node.persistent
+              ? [resource(node, d, 'persistent', node.persistent.text, { annotations: { 'talos.dev/yaml-spec': '1' } })]
+              : []),
+            resource(node, d, 'v1alpha1', node.configText, { annotations: { 'talos.dev/yaml-spec': '1' } }),
+          ]
+        : []
     case 'MachineType':
       return [resource(node, d, 'machine-type', node.configured ? node.role : 'unknown')]
     case 'EtcdMember':
@@ -470,7 +478,12 @@ export const METHODS = {
     const wipeMode = body.wipeMode ?? 'all'
     if (!['all', 'system-disk', 'user-disks'].includes(wipeMode)) throw rpc('InvalidArgument', `unknown wipe mode "${wipeMode}"`)
     const graceful = body.graceful !== false
-    const actorId = startAction(node, 'reset', { graceful })
+    const actorId = startAction(node, 'reset', {
+      graceful,
+      wipeMode,
+      systemLabels: body.systemLabelsToWipe ?? [],
+      userDisks: body.userDisksToWipe ?? [],
+    })
     node.ctx.clock.after(0.01, () =>
       node.reset({ graceful, reboot: !!body.reboot, wipeMode, systemLabelsToWipe: body.systemLabelsToWipe ?? [] }),
     )
@@ -480,7 +493,7 @@ export const METHODS = {
   'machine.Reboot'(sim, node, body) {
     const mode = body.mode ?? 'default'
     if (!['default', 'powercycle', 'force', ''].includes(mode)) throw rpc('Unknown', `invalid reboot mode: "${mode}"`)
-    const actorId = startAction(node, 'reboot')
+    const actorId = startAction(node, 'reboot', { mode })
     node.ctx.clock.after(0.01, () => node.reboot({}))
     return { actorId }
   },

@@ -1,7 +1,8 @@
 // Apply-time machine config validation (v1alpha1 subset) and install disk matching.
-import { parseAllDocuments } from 'yaml'
+import { parseAllDocuments, stringify } from 'yaml'
 import { rpc, multierror } from './errors.js'
 import { parseSize } from '../scenario.js'
+import { diff } from './textdiff.js'
 
 /** parse the config text; throws RpcError the way each version reports parse failures. A config is
  *  one or more `---` documents: the v1alpha1 one (version, no kind) is returned, the others (HostnameConfig,
@@ -107,4 +108,93 @@ export function diskMatches(sel, d) {
   if (sel.type === 'hdd' && !d.rotational) return false
   if (sel.type === 'ssd' && d.rotational) return false
   return true
+}
+
+// ---- config diffs (pkg/machinery/config/configdiff DiffConfigs: both configs re-encoded without
+// comments, then pkg/machinery/textdiff) ----
+
+/**
+ * `value` with its mapping keys in `ref`'s order (keys `ref` lacks after them, as they came), deeply:
+ * Talos encodes every config in its structs' field order, so a file that only orders its keys
+ * differently encodes the same; the active config stands for that order here.
+ */
+function alignKeys(value, ref) {
+  if (Array.isArray(value)) return value.map((v, i) => alignKeys(v, Array.isArray(ref) ? ref[i] : undefined))
+  if (!value || typeof value !== 'object') return value
+  const refKeys = ref && typeof ref === 'object' && !Array.isArray(ref) ? Object.keys(ref) : []
+  const keys = [...refKeys.filter((k) => k in value), ...Object.keys(value).filter((k) => !refKeys.includes(k))]
+  return Object.fromEntries(keys.map((k) => [k, alignKeys(value[k], ref?.[k])]))
+}
+
+const yamlOf = (doc) => stringify(doc, { lineWidth: 0, indent: 4 })
+
+/** a parsed config's encoding for a diff: the v1alpha1 document, then the others (each after `---`), keys in `ref`'s order */
+export function encodeConfig(cfg, ref = cfg) {
+  const others = cfg.documents ?? []
+  const refOthers = ref?.documents ?? []
+  return [
+    yamlOf(alignKeys({ ...cfg }, ref)),
+    ...others.map((d) =>
+      yamlOf(
+        alignKeys(
+          d,
+          refOthers.find((r) => r.kind === d.kind && r.name === d.name),
+        ),
+      ),
+    ),
+  ].join('---\n')
+}
+
+/** the dry run's `Config diff:` body: the active config against the new one; `No changes.` only when both encode the same */
+export function configDiff(active, next) {
+  return diff(active ? encodeConfig(active) : '', encodeConfig(next, active ?? next)) || 'No changes.'
+}
+
+// the fields Runtime.CanApplyImmediate takes from the new config as they are (applied live); any
+// other difference needs a reboot (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_runtime.go)
+const LIVE_MACHINE = [
+  'ca',
+  'acceptedCAs',
+  'time',
+  'certSANs',
+  'install',
+  'network',
+  'sysfs',
+  'sysctls',
+  'logging',
+  'controlPlane',
+  'kubelet',
+  'kernel',
+  'registries',
+  'pods',
+  'seccompProfiles',
+  'nodeAnnotations',
+  'nodeLabels',
+  'nodeTaints',
+]
+const LIVE_FEATURES = ['kubernetesTalosAPIAccess', 'kubePrism', 'hostDNS', 'imageCache', 'nodeAddressSortAlgorithm']
+
+/**
+ * Runtime.CanApplyImmediate: null when the change applies live, else its error: the new v1alpha1
+ * document with every live field (debug, cluster, the machine fields above) taken from the current
+ * one, diffed against the current one (`this config change can't be applied in immediate mode\ndiff:\n<diff>`).
+ * Only the v1alpha1 documents are compared.
+ */
+export function immediateRefusal(current, next) {
+  if (!current) return 'no current config'
+  const patched = structuredClone({ ...next })
+  const copy = (to, from, key) => {
+    if (from[key] === undefined) delete to[key]
+    else to[key] = structuredClone(from[key])
+  }
+  for (const k of ['debug', 'cluster']) copy(patched, current, k)
+  if (patched.machine && current.machine) {
+    for (const k of LIVE_MACHINE) copy(patched.machine, current.machine, k)
+    if (patched.machine.features && current.machine.features)
+      for (const k of LIVE_FEATURES) copy(patched.machine.features, current.machine.features, k)
+  }
+  const before = yamlOf(alignKeys({ ...current }, current))
+  const after = yamlOf(alignKeys(patched, current))
+  if (before === after) return null
+  return `this config change can't be applied in immediate mode\ndiff:\n${diff(before, after)}`
 }

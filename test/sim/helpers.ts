@@ -91,16 +91,16 @@ export interface Run {
   ms: number
 }
 
-/** the real talosctl with the simulator's talosconfig; killed after `timeoutMs` (a call that never answers) */
+/** the real talosctl (`bin`: another build of it) with the simulator's talosconfig; killed after `timeoutMs` (a call that never answers) */
 export function talosctl(
   sim: Simulator,
   args: string[],
-  { timeoutMs = 30_000, talosconfig }: { timeoutMs?: number; talosconfig?: string } = {},
+  { timeoutMs = 30_000, talosconfig, bin }: { timeoutMs?: number; talosconfig?: string; bin?: string } = {},
 ): Promise<Run> {
   const t0 = Date.now()
   return new Promise((done) => {
     execFile(
-      join(sim.binDir, 'talosctl'),
+      bin ?? join(sim.binDir, 'talosctl'),
       args,
       {
         encoding: 'utf8',

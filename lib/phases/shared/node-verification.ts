@@ -92,9 +92,38 @@ async function etcdWhileBooting(node: ClusterNode, run: Run): Promise<'waiting' 
 }
 
 /**
+ * The control planes whose verify is in flight in this phase. A worker that waits for the control
+ * plane is silent whether it installs, reboots, waits for trustd or is rebooting back into
+ * maintenance after a failed install (machined's handle(): `rebooting in 10 seconds`, then the ISO
+ * boots without a config): silence alone cannot tell them apart. The control planes install and
+ * reboot as long as it does, so while one of them is still verified the worker is not concluded
+ * waiting, and a worker that crashed back to maintenance by then is named here, not after the bootstrap.
+ */
+export class ControlPlaneVerifications {
+  private readonly inFlight = new Set<string>()
+
+  /** runs a control plane's verify as in flight (a worker's as is) */
+  async track<T>(node: ClusterNode, verify: () => Promise<T>): Promise<T> {
+    if (node.role !== 'controlplane') return verify()
+    this.inFlight.add(node.name)
+    try {
+      return await verify()
+    } finally {
+      this.inFlight.delete(node.name)
+    }
+  }
+
+  /** a control plane's verify is still in flight */
+  busy(): boolean {
+    return this.inFlight.size > 0
+  }
+}
+
+/**
  * Polls the node until it is verified. `endpoint`: verify's own run, where a worker whose API waits
- * for the control plane (waitsForControlPlane) is done once it took its config and left maintenance;
- * without it (after the bootstrap) that worker must answer like any other node.
+ * for the control plane (waitsForControlPlane) is done once it took its config and left maintenance
+ * (and no control plane of `controlPlanes` is still being verified); without it (after the
+ * bootstrap) that worker must answer like any other node.
  */
 export async function verifyNode(
   node: ClusterNode,
@@ -102,6 +131,19 @@ export async function verifyNode(
   report: StepReporter,
   reads: StatusReads,
   endpoint?: SharedReading<boolean>,
+  controlPlanes?: ControlPlaneVerifications,
+): Promise<NodeOutcome> {
+  if (!controlPlanes) return pollVerified(node, run, report, reads, endpoint, () => false)
+  return controlPlanes.track(node, () => pollVerified(node, run, report, reads, endpoint, () => controlPlanes.busy()))
+}
+
+async function pollVerified(
+  node: ClusterNode,
+  run: Run,
+  report: StepReporter,
+  reads: StatusReads,
+  endpoint: SharedReading<boolean> | undefined,
+  controlPlanesBusy: () => boolean,
 ): Promise<NodeOutcome> {
   const watch = new StageWatch()
   const waits = waitsForControlPlane(node, run)
@@ -127,8 +169,9 @@ export async function verifyNode(
         watch.failed(err)
         watch.wentDown = true
         watch.see('not answering', elapsed)
-        // out of maintenance (nothing answers there) twice a poll apart, and the VIP is not up yet
-        if (waits && endpoint && configAccepted(node, run) && ++silentPolls >= 2 && !(await endpoint.get())) {
+        // out of maintenance (nothing answers there) twice a poll apart, no control plane still
+        // installing or rebooting beside it (ControlPlaneVerifications), and the VIP is not up yet
+        if (waits && endpoint && configAccepted(node, run) && ++silentPolls >= 2 && !controlPlanesBusy() && !(await endpoint.get())) {
           run.facts.of(node.name).awaitingControlPlane = waits
           return { done: true, value: `config accepted, out of maintenance; waiting for the control plane: ${waits}` }
         }
