@@ -44,7 +44,7 @@ export interface Fault {
   pod?: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler'
   /** fault static-pod: it starts and exits (CrashLoopBackOff) instead of never starting */
   restarts?: boolean
-  /** fault image-pull: the image no pull gets */
+  /** fault image-pull: the image no pull gets; image-missing: the installer the registry lacks (default: every one) */
   image?: string
 }
 export interface ScenarioInput {
@@ -63,8 +63,24 @@ export interface ScenarioInput {
   }
   speed?: number
   timings?: Partial<
-    Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply', number>
+    Record<
+      | 'maintenance'
+      | 'install'
+      | 'reboot'
+      | 'boot'
+      | 'etcd'
+      | 'kubelet'
+      | 'cni'
+      | 'drain'
+      | 'nodeMonitorGrace'
+      | 'apply'
+      | 'pull'
+      | 'upgrade',
+      number
+    >
   >
+  /** the installer images the registry holds (default: every ghcr.io/siderolabs/installer and factory.talos.dev tag of v1.11 to v1.13) */
+  installers?: string[]
   nodes: ScenarioNode[]
   faults?: Fault[]
   /** what the Git repository's root Kustomization applies, and the age identity its SOPS secrets are encrypted to */
@@ -84,9 +100,21 @@ export interface Scenario {
   talosMinor: number
   speed: number
   timings: Record<
-    'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply',
+    | 'maintenance'
+    | 'install'
+    | 'reboot'
+    | 'boot'
+    | 'etcd'
+    | 'kubelet'
+    | 'cni'
+    | 'drain'
+    | 'nodeMonitorGrace'
+    | 'apply'
+    | 'pull'
+    | 'upgrade',
     number
   >
+  installers: string[] | null
   nodes: Required<ScenarioNode>[]
   faults: Fault[]
 }
@@ -176,6 +204,10 @@ export interface Simulator {
   setExtensions(node: string, extensions: string[]): void
   /** tests: a VIP that never came up is fixed (it comes up once etcd and an API server run) */
   fixVip(): void
+  /** tests: another etcd session holds Talos's upgrade mutex through `node`'s member; resolves with its release */
+  holdUpgradeMutex(node: string): Promise<() => Promise<void>>
+  /** tests: a learner that never starts, added through `node`'s member; resolves with its hex member ID */
+  addUnstartedMember(node: string, peerUrl: string): Promise<string>
   clearFault(node: string | null, kind: string): void
   watch(fn: (n: NodeView) => void): () => void
   until(pred: () => boolean, timeoutMs?: number): Promise<void>

@@ -349,6 +349,29 @@ function machineService(ns) {
         actor_id: d.actorId ?? '',
       })),
     })),
+    // MachineService.Upgrade (v1alpha1_server.go): the ack and the actor ID the --wait tracker follows
+    Upgrade: unary(ns, async (call) => {
+      const r = call.request
+      const body = {
+        image: r.image ?? '',
+        preserve: !!r.preserve,
+        stage: !!r.stage,
+        force: !!r.force,
+        rebootMode: String(r.reboot_mode ?? 'DEFAULT').toLowerCase(),
+      }
+      const words = [
+        'upgrade',
+        '--image',
+        body.image,
+        ...(body.stage ? ['--stage'] : []),
+        ...(body.preserve ? ['--preserve'] : []),
+        ...(body.force ? ['--force'] : []),
+        ...(body.rebootMode !== 'default' ? ['--reboot-mode', body.rebootMode] : []),
+      ]
+      return {
+        messages: await machineCall(ns, call, 'machine.Upgrade', body, (d) => ({ ack: d.ack ?? '', actor_id: d.actorId ?? '' }), { words }),
+      }
+    }),
     Reset: unary(ns, async (call) => {
       const r = call.request
       const body = {

@@ -2,7 +2,6 @@
 // each gets (sim, node, body, {insecure, maintenance, signal}) and returns what that node answers, or
 // throws the RpcError machined would (internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go,
 // internal/app/maintenance/server.go). sim/talos/apid.js calls them; sim/grpc/server.js encodes the answers.
-import { createHash } from 'node:crypto'
 import { stringify } from 'yaml'
 import { rpc } from './errors.js'
 import { DEFINITIONS, resolveType, notFound } from './resources.js'
@@ -10,6 +9,7 @@ import { startAction } from './events.js'
 import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, staticPodName } from '../health-faults.js'
 import { ETCD_LEAVE_RETRY } from '../node.js'
 import { ephemeralVolume, memInfo } from './hardware.js'
+import { legacyUpgrade, schematicIdOf, schematicInfo } from './upgrade.js'
 
 /** fault kubelet-crashloop without a message: the kubelet's own error for a node IP it does not have (k8s cmd/kubelet/app/server.go) */
 const KUBELET_CRASH_DEFAULT = (ip) =>
@@ -328,7 +328,7 @@ function extensionStatuses(node) {
   const schematic = node.spec.schematic
   if (!schematic) return layers
   const official = schematic.extensions.map((name) => (name.includes('/') ? name : `siderolabs/${name}`))
-  const extraInfo = stringify({ customization: { systemExtensions: { officialExtensions: official } } })
+  const extraInfo = schematicInfo(official)
   const id = String(layers.length)
   return [
     ...layers,
@@ -336,7 +336,7 @@ function extensionStatuses(node) {
       id,
       layer: layer(id, {
         name: 'schematic',
-        version: createHash('sha256').update(extraInfo).digest('hex'),
+        version: schematicIdOf(schematic),
         author: 'Image Factory',
         description: 'Virtual extension which specifies the schematic of the image built with Image Factory.',
         compatibility: { talos: { version: '>= 1.0.0' } },
@@ -498,6 +498,11 @@ export const METHODS = {
     return { actorId }
   },
 
+  // MachineService.Upgrade, the legacy path (sim/talos/upgrade.js)
+  'machine.Upgrade'(sim, node, body) {
+    return legacyUpgrade(sim, node, body)
+  },
+
   'machine.Dmesg'(sim, node) {
     return { lines: node.logs.map((l) => ({ ...l, ts: sim.displayTime(l.ts).toISOString() })) }
   },
@@ -596,6 +601,7 @@ export const ROLES = {
   'machine.EtcdStatus': [...READ, 'os:etcd:backup'],
   'machine.EtcdLeaveCluster': ['os:admin'],
   'machine.EtcdSnapshot': ['os:admin', 'os:operator', 'os:etcd:backup'],
+  'machine.Upgrade': ['os:admin'],
 }
 
 // methods the maintenance API serves (everything else: Unimplemented)
@@ -618,6 +624,7 @@ export function callKind(method, insecure) {
       'machine.ServiceAction': 'service',
       'machine.Reset': 'reset',
       'machine.Reboot': 'reboot',
+      'machine.Upgrade': 'upgrade',
       'cluster.HealthCheck': 'health',
       'machine.EtcdMemberList': 'etcd',
       'machine.EtcdRemoveMemberByID': 'etcd',
