@@ -1,7 +1,21 @@
 // Fault matching and `times` counting. A fault is {node, on, kind, times?, ms?, message?}.
 // `node` may be null (every node, or cluster-wide such as flux).
 
-export const CALL_KINDS = ['probe', 'apply', 'get', 'bootstrap', 'kubeconfig', 'etcd', 'service', 'reset', 'reboot', 'health', 'upgrade']
+export const CALL_KINDS = [
+  'probe',
+  'apply',
+  'get',
+  'bootstrap',
+  'kubeconfig',
+  'etcd',
+  'service',
+  'reset',
+  'reboot',
+  'health',
+  'upgrade',
+  'image',
+  'lifecycle',
+]
 
 // `on: kube`: the Kubernetes API (6443) of a control plane (or, without a node, every one and the
 // VIP): refused per connection, unavailable (503) / timeout / latency per request, `path` narrows

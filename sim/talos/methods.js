@@ -9,7 +9,7 @@ import { startAction } from './events.js'
 import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, staticPodName } from '../health-faults.js'
 import { ETCD_LEAVE_RETRY } from '../node.js'
 import { ephemeralVolume, memInfo } from './hardware.js'
-import { legacyUpgrade, schematicIdOf, schematicInfo } from './upgrade.js'
+import { imagePull, legacyUpgrade, lifecycleUpgrade, schematicIdOf, schematicInfo } from './upgrade.js'
 
 /** fault kubelet-crashloop without a message: the kubelet's own error for a node IP it does not have (k8s cmd/kubelet/app/server.go) */
 const KUBELET_CRASH_DEFAULT = (ip) =>
@@ -502,6 +502,19 @@ export const METHODS = {
   'machine.Upgrade'(sim, node, body) {
     return legacyUpgrade(sim, node, body)
   },
+  // MachineService.ImagePull (v1alpha1_images.go) and v1.13's ImageService.Pull (images.go): the same pull
+  async 'machine.ImagePull'(sim, node, body) {
+    await imagePull(sim, node, body.reference)
+    return {}
+  },
+  'image.Pull'(sim, node, body) {
+    if (node.minor < 13) throw rpc('Unimplemented', 'unknown service machine.ImageService')
+    return imagePull(sim, node, body.reference)
+  },
+  // v1.13's LifecycleService.Upgrade: the installer's output through `emit`, then its exit code
+  'lifecycle.Upgrade'(sim, node, body, { emit }) {
+    return lifecycleUpgrade(sim, node, body, emit).then(() => ({}))
+  },
 
   'machine.Dmesg'(sim, node) {
     return { lines: node.logs.map((l) => ({ ...l, ts: sim.displayTime(l.ts).toISOString() })) }
@@ -602,6 +615,9 @@ export const ROLES = {
   'machine.EtcdLeaveCluster': ['os:admin'],
   'machine.EtcdSnapshot': ['os:admin', 'os:operator', 'os:etcd:backup'],
   'machine.Upgrade': ['os:admin'],
+  'machine.ImagePull': ['os:admin', 'os:operator'],
+  'image.Pull': ['os:admin', 'os:operator'],
+  'lifecycle.Upgrade': ['os:admin'],
 }
 
 // methods the maintenance API serves (everything else: Unimplemented)
@@ -625,6 +641,9 @@ export function callKind(method, insecure) {
       'machine.Reset': 'reset',
       'machine.Reboot': 'reboot',
       'machine.Upgrade': 'upgrade',
+      'machine.ImagePull': 'image',
+      'image.Pull': 'image',
+      'lifecycle.Upgrade': 'lifecycle',
       'cluster.HealthCheck': 'health',
       'machine.EtcdMemberList': 'etcd',
       'machine.EtcdRemoveMemberByID': 'etcd',

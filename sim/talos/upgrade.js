@@ -11,6 +11,10 @@
 // - The installer (cmd/installer/pkg/install/preflight.go): its Talos version against the host's
 //   (sim/talos/compat.js); a refusal fails phase 9 and machined reboots into the old version after
 //   its countdown (internal/app/machined/main.go handle: revertBootloader, `rebooting in N seconds`).
+// - v1.13's ImageService.Pull (internal/app/images/images.go: NotFound at once), the legacy
+//   MachineService.ImagePull, and LifecycleService.Upgrade (internal/app/lifecycle/lifecycle.go,
+//   container.go: one at a time, the installer's output streamed, then its exit code; no etcd check,
+//   no drain, no reboot).
 import { createHash, randomUUID } from 'node:crypto'
 import { stringify } from 'yaml'
 import { rpc } from './errors.js'
@@ -258,4 +262,57 @@ export function stagedInstall(node) {
     await step('reboot', 'reboot', null, { done: false })
     node.reboot({})
   })()
+}
+
+/** ImageService.Pull (v1.13) and MachineService.ImagePull (v1alpha1_images.go): the pinned name, or NotFound at once (WithMaxNotFoundRetries(0)) */
+export async function imagePull(sim, node, ref) {
+  if (!ref) throw rpc('InvalidArgument', 'image reference is required')
+  try {
+    await pull(sim, node, ref, { retryNotFound: false })
+  } catch (e) {
+    if (!e.notFound) throw e
+    throw rpc('NotFound', `error pulling image: failed to pull image "${ref}": ${e.message}`)
+  }
+  const { repo } = parseInstaller(ref)
+  return { name: `${repo}@sha256:${createHash('sha256').update(ref).digest('hex')}` }
+}
+
+/**
+ * LifecycleService.Upgrade (v1.13 nodes): one install or upgrade at a time; the machine installed;
+ * the image in containerd's store (ImageService.Pull first); the installer's output as messages, then
+ * its exit code. It writes the disk only: the next reboot boots the new version.
+ */
+export async function lifecycleUpgrade(sim, node, { image }, emit) {
+  if (node.minor < 13) throw rpc('Unimplemented', 'unknown service machine.LifecycleService')
+  if (node.lifecycleBusy) throw rpc('FailedPrecondition', 'another installation/upgrade is already in progress')
+  if (!node.installed) throw rpc('FailedPrecondition', 'machine is not installed')
+  if (!image) throw rpc('InvalidArgument', 'installer image name is required')
+  if (!node.pulled?.has(image))
+    throw rpc('Internal', `upgrade failed: installer image "${image}" not found in containerd store: image "${image}": not found`)
+  node.lifecycleBusy = true
+  try {
+    const target = parseInstaller(image)
+    // the installer's log.Printf lines (Go's default `2006/01/02 15:04:05 ` prefix), in the wall clock the client reads
+    const stamp = () => new Date().toISOString().replace('T', ' ').replace(/-/g, '/').slice(0, 19)
+    const line = (text) => emit({ message: `${stamp()} ${text}\n` })
+    node.talosLog(`starting upgrade: installer_image=${image}, disk=${node.config?.machine?.install?.disk ?? '/dev/sda'}`)
+    line(`running Talos installer ${target.version ?? target.tag}`)
+    await sim.clock.sleep(sim.timings.upgrade / 2)
+    line('running pre-flight checks')
+    line(`host Talos version: ${node.talosVersion}`)
+    const refused = target.version ? upgradeRefusal(node.talosVersion, target.version) : 'upgrades to version latest are not supported'
+    if (refused) {
+      emit({ message: `pre-flight checks failed: ${refused}\n` })
+      node.talosLog('upgrade failed: exit_code=1')
+      return emit({ exitCode: 1 })
+    }
+    line('all pre-flight checks successful')
+    await sim.clock.sleep(sim.timings.upgrade / 2)
+    node.onDisk = diskImage(node, target)
+    line(`installation of ${target.version} complete`)
+    node.talosLog('upgrade completed successfully: exit_code=0')
+    emit({ exitCode: 0 })
+  } finally {
+    node.lifecycleBusy = false
+  }
 }

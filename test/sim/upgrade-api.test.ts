@@ -5,7 +5,8 @@
 // member never started, a member that does not answer), all skipped with --preserve; the Upgrade
 // sequence's phases and stages with `--wait`, the installer refusing the path at phase 9 and the
 // reboot into the old version, fault upgrade-rollback (a new boot ID, the old version), --stage's two
-// reboots; talosctl v1.13.9 falls back to the legacy call for a v1.12 node. Range 127.246.1.
+// reboots. v1.13: ImageService.Pull and LifecycleService.Upgrade for a v1.13 node (a v1.12 node answers
+// Unimplemented: the client falls back to ImagePull and to the legacy upgrade). Range 127.246.1.
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -54,7 +55,7 @@ const UPGRADE_PHASES: Array<[string, string]> = [
   ['stopEverything', 'stopAllServices'],
 ]
 
-describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade (real talosctl)', () => {
+describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 LifecycleService (real talosctl)', () => {
   let s: Started
   const env = () => ({ PATH: s.sim.env.PATH, HOME: s.dir, TALOSCONFIG: s.sim.env.TALOSCONFIG, KUBECONFIG: join(s.dir, 'kubeconfig') })
   const upgrade = (ip: string, args: string[], bin?: string, timeoutMs = 90_000): Promise<Run> =>
@@ -271,6 +272,65 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade (real talos
     expect(await tag(CP2)).toBe('v1.13.9')
     await ready()
   })
+
+  it.skipIf(!has113)('talosctl v1.13.9 on a v1.13 node: ImageService.Pull, LifecycleService.Upgrade, then the reboot', async () => {
+    await ready()
+    // a refused path: exit code 1 from the installer, no reboot
+    const before = version('wrkr-1').bootId
+    const r = await upgrade(W1, ['--drain=false', '--timeout', '60s', '--image', INSTALLER('v1.11.6')], TALOSCTL_113)
+    expect(r.code, r.stderr).toBe(1)
+    expect(r.stdout + r.stderr).toContain(`${W1}: pulled image ghcr.io/siderolabs/installer@sha256:`)
+    expect(r.stdout + r.stderr).toContain(`upgrade failed with exit code 1`)
+    expect(version('wrkr-1').bootId).toBe(before)
+    // a missing image: NotFound at once from ImageService.Pull
+    const r2 = await upgrade(W1, ['--drain=false', '--timeout', '60s', '--image', MISSING], TALOSCTL_113)
+    expect(r2.code, r2.stderr).toBe(1)
+    expect(r2.stderr).toContain(`error pulling upgrade image`)
+    expect(r2.stderr).toContain(`code = NotFound desc = error pulling image: failed to pull image "${MISSING}"`)
+    // LifecycleService.Upgrade has no etcd check: a v1.13 control plane upgrades while another session holds the mutex
+    const release = await s.sim.holdUpgradeMutex('cp-1')
+    try {
+      const cp = await upgrade(CP2, ['--drain=false', '--timeout', '60s', '--image', INSTALLER('v1.13.9')], TALOSCTL_113)
+      expect(cp.code, cp.stderr).toBe(0)
+      expect(cp.stdout + cp.stderr).toContain(`${CP2}: upgrade completed`)
+    } finally {
+      await release()
+    }
+    await ready()
+    // accepted: the installer's output and exit code 0, then the reboot through the tracker
+    const w = track('wrkr-1')
+    const r3 = await upgrade(W1, ['--drain=false', '--timeout', '60s', '--image', INSTALLER('v1.13.9')], TALOSCTL_113)
+    w.stop()
+    expect(r3.code, r3.stderr).toBe(0)
+    expect(r3.stdout + r3.stderr).toContain(`${W1}: upgrade completed`)
+    expect(new Set(w.boots).size).toBeGreaterThan(1)
+    const kinds = s.sim
+      .calls()
+      .filter((c) => c.node === 'wrkr-1' && ['image', 'lifecycle', 'upgrade'].includes(c.call))
+      .map((c) => `${c.call} ${c.outcome.split(':')[0]}`)
+    expect(kinds.slice(-5)).toEqual(['image ok', 'lifecycle ok', 'image error', 'image ok', 'lifecycle ok'])
+    await ready()
+  })
+
+  it.skipIf(!has113)(
+    'image pull: a v1.13 node serves ImageService.Pull; a v1.12 node answers Unimplemented and the client falls back to ImagePull',
+    async () => {
+      const r = await talosctl(s.sim, ['image', 'pull', INSTALLER('v1.13.9'), ...at(W1)], { bin: TALOSCTL_113 })
+      expect(r.code, r.stderr).toBe(0)
+      const r2 = await talosctl(s.sim, ['image', 'pull', INSTALLER('v1.13.9'), ...at(CP1)], { bin: TALOSCTL_113 })
+      expect(r2.code, r2.stderr).toBe(0)
+      const pulls = s.sim
+        .calls()
+        .filter((c) => c.call === 'image')
+        .slice(-3)
+        .map((c) => [c.node, c.outcome.replace(/desc = .*/, 'desc')])
+      expect(pulls).toEqual([
+        ['wrkr-1', 'ok'],
+        ['cp-1', 'error: rpc error: code = Unimplemented desc'],
+        ['cp-1', 'ok'],
+      ])
+    },
+  )
 })
 
 describe.skipIf(!!tool.skip)('ValidateForUpgrade: two members', () => {
