@@ -47,6 +47,9 @@ export interface Fault {
   /** fault image-pull: the image no pull gets; image-missing: the installer the registry lacks (default: every one) */
   image?: string
 }
+/** the scenario's timings (simulated seconds; sim/README.md "Scenario schema") */
+export type TimingName =
+  'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply' | 'pull' | 'upgrade'
 export interface ScenarioInput {
   cluster: {
     name: string
@@ -62,23 +65,7 @@ export interface ScenarioInput {
     configs?: 'generated' | 'external'
   }
   speed?: number
-  timings?: Partial<
-    Record<
-      | 'maintenance'
-      | 'install'
-      | 'reboot'
-      | 'boot'
-      | 'etcd'
-      | 'kubelet'
-      | 'cni'
-      | 'drain'
-      | 'nodeMonitorGrace'
-      | 'apply'
-      | 'pull'
-      | 'upgrade',
-      number
-    >
-  >
+  timings?: Partial<Record<TimingName, number>>
   /** the installer images the registry holds (default: every ghcr.io/siderolabs/installer and factory.talos.dev tag of v1.11 to v1.13) */
   installers?: string[]
   nodes: ScenarioNode[]
@@ -99,21 +86,7 @@ export interface Scenario {
   cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }
   talosMinor: number
   speed: number
-  timings: Record<
-    | 'maintenance'
-    | 'install'
-    | 'reboot'
-    | 'boot'
-    | 'etcd'
-    | 'kubelet'
-    | 'cni'
-    | 'drain'
-    | 'nodeMonitorGrace'
-    | 'apply'
-    | 'pull'
-    | 'upgrade',
-    number
-  >
+  timings: Record<TimingName, number>
   installers: string[] | null
   nodes: Required<ScenarioNode>[]
   faults: Fault[]

@@ -7,24 +7,10 @@
 // reboot into the old version, fault upgrade-rollback (a new boot ID, the old version), --stage's two
 // reboots. v1.13: ImageService.Pull and LifecycleService.Upgrade for a v1.13 node (a v1.12 node answers
 // Unimplemented: the client falls back to ImagePull and to the legacy upgrade). Range 127.246.1.
-import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startSimulator } from '../../sim/index.js'
-import {
-  CNI_DAEMONSET,
-  applyInsecure,
-  at,
-  bootstrapWhenReady,
-  scenarioOn,
-  sleep,
-  startOn,
-  talosctl,
-  type Run,
-  type Started,
-} from './helpers.js'
+import { applyInsecure, at, bootstrapWhenReady, bringUp, kubectl, sleep, startOn, talosctl, type Run, type Started } from './helpers.js'
 import { realTool } from '../support/real-tools.js'
 
 const tool = realTool('talosctl')
@@ -57,7 +43,6 @@ const UPGRADE_PHASES: Array<[string, string]> = [
 
 describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 LifecycleService (real talosctl)', () => {
   let s: Started
-  const env = () => ({ PATH: s.sim.env.PATH, HOME: s.dir, TALOSCONFIG: s.sim.env.TALOSCONFIG, KUBECONFIG: join(s.dir, 'kubeconfig') })
   const upgrade = (ip: string, args: string[], bin?: string, timeoutMs = 90_000): Promise<Run> =>
     talosctl(s.sim, ['upgrade', ...args, ...at(ip)], { timeoutMs, ...(bin ? { bin } : {}) })
   const version = (name: string) => s.sim.node(name)!
@@ -84,8 +69,7 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 L
   }
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sim-test-'))
-    const scenario = scenarioOn(R, {
+    s = await startOn(R, {
       cps: 3,
       workers: 1,
       image: 'disk',
@@ -96,30 +80,10 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 L
         { kind: 'image-missing', image: MISSING },
         { node: 'cp-3', kind: 'upgrade-rollback', times: 1 },
       ],
+      // the registry: these installers only (a 1.10 one for the installer's refusal at phase 9)
+      installers: ['v1.10.9', 'v1.11.6', 'v1.12.11', 'v1.13.8', 'v1.13.9'].map(INSTALLER),
     })
-    // the registry: these installers only (a 1.10 one for the installer's refusal at phase 9)
-    const installers = ['v1.10.9', 'v1.11.6', 'v1.12.11', 'v1.13.8', 'v1.13.9'].map(INSTALLER)
-    const sim = await startSimulator({ scenario: { ...scenario, installers }, dir })
-    s = {
-      sim,
-      dir,
-      async stop() {
-        await sim.stop()
-        rmSync(dir, { recursive: true, force: true })
-      },
-    }
-    for (const n of ALL) expect(await applyInsecure(s.sim, n)).toMatchObject({ code: 0 })
-    await s.sim.until(() => s.sim.node('cp-1')?.listener === 'secure', 30_000)
-    expect((await bootstrapWhenReady(s.sim, 'cp-1')).code).toBe(0)
-    await s.sim.until(() => ALL.every((n) => s.sim.node(n)?.registered), 90_000)
-    expect(await talosctl(s.sim, ['kubeconfig', join(s.dir, 'kubeconfig'), '--merge=false', '--force', ...at(CP1)])).toMatchObject({
-      code: 0,
-    })
-    writeFileSync(join(s.dir, 'cni.yaml'), CNI_DAEMONSET)
-    const applied = await new Promise<number | null>((done) =>
-      spawn('kubectl', ['apply', '-f', join(s.dir, 'cni.yaml')], { env: env(), stdio: 'ignore' }).on('exit', done),
-    )
-    expect(applied).toBe(0)
+    await bringUp(s, ALL, CP1)
     await ready()
   }, 180_000)
   afterAll(async () => {
@@ -236,12 +200,7 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 L
     expect(r.stderr).toMatch(new RegExp(`${q}events check condition met\n${q}post check passed\n$`))
     expect(w.stages).toEqual(['running', 'upgrading', 'rebooting', 'booting', 'running'])
     expect(await tag(W1)).toBe('v1.13.9')
-    const node = await new Promise<string>((done) => {
-      let out = ''
-      const k = spawn('kubectl', ['get', 'node', 'wrkr-1', '-o', 'jsonpath={.status.nodeInfo.osImage}'], { env: env() })
-      k.stdout.on('data', (d: Buffer) => (out += d.toString()))
-      k.on('exit', () => done(out))
-    })
+    const node = (await kubectl(s, ['get', 'node', 'wrkr-1', '-o', 'jsonpath={.status.nodeInfo.osImage}'])).stdout
     expect(node).toBe('Talos (v1.13.9)')
     await ready()
   })
