@@ -499,21 +499,21 @@ export const METHODS = {
   },
 
   // MachineService.Upgrade, the legacy path (sim/talos/upgrade.js)
-  'machine.Upgrade'(sim, node, body) {
-    return legacyUpgrade(sim, node, body)
+  'machine.Upgrade'(sim, node, body, { signal }) {
+    return legacyUpgrade(sim, node, body, signal)
   },
   // MachineService.ImagePull (v1alpha1_images.go) and v1.13's ImageService.Pull (images.go): the same pull
-  async 'machine.ImagePull'(sim, node, body) {
-    await imagePull(sim, node, body.reference)
+  async 'machine.ImagePull'(sim, node, body, { signal }) {
+    await imagePull(sim, node, body.reference, signal)
     return {}
   },
-  'image.Pull'(sim, node, body) {
+  'image.Pull'(sim, node, body, { signal }) {
     if (node.minor < 13) throw rpc('Unimplemented', 'unknown service machine.ImageService')
-    return imagePull(sim, node, body.reference)
+    return imagePull(sim, node, body.reference, signal)
   },
   // v1.13's LifecycleService.Upgrade: the installer's output through `emit`, then its exit code
-  'lifecycle.Upgrade'(sim, node, body, { emit }) {
-    return lifecycleUpgrade(sim, node, body, emit).then(() => ({}))
+  'lifecycle.Upgrade'(sim, node, body, { emit, signal }) {
+    return lifecycleUpgrade(sim, node, body, emit, signal).then(() => ({}))
   },
 
   'machine.Dmesg'(sim, node) {

@@ -67,24 +67,51 @@ const notFoundText = (ref) => `failed to resolve reference "${ref}": ${ref}: not
  * the pull, `timings.pull` simulated seconds (a pulled image is kept: containerd's store on the
  * node); resolves or rejects with containerd's error. `retryNotFound`: the legacy path's one retry.
  */
-async function pull(sim, node, ref, { retryNotFound }) {
+async function pull(sim, node, ref, { retryNotFound, signal }) {
   if (node.pulled.has(ref)) return
-  await sim.clock.sleep(sim.timings.pull)
+  await wait(sim, sim.timings.pull, signal)
   if (!registryHas(sim, node, ref)) {
-    if (retryNotFound) await sim.clock.sleep(LEGACY_NOT_FOUND_RETRY_S)
+    if (retryNotFound) await wait(sim, LEGACY_NOT_FOUND_RETRY_S, signal)
     throw Object.assign(new Error(notFoundText(ref)), { notFound: true })
   }
   node.pulled.add(ref)
+}
+
+/**
+ * simulated seconds inside a call: the call's context ends with its client (a killed talosctl, its
+ * deadline), and what it was doing stops there (the pull, the checks, the installer container)
+ */
+function wait(sim, simSeconds, signal) {
+  return new Promise((done, fail) => {
+    const gone = () => fail(rpc('Canceled', 'context canceled'))
+    if (signal?.aborted) return gone()
+    const cancel = sim.clock.after(simSeconds, () => {
+      signal?.removeEventListener('abort', onAbort)
+      done()
+    })
+    const onAbort = () => {
+      cancel()
+      gone()
+    }
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}
+/** the call's client went away: it stops before anything else happens */
+function stillWanted(signal) {
+  if (signal?.aborted) throw rpc('Canceled', 'context canceled')
 }
 
 /** a plain Go error through gRPC (machined returns fmt.Errorf): code Unknown */
 const goError = (text) => rpc('Unknown', text)
 
 /** MachineService.Upgrade (v1alpha1_server.go Upgrade): the checks in their order, then the sequence; answers the ack */
-export async function legacyUpgrade(sim, node, { image, preserve, stage, force, rebootMode }) {
+export async function legacyUpgrade(sim, node, { image, preserve, stage, force, rebootMode }, signal) {
+  node.talosLog(`upgrade request received: staged ${!!stage}, force ${!!force}, reboot mode ${rebootMode.toUpperCase()}`)
+  node.talosLog(`validating ${JSON.stringify(image)}`)
   try {
-    await pull(sim, node, image, { retryNotFound: true })
+    await pull(sim, node, image, { retryNotFound: true, signal })
   } catch (e) {
+    if (!e.notFound) throw e
     throw goError(`error validating installer image "${image}": failed to pull image "${image}": ${e.message}`)
   }
   if (node.role === 'controlplane' && !force && !preserve) {
@@ -102,9 +129,9 @@ export async function legacyUpgrade(sim, node, { image, preserve, stage, force, 
       await unlock()
     }
   }
+  stillWanted(signal)
   const target = parseInstaller(image)
   const actorId = randomUUID()
-  node.talosLog(`upgrade request received: staged ${!!stage}, force ${!!force}, reboot mode ${rebootMode.toUpperCase()}`)
   sim.clock.after(0.01, () =>
     stage ? stageUpgrade(node, image, target, rebootMode, actorId) : upgrade(node, image, target, rebootMode, actorId),
   )
@@ -265,10 +292,10 @@ export function stagedInstall(node) {
 }
 
 /** ImageService.Pull (v1.13) and MachineService.ImagePull (v1alpha1_images.go): the pinned name, or NotFound at once (WithMaxNotFoundRetries(0)) */
-export async function imagePull(sim, node, ref) {
+export async function imagePull(sim, node, ref, signal) {
   if (!ref) throw rpc('InvalidArgument', 'image reference is required')
   try {
-    await pull(sim, node, ref, { retryNotFound: false })
+    await pull(sim, node, ref, { retryNotFound: false, signal })
   } catch (e) {
     if (!e.notFound) throw e
     throw rpc('NotFound', `error pulling image: failed to pull image "${ref}": ${e.message}`)
@@ -282,7 +309,7 @@ export async function imagePull(sim, node, ref) {
  * the image in containerd's store (ImageService.Pull first); the installer's output as messages, then
  * its exit code. It writes the disk only: the next reboot boots the new version.
  */
-export async function lifecycleUpgrade(sim, node, { image }, emit) {
+export async function lifecycleUpgrade(sim, node, { image }, emit, signal) {
   if (node.minor < 13) throw rpc('Unimplemented', 'unknown service machine.LifecycleService')
   if (node.lifecycleBusy) throw rpc('FailedPrecondition', 'another installation/upgrade is already in progress')
   if (!node.installed) throw rpc('FailedPrecondition', 'machine is not installed')
@@ -297,7 +324,7 @@ export async function lifecycleUpgrade(sim, node, { image }, emit) {
     const line = (text) => emit({ message: `${stamp()} ${text}\n` })
     node.talosLog(`starting upgrade: installer_image=${image}, disk=${node.config?.machine?.install?.disk ?? '/dev/sda'}`)
     line(`running Talos installer ${target.version ?? target.tag}`)
-    await sim.clock.sleep(sim.timings.upgrade / 2)
+    await wait(sim, sim.timings.upgrade / 2, signal)
     line('running pre-flight checks')
     line(`host Talos version: ${node.talosVersion}`)
     const refused = target.version ? upgradeRefusal(node.talosVersion, target.version) : 'upgrades to version latest are not supported'
@@ -307,7 +334,7 @@ export async function lifecycleUpgrade(sim, node, { image }, emit) {
       return emit({ exitCode: 1 })
     }
     line('all pre-flight checks successful')
-    await sim.clock.sleep(sim.timings.upgrade / 2)
+    await wait(sim, sim.timings.upgrade / 2, signal)
     node.onDisk = diskImage(node, target)
     line(`installation of ${target.version} complete`)
     node.talosLog('upgrade completed successfully: exit_code=0')

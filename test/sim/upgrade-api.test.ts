@@ -7,8 +7,9 @@
 // reboot into the old version, fault upgrade-rollback (a new boot ID, the old version), --stage's two
 // reboots. v1.13: ImageService.Pull and LifecycleService.Upgrade for a v1.13 node (a v1.12 node answers
 // Unimplemented: the client falls back to ImagePull and to the legacy upgrade). Range 127.246.1.
+import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyInsecure, at, bootstrapWhenReady, bringUp, kubectl, sleep, startOn, talosctl, type Run, type Started } from './helpers.js'
 import { realTool } from '../support/real-tools.js'
@@ -75,7 +76,7 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 L
       image: 'disk',
       vip: false,
       speed: 40,
-      timings: { boot: 6, reboot: 20, pull: 20, upgrade: 10 },
+      timings: { boot: 6, reboot: 20, pull: 80, upgrade: 10 },
       faults: [
         { kind: 'image-missing', image: MISSING },
         { node: 'cp-3', kind: 'upgrade-rollback', times: 1 },
@@ -108,6 +109,28 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 L
       ['cp-1', 'upgrade', ['--image', MISSING]],
       ['wrkr-1', 'upgrade', ['--image', none]],
     ])
+  })
+
+  it('a client killed during the pull: the call ends with it, nothing starts (the node stays on its version)', async () => {
+    const before = version('wrkr-1').bootId
+    const child = spawn(join(s.sim.binDir, 'talosctl'), ['upgrade', '--wait=false', '--image', INSTALLER('v1.13.9'), ...at(W1)], {
+      env: { PATH: s.sim.env.PATH, HOME: s.dir, TALOSCONFIG: s.sim.env.TALOSCONFIG },
+      stdio: 'ignore',
+    })
+    const exited = new Promise<void>((done) => child.on('exit', () => done()))
+    // the call arrived (Talos logs it before the pull, which takes 2 s here): then the client dies
+    const arrived = `validating "${INSTALLER('v1.13.9')}"`
+    let log = ''
+    for (let i = 0; i < 100 && !log.includes(arrived); i++) {
+      log = (await talosctl(s.sim, ['dmesg', ...at(W1)])).stdout
+      if (!log.includes(arrived)) await sleep(50)
+    }
+    expect(log).toContain(arrived)
+    child.kill('SIGKILL')
+    await exited
+    await sleep(3000) // the pull would have ended and the sequence started by now
+    expect(version('wrkr-1')).toMatchObject({ stage: 'running', bootId: before })
+    expect(await tag(W1)).toBe('v1.12.11')
   })
 
   it('the upgrade mutex held by another session refuses a control plane; --preserve skips it (and every etcd check)', async () => {
