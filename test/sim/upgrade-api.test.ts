@@ -55,7 +55,11 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 L
   async function ready(names = ALL) {
     const ok = () => names.every((n) => s.sim.node(n)?.ready && (n.startsWith('wrkr') || s.sim.node(n)?.etcdHealthy))
     for (let i = 0; i < 1200 && !ok(); i++) await sleep(100)
-    expect(names.filter((n) => !ok() && !(s.sim.node(n)?.ready && (n.startsWith('wrkr') || s.sim.node(n)?.etcdHealthy)))).toEqual([])
+    const why = (n: string) => {
+      const v = s.sim.node(n)
+      return v?.ready && (n.startsWith('wrkr') || v.etcdHealthy) ? null : `${n}: ${v?.stage} ${JSON.stringify(v?.unmetConditions)}`
+    }
+    expect(names.map(why).filter(Boolean)).toEqual([])
   }
   /** every distinct stage of a node from now on, and the boot IDs it took */
   function track(name: string) {
