@@ -143,6 +143,11 @@ export function runSequence(node, name, actor = '') {
   }
 }
 
+/** a sequence the controller did not start, another holding its lock (v1alpha1_controller.go Run: no actor) */
+export function sequenceLocked(node, name) {
+  publish(node, 'SequenceEvent', { sequence: name, action: 'NOOP', error: { code: 'LOCKED', message: 'sequence not started: locked' } })
+}
+
 /** the API call that started this sequence, if one did: { id, graceful } */
 function takeActor(node, name) {
   const ev = eventsOf(node)

@@ -18,13 +18,15 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { stringify } from 'yaml'
 import { rpc } from './errors.js'
-import { runSequence, stopAll } from './events.js'
+import { runSequence, sequenceLocked, stopAll } from './events.js'
 import { parseTag, upgradeRefusal } from './compat.js'
 
 // image.go Pull with WithMaxNotFoundRetries(1): the second NotFound ends it, one 5 s retry unit later
 const LEGACY_NOT_FOUND_RETRY_S = 5
 // internal/app/machined/main.go: the countdown before the reboot after a fatal sequence error
 const FATAL_REBOOT_COUNTDOWN_S = 10
+// the stages in which a sequence holds the controller's lock
+const SEQUENCE_STAGES = ['upgrading', 'rebooting', 'installing', 'resetting', 'shutting down']
 
 /** the Image Factory schematic ID of a schematic {extensions, id?} (its extraInfo's sha256, or the ID an installer image named) */
 export function schematicIdOf(schematic) {
@@ -132,6 +134,15 @@ export async function legacyUpgrade(sim, node, { image, preserve, stage, force, 
   stillWanted(signal)
   const target = parseInstaller(image)
   const actorId = randomUUID()
+  // the controller's lock: a sequence already running (an upgrade, a reboot, a reset) keeps this one
+  // from starting; the call has answered its ack all the same (v1alpha1_server.go runs it in a goroutine)
+  if (SEQUENCE_STAGES.includes(node.stage) || node.rebootPending) {
+    sim.clock.after(0.01, () => {
+      sequenceLocked(node, stage ? 'stageUpgrade' : 'upgrade')
+      node.talosLog(`${stage ? 'reboot for staged upgrade failed:' : 'upgrade failed:'} locked`)
+    })
+    return { ack: 'Upgrade request received', actorId }
+  }
   sim.clock.after(0.01, () =>
     stage ? stageUpgrade(node, image, target, rebootMode, actorId) : upgrade(node, image, target, rebootMode, actorId),
   )

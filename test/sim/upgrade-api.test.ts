@@ -317,6 +317,35 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 L
       ])
     },
   )
+
+  it('a second upgrade while the first runs: its ack, then `locked`; a drain a budget blocks is only logged; --reboot-mode powercycle has no kexec phase', async () => {
+    await ready()
+    // the drain phase runs Talos's whole DrainTimeout (5 simulated minutes) against a blocking budget
+    s.sim.addFault({ node: 'wrkr-1', kind: 'drain-blocked', times: 1 })
+    const w = track('wrkr-1')
+    const first = upgrade(W1, ['--reboot-mode', 'powercycle', '--timeout', '60s', '--image', INSTALLER('v1.13.9')])
+    await s.sim.until(() => s.sim.node('wrkr-1')!.stage === 'upgrading', 30_000)
+    const second = await upgrade(W1, ['--wait=false', '--image', INSTALLER('v1.13.9')])
+    expect(second.code, second.stderr).toBe(0)
+    expect(second.stdout).toMatch(new RegExp(`^NODE +ACK +STARTED\n${W1.replace(/\./g, '\\.')} +Upgrade request received +`))
+    const r = await first
+    await ready()
+    w.stop()
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stderr).toContain(`"${W1}": phase: stopEverything action: START\n`)
+    expect(r.stderr).not.toContain('phase: kexec')
+    // one sequence, one reboot; MachineStatus stays upgrading until the machine goes down
+    expect(w.stages).toEqual(['running', 'upgrading', 'rebooting', 'booting', 'running'])
+    expect(new Set(w.boots).size).toBe(2)
+    const log = (await talosctl(s.sim, ['dmesg', ...at(W1)])).stdout
+    expect(log).toContain('upgrade failed: locked')
+    expect(log).toContain('WARNING: failed to evict pod: failed to evict pod')
+    const calls = s.sim.calls().filter((c) => c.node === 'wrkr-1' && c.call === 'upgrade')
+    expect(calls.slice(-2).map((c) => [c.args.slice(0, 4), c.outcome])).toEqual([
+      [['--image', INSTALLER('v1.13.9'), '--reboot-mode', 'powercycle'], 'ok'],
+      [['--image', INSTALLER('v1.13.9'), '-e', W1], 'ok'],
+    ])
+  })
 })
 
 describe.skipIf(!!tool.skip)('ValidateForUpgrade: two members', () => {
