@@ -192,15 +192,15 @@ export function runningVersion(node, next) {
   node.talosLog(`booted Talos ${next.version}`)
 }
 
-/** what an installer image puts on the disk: its version, and the schematic its reference names */
+/**
+ * what an installer image puts on the disk: its version, and the schematic its reference names (an
+ * Image Factory ID: a known schematic's extensions, else that ID without extensions we know; the
+ * official installer: none)
+ */
 function diskImage(node, target) {
-  const current = node.spec.schematic
-  let schematic = null
-  if (target.schematicId) {
-    const known = [node, ...node.ctx.nodes].map((n) => n.spec.schematic).find((s) => s && schematicIdOf(s) === target.schematicId)
-    schematic = known ? { extensions: [...known.extensions] } : { extensions: [], id: target.schematicId }
-  }
-  return { version: target.version, schematic: current && !schematic && !target.schematicId ? null : schematic }
+  if (!target.schematicId) return { version: target.version, schematic: null }
+  const known = node.ctx.nodes.map((n) => n.spec.schematic).find((sc) => sc && schematicIdOf(sc) === target.schematicId)
+  return { version: target.version, schematic: known ? { extensions: [...known.extensions] } : { extensions: [], id: target.schematicId } }
 }
 
 /** the machine fails the sequence at its running phase: the FATAL event, `rebooting`, the countdown, the reboot into what is on disk */

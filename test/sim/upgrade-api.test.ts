@@ -25,6 +25,9 @@ const INSTALLER = (v: string) => `ghcr.io/siderolabs/installer:${v}`
 /** the image fault image-missing takes away (the registry holds it) */
 const MISSING = INSTALLER('v1.13.8')
 const ALL = ['cp-1', 'cp-2', 'cp-3', 'wrkr-1']
+/** an Image Factory installer of a schematic no node runs */
+const SCHEMATIC = 'ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515'
+const FACTORY = `factory.talos.dev/installer/${SCHEMATIC}:v1.13.9`
 
 /** Sequencer.Upgrade's phases and tasks (v1alpha1_sequencer.go, the names of v1alpha1_sequencer_tasks.go) */
 const UPGRADE_PHASES: Array<[string, string]> = [
@@ -86,7 +89,7 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 L
         { node: 'cp-3', kind: 'upgrade-rollback', times: 1 },
       ],
       // the registry: these installers only (a 1.10 one for the installer's refusal at phase 9)
-      installers: ['v1.10.9', 'v1.11.6', 'v1.12.11', 'v1.13.8', 'v1.13.9'].map(INSTALLER),
+      installers: [...['v1.10.9', 'v1.11.6', 'v1.12.11', 'v1.13.8', 'v1.13.9'].map(INSTALLER), FACTORY],
     })
     await bringUp(s, ALL, CP1)
     await ready()
@@ -283,13 +286,17 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 L
       await release()
     }
     await ready()
-    // accepted: the installer's output and exit code 0, then the reboot through the tracker
+    // accepted: the installer's output and exit code 0, then the reboot through the tracker; an Image
+    // Factory installer: the node then runs that schematic (ExtensionStatus `schematic`, its ID)
     const w = track('wrkr-1')
-    const r3 = await upgrade(W1, ['--drain=false', '--timeout', '60s', '--image', INSTALLER('v1.13.9')], TALOSCTL_113)
+    const r3 = await upgrade(W1, ['--drain=false', '--timeout', '60s', '--image', FACTORY], TALOSCTL_113)
     w.stop()
     expect(r3.code, r3.stderr).toBe(0)
     expect(r3.stdout + r3.stderr).toContain(`${W1}: upgrade completed`)
     expect(new Set(w.boots).size).toBeGreaterThan(1)
+    const ext = await talosctl(s.sim, ['get', 'extensionstatuses', '-o', 'json', ...at(W1)], { bin: TALOSCTL_113 })
+    expect(ext.code, ext.stderr).toBe(0)
+    expect(ext.stdout).toContain(`"version": "${SCHEMATIC}"`)
     const kinds = s.sim
       .calls()
       .filter((c) => c.node === 'wrkr-1' && ['image', 'lifecycle', 'upgrade'].includes(c.call))
