@@ -218,6 +218,15 @@ export class Simulator {
     this.changed(node)
   }
 
+  /** tests: another etcd session holds Talos's upgrade mutex (an upgrade in flight elsewhere); resolves with its release */
+  holdUpgradeMutex(name) {
+    return this.etcd.tryLockUpgradeMutex(this.lookup(name))
+  }
+  /** tests: a learner added through `name`'s member that never starts (etcd lists it without a name); resolves with its hex ID */
+  addUnstartedMember(name, peerUrl) {
+    return this.etcd.addLearner(this.lookup(name), peerUrl)
+  }
+
   /** tests: a VIP that never came up (`vip: {up: never}`) is fixed: it comes up once etcd and an API server run */
   fixVip() {
     if (this.scenario.cluster.vip) this.scenario.cluster.vip.up = 'after-bootstrap'

@@ -24,6 +24,11 @@ const LEAVE_RETRY_S = 10
 // the real processes run in real time: a retry is never sooner than this, whatever the scenario's speed
 const MIN_RETRY_MS = 200
 const CALL_TIMEOUT_MS = 5000
+// the upgrade mutex's key and session TTL (pkg/machinery/constants EtcdTalosEtcdUpgradeMutex; v1alpha1_server.go MinimumEtcdUpgradeLeaseLockSeconds)
+const UPGRADE_MUTEX = 'talos:v1:etcdUpgradeMutex'
+const UPGRADE_MUTEX_TTL_S = 60
+// internal/pkg/etcd QuorumCheckTimeout
+const QUORUM_CHECK_TIMEOUT_S = 15
 const ETCD_HEALTH_INTERVAL_MS = 5000
 // services/etcd.go HealthSettings: the health check runs every 20 s once it passed (simulated seconds,
 // never more often than once a real second: each check is a quorum read on the real member)
@@ -506,6 +511,86 @@ export class Etcd {
       }
       attempt()
     })
+  }
+
+  /**
+   * The upgrade mutex (v1alpha1_server.go tryLockUpgradeMutex): an etcd concurrency session with a
+   * 60 s lease (MinimumEtcdUpgradeLeaseLockSeconds) and Mutex.TryLock on `talos:v1:etcdUpgradeMutex`
+   * (constants.EtcdTalosEtcdUpgradeMutex), in the real etcd through `via`'s member: our key is
+   * `<prefix>/<lease hex>`, the owner the prefix's key with the lowest create revision
+   * (client/v3/concurrency/mutex.go); not ours: our key is deleted, the session closed, and the
+   * refusal is etcd's ErrLocked. Resolves with the unlock (Unlock, then the session's lease revoked).
+   */
+  async tryLockUpgradeMutex(via) {
+    const b64 = (s) => Buffer.from(s).toString('base64')
+    const prefix = `${UPGRADE_MUTEX}/`
+    const { ID: lease } = await this.call(via, '/v3/lease/grant', { TTL: UPGRADE_MUTEX_TTL_S })
+    const key = `${prefix}${BigInt(lease).toString(16)}`
+    const release = async () => {
+      await this.call(via, '/v3/kv/deleterange', { key: b64(key) }).catch(() => {})
+      await this.call(via, '/v3/lease/revoke', { ID: lease }).catch(() => {})
+    }
+    try {
+      await this.call(via, '/v3/kv/put', { key: b64(key), value: '', lease })
+      const end = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
+      const owner = await this.call(via, '/v3/kv/range', {
+        key: b64(prefix),
+        range_end: b64(end),
+        sort_order: 'ASCEND',
+        sort_target: 'CREATE',
+        limit: 1,
+      })
+      const first = owner.kvs?.[0]?.key
+      if (first && Buffer.from(first, 'base64').toString() !== key) {
+        await release()
+        throw Object.assign(new Error('mutex: Locked by another session'), { etcd: true })
+      }
+    } catch (e) {
+      if (!e.etcd) await release()
+      throw e
+    }
+    return release
+  }
+
+  /**
+   * ValidateForUpgrade (internal/pkg/etcd/etcd.go; workers skip it): the member list through `via`,
+   * then exactly two members refused, a member without a name (never started) refused, and per
+   * member a quorum read (`Get "health"`) through its own client URLs with QuorumCheckTimeout (15 s,
+   * simulated); a member that does not answer fails when that deadline passes. Resolves null or the refusal.
+   */
+  async validateForUpgrade(via) {
+    const members = await this.listMembers(via)
+    if (members.length === 2) return `etcd member count(${members.length}) is insufficient to maintain quorum if upgrade commences`
+    for (const m of members) {
+      if (!m.name) return `etcd member ${m.id} is not started, all members must be running to perform an upgrade`
+      const err = await this.quorumRead(m)
+      if (err) return `etcd member ${m.id} is not healthy; all members must be healthy to perform an upgrade: ${err}`
+    }
+    return null
+  }
+  /** a `Get "health"` through a member's client URL: null, or etcd's error, or `context deadline exceeded` after 15 simulated seconds */
+  async quorumRead(member) {
+    const node = this.ctx.nodes.find((n) => member.clientUrls.includes(this.clientUrl(n)))
+    const started = Date.now()
+    const deadlineMs = (QUORUM_CHECK_TIMEOUT_S * 1000) / this.ctx.clock.speed
+    if (node && this.procs.has(node.name) && !this.cut.has(node.name)) {
+      try {
+        // a member without quorum holds the linearizable read until the deadline
+        await this.post(node, '/v3/kv/range', { key: Buffer.from('health').toString('base64') }, Math.max(deadlineMs, 50))
+        return null
+      } catch (e) {
+        if (e.etcd && e.message !== 'context deadline exceeded') return e.message
+      }
+    }
+    // the client keeps dialing a member that does not answer until its deadline
+    await new Promise((r) => setTimeout(r, Math.max(0, deadlineMs - (Date.now() - started))))
+    return 'context deadline exceeded'
+  }
+
+  /** a learner added to the cluster through `via` (MemberAddAsLearner) that nothing starts: its hex ID */
+  async addLearner(via, peerUrl) {
+    const doc = await this.call(via, '/v3/cluster/member/add', { peerURLs: [peerUrl], isLearner: true })
+    return hexId(doc.member.ID)
   }
 
   /** talosctl etcd members: the local member's list (queryLocal), once it answers */

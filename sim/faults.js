@@ -1,7 +1,21 @@
 // Fault matching and `times` counting. A fault is {node, on, kind, times?, ms?, message?}.
 // `node` may be null (every node, or cluster-wide such as flux).
 
-export const CALL_KINDS = ['probe', 'apply', 'get', 'bootstrap', 'kubeconfig', 'etcd', 'service', 'reset', 'reboot', 'health']
+export const CALL_KINDS = [
+  'probe',
+  'apply',
+  'get',
+  'bootstrap',
+  'kubeconfig',
+  'etcd',
+  'service',
+  'reset',
+  'reboot',
+  'health',
+  'upgrade',
+  'image',
+  'lifecycle',
+]
 
 // `on: kube`: the Kubernetes API (6443) of a control plane (or, without a node, every one and the
 // VIP): refused per connection, unavailable (503) / timeout / latency per request, `path` narrows
@@ -30,6 +44,10 @@ export const FAULT_KINDS = {
   crash: { on: ['install'], def: 'install' },
   'installer-pull': { on: ['install'], def: 'install' },
   'boot-loop': { on: ['boot'], def: 'boot' },
+  // the registry does not hold the installer (`image` names one; else every one): Talos's pulls fail NotFound (sim/talos/upgrade.js)
+  'image-missing': { on: ['upgrade'], def: 'upgrade' },
+  // the upgraded image does not boot: the bootloader falls back to the old version (a new boot ID, the old version)
+  'upgrade-rollback': { on: ['boot'], def: 'boot' },
   'bootstrap-not-ready': { on: ['bootstrap'], def: 'bootstrap' },
   'etcd-join': { on: ['etcd-join'], def: 'etcd-join' },
   'etcd-leave': { on: ['etcd-leave'], def: 'etcd-leave' },
@@ -51,8 +69,8 @@ export const FAULT_KINDS = {
   'node-ip': { on: ['kubelet'], def: 'kubelet' },
 }
 
-/** the kinds that may name no node (cluster-wide; static-pod: every control plane) */
-export const NODELESS_KINDS = ['flux', 'chart', 'static-pod', 'image-pull', 'coredns']
+/** the kinds that may name no node (cluster-wide; static-pod: every control plane; image-missing: the registry) */
+export const NODELESS_KINDS = ['flux', 'chart', 'static-pod', 'image-pull', 'coredns', 'image-missing']
 /** the control plane static pods a static-pod fault names */
 export const STATIC_POD_NAMES = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']
 

@@ -44,9 +44,12 @@ export interface Fault {
   pod?: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler'
   /** fault static-pod: it starts and exits (CrashLoopBackOff) instead of never starting */
   restarts?: boolean
-  /** fault image-pull: the image no pull gets */
+  /** fault image-pull: the image no pull gets; image-missing: the installer the registry lacks (default: every one) */
   image?: string
 }
+/** the scenario's timings (simulated seconds; sim/README.md "Scenario schema") */
+export type TimingName =
+  'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply' | 'pull' | 'upgrade'
 export interface ScenarioInput {
   cluster: {
     name: string
@@ -62,9 +65,9 @@ export interface ScenarioInput {
     configs?: 'generated' | 'external'
   }
   speed?: number
-  timings?: Partial<
-    Record<'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply', number>
-  >
+  timings?: Partial<Record<TimingName, number>>
+  /** the installer images the registry holds (default: every ghcr.io/siderolabs/installer and factory.talos.dev tag of v1.11 to v1.13) */
+  installers?: string[]
   nodes: ScenarioNode[]
   faults?: Fault[]
   /** what the Git repository's root Kustomization applies, and the age identity its SOPS secrets are encrypted to */
@@ -83,10 +86,8 @@ export interface Scenario {
   cluster: Required<ScenarioInput['cluster']> & { vip: { address: string; up: string } | null }
   talosMinor: number
   speed: number
-  timings: Record<
-    'maintenance' | 'install' | 'reboot' | 'boot' | 'etcd' | 'kubelet' | 'cni' | 'drain' | 'nodeMonitorGrace' | 'apply',
-    number
-  >
+  timings: Record<TimingName, number>
+  installers: string[] | null
   nodes: Required<ScenarioNode>[]
   faults: Fault[]
 }
@@ -176,6 +177,10 @@ export interface Simulator {
   setExtensions(node: string, extensions: string[]): void
   /** tests: a VIP that never came up is fixed (it comes up once etcd and an API server run) */
   fixVip(): void
+  /** tests: another etcd session holds Talos's upgrade mutex through `node`'s member; resolves with its release */
+  holdUpgradeMutex(node: string): Promise<() => Promise<void>>
+  /** tests: a learner that never starts, added through `node`'s member; resolves with its hex member ID */
+  addUnstartedMember(node: string, peerUrl: string): Promise<string>
   clearFault(node: string | null, kind: string): void
   watch(fn: (n: NodeView) => void): () => void
   until(pred: () => boolean, timeoutMs?: number): Promise<void>

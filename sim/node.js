@@ -13,6 +13,7 @@ import {
   configDiff,
 } from './talos/validate.js'
 import { bootSizeChecks } from './talos/hardware.js'
+import { runningVersion, stagedInstall } from './talos/upgrade.js'
 
 const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
 // Talos's DrainTimeout (pkg/kubernetes/kubernetes.go) and LeaveCluster's retry (internal/pkg/etcd/etcd.go), simulated seconds
@@ -76,6 +77,7 @@ export class Node {
     this.logs = []
     this.gen = 0 // lifecycle generation: a reset/reboot cancels older timers
     this.cancels = new Set()
+    this.wipeImages()
     this.resetFlags()
   }
 
@@ -97,6 +99,15 @@ export class Node {
       apiCert: false,
       wantsCert: false,
     })
+  }
+
+  /**
+   * what the system disk and containerd's store hold beyond the running version (sim/talos/upgrade.js):
+   * `onDisk` an installed image that boots next ({version, schematic}), `staged` a staged upgrade's
+   * image (META), `pulled` the images pulled on this node; a reset that wipes the system disk drops them
+   */
+  wipeImages() {
+    Object.assign(this, { onDisk: null, staged: null, pulled: new Set(), lifecycleBusy: false })
   }
 
   get configured() {
@@ -468,17 +479,36 @@ export class Node {
     this.criUp = false
     this.bootDone = false
     this.setStage('rebooting', 'off')
-    this.afterDown(() => {
-      const wasMember = this.etcdMember
-      this.resetFlags()
-      this.etcdMember = wasMember
-      this.loadStored()
-      if (thenMaintenance || !this.configured) {
-        this.services.clear()
-        this.setStage('booting', 'off')
-        this.after(this.ctx.timings.maintenance, () => this.enterMaintenance())
-      } else this.bootConfigured()
-    })
+    this.afterDown(() => this.powerUp(thenMaintenance))
+  }
+
+  /**
+   * the machine starts again: from what the bootloader picks on the system disk (an upgrade's
+   * installer wrote `onDisk`: the new version boots, or under fault `upgrade-rollback` fails to and
+   * the bootloader falls back to the old one, another boot ID later), a staged upgrade first runs
+   * its Install sequence (sim/talos/upgrade.js)
+   */
+  powerUp(thenMaintenance = false) {
+    const wasMember = this.etcdMember
+    this.resetFlags()
+    this.etcdMember = wasMember
+    this.loadStored()
+    if (this.onDisk && !thenMaintenance && this.configured) {
+      const next = this.onDisk
+      this.onDisk = null
+      if (this.ctx.faults.take(this.name, { kind: 'upgrade-rollback', on: 'boot' })) {
+        // the new kernel does not come up: the boot counter runs out and the bootloader reverts
+        this.talosLog(`boot of Talos ${next.version} failed, the bootloader falls back to ${this.talosVersion}`)
+        return this.afterDown(() => this.powerUp())
+      }
+      runningVersion(this, next)
+    }
+    if (this.staged && !thenMaintenance && this.configured) return stagedInstall(this)
+    if (thenMaintenance || !this.configured) {
+      this.services.clear()
+      this.setStage('booting', 'off')
+      this.after(this.ctx.timings.maintenance, () => this.enterMaintenance())
+    } else this.bootConfigured()
   }
 
   /** boot with a config: Boot sequence; control planes wait for etcd */
@@ -696,27 +726,8 @@ export class Node {
     const gen = this.gen
     this.setStage('resetting')
     this.ctx.kubeCordon(this)
-    let drainTime = 0
-    let drainDone = null
-    if (graceful) {
-      const drained = this.ctx.kubeDrain(this, { blocked: !!this.ctx.faults.take(this.name, { kind: 'drain-blocked' }) })
-      // a budget-blocked eviction is retried every 5 s until DrainTimeout; Drain then logs and returns nil
-      drainTime = drained.blocked.length ? DRAIN_TIMEOUT : drained.evicted ? this.ctx.timings.drain : 0
-      // the real API (SIM_KUBE=real): Drain waits for its evicted pods to be gone, or for its timeout
-      if (drained.done) {
-        drainTime = 0
-        drainDone = drained.done.then(({ blocked }) => {
-          for (const pod of blocked) this.talosLog(`WARNING: failed to evict pod: failed to evict pod ${pod}: context deadline exceeded`)
-        })
-      } else if (drained.blocked.length) {
-        this.after(DRAIN_TIMEOUT, () => {
-          for (const b of drained.blocked)
-            this.talosLog(`WARNING: failed to evict pod: failed to evict pod ${b.pod}: context deadline exceeded`)
-        })
-      }
-    }
     const cleanup = () =>
-      this.after(drainTime, () => {
+      this.after(0, () => {
         // cleanup (RemoveAllPods / StopAllPods) stops the kubelet: the Node object stays, unposted
         if (this.services.has('kubelet')) this.svc('kubelet', 'Finished', 'Service finished successfully', null)
         this.ctx.kubeletStopped(this)
@@ -726,8 +737,26 @@ export class Node {
         if (leaving) leaving.then((refused) => gen === this.gen && this.afterLeave(refused, { graceful, reboot, wipesSystem }))
         else this.afterLeave(null, { graceful, reboot, wipesSystem })
       })
-    if (drainDone) drainDone.then(() => gen === this.gen && cleanup())
+    if (graceful) this.talosDrain().then(() => gen === this.gen && cleanup())
     else cleanup()
+  }
+
+  /**
+   * Talos's drain (CordonAndDrainNode, pkg/kubernetes/kubernetes.go Drain): resolves when it is
+   * over. A budget-blocked eviction is retried every 5 s until DrainTimeout; Drain then logs and
+   * returns nil. The real API (SIM_KUBE=real): it waits for its evicted pods to be gone, or for its timeout.
+   */
+  talosDrain() {
+    const drained = this.ctx.kubeDrain(this, { blocked: !!this.ctx.faults.take(this.name, { kind: 'drain-blocked' }) })
+    const warn = (pod) => this.talosLog(`WARNING: failed to evict pod: failed to evict pod ${pod}: context deadline exceeded`)
+    if (drained.done) return drained.done.then(({ blocked }) => blocked.forEach(warn))
+    const drainTime = drained.blocked.length ? DRAIN_TIMEOUT : drained.evicted ? this.ctx.timings.drain : 0
+    return new Promise((done) =>
+      this.after(drainTime, () => {
+        for (const b of drained.blocked) warn(b.pod)
+        done()
+      }),
+    )
   }
 
   /** the reset after LeaveEtcd: a refusal fails the sequence; else the node is wiped and goes down or reboots */
@@ -742,6 +771,7 @@ export class Node {
       this.forgetConfig()
       this.role = this.spec.role
       if (this.spec.image === 'iso' && wipesSystem) this.installed = false
+      if (wipesSystem) this.wipeImages()
       this.resetFlags()
       this.services.clear()
       if (reboot) {

@@ -26,6 +26,9 @@ export const DEFAULT_TIMINGS = {
   nodeMonitorGrace: 50,
   // how long ApplyConfiguration holds the node's apply mutex (the call's own work)
   apply: 0,
+  // an installer image's pull (sim/talos/upgrade.js), and an upgrade sequence's phases 1-12 together
+  pull: 20,
+  upgrade: 10,
 }
 const NAME_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
 const SIZE_RE = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?$/i
@@ -146,7 +149,7 @@ function validateScenario(s, { file, lineOf }) {
   }
 
   obj(s, [])
-  known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults', 'flux'], [])
+  known(s, ['cluster', 'speed', 'timings', 'nodes', 'faults', 'flux', 'installers'], [])
   const c = obj(s.cluster, ['cluster'])
   known(
     c,
@@ -355,7 +358,8 @@ function validateScenario(s, { file, lineOf }) {
     if (f.restarts != null && (f.kind !== 'static-pod' || typeof f.restarts !== 'boolean'))
       fail([...p, 'restarts'], 'only static-pod faults take restarts (true or false)')
     if (f.kind === 'image-pull') str(f.image, [...p, 'image'])
-    else if (f.image != null) fail([...p, 'image'], 'only image-pull faults take image')
+    else if (f.kind === 'image-missing' && f.image != null) str(f.image, [...p, 'image'])
+    else if (f.image != null) fail([...p, 'image'], 'only image-pull and image-missing faults take image')
     if (f.kind === 'chart') str(f.chart, [...p, 'chart'])
     else if (f.chart != null) fail([...p, 'chart'], 'only chart faults take chart')
     return {
@@ -374,7 +378,20 @@ function validateScenario(s, { file, lineOf }) {
     }
   })
 
+  // the installer images the registry holds (sim/talos/upgrade.js registryHas; default: every release of v1.11 to v1.13)
+  let installers = null
+  if (s.installers != null) {
+    if (!Array.isArray(s.installers)) fail(['installers'], 'must be a list of image references')
+    installers = s.installers.map((ref, i) => {
+      str(ref, ['installers', i])
+      if (!/:v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(@sha256:[0-9a-f]{64})?$/.test(ref))
+        fail(['installers', i], `${q(ref)} names no Talos version tag (like ghcr.io/siderolabs/installer:v1.13.9)`)
+      return ref
+    })
+  }
+
   return {
+    installers,
     cluster: {
       name: c.name,
       endpoint,

@@ -18,7 +18,7 @@ import { kubeconfigArchive } from './archive.js'
 
 const dir = fileURLToPath(new URL('./proto/', import.meta.url))
 const packages = grpc.loadPackageDefinition(
-  protoLoader.loadSync(['machine.proto', 'cosi.proto', 'cluster.proto', 'storage.proto'], {
+  protoLoader.loadSync(['machine.proto', 'image.proto', 'lifecycle.proto', 'cosi.proto', 'cluster.proto', 'storage.proto'], {
     includeDirs: [dir],
     keepCase: true,
     longs: String,
@@ -228,6 +228,8 @@ const COMMAND_WORDS = {
   'machine.ServiceList': ['service'],
   'machine.Version': ['version'],
   'machine.Memory': ['memory'],
+  'machine.ImagePull': ['image', 'pull'],
+  'image.Pull': ['image', 'pull'],
 }
 
 const unary = (ns, fn) => (call, cb) => {
@@ -348,6 +350,34 @@ function machineService(ns) {
       messages: await machineCall(ns, call, 'machine.Reboot', { mode: String(call.request.mode ?? 'DEFAULT').toLowerCase() }, (d) => ({
         actor_id: d.actorId ?? '',
       })),
+    })),
+    // MachineService.Upgrade (v1alpha1_server.go): the ack and the actor ID the --wait tracker follows
+    Upgrade: unary(ns, async (call) => {
+      const r = call.request
+      const body = {
+        image: r.image ?? '',
+        preserve: !!r.preserve,
+        stage: !!r.stage,
+        force: !!r.force,
+        rebootMode: String(r.reboot_mode ?? 'DEFAULT').toLowerCase(),
+      }
+      const words = [
+        'upgrade',
+        '--image',
+        body.image,
+        ...(body.stage ? ['--stage'] : []),
+        ...(body.preserve ? ['--preserve'] : []),
+        ...(body.force ? ['--force'] : []),
+        ...(body.rebootMode !== 'default' ? ['--reboot-mode', body.rebootMode] : []),
+      ]
+      return {
+        messages: await machineCall(ns, call, 'machine.Upgrade', body, (d) => ({ ack: d.ack ?? '', actor_id: d.actorId ?? '' }), { words }),
+      }
+    }),
+    ImagePull: unary(ns, async (call) => ({
+      messages: await machineCall(ns, call, 'machine.ImagePull', { reference: call.request.reference ?? '' }, () => ({}), {
+        words: ['image', 'pull', call.request.reference ?? ''],
+      }),
     })),
     Reset: unary(ns, async (call) => {
       const r = call.request
@@ -496,6 +526,54 @@ function machineService(ns) {
   }
 }
 
+/** v1.13's ImageService.Pull (internal/app/images/images.go): the pinned name when done */
+function imageService(ns) {
+  return {
+    Pull: streaming(ns, (call) =>
+      machineStream(
+        ns,
+        call,
+        'image.Pull',
+        { reference: call.request.image_ref ?? '' },
+        async (data, write) => write({ name: data.name }),
+        {
+          words: ['image', 'pull', call.request.image_ref ?? ''],
+        },
+      ),
+    ),
+  }
+}
+
+/**
+ * v1.13's LifecycleService.Upgrade (internal/app/lifecycle/lifecycle.go): the installer's output as
+ * it comes, then its exit code; talosctl calls it per node (`node` metadata), each answer unwrapped
+ */
+function lifecycleService(ns) {
+  return {
+    Upgrade: streaming(ns, async (call) => {
+      const image = call.request.source?.image_name ?? ''
+      const { targets, one2one } = routing(call)
+      const write = (node) => (p) => {
+        const progress = p.exitCode != null ? { exit_code: p.exitCode } : { message: p.message }
+        if (!call.cancelled && !call.writableEnded) call.write({ ...(one2one || !node ? {} : { metadata: { hostname: node } }), progress })
+      }
+      const messages = await invoke(
+        ns,
+        call,
+        'lifecycle.Upgrade',
+        { image },
+        {
+          targets,
+          words: ['upgrade', '--image', image],
+          emit: write(targets.length === 1 ? targets[0] : ''),
+        },
+      )
+      const failed = messages.find((m) => m.error)
+      if (failed) throw statusError(failed.error)
+    }),
+  }
+}
+
 /** ClusterService.HealthCheck: talosctl health runs it on the server by default (cmd/talosctl/cmd/talos/health.go --server) */
 function clusterService(ns) {
   return {
@@ -622,6 +700,8 @@ export function createGrpcServer(ns) {
   const server = new grpc.Server()
   server.addService(packages.machine.MachineService.service, machineService(ns))
   server.addService(packages.cosi.resource.State.service, stateService(ns))
+  server.addService(packages.machine.ImageService.service, imageService(ns))
+  server.addService(packages.machine.LifecycleService.service, lifecycleService(ns))
   server.addService(packages.cluster.ClusterService.service, clusterService(ns))
   server.addService(packages.storage.StorageService.service, storageService(ns))
   return server

@@ -204,11 +204,16 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
   function registerNode({ name, ip, role = 'worker', kubeletVersion = kubernetesVersion, osImage = 'Talos (v1.12.0)', bootId }) {
     let existing = store.get(NODES, undefined, name)
     if (existing) {
-      // the kubelet registers the existing Node again (same name) with its boot's ID
-      if (bootId && existing.status?.nodeInfo?.bootID !== bootId) {
+      // the kubelet registers the existing Node again (same name) with its boot's ID, and what it runs
+      // now (after an upgrade: the OS image and kubelet version; kubelet_node_status.go setNodeStatus)
+      const info = existing.status?.nodeInfo ?? {}
+      if ((bootId && info.bootID !== bootId) || info.osImage !== osImage || info.kubeletVersion !== kubeletVersion) {
         existing = store.update(
           NODES,
-          { ...existing, status: { ...existing.status, nodeInfo: { ...existing.status?.nodeInfo, bootID: bootId } } },
+          {
+            ...existing,
+            status: { ...existing.status, nodeInfo: { ...info, ...(bootId ? { bootID: bootId } : {}), osImage, kubeletVersion } },
+          },
           { checkVersion: false },
         )
       }

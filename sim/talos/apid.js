@@ -124,7 +124,7 @@ export async function serveCall(
         if (tf?.kind === 'timeout') throw rpc('DeadlineExceeded', 'context deadline exceeded')
         if (tf?.kind === 'unavailable') throw rpc('Unavailable', 'error reading from server: EOF')
       }
-      const data = await handler(sim, node, body, { insecure, maintenance: insecure, signal })
+      const data = await handler(sim, node, body, { insecure, maintenance: insecure, signal, emit })
       // done on the node, the answer lost on the way back (a cut connection, a client deadline)
       const lost = purpose
         ? null

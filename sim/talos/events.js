@@ -25,7 +25,7 @@ export const STAGES = {
 // stopAllPhaselist(r, enableKexec) (v1alpha1_sequencer.go): [phase, task], each task as it names itself
 // (the string its function returns in v1alpha1_sequencer_tasks.go: StopServicesEphemeral is
 // `stopServicesForUpgrade`, TeardownVolumeLifecycle `teardownLifecycle`, KexecPrepare `kexecPrepare`)
-const stopAll = (kexec) => [
+export const stopAll = (kexec) => [
   ['stopServices', 'stopServicesForUpgrade'],
   ['umount', 'unmountPodMounts'],
   ['unmountBind', 'unmountSystemDiskBindMounts'],
@@ -66,6 +66,7 @@ export function eventsOf(node) {
     stage: null,
     status: null,
     actor: null,
+    own: null, // the sequence the node model runs itself (runSequence)
     resetState: null,
   }
   return node.machineEvents
@@ -106,6 +107,47 @@ function phase(node, name, task, actor, { done = true } = {}) {
   publish(node, 'PhaseEvent', { phase: name, action: 'STOP' }, actor)
 }
 
+/**
+ * A sequence the node model runs step by step (upgrade, stageUpgrade, install: sim/talos/upgrade.js),
+ * its events as the controller publishes them (v1alpha1_controller.go run/runPhase/runTask) with the
+ * API call's actor. While it runs, observe() leaves the stage changes to it (no Reboot sequence of its
+ * own when the machine goes down in its `reboot` phase).
+ */
+export function runSequence(node, name, actor = '') {
+  const ev = eventsOf(node)
+  ev.own = name
+  sequence(node, name, 'START', actor)
+  let number = 0
+  let open = null
+  return {
+    /** the next phase with its one task; `done: false` leaves it running (the machine goes down in it, or it fails) */
+    phase(p, t, { done = true } = {}) {
+      number++
+      phase(node, p, t, actor, { done })
+      open = done ? null : [p, t]
+    },
+    /** the running phase's task and the phase end */
+    finish() {
+      if (!open) return
+      publish(node, 'TaskEvent', { task: open[1], action: 'STOP' }, actor)
+      publish(node, 'PhaseEvent', { phase: open[0], action: 'STOP' }, actor)
+      open = null
+    },
+    /** the running phase's task failed: the sequence ends, then the NOOP event with the FATAL error */
+    fail(err) {
+      this.finish()
+      sequence(node, name, 'STOP', actor)
+      // (still its own: the machine reboots after machined's countdown, no Reboot sequence)
+      sequence(node, name, 'NOOP', actor, `sequence failed: error running phase ${number} in ${name} sequence: task 1/1: failed, ${err}`)
+    },
+  }
+}
+
+/** a sequence the controller did not start, another holding its lock (v1alpha1_controller.go Run: no actor) */
+export function sequenceLocked(node, name) {
+  publish(node, 'SequenceEvent', { sequence: name, action: 'NOOP', error: { code: 'LOCKED', message: 'sequence not started: locked' } })
+}
+
 /** the API call that started this sequence, if one did: { id, graceful } */
 function takeActor(node, name) {
   const ev = eventsOf(node)
@@ -143,12 +185,14 @@ export function observe(node) {
     if (stage === 'booting' && ['unknown', 'rebooting', 'resetting', 'shutting down', null].includes(prev)) {
       ev.list = []
       ev.status = null
+      ev.own = null
       sequence(node, 'initialize', 'START')
       sequence(node, 'initialize', 'STOP')
     }
-    if (stage === 'booting' && node.configured) sequence(node, 'boot', 'START')
+    // a staged upgrade's first boot runs the Install sequence instead (sim/talos/upgrade.js stagedInstall)
+    if (stage === 'booting' && node.configured && !node.staged) sequence(node, 'boot', 'START')
     if (prev === 'booting' && stage === 'running') sequence(node, 'boot', 'STOP')
-    if (stage === 'rebooting') {
+    if (stage === 'rebooting' && !ev.own) {
       // Sequencer.Reboot: FORCE skips the teardown; otherwise stopAllPhaselist with kexec (KexecPrepare
       // itself does nothing under powercycle, its phase still runs)
       const { id: actor, mode } = takeActor(node, 'reboot')

@@ -2,7 +2,6 @@
 // each gets (sim, node, body, {insecure, maintenance, signal}) and returns what that node answers, or
 // throws the RpcError machined would (internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go,
 // internal/app/maintenance/server.go). sim/talos/apid.js calls them; sim/grpc/server.js encodes the answers.
-import { createHash } from 'node:crypto'
 import { stringify } from 'yaml'
 import { rpc } from './errors.js'
 import { DEFINITIONS, resolveType, notFound } from './resources.js'
@@ -10,6 +9,7 @@ import { startAction } from './events.js'
 import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, staticPodName } from '../health-faults.js'
 import { ETCD_LEAVE_RETRY } from '../node.js'
 import { ephemeralVolume, memInfo } from './hardware.js'
+import { imagePull, legacyUpgrade, lifecycleUpgrade, schematicIdOf, schematicInfo } from './upgrade.js'
 
 /** fault kubelet-crashloop without a message: the kubelet's own error for a node IP it does not have (k8s cmd/kubelet/app/server.go) */
 const KUBELET_CRASH_DEFAULT = (ip) =>
@@ -328,7 +328,7 @@ function extensionStatuses(node) {
   const schematic = node.spec.schematic
   if (!schematic) return layers
   const official = schematic.extensions.map((name) => (name.includes('/') ? name : `siderolabs/${name}`))
-  const extraInfo = stringify({ customization: { systemExtensions: { officialExtensions: official } } })
+  const extraInfo = schematicInfo(official)
   const id = String(layers.length)
   return [
     ...layers,
@@ -336,7 +336,7 @@ function extensionStatuses(node) {
       id,
       layer: layer(id, {
         name: 'schematic',
-        version: createHash('sha256').update(extraInfo).digest('hex'),
+        version: schematicIdOf(schematic),
         author: 'Image Factory',
         description: 'Virtual extension which specifies the schematic of the image built with Image Factory.',
         compatibility: { talos: { version: '>= 1.0.0' } },
@@ -498,6 +498,24 @@ export const METHODS = {
     return { actorId }
   },
 
+  // MachineService.Upgrade, the legacy path (sim/talos/upgrade.js)
+  'machine.Upgrade'(sim, node, body, { signal }) {
+    return legacyUpgrade(sim, node, body, signal)
+  },
+  // MachineService.ImagePull (v1alpha1_images.go) and v1.13's ImageService.Pull (images.go): the same pull
+  async 'machine.ImagePull'(sim, node, body, { signal }) {
+    await imagePull(sim, node, body.reference, signal)
+    return {}
+  },
+  'image.Pull'(sim, node, body, { signal }) {
+    if (node.minor < 13) throw rpc('Unimplemented', 'unknown service machine.ImageService')
+    return imagePull(sim, node, body.reference, signal)
+  },
+  // v1.13's LifecycleService.Upgrade: the installer's output through `emit`, then its exit code
+  'lifecycle.Upgrade'(sim, node, body, { emit, signal }) {
+    return lifecycleUpgrade(sim, node, body, emit, signal).then(() => ({}))
+  },
+
   'machine.Dmesg'(sim, node) {
     return { lines: node.logs.map((l) => ({ ...l, ts: sim.displayTime(l.ts).toISOString() })) }
   },
@@ -596,6 +614,10 @@ export const ROLES = {
   'machine.EtcdStatus': [...READ, 'os:etcd:backup'],
   'machine.EtcdLeaveCluster': ['os:admin'],
   'machine.EtcdSnapshot': ['os:admin', 'os:operator', 'os:etcd:backup'],
+  'machine.Upgrade': ['os:admin'],
+  'machine.ImagePull': ['os:admin', 'os:operator'],
+  'image.Pull': ['os:admin', 'os:operator'],
+  'lifecycle.Upgrade': ['os:admin'],
 }
 
 // methods the maintenance API serves (everything else: Unimplemented)
@@ -618,6 +640,10 @@ export function callKind(method, insecure) {
       'machine.ServiceAction': 'service',
       'machine.Reset': 'reset',
       'machine.Reboot': 'reboot',
+      'machine.Upgrade': 'upgrade',
+      'machine.ImagePull': 'image',
+      'image.Pull': 'image',
+      'lifecycle.Upgrade': 'lifecycle',
       'cluster.HealthCheck': 'health',
       'machine.EtcdMemberList': 'etcd',
       'machine.EtcdRemoveMemberByID': 'etcd',

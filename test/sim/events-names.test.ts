@@ -8,10 +8,10 @@
 // would be back before that and leave --wait hanging, so the node stays down 2 s of wall clock.
 // Range 127.240.1.
 import { spawn } from 'node:child_process'
-import { existsSync, writeFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CNI_DAEMONSET, applyInsecure, at, bootstrapWhenReady, sleep, startOn, talosctl, type Started } from './helpers.js'
+import { at, bringUp, sleep, startOn, talosctl, type Started } from './helpers.js'
 import { realTool } from '../support/real-tools.js'
 
 const tool = realTool('talosctl')
@@ -107,18 +107,7 @@ describe.skipIf(!!tool.skip)('the reboot sequence as Talos names it; every reboo
   // disk images (no install reboot), the helpers' reboot of 20 simulated seconds: 167 ms at speed 120
   beforeAll(async () => {
     s = await startOn(R, { cps: 1, workers: 1, image: 'disk', speed: 120 })
-    for (const n of ['cp-1', 'wrkr-1']) expect(await applyInsecure(s.sim, n)).toMatchObject({ code: 0 })
-    await s.sim.until(() => s.sim.node('cp-1')?.listener === 'secure', 30_000)
-    expect((await bootstrapWhenReady(s.sim, 'cp-1')).code).toBe(0)
-    await s.sim.until(() => ['cp-1', 'wrkr-1'].every((n) => s.sim.node(n)?.registered), 60_000)
-    expect(await talosctl(s.sim, ['kubeconfig', join(s.dir, 'kubeconfig'), '--merge=false', '--force', ...at(CP1)])).toMatchObject({
-      code: 0,
-    })
-    writeFileSync(join(s.dir, 'cni.yaml'), CNI_DAEMONSET)
-    const applied = await new Promise<number | null>((done) =>
-      spawn('kubectl', ['apply', '-f', join(s.dir, 'cni.yaml')], { env: env(), stdio: 'ignore' }).on('exit', done),
-    )
-    expect(applied).toBe(0)
+    await bringUp(s, ['cp-1', 'wrkr-1'], CP1)
     await ready()
   }, 120_000)
   afterAll(async () => {

@@ -22,6 +22,8 @@ export interface ClusterOpts {
   discovery?: 'enabled' | 'disabled'
   /** the Kubernetes side: sim/kube (default, or SIM_KUBE) or the real control plane */
   kube?: 'model' | 'real'
+  /** the installer images the registry holds (default: the simulator's) */
+  installers?: string[]
 }
 
 /** a scenario on `range` (three octets, e.g. "127.23.1"): cps at .11.., workers at .21.., VIP .10 */
@@ -54,6 +56,7 @@ export function scenarioOn(range: string, o: ClusterOpts = {}): ScenarioInput {
     timings: { maintenance: 2, install: 60, reboot: 20, boot: 30, etcd: 20, kubelet: 15, cni: 20, ...o.timings },
     nodes,
     faults: o.faults ?? [],
+    ...(o.installers ? { installers: o.installers } : {}),
   }
 }
 
@@ -249,13 +252,48 @@ export function stageLog(sim: Simulator, node: string): string[] {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** a CNI agent DaemonSet sim/kube makes nodes Ready with (kube-proxy-free: it reaches the API through
- *  KubePrism, as the generated configs need; test/sim/cni-network.test.ts) */
+ *  KubePrism, as the generated configs need; test/sim/cni-network.test.ts); its pods carry the CNI
+ *  annotation too, which the kubelets on the real API (SIM_KUBE=real) read from each pod */
 export const CNI_DAEMONSET = `apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: cilium, namespace: kube-system, annotations: {sim.talos-bootstrap.dev/cni: "true"}}
 spec:
   selector: {matchLabels: {k8s-app: cilium}}
   template:
-    metadata: {labels: {k8s-app: cilium}}
+    metadata: {labels: {k8s-app: cilium}, annotations: {sim.talos-bootstrap.dev/cni: "true"}}
     spec: {hostNetwork: true, tolerations: [{operator: Exists}], containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.16.5", env: [{name: KUBERNETES_SERVICE_HOST, value: localhost}, {name: KUBERNETES_SERVICE_PORT, value: "7445"}]}]}
 `
+
+/** kubectl with the started cluster's kubeconfig (`<dir>/kubeconfig`): its exit code and output */
+export function kubectl(s: Started, args: string[]): Promise<{ code: number; stdout: string }> {
+  return new Promise((done) =>
+    execFile(
+      'kubectl',
+      args,
+      { env: { PATH: s.sim.env.PATH, HOME: s.dir, KUBECONFIG: join(s.dir, 'kubeconfig') }, timeout: 30_000 },
+      (err, stdout) => done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout }),
+    ),
+  )
+}
+
+/**
+ * The cluster brought up as an operator does, with the real talosctl and kubectl: each node's
+ * config applied, the first control plane (`cp1`, its address) bootstrapped, every Node registered,
+ * the kubeconfig written to `<dir>/kubeconfig`, the CNI DaemonSet applied (so the Nodes turn Ready).
+ * Throws what failed.
+ */
+export async function bringUp(s: Started, names: string[], cp1: string): Promise<void> {
+  for (const n of names) {
+    const r = await applyInsecure(s.sim, n)
+    if (r.code !== 0) throw new Error(`apply ${n}: ${r.stderr}`)
+  }
+  await s.sim.until(() => s.sim.node('cp-1')?.listener === 'secure', 30_000)
+  const b = await bootstrapWhenReady(s.sim, 'cp-1')
+  if (b.code !== 0) throw new Error(`bootstrap: ${b.stderr}`)
+  await s.sim.until(() => names.every((n) => s.sim.node(n)?.registered), 90_000)
+  const k = await talosctl(s.sim, ['kubeconfig', join(s.dir, 'kubeconfig'), '--merge=false', '--force', ...at(cp1)])
+  if (k.code !== 0) throw new Error(`kubeconfig: ${k.stderr}`)
+  writeFileSync(join(s.dir, 'cni.yaml'), CNI_DAEMONSET)
+  const applied = await kubectl(s, ['apply', '-f', join(s.dir, 'cni.yaml')])
+  if (applied.code !== 0) throw new Error(`kubectl apply: ${applied.stdout}`)
+}
