@@ -80,6 +80,8 @@ export interface Settings {
   readyTimeoutMs: number
   fluxTimeoutMs: number
   resetTimeoutMs: number
+  /** day 2: a node's drain (kubectl drain --timeout) before it reboots */
+  drainTimeoutMs: number
   bootstrapNode?: string
   kubeconfig: string
   /** talhelper's config file (genconfig -c), relative to CLUSTER_DIR */
@@ -162,6 +164,8 @@ export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
     kind: 'duration',
     default: 900_000,
   },
+  // day 2: the same 5 minutes Talos's own drain and talosctl's take (pkg/kubernetes DrainTimeout)
+  { key: 'drainTimeoutMs', file: 'drainTimeout', env: 'DRAIN_TIMEOUT', flag: 'drain-timeout', kind: 'duration', default: 300_000 },
   { key: 'bootstrapNode', file: 'bootstrapNode', env: 'BOOTSTRAP_NODE', flag: 'bootstrap-node', kind: 'string', default: undefined },
   { key: 'kubeconfig', file: 'kubeconfig', env: 'BOOTSTRAP_KUBECONFIG', flag: 'kubeconfig', kind: 'string', default: 'kubeconfig' },
   { key: 'talconfig', file: 'talconfig', env: 'BOOTSTRAP_TALCONFIG', flag: 'talconfig', kind: 'string', default: undefined },
