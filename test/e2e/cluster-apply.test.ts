@@ -238,4 +238,101 @@ describe('task cluster:apply', () => {
     },
     CASE_TIMEOUT,
   )
+
+  it(
+    'a PodDisruptionBudget that allows no eviction: the drain runs out, nothing applied, the node stays cordoned; a rerun once it allows finishes',
+    async () => {
+      const guarded = [
+        'apiVersion: policy/v1',
+        'kind: PodDisruptionBudget',
+        'metadata: {name: guarded, namespace: default}',
+        'spec: {minAvailable: 1, selector: {matchLabels: {app: guarded}}}',
+        '---',
+        'apiVersion: apps/v1',
+        'kind: ReplicaSet',
+        'metadata: {name: guarded, namespace: default}',
+        'spec:',
+        '  replicas: 1',
+        '  selector: {matchLabels: {app: guarded}}',
+        '  template:',
+        '    metadata: {labels: {app: guarded}}',
+        '    spec:',
+        '      nodeSelector: {kubernetes.io/hostname: wrkr-1}',
+        '      tolerations: [{operator: Exists}]',
+        '      containers: [{name: app, image: registry.k8s.io/pause:3.10}]',
+      ].join('\n')
+      const file = join(cluster.dir, 'guarded.yaml')
+      writeFileSync(file, guarded)
+      expect((await cluster.kubectl(['apply', '-f', file])).code).toBe(0)
+      // the budget holds once its pod runs
+      for (let i = 0; i < 120; i++) {
+        const pdb = await cluster.kubectl([
+          '-n',
+          'default',
+          'get',
+          'pdb',
+          'guarded',
+          '-o',
+          'jsonpath={.status.currentHealthy}/{.status.disruptionsAllowed}',
+        ])
+        if (pdb.stdout === '1/0') break
+        await new Promise((r) => setTimeout(r, 500))
+      }
+      edit('wrkr-1', (c) => (c.machine.env = { ...c.machine.env, DRAINED: 'yes' }))
+      const before = bootId('wrkr-1')
+      const from = commandLines().length
+      const r = await cluster.task('cluster:apply', { NODES: 'wrkr-1' }, [...FAST, '--drain-timeout', '5s'])
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const node = nodeIn(cluster.report(), 'cluster-apply', 'wrkr-1')
+      expect(node.error?.kind).toBe('drain-blocked')
+      expect(node.error?.message).toMatch(
+        /^drain not done within 5s: PodDisruptionBudget default\/guarded allows no disruption of default\/guarded-\w+; nothing applied, the node stays cordoned$/,
+      )
+      expect(node.error?.hint).toContain('cluster:apply')
+      expect(applies(from).real).toEqual([])
+      expect(bootId('wrkr-1')).toBe(before)
+      const cordoned = await kubeNode('wrkr-1')
+      expect(cordoned.spec?.unschedulable).toBe(true)
+      expect(cordoned.metadata.annotations?.['talos-bootstrap.dev/cordoned']).toBe('cluster:apply')
+
+      // the budget relaxed: the rerun drains again, applies, and uncordons the node it cordoned
+      expect((await cluster.kubectl(['-n', 'default', 'delete', 'pdb', 'guarded'])).code).toBe(0)
+      const again = await cluster.task('cluster:apply', { NODES: 'wrkr-1' }, FAST)
+      expect(again.code, again.stdout + again.stderr).toBe(0)
+      expect(detail('wrkr-1')).toBe('rebooted, uncordoned')
+      expect(bootId('wrkr-1')).not.toBe(before)
+      const after = await kubeNode('wrkr-1')
+      expect(after.spec?.unschedulable).toBeFalsy()
+      expect(after.metadata.annotations?.['talos-bootstrap.dev/cordoned']).toBeUndefined()
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    'a node cordoned by someone else stays cordoned after its reboot',
+    async () => {
+      expect((await cluster.kubectl(['cordon', 'wrkr-2'])).code).toBe(0)
+      edit('wrkr-2', (c) => (c.machine.env = { ...c.machine.env, THEIRS: '1' }))
+      const r = await cluster.task('cluster:apply', { NODES: 'wrkr-2' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(0)
+      expect(detail('wrkr-2')).toBe('rebooted; left cordoned (it was cordoned before this run)')
+      expect((await kubeNode('wrkr-2')).spec?.unschedulable).toBe(true)
+      expect((await cluster.kubectl(['uncordon', 'wrkr-2'])).code).toBe(0)
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    'a config the node would refuse: stopped before any node is touched (exit 2) with the validation text',
+    async () => {
+      edit('wrkr-1', (c) => (c.machine.install = { ...(c.machine.install as object), extraKernelArgs: ['a=b'], grubUseUKICmdline: true }))
+      const from = commandLines().length
+      const r = await cluster.task('cluster:apply', { NODES: 'wrkr-1' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(2)
+      expect(r.stderr).toContain("install.extraKernelArgs and install.grubUseUKICmdline can't be used together")
+      expect(applies(from).dry).toEqual([])
+      expect(applies(from).real).toEqual([])
+    },
+    CASE_TIMEOUT,
+  )
 })
