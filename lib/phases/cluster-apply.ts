@@ -244,16 +244,21 @@ async function applyLive(node: ClusterNode, run: Run, report: StepReporter): Pro
   if (mode === 'staged') return { status: 'ok', detail: 'staged (reboot pending)' }
   report.progress('waiting for the kubelet and the Node')
   await waitFor(report, run, node, 'the kubelet healthy and the Node Ready', 'node-not-ready', () => kubeletAndNodeReady(run, node))
-  if (before) {
-    const after = await report.retry(() => run.talosctl.controlPlaneConfigVersions(node))
-    const changed = new Map([...after].filter(([component, version]) => before.get(component) !== version))
+  let unversioned = false
+  if (cp) {
+    const after = before && (await report.retry(() => run.talosctl.controlPlaneConfigVersions(node)))
+    // without the typed configs (a node that does not serve them) only readiness can be checked: said in the detail
+    unversioned = !after
+    const changed = new Map([...(after ?? [])].filter(([component, version]) => before?.get(component) !== version))
     report.progress('waiting for the static pods')
     await waitFor(report, run, node, 'the static pods at the new config version and Ready', 'control-plane', () =>
       staticPodsReady(run, node, changed),
     )
   }
   const revert = /reverted back in (\S+)/.exec(answer)?.[1]
-  return { status: 'ok', detail: mode === 'try' ? `applied in try mode: reverted in ${revert ?? '?'} unless committed` : 'applied live' }
+  const applied = mode === 'try' ? `applied in try mode: reverted in ${revert ?? '?'} unless committed` : 'applied live'
+  const note = unversioned ? ' (the node serves no APIServerConfigs: its static pods were checked Ready, not their config version)' : ''
+  return { status: 'ok', detail: `${applied}${note}` }
 }
 
 /** The node's boot ID, or undefined while it does not answer (it is down). */

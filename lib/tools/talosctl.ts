@@ -636,11 +636,20 @@ export class Talosctl {
    * The versions of the control plane's component configs (APIServerConfigs, ControllerManagerConfigs,
    * SchedulerConfigs, namespace controlplane): each mirror pod carries the version it runs as its
    * `talos.dev/config-version` annotation (what `talosctl upgrade-k8s` waits for, checkPodStatus).
+   * Undefined when the node's API does not serve these types.
    */
-  async controlPlaneConfigVersions(node: ClusterNode): Promise<Map<string, string>> {
+  async controlPlaneConfigVersions(node: ClusterNode): Promise<Map<string, string> | undefined> {
     const out = new Map<string, string>()
     for (const [component, type] of CONTROL_PLANE_CONFIGS) {
-      const result = await this.call(node, ['get', type, ...this.secureArgs(node), '-o', 'json'], '')
+      const result = await this.runner.run({
+        tool: 'talosctl',
+        args: ['get', type, ...this.secureArgs(node), '-o', 'json'],
+        node: node.name,
+        dryRunStdout: '',
+      })
+      // a node whose API does not serve the type (`resource "…" is not registered`): undefined, said by the caller
+      if (!result.ok && /code = NotFound desc = resource "[^"]+" is not registered/.test(result.stderr)) return undefined
+      if (!result.ok) throw this.failure(node, result)
       for (const doc of parseJsonStream(result.stdout)) {
         const version = (doc as { metadata?: { version?: unknown } }).metadata?.version
         if (version !== undefined) out.set(component, String(version))
