@@ -29,6 +29,7 @@ const VALUES: Record<string, { value: string; key: string; want: number | string
   BOOTSTRAP_READY_TIMEOUT: { value: '9m', key: 'readyTimeoutMs', want: 540_000 },
   BOOTSTRAP_FLUX_TIMEOUT: { value: '11m', key: 'fluxTimeoutMs', want: 660_000 },
   BOOTSTRAP_RESET_TIMEOUT: { value: '14m', key: 'resetTimeoutMs', want: 840_000 },
+  DRAIN_TIMEOUT: { value: '4m', key: 'drainTimeoutMs', want: 240_000 },
   BOOTSTRAP_NODE: { value: 'cp-2', key: 'bootstrapNode', want: 'cp-2' },
   BOOTSTRAP_KUBECONFIG: { value: 'kube/admin.conf', key: 'kubeconfig', want: 'kube/admin.conf' },
   BOOTSTRAP_TALCONFIG: { value: 'talconfig.yaml', key: 'talconfig', want: 'talconfig.yaml' },
