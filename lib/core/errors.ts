@@ -97,6 +97,8 @@ export type ErrorKind =
   | 'busy'
   /** cluster:apply: the change needs a reboot and MODE=no-reboot refuses one */
   | 'needs-reboot'
+  /** day 2: the operator's gate command did not exit 0 within gateTimeout after a node */
+  | 'gate-command'
   | 'kubelet'
   | 'node-not-ready'
   | 'etcd'

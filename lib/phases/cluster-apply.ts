@@ -19,6 +19,7 @@ import { APPLY_MODES, type ApplyMode } from '../tools/talosctl.js'
 import { PollTimeout, type PollAnswer } from '../wait/poll.js'
 import { blockedEvictions, describeBlocked } from './shared/drain.js'
 import { CONTROL_PLANE_COMPONENTS, podWhy } from './shared/health.js'
+import { runGateCommand } from './shared/gate-command.js'
 import { waitForQuorum } from './shared/quorum.js'
 
 /**
@@ -345,6 +346,9 @@ async function rollNode(node: ClusterNode, run: Run, report: StepReporter): Prom
     await report.retry(() => run.kubectl.uncordonOwned(kubeName))
   }
   notes.push(ours ? 'rebooted, uncordoned' : 'rebooted; left cordoned (it was cordoned before this run)')
+  // the operator's own check before the next node (its failure stops the step: no further node starts)
+  const gate = await runGateCommand(run, report, node, 'cluster-apply')
+  if (gate) notes.push(gate)
   return { status: 'ok', detail: notes.join('; ') }
 }
 

@@ -344,6 +344,43 @@ describe('task cluster:apply', () => {
   )
 
   it(
+    'GATE_COMMAND after a rebooted node: failing once, tried again after GATE_INTERVAL, then passing',
+    async () => {
+      const marks = join(cluster.dir, 'gate-marks')
+      const once = join(cluster.dir, 'gate-failed-once')
+      edit('wrkr-2', (c) => (c.machine.env = { ...c.machine.env, GATED: '1' }))
+      const r = await cluster.task(
+        'cluster:apply',
+        {
+          NODES: 'wrkr-2',
+          GATE_COMMAND: `echo "$NODE $NODE_IP $NODE_ROLE $PHASE" >> '${marks}'; test -f '${once}' || { touch '${once}'; echo not yet; exit 3; }`,
+          GATE_INTERVAL: '1s',
+        },
+        FAST,
+      )
+      expect(r.code, r.stdout + r.stderr).toBe(0)
+      expect(detail('wrkr-2')).toBe('rebooted, uncordoned; gate command passed after 2 attempts')
+      expect(readFileSync(marks, 'utf8')).toBe(`wrkr-2 ${IP['wrkr-2']} worker cluster-apply\n`.repeat(2))
+
+      // a gate that never passes fails the node with its output, once the node itself is done
+      edit('wrkr-2', (c) => (c.machine.env = { ...c.machine.env, GATED: '2' }))
+      const never = await cluster.task(
+        'cluster:apply',
+        { NODES: 'wrkr-2', GATE_COMMAND: 'echo storage degraded >&2; exit 4', GATE_INTERVAL: '1s', GATE_TIMEOUT: '3s' },
+        FAST,
+      )
+      expect(never.code, never.stdout + never.stderr).toBe(1)
+      const node = nodeIn(cluster.report(), 'cluster-apply', 'wrkr-2')
+      expect(node.error?.kind).toBe('gate-command')
+      expect(node.error?.message).toMatch(
+        /^wrkr-2 is done, but the gate command after it did not pass within \d+s \(\d+ attempts\): gate command attempt \d+: exit 4: storage degraded$/,
+      )
+      expect((await machineConfigs('wrkr-2')).v1alpha1!.machine.env?.GATED).toBe('2')
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
     'a config the node would refuse: stopped before any node is touched (exit 2) with the validation text',
     async () => {
       edit('wrkr-1', (c) => (c.machine.install = { ...(c.machine.install as object), extraKernelArgs: ['a=b'], grubUseUKICmdline: true }))
