@@ -14,7 +14,7 @@ import { output } from '../cli/output.js'
 import { kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, NodeStep, Phase, StepReporter } from '../engine/phase.js'
 import type { Run } from '../engine/run.js'
-import { bootIdOf, condition, CORDONED_BY } from '../tools/kubectl.js'
+import { bootIdOf, condition, CORDONED_BY, type Kubectl } from '../tools/kubectl.js'
 import { APPLY_MODES, type ApplyMode } from '../tools/talosctl.js'
 import { PollTimeout, type PollAnswer } from '../wait/poll.js'
 import { blockedEvictions, describeBlocked } from './shared/drain.js'
@@ -52,6 +52,11 @@ interface NodePlan {
 }
 
 const plans = new WeakMap<Run, Map<string, NodePlan>>()
+
+/** kubectl, its failures' hints naming this command */
+function kubectl(run: Run): Kubectl {
+  return run.kubectl.withRecovery('cluster:apply')
+}
 
 function planOf(run: Run, node: ClusterNode): NodePlan | undefined {
   return plans.get(run)?.get(node.name)
@@ -124,7 +129,7 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
     note = 'another config is staged on the node (neither the active nor the desired one): the apply replaces it'
   }
   const diff = 'diff' in dry ? redactDiff(dry.diff, (t) => run.redactor.redact(t)) : undefined
-  const kube = planKube(run) ? await report.retry(() => run.kubectl.get('node', kubeNodeName(node))) : undefined
+  const kube = planKube(run) ? await report.retry(() => kubectl(run).get('node', kubeNodeName(node))) : undefined
   const cordonedByUs = kube?.metadata.annotations?.[CORDONED_BY] !== undefined
   const action = decide(node, modeOf(run), cls, dry.class === 'live')
   let byNode = plans.get(run)
@@ -179,7 +184,7 @@ async function kubeletAndNodeReady(run: Run, node: ClusterNode, bootId?: string)
   const kubelet = await run.talosctl.serviceStatus(node, 'kubelet')
   if (kubelet.state !== 'Running' || kubelet.health !== 'OK')
     return { done: false, state: `kubelet ${kubelet.state}, health ${kubelet.health}` }
-  const kube = await run.kubectl.get('node', kubeNodeName(node))
+  const kube = await kubectl(run).get('node', kubeNodeName(node))
   if (!kube) return { done: false, state: `no Node ${kubeNodeName(node)}` }
   if (bootId !== undefined && bootIdOf(kube) !== bootId) return { done: false, state: 'the Node still shows the boot before the reboot' }
   const ready = condition(kube, 'Ready')
@@ -191,7 +196,7 @@ async function kubeletAndNodeReady(run: Run, node: ClusterNode, bootId?: string)
 async function staticPodsReady(run: Run, node: ClusterNode, versions: Map<string, string>): Promise<PollAnswer<true>> {
   const waiting: string[] = []
   for (const component of CONTROL_PLANE_COMPONENTS) {
-    const pod = await run.kubectl.get('pod', `${component}-${kubeNodeName(node)}`, 'kube-system')
+    const pod = await kubectl(run).get('pod', `${component}-${kubeNodeName(node)}`, 'kube-system')
     if (!pod) {
       waiting.push(`${component}: no mirror pod`)
       continue
@@ -228,7 +233,7 @@ async function applyLive(node: ClusterNode, run: Run, report: StepReporter): Pro
   if (plan.action.kind !== 'apply') {
     // an earlier run cordoned it and stopped before the uncordon: the node runs the config, so finish
     await waitFor(report, run, node, 'the kubelet healthy and the Node Ready', 'node-not-ready', () => kubeletAndNodeReady(run, node))
-    await report.retry(() => run.kubectl.uncordonOwned(kubeNodeName(node)))
+    await report.retry(() => kubectl(run).uncordonOwned(kubeNodeName(node)))
     return { status: 'ok', detail: 'no change; uncordoned (cordoned by an earlier run)' }
   }
   const mode = plan.action.mode
@@ -289,10 +294,10 @@ async function rollNode(node: ClusterNode, run: Run, report: StepReporter): Prom
   const from = await report.retry(() => run.talosctl.bootId(node))
   const kubeName = kubeNodeName(node)
   report.progress('cordon')
-  const ours = await report.retry(() => run.kubectl.cordonOwned(kubeName, 'cluster:apply'))
+  const ours = await report.retry(() => kubectl(run).cordonOwned(kubeName, 'cluster:apply'))
   report.progress(`drain (timeout ${Math.round(run.settings.drainTimeoutMs / 1000)}s)`)
   try {
-    await run.kubectl.drain(kubeName, run.settings.drainTimeoutMs)
+    await kubectl(run).drain(kubeName, run.settings.drainTimeoutMs)
   } catch (err) {
     if (!(err instanceof NodeError) || err.kind !== 'drain-blocked') throw err
     const blocked = await blockedEvictions(run.kubectl, kubeName).catch(() => [])
@@ -343,7 +348,7 @@ async function rollNode(node: ClusterNode, run: Run, report: StepReporter): Prom
   }
   if (ours) {
     report.progress('uncordon')
-    await report.retry(() => run.kubectl.uncordonOwned(kubeName))
+    await report.retry(() => kubectl(run).uncordonOwned(kubeName))
   }
   notes.push(ours ? 'rebooted, uncordoned' : 'rebooted; left cordoned (it was cordoned before this run)')
   // the operator's own check before the next node (its failure stops the step: no further node starts)

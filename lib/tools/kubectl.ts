@@ -31,6 +31,8 @@ export interface KubeObject {
 const KUBECTL_TIMEOUT = '--request-timeout=20s'
 /** what kubectl says for a kind the API does not serve (its CRD is not installed) */
 const NOT_SERVED = /the server doesn't have a resource type/
+/** reads and patches of a Node before a Conflict (it changed in between, each time) is given up */
+const NODE_PATCH_ATTEMPTS = 5
 /** the annotation that says this tool cordoned the Node (its value: the command that did) */
 export const CORDONED_BY = 'talos-bootstrap.dev/cordoned'
 /** the field manager of what this tool applies server-side */
@@ -227,28 +229,47 @@ export class Kubectl {
    * instead of being taken over. True: the Node is cordoned by us (now or by an earlier run).
    */
   async cordonOwned(node: string, owner: string): Promise<boolean> {
-    const current = await this.get('node', node)
-    if (!current) throw new NodeError('node-not-ready', `no Node ${node} in the cluster`, phaseHint(this.recoveryTask, 'see the message'))
-    if (current.metadata.annotations?.[CORDONED_BY] !== undefined) return true
-    if (current.spec?.unschedulable === true) return false
-    const patch = {
-      metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [CORDONED_BY]: owner } },
-      spec: { unschedulable: true },
-    }
-    await this.call(['patch', 'node', node, '--type', 'merge', '-p', JSON.stringify(patch)])
-    return true
+    return this.patchNodeAsRead(node, (current) => {
+      if (!current) throw new NodeError('node-not-ready', `no Node ${node} in the cluster`, phaseHint(this.recoveryTask, 'see the message'))
+      if (current.metadata.annotations?.[CORDONED_BY] !== undefined) return { result: true }
+      if (current.spec?.unschedulable === true) return { result: false }
+      return { result: true, patch: { metadata: { annotations: { [CORDONED_BY]: owner } }, spec: { unschedulable: true } } }
+    })
   }
 
   /** Uncordons the Node only when it carries our mark, removing both in one patch; false when it was not ours. */
   async uncordonOwned(node: string): Promise<boolean> {
-    const current = await this.get('node', node)
-    if (current?.metadata.annotations?.[CORDONED_BY] === undefined) return false
-    const patch = {
-      metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [CORDONED_BY]: null } },
-      spec: { unschedulable: null },
+    return this.patchNodeAsRead(node, (current) =>
+      current?.metadata.annotations?.[CORDONED_BY] === undefined
+        ? { result: false }
+        : { result: true, patch: { metadata: { annotations: { [CORDONED_BY]: null } }, spec: { unschedulable: null } } },
+    )
+  }
+
+  /**
+   * A merge patch decided on the Node as read, sent with that read's resourceVersion: a Node changed
+   * in between (its kubelet's status, another client's cordon) answers Conflict, and is read and
+   * decided on again (a few times: a Node's status changes every few seconds).
+   */
+  private async patchNodeAsRead<T>(
+    node: string,
+    decide: (current: KubeObject | undefined) => {
+      result: T
+      patch?: { metadata: Record<string, unknown>; spec: Record<string, unknown> }
+    },
+  ): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.get('node', node)
+      const { result, patch } = decide(current)
+      if (!patch) return result
+      const body = { ...patch, metadata: { ...patch.metadata, resourceVersion: current?.metadata.resourceVersion } }
+      try {
+        await this.call(['patch', 'node', node, '--type', 'merge', '-p', JSON.stringify(body)])
+        return result
+      } catch (err) {
+        if (!(err instanceof NodeError) || !/\(Conflict\)/.test(err.message) || attempt >= NODE_PATCH_ATTEMPTS) throw err
+      }
     }
-    await this.call(['patch', 'node', node, '--type', 'merge', '-p', JSON.stringify(patch)])
-    return true
   }
 
   /**
