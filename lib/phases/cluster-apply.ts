@@ -145,7 +145,7 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
   return { status: 'ok', detail: `${what[cls]}${cordonedByUs ? '; cordoned by an earlier run' : ''}` }
 }
 
-/** The plan reads each Node for our cordon mark only once a kubeconfig points at the cluster. */
+/** The plan reads each Node for our cordon mark, except in a dry run that runs no call at all (cluster:apply's DRY_RUN runs the plan). */
 function planKube(run: Run): boolean {
   return run.options.dryRun !== true
 }
