@@ -226,6 +226,37 @@ describe('task cluster:apply', () => {
   )
 
   it(
+    'a try in effect: planned as such, committed by the apply (persistent = active, no reboot)',
+    async () => {
+      edit('wrkr-1', (c) => (c.machine.nodeLabels = { ...c.machine.nodeLabels, tried: 'yes' }))
+      const tried = await talosctl(cluster.sim, [
+        'apply-config',
+        ...at(IP['wrkr-1']!),
+        '--mode',
+        'try',
+        '--timeout',
+        '10m',
+        '-f',
+        configFile('wrkr-1'),
+      ])
+      expect(tried.code, tried.stderr).toBe(0)
+      const during = await machineConfigs('wrkr-1')
+      expect(during.v1alpha1!.machine.nodeLabels?.tried).toBe('yes')
+      expect(during.persistent?.machine.nodeLabels?.tried).toBeUndefined()
+      const before = bootId('wrkr-1')
+      const r = await cluster.task('cluster:apply', { NODES: 'wrkr-1' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(0)
+      expect(r.stdout).toContain('try in effect')
+      expect(detail('wrkr-1')).toBe('applied live')
+      expect(bootId('wrkr-1')).toBe(before)
+      const after = await machineConfigs('wrkr-1')
+      expect(after.persistent?.machine.nodeLabels?.tried).toBe('yes')
+      expect(after.v1alpha1!.machine.nodeLabels?.tried).toBe('yes')
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
     'busy: the node holds its apply mutex once; the plan retries and the run succeeds',
     async () => {
       edit('wrkr-1', (c) => (c.machine.nodeLabels = { ...c.machine.nodeLabels, busy: 'once' }))
