@@ -18,6 +18,8 @@ export interface CommandArgs {
   node: string | undefined
   /** a report file (bootstrap:report) */
   run: string | undefined
+  /** cluster:apply: how changes are applied (MODE; checked by the phase) */
+  mode: string | undefined
   /** settings flags that were given (name without --) */
   settingFlags: Record<string, string | undefined>
 }
@@ -61,6 +63,13 @@ const COMMAND_FLAGS: ReadonlyArray<{ flag: string; value?: string; variable?: st
   { flag: 'yes', default: 'false', what: 'bootstrap:node: confirm RESET=true without asking' },
   { flag: 'watch', default: 'false', what: 'bootstrap:status: refresh the table every poll interval' },
   { flag: 'run', value: 'FILE', variable: 'RUN', default: 'the last run', what: 'bootstrap:report: the report to draw' },
+  {
+    flag: 'mode',
+    value: 'MODE',
+    variable: 'MODE',
+    default: 'auto',
+    what: 'cluster:apply: auto, no-reboot, reboot, staged or try (talosctl apply-config --mode)',
+  },
 ]
 
 function settingDefault(spec: ScalarSpec): string {
@@ -133,6 +142,7 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     nodes: { type: 'string' },
     node: { type: 'string' },
     run: { type: 'string' },
+    mode: { type: 'string' },
   }
   for (const flag of BOOLEAN_FLAGS) options[flag] = { type: 'string' }
   for (const spec of SCALAR_SETTINGS) options[spec.flag] = { type: 'string' }
@@ -183,6 +193,7 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     nodes: str('nodes') ?? (env.NODES || undefined),
     node: str('node') ?? (env.NODE || undefined),
     run: str('run'),
+    mode: str('mode') ?? (env.MODE || undefined),
     dryRun: bool('dry-run', 'DRY_RUN'),
     failFast: bool('fail-fast', 'FAIL_FAST'),
     reapply: bool('reapply'),

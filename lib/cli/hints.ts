@@ -126,6 +126,13 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
     }
     case 'quorum':
       return hintForQuorum(workingControlPlane(node) ?? node)
+    case 'busy':
+      // the apply mutex is held for a whole ApplyConfiguration call, dry runs included (v1alpha1_server.go)
+      return `another client is changing the node (an apply, or one that reboots it): wait for it to finish (\`${talosctlCommand(node, 'get machinestatus')}\`), then run the same command again: ${taskCommand('cluster:apply', { NODES: node.name })}`
+    case 'gate-command':
+      return `the gate command (GATE_COMMAND) kept failing after ${node.name} was done: see its output in the message, fix what it checks, then run again: ${taskCommand('cluster:apply')} (the node shows no change then; the gate runs after the nodes still to do)`
+    case 'needs-reboot':
+      return `the change needs a reboot: apply it with MODE=auto (a rolling reboot behind the quorum gate): ${taskCommand('cluster:apply', { NODES: node.name })}, or MODE=staged to take it at the next reboot`
     case 'drain-blocked':
       // Talos's Drain gives up after DrainTimeout and the reset goes on (pkg/kubernetes/kubernetes.go)
       return `see the budgets (\`${kubectlCommand('get pdb -A')}\`) and the pods left on the node (\`${kubectlCommand(`get pods -A -o wide --field-selector spec.nodeName=${node.name}`)}\`); let them move (scale the workload up, or relax the budget); Talos ends the drain after 5m, removes the pods regardless and goes on: once the node is back in maintenance (\`${talosctlInsecure(node, 'get machinestatus')}\`), run: ${recover}`

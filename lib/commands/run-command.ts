@@ -42,6 +42,11 @@ export interface CommandSpec {
   tools?: ToolName[]
   /** bootstrap:node: one node (--node), recovered into a running cluster; RESET=true adds the reset phase */
   recover?: boolean
+  /**
+   * DRY_RUN runs the plan: the reads and the nodes' own dry runs (cluster:apply), and changes
+   * nothing; without it a dry run runs no call at all
+   */
+  planInDryRun?: boolean
   usage: string
 }
 
@@ -112,6 +117,9 @@ async function execute(
   onLock: (release: () => void) => void,
 ): Promise<number> {
   const startedAt = new Date()
+  const planOnly = spec.planInDryRun === true && args.dryRun
+  // a plan-only dry run runs its reads: the tools, the lock and the state directory as a run's
+  const dryRun = args.dryRun && !planOnly
   const { settings, inventory, redactor } = loadCluster(args, env, { generate: !args.noGenerate, dryRun: args.dryRun })
   const nodes = spec.recover ? selectNodes(inventory, requireNode(args.node, inventory), 'NODE') : selectNodes(inventory, args.nodes)
   const names = spec.recover && args.reset ? spec.phases.flatMap((p) => (p === 'preflight' ? [p, 'reset' as const] : [p])) : spec.phases
@@ -125,7 +133,7 @@ async function execute(
   requireTools(env, ['talosctl', ...toolNames])
   const state = stateDir(inventory.clusterDir)
   // nothing under .bootstrap is written through a link, and the directory must be writable: known before any node is touched
-  if (!args.dryRun)
+  if (!dryRun)
     checkStateFiles(
       inventory.clusterDir,
       ['lock', 'commands.log', 'journal.json', 'last-run.json', 'kubeconfig.fetched'].map((f) => join(state, f)),
@@ -133,15 +141,15 @@ async function execute(
       // the lock is linked into place (link(2)): two names for a moment is how it is taken
       [join(state, 'lock')],
     )
-  if (!args.dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
+  if (!dryRun) onLock(acquireLock(inventory.clusterDir, output.warn))
 
   const tools = new ToolRunner({
     env,
     callTimeoutMs: settings.callTimeoutMs,
     signal,
-    dryRun: args.dryRun,
+    dryRun,
     redactor,
-    ...(args.dryRun
+    ...(dryRun
       ? {}
       : {
           log: commandLog(inventory.clusterDir, statePaths(inventory.clusterDir).commandsLog, output.warn),
@@ -158,7 +166,7 @@ async function execute(
     kubeconfig,
     clusterName: inventory.clusterName,
     cacheDir,
-    ...(args.dryRun ? {} : { handedCacheDir: handedStateDir(inventory.clusterDir, cacheDir) }),
+    ...(dryRun ? {} : { handedCacheDir: handedStateDir(inventory.clusterDir, cacheDir) }),
   }
   const journalWarnings: string[] = []
   const run: Run = {
@@ -167,12 +175,14 @@ async function execute(
     inventory,
     nodes,
     options: {
-      dryRun: args.dryRun,
+      dryRun,
       failFast: args.failFast,
       reapply: args.reapply,
       recover: spec.recover ?? false,
       reset: args.reset,
       yes: args.yes,
+      ...(planOnly ? { planOnly: true } : {}),
+      ...(args.mode !== undefined ? { mode: args.mode } : {}),
     },
     signal,
     facts: new Facts(),
@@ -203,7 +213,7 @@ async function execute(
   checks.catch(() => undefined) // awaited below, once the header is out
   const versions = await toolVersions(run, toolNames)
   output.info(
-    `${versions}; cluster ${inventory.clusterName} (${inventory.endpoint}); ${nodes.length} node(s); concurrency ${settings.concurrency}${args.dryRun ? '; DRY RUN: nothing is run' : ''}`,
+    `${versions}; cluster ${inventory.clusterName} (${inventory.endpoint}); ${nodes.length} node(s); concurrency ${settings.concurrency}${dryRun ? '; DRY RUN: nothing is run' : planOnly ? '; DRY RUN: the plan only, nothing is changed' : ''}`,
   )
   run.warn = output.warn
   for (const message of held) run.warn(message)
@@ -240,14 +250,14 @@ async function execute(
     command: spec.command,
     ok,
     ...(interrupted ? { interrupted: true } : {}),
-    ...(args.dryRun ? { dryRun: true, plan: tools.plan } : {}),
+    ...(dryRun ? { dryRun: true, plan: tools.plan } : planOnly ? { dryRun: true } : {}),
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
     settings: { ...settings },
     phases: results,
     ...(problems.length > 0 ? { finalCheck: problems.map((p) => ({ node: p.node.name, message: p.message, hint: p.hint })) } : {}),
   }
-  if (args.dryRun) {
+  if (dryRun) {
     output.table(redactor.redact(summaryTable(nodes, results, true)))
     output.table(redactor.redact(planText(tools.plan)))
   } else {

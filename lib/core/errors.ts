@@ -90,6 +90,15 @@ export type ErrorKind =
   | 'etcd-join'
   /** day 2: the etcd quorum gate before a control plane goes down did not pass (docs/day2-design.md 2.3) */
   | 'quorum'
+  /**
+   * day 2: the node is busy with another change of its own (its apply mutex is held, an apply already
+   * reboots it): it clears by itself, so the one retry policy tries again (docs/day2-design.md 1.5)
+   */
+  | 'busy'
+  /** cluster:apply: the change needs a reboot and MODE=no-reboot refuses one */
+  | 'needs-reboot'
+  /** day 2: the operator's gate command did not exit 0 within gateTimeout after a node */
+  | 'gate-command'
   | 'kubelet'
   | 'node-not-ready'
   | 'etcd'
@@ -105,7 +114,7 @@ export type ErrorKind =
   | 'unknown'
 
 /** Kinds worth another attempt: the condition clears by itself. */
-const TRANSIENT: ReadonlySet<ErrorKind> = new Set<ErrorKind>(['unreachable', 'timeout', 'not-ready-yet'])
+const TRANSIENT: ReadonlySet<ErrorKind> = new Set<ErrorKind>(['unreachable', 'timeout', 'not-ready-yet', 'busy'])
 
 export function isTransient(kind: ErrorKind): boolean {
   return TRANSIENT.has(kind)

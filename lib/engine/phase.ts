@@ -41,6 +41,13 @@ export interface NodeStep {
   would?: string
   /** the nodes this step acts on; the others pass through unchanged */
   applies?: (node: ClusterNode, run: Run) => boolean
+  /** nodes worked on at once by this step (1: one control plane at a time); default CONCURRENCY */
+  concurrency?: (run: Run) => number
+  /**
+   * The first failure in this step stops it taking new nodes: those in flight finish, the others are
+   * not-run (`not started (stopped after <node> failed)`). The run's fail-fast, scoped to one step.
+   */
+  stopOnFailure?: boolean
   run: (node: ClusterNode, run: Run, report: StepReporter) => Promise<NodeOutcome | void>
 }
 

@@ -25,6 +25,13 @@ export interface RunOptions {
   reset: boolean
   /** confirmation for destructive steps given on the command line */
   yes: boolean
+  /**
+   * DRY_RUN of a command whose plan reads the nodes (cluster:apply): the reads and the nodes' own
+   * dry runs run, nothing is changed, and the steps after the plan are skipped
+   */
+  planOnly?: boolean
+  /** cluster:apply: MODE as given (the phase checks it) */
+  mode?: string
 }
 
 /** Everything a phase may use: settings, the selected nodes, the tools, the facts, the abort signal. */

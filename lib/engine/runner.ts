@@ -141,6 +141,8 @@ function nodeStepTask(
       const shown = run.nodes.filter(
         (n) => !step.applies || step.applies(n, run) || tracker.failedIn.has(n.name) || tracker.blockedHere.has(n.name),
       )
+      /** stopOnFailure: the first node that failed in this step; no new node starts after it */
+      let stoppedAfter: string | undefined
       const nodeTasks: ListrTask[] = shown.map((node) => {
         const record = result.nodes.find((r) => r.name === node.name) as NodeResult
         return {
@@ -165,6 +167,12 @@ function nodeStepTask(
               record.status = 'not-run'
               record.detail = 'stopped by --fail-fast'
               t.skip(`${node.name}: not run (--fail-fast)`)
+              return
+            }
+            if (stoppedAfter !== undefined) {
+              record.status = 'not-run'
+              record.detail = `not started (stopped after ${stoppedAfter} failed)`
+              t.skip(`${node.name}: not started (stopped after ${stoppedAfter} failed)`)
               return
             }
             if (run.signal.aborted) {
@@ -203,13 +211,18 @@ function nodeStepTask(
               tracker.failedIn.set(node.name, phase)
               run.journal.recordNode(phase, record)
               if (run.options.failFast) tracker.stopRequested = true
+              if (step.stopOnFailure) stoppedAfter ??= node.name
               throw new Error(escapeControls(`${node.name}: ${record.error.kind}: ${record.error.message}`))
             }
           },
         }
       })
       return task.newListr(nodeTasks, {
-        concurrent: step.readOnly ? Math.max(run.settings.concurrency, READ_ONLY_LIMIT) : run.settings.concurrency,
+        concurrent: step.concurrency
+          ? Math.max(1, step.concurrency(run))
+          : step.readOnly
+            ? Math.max(run.settings.concurrency, READ_ONLY_LIMIT)
+            : run.settings.concurrency,
         exitOnError: false,
       })
     },

@@ -80,6 +80,13 @@ export interface Settings {
   readyTimeoutMs: number
   fluxTimeoutMs: number
   resetTimeoutMs: number
+  /** day 2: a node's drain (kubectl drain --timeout) before it reboots */
+  drainTimeoutMs: number
+  /** day 2: the operator's check after each node (`sh -c`), which must exit 0 within gateTimeout */
+  gateCommand?: string
+  gateTimeoutMs: number
+  /** the time between two attempts of the gate command */
+  gateIntervalMs: number
   bootstrapNode?: string
   kubeconfig: string
   /** talhelper's config file (genconfig -c), relative to CLUSTER_DIR */
@@ -162,6 +169,11 @@ export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
     kind: 'duration',
     default: 900_000,
   },
+  // day 2: the same 5 minutes Talos's own drain and talosctl's take (pkg/kubernetes DrainTimeout)
+  { key: 'drainTimeoutMs', file: 'drainTimeout', env: 'DRAIN_TIMEOUT', flag: 'drain-timeout', kind: 'duration', default: 300_000 },
+  { key: 'gateCommand', file: 'gateCommand', env: 'GATE_COMMAND', flag: 'gate-command', kind: 'string', default: undefined },
+  { key: 'gateTimeoutMs', file: 'gateTimeout', env: 'GATE_TIMEOUT', flag: 'gate-timeout', kind: 'duration', default: 600_000 },
+  { key: 'gateIntervalMs', file: 'gateInterval', env: 'GATE_INTERVAL', flag: 'gate-interval', kind: 'duration', default: 10_000 },
   { key: 'bootstrapNode', file: 'bootstrapNode', env: 'BOOTSTRAP_NODE', flag: 'bootstrap-node', kind: 'string', default: undefined },
   { key: 'kubeconfig', file: 'kubeconfig', env: 'BOOTSTRAP_KUBECONFIG', flag: 'kubeconfig', kind: 'string', default: 'kubeconfig' },
   { key: 'talconfig', file: 'talconfig', env: 'BOOTSTRAP_TALCONFIG', flag: 'talconfig', kind: 'string', default: undefined },

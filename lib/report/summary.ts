@@ -107,4 +107,5 @@ const PHASE_TASK: Record<PhaseResult['name'], string> = {
   bootstrap: 'bootstrap:etcd',
   'wait-ready': 'bootstrap:wait-ready',
   flux: 'bootstrap:flux',
+  'cluster-apply': 'cluster:apply',
 }

@@ -57,6 +57,7 @@ const PHASE_CHAR: Record<string, string> = {
   bootstrap: 'b',
   'wait-ready': 'w',
   flux: 'f',
+  'cluster-apply': 'c',
 }
 const PHASE_FILL: Record<string, string> = {
   preflight: '#5b9bd5',
@@ -66,6 +67,7 @@ const PHASE_FILL: Record<string, string> = {
   bootstrap: '#ffc000',
   'wait-ready': '#9e7cc1',
   flux: '#43b5a0',
+  'cluster-apply': '#c55a11',
 }
 const FAILED = '#d62728'
 const RETRY = '#ff7f0e'
@@ -205,6 +207,7 @@ export function renderText(timeline: Timeline, options: TextOptions): string {
     bootstrap: c.yellow,
     'wait-ready': c.magenta,
     flux: c.white,
+    'cluster-apply': c.red,
   }
   const width = Math.max(10, options.width)
   const { totalMs } = timeline

@@ -47,10 +47,18 @@ const RULES: readonly Rule[] = [
     pattern: /etcdserver: unhealthy cluster/,
     means: 'etcd refuses to change its membership while another member is down or has been connected for less than 5 s',
   },
+  // one change at a time on a node (v1alpha1_server.go ApplyConfiguration: applyConfigMu.TryLock, and the
+  // refusal while an apply reboots it; lifecycle.go's install lock; the etcd upgrade mutex)
+  {
+    kind: 'busy',
+    pattern:
+      /another apply configuration is already in progress|configuration was already applied and node is rebooting|another installation\/upgrade is already in progress|mutex: Locked by another session/,
+    means: 'the node is busy with another change',
+  },
   {
     kind: 'not-ready-yet',
     pattern:
-      /bootstrap is not available yet|time is not in sync yet|another apply configuration is already in progress|failed to create etcd client|etcd is not running|is not registered on any nodes/,
+      /bootstrap is not available yet|time is not in sync yet|failed to create etcd client|etcd is not running|is not registered on any nodes/,
   },
   {
     kind: 'config-invalid',

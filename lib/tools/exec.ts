@@ -5,7 +5,8 @@ import { shellWord } from '../core/shell.js'
 import type { Redactor } from '../input/redact.js'
 import { escapeControls } from '../core/text.js'
 
-export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'helmfile' | 'flux' | 'sops' | 'talhelper' | 'topf'
+/** `sh`: the shell the operator's gate command runs in (`sh -c <GATE_COMMAND>`, docs/settings.md) */
+export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'helmfile' | 'flux' | 'sops' | 'talhelper' | 'topf' | 'sh'
 
 /** Environment variable that overrides each tool's binary (docs/settings.md). */
 export const TOOL_ENV: Record<ToolName, string> = {
@@ -17,6 +18,7 @@ export const TOOL_ENV: Record<ToolName, string> = {
   sops: 'SOPS',
   talhelper: 'TALHELPER',
   topf: 'TOPF',
+  sh: 'GATE_SHELL',
 }
 
 /** The one binary lookup: the tool's variable ($TALOSCTL, …) when set, else its name on PATH. */

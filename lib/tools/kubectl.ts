@@ -20,6 +20,7 @@ export interface KubeObject {
     annotations?: Record<string, string>
     generation?: number
     uid?: string
+    resourceVersion?: string
     deletionTimestamp?: string
     ownerReferences?: Array<{ kind: string; name: string; controller?: boolean }>
   }
@@ -30,6 +31,10 @@ export interface KubeObject {
 const KUBECTL_TIMEOUT = '--request-timeout=20s'
 /** what kubectl says for a kind the API does not serve (its CRD is not installed) */
 const NOT_SERVED = /the server doesn't have a resource type/
+/** reads and patches of a Node before a Conflict (it changed in between, each time) is given up */
+const NODE_PATCH_ATTEMPTS = 5
+/** the annotation that says this tool cordoned the Node (its value: the command that did) */
+export const CORDONED_BY = 'talos-bootstrap.dev/cordoned'
 /** the field manager of what this tool applies server-side */
 export const FIELD_MANAGER = 'talos-bootstrap'
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
@@ -214,6 +219,85 @@ export class Kubectl {
     }
     const result = await this.call(args, JSON.stringify(dry))
     return result.stdout.trim() ? (JSON.parse(result.stdout) as KubeObject) : undefined
+  }
+
+  /**
+   * Cordons the Node and marks it as this tool's in one merge patch (unschedulable and the annotation
+   * CORDONED_BY), so the mark cannot be lost between two calls and survives a lost journal. A Node
+   * already unschedulable without our mark is someone else's cordon: left as it is (false). The patch
+   * carries the resourceVersion read, so a cordon that lands in between fails the patch (Conflict)
+   * instead of being taken over. True: the Node is cordoned by us (now or by an earlier run).
+   */
+  async cordonOwned(node: string, owner: string): Promise<boolean> {
+    return this.patchNodeAsRead(node, (current) => {
+      if (!current) throw new NodeError('node-not-ready', `no Node ${node} in the cluster`, phaseHint(this.recoveryTask, 'see the message'))
+      if (current.metadata.annotations?.[CORDONED_BY] !== undefined) return { result: true }
+      if (current.spec?.unschedulable === true) return { result: false }
+      return { result: true, patch: { metadata: { annotations: { [CORDONED_BY]: owner } }, spec: { unschedulable: true } } }
+    })
+  }
+
+  /** Uncordons the Node only when it carries our mark, removing both in one patch; false when it was not ours. */
+  async uncordonOwned(node: string): Promise<boolean> {
+    return this.patchNodeAsRead(node, (current) =>
+      current?.metadata.annotations?.[CORDONED_BY] === undefined
+        ? { result: false }
+        : { result: true, patch: { metadata: { annotations: { [CORDONED_BY]: null } }, spec: { unschedulable: null } } },
+    )
+  }
+
+  /**
+   * A merge patch decided on the Node as read, sent with that read's resourceVersion: a Node changed
+   * in between (its kubelet's status, another client's cordon) answers Conflict, and is read and
+   * decided on again (a few times: a Node's status changes every few seconds).
+   */
+  private async patchNodeAsRead<T>(
+    node: string,
+    decide: (current: KubeObject | undefined) => {
+      result: T
+      patch?: { metadata: Record<string, unknown>; spec: Record<string, unknown> }
+    },
+  ): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.get('node', node)
+      const { result, patch } = decide(current)
+      if (!patch) return result
+      const body = { ...patch, metadata: { ...patch.metadata, resourceVersion: current?.metadata.resourceVersion } }
+      try {
+        await this.call(['patch', 'node', node, '--type', 'merge', '-p', JSON.stringify(body)])
+        return result
+      } catch (err) {
+        if (!(err instanceof NodeError) || !/\(Conflict\)/.test(err.message) || attempt >= NODE_PATCH_ATTEMPTS) throw err
+      }
+    }
+  }
+
+  /**
+   * `kubectl drain`: evictions through the eviction API, so PodDisruptionBudgets hold (a 429 is retried
+   * every 5 s until --timeout: k8s.io/kubectl pkg/drain); DaemonSet pods stay, emptyDir data goes, each
+   * pod's own grace period. The call's deadline is the drain's timeout plus a margin for kubectl itself.
+   */
+  async drain(node: string, timeoutMs: number): Promise<void> {
+    const seconds = Math.max(1, Math.ceil(timeoutMs / 1000))
+    const result = await this.runner.run({
+      tool: 'kubectl',
+      args: [
+        ...kubeArgs(this.access, '--context'),
+        KUBECTL_TIMEOUT,
+        'drain',
+        node,
+        '--ignore-daemonsets',
+        '--delete-emptydir-data',
+        '--grace-period=-1',
+        `--timeout=${seconds}s`,
+      ],
+      mutates: true,
+      timeoutMs: timeoutMs + 30_000,
+    })
+    if (result.ok) return
+    const { kind, message } = classify(result)
+    const blocked = /global timeout reached|Cannot evict pod as it would violate the pod's disruption budget/.test(result.stderr)
+    throw new NodeError(blocked ? 'drain-blocked' : kind, message, phaseHint(this.recoveryTask, 'see the message'))
   }
 
   async applyFile(file: string): Promise<string> {

@@ -1,4 +1,4 @@
-import { parse as parseYaml } from 'yaml'
+import { parse as parseYaml, parseAllDocuments } from 'yaml'
 import { classify, essence } from './classify.js'
 import { NodeError, ToolUnusableError } from '../core/errors.js'
 import { hintFor } from '../cli/hints.js'
@@ -567,6 +567,98 @@ export class Talosctl {
   }
 
   /**
+   * What `apply-config --dry-run --mode try -f <file>` says the node would do (docs/day2-design.md
+   * 2.5): always try, whatever mode is wanted, since any other mode cancels a pending try revert on
+   * the node (v1alpha1_server.go ApplyConfiguration: before the dry-run check). Try refuses a change
+   * that needs a reboot with that change's diff, so the answer tells auto's choice without acting on
+   * it. A busy node (the apply mutex is held for the whole call) is thrown as `busy`: retried.
+   */
+  async applyDryRun(node: ClusterNode, file: string): Promise<DryRunClass> {
+    const result = await this.runner.run({
+      tool: 'talosctl',
+      args: ['apply-config', ...this.secureArgs(node), '--dry-run', '--mode', 'try', '-f', file],
+      node: node.name,
+      dryRunStdout: '',
+    })
+    if (result.ok) return classifyDryRun(`${result.stderr}\n${result.stdout}`)
+    const refused = immediateRefusal(result.stderr)
+    if (refused !== undefined) return { class: 'reboot', diff: refused }
+    const error = this.failure(node, result)
+    // InvalidArgument (Validate, RuntimeValidate) and a config talosctl cannot read: the node's own text
+    if (error.kind === 'config-invalid') return { class: 'invalid', text: nodeText(result.stderr) || error.message }
+    throw error
+  }
+
+  /** `apply-config --mode <mode> -f <file>`: the node's answer (talosctl prints only mode_details). */
+  async apply(node: ClusterNode, file: string, mode: ApplyMode): Promise<string> {
+    const result = await this.call(
+      node,
+      ['apply-config', ...this.secureArgs(node), '--mode', mode, '-f', file],
+      mode === 'reboot' ? 'Applied configuration with a reboot\n' : '',
+      true,
+    )
+    return `${result.stderr}\n${result.stdout}`.trim()
+  }
+
+  /**
+   * The node's MachineConfigs (`get mc -o json`): `v1alpha1`, the active config, and `persistent`,
+   * what the next boot loads, when this boot set one (pkg/machinery/resources/config/machine_config.go;
+   * absent after a boot from STATE alone). Each as its v1alpha1 document.
+   */
+  async machineConfigs(node: ClusterNode): Promise<{ active: unknown; persistent?: unknown }> {
+    const result = await this.call(node, ['get', 'machineconfigs', ...this.secureArgs(node), '-o', 'json'], '')
+    const byId = new Map<string, unknown>()
+    for (const doc of parseJsonStream(result.stdout)) {
+      const d = doc as { metadata?: { id?: unknown }; spec?: unknown }
+      if (typeof d.metadata?.id === 'string') byId.set(d.metadata.id, v1alpha1Document(d.spec))
+    }
+    const active = byId.get('v1alpha1')
+    if (active === undefined && !this.runner.dryRun) {
+      throw new NodeError('unknown', 'the node lists no active MachineConfig (v1alpha1)', hintFor('unknown', node))
+    }
+    return { active, ...(byId.has('persistent') ? { persistent: byId.get('persistent') } : {}) }
+  }
+
+  /** `talosctl reboot --wait=false`: the reboot is watched through the boot ID, never talosctl's tracker. */
+  async reboot(node: ClusterNode): Promise<void> {
+    await this.call(node, ['reboot', ...this.secureArgs(node), '--wait=false'], '', true)
+  }
+
+  /** The node's boot ID (`read /proc/sys/kernel/random/boot_id`, os:admin): it changes with every boot. */
+  async bootId(node: ClusterNode): Promise<string> {
+    const result = await this.call(node, ['read', ...this.secureArgs(node), '/proc/sys/kernel/random/boot_id'], 'dry-run-boot-id\n')
+    const id = result.stdout.trim()
+    if (!id) throw new NodeError('unknown', 'the node answered an empty boot ID', hintFor('unknown', node))
+    return id
+  }
+
+  /**
+   * The versions of the control plane's component configs (APIServerConfigs, ControllerManagerConfigs,
+   * SchedulerConfigs, namespace controlplane): each mirror pod carries the version it runs as its
+   * `talos.dev/config-version` annotation (what `talosctl upgrade-k8s` waits for, checkPodStatus).
+   * Undefined when the node's API does not serve these types.
+   */
+  async controlPlaneConfigVersions(node: ClusterNode): Promise<Map<string, string> | undefined> {
+    const out = new Map<string, string>()
+    for (const [component, type] of CONTROL_PLANE_CONFIGS) {
+      const result = await this.runner.run({
+        tool: 'talosctl',
+        args: ['get', type, ...this.secureArgs(node), '-o', 'json'],
+        node: node.name,
+        dryRunStdout: '',
+      })
+      // a node whose API does not serve the type (`resource "…" is not registered`): undefined, said by the caller
+      if (!result.ok && /code = NotFound desc = resource "[^"]+" is not registered/.test(result.stderr)) return undefined
+      if (!result.ok) throw this.failure(node, result)
+      for (const doc of parseJsonStream(result.stdout)) {
+        const version = (doc as { metadata?: { version?: unknown } }).metadata?.version
+        if (version !== undefined) out.set(component, String(version))
+      }
+    }
+    return out
+  }
+
+  /**
    * A batched read of `nodes` through `via` (BATCH_NODES a call), each node's answer or its own
    * error; the nodes the batch could not tell are asked alone (each through itself, READ_ALONE at a time).
    */
@@ -926,4 +1018,60 @@ function formatEtcdStatusDry(rows: EtcdStatus[]): string {
     s.errors,
   ]
   return line([...ETCD_STATUS_COLUMNS]) + rows.map((r) => line(cells(r))).join('')
+}
+
+/** The modes `apply-config --mode` takes (interactive aside). */
+export const APPLY_MODES = ['auto', 'no-reboot', 'reboot', 'staged', 'try'] as const
+export type ApplyMode = (typeof APPLY_MODES)[number]
+
+/** A dry run's verdict: nothing changes, a live change, one that needs a reboot, or a config the node refuses. */
+export type DryRunClass =
+  { class: 'none' } | { class: 'live'; diff: string } | { class: 'reboot'; diff: string } | { class: 'invalid'; text: string }
+
+/** The typed configs behind the control plane's static pods (controlplane namespace), by component. */
+const CONTROL_PLANE_CONFIGS: ReadonlyArray<[string, string]> = [
+  ['kube-apiserver', 'apiserverconfigs'],
+  ['kube-controller-manager', 'controllermanagerconfigs'],
+  ['kube-scheduler', 'schedulerconfigs'],
+]
+
+const IMMEDIATE_REFUSAL = "this config change can't be applied in immediate mode\ndiff:\n"
+
+/**
+ * A dry run's answer (`Dry run summary:\n<details> (skipped in dry-run).\nConfig diff:\n\n<diff>`):
+ * `No changes.` only when both configs encode the same (pkg/machinery/configdiff).
+ */
+export function classifyDryRun(text: string): DryRunClass {
+  const at = text.indexOf('Config diff:\n')
+  if (!/Dry run summary:/.test(text) || at < 0) return { class: 'invalid', text: `unexpected dry-run answer: ${text.trim().slice(0, 300)}` }
+  const diff = text.slice(at + 'Config diff:\n'.length).trim()
+  if (diff === 'No changes.') return { class: 'none' }
+  return { class: 'live', diff }
+}
+
+/** The diff of a try the node refused because the change needs a reboot, else undefined. */
+export function immediateRefusal(stderr: string): string | undefined {
+  const at = stderr.indexOf(IMMEDIATE_REFUSAL)
+  if (at < 0) return undefined
+  return stderr.slice(at + IMMEDIATE_REFUSAL.length).trimEnd()
+}
+
+/** The node's own text of a refusal: after gRPC's `desc = `, or talosctl's line. */
+function nodeText(stderr: string): string {
+  const desc = stderr.split('desc = ')
+  return (desc.length > 1 ? desc.slice(1).join('desc = ') : stderr).trim()
+}
+
+/** A MachineConfig's spec: the v1alpha1 document (a spec may come as the YAML of every document). */
+function v1alpha1Document(spec: unknown): unknown {
+  if (typeof spec !== 'string') return spec
+  for (const doc of parseAllYaml(spec)) {
+    const d = doc as { version?: unknown; kind?: unknown } | null
+    if (d && typeof d === 'object' && d.kind === undefined) return d
+  }
+  return undefined
+}
+
+function parseAllYaml(text: string): unknown[] {
+  return parseAllDocuments(text).map((d) => d.toJS() as unknown)
 }

@@ -108,6 +108,15 @@ const CASES: Array<[string, ErrorKind]> = [
     'error removing member: 1 error occurred:\n\t* 127.0.0.2: rpc error: code = Unknown desc = failed to remove member: failed to remove member 1311768467294899695: etcdserver: unhealthy cluster\n\n\n',
     'not-ready-yet',
   ],
+  // one change at a time on a node (day 2): retried, never a failure of the change itself
+  [
+    'error applying new configuration: rpc error: code = FailedPrecondition desc = another apply configuration is already in progress',
+    'busy',
+  ],
+  [
+    'error applying new configuration: rpc error: code = FailedPrecondition desc = configuration was already applied and node is rebooting, cannot apply more configuration changes until next reboot',
+    'busy',
+  ],
   ['Error: release: not found\n', 'unknown'],
   ['Error: uninstall: Release not loaded: cilium: release: not found\n', 'unknown'],
 ]
@@ -126,6 +135,7 @@ describe('classify', () => {
     expect(isTransient('unreachable')).toBe(true)
     expect(isTransient('timeout')).toBe(true)
     expect(isTransient('not-ready-yet')).toBe(true)
+    expect(isTransient('busy')).toBe(true)
     for (const kind of ['configured', 'pki-mismatch', 'config-invalid', 'disk-mismatch', 'unknown'] as const)
       expect(isTransient(kind)).toBe(false)
   })

@@ -223,4 +223,40 @@ describe('runPhases', () => {
       ['not-run', 'stopped by --fail-fast'],
     ])
   })
+
+  it("a step's own concurrency bounds it whatever CONCURRENCY; stopOnFailure takes no new node after the first failure", async () => {
+    let inFlight = 0
+    let peak = 0
+    const started: string[] = []
+    const phase: Phase = {
+      name: 'cluster-apply',
+      title: 'test',
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'one at a time',
+          concurrency: () => 1,
+          stopOnFailure: true,
+          run: async (node) => {
+            started.push(node.name)
+            inFlight++
+            peak = Math.max(peak, inFlight)
+            await sleep(10)
+            inFlight--
+            if (node.name === 'n-2') throw new NodeError('quorum', 'gate not passed', 'fix it')
+          },
+        },
+      ],
+    }
+    const results = await runPhases(fakeRun(nodes(4), 4), [phase])
+    expect(peak).toBe(1)
+    expect(started).toEqual(['n-1', 'n-2'])
+    const byName = Object.fromEntries((results[0]?.nodes ?? []).map((n) => [n.name, n]))
+    expect(byName['n-1']?.status).toBe('ok')
+    expect(byName['n-2']?.status).toBe('failed')
+    for (const name of ['n-3', 'n-4']) {
+      expect(byName[name]?.status).toBe('not-run')
+      expect(byName[name]?.detail).toBe('not started (stopped after n-2 failed)')
+    }
+  })
 })
