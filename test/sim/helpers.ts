@@ -248,14 +248,15 @@ export function stageLog(sim: Simulator, node: string): string[] {
 }
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-/** a CNI agent DaemonSet sim/kube makes nodes Ready with (kube-proxy-free: it reaches the API through
- *  KubePrism, as the generated configs need; test/sim/cni-network.test.ts) */
+/** a CNI agent DaemonSet whose pods make their nodes Ready (kube-proxy-free: it reaches the API through
+ *  KubePrism, as the generated configs need; test/sim/cni-network.test.ts). The pods carry the CNI
+ *  annotation themselves, as sim/charts/cilium.js's do: a real DaemonSet controller does not copy its own */
 export const CNI_DAEMONSET = `apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: cilium, namespace: kube-system, annotations: {sim.talos-bootstrap.dev/cni: "true"}}
 spec:
   selector: {matchLabels: {k8s-app: cilium}}
   template:
-    metadata: {labels: {k8s-app: cilium}}
+    metadata: {labels: {k8s-app: cilium}, annotations: {sim.talos-bootstrap.dev/cni: "true"}}
     spec: {hostNetwork: true, tolerations: [{operator: Exists}], containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.16.5", env: [{name: KUBERNETES_SERVICE_HOST, value: localhost}, {name: KUBERNETES_SERVICE_PORT, value: "7445"}]}]}
 `
