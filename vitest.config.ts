@@ -9,6 +9,10 @@ export default defineConfig({
     // what sim/kube, which answers at once, needed
     testTimeout: process.env.SIM_KUBE === 'model' ? 60_000 : 180_000,
     hookTimeout: process.env.SIM_KUBE === 'model' ? 60_000 : 180_000,
+    // rows of a describe.concurrent (the fault matrices' withCluster rows) in flight at once: most of a
+    // row is waiting, but more starves 2 cores; a queued row's timeout starts only when it runs
+    // (vitest's limiter is outside the test's timeout), so a row's budget is its own run
+    maxConcurrency: 3,
     pool: 'forks',
     // two files at once on CI's 2 cores: a serial run used under half of them (the tests mostly wait on
     // the simulator and the real tools); each file has its own 127.x.y range, so they never meet
