@@ -248,9 +248,9 @@ export function stageLog(sim: Simulator, node: string): string[] {
 }
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-/** a CNI agent DaemonSet whose pods make their nodes Ready (kube-proxy-free: it reaches the API through
- *  KubePrism, as the generated configs need; test/sim/cni-network.test.ts). The pods carry the CNI
- *  annotation themselves, as sim/charts/cilium.js's do: a real DaemonSet controller does not copy its own */
+/** a CNI agent DaemonSet sim/kube makes nodes Ready with (kube-proxy-free: it reaches the API through
+ *  KubePrism, as the generated configs need; test/sim/cni-network.test.ts); its pods carry the CNI
+ *  annotation too, which the kubelets on the real API (SIM_KUBE=real) read from each pod */
 export const CNI_DAEMONSET = `apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: cilium, namespace: kube-system, annotations: {sim.talos-bootstrap.dev/cni: "true"}}
