@@ -8,6 +8,13 @@ import { createHash } from 'node:crypto'
 /** Talos's control plane static pods (internal/app/machined/pkg/controllers/k8s/control_plane_static_pod.go) */
 export const CONTROL_PLANE_PODS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']
 
+/** the kubelet's waiting message of a container whose image pull failed (ImagePullBackOff), the registry's error after it */
+export const pullBackOff = (image, err) => `Back-off pulling image "${image}": ErrImagePull: ${err}`
+
+/** what containerd answers for an image the registry does not have */
+export const imageNotFound = (image) =>
+  `failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`
+
 /** the ID of a static pod's StaticPodStatus and the name of its mirror pod: `<component>-<node name>` */
 export const staticPodName = (component, node) => `${component}-${node}`
 
@@ -22,7 +29,7 @@ export function createHealthFaults(faults, controlPlanes = () => [], kubernetesV
   function imagePull(image) {
     const f = faults.find(null, { kind: 'image-pull' }).find((x) => x.image === image || String(image).startsWith(`${x.image}:`))
     if (!f) return null
-    return f.message ?? `failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`
+    return f.message ?? imageNotFound(image)
   }
 
   /**
@@ -34,7 +41,7 @@ export function createHealthFaults(faults, controlPlanes = () => [], kubernetesV
     if (f) return { restarts: f.restarts === true, message: f.message }
     const image = `registry.k8s.io/${component}:${kubernetesVersion}`
     const pull = imagePull(image)
-    return pull ? { restarts: false, message: `Back-off pulling image "${image}": ErrImagePull: ${pull}` } : null
+    return pull ? { restarts: false, message: pullBackOff(image, pull) } : null
   }
 
   /** a leader-elected component (kube-controller-manager, kube-scheduler) runs nowhere */
@@ -84,9 +91,7 @@ export function createHealthFaults(faults, controlPlanes = () => [], kubernetesV
         ],
       }
     }
-    const message =
-      f.message ??
-      `Back-off pulling image "${image}": ErrImagePull: failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`
+    const message = f.message ?? pullBackOff(image, imageNotFound(image))
     return {
       phase: 'Pending',
       conditions: unready,

@@ -192,7 +192,7 @@ export function startSimulator(opts: {
   speed?: number
   log?: (msg: string) => void
   /** 'model' (sim/kube) or 'real' (sim/kube-real.js: the real kube-apiserver, controller-manager and scheduler, the
-   *  simulator's kubelets); default SIM_KUBE, else 'model' */
+   *  simulator's kubelets); default SIM_KUBE, else 'real' */
   kube?: 'model' | 'real'
   /** the talosctl <dir>/bin links (tests: talosctl v1.13.9 against v1.13 nodes); default the one `task tools` provides */
   talosctl?: string

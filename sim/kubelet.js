@@ -15,6 +15,7 @@ import { certificateRequest } from './pki.js'
 import { KubeClient } from './lib-kubeclient.js'
 import { networkOf } from './talos/network.js'
 import { cniApiUnreachable, isCni } from './kube-rules.js'
+import { COREDNS_PROBE, imageNotFound, pullBackOff } from './health-faults.js'
 
 export const CHART_ANNOTATION = 'sim.talos-bootstrap.dev/chart'
 export const NOT_READY_MESSAGE =
@@ -493,7 +494,35 @@ export class Kubelets {
         },
       )
       st.key = key
+      await this.postEvent(k, pod, st)
     }
+  }
+
+  /** a Warning event about the pod, once per state that raises it (the kubelet's recorder: core/v1 Events) */
+  async postEvent(k, pod, st) {
+    const e = st.event
+    const key = e ? `${e.reason}|${e.message}` : null
+    if (key === st.eventKey) return
+    st.eventKey = key
+    if (!e) return
+    const t = isoNow()
+    const { namespace, name, uid, resourceVersion } = pod.metadata
+    const r = await k.client.request('POST', `/api/v1/namespaces/${namespace}/events`, {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: `${name}.${randomUUID().replaceAll('-', '').slice(0, 16)}`, namespace },
+      involvedObject: { kind: 'Pod', namespace, name, uid, apiVersion: 'v1', resourceVersion, fieldPath: e.fieldPath },
+      reason: e.reason,
+      message: e.message,
+      source: { component: 'kubelet', host: k.n.name },
+      firstTimestamp: t,
+      lastTimestamp: t,
+      count: 1,
+      type: 'Warning',
+      reportingComponent: 'kubelet',
+      reportingInstance: k.n.name,
+    })
+    if (r.status >= 300) this.ctx.log(`kubelet ${k.n.name}: event ${e.reason} on ${name}: ${r.body?.message ?? r.status}`)
   }
 
   /** Talos's static pods seen through the API: kube-apiserver-<node> etc. in kube-system, labelled as Talos's manifests label them */
@@ -539,8 +568,14 @@ export class Kubelets {
     const hostIP = k.n.ip
     const mirror = !!pod.metadata.annotations?.['kubernetes.io/config.mirror']
     const rules = this.ctx.health
-    const pulled = (pod.spec.containers ?? []).map((c) => rules.imagePull(c.image)).find(Boolean)
-    let pull = pulled ? { message: pulled } : null
+    // image-pull: the first container whose image the registry refuses waits in ImagePullBackOff with
+    // the registry's text, and the kubelet records the failed pull (kubelet images/image_manager.go)
+    const failing = (pod.spec.containers ?? []).find((c) => rules.imagePull(c.image))
+    const pulled = failing ? rules.imagePull(failing.image) : null
+    let pull = failing ? { container: failing.name, message: pullBackOff(failing.image, pulled) } : null
+    st.event = failing
+      ? { reason: 'Failed', message: `Failed to pull image "${failing.image}": ${pulled}`, fieldPath: `spec.containers{${failing.name}}` }
+      : null
     const component = mirror ? STATIC_PODS.find((c) => pod.metadata.name === `${c}-${n.name}`) : null
     const staticFault = component ? rules.staticPod(n.name, component) : null
     const chart = pod.metadata.annotations?.[CHART_ANNOTATION]
@@ -555,8 +590,10 @@ export class Kubelets {
           'crash',
           staticFault.message ?? `E0101 00:00:00.000000       1 run.go:72] "command failed" err="${component}: exit status 1"`,
         ]
-      else if (staticFault) [state, pull] = ['pull', { message: staticFault.message ?? imageNotFound(pod.spec.containers[0].image) }]
-      else state = n.apiServerUp ? 'running' : 'creating'
+      else if (staticFault) {
+        const c = pod.spec.containers[0]
+        ;[state, pull] = ['pull', { container: c.name, message: staticFault.message ?? pullBackOff(c.image, imageNotFound(c.image)) }]
+      } else state = n.apiServerUp ? 'running' : 'creating'
     } else if (isCni(pod)) {
       if (elapsedS < (timings.cni ?? 20)) state = 'creating'
       else {
@@ -576,7 +613,11 @@ export class Kubelets {
       state = netS < POD_START ? 'creating' : 'running'
     }
     if (state === 'running' && ['Never', 'OnFailure'].includes(pod.spec.restartPolicy)) state = 'done'
-    if (state === 'running' && pod.metadata.labels?.['k8s-app'] === 'kube-dns' && rules.corednsDown(n.name)) state = 'notready'
+    if (state === 'running' && pod.metadata.labels?.['k8s-app'] === 'kube-dns' && rules.corednsDown(n.name)) {
+      // coredns: it runs and its readiness probe fails (kubelet prober's Unhealthy event)
+      state = 'notready'
+      st.event = { reason: 'Unhealthy', message: COREDNS_PROBE, fieldPath: 'spec.containers{coredns}' }
+    }
     st.ready = state === 'running'
     st.ip ??= pod.spec.hostNetwork ? hostIP : this.podIp(node)
     const ready = st.ready ? 'True' : 'False'
@@ -633,11 +674,8 @@ export class Kubelets {
               },
             },
           }
-        if (state === 'pull')
-          return {
-            ...base,
-            state: { waiting: { reason: 'ImagePullBackOff', message: pull.message ?? `Back-off pulling image "${c.image}"` } },
-          }
+        if (state === 'pull' && c.name === pull.container)
+          return { ...base, state: { waiting: { reason: 'ImagePullBackOff', message: pull.message } } }
         return { ...base, state: { waiting: { reason: 'ContainerCreating' } } }
       }),
     }
@@ -665,7 +703,5 @@ const postCsr = (client, generateName, csr, signerName, usage) =>
   })
 
 const idOf = (text) => createHash('sha256').update(text).digest('hex').slice(0, 32)
-
-const imageNotFound = (image) => `failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`
 
 const uid64 = (pod, i) => `${pod.metadata.uid.replaceAll('-', '')}${i}`.padEnd(64, '0').slice(0, 64)

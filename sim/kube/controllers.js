@@ -10,7 +10,7 @@ import { FLUX_KINDS, createFluxRules } from '../flux-rules.js'
 import { syncReplicaSet } from './replicasets.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
 import { CNI_ANNOTATION, cniApiUnreachable, isCni, setCondition as setConditionAt } from '../kube-rules.js'
-import { COREDNS_PROBE } from '../health-faults.js'
+import { COREDNS_PROBE, pullBackOff } from '../health-faults.js'
 
 export { CNI_ANNOTATION }
 // the chart a pod comes from (sim/charts): while faults.chartCrash(chart) gives a message (a
@@ -291,7 +291,7 @@ export function createControllers({ store, registry, clock, timings, faults, net
     }
     const image = (pod.spec.containers || []).map((c) => c.image).find((i) => hf.imagePull(i))
     if (image) {
-      const message = `Back-off pulling image "${image}": ErrImagePull: ${hf.imagePull(image)}`
+      const message = pullBackOff(image, hf.imagePull(image))
       next.status = {
         ...next.status,
         phase: 'Pending',

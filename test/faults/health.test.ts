@@ -39,8 +39,11 @@ const HEALTH_ROW_TIMEOUT = 2 * ROW_TIMEOUT
 const STATUS_FLAGS = ['--call-timeout', '30s']
 const READY_SHORT = fastWith('--ready-timeout', '8s')
 
-/** the task a hint ends with (`…, then run: task …`) */
-const taskOf = (hint: string | undefined): string => /run: (task .*)$/.exec(hint ?? '')?.[1] ?? 'false'
+/**
+ * the task a hint ends with (`…, then run: task …`); the first one where a step joins its failures'
+ * hints (`…; also: …`: Talos's CoreDNS runs two replicas, each failing pod has its own)
+ */
+const taskOf = (hint: string | undefined): string => /run: (task [^;]*)/.exec(hint ?? '')?.[1] ?? 'false'
 
 /** a printed command run verbatim in a fresh shell succeeds */
 async function succeeds(cluster: E2eCluster, command: string): Promise<void> {

@@ -9,12 +9,12 @@ import { E2eCluster, nodeIn, statuses, type ClusterShape } from '../e2e/harness.
  * Short waits for the matrix: few retries, a short call deadline. The phase waits stay generous
  * (a healthy node needs ~1 s of each at speed 600, more on a loaded CI machine); a row shortens
  * only the one wait its failing node must sit out (e.g. `fastWith('--ready-timeout', '6s')`).
- * With SIM_KUBE=real the bootstrap's wait for the endpoint (`--bootstrap-timeout`), wait-ready's for
+ * With the real control plane (the default; SIM_KUBE=model is sim/kube) the bootstrap's wait for the endpoint (`--bootstrap-timeout`), wait-ready's for
  * the API's /readyz (`--ready-timeout`) and Flux's are 60 s: a real kube-apiserver starts in about
  * 3 s of CPU, 4 s idle and up to 25 s on a 2-core machine with several clusters starting at once
  * (docs/real-control-plane.md); sim/kube answers at once, so 20 s keep its failing rows short.
  */
-const KUBE_WAIT = process.env.SIM_KUBE === 'real' ? '60s' : '20s'
+const KUBE_WAIT = process.env.SIM_KUBE === 'model' ? '20s' : '60s'
 export const FAST = [
   '--verify-timeout',
   '20s',
@@ -30,33 +30,22 @@ export const FAST = [
   '2',
 ]
 
-/** Rows of one file in flight at once: most of a row is waiting, but more than this starves 2 cores. */
-const ROWS_AT_ONCE = 3
-let running = 0
-const queue: Array<() => void> = []
-
-/** A row may wait for a slot and run slowly on a loaded machine: its own deadline covers both. */
+/**
+ * A row's own deadline: its run on a loaded machine. Waiting for a slot is not in it: vitest's
+ * `maxConcurrency` (vitest.config.ts) starts a queued row, and its timeout, only once a slot is free.
+ */
 export const ROW_TIMEOUT = 180_000
 
 /**
  * One row's own simulated cluster, stopped whatever happens. The rows of a file run concurrently
- * (describe.concurrent, each on its own range), at most ROWS_AT_ONCE at a time.
+ * (describe.concurrent, each on its own range), at most vitest's `maxConcurrency` at a time.
  */
 export async function withCluster(range: string, shape: ClusterShape, row: (cluster: E2eCluster) => Promise<void>): Promise<void> {
-  // a finished row hands its slot straight to the next one waiting
-  if (running >= ROWS_AT_ONCE) await new Promise<void>((resolve) => queue.push(resolve))
-  else running++
+  const cluster = await E2eCluster.start(range, shape)
   try {
-    const cluster = await E2eCluster.start(range, shape)
-    try {
-      await row(cluster)
-    } finally {
-      await cluster.stop()
-    }
+    await row(cluster)
   } finally {
-    const next = queue.shift()
-    if (next) next()
-    else running--
+    await cluster.stop()
   }
 }
 

@@ -20,7 +20,7 @@ export interface ClusterOpts {
   vip?: boolean
   timings?: ScenarioInput['timings']
   discovery?: 'enabled' | 'disabled'
-  /** the Kubernetes side: sim/kube (default, or SIM_KUBE) or the real control plane */
+  /** the Kubernetes side: the real control plane (default, or SIM_KUBE) or sim/kube, the imitation ('model') */
   kube?: 'model' | 'real'
 }
 
@@ -249,13 +249,14 @@ export function stageLog(sim: Simulator, node: string): string[] {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** a CNI agent DaemonSet sim/kube makes nodes Ready with (kube-proxy-free: it reaches the API through
- *  KubePrism, as the generated configs need; test/sim/cni-network.test.ts) */
+ *  KubePrism, as the generated configs need; test/sim/cni-network.test.ts); its pods carry the CNI
+ *  annotation too, which the kubelets on the real API (SIM_KUBE=real) read from each pod */
 export const CNI_DAEMONSET = `apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: cilium, namespace: kube-system, annotations: {sim.talos-bootstrap.dev/cni: "true"}}
 spec:
   selector: {matchLabels: {k8s-app: cilium}}
   template:
-    metadata: {labels: {k8s-app: cilium}}
+    metadata: {labels: {k8s-app: cilium}, annotations: {sim.talos-bootstrap.dev/cni: "true"}}
     spec: {hostNetwork: true, tolerations: [{operator: Exists}], containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.16.5", env: [{name: KUBERNETES_SERVICE_HOST, value: localhost}, {name: KUBERNETES_SERVICE_PORT, value: "7445"}]}]}
 `

@@ -27,7 +27,7 @@ describe('kube API inside the simulator', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sim-kube-cluster-'))
-    c = await startOn('127.43.1', { cps: 1, workers: 1, image: 'disk', speed: 1000, timings: { cni: 60 } })
+    c = await startOn('127.43.1', { cps: 1, workers: 1, image: 'disk', speed: 1000, timings: { cni: 60 }, kube: 'model' })
     for (const node of ['cp-1', 'wrkr-1']) expect((await applyInsecure(c.sim, node)).code).toBe(0)
     expect((await bootstrapWhenReady(c.sim, 'cp-1')).code).toBe(0)
     await c.sim.until(() => ['cp-1', 'wrkr-1'].every((x) => c.sim.node(x)!.registered))

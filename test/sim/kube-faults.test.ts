@@ -28,7 +28,7 @@ function kubeGet(s: Started['sim'], host: string, path: string): Promise<{ statu
 
 describe('on: kube faults', () => {
   it('refused resets connections, unavailable answers 503 on matching paths only, each for its `times`', async () => {
-    c = await startOn('127.183.1', { cps: 1, workers: 0, image: 'disk', vip: false })
+    c = await startOn('127.183.1', { cps: 1, workers: 0, image: 'disk', vip: false, kube: 'model' })
     const { sim } = c
     await applyInsecure(sim, 'cp-1')
     await bootstrapWhenReady(sim, 'cp-1')

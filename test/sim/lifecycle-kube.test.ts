@@ -38,7 +38,7 @@ function kubeGet(
 
 describe('Kubernetes API listeners', () => {
   it('6443 opens on each control plane when its etcd is healthy, and on the VIP after bootstrap; the serving cert names them', async () => {
-    c = await startOn('127.23.20', { cps: 2, workers: 0, image: 'disk' })
+    c = await startOn('127.23.20', { cps: 2, workers: 0, image: 'disk', kube: 'model' })
     const { sim } = c
     await applyInsecure(sim, 'cp-1')
     await applyInsecure(sim, 'cp-2')
@@ -62,6 +62,7 @@ describe('Kubernetes API listeners', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sim-test-'))
     const sim = await startSimulator({
       dir,
+      kube: 'model',
       scenario: {
         cluster: { name: 'test', endpoint: 'https://127.23.21.10:6443', vip: { address: '127.23.21.10', up: 'never' } },
         speed: 1000,

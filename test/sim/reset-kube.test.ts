@@ -28,7 +28,7 @@ const ready = (n: KubeObject | undefined): { status: string; lastTransitionTime:
   )
 
 async function running(range: string, speed = 1000): Promise<Started> {
-  c = await startOn(range, { cps: 1, workers: 1, image: 'disk', speed, timings: { drain: 30 } })
+  c = await startOn(range, { cps: 1, workers: 1, image: 'disk', speed, timings: { drain: 30 }, kube: 'model' })
   const { sim } = c
   for (const n of ['cp-1', 'wrkr-1']) await applyInsecure(sim, n)
   await bootstrapWhenReady(sim, 'cp-1')
@@ -162,7 +162,14 @@ describe('reset, Kubernetes side', () => {
   })
 
   it('a refused etcd leave is retried for 5 minutes before the reset sequence fails (still configured, resetting)', async () => {
-    c = await startOn('127.162.5', { cps: 1, workers: 0, image: 'disk', speed: 1000, faults: [{ node: 'cp-1', kind: 'etcd-leave' }] })
+    c = await startOn('127.162.5', {
+      cps: 1,
+      workers: 0,
+      image: 'disk',
+      speed: 1000,
+      faults: [{ node: 'cp-1', kind: 'etcd-leave' }],
+      kube: 'model',
+    })
     const s = c
     const { sim } = s
     await applyInsecure(sim, 'cp-1')
