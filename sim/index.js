@@ -7,7 +7,7 @@ export { Simulator } from './cluster.js'
 
 /**
  * startSimulator({scenario: object | YAML path | YAML text, dir = '.sim', speed?, log?, kube?, talosctl?})
- * kube: 'model' (sim/kube) or 'real' (sim/kube-real.js: the real control plane); default SIM_KUBE, else 'real'.
+ * kube: 'model' (sim/kube) or 'real' (sim/kube-real.js: the real control plane); default SIM_KUBE, else 'model'.
  * resolves once every node is in maintenance (its first stage).
  */
 export async function startSimulator({ scenario, dir = '.sim', speed, log, kube, talosctl } = {}) {

@@ -9,12 +9,12 @@ import { E2eCluster, nodeIn, statuses, type ClusterShape } from '../e2e/harness.
  * Short waits for the matrix: few retries, a short call deadline. The phase waits stay generous
  * (a healthy node needs ~1 s of each at speed 600, more on a loaded CI machine); a row shortens
  * only the one wait its failing node must sit out (e.g. `fastWith('--ready-timeout', '6s')`).
- * With the real control plane (the default; SIM_KUBE=model is sim/kube) the bootstrap's wait for the endpoint (`--bootstrap-timeout`), wait-ready's for
+ * With SIM_KUBE=real the bootstrap's wait for the endpoint (`--bootstrap-timeout`), wait-ready's for
  * the API's /readyz (`--ready-timeout`) and Flux's are 60 s: a real kube-apiserver starts in about
  * 3 s of CPU, 4 s idle and up to 25 s on a 2-core machine with several clusters starting at once
  * (docs/real-control-plane.md); sim/kube answers at once, so 20 s keep its failing rows short.
  */
-const KUBE_WAIT = process.env.SIM_KUBE === 'model' ? '20s' : '60s'
+const KUBE_WAIT = process.env.SIM_KUBE === 'real' ? '60s' : '20s'
 export const FAST = [
   '--verify-timeout',
   '20s',

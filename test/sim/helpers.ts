@@ -20,7 +20,7 @@ export interface ClusterOpts {
   vip?: boolean
   timings?: ScenarioInput['timings']
   discovery?: 'enabled' | 'disabled'
-  /** the Kubernetes side: the real control plane (default, or SIM_KUBE) or sim/kube, the imitation ('model') */
+  /** the Kubernetes side: sim/kube, the imitation (default, or SIM_KUBE), or the real control plane */
   kube?: 'model' | 'real'
 }
 
