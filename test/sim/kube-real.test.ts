@@ -211,7 +211,8 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
       return (
         p.length === 1 &&
         waiting(p[0])?.state?.waiting?.reason === 'ImagePullBackOff' &&
-        waiting(p[0])?.state?.waiting?.message === 'pull access denied'
+        // the kubelet's back-off text around the registry's answer (sim/health-faults.js pullBackOff)
+        waiting(p[0])?.state?.waiting?.message === 'Back-off pulling image "registry.k8s.io/nginx:1.27": ErrImagePull: pull access denied'
       )
     })
     await eventually('the faulted mirror pods', async () => {
