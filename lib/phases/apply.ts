@@ -3,21 +3,24 @@ import { hintFor } from '../cli/hints.js'
 import type { ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
 import type { Run } from '../engine/run.js'
-import { appliedAndWaiting } from './shared/endpoint.js'
+import { appliedAndWaiting, INSTALLING_SINCE_EARLIER_RUN, installingSinceEarlierRun } from './shared/endpoint.js'
 
 async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
   if (!facts.state || facts.state === 'unreachable') {
     report.progress('probing')
+    const installing = installingSinceEarlierRun(node, run)
     try {
-      facts.state = (await report.retry(() => run.talosctl.probe(node))).state
+      facts.state = (await report.retry(() => run.talosctl.probe(node), installing ? { retries: () => false } : undefined)).state
     } catch (err) {
       // applied before, its API waiting for the control plane: configured (--reapply must wait for the bootstrap)
       const waits = err instanceof NodeError && err.transient ? await appliedAndWaiting(node, run) : undefined
-      if (!waits) throw err
+      // or still installing (rebooting) after an earlier run's apply, as preflight concludes when it runs
+      const why = waits ?? (err instanceof NodeError && err.transient && installing ? INSTALLING_SINCE_EARLIER_RUN : undefined)
+      if (!why) throw err
       const error = new NodeError(
         'configured',
-        `the node took its config before and is not answering yet: ${waits}`,
+        `the node took its config before and is not answering yet: ${why}`,
         hintFor('configured', node),
       )
       return { status: 'skipped', detail: 'already configured', error }

@@ -13,7 +13,7 @@ import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
 import type { Run } from '../engine/run.js'
 import type { SharedReading } from '../wait/shared-reading.js'
 import type { Disk } from '../tools/talosctl.js'
-import { appliedAndWaiting, endpointReading } from './shared/endpoint.js'
+import { appliedAndWaiting, endpointReading, INSTALLING_SINCE_EARLIER_RUN, installingSinceEarlierRun } from './shared/endpoint.js'
 import {
   configContradictions,
   controlPlaneOnlyScheduling,
@@ -89,9 +89,7 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
     }
   }
   let disks: Disk[] = []
-  // took a config in an earlier run (or had one sent when that run stopped) and was never seen up:
-  // silence is its install (a node verified before that falls silent is down or rebooting: retried as ever)
-  const tookConfig = run.journal.tookConfig(node.name) && !run.journal.done(node.name, 'verify') && !run.options.reset
+  const tookConfig = installingSinceEarlierRun(node, run)
   try {
     // one process a node: the disks read is the probe (at 300 nodes a second call was seconds of CPU on the critical path)
     const value = await report.retry(() => run.talosctl.probeDisks(node), tookConfig ? { retries: () => false } : undefined)
@@ -108,10 +106,7 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
       if (tookConfig) {
         // an ISO install takes minutes: verify waits for it with its own timeout, not preflight's retries
         facts.state = 'configured'
-        return {
-          status: 'ok',
-          detail: `took its config in an earlier run and does not answer yet (installing or rebooting): verify waits for it`,
-        }
+        return { status: 'ok', detail: INSTALLING_SINCE_EARLIER_RUN }
       }
       facts.state = 'unreachable'
       // a node about to be reset may well be down or boot-looping: the reset decides

@@ -44,6 +44,18 @@ export async function appliedAndWaiting(
   return (await endpoint.get()) ? undefined : waits
 }
 
+/**
+ * Took its config in an earlier run (or had one sent when that run stopped) and was never verified
+ * since: its silence is the install or the reboot that follows, which verify waits for with its own
+ * timeout. A node verified before that falls silent is down or rebooting, and is retried as ever.
+ */
+export function installingSinceEarlierRun(node: ClusterNode, run: Run): boolean {
+  return run.journal.tookConfig(node.name) && !run.journal.done(node.name, 'verify') && !run.options.reset
+}
+
+export const INSTALLING_SINCE_EARLIER_RUN =
+  'took its config in an earlier run and does not answer yet (installing or rebooting): verify waits for it'
+
 /** Endpoint if it answers, else a control plane's own address. Returns where it points. */
 export async function pointKubeconfig(run: Run): Promise<string> {
   return (await aimKubeconfig(run)).where
