@@ -9,6 +9,11 @@ export interface NodeOutcome {
   status: 'ok' | 'skipped'
   detail?: string
   error?: NodeError
+  /**
+   * ok by inference, without the node answering (a worker whose API waits for the control plane):
+   * the journal keeps it unconfirmed until a later phase of the same node ends ok
+   */
+  provisional?: true
 }
 
 /** Handed to every step: live progress for the display and retry bookkeeping for the report. */

@@ -200,7 +200,7 @@ function nodeStepTask(
                 )
               }
               // a run killed later still leaves what this node did
-              if (last) run.journal.recordNode(phase, record)
+              if (last) run.journal.recordNode(phase, record, outcome.provisional)
             } catch (err) {
               record.durationMs += performance.now() - started
               record.status = 'failed'

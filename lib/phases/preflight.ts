@@ -81,7 +81,7 @@ async function talosctlOlderThanCluster(run: Run): Promise<{ talosctl: string; c
 async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endpoint: SharedReading<boolean>): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)
   // verified in an earlier run: one authenticated read confirms it; if it disagrees, the full probe decides
-  if (run.journal.done(node.name, 'verify') && !run.options.reset) {
+  if (run.journal.verified(node.name) && !run.options.reset) {
     const status = await run.talosctl.machineStatus(node).catch(() => undefined)
     if (status) {
       facts.state = 'configured'

@@ -12,6 +12,8 @@ interface JournalEntry {
    * (killed or interrupted with it in flight): the node may have taken it.
    */
   sent?: string
+  /** ok by inference, the node never answering (a worker waiting for the control plane): see `verified` */
+  provisional?: true
 }
 
 interface JournalFile {
@@ -70,6 +72,18 @@ export class Journal {
   }
 
   /**
+   * The node answered verify in an earlier or this run: a verify that was ok only by inference
+   * (provisional: a silent worker taken to wait for the control plane) counts once a later phase of
+   * the node ended ok; until then its silence may be an install that never finished.
+   */
+  verified(node: string): boolean {
+    if (!this.done(node, 'verify')) return false
+    if (!this.data.nodes[node]?.verify?.provisional) return true
+    const later = PHASE_NAMES.slice(PHASE_NAMES.indexOf('verify') + 1)
+    return later.some((phase) => this.data.nodes[node]?.[phase]?.status === 'ok')
+  }
+
+  /**
    * The node took its config, in an earlier run or this one, or may have: an apply was sent and the
    * run that sent it never learned its outcome. Such a node that does not answer is installing or
    * rebooting, not down.
@@ -84,7 +98,10 @@ export class Journal {
   }
 
   /** One node's outcome in a phase as soon as it is known, saved at once. */
-  recordNode(phase: PhaseName, node: Pick<NodeResult, 'name' | 'status'>): void {
+  recordNode(phase: PhaseName, node: Pick<NodeResult, 'name' | 'status'>, provisional?: true): void {
+    const key = `${node.name}\0${phase}`
+    if (provisional) this.provisionalThisRun.add(key)
+    else this.provisionalThisRun.delete(key)
     if (this.put(node.name, phase, node.status)) this.saveQuietly()
   }
 
@@ -105,11 +122,20 @@ export class Journal {
   }
 
   /** not-run keeps what the node had; an unsettled `sent` mark stays until its outcome is known */
+  /** node and phase outcomes recorded provisional by this run, kept when the phase's results are recorded whole */
+  private readonly provisionalThisRun = new Set<string>()
+
   private put(node: string, phase: PhaseName, status: NodeStatus): boolean {
+    const provisional = this.provisionalThisRun.has(`${node}\0${phase}`) ? (true as const) : undefined
     if (status === 'not-run') return false
     const entry = (this.data.nodes[node] ??= {})
     const sent = entry[phase]?.sent
-    entry[phase] = { status, at: new Date().toISOString(), ...(sent && status !== 'ok' && status !== 'skipped' ? { sent } : {}) }
+    entry[phase] = {
+      status,
+      at: new Date().toISOString(),
+      ...(sent && status !== 'ok' && status !== 'skipped' ? { sent } : {}),
+      ...(provisional && status === 'ok' ? { provisional } : {}),
+    }
     return true
   }
 
@@ -152,9 +178,10 @@ function shapeProblem(data: unknown): string | undefined {
         !isObject(entry) ||
         !STATUSES.includes(String(entry.status)) ||
         typeof entry.at !== 'string' ||
-        (entry.sent !== undefined && typeof entry.sent !== 'string')
+        (entry.sent !== undefined && typeof entry.sent !== 'string') ||
+        (entry.provisional !== undefined && entry.provisional !== true)
       )
-        return `nodes.${node}.${phase} is not {status, at, sent?}`
+        return `nodes.${node}.${phase} is not {status, at, sent?, provisional?}`
     }
   }
   return undefined

@@ -13,7 +13,7 @@ afterEach(() => {
   dir = undefined
 })
 
-const onDisk = (d: string): { nodes: Record<string, Record<string, { status: string; sent?: string }>> } =>
+const onDisk = (d: string): { nodes: Record<string, Record<string, { status: string; sent?: string; provisional?: boolean }>> } =>
   JSON.parse(readFileSync(join(d, '.bootstrap', 'journal.json'), 'utf8'))
 
 describe('journal, per node', () => {
@@ -51,5 +51,33 @@ describe('journal, per node', () => {
     journal.sending('wrkr-1', 'apply')
     journal.recordNode('apply', { name: 'wrkr-1', status: 'ok' })
     expect(() => readFileSync(join(dir as string, '.bootstrap', 'journal.json'))).toThrow(/ENOENT/)
+  })
+
+  it('a verify ok only by inference (a silent worker taken to wait for the control plane) is not verified until a later phase ends ok', () => {
+    dir = mkdtempSync(join(tmpdir(), 'tb-journal-'))
+    const journal = Journal.load(dir)
+    journal.recordNode('apply', { name: 'wrkr-1', status: 'ok' })
+    journal.recordNode('verify', { name: 'wrkr-1', status: 'ok' }, true)
+    // the phase's results recorded whole at its end keep the mark
+    journal.record({ name: 'verify', nodes: [{ name: 'wrkr-1', status: 'ok' }] } as Parameters<Journal['record']>[0])
+    expect(onDisk(dir).nodes['wrkr-1']?.verify).toMatchObject({ status: 'ok', provisional: true })
+    let again = Journal.load(dir)
+    expect(again.done('wrkr-1', 'verify')).toBe(true)
+    expect(again.verified('wrkr-1')).toBe(false)
+
+    // its wait-ready never heard from it either: still not verified
+    journal.recordNode('wait-ready', { name: 'wrkr-1', status: 'failed' })
+    expect(Journal.load(dir).verified('wrkr-1')).toBe(false)
+
+    // a later verify that heard it replaces the mark
+    journal.recordNode('verify', { name: 'wrkr-1', status: 'ok' })
+    again = Journal.load(dir)
+    expect(onDisk(dir).nodes['wrkr-1']?.verify?.provisional).toBeUndefined()
+    expect(again.verified('wrkr-1')).toBe(true)
+
+    // confirmed by a later phase of the node
+    journal.recordNode('verify', { name: 'wrkr-2', status: 'ok' }, true)
+    journal.recordNode('wait-ready', { name: 'wrkr-2', status: 'ok' })
+    expect(Journal.load(dir).verified('wrkr-2')).toBe(true)
   })
 })

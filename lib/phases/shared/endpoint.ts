@@ -45,12 +45,12 @@ export async function appliedAndWaiting(
 }
 
 /**
- * Took its config in an earlier run (or had one sent when that run stopped) and was never verified
- * since: its silence is the install or the reboot that follows, which verify waits for with its own
+ * Took its config in an earlier run (or had one sent when that run stopped) and never answered
+ * verify since (Journal.verified): its silence is the install or the reboot that follows, which verify waits for with its own
  * timeout. A node verified before that falls silent is down or rebooting, and is retried as ever.
  */
 export function installingSinceEarlierRun(node: ClusterNode, run: Run): boolean {
-  return run.journal.tookConfig(node.name) && !run.journal.done(node.name, 'verify') && !run.options.reset
+  return run.journal.tookConfig(node.name) && !run.journal.verified(node.name) && !run.options.reset
 }
 
 export const INSTALLING_SINCE_EARLIER_RUN =

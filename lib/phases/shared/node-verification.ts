@@ -218,7 +218,7 @@ async function pollVerified(
   }
   try {
     const detail = await report.poll(check, run.settings.verifyTimeoutMs)
-    return { status: 'ok', detail }
+    return run.facts.of(node.name).awaitingControlPlane === undefined ? { status: 'ok', detail } : { status: 'ok', detail, provisional: true }
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err
     const after = run.facts.of(node.name).awaitingControlPlane
