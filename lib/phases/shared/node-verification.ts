@@ -218,7 +218,9 @@ async function pollVerified(
   }
   try {
     const detail = await report.poll(check, run.settings.verifyTimeoutMs)
-    return run.facts.of(node.name).awaitingControlPlane === undefined ? { status: 'ok', detail } : { status: 'ok', detail, provisional: true }
+    return run.facts.of(node.name).awaitingControlPlane === undefined
+      ? { status: 'ok', detail }
+      : { status: 'ok', detail, provisional: true }
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err
     const after = run.facts.of(node.name).awaitingControlPlane
