@@ -16,6 +16,7 @@ import { KubeClient } from './lib-kubeclient.js'
 import { networkOf } from './talos/network.js'
 import { cniApiUnreachable, isCni } from './kube-rules.js'
 import { COREDNS_PROBE, imageNotFound, pullBackOff } from './health-faults.js'
+import { KubeletApi } from './kubelet-api.js'
 
 export const CHART_ANNOTATION = 'sim.talos-bootstrap.dev/chart'
 export const NOT_READY_MESSAGE =
@@ -44,6 +45,7 @@ export class Kubelets {
     this.pods = [] // last list
     this.timer = null
     this.busy = false
+    this.api = new KubeletApi(ctx, this) // each running kubelet's :10250 (kubectl logs)
   }
 
   start() {
@@ -54,6 +56,7 @@ export class Kubelets {
   stop() {
     clearInterval(this.timer)
     this.timer = null
+    this.api.closeAll()
     for (const k of this.states.values()) k.client?.close()
   }
 
@@ -230,6 +233,7 @@ export class Kubelets {
   async sync(k) {
     if (!this.alive(k)) {
       k.registered = false
+      this.api.close(k.n.name)
       return
     }
     // one registration step at a time; a failure (no bootstrap token yet, the API away) is retried on a later tick
@@ -247,6 +251,7 @@ export class Kubelets {
       k.registered = false // deleted (kubectl delete node): the kubelet registers it again
       return
     }
+    this.api.serve(k)
     const mine = this.pods.filter((p) => p.spec.nodeName === k.n.name)
     await this.syncPods(k, node, mine)
     await this.syncNodeStatus(k, node, mine)
@@ -337,9 +342,10 @@ export class Kubelets {
    * no approver runs here, so the request stays Pending
    */
   async servingCsr(k, address) {
-    const { csr } = await certificateRequest(`CN=system:node:${k.n.name}, O=system:nodes`, { ips: [address], names: [k.n.name] })
+    const { csr, key } = await certificateRequest(`CN=system:node:${k.n.name}, O=system:nodes`, { ips: [address], names: [k.n.name] })
     const r = await postCsr(k.client, 'csr-', csr, 'kubernetes.io/kubelet-serving', 'server auth')
     k.servingCsr = r.metadata.name
+    k.servingKey = key
   }
 
   /**
@@ -351,6 +357,9 @@ export class Kubelets {
       'GET',
       `/apis/certificates.k8s.io/v1/certificatesigningrequests?fieldSelector=${encodeURIComponent('spec.signerName=kubernetes.io/kubelet-serving')}`,
     )
+    // approved, the controller-manager's signer issues it and the kubelet serves with it (:10250)
+    const own = (list.items ?? []).find((c) => c.metadata.name === k.servingCsr)
+    if (own?.status?.certificate && !k.servingCert) k.servingCert = Buffer.from(own.status.certificate, 'base64').toString()
     k.pendingServing = (list.items ?? [])
       .filter((c) => c.spec?.username === `system:node:${k.n.name}` && !(c.status?.conditions ?? []).some((x) => x.type === 'Approved'))
       .map((c) => c.metadata.name)
@@ -478,6 +487,7 @@ export class Kubelets {
       let st = k.pods.get(uid)
       if (!st) k.pods.set(uid, (st = { since: Date.now(), ready: false }))
       const want = this.podStatus(k, node, pod, st)
+      st.status = want // what its API (:10250) answers from, as the kubelet's status manager holds it
       const key = JSON.stringify([
         want.phase,
         want.podIP,
@@ -655,18 +665,27 @@ export class Kubelets {
           ready: st.ready,
         }
         if (state === 'running' || state === 'notready')
-          return { ...base, containerID: `containerd://${uid64(pod, i)}`, state: { running: { startedAt: started } } }
+          return { ...base, containerID: `containerd://${uid64(pod, i, base.restartCount)}`, state: { running: { startedAt: started } } }
         if (state === 'done')
           return {
             ...base,
-            containerID: `containerd://${uid64(pod, i)}`,
+            containerID: `containerd://${uid64(pod, i, base.restartCount)}`,
             state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started ?? t, finishedAt: t } },
           }
         if (state === 'crash')
           return {
             ...base,
             restartCount: base.restartCount + (prev?.state?.waiting?.reason === 'CrashLoopBackOff' ? 0 : 1),
-            lastState: { terminated: { exitCode: 1, reason: 'Error', ...(log ? { message: log } : {}), startedAt: t, finishedAt: t } },
+            lastState: {
+              terminated: {
+                exitCode: 1,
+                reason: 'Error',
+                ...(log ? { message: log } : {}),
+                startedAt: t,
+                finishedAt: t,
+                containerID: `containerd://${uid64(pod, i, base.restartCount)}`,
+              },
+            },
             state: {
               waiting: {
                 reason: 'CrashLoopBackOff',
@@ -704,4 +723,5 @@ const postCsr = (client, generateName, csr, signerName, usage) =>
 
 const idOf = (text) => createHash('sha256').update(text).digest('hex').slice(0, 32)
 
-const uid64 = (pod, i) => `${pod.metadata.uid.replaceAll('-', '')}${i}`.padEnd(64, '0').slice(0, 64)
+/** a container's ID: per pod, container and attempt (a restarted container is another container) */
+const uid64 = (pod, i, attempt = 0) => createHash('sha256').update(`${pod.metadata.uid}/${i}/${attempt}`).digest('hex')

@@ -276,6 +276,25 @@ export async function generatePki({ nodes, vip, role = 'os:admin' }) {
 }
 const pair = (ca) => ({ cert: ca.cert, key: ca.key })
 
+/**
+ * The kubelet's own serving certificate when none is configured (kubelet.go with client-go
+ * cert.GenerateSelfSignedCertKey): a CA `<host>-ca@<unix time>` made for it, and a leaf `<host>@<unix
+ * time>` for the host name and address. Nobody checks it (the API server dials kubelets without a CA).
+ */
+export async function kubeletSelfSigned(host, ip) {
+  const now = Math.floor(Date.now() / 1000)
+  const ca = await makeCA(`CN=${host}-ca@${now}`, EC)
+  const leaf = await issue(ca, {
+    subject: `CN=${host}@${now}`,
+    usages: ['server'],
+    sans: [
+      { type: 'dns', value: host },
+      { type: 'ip', value: ip },
+    ],
+  })
+  return { cert: `${leaf.cert.trimEnd()}\n${ca.cert.trimEnd()}\n`, key: leaf.key }
+}
+
 /** a kubelet's certificate request (PKCS#10 PEM) and its new P-256 key, as the kubelet's
  *  bootstrap makes them (k8s.io/client-go/util/certificate/csr): subject e.g. `CN=system:node:cp-1, O=system:nodes` */
 export async function certificateRequest(subject, { ips = [], names = [] } = {}) {

@@ -31,6 +31,8 @@ export interface ClusterShape {
   talosctl?: string
   vip?: 'after-bootstrap' | 'never' | false
   discovery?: 'enabled' | 'disabled'
+  /** the simulator's Kubernetes: the real control plane, or sim/kube (default: SIM_KUBE, else sim/kube) */
+  kube?: 'real' | 'model'
   /** the control planes' configs allow workloads on them (a cluster without workers that runs Flux needs it) */
   allowSchedulingOnControlPlanes?: boolean
   talosconfigRole?: 'os:admin' | 'os:operator' | 'os:reader' | 'os:etcd:backup'
@@ -112,6 +114,7 @@ export class E2eCluster {
       scenario: scenario(range, shape),
       dir,
       ...(shape.talosctl ? { talosctl: shape.talosctl } : {}),
+      ...(shape.kube ? { kube: shape.kube } : {}),
     })
     return new E2eCluster(sim, dir)
   }

@@ -49,9 +49,9 @@ export async function withCluster(range: string, shape: ClusterShape, row: (clus
   }
 }
 
-/** Replaces one flag's value in FAST (e.g. a longer call timeout for the latency row). */
-export function fastWith(flag: string, value: string): string[] {
-  const out = [...FAST]
+/** Replaces one flag's value in FAST, or in `base` (e.g. a longer call timeout for the latency row). */
+export function fastWith(flag: string, value: string, base: string[] = FAST): string[] {
+  const out = [...base]
   const at = out.indexOf(flag)
   if (at >= 0) out[at + 1] = value
   else out.push(flag, value)
