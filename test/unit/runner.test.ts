@@ -259,4 +259,75 @@ describe('runPhases', () => {
       expect(byName[name]?.detail).toBe('not started (stopped after n-2 failed)')
     }
   })
+  it("stopOnFailure 'phase': a failure in the first such step starts no node of the next (upgrade:talos: a control plane failed, no worker starts); order decides who goes first", async () => {
+    const started: string[] = []
+    const phase: Phase = {
+      name: 'upgrade-talos',
+      title: 'test',
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'control planes, the last listed first',
+          applies: (node) => node.name !== 'n-4' && node.name !== 'n-5',
+          concurrency: () => 1,
+          stopOnFailure: 'phase',
+          order: (list) => [...list].reverse(),
+          run: async (node) => {
+            started.push(node.name)
+            await sleep(5)
+            if (node.name === 'n-2') throw new NodeError('rolled-back', 'rolled back: runs the old version', 'fix it')
+          },
+        },
+        {
+          kind: 'node',
+          title: 'workers',
+          applies: (node) => node.name === 'n-4' || node.name === 'n-5',
+          stopOnFailure: 'phase',
+          run: (node) => {
+            started.push(node.name)
+            return Promise.resolve()
+          },
+        },
+      ],
+    }
+    const results = await runPhases(fakeRun(nodes(5), 4), [phase])
+    // n-3 first (the order reversed), then n-2 failed: n-1 and both workers never start
+    expect(started).toEqual(['n-3', 'n-2'])
+    const byName = Object.fromEntries((results[0]?.nodes ?? []).map((n) => [n.name, n]))
+    expect(byName['n-3']?.status).toBe('ok')
+    expect(byName['n-2']?.error?.kind).toBe('rolled-back')
+    for (const name of ['n-1', 'n-4', 'n-5']) {
+      expect(byName[name]?.status).toBe('not-run')
+      expect(byName[name]?.detail).toBe('not started (stopped after n-2 failed)')
+    }
+  })
+
+  it('stopOnFailure true stays scoped to its step: the next step still starts its nodes', async () => {
+    const started: string[] = []
+    const phase: Phase = {
+      name: 'cluster-apply',
+      title: 'test',
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'first',
+          applies: (node) => node.name === 'n-1',
+          stopOnFailure: true,
+          run: () => Promise.reject(new NodeError('quorum', 'gate not passed', 'fix it')),
+        },
+        {
+          kind: 'node',
+          title: 'second',
+          applies: (node) => node.name !== 'n-1',
+          stopOnFailure: true,
+          run: (node) => {
+            started.push(node.name)
+            return Promise.resolve()
+          },
+        },
+      ],
+    }
+    await runPhases(fakeRun(nodes(3), 1), [phase])
+    expect(started).toEqual(['n-2', 'n-3'])
+  })
 })
