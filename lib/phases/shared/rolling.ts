@@ -181,6 +181,7 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
       if (status.stage !== 'running' || !status.ready) return { done: false, state: `${status.stage}${status.ready ? '' : ', not ready'}` }
       return { done: true, value: id }
     })
+    run.journal.settled(node.name, action.phase)
   }
   const { failure } = await action.verify(bootId)
   report.progress('waiting for the kubelet and the Node')
