@@ -132,6 +132,27 @@ async function schematicOf(run: Run, node: ClusterNode, report: StepReporter): P
   return { ...(schematic ? { schematic } : {}), extensions: all.filter((e) => e.name !== 'schematic').map((e) => e.name) }
 }
 
+/**
+ * Why the upgrade of a node running Talos `from` (and Kubernetes `kubernetes`, its kubelet's) to
+ * `target` is refused, or undefined: a downgrade without --allow-downgrade; the target installer's
+ * own refusal (its compatibility table, its text); a Kubernetes outside the target's range, naming the
+ * step that fixes it when one does (`task upgrade:k8s TO=…`, one minor at a time).
+ */
+export function refusalOf(from: string, target: Version, kubernetes: string | undefined, allowDowngrade: boolean): string | undefined {
+  const host = parseVersion(from)
+  if (!host) return `the node runs ${from}, which is no version this tool can compare`
+  if (compareCore(target, host) < 0 && !allowDowngrade)
+    return `${versionText(target)} is older than the ${from} the node runs: a downgrade (give --allow-downgrade to do it)`
+  const path = compareCore(target, host) !== 0 ? upgradeableFrom(host, target) : undefined
+  if (path) return path.text
+  const k8s = kubernetes ? parseVersion(kubernetes) : undefined
+  const k = k8s ? kubernetesSupported(k8s, target) : undefined
+  if (!k || !k8s) return undefined
+  return /too old/.test(k.text)
+    ? `${k.text}: upgrade Kubernetes first, one minor at a time (${taskCommand('upgrade:k8s', { TO: `v${k8s.major}.${k8s.minor + 1}.x` })} first)`
+    : `${k.text}: Kubernetes is never downgraded; pick a Talos version that runs it`
+}
+
 async function planNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const sent = run.journal.sentAt(node.name, 'upgrade-talos')
   if (sent) await settleSent(run, node, report)
@@ -155,20 +176,8 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
   const targetSchematic = schematicOfImage(image)
   const atTarget = host !== undefined && compareCore(host, target) === 0 && host.pre === target.pre && targetSchematic === schematic
   const cordonedByUs = kube?.metadata.annotations?.[CORDONED_BY] !== undefined
-  let refusal: string | undefined
-  if ('refused' in installer) refusal = installer.refused
-  else if (!host) refusal = `the node runs ${from}, which is no version this tool can compare`
-  else if (!atTarget) {
-    const k8s = kubernetes ? parseVersion(kubernetes) : undefined
-    if (compareCore(target, host) < 0 && !ask(run).allowDowngrade)
-      refusal = `${versionText(target)} is older than the ${from} the node runs: a downgrade (give --allow-downgrade to do it)`
-    else if (compareCore(target, host) !== 0) refusal = upgradeableFrom(host, target)?.text
-    if (!refusal && k8s) {
-      const k = kubernetesSupported(k8s, target)
-      if (k)
-        refusal = `${k.text}: upgrade Kubernetes first (${taskCommand('upgrade:k8s', { TO: `v${k8s.major}.${k8s.minor + (/too old/.test(k.text) ? 1 : -1)}.x` })})`
-    }
-  }
+  const refusal =
+    'refused' in installer ? installer.refused : atTarget ? undefined : refusalOf(from, target, kubernetes, ask(run).allowDowngrade)
   planOf(run).byNode.set(node.name, {
     from,
     ...(schematic ? { schematic } : {}),

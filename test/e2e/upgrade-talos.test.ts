@@ -2,7 +2,7 @@
 // task against one simulated cluster of 3 control planes and 1 worker on the real control plane
 // (drains through the real eviction API), upgraded v1.12.11 -> v1.13.9 (sim/talos/compat.js: the
 // simulator's registry holds every ghcr.io installer of v1.11 to v1.13). The cases run in order on
-// the same cluster, each starting from what the one before left. Range 127.251.1.0/24.
+// the same cluster, each starting from what the one before left. Range 127.253.7.0/24.
 process.env.SIM_KUBE = 'real'
 delete process.env.MODE
 
@@ -13,7 +13,7 @@ import { CLUSTER_CASE_TIMEOUT, E2eCluster, nodeIn, processesMentioning, waitFor 
 import { fastWith } from '../faults/helpers.js'
 import { at, talosctl } from '../sim/helpers.js'
 
-const R = '127.251.1'
+const R = '127.253.7'
 const IP: Record<string, string> = { 'cp-1': `${R}.11`, 'cp-2': `${R}.12`, 'cp-3': `${R}.13`, 'wrkr-1': `${R}.21` }
 const CPS = ['cp-1', 'cp-2', 'cp-3']
 const CASE_TIMEOUT = 300_000

@@ -13,7 +13,7 @@ import { clusterDir } from './fixtures.js'
 const IMAGE = 'ghcr.io/siderolabs/installer:v1.13.9'
 
 function setup(answer: Pick<ToolResult, 'exitCode' | 'stderr'> & { timedOut?: boolean }, client = 'v1.12.11') {
-  const inventory = loadInventory(clusterDir([{ hostname: 'cp-1', ip: '127.252.1.11', cp: true }]))
+  const inventory = loadInventory(clusterDir([{ hostname: 'cp-1', ip: '127.253.8.11', cp: true }]))
   const calls: ToolCall[] = []
   const runner = {
     dryRun: false,
@@ -47,7 +47,7 @@ function setup(answer: Pick<ToolResult, 'exitCode' | 'stderr'> & { timedOut?: bo
   return { talosctl: new Talosctl(runner, inventory), calls, node }
 }
 
-const q = '"127.252.1.11": '
+const q = '"127.253.8.11": '
 
 describe('Talosctl.upgrade', () => {
   it('talosctl v1.12: -n/-e the node, --image, --wait, --timeout in seconds; no --preserve, --force or --drain; a deadline past talosctl’s own', async () => {
@@ -57,7 +57,7 @@ describe('Talosctl.upgrade', () => {
     expect(out).toEqual({ exitCode: 0, timedOut: false })
     const args = calls[0]?.args ?? []
     expect(args.slice(0, 1)).toEqual(['upgrade'])
-    expect(args.join(' ')).toContain('-e 127.252.1.11 -n 127.252.1.11')
+    expect(args.join(' ')).toContain('-e 127.253.8.11 -n 127.253.8.11')
     expect(args.join(' ')).toContain(`--image ${IMAGE} --wait --timeout 1800s`)
     for (const flag of ['--preserve', '--force', '--drain=false', '--stage']) expect(args).not.toContain(flag)
     expect(calls[0]?.mutates).toBe(true)
@@ -76,14 +76,14 @@ describe('Talosctl.upgrade', () => {
   it.each([
     [
       'image-missing',
-      'error performing upgrade: 1 error occurred:\n\t* 127.252.1.11: rpc error: code = Unknown desc = error validating installer image "ghcr.io/siderolabs/installer:v1.13.8": failed to pull image "ghcr.io/siderolabs/installer:v1.13.8": failed to resolve reference "ghcr.io/siderolabs/installer:v1.13.8": ghcr.io/siderolabs/installer:v1.13.8: not found',
+      'error performing upgrade: 1 error occurred:\n\t* 127.253.8.11: rpc error: code = Unknown desc = error validating installer image "ghcr.io/siderolabs/installer:v1.13.8": failed to pull image "ghcr.io/siderolabs/installer:v1.13.8": failed to resolve reference "ghcr.io/siderolabs/installer:v1.13.8": ghcr.io/siderolabs/installer:v1.13.8: not found',
     ],
-    ['image-missing', 'node 127.252.1.11: error pulling upgrade image: rpc error: code = NotFound desc = NotFound error pulling image'],
+    ['image-missing', 'node 127.253.8.11: error pulling upgrade image: rpc error: code = NotFound desc = NotFound error pulling image'],
     [
       'upgrade-refused',
       'rpc error: code = Unknown desc = error validating etcd for upgrade: etcd member 8a2d3e6f1b4c5d7e is not started, all members must be running to perform an upgrade',
     ],
-    ['upgrade-refused', 'node 127.252.1.11: upgrade failed with exit code 1'],
+    ['upgrade-refused', 'node 127.253.8.11: upgrade failed with exit code 1'],
     [
       'busy',
       'rpc error: code = Unknown desc = failed to acquire upgrade mutex: error trying to lock etcd upgrade mutex: mutex: Locked by another session',
