@@ -51,6 +51,12 @@ describe('task upgrade:talos', () => {
     expect(r.code, r.stderr).toBe(0)
     return JSON.parse(r.stdout) as { spec?: { unschedulable?: boolean }; metadata: { annotations?: Record<string, string> } }
   }
+  /** schedulable again, without our cordon mark */
+  async function expectUncordoned(name: string): Promise<void> {
+    const node = await kubeNode(name)
+    expect(node.spec?.unschedulable).toBeFalsy()
+    expect(node.metadata.annotations?.['talos-bootstrap.dev/cordoned']).toBeUndefined()
+  }
   const result = (name: string): ReturnType<typeof nodeIn> => nodeIn(cluster.report(), 'upgrade-talos', name)
   /** control planes down at once (any stage but running), the most seen while `body` runs */
   async function watchingDown<T>(body: () => Promise<T>): Promise<{ value: T; most: number; downs: string[] }> {
@@ -150,9 +156,7 @@ describe('task upgrade:talos', () => {
       expect(cluster.sim.node('wrkr-1')!.bootId).not.toBe(before)
       expect(await tag('wrkr-1')).toBe('v1.12.11')
       // back in service: our cordon taken off
-      const node = await kubeNode('wrkr-1')
-      expect(node.spec?.unschedulable).toBeFalsy()
-      expect(node.metadata.annotations?.['talos-bootstrap.dev/cordoned']).toBeUndefined()
+      await expectUncordoned('wrkr-1')
     },
     CASE_TIMEOUT,
   )
@@ -240,9 +244,7 @@ describe('task upgrade:talos', () => {
       for (const cp of CPS) expect(result(cp).detail).toBe(`already at target (${TARGET})`)
       expect(result('wrkr-1').detail).toBe('upgraded v1.12.11 -> v1.13.9; rebooted, uncordoned')
       for (const name of Object.keys(IP)) expect(await tag(name)).toBe(TARGET)
-      const node = await kubeNode('wrkr-1')
-      expect(node.spec?.unschedulable).toBeFalsy()
-      expect(node.metadata.annotations?.['talos-bootstrap.dev/cordoned']).toBeUndefined()
+      await expectUncordoned('wrkr-1')
       expect(r.stdout).toContain(`Talos v1.13.9 (cp-1, cp-2, cp-3, wrkr-1)`)
       expect(r.stdout).not.toContain('mixed versions')
     },
@@ -282,9 +284,7 @@ describe('task upgrade:talos', () => {
       expect(result(killed!).detail).toMatch(/^upgraded v1\.13\.9 -> v1\.13\.8|^at v1\.13\.8: finished after an interrupted run/)
       for (const name of Object.keys(IP)) {
         expect(await tag(name)).toBe('v1.13.8')
-        const node = await kubeNode(name)
-        expect(node.spec?.unschedulable).toBeFalsy()
-        expect(node.metadata.annotations?.['talos-bootstrap.dev/cordoned']).toBeUndefined()
+        await expectUncordoned(name)
       }
       expect(journal().nodes[killed!]?.['upgrade-talos']?.sent).toBeUndefined()
     },
