@@ -21,7 +21,16 @@ export interface CommandArgs {
   /** cluster:apply: how changes are applied (MODE; checked by the phase) */
   mode: string | undefined
   /** upgrade:talos: the target (TALOS_VERSION or IMAGE), SCHEMATIC, and what the operator allows or asks of talosctl */
-  upgrade: { talosVersion?: string; image?: string; schematic?: string; allowDowngrade: boolean; preserve: boolean; force: boolean }
+  upgrade: {
+    talosVersion?: string
+    image?: string
+    schematic?: string
+    allowDowngrade: boolean
+    preserve: boolean
+    force: boolean
+    /** a single control plane may go down (its API with it) */
+    acceptDowntime: boolean
+  }
   /** settings flags that were given (name without --) */
   settingFlags: Record<string, string | undefined>
 }
@@ -38,6 +47,7 @@ const BOOLEAN_FLAGS = [
   'allow-downgrade',
   'preserve',
   'force',
+  'accept-downtime',
 ] as const
 
 /** Names of the variables that set a boolean flag, for the fix text. */
@@ -242,6 +252,7 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
       allowDowngrade: bool('allow-downgrade'),
       preserve: bool('preserve'),
       force: bool('force'),
+      acceptDowntime: bool('accept-downtime'),
     },
     dryRun: bool('dry-run', 'DRY_RUN'),
     failFast: bool('fail-fast', 'FAIL_FAST'),

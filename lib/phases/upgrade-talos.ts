@@ -70,7 +70,7 @@ function nodePlan(run: Run, node: ClusterNode): UpgradePlan | undefined {
 }
 
 const ask = (run: Run): NonNullable<Run['options']['upgrade']> =>
-  run.options.upgrade ?? { allowDowngrade: false, preserve: false, force: false }
+  run.options.upgrade ?? { allowDowngrade: false, preserve: false, force: false, acceptDowntime: false }
 
 /** The target version: TALOS_VERSION, or the tag of IMAGE. */
 function targetVersion(run: Run): Version {
@@ -252,6 +252,7 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
       phase: 'upgrade-talos',
       what: `talosctl upgrade --image ${plan.image}`,
       resumed: plan.resume,
+      acceptDowntime: ask(run).acceptDowntime,
       rebootTimeoutMs: run.settings.upgradeTimeoutMs,
       downPrefix: 'down: ',
       send: async () => {

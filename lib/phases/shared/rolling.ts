@@ -107,6 +107,8 @@ export interface RollingAction {
    * target): no gate, cordon, drain or send; the waits, the uncordon and the gate command.
    */
   resumed?: boolean
+  /** the quorum gate lets a single etcd member go down (the cluster's API goes with it) */
+  acceptDowntime?: boolean
 }
 
 /**
@@ -124,7 +126,7 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
   if (!action.resumed) {
     if (node.role === 'controlplane') {
       report.progress('etcd quorum gate')
-      notes.push(`gate: ${await waitForQuorum(report, run, { node })}`)
+      notes.push(`gate: ${await waitForQuorum(report, run, { node, ...(action.acceptDowntime ? { acceptDowntime: true } : {}) })}`)
     }
     const from = await report.retry(() => run.talosctl.bootId(node))
     report.progress('cordon')
