@@ -154,25 +154,30 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
       throw err
     }
     report.progress('waiting for the reboot (boot ID)')
+    // down: no new boot ID within what is left of the action's time (talosctl upgrade's own wait may have used it all)
     const timeoutMs = Math.max(1_000, (action.rebootTimeoutMs ?? run.settings.readyTimeoutMs) - (performance.now() - sentAt))
     try {
       bootId = await report.poll(async () => {
         const id = await bootIdNow(run, node)
         if (id === undefined) return { done: false, state: 'down' }
         if (id === from) return { done: false, state: 'not rebooted yet (same boot ID)' }
-        const status = await run.talosctl.machineStatus(node)
-        if (status.stage !== 'running' || !status.ready)
-          return { done: false, state: `rebooted, ${status.stage}${status.ready ? '' : ', not ready'}` }
         return { done: true, value: id }
       }, timeoutMs)
     } catch (err) {
       if (!(err instanceof PollTimeout)) throw err
       throw new NodeError(
         'timeout',
-        `${action.downPrefix ?? ''}the reboot (a new boot ID) and the node running and ready not seen within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}`,
+        `${action.downPrefix ?? ''}the reboot (a new boot ID) not seen within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}`,
         hintFor('timeout', node),
       )
     }
+    // back on a new boot: running and ready within readyTimeout (a slow start is not a node that stayed down)
+    await waitFor(report, run, node, 'the node running and ready after its reboot', 'node-not-ready', async () => {
+      const status = await run.talosctl.machineStatus(node)
+      if (status.stage !== 'running' || !status.ready)
+        return { done: false, state: `rebooted, ${status.stage}${status.ready ? '' : ', not ready'}` }
+      return { done: true, value: true }
+    })
     run.journal.settled(node.name, action.phase)
   } else {
     report.progress('resumed: waiting for the node running and ready')
