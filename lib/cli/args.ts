@@ -20,11 +20,35 @@ export interface CommandArgs {
   run: string | undefined
   /** cluster:apply: how changes are applied (MODE; checked by the phase) */
   mode: string | undefined
+  /** upgrade:talos: the target (TALOS_VERSION or IMAGE), SCHEMATIC, and what the operator allows or asks of talosctl */
+  upgrade: {
+    talosVersion?: string
+    image?: string
+    schematic?: string
+    allowDowngrade: boolean
+    preserve: boolean
+    force: boolean
+    /** a single control plane may go down (its API with it) */
+    acceptDowntime: boolean
+  }
   /** settings flags that were given (name without --) */
   settingFlags: Record<string, string | undefined>
 }
 
-const BOOLEAN_FLAGS = ['dry-run', 'fail-fast', 'reapply', 'no-generate', 'yes', 'reset', 'watch', 'help'] as const
+const BOOLEAN_FLAGS = [
+  'dry-run',
+  'fail-fast',
+  'reapply',
+  'no-generate',
+  'yes',
+  'reset',
+  'watch',
+  'help',
+  'allow-downgrade',
+  'preserve',
+  'force',
+  'accept-downtime',
+] as const
 
 /** Names of the variables that set a boolean flag, for the fix text. */
 const BOOLEAN_ENV: Record<string, string> = { 'dry-run': 'DRY_RUN', 'fail-fast': 'FAIL_FAST', reset: 'RESET' }
@@ -70,6 +94,30 @@ const COMMAND_FLAGS: ReadonlyArray<{ flag: string; value?: string; variable?: st
     default: 'auto',
     what: 'cluster:apply: auto, no-reboot, reboot, staged or try (talosctl apply-config --mode)',
   },
+  {
+    flag: 'talos-version',
+    value: 'vX.Y.Z',
+    variable: 'TALOS_VERSION',
+    default: 'none',
+    what: 'upgrade:talos: the Talos version to upgrade to',
+  },
+  {
+    flag: 'image',
+    value: 'REF',
+    variable: 'IMAGE',
+    default: "each node's installer at TALOS_VERSION",
+    what: 'upgrade:talos: the installer image, as it is (instead of TALOS_VERSION)',
+  },
+  {
+    flag: 'schematic',
+    value: 'ID',
+    variable: 'SCHEMATIC',
+    default: "each node's running schematic",
+    what: 'upgrade:talos: the Image Factory schematic of the installer',
+  },
+  { flag: 'allow-downgrade', default: 'false', what: 'upgrade:talos: allow a target older than a node runs' },
+  { flag: 'preserve', default: 'false', what: "upgrade:talos: talosctl upgrade --preserve (skips Talos's own etcd check)" },
+  { flag: 'force', default: 'false', what: "upgrade:talos: talosctl upgrade --force (skips Talos's own etcd check)" },
 ]
 
 function settingDefault(spec: ScalarSpec): string {
@@ -143,6 +191,9 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     node: { type: 'string' },
     run: { type: 'string' },
     mode: { type: 'string' },
+    'talos-version': { type: 'string' },
+    image: { type: 'string' },
+    schematic: { type: 'string' },
   }
   for (const flag of BOOLEAN_FLAGS) options[flag] = { type: 'string' }
   for (const spec of SCALAR_SETTINGS) options[spec.flag] = { type: 'string' }
@@ -194,6 +245,15 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     node: str('node') ?? (env.NODE || undefined),
     run: str('run'),
     mode: str('mode') ?? (env.MODE || undefined),
+    upgrade: {
+      ...(str('talos-version') !== undefined ? { talosVersion: str('talos-version') } : {}),
+      ...(str('image') !== undefined ? { image: str('image') } : {}),
+      ...(str('schematic') !== undefined ? { schematic: str('schematic') } : {}),
+      allowDowngrade: bool('allow-downgrade'),
+      preserve: bool('preserve'),
+      force: bool('force'),
+      acceptDowntime: bool('accept-downtime'),
+    },
     dryRun: bool('dry-run', 'DRY_RUN'),
     failFast: bool('fail-fast', 'FAIL_FAST'),
     reapply: bool('reapply'),

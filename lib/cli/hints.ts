@@ -131,6 +131,14 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `another client is changing the node (an apply, or one that reboots it): wait for it to finish (\`${talosctlCommand(node, 'get machinestatus')}\`), then run the same command again: ${taskCommand('cluster:apply', { NODES: node.name })}`
     case 'gate-command':
       return `the gate command (GATE_COMMAND) kept failing after ${node.name} was done: see its output in the message, fix what it checks, then run again: ${taskCommand('cluster:apply')} (the node shows no change then; the gate runs after the nodes still to do)`
+    case 'upgrade-refused':
+      return `the node refused the upgrade and nothing changed on it (it stays cordoned): fix what the message names (an etcd member not started or not healthy: \`${talosctlCommand(workingControlPlane(node) ?? node, 'etcd status')}\`), then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
+    case 'image-missing':
+      return `the node could not pull the installer image named in the message (nothing changed; it stays cordoned): check the image exists and the node reaches its registry (a mirror in machine.registries), or give another with IMAGE=…, then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
+    case 'rolled-back':
+      return `the node rebooted into its old version: read why in its console (\`${talosctlCommand(node, 'dmesg')}\`: the installer's refusal or the new image's failed boot), fix it, then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
+    case 'version-skew':
+      return `nothing was touched: pick a target the compatibility table allows (TALOS_VERSION one step at a time, Kubernetes inside the target's range first with task upgrade:k8s), then run: ${taskCommand('upgrade:talos')}`
     case 'needs-reboot':
       return `the change needs a reboot: apply it with MODE=auto (a rolling reboot behind the quorum gate): ${taskCommand('cluster:apply', { NODES: node.name })}, or MODE=staged to take it at the next reboot`
     case 'drain-blocked':
@@ -267,6 +275,8 @@ export function apiHint(task: string): string {
 
 /** The task that runs a phase (the bootstrap phase is `bootstrap:etcd`). */
 export function phaseTask(phase: string): string {
+  if (phase === 'cluster-apply') return 'cluster:apply'
+  if (phase === 'upgrade-talos') return 'upgrade:talos'
   return `bootstrap:${phase === 'bootstrap' ? 'etcd' : phase}`
 }
 

@@ -183,6 +183,7 @@ async function execute(
       yes: args.yes,
       ...(planOnly ? { planOnly: true } : {}),
       ...(args.mode !== undefined ? { mode: args.mode } : {}),
+      upgrade: args.upgrade,
     },
     signal,
     facts: new Facts(),

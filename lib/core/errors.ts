@@ -99,6 +99,17 @@ export type ErrorKind =
   | 'needs-reboot'
   /** day 2: the operator's gate command did not exit 0 within gateTimeout after a node */
   | 'gate-command'
+  /**
+   * upgrade:talos: the node refused the upgrade (Talos's etcd check before an upgrade; the installer
+   * refusing the path on the v1.13 lifecycle path); nothing changed on it
+   */
+  | 'upgrade-refused'
+  /** upgrade:talos: the node could not pull the installer image (Talos's `error validating installer image`) */
+  | 'image-missing'
+  /** upgrade:talos: the node rebooted (a new boot ID) but runs its old version: the upgrade failed and Talos went back */
+  | 'rolled-back'
+  /** upgrade:talos: the target is outside what the installer or the Kubernetes version allows (the compatibility table) */
+  | 'version-skew'
   | 'kubelet'
   | 'node-not-ready'
   | 'etcd'

@@ -2,7 +2,17 @@ import type { ErrorKind } from './errors.js'
 import type { ClusterNode, Role } from './model.js'
 
 // 'reset' runs only in bootstrap:node RESET=true
-export const PHASE_NAMES = ['preflight', 'reset', 'apply', 'verify', 'bootstrap', 'wait-ready', 'flux', 'cluster-apply'] as const
+export const PHASE_NAMES = [
+  'preflight',
+  'reset',
+  'apply',
+  'verify',
+  'bootstrap',
+  'wait-ready',
+  'flux',
+  'cluster-apply',
+  'upgrade-talos',
+] as const
 export type PhaseName = (typeof PHASE_NAMES)[number]
 
 export type NodeStatus = 'ok' | 'skipped' | 'failed' | 'not-run'

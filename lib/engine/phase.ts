@@ -50,9 +50,13 @@ export interface NodeStep {
   concurrency?: (run: Run) => number
   /**
    * The first failure in this step stops it taking new nodes: those in flight finish, the others are
-   * not-run (`not started (stopped after <node> failed)`). The run's fail-fast, scoped to one step.
+   * not-run (`not started (stopped after <node> failed)`). The run's fail-fast, scoped to one step;
+   * `'phase'`: scoped to every such step of the phase (a control plane that failed keeps the workers'
+   * step from starting any node).
    */
-  stopOnFailure?: boolean
+  stopOnFailure?: boolean | 'phase'
+  /** the order nodes start in (read when the step starts: a plan before it may decide it); default the inventory's */
+  order?: (nodes: ClusterNode[], run: Run) => ClusterNode[]
   run: (node: ClusterNode, run: Run, report: StepReporter) => Promise<NodeOutcome | void>
 }
 

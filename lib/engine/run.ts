@@ -1,3 +1,4 @@
+import type { CommandArgs } from '../cli/args.js'
 import type { Facts } from './facts.js'
 import type { Journal } from '../state/journal.js'
 import type { ClusterNode, Inventory } from '../core/model.js'
@@ -32,6 +33,8 @@ export interface RunOptions {
   planOnly?: boolean
   /** cluster:apply: MODE as given (the phase checks it) */
   mode?: string
+  /** upgrade:talos: the target and what the operator allows (the phase checks it) */
+  upgrade?: CommandArgs['upgrade']
 }
 
 /** Everything a phase may use: settings, the selected nodes, the tools, the facts, the abort signal. */

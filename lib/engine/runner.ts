@@ -39,6 +39,8 @@ class Tracker {
   /** node name -> why a cluster step of the current phase could not run for it (its later steps skip it) */
   readonly blockedHere = new Map<string, string>()
   stopRequested = false
+  /** the first node that failed in a step whose stopOnFailure is 'phase' (cleared with each phase) */
+  phaseStoppedAfter: string | undefined
   readonly started = performance.now()
 }
 
@@ -76,6 +78,7 @@ export async function runPhases(run: Run, phases: Phase[]): Promise<PhaseResult[
       const result: PhaseResult = { name: phase.name, ok: true, durationMs: 0, nodes: run.nodes.map((n) => newNodeResult(n)), steps: [] }
       results.push(result)
       tracker.blockedHere.clear()
+      tracker.phaseStoppedAfter = undefined
       const phaseStart = performance.now()
       const steps = phase.steps(run)
       const touched = new Set<string>()
@@ -138,11 +141,14 @@ function nodeStepTask(
     title: step.title,
     task: (_ctx: unknown, task: Task) => {
       // nodes the step does not act on stay out of the tree (the facts are known by now)
-      const shown = run.nodes.filter(
+      const listed = run.nodes.filter(
         (n) => !step.applies || step.applies(n, run) || tracker.failedIn.has(n.name) || tracker.blockedHere.has(n.name),
       )
-      /** stopOnFailure: the first node that failed in this step; no new node starts after it */
-      let stoppedAfter: string | undefined
+      const shown = step.order ? step.order(listed, run) : listed
+      /** stopOnFailure: the first node that failed in this step (or, scoped to the phase, in such a step before it); no new node starts after it */
+      let stoppedAfterHere: string | undefined
+      const stoppedAfter = (): string | undefined =>
+        stoppedAfterHere ?? (step.stopOnFailure === 'phase' ? tracker.phaseStoppedAfter : undefined)
       const nodeTasks: ListrTask[] = shown.map((node) => {
         const record = result.nodes.find((r) => r.name === node.name) as NodeResult
         return {
@@ -169,10 +175,11 @@ function nodeStepTask(
               t.skip(`${node.name}: not run (--fail-fast)`)
               return
             }
-            if (stoppedAfter !== undefined) {
+            const stopped = stoppedAfter()
+            if (stopped !== undefined) {
               record.status = 'not-run'
-              record.detail = `not started (stopped after ${stoppedAfter} failed)`
-              t.skip(`${node.name}: not started (stopped after ${stoppedAfter} failed)`)
+              record.detail = `not started (stopped after ${stopped} failed)`
+              t.skip(`${node.name}: not started (stopped after ${stopped} failed)`)
               return
             }
             if (run.signal.aborted) {
@@ -211,7 +218,8 @@ function nodeStepTask(
               tracker.failedIn.set(node.name, phase)
               run.journal.recordNode(phase, record)
               if (run.options.failFast) tracker.stopRequested = true
-              if (step.stopOnFailure) stoppedAfter ??= node.name
+              if (step.stopOnFailure) stoppedAfterHere ??= node.name
+              if (step.stopOnFailure === 'phase') tracker.phaseStoppedAfter ??= node.name
               throw new Error(escapeControls(`${node.name}: ${record.error.kind}: ${record.error.message}`))
             }
           },

@@ -87,6 +87,8 @@ export interface Settings {
   gateTimeoutMs: number
   /** the time between two attempts of the gate command */
   gateIntervalMs: number
+  /** upgrade:talos: talosctl upgrade's own --timeout (its tracker's wait for the node back), and how long a sent upgrade may take */
+  upgradeTimeoutMs: number
   bootstrapNode?: string
   kubeconfig: string
   /** talhelper's config file (genconfig -c), relative to CLUSTER_DIR */
@@ -174,6 +176,15 @@ export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
   { key: 'gateCommand', file: 'gateCommand', env: 'GATE_COMMAND', flag: 'gate-command', kind: 'string', default: undefined },
   { key: 'gateTimeoutMs', file: 'gateTimeout', env: 'GATE_TIMEOUT', flag: 'gate-timeout', kind: 'duration', default: 600_000 },
   { key: 'gateIntervalMs', file: 'gateInterval', env: 'GATE_INTERVAL', flag: 'gate-interval', kind: 'duration', default: 10_000 },
+  // upgrade:talos: talosctl upgrade's own --timeout default (cmd/talosctl/cmd/talos/upgrade.go, 30m)
+  {
+    key: 'upgradeTimeoutMs',
+    file: 'upgradeTimeout',
+    env: 'BOOTSTRAP_UPGRADE_TIMEOUT',
+    flag: 'upgrade-timeout',
+    kind: 'duration',
+    default: 1_800_000,
+  },
   { key: 'bootstrapNode', file: 'bootstrapNode', env: 'BOOTSTRAP_NODE', flag: 'bootstrap-node', kind: 'string', default: undefined },
   { key: 'kubeconfig', file: 'kubeconfig', env: 'BOOTSTRAP_KUBECONFIG', flag: 'kubeconfig', kind: 'string', default: 'kubeconfig' },
   { key: 'talconfig', file: 'talconfig', env: 'BOOTSTRAP_TALCONFIG', flag: 'talconfig', kind: 'string', default: undefined },

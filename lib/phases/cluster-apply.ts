@@ -9,18 +9,14 @@ import { readFileSync } from 'node:fs'
 import { isDeepStrictEqual } from 'node:util'
 import { parseAllDocuments } from 'yaml'
 import { InputError, NodeError } from '../core/errors.js'
-import { hintFor, kubectlCommand, talosctlCommand, taskCommand } from '../cli/hints.js'
+import { hintFor, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { output } from '../cli/output.js'
 import { kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, NodeStep, Phase, StepReporter } from '../engine/phase.js'
 import type { Run } from '../engine/run.js'
-import { bootIdOf, condition, CORDONED_BY, type Kubectl } from '../tools/kubectl.js'
+import { CORDONED_BY, type Kubectl } from '../tools/kubectl.js'
 import { APPLY_MODES, type ApplyMode } from '../tools/talosctl.js'
-import { PollTimeout, type PollAnswer } from '../wait/poll.js'
-import { blockedEvictions, describeBlocked } from './shared/drain.js'
-import { CONTROL_PLANE_COMPONENTS, podWhy } from './shared/health.js'
-import { runGateCommand } from './shared/gate-command.js'
-import { waitForQuorum } from './shared/quorum.js'
+import { kubectlFor, kubeletAndNodeReady, rollNode as roll, staticPodsReady, waitFor } from './shared/rolling.js'
 
 /**
  * What the plan found on a node:
@@ -54,9 +50,7 @@ interface NodePlan {
 const plans = new WeakMap<Run, Map<string, NodePlan>>()
 
 /** kubectl, its failures' hints naming this command */
-function kubectl(run: Run): Kubectl {
-  return run.kubectl.withRecovery('cluster:apply')
-}
+const kubectl = (run: Run): Kubectl => kubectlFor(run, 'cluster:apply')
 
 function planOf(run: Run, node: ClusterNode): NodePlan | undefined {
   return plans.get(run)?.get(node.name)
@@ -179,60 +173,15 @@ function describeAction(action: Action): string {
   }
 }
 
-/** Kubelet Running and healthy, and the Node Ready (with the boot ID given, when one is). */
-async function kubeletAndNodeReady(run: Run, node: ClusterNode, bootId?: string): Promise<PollAnswer<true>> {
-  const kubelet = await run.talosctl.serviceStatus(node, 'kubelet')
-  if (kubelet.state !== 'Running' || kubelet.health !== 'OK')
-    return { done: false, state: `kubelet ${kubelet.state}, health ${kubelet.health}` }
-  const kube = await kubectl(run).get('node', kubeNodeName(node))
-  if (!kube) return { done: false, state: `no Node ${kubeNodeName(node)}` }
-  if (bootId !== undefined && bootIdOf(kube) !== bootId) return { done: false, state: 'the Node still shows the boot before the reboot' }
-  const ready = condition(kube, 'Ready')
-  if (ready?.status !== 'True') return { done: false, state: `Node not Ready${ready?.reason ? ` (${ready.reason})` : ''}` }
-  return { done: true, value: true }
-}
-
-/** The control plane's static pods Ready, each (in `versions`) at the config version given. */
-async function staticPodsReady(run: Run, node: ClusterNode, versions: Map<string, string>): Promise<PollAnswer<true>> {
-  const waiting: string[] = []
-  for (const component of CONTROL_PLANE_COMPONENTS) {
-    const pod = await kubectl(run).get('pod', `${component}-${kubeNodeName(node)}`, 'kube-system')
-    if (!pod) {
-      waiting.push(`${component}: no mirror pod`)
-      continue
-    }
-    const want = versions.get(component)
-    const has = pod.metadata.annotations?.['talos.dev/config-version']
-    if (want !== undefined && has !== want) waiting.push(`${component}: config version ${has ?? 'none'}, expected ${want}`)
-    else if (condition(pod, 'Ready')?.status !== 'True') waiting.push(`${component}: ${podWhy(pod).why}`)
-  }
-  return waiting.length === 0 ? { done: true, value: true } : { done: false, state: waiting.join('; ') }
-}
-
-/** report.poll, its timeout a NodeError of `kind` naming what was still awaited. */
-async function waitFor<T>(
-  report: StepReporter,
-  run: Run,
-  node: ClusterNode,
-  what: string,
-  kind: 'node-not-ready' | 'control-plane' | 'timeout',
-  check: () => Promise<PollAnswer<T>>,
-): Promise<T> {
-  try {
-    return await report.poll(check, run.settings.readyTimeoutMs)
-  } catch (err) {
-    if (!(err instanceof PollTimeout)) throw err
-    throw new NodeError(kind, `${what} not seen within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}`, hintFor(kind, node))
-  }
-}
-
 /** A live change (or try, or staged): sent within CONCURRENCY; live ones waited for. */
 async function applyLive(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const plan = planOf(run, node) as NodePlan
   if (plan.action.kind === 'already-staged') return { status: 'skipped', detail: 'staged (reboot pending)' }
   if (plan.action.kind !== 'apply') {
     // an earlier run cordoned it and stopped before the uncordon: the node runs the config, so finish
-    await waitFor(report, run, node, 'the kubelet healthy and the Node Ready', 'node-not-ready', () => kubeletAndNodeReady(run, node))
+    await waitFor(report, run, node, 'the kubelet healthy and the Node Ready', 'node-not-ready', () =>
+      kubeletAndNodeReady(run, kubectl(run), node),
+    )
     await report.retry(() => kubectl(run).uncordonOwned(kubeNodeName(node)))
     return { status: 'ok', detail: 'no change; uncordoned (cordoned by an earlier run)' }
   }
@@ -249,7 +198,9 @@ async function applyLive(node: ClusterNode, run: Run, report: StepReporter): Pro
   }
   if (mode === 'staged') return { status: 'ok', detail: 'staged (reboot pending)' }
   report.progress('waiting for the kubelet and the Node')
-  await waitFor(report, run, node, 'the kubelet healthy and the Node Ready', 'node-not-ready', () => kubeletAndNodeReady(run, node))
+  await waitFor(report, run, node, 'the kubelet healthy and the Node Ready', 'node-not-ready', () =>
+    kubeletAndNodeReady(run, kubectl(run), node),
+  )
   let unversioned = false
   if (cp) {
     const after = before && (await report.retry(() => run.talosctl.controlPlaneConfigVersions(node)))
@@ -258,7 +209,7 @@ async function applyLive(node: ClusterNode, run: Run, report: StepReporter): Pro
     const changed = new Map([...(after ?? [])].filter(([component, version]) => before?.get(component) !== version))
     report.progress('waiting for the static pods')
     await waitFor(report, run, node, 'the static pods at the new config version and Ready', 'control-plane', () =>
-      staticPodsReady(run, node, changed),
+      staticPodsReady(kubectl(run), node, changed),
     )
   }
   const revert = /reverted back in (\S+)/.exec(answer)?.[1]
@@ -267,93 +218,39 @@ async function applyLive(node: ClusterNode, run: Run, report: StepReporter): Pro
   return { status: 'ok', detail: `${applied}${note}` }
 }
 
-/** The node's boot ID, or undefined while it does not answer (it is down). */
-async function bootIdNow(run: Run, node: ClusterNode): Promise<string | undefined> {
-  try {
-    return await run.talosctl.bootId(node)
-  } catch (err) {
-    if (err instanceof NodeError && err.transient) return undefined
-    throw err
-  }
-}
-
 /**
- * A change that needs a reboot (docs/day2-design.md 2.4's states for apply): gated (control planes),
- * cordoned, drained, sent, rebooted (boot ID), running and ready, the config active, Node Ready (and
- * the static pods on a control plane), uncordoned if ours.
+ * A change that needs a reboot, through the rolling states (shared/rolling.ts): the action is
+ * `apply-config --mode reboot` (or a reboot into the staged config), its check the config active.
  */
 async function rollNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const plan = planOf(run, node) as NodePlan
   if (plan.action.kind !== 'rolling') return { status: 'skipped' }
   const how = plan.action.how
-  const notes: string[] = []
-  if (node.role === 'controlplane') {
-    report.progress('etcd quorum gate')
-    notes.push(`gate: ${await waitForQuorum(report, run, { node })}`)
-  }
-  const from = await report.retry(() => run.talosctl.bootId(node))
-  const kubeName = kubeNodeName(node)
-  report.progress('cordon')
-  const ours = await report.retry(() => kubectl(run).cordonOwned(kubeName, 'cluster:apply'))
-  report.progress(`drain (timeout ${Math.round(run.settings.drainTimeoutMs / 1000)}s)`)
-  try {
-    await kubectl(run).drain(kubeName, run.settings.drainTimeoutMs)
-  } catch (err) {
-    if (!(err instanceof NodeError) || err.kind !== 'drain-blocked') throw err
-    const blocked = await blockedEvictions(run.kubectl, kubeName).catch(() => [])
-    throw new NodeError(
-      'drain-blocked',
-      `drain not done within ${Math.round(run.settings.drainTimeoutMs / 1000)}s${blocked.length > 0 ? `: ${describeBlocked(blocked)}` : `: ${err.message}`}; nothing applied, the node stays cordoned`,
-      `see the budgets (\`${kubectlCommand('get pdb -A')}\`), let the pods move (scale the workload up or relax the budget), then run again: ${taskCommand('cluster:apply', { NODES: node.name })} (it drains again and goes on)`,
-    )
-  }
-  report.progress(how === 'apply' ? 'apply-config --mode reboot' : 'reboot into the staged config')
-  run.journal.sending(node.name, 'cluster-apply')
-  // only the apply mutex is retried: a lost answer may have started the reboot, and a second apply would reboot it again
-  await report.retry(
-    async () => {
-      if (how === 'apply') await run.talosctl.apply(node, node.configFile, 'reboot')
-      else await run.talosctl.reboot(node)
+  const notes = await roll(node, run, report, {
+    command: 'cluster:apply',
+    phase: 'cluster-apply',
+    what: how === 'apply' ? 'apply-config --mode reboot' : 'reboot into the staged config',
+    // only the apply mutex is retried: a lost answer may have started the reboot, and a second apply would reboot it again
+    send: () =>
+      report.retry(
+        async () => {
+          if (how === 'apply') await run.talosctl.apply(node, node.configFile, 'reboot')
+          else await run.talosctl.reboot(node)
+        },
+        { retries: (e) => e.kind === 'busy' && /another apply configuration is already in progress/.test(e.message) },
+      ),
+    verify: async () => {
+      const configs = await report.retry(() => run.talosctl.machineConfigs(node))
+      if (!isDeepStrictEqual(configs.active, desiredConfig(node.configFile))) {
+        throw new NodeError(
+          'unknown',
+          `rebooted (boot ID changed) but the active config is not ${node.configFile}: the node did not keep the change`,
+          `compare \`${talosctlCommand(node, 'get mc v1alpha1 -o yaml')}\` with ${node.configFile}; the node's log names why (\`${talosctlCommand(node, 'dmesg')}\`), then run again: ${taskCommand('cluster:apply', { NODES: node.name })}`,
+        )
+      }
+      return {}
     },
-    {
-      retries: (e) => e.kind === 'busy' && /another apply configuration is already in progress/.test(e.message),
-    },
-  )
-  report.progress('waiting for the reboot (boot ID)')
-  const bootId = await waitFor(report, run, node, 'the reboot (a new boot ID) and the node running and ready', 'timeout', async () => {
-    const id = await bootIdNow(run, node)
-    if (id === undefined) return { done: false, state: 'down' }
-    if (id === from) return { done: false, state: 'not rebooted yet (same boot ID)' }
-    const status = await run.talosctl.machineStatus(node)
-    if (status.stage !== 'running' || !status.ready)
-      return { done: false, state: `rebooted, ${status.stage}${status.ready ? '' : ', not ready'}` }
-    return { done: true, value: id }
   })
-  run.journal.settled(node.name, 'cluster-apply')
-  const configs = await report.retry(() => run.talosctl.machineConfigs(node))
-  if (!isDeepStrictEqual(configs.active, desiredConfig(node.configFile))) {
-    throw new NodeError(
-      'unknown',
-      `rebooted (boot ID changed) but the active config is not ${node.configFile}: the node did not keep the change`,
-      `compare \`${talosctlCommand(node, 'get mc v1alpha1 -o yaml')}\` with ${node.configFile}; the node's log names why (\`${talosctlCommand(node, 'dmesg')}\`), then run again: ${taskCommand('cluster:apply', { NODES: node.name })}`,
-    )
-  }
-  report.progress('waiting for the kubelet and the Node')
-  await waitFor(report, run, node, 'the kubelet healthy and the Node Ready after the reboot', 'node-not-ready', () =>
-    kubeletAndNodeReady(run, node, bootId),
-  )
-  if (node.role === 'controlplane') {
-    report.progress('waiting for the static pods')
-    await waitFor(report, run, node, 'the static pods Ready', 'control-plane', () => staticPodsReady(run, node, new Map()))
-  }
-  if (ours) {
-    report.progress('uncordon')
-    await report.retry(() => kubectl(run).uncordonOwned(kubeName))
-  }
-  notes.push(ours ? 'rebooted, uncordoned' : 'rebooted; left cordoned (it was cordoned before this run)')
-  // the operator's own check before the next node (its failure stops the step: no further node starts)
-  const gate = await runGateCommand(run, report, node, 'cluster-apply')
-  if (gate) notes.push(gate)
   return { status: 'ok', detail: notes.join('; ') }
 }
 

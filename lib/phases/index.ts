@@ -6,6 +6,7 @@ import { etcd } from './etcd.js'
 import { flux } from './flux.js'
 import { preflight } from './preflight.js'
 import { reset } from './reset.js'
+import { upgradeTalos } from './upgrade-talos.js'
 import { verify } from './verify.js'
 import { waitReady } from './wait-ready.js'
 
@@ -19,6 +20,7 @@ export const PHASES: Record<PhaseName, Phase> = {
   'wait-ready': waitReady,
   flux,
   'cluster-apply': clusterApply,
+  'upgrade-talos': upgradeTalos,
 }
 
 export function phasesFor(names: PhaseName[]): Phase[] {

@@ -108,6 +108,11 @@ async function probeNode(node: ClusterNode, run: Run, report: StepReporter, endp
         facts.state = 'configured'
         return { status: 'ok', detail: INSTALLING_SINCE_EARLIER_RUN }
       }
+      if (run.journal.sentAt(node.name, 'upgrade-talos') !== undefined) {
+        // killed with its upgrade in flight: the node reboots into the new version; upgrade:talos's plan waits for it (upgradeTimeout)
+        facts.state = 'configured'
+        return { status: 'ok', detail: UPGRADING_SINCE_EARLIER_RUN }
+      }
       facts.state = 'unreachable'
       // a node about to be reset may well be down or boot-looping: the reset decides
       if (run.options.reset) return { status: 'ok', detail: `not answering (${err.kind}); the reset follows` }
@@ -213,6 +218,10 @@ function checkInstallDisk(node: ClusterNode, run: Run, disks: Disk[], { quiet = 
     detail: `maintenance, installs to ${describeDisk(disk)}${notes.length > 0 ? `; warning: ${notes.join('; ')}` : ''}`,
   }
 }
+
+/** preflight's detail for a silent node an earlier upgrade:talos run sent its upgrade */
+export const UPGRADING_SINCE_EARLIER_RUN =
+  'an earlier upgrade:talos run sent its upgrade and it does not answer yet (rebooting): the upgrade waits for it'
 
 export const preflight: Phase = {
   name: 'preflight',

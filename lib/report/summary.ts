@@ -108,4 +108,5 @@ const PHASE_TASK: Record<PhaseResult['name'], string> = {
   'wait-ready': 'bootstrap:wait-ready',
   flux: 'bootstrap:flux',
   'cluster-apply': 'cluster:apply',
+  'upgrade-talos': 'upgrade:talos',
 }

@@ -58,6 +58,7 @@ const PHASE_CHAR: Record<string, string> = {
   'wait-ready': 'w',
   flux: 'f',
   'cluster-apply': 'c',
+  'upgrade-talos': 'u',
 }
 const PHASE_FILL: Record<string, string> = {
   preflight: '#5b9bd5',
@@ -68,6 +69,7 @@ const PHASE_FILL: Record<string, string> = {
   'wait-ready': '#9e7cc1',
   flux: '#43b5a0',
   'cluster-apply': '#c55a11',
+  'upgrade-talos': '#8c564b',
 }
 const FAILED = '#d62728'
 const RETRY = '#ff7f0e'
@@ -208,6 +210,7 @@ export function renderText(timeline: Timeline, options: TextOptions): string {
     'wait-ready': c.magenta,
     flux: c.white,
     'cluster-apply': c.red,
+    'upgrade-talos': c.yellowBright,
   }
   const width = Math.max(10, options.width)
   const { totalMs } = timeline

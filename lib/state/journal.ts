@@ -92,6 +92,11 @@ export class Journal {
     return this.done(node, 'apply') || this.data.nodes[node]?.apply?.sent !== undefined
   }
 
+  /** When a call that changes the node was sent in this phase and its outcome never learned (a run killed with it in flight). */
+  sentAt(node: string, phase: PhaseName): string | undefined {
+    return this.data.nodes[node]?.[phase]?.sent
+  }
+
   /** Records a phase's outcome for every node that ran in it (not-run nodes keep what they had). */
   record(phase: PhaseResult): void {
     for (const node of phase.nodes) this.put(node.name, phase.name, node.status)

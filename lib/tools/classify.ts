@@ -47,6 +47,18 @@ const RULES: readonly Rule[] = [
     pattern: /etcdserver: unhealthy cluster/,
     means: 'etcd refuses to change its membership while another member is down or has been connected for less than 5 s',
   },
+  // upgrade:talos (docs/day2-design.md 1.1, 1.3): the installer could not be pulled (legacy: validated
+  // inside the Upgrade RPC; v1.13: ImageService.Pull's NotFound), and the node's refusals of the upgrade
+  {
+    kind: 'image-missing',
+    pattern: /error validating installer image|error pulling upgrade image|NotFound error pulling image/,
+    means: 'the node could not pull the installer image',
+  },
+  {
+    kind: 'upgrade-refused',
+    pattern: /error validating etcd for upgrade|upgrade failed with exit code|machine is not installed|Talos is not installed/,
+    means: 'the node refused the upgrade',
+  },
   // one change at a time on a node (v1alpha1_server.go ApplyConfiguration: applyConfigMu.TryLock, and the
   // refusal while an apply reboots it; lifecycle.go's install lock; the etcd upgrade mutex)
   {

@@ -105,6 +105,8 @@ export interface ToolCall {
    * phases walk the same code and the plan lists every command they would run.
    */
   dryRunStdout?: string
+  /** each line of standard error as it comes (redacted): a long call's progress (talosctl upgrade's tracker) */
+  onStderrLine?: (line: string) => void
 }
 
 export interface ToolResult {
@@ -183,7 +185,7 @@ export class ToolRunner {
     const timeoutMs = call.timeoutMs ?? this.options.callTimeoutMs
     const started = performance.now()
     const deadline = AbortSignal.timeout(timeoutMs)
-    const output = await $({
+    const child = $({
       quiet: true,
       nothrow: true,
       signal: AbortSignal.any([this.options.signal, deadline]),
@@ -193,6 +195,8 @@ export class ToolRunner {
       // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
       ...(call.input !== undefined ? { input: call.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
     })`${[...(call.outlivesRun ? [] : this.wrapper), this.binary(call.tool), ...call.args]}`
+    if (call.onStderrLine) this.streamLines(child.stderr, call.onStderrLine)
+    const output = await child
     const timedOut = deadline.aborted && !this.options.signal.aborted
     const aborted = this.options.signal.aborted
     const result: ToolResult = {
@@ -214,6 +218,22 @@ export class ToolRunner {
     }
     this.log(result)
     return result
+  }
+
+  /** Complete lines of a stream, each redacted, to `onLine` (the last one when the stream ends). */
+  private streamLines(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
+    let pending = ''
+    const emit = (line: string): void => {
+      const text = escapeControls(this.options.redactor.redactLines(line)).trim()
+      if (text) onLine(text)
+    }
+    stream.on('data', (chunk: Buffer | string) => {
+      pending += chunk.toString()
+      const lines = pending.split('\n')
+      pending = lines.pop() ?? ''
+      for (const line of lines) emit(line)
+    })
+    stream.on('end', () => emit(pending))
   }
 
   private tmpEnv(call: ToolCall): Record<string, string> {

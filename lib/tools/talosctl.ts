@@ -619,6 +619,63 @@ export class Talosctl {
     return { active, ...(byId.has('persistent') ? { persistent: byId.get('persistent') } : {}) }
   }
 
+  /**
+   * `talosctl upgrade -n X -e X --image <image> --wait --timeout <timeout>` (docs/day2-design.md 1.3,
+   * 2.4): never `--preserve` or `--force` unless asked (either skips Talos's own etcd check); with a
+   * v1.13 client `--drain=false` (its own drain runs after the install and uncordons any node, ours
+   * included). Each stderr line (the tracker's `"<ip>": …`) goes to `onLine`. The node's refusals are
+   * thrown classified: `image-missing`, `upgrade-refused`, `busy` (the etcd upgrade mutex, the
+   * lifecycle lock). Any other end, exit 0 included, is returned: talosctl's tracker passes a node
+   * that rolled back (it checks only that the boot ID changed), so the caller checks what runs.
+   */
+  async upgrade(
+    node: ClusterNode,
+    image: string,
+    opts: { timeoutMs: number; preserve?: boolean; force?: boolean },
+    onLine: (line: string) => void,
+  ): Promise<{ exitCode: number | null; timedOut: boolean; sequenceError?: string }> {
+    const client = parseClientMinor(await this.cachedClientVersion())
+    const args = [
+      'upgrade',
+      ...this.secureArgs(node),
+      '--image',
+      image,
+      '--wait',
+      '--timeout',
+      `${Math.max(1, Math.round(opts.timeoutMs / 1000))}s`,
+      ...(client !== undefined && client >= 13 ? ['--drain=false'] : []),
+      ...(opts.preserve ? ['--preserve'] : []),
+      ...(opts.force ? ['--force'] : []),
+    ]
+    let sequenceError: string | undefined
+    const result = await this.runner.run({
+      tool: 'talosctl',
+      args,
+      node: node.name,
+      mutates: true,
+      timeoutMs: opts.timeoutMs + 60_000,
+      dryRunStdout: '',
+      onStderrLine: (line) => {
+        // the tracker's `sequence error: …`, or the NOOP event's `[code: <text> message: FATAL]`
+        const seq = /sequence error: (.*)$/.exec(line)?.[1] ?? /NOOP error: \[code: (.*) message: FATAL\]/.exec(line)?.[1]
+        if (seq) sequenceError = seq
+        onLine(line)
+      },
+    })
+    if (result.aborted) throw this.failure(node, result)
+    if (!result.ok && !result.timedOut) {
+      const error = this.failure(node, result)
+      if (error.kind === 'image-missing' || error.kind === 'upgrade-refused' || error.kind === 'busy') throw error
+    }
+    return { exitCode: result.exitCode, timedOut: result.timedOut, ...(sequenceError ? { sequenceError } : {}) }
+  }
+
+  private clientTag: Promise<string> | undefined
+
+  private cachedClientVersion(): Promise<string> {
+    return (this.clientTag ??= this.clientVersion())
+  }
+
   /** `talosctl reboot --wait=false`: the reboot is watched through the boot ID, never talosctl's tracker. */
   async reboot(node: ClusterNode): Promise<void> {
     await this.call(node, ['reboot', ...this.secureArgs(node), '--wait=false'], '', true)
@@ -709,6 +766,12 @@ export class Talosctl {
     for (const [ip, answer] of told) answers.set(ip, answer)
     return answers
   }
+}
+
+/** The minor of a talosctl client tag (`v1.13.9` -> 13), undefined for one that is no v1 release. */
+function parseClientMinor(tag: string): number | undefined {
+  const m = /^v1\.(\d+)\./.exec(tag)
+  return m ? Number(m[1]) : undefined
 }
 
 /**

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { NodeError, StepError } from '../../lib/core/errors.js'
 import type { ClusterNode } from '../../lib/core/model.js'
+import type { NodeResult, PhaseResult } from '../../lib/core/results.js'
 import type { Phase } from '../../lib/engine/phase.js'
 import type { Run } from '../../lib/engine/run.js'
 import { runPhases } from '../../lib/engine/runner.js'
@@ -25,6 +26,18 @@ function fakeRun(nodeList: ClusterNode[], concurrency: number, failFast = false)
     failed: new Map(),
     journal: { record: () => undefined, recordNode: () => undefined, save: () => undefined },
   } as unknown as Run
+}
+
+function nodesByName(results: PhaseResult[]): Record<string, NodeResult | undefined> {
+  return Object.fromEntries((results[0]?.nodes ?? []).map((n) => [n.name, n]))
+}
+
+/** the nodes a stopOnFailure step never started after `failed` failed */
+function expectNotStarted(byName: Record<string, NodeResult | undefined>, names: string[], failed: string): void {
+  for (const name of names) {
+    expect(byName[name]?.status).toBe('not-run')
+    expect(byName[name]?.detail).toBe(`not started (stopped after ${failed} failed)`)
+  }
 }
 
 describe('runPhases', () => {
@@ -251,12 +264,78 @@ describe('runPhases', () => {
     const results = await runPhases(fakeRun(nodes(4), 4), [phase])
     expect(peak).toBe(1)
     expect(started).toEqual(['n-1', 'n-2'])
-    const byName = Object.fromEntries((results[0]?.nodes ?? []).map((n) => [n.name, n]))
+    const byName = nodesByName(results)
     expect(byName['n-1']?.status).toBe('ok')
     expect(byName['n-2']?.status).toBe('failed')
-    for (const name of ['n-3', 'n-4']) {
-      expect(byName[name]?.status).toBe('not-run')
-      expect(byName[name]?.detail).toBe('not started (stopped after n-2 failed)')
+    expectNotStarted(byName, ['n-3', 'n-4'], 'n-2')
+  })
+
+  it("stopOnFailure 'phase': a failure in the first such step starts no node of the next (upgrade:talos: a control plane failed, no worker starts); order decides who goes first", async () => {
+    const started: string[] = []
+    const phase: Phase = {
+      name: 'upgrade-talos',
+      title: 'test',
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'control planes, the last listed first',
+          applies: (node) => node.name !== 'n-4' && node.name !== 'n-5',
+          concurrency: () => 1,
+          stopOnFailure: 'phase',
+          order: (list) => [...list].reverse(),
+          run: async (node) => {
+            started.push(node.name)
+            await sleep(5)
+            if (node.name === 'n-2') throw new NodeError('rolled-back', 'rolled back: runs the old version', 'fix it')
+          },
+        },
+        {
+          kind: 'node',
+          title: 'workers',
+          applies: (node) => node.name === 'n-4' || node.name === 'n-5',
+          stopOnFailure: 'phase',
+          run: (node) => {
+            started.push(node.name)
+            return Promise.resolve()
+          },
+        },
+      ],
     }
+    const results = await runPhases(fakeRun(nodes(5), 4), [phase])
+    // n-3 first (the order reversed), then n-2 failed: n-1 and both workers never start
+    expect(started).toEqual(['n-3', 'n-2'])
+    const byName = nodesByName(results)
+    expect(byName['n-3']?.status).toBe('ok')
+    expect(byName['n-2']?.error?.kind).toBe('rolled-back')
+    expectNotStarted(byName, ['n-1', 'n-4', 'n-5'], 'n-2')
+  })
+
+  it('stopOnFailure true stays scoped to its step: the next step still starts its nodes', async () => {
+    const started: string[] = []
+    const phase: Phase = {
+      name: 'cluster-apply',
+      title: 'test',
+      steps: () => [
+        {
+          kind: 'node',
+          title: 'first',
+          applies: (node) => node.name === 'n-1',
+          stopOnFailure: true,
+          run: () => Promise.reject(new NodeError('quorum', 'gate not passed', 'fix it')),
+        },
+        {
+          kind: 'node',
+          title: 'second',
+          applies: (node) => node.name !== 'n-1',
+          stopOnFailure: true,
+          run: (node) => {
+            started.push(node.name)
+            return Promise.resolve()
+          },
+        },
+      ],
+    }
+    await runPhases(fakeRun(nodes(3), 1), [phase])
+    expect(started).toEqual(['n-2', 'n-3'])
   })
 })

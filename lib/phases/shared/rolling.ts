@@ -1,0 +1,225 @@
+// The per-node rolling machinery of day 2 (docs/day2-design.md 2.4), shared by cluster:apply (changes
+// that reboot) and upgrade:talos: the etcd quorum gate before a control plane, the cordon marked as
+// ours, the PDB-respecting drain with its timeout, the action (marked `sent` in the journal before it
+// goes), the reboot seen by the boot ID, running and ready, the action's own check of what runs, the
+// kubelet healthy and the Node Ready on the new boot (a control plane's static pods Ready too),
+// the uncordon only if we cordoned it, then the operator's gate command. The caller gives the action
+// and its check; the order and the waits are here.
+import { NodeError } from '../../core/errors.js'
+import { hintFor, kubectlCommand, taskCommand } from '../../cli/hints.js'
+import { kubeNodeName, type ClusterNode } from '../../core/model.js'
+import type { PhaseName } from '../../core/results.js'
+import type { StepReporter } from '../../engine/phase.js'
+import type { Run } from '../../engine/run.js'
+import { bootIdOf, condition, type Kubectl } from '../../tools/kubectl.js'
+import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
+import { blockedEvictions, describeBlocked } from './drain.js'
+import { runGateCommand } from './gate-command.js'
+import { CONTROL_PLANE_COMPONENTS, podWhy } from './health.js'
+import { waitForQuorum } from './quorum.js'
+
+/** The day-2 commands that roll nodes: the cordon's owner, and the task a hint reruns. */
+export type RollingCommand = 'cluster:apply' | 'upgrade:talos'
+
+/** kubectl, its failures' hints naming the command */
+export function kubectlFor(run: Run, command: RollingCommand): Kubectl {
+  return run.kubectl.withRecovery(command)
+}
+
+/** report.poll, its timeout a NodeError of `kind` naming what was still awaited. */
+export async function waitFor<T>(
+  report: StepReporter,
+  run: Run,
+  node: ClusterNode,
+  what: string,
+  kind: 'node-not-ready' | 'control-plane' | 'timeout',
+  check: () => Promise<PollAnswer<T>>,
+  timeoutMs: number = run.settings.readyTimeoutMs,
+): Promise<T> {
+  try {
+    return await report.poll(check, timeoutMs)
+  } catch (err) {
+    if (!(err instanceof PollTimeout)) throw err
+    throw new NodeError(kind, `${what} not seen within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}`, hintFor(kind, node))
+  }
+}
+
+/** Kubelet Running and healthy, and the Node Ready (with the boot ID given, when one is). */
+export async function kubeletAndNodeReady(run: Run, kubectl: Kubectl, node: ClusterNode, bootId?: string): Promise<PollAnswer<true>> {
+  const kubelet = await run.talosctl.serviceStatus(node, 'kubelet')
+  if (kubelet.state !== 'Running' || kubelet.health !== 'OK')
+    return { done: false, state: `kubelet ${kubelet.state}, health ${kubelet.health}` }
+  const kube = await kubectl.get('node', kubeNodeName(node))
+  if (!kube) return { done: false, state: `no Node ${kubeNodeName(node)}` }
+  if (bootId !== undefined && bootIdOf(kube) !== bootId) return { done: false, state: 'the Node still shows the boot before the reboot' }
+  const ready = condition(kube, 'Ready')
+  if (ready?.status !== 'True') return { done: false, state: `Node not Ready${ready?.reason ? ` (${ready.reason})` : ''}` }
+  return { done: true, value: true }
+}
+
+/** The control plane's static pods Ready, each (in `versions`) at the config version given. */
+export async function staticPodsReady(kubectl: Kubectl, node: ClusterNode, versions: Map<string, string>): Promise<PollAnswer<true>> {
+  const waiting: string[] = []
+  for (const component of CONTROL_PLANE_COMPONENTS) {
+    const pod = await kubectl.get('pod', `${component}-${kubeNodeName(node)}`, 'kube-system')
+    if (!pod) {
+      waiting.push(`${component}: no mirror pod`)
+      continue
+    }
+    const want = versions.get(component)
+    const has = pod.metadata.annotations?.['talos.dev/config-version']
+    if (want !== undefined && has !== want) waiting.push(`${component}: config version ${has ?? 'none'}, expected ${want}`)
+    else if (condition(pod, 'Ready')?.status !== 'True') waiting.push(`${component}: ${podWhy(pod).why}`)
+  }
+  return waiting.length === 0 ? { done: true, value: true } : { done: false, state: waiting.join('; ') }
+}
+
+/** The node's boot ID, or undefined while it does not answer (it is down). */
+export async function bootIdNow(run: Run, node: ClusterNode): Promise<string | undefined> {
+  try {
+    return await run.talosctl.bootId(node)
+  } catch (err) {
+    if (err instanceof NodeError && err.transient) return undefined
+    throw err
+  }
+}
+
+/** What a rolling step does to one node, between the drain and the reboot's end. */
+export interface RollingAction {
+  command: RollingCommand
+  /** the journal's phase whose `sent` mark covers the action */
+  phase: PhaseName
+  /** the progress line while it is sent (`apply-config --mode reboot`) */
+  what: string
+  /** sends it; a refusal (nothing changed on the node) is thrown */
+  send: () => Promise<void>
+  /** how long the reboot may take from the send to running and ready (default readyTimeout) */
+  rebootTimeoutMs?: number
+  /** the message's start when the reboot is not seen in time (`down: `) */
+  downPrefix?: string
+  /**
+   * After the reboot, running and ready: whether what runs is what was sent. A `failure` (a rollback)
+   * lets the node finish (ready, uncordoned: it serves again) and is thrown then, before the gate command.
+   */
+  verify: (bootId: string) => Promise<{ failure?: NodeError }>
+  /**
+   * The node took the action in an earlier run that stopped before its end (a rerun found it at its
+   * target): no gate, cordon, drain or send; the waits, the uncordon and the gate command.
+   */
+  resumed?: boolean
+  /** the quorum gate lets a single etcd member go down (the cluster's API goes with it) */
+  acceptDowntime?: boolean
+}
+
+/**
+ * One node through the rolling states: gated (control planes), cordoned, drained, sent, rebooted,
+ * verified, ready, uncordoned (if ours), gate passed. Returns the notes for the node's detail.
+ */
+export async function rollNode(node: ClusterNode, run: Run, report: StepReporter, action: RollingAction): Promise<string[]> {
+  const kubectl = kubectlFor(run, action.command)
+  const rerun = taskCommand(action.command, { NODES: node.name })
+  const notes: string[] = []
+  const kubeName = kubeNodeName(node)
+  /** the cordon is ours (this run's, or an earlier run's mark) */
+  let ours = false
+  let bootId: string
+  if (!action.resumed) {
+    if (node.role === 'controlplane') {
+      report.progress('etcd quorum gate')
+      notes.push(`gate: ${await waitForQuorum(report, run, { node, ...(action.acceptDowntime ? { acceptDowntime: true } : {}) })}`)
+    }
+    const from = await report.retry(() => run.talosctl.bootId(node))
+    report.progress('cordon')
+    ours = await report.retry(() => kubectl.cordonOwned(kubeName, action.command))
+    report.progress(`drain (timeout ${Math.round(run.settings.drainTimeoutMs / 1000)}s)`)
+    try {
+      await kubectl.drain(kubeName, run.settings.drainTimeoutMs)
+    } catch (err) {
+      if (!(err instanceof NodeError) || err.kind !== 'drain-blocked') throw err
+      const blocked = await blockedEvictions(run.kubectl, kubeName).catch(() => [])
+      throw new NodeError(
+        'drain-blocked',
+        `drain not done within ${Math.round(run.settings.drainTimeoutMs / 1000)}s${blocked.length > 0 ? `: ${describeBlocked(blocked)}` : `: ${err.message}`}; nothing applied, the node stays cordoned`,
+        `see the budgets (\`${kubectlCommand('get pdb -A')}\`), let the pods move (scale the workload up or relax the budget), then run again: ${rerun} (it drains again and goes on)`,
+      )
+    }
+    report.progress(action.what)
+    run.journal.sending(node.name, action.phase)
+    const sentAt = performance.now()
+    try {
+      await action.send()
+    } catch (err) {
+      // refused: nothing changed on the node, whose outcome is known
+      if (err instanceof NodeError && !run.signal.aborted) run.journal.settled(node.name, action.phase)
+      throw err
+    }
+    report.progress('waiting for the reboot (boot ID)')
+    // down: no new boot ID within what is left of the action's time (talosctl upgrade's own wait may have used it all)
+    const timeoutMs = Math.max(1_000, (action.rebootTimeoutMs ?? run.settings.readyTimeoutMs) - (performance.now() - sentAt))
+    try {
+      bootId = await report.poll(async () => {
+        const id = await bootIdNow(run, node)
+        if (id === undefined) return { done: false, state: 'down' }
+        if (id === from) return { done: false, state: 'not rebooted yet (same boot ID)' }
+        return { done: true, value: id }
+      }, timeoutMs)
+    } catch (err) {
+      if (!(err instanceof PollTimeout)) throw err
+      throw new NodeError(
+        'timeout',
+        `${action.downPrefix ?? ''}the reboot (a new boot ID) not seen within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}`,
+        hintFor('timeout', node),
+      )
+    }
+    // back on a new boot: running and ready within readyTimeout (a slow start is not a node that stayed down)
+    await waitFor(report, run, node, 'the node running and ready after its reboot', 'node-not-ready', async () => {
+      const status = await run.talosctl.machineStatus(node)
+      if (status.stage !== 'running' || !status.ready)
+        return { done: false, state: `rebooted, ${status.stage}${status.ready ? '' : ', not ready'}` }
+      return { done: true, value: true }
+    })
+    run.journal.settled(node.name, action.phase)
+  } else {
+    report.progress('resumed: waiting for the node running and ready')
+    bootId = await waitFor(report, run, node, 'the node running and ready', 'timeout', async () => {
+      const id = await bootIdNow(run, node)
+      if (id === undefined) return { done: false, state: 'down' }
+      const status = await run.talosctl.machineStatus(node)
+      if (status.stage !== 'running' || !status.ready) return { done: false, state: `${status.stage}${status.ready ? '' : ', not ready'}` }
+      return { done: true, value: id }
+    })
+    run.journal.settled(node.name, action.phase)
+  }
+  const { failure } = await action.verify(bootId)
+  report.progress('waiting for the kubelet and the Node')
+  await waitFor(report, run, node, 'the kubelet healthy and the Node Ready after the reboot', 'node-not-ready', () =>
+    kubeletAndNodeReady(run, kubectl, node, bootId),
+  )
+  if (node.role === 'controlplane') {
+    report.progress('waiting for the static pods')
+    await waitFor(report, run, node, 'the static pods Ready', 'control-plane', () => staticPodsReady(kubectl, node, new Map()))
+  }
+  // only our own mark is taken off (uncordonOwned reads it): a node the operator cordoned stays so
+  const uncordoned = await report.retry(() => kubectl.uncordonOwned(kubeName))
+  if (failure) throw failure
+  notes.push(
+    action.resumed
+      ? `finished after an interrupted run${uncordoned ? ', uncordoned' : ''}`
+      : ours
+        ? 'rebooted, uncordoned'
+        : 'rebooted; left cordoned (it was cordoned before this run)',
+  )
+  // the operator's own check before the next node (its failure stops the step: no further node starts)
+  try {
+    const gate = await runGateCommand(run, report, node, action.phase)
+    if (gate) notes.push(gate)
+  } catch (err) {
+    if (!(err instanceof NodeError) || err.kind !== 'gate-command') throw err
+    throw new NodeError(
+      'gate-command',
+      err.message,
+      `the gate command (GATE_COMMAND) kept failing after ${node.name} was done: see its output in the message, fix what it checks, then run again: ${taskCommand(action.command)} (the node is done then; the gate runs after it and the nodes still to do)`,
+    )
+  }
+  return notes
+}

@@ -1,0 +1,408 @@
+// upgrade:talos (issue 31 item 2, docs/day2-design.md 2.6): upgrade Talos node by node. A plan per
+// node from the live state (its version, its schematic, its Kubernetes) against the target image
+// (TALOS_VERSION in the node's own installer repository, keeping its schematic; or IMAGE), checked
+// against Talos's compatibility table: a refusal (the installer's own text, a downgrade, Kubernetes
+// outside the target's range) touches nothing. Then control planes strictly one at a time behind the
+// etcd quorum gate, the leader last, and workers CONCURRENCY at a time, each through the rolling
+// states (shared/rolling.ts) with `talosctl upgrade` as the action and, as its check, the version
+// and schematic actually running: talosctl's own wait passes a node that rolled back. The first
+// failure starts no further node. A rerun plans again from the live versions: upgraded nodes are
+// already at target, a node an interrupted run sent (the journal's `sent` mark) is finished.
+import { InputError, NodeError } from '../core/errors.js'
+import { hintFor, taskCommand } from '../cli/hints.js'
+import { output } from '../cli/output.js'
+import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
+import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
+import type { Run } from '../engine/run.js'
+import { MachineConfig } from '../input/machine-config.js'
+import {
+  compareCore,
+  installerImage,
+  kubernetesSupported,
+  parseVersion,
+  schematicOfImage,
+  upgradeableFrom,
+  versionText,
+  type Version,
+} from '../input/versions.js'
+import { CORDONED_BY } from '../tools/kubectl.js'
+import { PollTimeout } from '../wait/poll.js'
+import { kubectlFor, rollNode } from './shared/rolling.js'
+
+/** What the plan found on a node. */
+interface UpgradePlan {
+  /** the Talos version it runs (`Tag`) */
+  from: string
+  /** the Image Factory schematic it runs, when any */
+  schematic?: string
+  /** the installer image its upgrade sends */
+  image: string
+  /** the version that image installs */
+  target: Version
+  /** the schematic the node runs after it (the image's; none for a plain installer) */
+  targetSchematic?: string
+  /** the kubelet's version (the Node's) */
+  kubernetes?: string
+  /** nothing to do: version and schematic at the target */
+  atTarget: boolean
+  /** at the target, but an earlier run sent the upgrade or cordoned it and stopped before the end */
+  resume: boolean
+  /** why the target is refused for this node (Talos's text, or the tool's) */
+  refusal?: string
+}
+
+interface RunPlan {
+  byNode: Map<string, UpgradePlan>
+  /** the control plane etcd's leader is on when the plan was made: upgraded last */
+  leader?: string
+}
+
+const plans = new WeakMap<Run, RunPlan>()
+
+function planOf(run: Run): RunPlan {
+  let plan = plans.get(run)
+  if (!plan) plans.set(run, (plan = { byNode: new Map() }))
+  return plan
+}
+
+function nodePlan(run: Run, node: ClusterNode): UpgradePlan | undefined {
+  return plans.get(run)?.byNode.get(node.name)
+}
+
+const ask = (run: Run): NonNullable<Run['options']['upgrade']> =>
+  run.options.upgrade ?? { allowDowngrade: false, preserve: false, force: false, acceptDowntime: false }
+
+/** The target version: TALOS_VERSION, or the tag of IMAGE. */
+function targetVersion(run: Run): Version {
+  const { talosVersion, image } = ask(run)
+  const text = talosVersion ?? /:(v?\d+\.\d+\.\d+[^@/]*)(?:@.*)?$/.exec(image ?? '')?.[1]
+  const version = text ? parseVersion(text) : undefined
+  if (!version) throw new Error('unchecked target') // check() refused it before any step
+  return version
+}
+
+/** machine.install.image of the node's config file, when it names one */
+function installImageOf(node: ClusterNode): string | undefined {
+  const value = MachineConfig.of(node.configFile).v1alpha1?.getIn(['machine', 'install', 'image'])
+  return typeof value === 'string' && value ? value : undefined
+}
+
+/** The node's version (Tag). */
+async function versionOf(run: Run, node: ClusterNode, report: StepReporter): Promise<string> {
+  return report.retry(async () => {
+    const answer = (await run.talosctl.versions([node], node)).get(node.address)
+    if (!answer || answer.error)
+      throw answer?.error ?? new NodeError('unknown', 'talosctl version printed no Tag for the node', hintFor('unknown', node))
+    return answer.value
+  })
+}
+
+/**
+ * An earlier run sent this node its upgrade and never learned the outcome (killed with it in flight):
+ * the node may be upgrading, rebooting or booting. Waited for until it runs and is ready again (up
+ * to upgradeTimeout), so the plan reads the version it ends up with, not the one it is leaving.
+ */
+async function settleSent(run: Run, node: ClusterNode, report: StepReporter): Promise<void> {
+  report.progress('an earlier run sent its upgrade: waiting for the node running and ready')
+  try {
+    await report.poll(async () => {
+      try {
+        const status = await run.talosctl.machineStatus(node)
+        if (status.stage === 'running' && status.ready) return { done: true, value: true }
+        return { done: false, state: `${status.stage}${status.ready ? '' : ', not ready'}` }
+      } catch (err) {
+        if (err instanceof NodeError && err.transient) return { done: false, state: `down (${err.message})` }
+        throw err
+      }
+    }, run.settings.upgradeTimeoutMs)
+  } catch (err) {
+    if (!(err instanceof PollTimeout)) throw err
+    throw new NodeError(
+      'timeout',
+      `down: an earlier run sent its upgrade and the node is not running and ready within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}`,
+      hintFor('timeout', node),
+    )
+  }
+}
+
+/** The schematic the node runs (Image Factory's virtual `schematic` extension) and its other extensions. */
+async function schematicOf(run: Run, node: ClusterNode, report: StepReporter): Promise<{ schematic?: string; extensions: string[] }> {
+  const all = await report.retry(() => run.talosctl.extensions(node))
+  const schematic = all.find((e) => e.name === 'schematic')?.version
+  return { ...(schematic ? { schematic } : {}), extensions: all.filter((e) => e.name !== 'schematic').map((e) => e.name) }
+}
+
+/**
+ * Why the upgrade of a node running Talos `from` (and Kubernetes `kubernetes`, its kubelet's) to
+ * `target` is refused, or undefined: a downgrade without --allow-downgrade; the target installer's
+ * own refusal (its compatibility table, its text); a Kubernetes outside the target's range, naming the
+ * step that fixes it when one does (`task upgrade:k8s TO=…`, one minor at a time).
+ */
+export function refusalOf(from: string, target: Version, kubernetes: string | undefined, allowDowngrade: boolean): string | undefined {
+  const host = parseVersion(from)
+  if (!host) return `the node runs ${from}, which is no version this tool can compare`
+  if (compareCore(target, host) < 0 && !allowDowngrade)
+    return `${versionText(target)} is older than the ${from} the node runs: a downgrade (give --allow-downgrade to do it)`
+  const path = compareCore(target, host) !== 0 ? upgradeableFrom(host, target) : undefined
+  if (path) return path.text
+  const k8s = kubernetes ? parseVersion(kubernetes) : undefined
+  const k = k8s ? kubernetesSupported(k8s, target) : undefined
+  if (!k || !k8s) return undefined
+  return /too old/.test(k.text)
+    ? `${k.text}: upgrade Kubernetes first, one minor at a time (${taskCommand('upgrade:k8s', { TO: `v${k8s.major}.${k8s.minor + 1}.x` })} first)`
+    : `${k.text}: Kubernetes is never downgraded; pick a Talos version that runs it`
+}
+
+async function planNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
+  const sent = run.journal.sentAt(node.name, 'upgrade-talos')
+  if (sent) await settleSent(run, node, report)
+  report.progress('reading its version and schematic')
+  const from = await versionOf(run, node, report)
+  const host = parseVersion(from)
+  const { schematic, extensions } = await schematicOf(run, node, report)
+  const target = targetVersion(run)
+  const installer = installerImage(
+    {
+      ...(installImageOf(node) ? { installImage: installImageOf(node) } : {}),
+      ...(schematic ? { schematic } : {}),
+      extensions,
+      secureBoot: false,
+    },
+    ask(run),
+  )
+  const kube = await report.retry(() => kubectlFor(run, 'upgrade:talos').get('node', kubeNodeName(node)))
+  const kubernetes = (kube?.status as { nodeInfo?: { kubeletVersion?: string } } | undefined)?.nodeInfo?.kubeletVersion
+  const image = 'image' in installer ? installer.image : ''
+  const targetSchematic = schematicOfImage(image)
+  const atTarget = host !== undefined && compareCore(host, target) === 0 && host.pre === target.pre && targetSchematic === schematic
+  const cordonedByUs = kube?.metadata.annotations?.[CORDONED_BY] !== undefined
+  const refusal =
+    'refused' in installer ? installer.refused : atTarget ? undefined : refusalOf(from, target, kubernetes, ask(run).allowDowngrade)
+  planOf(run).byNode.set(node.name, {
+    from,
+    ...(schematic ? { schematic } : {}),
+    image,
+    target,
+    ...(targetSchematic ? { targetSchematic } : {}),
+    ...(kubernetes ? { kubernetes } : {}),
+    atTarget,
+    resume: atTarget && (sent !== undefined || cordonedByUs),
+    ...(refusal ? { refusal } : {}),
+  })
+  const k8sNote = kubernetes ? `, Kubernetes ${kubernetes}` : ''
+  if (refusal) return { status: 'ok', detail: `${from}${k8sNote}: refused: ${refusal}` }
+  if (atTarget && !(sent !== undefined || cordonedByUs)) return { status: 'skipped', detail: `already at target (${from})` }
+  if (atTarget) return { status: 'ok', detail: `${from}: at target, an earlier run stopped before its end: finishing it` }
+  return { status: 'ok', detail: `${from}${schematic ? ` (schematic ${schematic.slice(0, 12)}…)` : ''}${k8sNote} -> ${image}` }
+}
+
+/** etcd's leader among the control planes (read once, for the order): the one upgraded last. */
+async function leaderOf(run: Run): Promise<string | undefined> {
+  const cps = controlPlanes(run.inventory)
+  const via = cps[0]
+  if (!via) return undefined
+  const status = await run.talosctl.etcdStatus(cps, via).catch(() => new Map())
+  const rows = [...status.values()].flatMap((a: { value?: { memberId: string; leader: string; node: string } }) =>
+    a.value ? [a.value] : [],
+  )
+  const leaderId = rows.find((r) => r.leader && /[1-9a-f]/.test(r.leader))?.leader
+  const address = rows.find((r) => r.memberId === leaderId)?.node
+  return cps.find((cp) => cp.address === address)?.name
+}
+
+/** The plan printed; any refusal fails the step (kind version-skew) and no node is touched. */
+async function decidePlan(run: Run): Promise<string> {
+  const plan = planOf(run)
+  plan.leader = await leaderOf(run)
+  const lines: string[] = []
+  const refusals: string[] = []
+  let toDo = 0
+  for (const node of run.nodes) {
+    const p = plan.byNode.get(node.name)
+    if (!p) continue
+    const what = p.refusal
+      ? `refused: ${p.refusal}`
+      : p.atTarget
+        ? p.resume
+          ? 'at target: finishing what an earlier run started'
+          : 'already at target'
+        : `${p.from} -> ${p.image}`
+    lines.push(`${node.name} (${node.address}, ${node.role}${plan.leader === node.name ? ', etcd leader: last' : ''}): ${what}`)
+    if (p.refusal) refusals.push(`${node.name}: ${p.refusal}`)
+    else if (!p.atTarget || p.resume) toDo++
+  }
+  if (lines.length > 0) output.info(['PLAN (upgrade:talos)', ...lines].join('\n'))
+  if (refusals.length > 0)
+    throw new NodeError(
+      'version-skew',
+      `the upgrade is refused, nothing was touched: ${refusals.join('; ')}`,
+      `pick a target the compatibility table allows (one minor at a time from the oldest node; Kubernetes inside the target's range first), then run: ${taskCommand('upgrade:talos')}`,
+    )
+  return `${toDo} of ${run.nodes.length} node(s) to upgrade${run.options.planOnly ? ' (DRY_RUN: nothing changed)' : ''}`
+}
+
+async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
+  const plan = nodePlan(run, node) as UpgradePlan
+  const { preserve, force } = ask(run)
+  let sequenceError: string | undefined
+  const target = `v${versionText(plan.target)}`
+  try {
+    const notes = await rollNode(node, run, report, {
+      command: 'upgrade:talos',
+      phase: 'upgrade-talos',
+      what: `talosctl upgrade --image ${plan.image}`,
+      resumed: plan.resume,
+      acceptDowntime: ask(run).acceptDowntime,
+      rebootTimeoutMs: run.settings.upgradeTimeoutMs,
+      downPrefix: 'down: ',
+      send: async () => {
+        // only the busy refusals are retried (the etcd upgrade mutex, the lifecycle lock): any other
+        // failure may have started the sequence, and the check after it says what runs
+        const sent = await report.retry(
+          () =>
+            run.talosctl.upgrade(node, plan.image, { timeoutMs: run.settings.upgradeTimeoutMs, preserve, force }, (line) =>
+              report.progress(line),
+            ),
+          { retries: (e) => e.kind === 'busy' },
+        )
+        sequenceError = sent.sequenceError
+      },
+      verify: async () => {
+        const running = await versionOf(run, node, report)
+        if (running !== target && running === plan.from)
+          return {
+            failure: new NodeError(
+              'rolled-back',
+              `rolled back: the node rebooted (a new boot ID) but runs ${running}, not ${target}: ${sequenceError ?? 'the new image did not boot (the bootloader went back)'}`,
+              hintFor('rolled-back', node),
+            ),
+          }
+        if (running !== target)
+          throw new NodeError('unknown', `the node runs ${running} after its upgrade to ${target}`, hintFor('unknown', node))
+        const { schematic } = await schematicOf(run, node, report)
+        if (schematic !== plan.targetSchematic)
+          return {
+            failure: new NodeError(
+              'extensions',
+              `upgraded to ${running}, but it runs schematic ${schematic ?? 'none'}, not ${plan.targetSchematic ?? 'none'} (the image ${plan.image})`,
+              hintFor('extensions', node),
+            ),
+          }
+        return {}
+      },
+    })
+    return {
+      status: 'ok',
+      detail: [
+        plan.resume ? `at ${target}: ${notes[0] ?? ''}` : `upgraded ${plan.from} -> ${target}`,
+        ...notes.slice(plan.resume ? 1 : 0),
+      ].join('; '),
+    }
+  } catch (err) {
+    // a refusal after the cordon: nothing changed on the node, which stays cordoned (a rerun resumes at the drain)
+    if (err instanceof NodeError && (err.kind === 'upgrade-refused' || err.kind === 'image-missing' || err.kind === 'busy'))
+      throw new NodeError(err.kind, `cordoned: ${err.message}`, hintFor(err.kind, node))
+    throw err
+  }
+}
+
+/** The versions every node runs at the end, and whether the run left the cluster mixed. */
+async function versionsAtEnd(run: Run): Promise<string> {
+  const all = run.inventory.nodes
+  const via = controlPlanes(run.inventory)[0] ?? all[0]
+  const answers = await run.talosctl.versions(all, via)
+  const byVersion = new Map<string, string[]>()
+  for (const node of all) {
+    const answer = answers.get(node.address)
+    const key = answer?.value ?? 'not answering'
+    byVersion.set(key, [...(byVersion.get(key) ?? []), node.name])
+  }
+  // the newest first; a node that did not answer last
+  const rank = (v: string): Version => parseVersion(v) ?? { major: -1, minor: 0, patch: 0, pre: '' }
+  const text = [...byVersion]
+    .sort(([a], [b]) => compareCore(rank(b), rank(a)))
+    .map(([v, nodes]) => `${v} (${nodes.join(', ')})`)
+    .join(', ')
+  const mixed = [...byVersion.keys()].filter((v) => v !== 'not answering').length > 1
+  const line = mixed ? `cluster left at mixed versions: Talos ${text}` : `Talos ${text}`
+  output.info(line)
+  return line
+}
+
+const acts = (run: Run): boolean => run.options.planOnly !== true
+
+const upgrading =
+  (role: ClusterNode['role']) =>
+  (node: ClusterNode, run: Run): boolean => {
+    const plan = nodePlan(run, node)
+    return acts(run) && node.role === role && plan !== undefined && !plan.refusal && (!plan.atTarget || plan.resume)
+  }
+
+export const upgradeTalos: Phase = {
+  name: 'upgrade-talos',
+  title: 'Upgrade Talos, node by node',
+  check: (run) => {
+    const { talosVersion, image } = ask(run)
+    if (!talosVersion && !image)
+      throw new InputError('upgrade:talos needs a target: TALOS_VERSION (like v1.13.9) or IMAGE (an installer image)', {
+        fix: 'write TALOS_VERSION=v1.13.9 (each node keeps its installer repository and schematic), or IMAGE=<installer image>',
+      })
+    if (talosVersion && image)
+      throw new InputError('give TALOS_VERSION or IMAGE, not both', {
+        fix: "write one of them: IMAGE is sent as it is, TALOS_VERSION picks each node's installer",
+      })
+    if (talosVersion && !parseVersion(talosVersion))
+      throw new InputError(`TALOS_VERSION ${JSON.stringify(talosVersion)} is not a version like v1.13.9`, {
+        fix: 'write TALOS_VERSION=v1.13.9',
+      })
+    if (image && !/:(v?\d+\.\d+\.\d+[^@/]*)(?:@.*)?$/.test(image))
+      throw new InputError(`IMAGE ${JSON.stringify(image)} carries no Talos version tag (the upgrade is checked against it)`, {
+        fix: 'write IMAGE=<repository>:v1.13.9 (a digest may follow the tag: @sha256:…)',
+      })
+    return Promise.resolve()
+  },
+  steps: () => [
+    {
+      kind: 'node',
+      title: 'Plan (version, schematic and Kubernetes per node)',
+      readOnly: true,
+      would: 'would read its version, schematic and Kubernetes',
+      run: planNode,
+    },
+    {
+      kind: 'cluster',
+      name: 'plan',
+      title: 'The plan, against the compatibility table',
+      blocks: () => true,
+      run: decidePlan,
+    },
+    {
+      kind: 'node',
+      title: 'Control planes, one at a time behind the quorum gate (the etcd leader last)',
+      would: 'would pass the quorum gate, drain, upgrade and wait for it',
+      applies: upgrading('controlplane'),
+      concurrency: () => 1,
+      stopOnFailure: 'phase',
+      order: (nodes, run) => {
+        const leader = planOf(run).leader
+        return [...nodes.filter((n) => n.name !== leader), ...nodes.filter((n) => n.name === leader)]
+      },
+      run: upgradeNode,
+    },
+    {
+      kind: 'node',
+      title: 'Workers, CONCURRENCY at a time',
+      would: 'would cordon, drain, upgrade and wait for it',
+      applies: upgrading('worker'),
+      stopOnFailure: 'phase',
+      run: upgradeNode,
+    },
+    {
+      kind: 'cluster',
+      name: 'versions',
+      title: 'The versions the nodes run',
+      ready: (run) => (acts(run) ? true : { skip: 'DRY_RUN: nothing changed' }),
+      run: versionsAtEnd,
+    },
+  ],
+}
