@@ -76,7 +76,8 @@ function rolesOf(call) {
  */
 function invoke(ns, call, method, body, { targets, purpose, words = [], emit }) {
   const gone = new AbortController() // a call whose client went away (deadline, Ctrl-C) cancels what still waits for it
-  call.on('cancelled', () => gone.abort())
+  const cancel = () => gone.abort()
+  call.on('cancelled', cancel)
   return serveCall(ns.sim, ns.node, ns.mode, {
     method,
     body,
@@ -86,11 +87,13 @@ function invoke(ns, call, method, body, { targets, purpose, words = [], emit }) 
     roles: rolesOf(call),
     signal: gone.signal,
     emit,
-  }).catch((e) => {
-    if (e instanceof RpcError) throw statusError(e)
-    ns.sim.log(`grpc ${method} on ${ns.node.ip}: ${e.stack}`)
-    throw statusError({ code: 'Internal', message: e.message })
   })
+    .catch((e) => {
+      if (e instanceof RpcError) throw statusError(e)
+      ns.sim.log(`grpc ${method} on ${ns.node.ip}: ${e.stack}`)
+      throw statusError({ code: 'Internal', message: e.message })
+    })
+    .finally(() => call.off('cancelled', cancel)) // a long watch reads many times on one call
 }
 
 /** apid's per-node metadata: hostname when the endpoint proxied, error and status when that node failed */

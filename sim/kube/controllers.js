@@ -288,7 +288,8 @@ export function createControllers({ store, registry, clock, timings, faults, net
     if (pod.metadata.annotations?.['kubernetes.io/config.mirror']) {
       const status = hf.staticPodStatus(host, pod.metadata.labels?.['k8s-app'], pod.spec.containers?.[0]?.image)
       if (!status) return false
-      next.status = { ...next.status, ...status }
+      const node = store.get(NODES, undefined, host)
+      next.status = { ...next.status, ...(node ? { hostIP: nodeIp(node), hostIPs: [{ ip: nodeIp(node) }] } : {}), ...status }
       if (!deepEqual(pod.status, next.status)) tryUpdate(PODS, next)
       return true
     }
