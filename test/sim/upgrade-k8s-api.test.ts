@@ -21,11 +21,14 @@ const TALOSCTL_113 = resolve('.tools/talosctl-v1.13.9/talosctl')
 const has113 = existsSync(TALOSCTL_113)
 const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']
 
-async function start(range: string, o: { cps: number; workers: number; kubernetesVersion: string; faults?: Fault[] }): Promise<Started> {
+async function start(
+  range: string,
+  o: { cps: number; workers: number; kubernetesVersion: string; faults?: Fault[]; kube?: 'model' | 'real' },
+): Promise<Started> {
   const scenario = scenarioOn(range, { cps: o.cps, workers: o.workers, image: 'disk', vip: false, speed: 40, faults: o.faults ?? [] })
   scenario.cluster.kubernetesVersion = o.kubernetesVersion
   const dir = mkdtempSync(join(tmpdir(), 'sim-test-'))
-  const sim = await startSimulator({ scenario, dir })
+  const sim = await startSimulator({ scenario, dir, ...(o.kube ? { kube: o.kube } : {}) })
   return {
     sim,
     dir,
@@ -178,6 +181,35 @@ describe.skipIf(!!tool.skip)('talosctl upgrade-k8s against the simulator (real t
       },
       240_000,
     )
+  })
+
+  describe.skipIf(!has113)('on the real control plane (SIM_KUBE=real), with talosctl v1.13.9: 1.34 -> 1.35', () => {
+    const R = '127.253.3'
+    const CP1 = `${R}.11`
+    const ALL = names(1, 1)
+    let s: Started
+    beforeAll(async () => {
+      s = await start(R, { cps: 1, workers: 1, kubernetesVersion: 'v1.34.1', kube: 'real' })
+      await readyCluster(s, ALL, CP1)
+    }, 240_000)
+    afterAll(async () => {
+      await s?.stop()
+    })
+
+    it('the mirror pods the kubelets write follow the static pods; the Nodes their kubelets; the manifests sync', async () => {
+      const before = await kubeState(s)
+      expect(before.pods.map((p) => [p.image, p.configVersion])).toEqual(COMPONENTS.map((c) => [`registry.k8s.io/${c}:v1.34.1`, '1']))
+      const r = await upgradeK8s(s, CP1, '1.35.0', TALOSCTL_113)
+      expect(r.code, r.stdout + r.stderr).toBe(0)
+      const out = r.stdout + r.stderr
+      expect(out).toContain(` < "${CP1}": successfully updated`)
+      expect(out).toContain(` > "${R}.21": waiting for node update`)
+      expect(out).toContain('updating manifests')
+      const state = await kubeState(s)
+      for (const p of state.pods)
+        expect(p, JSON.stringify(p)).toMatchObject({ image: expect.stringMatching(/:v1\.35\.0$/), configVersion: '2', ready: 'True' })
+      for (const n of state.nodes) expect(n).toMatchObject({ kubelet: 'v1.35.0', ready: 'True' })
+    }, 300_000)
   })
 
   describe('faults: the new version never gets Ready; a kubelet that does not come back', () => {
