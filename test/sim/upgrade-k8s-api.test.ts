@@ -4,9 +4,10 @@
 // MachineConfig as proto_spec), the NO_REBOOT config patch per control plane moving each config's
 // version and the mirror pods (talos.dev/config-version, the new image), the kubelet restart per node and
 // the Node's kubeletVersion, the bootstrap manifests sync; a second run is a no-op (errUpdateSkipped);
-// faults: a control plane component that never becomes Ready at the new version (static-pod with
-// `image`) and a kubelet that does not come back at it (kubelet-crashloop with `image`): the real tool
-// waits (its pod wait is 5 min, its kubelet wait has no timeout). Range 127.253.x.
+// faults: an image the registry lacks (image-pull: the pre-pull fails), a control plane component that
+// never becomes Ready at the new version (static-pod with `image`) and a kubelet that does not come back
+// at it (kubelet-crashloop with `image`): the real tool waits (its pod wait is 5 min, its kubelet wait
+// has no timeout). The same upgrade on the real control plane (SIM_KUBE=real). Range 127.253.x.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -78,6 +79,20 @@ async function getYaml(s: Started, ip: string, type: string, id: string): Promis
 }
 const versionOf = (yaml: string) => /\n\s*version: (\d+)/.exec(yaml)?.[1]
 
+type ClusterOptions = Parameters<typeof start>[1]
+/** the describe's cluster: started and brought to Ready before its tests, stopped after them */
+function withCluster(range: string, o: ClusterOptions, set: (s: Started) => void): void {
+  let started: Started | undefined
+  beforeAll(async () => {
+    started = await start(range, o)
+    set(started)
+    await readyCluster(started, names(o.cps, o.workers), `${range}.11`)
+  }, 240_000)
+  afterAll(async () => {
+    await started?.stop()
+  })
+}
+
 const upgradeK8s = (s: Started, ip: string, to: string, bin?: string, timeoutMs = 240_000): Promise<Run> =>
   talosctl(s.sim, ['upgrade-k8s', '--to', to, ...at(ip)], { timeoutMs, ...(bin ? { bin } : {}) })
 
@@ -85,15 +100,8 @@ describe.skipIf(!!tool.skip)('talosctl upgrade-k8s against the simulator (real t
   describe('1.34 -> 1.35 with talosctl v1.12.11, then a no-op rerun, then with v1.13.9', () => {
     const R = '127.253.1'
     const [CP1, CP2] = [`${R}.11`, `${R}.12`]
-    const ALL = names(2, 1)
-    let s: Started
-    beforeAll(async () => {
-      s = await start(R, { cps: 2, workers: 1, kubernetesVersion: 'v1.34.1' })
-      await readyCluster(s, ALL, CP1)
-    }, 240_000)
-    afterAll(async () => {
-      await s?.stop()
-    })
+    let s!: Started
+    withCluster(R, { cps: 2, workers: 1, kubernetesVersion: 'v1.34.1' }, (started) => (s = started))
 
     it('the typed resources it reads answer with their versions and proto specs', async () => {
       const api = await getYaml(s, CP1, 'apiserverconfigs.kubernetes.talos.dev', 'kube-apiserver')
@@ -181,20 +189,30 @@ describe.skipIf(!!tool.skip)('talosctl upgrade-k8s against the simulator (real t
       },
       240_000,
     )
+    it('1.35 -> 1.36: talosctl v1.12.11 has no such path; v1.13.9 has, and the v1.12 nodes refuse it before any change', async () => {
+      const before = s.sim.calls().length
+      const old = await upgradeK8s(s, CP1, '1.36.0', undefined, 60_000)
+      expect(old.code).toBe(1)
+      expect(old.stderr).toContain('unsupported upgrade path 1.35->1.36 (from "1.35.0" to "1.36.0")')
+      if (has113) {
+        const r = await upgradeK8s(s, CP1, '1.36.0', TALOSCTL_113, 60_000)
+        expect(r.code).toBe(1)
+        expect(r.stderr).toMatch(/node "127\.253\.1\.\d+": version of Kubernetes 1\.36\.0 is too new to be used with Talos 1\.12\.11/)
+      }
+      expect(
+        s.sim
+          .calls()
+          .slice(before)
+          .filter((c) => c.call === 'apply'),
+      ).toEqual([])
+    }, 120_000)
   })
 
   describe.skipIf(!has113)('on the real control plane (SIM_KUBE=real), with talosctl v1.13.9: 1.34 -> 1.35', () => {
     const R = '127.253.3'
     const CP1 = `${R}.11`
-    const ALL = names(1, 1)
-    let s: Started
-    beforeAll(async () => {
-      s = await start(R, { cps: 1, workers: 1, kubernetesVersion: 'v1.34.1', kube: 'real' })
-      await readyCluster(s, ALL, CP1)
-    }, 240_000)
-    afterAll(async () => {
-      await s?.stop()
-    })
+    let s!: Started
+    withCluster(R, { cps: 1, workers: 1, kubernetesVersion: 'v1.34.1', kube: 'real' }, (started) => (s = started))
 
     it('the mirror pods the kubelets write follow the static pods; the Nodes their kubelets; the manifests sync', async () => {
       const before = await kubeState(s)
@@ -215,23 +233,37 @@ describe.skipIf(!!tool.skip)('talosctl upgrade-k8s against the simulator (real t
   describe('faults: the new version never gets Ready; a kubelet that does not come back', () => {
     const R = '127.253.2'
     const [CP1, W1] = [`${R}.11`, `${R}.21`]
-    const ALL = names(1, 1)
-    let s: Started
-    beforeAll(async () => {
-      s = await start(R, {
+    let s!: Started
+    withCluster(
+      R,
+      {
         cps: 1,
         workers: 1,
         kubernetesVersion: 'v1.34.1',
         faults: [
           { kind: 'static-pod', pod: 'kube-scheduler', restarts: true, image: 'registry.k8s.io/kube-scheduler:v1.35.0' } as Fault,
           { kind: 'kubelet-crashloop', node: 'wrkr-1', image: 'ghcr.io/siderolabs/kubelet:v1.35.0' } as Fault,
+          { kind: 'image-pull', image: 'registry.k8s.io/kube-controller-manager:v1.35.0' } as Fault,
         ],
-      })
-      await readyCluster(s, ALL, CP1)
-    }, 240_000)
-    afterAll(async () => {
-      await s?.stop()
-    })
+      },
+      (started) => (s = started),
+    )
+
+    it('an image the registry lacks: the pre-pull fails and nothing changes', async () => {
+      const before = s.sim.calls().length
+      const r = await upgradeK8s(s, CP1, '1.35.0', undefined, 60_000)
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      expect(r.stderr).toContain(
+        `failed pre-pulling images: error pre-pulling registry.k8s.io/kube-controller-manager:v1.35.0 on ${CP1}: rpc error: code = NotFound desc = error pulling image: failed to pull image "registry.k8s.io/kube-controller-manager:v1.35.0"`,
+      )
+      expect(
+        s.sim
+          .calls()
+          .slice(before)
+          .filter((c) => c.call === 'apply'),
+      ).toEqual([])
+      s.sim.clearFault(null, 'image-pull')
+    }, 90_000)
 
     it('kube-scheduler at v1.35.0 crash-loops: upgrade-k8s waits on its pod (5 min in the real tool), the pod stays not Ready', async () => {
       const r = await upgradeK8s(s, CP1, '1.35.0', undefined, 25_000)
