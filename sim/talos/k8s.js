@@ -231,7 +231,8 @@ export function manifestsOf(node, sim) {
       serviceCIDRs: c.serviceSubnets ?? ['127.96.0.0/12'],
       dnsDomain: c.dnsDomain ?? 'cluster.local',
     },
-    kubernetesVersion: sim.scenario.cluster.kubernetesVersion,
+    // kube-proxy's template takes the config's cluster.proxy.image (what upgrade-k8s patches)
+    kubernetesVersion: tagOf(imageOf(node.config, 'kube-proxy', sim.scenario.cluster.kubernetesVersion)),
     bootstrapToken: node.config?.cluster?.token ?? sim.pki?.secrets.bootstrapToken,
   })
   const groups = new Map()
