@@ -4,7 +4,7 @@
 // MachineConfig as proto_spec), the NO_REBOOT config patch per control plane moving each config's
 // version and the mirror pods (talos.dev/config-version, the new image), the kubelet restart per node and
 // the Node's kubeletVersion, the bootstrap manifests sync; a second run is a no-op (errUpdateSkipped);
-// faults: an image the registry lacks (image-pull: the pre-pull fails), a control plane component that
+// a staged config overwritten by the NO_REBOOT apply; faults: an image the registry lacks (image-pull: the pre-pull fails), a control plane component that
 // never becomes Ready at the new version (static-pod with `image`) and a kubelet that does not come back
 // at it (kubelet-crashloop with `image`): the real tool waits (its pod wait is 5 min, its kubelet wait
 // has no timeout). The same upgrade on the real control plane (SIM_KUBE=real). Range 127.253.x.
@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSimulator, type Fault } from '../../sim/index.js'
-import { at, bringUp, kubectl, scenarioOn, sleep, talosctl, type Run, type Started } from './helpers.js'
+import { parse, stringify } from 'yaml'
+import { at, bringUp, configFile, configOf, kubectl, scenarioOn, sleep, talosctl, type Run, type Started } from './helpers.js'
 import { realTool } from '../support/real-tools.js'
 
 const tool = realTool('talosctl')
@@ -120,6 +121,23 @@ describe.skipIf(!!tool.skip)('talosctl upgrade-k8s against the simulator (real t
     })
 
     it('upgrades every control plane component and kubelet to v1.35.0, each node in turn', async () => {
+      // a config staged on the worker (a reboot pending): upgrade-k8s's NO_REBOOT apply of the active
+      // config with the new kubelet overwrites it (design 1.6: the product refuses to run over one)
+      const staged = parse(configOf(s.sim, 'wrkr-1'))
+      staged.machine.nodeLabels = { ...staged.machine.nodeLabels, staged: 'yes' }
+      const st = await talosctl(s.sim, [
+        'apply-config',
+        '--mode',
+        'staged',
+        '-f',
+        configFile(s.sim, 'staged', stringify(staged)),
+        ...at(`${R}.21`),
+      ])
+      expect(st.code, st.stderr).toBe(0)
+      const pending = await talosctl(s.sim, ['get', 'machineconfig', 'persistent', '-o', 'jsonpath={.spec}', ...at(`${R}.21`)])
+      // jsonpath prints the config as JSON or YAML text: the label either way
+      const label = /\bstaged"?:\s*"?yes/
+      expect(pending.stdout).toMatch(label)
       const from = s.sim.calls().length
       const r = await upgradeK8s(s, CP1, '1.35.0')
       expect(r.code, r.stdout + r.stderr).toBe(0)
@@ -154,6 +172,9 @@ describe.skipIf(!!tool.skip)('talosctl upgrade-k8s against the simulator (real t
       const mc = await talosctl(s.sim, ['get', 'machineconfig', 'v1alpha1', '-o', 'jsonpath={.spec}', ...at(CP2)])
       expect(mc.stdout).toContain('registry.k8s.io/kube-scheduler:v1.35.0')
       expect(mc.stdout).toContain('ghcr.io/siderolabs/kubelet:v1.35.0')
+      const persistent = await talosctl(s.sim, ['get', 'machineconfig', 'persistent', '-o', 'jsonpath={.spec}', ...at(`${R}.21`)])
+      expect(persistent.stdout).toContain('ghcr.io/siderolabs/kubelet:v1.35.0')
+      expect(persistent.stdout).not.toMatch(label)
       const applies = s.sim
         .calls()
         .slice(from)
