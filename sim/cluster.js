@@ -57,6 +57,12 @@ export class Simulator {
       this.faults,
       () => this.nodes.filter((n) => n.role === 'controlplane').map((n) => n.name),
       s.cluster.kubernetesVersion,
+      // the image a control plane's static pod runs (its config's: sim/talos/k8s.js)
+      (name, c) =>
+        this.nodes
+          .find((n) => n.name === name)
+          ?.staticPods()
+          .find((p) => p.id === c)?.image ?? `registry.k8s.io/${c}:${s.cluster.kubernetesVersion}`,
     )
     /** running nodes whose kubelet waits for its client certificate (no kube-controller-manager signs it) */
     this.csrWaiting = new Set()
@@ -381,7 +387,8 @@ export class Simulator {
           name: n.name,
           ip: this.health.nodeIp(n.name) ?? n.ip,
           role: n.role,
-          kubeletVersion: this.scenario.cluster.kubernetesVersion,
+          kubeletVersion: n.kubeletVersion,
+          staticPods: n.staticPods(),
           osImage: `Talos (${n.talosVersion})`,
           bootId: n.bootId,
         })
@@ -394,6 +401,27 @@ export class Simulator {
       n.talosLog(`kubelet: node "${n.name}" registered`)
       n.changed()
     })
+  }
+  /**
+   * A control plane's static pods changed (sim/talos/k8s.js): its kubelet replaces their mirror pods
+   * (sim/kube here; the real API's kubelet does it in its own loop, sim/kubelet.js mirrorPods)
+   */
+  staticPodsChanged(n, ids) {
+    if (this.realKube) return
+    try {
+      for (const p of n.staticPods().filter((x) => ids.includes(x.id))) this.kube?.replaceMirrorPod?.(n.name, p)
+    } catch (e) {
+      this.log(`kube.replaceMirrorPod: ${e.message}`)
+    }
+  }
+  /** the kubelet started again for a new KubeletSpec: it posts its Node with the new version (sim/kubelet.js does on the real API) */
+  kubeletRestarted(n) {
+    if (this.realKube || !n.registered) return
+    try {
+      this.kube?.setKubeletVersion?.(n.name, n.kubeletVersion)
+    } catch (e) {
+      this.log(`kube.setKubeletVersion: ${e.message}`)
+    }
   }
   nodeReset(n, { graceful }) {
     this.etcd.nodeReset(n, { graceful })

@@ -54,13 +54,15 @@ export const FAULT_KINDS = {
   'etcd-nospace': { on: ['etcd'], def: 'etcd' },
   'drain-blocked': { on: ['drain'], def: 'drain' },
   kubelet: { on: ['kubelet'], def: 'kubelet' },
+  // `image`: only while the kubelet runs that image (the version upgrade-k8s moves it to: it never comes back)
   'kubelet-crashloop': { on: ['kubelet'], def: 'kubelet' },
   cni: { on: ['cni'], def: 'cni' },
   flux: { on: ['flux'], def: 'flux' },
   // a chart the OCI registry serves whose pods crash-loop (`chart` names it; sim/charts/oci.js)
   chart: { on: ['chart'], def: 'chart' },
   // issue 30's, read through sim/health-faults.js: a control plane static pod (`pod`, `restarts`,
-  // `message`), an image no pull gets (`image`, `message`), CoreDNS never ready, a kubelet serving
+  // `message`, `image`: only while it runs that image, e.g. the version upgrade-k8s moves it to), an
+  // image no pull gets (`image`, `message`; ImagePull answers NotFound for it), CoreDNS never ready, a kubelet serving
   // CSR never approved, a Node registered at another InternalIP (`address`)
   'static-pod': { on: ['static-pod'], def: 'static-pod' },
   'image-pull': { on: ['image-pull'], def: 'image-pull' },

@@ -22,7 +22,12 @@ export const staticPodName = (component, node) => `${component}-${node}`
  * faults: the simulator's fault list (sim/faults.js createFaults); controlPlanes(): the names of the
  * configured control planes (a leader-elected component is down only when it is down on all of them).
  */
-export function createHealthFaults(faults, controlPlanes = () => [], kubernetesVersion = 'v1.35.0') {
+export function createHealthFaults(
+  faults,
+  controlPlanes = () => [],
+  kubernetesVersion = 'v1.35.0',
+  imageOf = (node, component) => `registry.k8s.io/${component}:${kubernetesVersion}`,
+) {
   const first = (node, kind, pick = () => true) => faults.find(node, { kind }).find(pick) ?? null
 
   /** `image-pull`: the registry's answer for this image (pods using it stay ImagePullBackOff), or null */
@@ -36,10 +41,10 @@ export function createHealthFaults(faults, controlPlanes = () => [], kubernetesV
    * This component's static pod does not run on this node: a `static-pod` fault ({ restarts, message }),
    * or an `image-pull` fault on its image (registry.k8s.io/<component>:<version>: it never starts)
    */
-  function staticPod(node, component) {
-    const f = first(node, 'static-pod', (x) => x.pod === component)
+  function staticPod(node, component, image = imageOf(node, component)) {
+    // with `image`: only while the pod runs that image (the version a config moved it to: upgrade-k8s)
+    const f = first(node, 'static-pod', (x) => x.pod === component && (x.image == null || x.image === image))
     if (f) return { restarts: f.restarts === true, message: f.message }
-    const image = `registry.k8s.io/${component}:${kubernetesVersion}`
     const pull = imagePull(image)
     return pull ? { restarts: false, message: pullBackOff(image, pull) } : null
   }
@@ -56,7 +61,7 @@ export function createHealthFaults(faults, controlPlanes = () => [], kubernetesV
    * `restarts`, it runs and exits, CrashLoopBackOff with `message` as its last termination message.
    */
   function staticPodStatus(node, component, image) {
-    const f = staticPod(node, component)
+    const f = staticPod(node, component, image)
     if (!f) return null
     const container = (state) => ({
       name: component,

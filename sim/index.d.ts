@@ -44,7 +44,8 @@ export interface Fault {
   pod?: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler'
   /** fault static-pod: it starts and exits (CrashLoopBackOff) instead of never starting */
   restarts?: boolean
-  /** fault image-pull: the image no pull gets; image-missing: the installer the registry lacks (default: every one) */
+  /** fault image-pull: the image no pull gets; image-missing: the installer the registry lacks (default: every one); static-pod,
+   * kubelet-crashloop: only while the component runs this image (a version its config moved to: upgrade-k8s) */
   image?: string
 }
 /** the scenario's timings (simulated seconds; sim/README.md "Scenario schema") */

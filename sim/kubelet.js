@@ -408,7 +408,7 @@ export class Kubelets {
         kernelVersion: '6.18.2-talos',
         osImage: `Talos (${n.talosVersion})`,
         containerRuntimeVersion: 'containerd://2.1.5',
-        kubeletVersion: this.ctx.scenario.cluster.kubernetesVersion,
+        kubeletVersion: n.kubeletVersion, // its image's tag (sim/talos/k8s.js)
         kubeProxyVersion: '',
         operatingSystem: 'linux',
         architecture: 'amd64',
@@ -446,7 +446,7 @@ export class Kubelets {
     const ready = mine.some((p) => isCni(p) && k.pods.get(p.metadata.uid)?.ready)
     if (ready) k.netReadyAt ??= Date.now()
     else k.netReadyAt = null
-    const key = `${ready}|${k.n.bootId}`
+    const key = `${ready}|${k.n.bootId}|${k.n.kubeletVersion}`
     const every = Math.max(MIN_RENEW_MS * 5, 10_000 / this.ctx.clock.speed)
     if (key === k.statusKey && Date.now() - k.statusAt < every && cond(node, 'Ready')?.status !== 'Unknown') return
     const address = this.ctx.health.nodeIp(k.n.name) ?? k.n.ip
@@ -535,19 +535,42 @@ export class Kubelets {
     if (r.status >= 300) this.ctx.log(`kubelet ${k.n.name}: event ${e.reason} on ${name}: ${r.body?.message ?? r.status}`)
   }
 
-  /** Talos's static pods seen through the API: kube-apiserver-<node> etc. in kube-system, labelled as Talos's manifests label them */
+  /**
+   * Talos's static pods seen through the API: kube-apiserver-<node> etc. in kube-system, with the
+   * StaticPod's labels, annotations and image (sim/talos/k8s.js); a mirror pod that no longer matches
+   * its static pod (a new config version) is deleted and created again (kubelet pkg/kubelet/pod
+   * mirror_client.go, kubelet.go syncPod: a mirror pod whose hash differs is deleted at once)
+   */
   async mirrorPods(k, node, mine) {
+    const wanted = new Map(k.n.staticPods().map((p) => [p.id, p]))
     for (const c of STATIC_PODS) {
       const name = `${c}-${k.n.name}`
-      if (mine.some((p) => p.metadata.name === name && p.metadata.namespace === 'kube-system')) continue
+      const want = wanted.get(c)
+      const image = want?.image ?? `registry.k8s.io/${c}:${this.ctx.scenario.cluster.kubernetesVersion}`
+      const have = mine.find((p) => p.metadata.name === name && p.metadata.namespace === 'kube-system')
+      const version = want?.pod.metadata.annotations['talos.dev/config-version']
+      if (have && have.spec.containers?.[0]?.image === image && have.metadata.annotations?.['talos.dev/config-version'] === version)
+        continue
+      if (have) {
+        const d = await k.client.request('DELETE', `/api/v1/namespaces/kube-system/pods/${name}`, {
+          apiVersion: 'v1',
+          kind: 'DeleteOptions',
+          gracePeriodSeconds: 0,
+          preconditions: { uid: have.metadata.uid },
+        })
+        if (d.status >= 300 && d.status !== 404) this.ctx.log(`kubelet ${k.n.name}: mirror pod ${name}: ${d.body?.message ?? d.status}`)
+        continue // created on the next pass, once gone
+      }
       const r = await k.client.request('POST', '/api/v1/namespaces/kube-system/pods', {
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: {
           name,
           namespace: 'kube-system',
-          labels: { 'k8s-app': c, tier: 'control-plane' },
+          labels: want?.pod.metadata.labels ?? { 'k8s-app': c, tier: 'control-plane' },
           annotations: {
+            ...want?.pod.metadata.annotations,
+            'kubernetes.io/config.hash': randomUUID().replaceAll('-', ''),
             'kubernetes.io/config.mirror': randomUUID().replaceAll('-', ''),
             'kubernetes.io/config.source': 'file',
             'kubernetes.io/config.seen': isoNow(),
@@ -558,7 +581,7 @@ export class Kubelets {
           nodeName: k.n.name,
           hostNetwork: true,
           priorityClassName: 'system-cluster-critical',
-          containers: [{ name: c, image: `registry.k8s.io/${c}:${this.ctx.scenario.cluster.kubernetesVersion}` }],
+          containers: [{ name: c, image, ...(want ? { command: want.pod.spec.containers[0].command } : {}) }],
         },
       })
       if (r.status >= 300 && r.status !== 409) this.ctx.log(`kubelet ${k.n.name}: mirror pod ${name}: ${r.body?.message ?? r.status}`)
@@ -587,7 +610,7 @@ export class Kubelets {
       ? { reason: 'Failed', message: `Failed to pull image "${failing.image}": ${pulled}`, fieldPath: `spec.containers{${failing.name}}` }
       : null
     const component = mirror ? STATIC_PODS.find((c) => pod.metadata.name === `${c}-${n.name}`) : null
-    const staticFault = component ? rules.staticPod(n.name, component) : null
+    const staticFault = component ? rules.staticPod(n.name, component, pod.spec.containers?.[0]?.image) : null
     const chart = pod.metadata.annotations?.[CHART_ANNOTATION]
     const crashLog = chart ? faults.find(null, { kind: 'chart' }).find((f) => f.chart === chart) : null
     let state // 'creating' | 'running' | 'notready' | 'crash' | 'pull' | 'done'

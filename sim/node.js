@@ -14,6 +14,7 @@ import {
 } from './talos/validate.js'
 import { bootSizeChecks } from './talos/hardware.js'
 import { runningVersion, stagedInstall } from './talos/upgrade.js'
+import { KUBELET_SPEC_RESTART_S, specVersion, staticPods, syncSpecs, tagOf } from './talos/k8s.js'
 
 const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
 // Talos's DrainTimeout (pkg/kubernetes/kubernetes.go) and LeaveCluster's retry (internal/pkg/etcd/etcd.go), simulated seconds
@@ -119,6 +120,15 @@ export class Node {
   /** the Talos version this node runs (scenario node talosVersion, else the cluster's) */
   get talosVersion() {
     return this.spec?.talosVersion ?? this.ctx.scenario.cluster.talosVersion
+  }
+
+  /** the Kubernetes version the kubelet runs: its image's tag (sim/talos/k8s.js) */
+  get kubeletVersion() {
+    return tagOf(specVersion(this, 'kubelet')?.spec.image) || this.ctx.scenario.cluster.kubernetesVersion
+  }
+  /** the control plane static pods this node's kubelet runs (sim/talos/k8s.js staticPods) */
+  staticPods() {
+    return staticPods(this)
   }
 
   changed() {
@@ -348,7 +358,36 @@ export class Node {
   setActive({ text, cfg }) {
     this.configText = text
     this.config = cfg
+    this.k8sSync()
     this.changed()
+  }
+
+  /**
+   * Talos's Kubernetes controllers on a new active config (sim/talos/k8s.js): the typed configs take
+   * new versions; a changed KubeletSpec restarts a running kubelet (kubelet_service.go); changed
+   * control plane configs give new static pods, which the kubelet restarts (its mirror pods replaced)
+   */
+  k8sSync() {
+    const changed = syncSpecs(this, this.ctx.scenario.cluster.kubernetesVersion)
+    if (changed.includes('kubelet') && this.services.get('kubelet')?.state === 'Running') this.restartKubeletForSpec()
+    const pods = changed.filter((id) => id !== 'kubelet')
+    if (pods.length) {
+      this.talosLog(`static pods updated: ${pods.join(', ')}`)
+      if (this.registered) this.ctx.staticPodsChanged?.(this, pods)
+    }
+  }
+
+  /** kubelet_service.go: a new KubeletSpec stops the kubelet service and starts it again */
+  restartKubeletForSpec() {
+    this.svc('kubelet', 'Finished', 'Service finished successfully')
+    this.talosLog('service[kubelet](Finished): Service finished successfully')
+    this.changed()
+    this.after(KUBELET_SPEC_RESTART_S, () => {
+      if (this.services.get('kubelet')?.state !== 'Finished') return
+      this.startKubelet()
+      if (this.services.get('kubelet')?.state === 'Running') this.ctx.kubeletRestarted?.(this)
+      this.changed()
+    })
   }
   /**
    * SetPersistedConfig: the STATE partition's config, the one the next boot loads, and the
@@ -515,6 +554,9 @@ export class Node {
   bootConfigured() {
     const { boot } = this.ctx.timings
     this.bootId = randomUUID()
+    // the resources of this boot: versions start again (COSI state is in memory)
+    this.k8s = null
+    syncSpecs(this, this.ctx.scenario.cluster.kubernetesVersion)
     this.servicesStarted = false
     // before StartAllServices only what machined starts itself is registered: cri, kubelet, trustd and
     // etcd are loaded there (v1alpha1_sequencer_tasks.go), so `talosctl service etcd` first says
@@ -647,7 +689,7 @@ export class Node {
       this.talosLog(`service[kubelet](Failed): Failed to run pre stage: ${KUBELET_FAILURE}`)
       return
     }
-    if (this.ctx.faults.has(this.name, 'kubelet-crashloop')) {
+    if (this.kubeletCrashes()) {
       this.kubeletFailed = true
       this.kubeletCrash()
       return
@@ -659,6 +701,12 @@ export class Node {
     if (restarted && this.stage === 'running') this.ctx.nodeRunning(this)
   }
 
+  /** fault kubelet-crashloop holds for the kubelet's image (`image`: only that one, e.g. the version upgrade-k8s moves it to) */
+  kubeletCrashes() {
+    const image = specVersion(this, 'kubelet')?.spec.image
+    return this.ctx.faults.find(this.name, { kind: 'kubelet-crashloop' }).some((f) => f.image == null || f.image === image)
+  }
+
   /**
    * fault kubelet-crashloop: the kubelet's process starts and exits (its log's last line the fault's
    * message), and machined restarts it forever (runner/restart/restart.go: "Error running %v, going to
@@ -667,7 +715,7 @@ export class Node {
   kubeletCrash() {
     if (!this.criUp) return
     // the cause gone (a fixed config applied): machined's next restart runs it for good
-    if (!this.ctx.faults.has(this.name, 'kubelet-crashloop')) return this.startKubelet()
+    if (!this.kubeletCrashes()) return this.startKubelet()
     this.startService('kubelet', { healthy: false })
     this.svc('kubelet', 'Waiting', 'Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1')
     this.after(KUBELET_RESTART_S, () => this.kubeletCrash())

@@ -358,8 +358,8 @@ function validateScenario(s, { file, lineOf }) {
     if (f.restarts != null && (f.kind !== 'static-pod' || typeof f.restarts !== 'boolean'))
       fail([...p, 'restarts'], 'only static-pod faults take restarts (true or false)')
     if (f.kind === 'image-pull') str(f.image, [...p, 'image'])
-    else if (f.kind === 'image-missing' && f.image != null) str(f.image, [...p, 'image'])
-    else if (f.image != null) fail([...p, 'image'], 'only image-pull and image-missing faults take image')
+    else if (['image-missing', 'static-pod', 'kubelet-crashloop'].includes(f.kind) && f.image != null) str(f.image, [...p, 'image'])
+    else if (f.image != null) fail([...p, 'image'], 'only image-pull, image-missing, static-pod and kubelet-crashloop faults take image')
     if (f.kind === 'chart') str(f.chart, [...p, 'chart'])
     else if (f.chart != null) fail([...p, 'chart'], 'only chart faults take chart')
     return {

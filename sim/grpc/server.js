@@ -76,7 +76,8 @@ function rolesOf(call) {
  */
 function invoke(ns, call, method, body, { targets, purpose, words = [], emit }) {
   const gone = new AbortController() // a call whose client went away (deadline, Ctrl-C) cancels what still waits for it
-  call.on('cancelled', () => gone.abort())
+  const cancel = () => gone.abort()
+  call.on('cancelled', cancel)
   return serveCall(ns.sim, ns.node, ns.mode, {
     method,
     body,
@@ -86,11 +87,13 @@ function invoke(ns, call, method, body, { targets, purpose, words = [], emit }) 
     roles: rolesOf(call),
     signal: gone.signal,
     emit,
-  }).catch((e) => {
-    if (e instanceof RpcError) throw statusError(e)
-    ns.sim.log(`grpc ${method} on ${ns.node.ip}: ${e.stack}`)
-    throw statusError({ code: 'Internal', message: e.message })
   })
+    .catch((e) => {
+      if (e instanceof RpcError) throw statusError(e)
+      ns.sim.log(`grpc ${method} on ${ns.node.ip}: ${e.stack}`)
+      throw statusError({ code: 'Internal', message: e.message })
+    })
+    .finally(() => call.off('cancelled', cancel)) // a long watch reads many times on one call
 }
 
 /** apid's per-node metadata: hostname when the endpoint proxied, error and status when that node failed */
@@ -664,19 +667,39 @@ function stateService(ns) {
     List: streaming(ns, async (call) => {
       for (const resource of await resources(ns, call, call.request)) call.write({ resource })
     }),
-    // initial contents, then a re-read every simulated moment: an event per changed or gone resource
+    // initial contents, then a re-read on every node change (and every 250 ms): an event per changed or
+    // gone resource. A state that lasts a moment (the kubelet stopped for a new spec: its Service
+    // destroyed, then created) is read when the node changes, so a watcher sees it as COSI delivers it
     Watch: streaming(ns, async (call) => {
       const { namespace, type, id, options } = call.request
       let known = new Map()
       let stopped = false
+      let wake = () => {}
+      // the node the watch reads (apid proxies to `node`), woken by its changes only
+      const target = (targetsOf(call).node[0] && ns.sim.lookup(targetsOf(call).node[0])) || ns.node
+      const unwatch = ns.sim.watch((v) => v.name === target?.name && wake())
       call.on('cancelled', () => {
         stopped = true
+        unwatch()
+        wake()
       })
+      call.on('finish', unwatch)
       call.write({ event: [] }) // the client waits for a first, empty response (cosi runtime protobuf client)
       for (let first = true; !stopped; first = false) {
-        if (!first) await new Promise((r) => setTimeout(r, 250))
+        if (!first)
+          await new Promise((r) => {
+            const t = setTimeout(r, 250)
+            wake = () => {
+              clearTimeout(t)
+              r()
+            }
+          })
+        wake = () => {}
         // re-reads after the first are the watch's own: logged, no call fault fires on them
-        const list = await resources(ns, call, { namespace, type, id }, first ? undefined : 'watch')
+        // a watched ID that does not exist (yet, or any more) is no error: the list, filtered
+        const list = (await resources(ns, call, { namespace, type }, first ? undefined : 'watch')).filter(
+          (r) => !id || r.metadata.id === id,
+        )
         const now = new Map(list.map((r) => [r.metadata.id, r]))
         const events = []
         for (const [rid, r] of now) {

@@ -263,6 +263,9 @@ export function createControllers({ store, registry, clock, timings, faults, net
     next.status = {
       ...next.status,
       phase: 'Running',
+      // the kubelet reports its node's address for every pod it runs, mirror pods too (upgrade-k8s matches on it)
+      hostIP: nodeIp(node),
+      hostIPs: [{ ip: nodeIp(node) }],
       podIP: ip,
       podIPs: [{ ip }],
       conditions: conditionsFor(next, true),
@@ -285,7 +288,8 @@ export function createControllers({ store, registry, clock, timings, faults, net
     if (pod.metadata.annotations?.['kubernetes.io/config.mirror']) {
       const status = hf.staticPodStatus(host, pod.metadata.labels?.['k8s-app'], pod.spec.containers?.[0]?.image)
       if (!status) return false
-      next.status = { ...next.status, ...status }
+      const node = store.get(NODES, undefined, host)
+      next.status = { ...next.status, ...(node ? { hostIP: nodeIp(node), hostIPs: [{ ip: nodeIp(node) }] } : {}), ...status }
       if (!deepEqual(pod.status, next.status)) tryUpdate(PODS, next)
       return true
     }
@@ -338,7 +342,8 @@ export function createControllers({ store, registry, clock, timings, faults, net
   const healthFaultApplies = (pod) =>
     Boolean(
       hf &&
-      ((pod.metadata.annotations?.['kubernetes.io/config.mirror'] && hf.staticPod(pod.spec.nodeName, pod.metadata.labels?.['k8s-app'])) ||
+      ((pod.metadata.annotations?.['kubernetes.io/config.mirror'] &&
+        hf.staticPod(pod.spec.nodeName, pod.metadata.labels?.['k8s-app'], pod.spec.containers?.[0]?.image)) ||
         (pod.spec.containers || []).some((c) => hf.imagePull(c.image)) ||
         (hf.corednsDown() && pod.metadata.labels?.['k8s-app'] === 'kube-dns')),
     )

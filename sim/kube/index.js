@@ -25,6 +25,9 @@
 // network   optional { of(nodeName) -> { cni, proxy, kubePrism: { enabled, port } } | undefined }: what
 //           a node's machine config says (sim/cluster.js); without it no Talos manifests, and every
 //           CNI agent reaches the API server
+//                            staticPods ([{ id, image, pod }], sim/talos/k8s.js): the mirror pods a control plane's kubelet creates
+// kube.replaceMirrorPod(name, staticPod)   a changed static pod: its mirror pod deleted and created again
+// kube.setKubeletVersion(name, v)           the kubelet restarted at another version: the Node's nodeInfo.kubeletVersion
 // kube.removeNode(name)      the Node and its pods go (kubectl delete node)
 // kube.cordon(name) / kube.uncordon(name)   Talos's NodeApplyController (ApplyCordoned): cordons
 //                            with the talos.dev/cordoned annotation, uncordons only a node it cordoned
@@ -201,9 +204,27 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     controllers.schedule()
   }
 
-  function registerNode({ name, ip, role = 'worker', kubeletVersion = kubernetesVersion, osImage = 'Talos (v1.12.0)', bootId }) {
+  function registerNode({
+    name,
+    ip,
+    role = 'worker',
+    kubeletVersion = kubernetesVersion,
+    osImage = 'Talos (v1.12.0)',
+    bootId,
+    staticPods = [],
+  }) {
     let existing = store.get(NODES, undefined, name)
     if (existing) {
+      // static pods that changed while the kubelet was away: their mirror pods are replaced
+      for (const p of staticPods) {
+        const have = store.get(def('', 'v1', 'pods'), 'kube-system', `${p.id}-${name}`)
+        if (
+          have &&
+          (have.spec.containers?.[0]?.image !== p.image ||
+            have.metadata.annotations?.['talos.dev/config-version'] !== p.pod.metadata.annotations['talos.dev/config-version'])
+        )
+          replaceMirrorPod(name, p)
+      }
       // the kubelet registers the existing Node again (same name) with its boot's ID, and what it runs
       // now (after an upgrade: the OS image and kubelet version; kubelet_node_status.go setNodeStatus)
       const info = existing.status?.nodeInfo ?? {}
@@ -315,23 +336,7 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     // Control planes run the control plane as static pods; the kubelet mirrors them.
     if (cp) {
       for (const c of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']) {
-        const node = store.get(NODES, undefined, name)
-        const pod = {
-          metadata: {
-            name: `${c}-${name}`,
-            namespace: 'kube-system',
-            labels: { 'k8s-app': c, tier: 'control-plane' },
-            annotations: { 'kubernetes.io/config.mirror': randomHex(32), 'kubernetes.io/config.source': 'file' },
-            ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid, controller: true }],
-          },
-          spec: {
-            nodeName: name,
-            hostNetwork: true,
-            priorityClassName: 'system-node-critical',
-            containers: [{ name: c, image: `registry.k8s.io/${c}:${kubernetesVersion}` }],
-          },
-          status: { phase: 'Pending' },
-        }
+        const pod = mirrorPod(name, staticPods.find((p) => p.id === c) ?? { id: c, image: `registry.k8s.io/${c}:${kubernetesVersion}` })
         if (
           def('', 'v1', 'namespaces') &&
           store.get(def('', 'v1', 'namespaces'), undefined, 'kube-system') &&
@@ -341,6 +346,57 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
       }
     }
     controllers.schedule()
+  }
+
+  /** the mirror pod of a static pod ({ id, image, pod? }: sim/talos/k8s.js staticPods), its labels and annotations the static pod's */
+  function mirrorPod(name, { id, image, pod }) {
+    const node = store.get(NODES, undefined, name)
+    return {
+      metadata: {
+        name: `${id}-${name}`,
+        namespace: 'kube-system',
+        labels: pod?.metadata.labels ?? { 'k8s-app': id, tier: 'control-plane' },
+        annotations: {
+          ...pod?.metadata.annotations,
+          'kubernetes.io/config.hash': randomHex(32),
+          'kubernetes.io/config.mirror': randomHex(32),
+          'kubernetes.io/config.source': 'file',
+        },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid, controller: true }],
+      },
+      spec: {
+        nodeName: name,
+        hostNetwork: true,
+        priorityClassName: 'system-node-critical',
+        containers: [{ name: id, image, ...(pod ? { command: pod.spec.containers[0].command } : {}) }],
+      },
+      status: { phase: 'Pending' },
+    }
+  }
+
+  /**
+   * The kubelet runs a changed static pod: its mirror pod is deleted and created again (kubelet
+   * pkg/kubelet/kubelet.go syncPod: a mirror pod whose config hash differs is deleted; mirror_client.go
+   * creates the new one), Pending until the container runs again (controllers.js)
+   */
+  function replaceMirrorPod(name, staticPod) {
+    const PODS = def('', 'v1', 'pods')
+    if (!store.get(NODES, undefined, name)) return
+    const podName = `${staticPod.id}-${name}`
+    if (store.get(PODS, 'kube-system', podName)) store.remove(PODS, 'kube-system', podName)
+    store.create(PODS, mirrorPod(name, staticPod))
+    controllers.schedule()
+  }
+
+  /** the kubelet started again at another version: it posts the Node's nodeInfo.kubeletVersion (kubelet_node_status.go) */
+  function setKubeletVersion(name, kubeletVersion) {
+    const node = store.get(NODES, undefined, name)
+    if (!node || node.status?.nodeInfo?.kubeletVersion === kubeletVersion) return
+    store.update(
+      NODES,
+      { ...node, status: { ...node.status, nodeInfo: { ...node.status.nodeInfo, kubeletVersion } } },
+      { checkVersion: false },
+    )
   }
 
   // What a control plane's Talos applies from its own config (machined controllers/k8s
@@ -649,6 +705,8 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     handle,
     bootstrap,
     registerNode,
+    replaceMirrorPod,
+    setKubeletVersion,
     removeNode,
     kubeletStopped,
     cordon,

@@ -10,6 +10,7 @@ import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, staticPodName } from '../heal
 import { ETCD_LEAVE_RETRY } from '../node.js'
 import { ephemeralVolume, memInfo } from './hardware.js'
 import { imagePull, legacyUpgrade, lifecycleUpgrade, schematicIdOf, schematicInfo } from './upgrade.js'
+import { manifestsOf, specVersion } from './k8s.js'
 
 /** fault kubelet-crashloop without a message: the kubelet's own error for a node IP it does not have (k8s cmd/kubelet/app/server.go) */
 const KUBELET_CRASH_DEFAULT = (ip) =>
@@ -57,14 +58,15 @@ function resource(node, d, id, spec, extra = {}) {
       namespace: d.namespace,
       type: d.type,
       id,
-      version: node.rev + 1,
+      version: extra.version ?? node.rev + 1,
       owner: extra.owner ?? '',
       phase: 'running',
       created: show(node.created),
-      updated: show(node.updated),
+      updated: show(extra.updated ?? node.updated),
       ...(extra.annotations ? { annotations: extra.annotations } : {}),
     },
     spec,
+    minor: node.minor, // the proto_spec layout of some specs changed at v1.13 (sim/grpc/cosi.js)
   }
 }
 
@@ -77,7 +79,7 @@ function staticPodStatuses(sim, node) {
   if (node.role !== 'controlplane' || node.services.get('kubelet')?.state !== 'Running') return []
   const version = sim.scenario?.cluster?.kubernetesVersion ?? 'v1.35.0'
   return CONTROL_PLANE_PODS.map((c) => {
-    const image = `registry.k8s.io/${c}:${version}`
+    const image = node.staticPods().find((p) => p.id === c)?.image ?? `registry.k8s.io/${c}:${version}`
     const faulted = sim.health?.staticPodStatus(node.name, c, image)
     const up = node.apiServerUp
     const ready = { type: 'Ready', status: up ? 'True' : 'False' }
@@ -185,10 +187,37 @@ function listResources(sim, node, d) {
       return node.etcdMember && node.etcdRunning
         ? [resource(node, d, 'local', { memberID: node.etcdMember }, { owner: 'etcd.MemberController' })]
         : []
+    // controllers/v1alpha1/service.go: a Service resource while the service runs, destroyed when it leaves Running
     case 'Service':
       return [...node.services.values()]
+        .filter((s) => s.state === 'Running')
         .sort((a, b) => a.id.localeCompare(b.id))
-        .map((s) => resource(node, d, s.id, { running: s.state === 'Running', healthy: s.healthy === true, unknown: s.healthy == null }))
+        .map((s) => resource(node, d, s.id, { running: true, healthy: s.healthy === true, unknown: s.healthy == null }))
+    // sim/talos/k8s.js: the typed specs Talos's Kubernetes controllers derive from the config, each at its own version
+    case 'KubeletSpec':
+    case 'APIServerConfig':
+    case 'ControllerManagerConfig':
+    case 'SchedulerConfig': {
+      const id = {
+        KubeletSpec: 'kubelet',
+        APIServerConfig: 'kube-apiserver',
+        ControllerManagerConfig: 'kube-controller-manager',
+        SchedulerConfig: 'kube-scheduler',
+      }[d.displayType]
+      const v = node.configured ? specVersion(node, id) : null
+      const owner = d.displayType === 'KubeletSpec' ? 'k8s.KubeletSpecController' : 'k8s.ControlPlaneController'
+      return v ? [resource(node, d, id, v.spec, { owner, version: v.version, updated: v.updated })] : []
+    }
+    case 'StaticPod':
+      return node
+        .staticPods()
+        .map((p) =>
+          resource(node, d, p.id, p.pod, { owner: 'k8s.ControlPlaneStaticPodController', version: specVersion(node, p.id).version }),
+        )
+    case 'Manifest':
+      return node.role === 'controlplane' && node.configured
+        ? manifestsOf(node, sim).map((m) => resource(node, d, m.id, m.items, { owner: 'k8s.ManifestController', version: 1 }))
+        : []
     case 'HostnameStatus':
       return [
         resource(node, d, 'hostname', { hostname: node.configured ? node.name : `talos-${node.ip.replace(/\./g, '-')}`, domainname: '' }),

@@ -154,6 +154,14 @@ export const DEFINITIONS = [
     ['staticpodstatus', 'staticpodstatuses'],
     [['READY', '{.conditions[?(@.type=="Ready")].status}']],
   ),
+  // pkg/machinery/resources/k8s: what Talos's Kubernetes controllers derive from the config
+  // (sim/talos/k8s.js; `talosctl upgrade-k8s` reads them typed, as proto_spec: sim/grpc/cosi.js)
+  def('KubeletSpecs.kubernetes.talos.dev', 'KubeletSpec', 'k8s', [], [], { sensitive: true }),
+  def('APIServerConfigs.kubernetes.talos.dev', 'APIServerConfig', 'controlplane', [], [], { sensitive: true }),
+  def('ControllerManagerConfigs.kubernetes.talos.dev', 'ControllerManagerConfig', 'controlplane', []),
+  def('SchedulerConfigs.kubernetes.talos.dev', 'SchedulerConfig', 'controlplane', []),
+  def('StaticPods.kubernetes.talos.dev', 'StaticPod', 'k8s', []),
+  def('Manifests.kubernetes.talos.dev', 'Manifest', 'controlplane', []),
   // pkg/machinery/resources/runtime/diagnostic.go: what Talos found wrong (kubelet-csr, address-overlap, …)
   def(
     'Diagnostics.runtime.talos.dev',

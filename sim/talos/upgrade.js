@@ -56,12 +56,17 @@ export function parseInstaller(ref) {
 export function registryHas(sim, node, ref) {
   const missing = sim.faults.find(node.name, { kind: 'image-missing' }).some((f) => !f.image || f.image === ref)
   if (missing) return false
+  // the Kubernetes images upgrade-k8s pre-pulls (registry.k8s.io, Talos's kubelet): every release from
+  // 1.28 on, unless an image-pull fault takes one away (sim/health-faults.js)
+  if (K8S_IMAGE.test(ref)) return !sim.health?.imagePull(ref)
   if (sim.scenario.installers) return sim.scenario.installers.includes(ref)
   const { repo, version } = parseInstaller(ref)
   const minor = version ? Number(version.split('.')[1]) : 0
   return (repo === 'ghcr.io/siderolabs/installer' || /^factory\.talos\.dev\/[^/]+\/[0-9a-f]{64}$/.test(repo)) && minor >= 11 && minor <= 13
 }
 
+const K8S_IMAGE =
+  /^(registry\.k8s\.io\/kube-(apiserver|controller-manager|scheduler|proxy)|ghcr\.io\/siderolabs\/kubelet):v1\.(2[89]|3\d)\.\d+(-fat|-slim)?$/
 /** containerd's resolver error for a reference the registry does not hold (core/remotes/docker/resolver.go) */
 const notFoundText = (ref) => `failed to resolve reference "${ref}": ${ref}: not found`
 
