@@ -102,6 +102,11 @@ export class RealKube {
   get serviceIp() {
     return this.net ? nthIp(this.net.serviceCIDRs[0]) : '127.96.0.1'
   }
+  /** kube-controller-manager's --node-monitor-grace-period (s): the scenario's, scaled to its speed, with a floor */
+  get graceS() {
+    const { scenario, clock } = this.ctx
+    return Math.max(MIN_GRACE_S, Math.round(scenario.timings.nodeMonitorGrace / clock.speed))
+  }
   get url() {
     return `https://${this.address}:6443`
   }
@@ -190,10 +195,9 @@ export class RealKube {
   /** the flags Talos v1.12 gives each component (control_plane_static_pod.go), on this address */
   args(pki, n) {
     const f = (x) => join(pki, x)
-    const { scenario, clock, nodes } = this.ctx
+    const { scenario, nodes } = this.ctx
     const cps = nodes.filter((x) => x.role === 'controlplane')
-    const speed = clock.speed
-    const grace = Math.max(MIN_GRACE_S, Math.round(scenario.timings.nodeMonitorGrace / speed))
+    const grace = this.graceS
     const endpointHost = new URL(scenario.cluster.endpoint).hostname
     const common = ['--profiling=false', '--tls-min-version=VersionTLS13', `--bind-address=${this.address}`]
     return {
