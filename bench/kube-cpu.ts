@@ -4,7 +4,7 @@
 // Ready, and after an idle window (the steady cost of the kubelets, leases, controllers, polls).
 //   unshare -n bash -c 'ip link set lo up && npx tsx bench/kube-cpu.ts [runs] [control planes] [workers] [idle s]'
 // Range 127.254.20.x (one cluster at a time). Prints one line per run and the medians; asserts nothing.
-import { loadavg } from 'node:os'
+import { printMedians, printRun } from './runs.js'
 import { bringUp, startOn } from '../test/sim/helpers.js'
 
 const runs = Number(process.argv[2] ?? 3)
@@ -45,14 +45,9 @@ for (let i = 0; i < runs; i++) {
       [`etcd idle ${idleS}s`]: sum(idle, /^etcd-/) - sum(up, /^etcd-/),
       [`simulator idle ${idleS}s`]: cpuOf(pIdle) - cpuOf(pUp),
     }
-    rows.push(row)
-    console.log(`run ${i + 1}: ${JSON.stringify(row)} load ${loadavg()[0]!.toFixed(1)}`)
+    printRun(rows, row)
   } finally {
     await c.stop()
   }
 }
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const keys = Object.keys(rows[0] ?? {})
-console.log(
-  `median of ${rows.length} (CPU ms): ${JSON.stringify(Object.fromEntries(keys.map((k) => [k, median(rows.map((r) => r[k]!))])))}`,
-)
+printMedians(rows, ' (CPU ms)')
