@@ -3,7 +3,7 @@
 //   unshare -n bash -c 'ip link set lo up && npx tsx bench/kube-start.ts [runs] [control planes]'
 // Range 127.254.9.x (one cluster at a time). Prints one line per run and the medians; asserts nothing.
 import { readFileSync } from 'node:fs'
-import { loadavg } from 'node:os'
+import { printMedians, printRun } from './runs.js'
 import { applyInsecure, bootstrapWhenReady, startOn } from '../test/sim/helpers.js'
 
 const runs = Number(process.argv[2] ?? 3)
@@ -32,12 +32,9 @@ for (let i = 0; i < runs; i++) {
       'accepted to ready': k.readyAt! - accepted,
       'API server CPU': (Number(stat[11]) + Number(stat[12])) * 10,
     }
-    rows.push(row)
-    console.log(`run ${i + 1}: ${JSON.stringify(row)} load ${loadavg()[0]!.toFixed(1)}`)
+    printRun(rows, row)
   } finally {
     await c.stop()
   }
 }
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const keys = Object.keys(rows[0] ?? {})
-console.log(`median of ${rows.length}: ${JSON.stringify(Object.fromEntries(keys.map((k) => [k, median(rows.map((r) => r[k]!))])))}`)
+printMedians(rows)

@@ -152,6 +152,11 @@ export interface RealKube {
   readonly error?: Error
   /** resident memory (kB) per running process (kube-apiserver, kube-controller-manager, kube-scheduler, etcd-<node>) */
   rss(): Record<string, number>
+  /** CPU time (ms, user + system) so far per running process (the same names), and as it was at the API server's first ready */
+  cpu(): Record<string, number>
+  readonly cpuAtReady?: Record<string, number>
+  /** the node's Node reads Ready (its kubelet's last list) */
+  nodeReady(name: string): boolean
   pids(): number[]
   /** stop one real component until startComponent (a leader-elected one is otherwise restarted when it exits) */
   stopComponent(name: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler'): Promise<void>

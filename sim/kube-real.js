@@ -10,7 +10,7 @@
 // The kubelets are the simulator's (sim/kubelet.js), and so are Flux's controllers (sim/flux-controller.js).
 import { spawn } from 'node:child_process'
 import { createPublicKey } from 'node:crypto'
-import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { appendFileSync, createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import https from 'node:https'
 import { join } from 'node:path'
 import { parseAllDocuments } from 'yaml'
@@ -27,6 +27,26 @@ const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler
 // to its speed, never below these floors (a loaded 2-core machine must not flap Nodes)
 const MIN_GRACE_S = 10 // --node-monitor-grace-period (Kubernetes' default 50 s since v1.32)
 const READY_TIMEOUT_MS = 180_000
+// kube-controller-manager's controllers left out of Talos's `*,tokencleaner`: each watches (and resyncs)
+// kinds of which the simulated cluster has no object (the product's workloads are Deployments,
+// DaemonSets and StatefulSets, lib/phases/shared/releases.ts; Jobs stay for charts' hooks)
+export const UNUSED_CONTROLLERS = [
+  'resourcequota-controller',
+  'horizontal-pod-autoscaler-controller',
+  'cronjob-controller',
+  'replicationcontroller-controller',
+  'persistentvolume-binder-controller',
+  'persistentvolume-attach-detach-controller',
+  'persistentvolume-expander-controller',
+  'persistentvolume-protection-controller',
+  'persistentvolumeclaim-protection-controller',
+  'ephemeral-volume-controller',
+  'volumeattributesclass-protection-controller',
+  'resourceclaim-controller',
+  'device-taint-eviction-controller',
+  'endpointslice-mirroring-controller',
+  'validatingadmissionpolicy-status-controller',
+]
 
 export class KubeMissingError extends Error {
   constructor(name) {
@@ -62,6 +82,7 @@ export class RealKube {
     this.started = null
     this.kubelets = new Kubelets(ctx, this)
     this.flux = new FluxControllers(ctx, this) // Flux's controllers' status writes (sim/flux-controller.js)
+    this.cpu0 = process.cpuUsage() // the simulator's process (SIM_KUBE_CPU_LOG)
   }
 
   /** the API server's own loopback address: the first .254, .253 … of the first control plane's /24 that no node or VIP uses */
@@ -80,6 +101,11 @@ export class RealKube {
   /** the `kubernetes` Service's address (the first of the service range) */
   get serviceIp() {
     return this.net ? nthIp(this.net.serviceCIDRs[0]) : '127.96.0.1'
+  }
+  /** kube-controller-manager's --node-monitor-grace-period (s): the scenario's, scaled to its speed, with a floor */
+  get graceS() {
+    const { scenario, clock } = this.ctx
+    return Math.max(MIN_GRACE_S, Math.round(scenario.timings.nodeMonitorGrace / clock.speed))
   }
   get url() {
     return `https://${this.address}:6443`
@@ -169,10 +195,9 @@ export class RealKube {
   /** the flags Talos v1.12 gives each component (control_plane_static_pod.go), on this address */
   args(pki, n) {
     const f = (x) => join(pki, x)
-    const { scenario, clock, nodes } = this.ctx
+    const { scenario, nodes } = this.ctx
     const cps = nodes.filter((x) => x.role === 'controlplane')
-    const speed = clock.speed
-    const grace = Math.max(MIN_GRACE_S, Math.round(scenario.timings.nodeMonitorGrace / speed))
+    const grace = this.graceS
     const endpointHost = new URL(scenario.cluster.endpoint).hostname
     const common = ['--profiling=false', '--tls-min-version=VersionTLS13', `--bind-address=${this.address}`]
     return {
@@ -207,6 +232,10 @@ export class RealKube {
         `--etcd-cafile=${f('etcd-ca.crt')}`,
         `--etcd-certfile=${f('etcd-client.crt')}`,
         `--etcd-keyfile=${f('etcd-client.key')}`,
+        // CPU (docs/real-control-plane.md "CPU"): no API Priority and Fairness (its config controller
+        // writes and keeps the FlowSchemas and priority levels; nothing here reads them); the
+        // max-in-flight limits guard the API server instead, as before APF
+        '--enable-priority-and-fairness=false',
         // nothing here can reach a Service's loopback endpoints: the `kubernetes` Endpoints of a loopback address are invalid anyway
         '--endpoint-reconciler-type=none',
         `--cert-dir=${this.dirOf('run', 'apiserver')}`,
@@ -219,7 +248,10 @@ export class RealKube {
         `--service-cluster-ip-range=${this.net.serviceCIDRs.join(',')}`,
         `--cluster-signing-cert-file=${f('ca.crt')}`,
         `--cluster-signing-key-file=${f('ca.key')}`,
-        '--controllers=*,tokencleaner',
+        // Talos's `*,tokencleaner` less the controllers nothing in the simulation has objects for
+        // (CPU: docs/real-control-plane.md "CPU"): no volumes, quotas, autoscalers, CronJobs,
+        // ReplicationControllers, DRA claims or admission policies exist here
+        `--controllers=${['*', 'tokencleaner', ...UNUSED_CONTROLLERS.map((c) => `-${c}`)].join(',')}`,
         '--configure-cloud-routes=false',
         `--kubeconfig=${f('kube-controller-manager.kubeconfig')}`,
         `--authentication-kubeconfig=${f('kube-controller-manager.kubeconfig')}`,
@@ -284,6 +316,7 @@ export class RealKube {
     await this.waitReady()
     if (this.stopping) return
     this.readyAt = Date.now()
+    this.cpuAtReady = this.cpu()
     this.ctx.log(`real kube-apiserver ready in ${this.readyAt - this.t0} ms`)
     for (const c of COMPONENTS.slice(1)) this.spawnComponent(c, this.args(pki, c))
     this.kubelets.start() // they retry until the manifests below let them register
@@ -463,8 +496,33 @@ export class RealKube {
   pids() {
     return [...this.procs.values()].map((p) => p.child.pid)
   }
+  /** every running process's CPU time so far (ms, user + system from /proc), the control plane's and the etcd members' */
+  cpu() {
+    const out = {}
+    for (const [name, p] of this.procs) out[name] = cpuMs(p.child.pid)
+    for (const [name, p] of this.ctx.etcd.procs ?? []) if (p.child.pid) out[`etcd-${name}`] = cpuMs(p.child.pid)
+    return out
+  }
+  /** SIM_KUBE_CPU_LOG=<file>: one JSON line per cluster at its stop, what its processes cost (bench/kube-cpu.ts reads it) */
+  logCpu() {
+    const file = process.env.SIM_KUBE_CPU_LOG
+    if (!file || !this.t0) return
+    const line = {
+      dir: this.ctx.dir,
+      nodes: this.ctx.nodes.length,
+      controlPlanes: this.ctx.nodes.filter((n) => n.role === 'controlplane').length,
+      wallMs: Date.now() - this.t0,
+      readyMs: this.readyAt ? this.readyAt - this.t0 : null,
+      atReady: this.cpuAtReady ?? null,
+      atStop: this.cpu(),
+      // the whole process the simulator runs in (a test file's worker: other clusters of it too)
+      process: Math.round(((u) => (u.user + u.system) / 1000)(process.cpuUsage(this.cpu0))),
+    }
+    appendFileSync(file, `${JSON.stringify(line)}\n`)
+  }
 
   async stop() {
+    this.logCpu()
     this.stopping = true
     this.kubelets.stop()
     this.flux.stop()
@@ -476,6 +534,16 @@ export class RealKube {
         await p.exited
       }),
     )
+  }
+}
+
+/** user + system CPU of a process (ms; /proc/<pid>/stat's utime and stime, in clock ticks of 10 ms) */
+function cpuMs(pid) {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return (Number(f[11]) + Number(f[12])) * 10
+  } catch {
+    return 0
   }
 }
 

@@ -13,6 +13,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { certificateRequest } from './pki.js'
 import { KubeClient } from './lib-kubeclient.js'
+import { Informer } from './informer.js'
 import { networkOf } from './talos/network.js'
 import { cniApiUnreachable, isCni } from './kube-rules.js'
 import { COREDNS_PROBE, imageNotFound, pullBackOff } from './health-faults.js'
@@ -27,9 +28,10 @@ const STATIC_PODS = ['kube-apiserver', 'kube-controller-manager', 'kube-schedule
 const POD_START = 5
 const HOST_NETWORK_START = 1
 const TICK_MS = 250
-const LEASE_S = 40 // the kubelet's nodeLeaseDurationSeconds; renewed every quarter of it (scaled, at least every MIN_RENEW_MS)
+const LEASE_S = 40 // the kubelet's nodeLeaseDurationSeconds; renewed every quarter of it (10 s of the controller-manager's 50 s grace: heartbeat)
 const MIN_RENEW_MS = 1000
 const CSR_POLL_MS = 250
+const COLLECTIONS = ['/api/v1/nodes', '/api/v1/pods', '/apis/policy/v1/poddisruptionbudgets']
 
 const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
 const microNow = () => new Date().toISOString().replace(/Z$/, '000Z')
@@ -50,10 +52,15 @@ export class Kubelets {
 
   start() {
     if (this.timer) return
+    // what the kubelets read every tick, kept by a list and a watch each (a kubelet's informers) rather
+    // than listed four times a second (CPU: docs/real-control-plane.md "CPU")
+    this.informers = COLLECTIONS.map((path) => new Informer(this.kube.admin, path))
+    for (const i of this.informers) i.start()
     this.timer = setInterval(() => this.tick(), TICK_MS)
     this.tick()
   }
   stop() {
+    for (const i of this.informers ?? []) i.stop()
     clearInterval(this.timer)
     this.timer = null
     this.api.closeAll()
@@ -199,11 +206,11 @@ export class Kubelets {
     this.busy = true
     try {
       const admin = this.kube.admin
-      const [nodes, pods, pdbs] = await Promise.all([
-        admin.list('Node'),
-        admin.list('Pod'),
-        admin.call('GET', '/apis/policy/v1/poddisruptionbudgets').then((l) => l.items ?? []),
-      ])
+      // the informers' caches while they are in step; a list of each otherwise (the API server away: it fails as the lists do)
+      const cached = { query: { resourceVersion: '0' } }
+      const [nodes, pods, pdbs] = await Promise.all(
+        COLLECTIONS.map((p, i) => this.informers[i].items() ?? admin.call('GET', p, undefined, cached).then((l) => l.items ?? [])),
+      )
       const before = new Map([...this.nodes].map(([name, o]) => [name, cond(o, 'Ready')?.status]))
       this.nodes = new Map(nodes.map((o) => [o.metadata.name, o]))
       this.pods = pods
@@ -418,7 +425,9 @@ export class Kubelets {
 
   /** the node's Lease in kube-node-lease, renewed every quarter of its duration (scaled to the speed) */
   async heartbeat(k) {
-    const renewMs = Math.max(MIN_RENEW_MS, ((LEASE_S / 4) * 1000) / this.ctx.clock.speed)
+    // a kubelet renews every 10 s against the controller-manager's 50 s grace: the same share of the
+    // grace the real controller-manager runs with here (its floor keeps it above the scaled 10 s)
+    const renewMs = Math.max(MIN_RENEW_MS, (this.kube.graceS * 1000 * (LEASE_S / 4)) / this.ctx.scenario.timings.nodeMonitorGrace)
     if (k.leaseAt && Date.now() - k.leaseAt < renewMs) return
     const name = k.n.name
     const path = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${name}`
