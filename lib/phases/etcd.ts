@@ -14,7 +14,7 @@ import { SharedReading } from '../wait/shared-reading.js'
 import type { EtcdMember, NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
 import { controlPlanes, type ClusterNode } from '../core/model.js'
 import { bootstrapNode, NOT_BOOTSTRAPPED } from './shared/bootstrap-node.js'
-import { pointKubeconfig, waitForEndpoint } from './shared/endpoint.js'
+import { INSTALLING_SINCE_EARLIER_RUN, installingSinceEarlierRun, pointKubeconfig, waitForEndpoint } from './shared/endpoint.js'
 import { describeElsewhere, isMemberOf, namedElsewhere } from './shared/etcd-members.js'
 
 /**
@@ -35,7 +35,8 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
       try {
         const answer = batched.get(cp.address)
         if (answer?.error) throw answer.error
-        const etcd = answer?.value ?? (await run.talosctl.serviceStatus(cp, 'etcd'))
+        const etcd =
+          answer?.value ?? (await run.talosctl.serviceStatus(cp, 'etcd').catch((err: unknown) => whenInstalled(cp, run, report, err)))
         run.facts.of(cp.name).etcd = etcd.state
         return afterBootstrapRequest(etcd) ? `${etcd.state} (bootstrap requested)` : etcd.state
       } catch (err) {
@@ -58,6 +59,27 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
     )
   }
   return cps.find((_, i) => states[i] === 'Running' || states[i]?.endsWith('(bootstrap requested)'))
+}
+
+/**
+ * A control plane silent since it took its config in an earlier run (installing, or rebooting into
+ * its first configured boot) answers once it has booted: its etcd is read then, within verify's
+ * timeout, as verify would wait for it; never guessed. Any other failure is the caller's.
+ */
+async function whenInstalled(cp: ClusterNode, run: Run, report: StepReporter, err: unknown): Promise<ServiceStatus> {
+  if (!(err instanceof NodeError && err.transient && installingSinceEarlierRun(cp, run))) throw err
+  try {
+    return await report.poll(async () => {
+      try {
+        return { done: true, value: await run.talosctl.serviceStatus(cp, 'etcd') }
+      } catch (again) {
+        if (again instanceof NodeError && again.transient) return { done: false, state: `${cp.name}: ${INSTALLING_SINCE_EARLIER_RUN}` }
+        throw again
+      }
+    }, run.settings.verifyTimeoutMs)
+  } catch (waited) {
+    throw waited instanceof PollTimeout ? err : waited
+  }
 }
 
 /**
