@@ -240,6 +240,13 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     })
     for (const kind of ['image-pull', 'static-pod', 'coredns', 'node-ip']) c.sim.clearFault(null, kind)
     await eventually('CoreDNS Ready again', async () => (await items('pods', '-n', 'kube-system', '-l', 'k8s-app=kube-dns')).every(ready))
+    // the kubelet posts its own address again with its next status: the next case dials it
+    await eventually("wrkr-1's InternalIP its own again", async () => {
+      const n = (await items('nodes')).find((x) => x.metadata.name === 'wrkr-1') as {
+        status?: { addresses?: { type: string; address: string }[] }
+      }
+      return n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address === '127.251.1.21'
+    })
     expect((await kubectl('delete', 'deployment', 'pulled')).code).toBe(0)
   })
 
