@@ -85,6 +85,10 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     expect(helm.stderr).toBe('')
     expect(helm.code).toBe(0)
     await eventually('every Node Ready', async () => (await items('nodes')).filter(ready).length === NODES.length)
+    // the node-lifecycle controller lifts the not-ready taint after it sees Ready: a moment later
+    await eventually('the not-ready taints lifted', async () =>
+      (await items('nodes')).every((n) => !(n.spec?.taints ?? []).some((t) => t.key === 'node.kubernetes.io/not-ready')),
+    )
     const k = c.sim.realKube!
     // measurements (docs/real-control-plane.md): not asserted, a loaded machine varies them
     console.log(
