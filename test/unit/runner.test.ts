@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { NodeError, StepError } from '../../lib/core/errors.js'
 import type { ClusterNode } from '../../lib/core/model.js'
 import type { NodeResult, PhaseResult } from '../../lib/core/results.js'
-import type { Phase } from '../../lib/engine/phase.js'
+import type { NodeStep, Phase } from '../../lib/engine/phase.js'
 import type { Run } from '../../lib/engine/run.js'
 import { runPhases } from '../../lib/engine/runner.js'
 
@@ -28,6 +28,11 @@ function fakeRun(nodeList: ClusterNode[], concurrency: number, failFast = false)
   } as unknown as Run
 }
 
+/** a phase of one node step, `work`, with the step's other fields as given */
+function nodePhase(name: Phase['name'], run: NodeStep['run'], step: Partial<NodeStep> = {}): Phase {
+  return { name, title: 'test', steps: () => [{ kind: 'node', title: 'work', run, ...step }] }
+}
+
 function nodesByName(results: PhaseResult[]): Record<string, NodeResult | undefined> {
   return Object.fromEntries((results[0]?.nodes ?? []).map((n) => [n.name, n]))
 }
@@ -44,22 +49,12 @@ describe('runPhases', () => {
   it('never has more than CONCURRENCY nodes in flight, and reports every node', async () => {
     let inFlight = 0
     let peak = 0
-    const phase: Phase = {
-      name: 'apply',
-      title: 'test',
-      steps: () => [
-        {
-          kind: 'node',
-          title: 'work',
-          run: async () => {
-            inFlight++
-            peak = Math.max(peak, inFlight)
-            await sleep(20)
-            inFlight--
-          },
-        },
-      ],
-    }
+    const phase = nodePhase('apply', async () => {
+      inFlight++
+      peak = Math.max(peak, inFlight)
+      await sleep(20)
+      inFlight--
+    })
     const results = await runPhases(fakeRun(nodes(10), 3), [phase])
     expect(peak).toBe(3)
     expect(results[0]?.nodes.map((n) => n.status)).toEqual(Array(10).fill('ok'))
@@ -67,53 +62,23 @@ describe('runPhases', () => {
 
   it('runs one node at a time with CONCURRENCY 1', async () => {
     const order: string[] = []
-    const phase: Phase = {
-      name: 'apply',
-      title: 'test',
-      steps: () => [
-        {
-          kind: 'node',
-          title: 'work',
-          run: async (node) => {
-            order.push(`start ${node.name}`)
-            await sleep(5)
-            order.push(`end ${node.name}`)
-          },
-        },
-      ],
-    }
+    const phase = nodePhase('apply', async (node) => {
+      order.push(`start ${node.name}`)
+      await sleep(5)
+      order.push(`end ${node.name}`)
+    })
     await runPhases(fakeRun(nodes(3), 1), [phase])
     expect(order).toEqual(['start n-1', 'end n-1', 'start n-2', 'end n-2', 'start n-3', 'end n-3'])
   })
 
   it('lets the other nodes carry on after one fails, and marks it not-run in later phases', async () => {
     const seen: string[] = []
-    const first: Phase = {
-      name: 'apply',
-      title: 'first',
-      steps: () => [
-        {
-          kind: 'node',
-          title: 'work',
-          run: async (node) => {
-            if (node.name === 'n-2') throw new NodeError('unreachable', 'refused', 'task bootstrap:node NODE=n-2')
-          },
-        },
-      ],
-    }
-    const second: Phase = {
-      name: 'verify',
-      title: 'second',
-      steps: () => [
-        {
-          kind: 'node',
-          title: 'work',
-          run: async (node) => {
-            seen.push(node.name)
-          },
-        },
-      ],
-    }
+    const first = nodePhase('apply', async (node) => {
+      if (node.name === 'n-2') throw new NodeError('unreachable', 'refused', 'task bootstrap:node NODE=n-2')
+    })
+    const second = nodePhase('verify', async (node) => {
+      seen.push(node.name)
+    })
     const results = await runPhases(fakeRun(nodes(3), 2), [first, second])
     expect(results[0]?.nodes.map((n) => n.status)).toEqual(['ok', 'failed', 'ok'])
     expect(results[0]?.nodes[1]?.error).toEqual({ kind: 'unreachable', message: 'refused', hint: 'task bootstrap:node NODE=n-2' })
@@ -125,20 +90,10 @@ describe('runPhases', () => {
 
   it('with --fail-fast starts no further node after a failure', async () => {
     const started: string[] = []
-    const phase: Phase = {
-      name: 'apply',
-      title: 'test',
-      steps: () => [
-        {
-          kind: 'node',
-          title: 'work',
-          run: async (node) => {
-            started.push(node.name)
-            if (node.name === 'n-1') throw new NodeError('config-invalid', 'bad', 'fix it')
-          },
-        },
-      ],
-    }
+    const phase = nodePhase('apply', async (node) => {
+      started.push(node.name)
+      if (node.name === 'n-1') throw new NodeError('config-invalid', 'bad', 'fix it')
+    })
     const results = await runPhases(fakeRun(nodes(3), 1, true), [phase])
     expect(started).toEqual(['n-1'])
     expect(results[0]?.nodes.map((n) => n.status)).toEqual(['failed', 'not-run', 'not-run'])
@@ -205,19 +160,9 @@ describe('runPhases', () => {
   })
 
   it('with --fail-fast, a later phase that never ran is not ok and says why for every node', async () => {
-    const failing: Phase = {
-      name: 'apply',
-      title: 'first',
-      steps: () => [
-        {
-          kind: 'node',
-          title: 'work',
-          run: async (node) => {
-            if (node.name === 'n-1') throw new NodeError('config-invalid', 'bad', 'fix it')
-          },
-        },
-      ],
-    }
+    const failing = nodePhase('apply', async (node) => {
+      if (node.name === 'n-1') throw new NodeError('config-invalid', 'bad', 'fix it')
+    })
     const later: Phase = { name: 'verify', title: 'second', steps: () => [{ kind: 'node', title: 'work', run: async () => undefined }] }
     const last: Phase = {
       name: 'bootstrap',
