@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { $, which } from 'zx'
+import { $, which } from 'zx/core'
 import { ToolMissingError } from '../core/errors.js'
 import { shellWord } from '../core/shell.js'
 import type { Redactor } from '../input/redact.js'
