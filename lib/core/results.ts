@@ -69,6 +69,22 @@ export function phaseOk(phase: Pick<PhaseResult, 'nodes' | 'steps'>): boolean {
   return phase.nodes.every((n) => good(n.status)) && phase.steps.every((s) => good(s.status))
 }
 
+/**
+ * The versions the cluster's nodes run, read at the end of a day-2 command (docs/day2-design.md 2.8):
+ * each map from a version to the nodes (inventory order) that run it; a node whose version could not
+ * be read is under `unknown`, one running no Image Factory schematic under `none`.
+ */
+export interface ClusterVersions {
+  /** the Talos version (`talosctl version` Tag) */
+  talos: Record<string, string[]>
+  /** the kubelet's version (the Node's status.nodeInfo.kubeletVersion) */
+  kubernetes: Record<string, string[]>
+  /** the Image Factory schematic ID (the `schematic` extension) */
+  schematics: Record<string, string[]>
+  /** more than one Talos or Kubernetes version among the nodes read (schematics may differ by design) */
+  mixed: boolean
+}
+
 /** A run's report (.bootstrap/runs/<time>-<command>.json, docs/report.md). */
 export interface Report {
   version: 1
@@ -83,6 +99,8 @@ export interface Report {
   plan?: Array<{ node?: string; command: string }>
   /** what the check at the end of a multi-phase command found wrong (the phases all ended ok) */
   finalCheck?: Array<{ node: string; message: string; hint: string }>
+  /** day-2 commands: the versions every node runs at the end */
+  versions?: ClusterVersions
 }
 
 /** How an interrupted step's error message starts when a changing call was cut short in flight (it may have taken effect). */

@@ -1,3 +1,5 @@
+import type { ClusterVersions } from '../core/results.js'
+
 export type NodeState = 'maintenance' | 'configured' | 'unreachable'
 
 /** What the run learned about each node, gathered once and shared by the phases (k0sctl's facts). */
@@ -36,6 +38,8 @@ export interface ClusterFacts {
   fluxBlocked?: string
   /** the handover wait failed in this run */
   fluxNotHandedOver?: boolean
+  /** a day-2 command read the versions every node runs at its end (the report's `versions`) */
+  versions?: ClusterVersions
 }
 
 export class Facts {

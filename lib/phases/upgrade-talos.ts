@@ -25,9 +25,10 @@ import {
   versionText,
   type Version,
 } from '../input/versions.js'
-import { CORDONED_BY } from '../tools/kubectl.js'
+import { CORDONED_BY, kubeletVersionOf } from '../tools/kubectl.js'
 import { PollTimeout } from '../wait/poll.js'
 import { kubectlFor, rollNode } from './shared/rolling.js'
+import { versionsStep } from './shared/versions.js'
 
 /** What the plan found on a node. */
 interface UpgradePlan {
@@ -171,7 +172,7 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
     ask(run),
   )
   const kube = await report.retry(() => kubectlFor(run, 'upgrade:talos').get('node', kubeNodeName(node)))
-  const kubernetes = (kube?.status as { nodeInfo?: { kubeletVersion?: string } } | undefined)?.nodeInfo?.kubeletVersion
+  const kubernetes = kubeletVersionOf(kube)
   const image = 'image' in installer ? installer.image : ''
   const targetSchematic = schematicOfImage(image)
   const atTarget = host !== undefined && compareCore(host, target) === 0 && host.pre === target.pre && targetSchematic === schematic
@@ -306,29 +307,6 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
   }
 }
 
-/** The versions every node runs at the end, and whether the run left the cluster mixed. */
-async function versionsAtEnd(run: Run): Promise<string> {
-  const all = run.inventory.nodes
-  const via = controlPlanes(run.inventory)[0] ?? all[0]
-  const answers = await run.talosctl.versions(all, via)
-  const byVersion = new Map<string, string[]>()
-  for (const node of all) {
-    const answer = answers.get(node.address)
-    const key = answer?.value ?? 'not answering'
-    byVersion.set(key, [...(byVersion.get(key) ?? []), node.name])
-  }
-  // the newest first; a node that did not answer last
-  const rank = (v: string): Version => parseVersion(v) ?? { major: -1, minor: 0, patch: 0, pre: '' }
-  const text = [...byVersion]
-    .sort(([a], [b]) => compareCore(rank(b), rank(a)))
-    .map(([v, nodes]) => `${v} (${nodes.join(', ')})`)
-    .join(', ')
-  const mixed = [...byVersion.keys()].filter((v) => v !== 'not answering').length > 1
-  const line = mixed ? `cluster left at mixed versions: Talos ${text}` : `Talos ${text}`
-  output.info(line)
-  return line
-}
-
 const acts = (run: Run): boolean => run.options.planOnly !== true
 
 const upgrading =
@@ -397,12 +375,6 @@ export const upgradeTalos: Phase = {
       stopOnFailure: 'phase',
       run: upgradeNode,
     },
-    {
-      kind: 'cluster',
-      name: 'versions',
-      title: 'The versions the nodes run',
-      ready: (run) => (acts(run) ? true : { skip: 'DRY_RUN: nothing changed' }),
-      run: versionsAtEnd,
-    },
+    versionsStep(),
   ],
 }
