@@ -45,9 +45,9 @@ function listed(byVersion: Record<string, string[]>): string {
 
 /**
  * One line: `cluster left at mixed versions: Talos v1.13.9 (cp-1, …), v1.12.11 (wrkr-2)` (and
- * `; Kubernetes …` when that is mixed too) when mixed; otherwise `cluster at Talos v1.13.9,
- * Kubernetes v1.35.0 (every node)`, naming nodes only where some could not be read. `left`: the
- * wording after a run (`task status` says `cluster at mixed versions`).
+ * `; Kubernetes …` when that is mixed too) when mixed; otherwise `cluster at Talos v1.13.9 (cp-1, …),
+ * Kubernetes v1.35.0 (cp-1, …)`. `left`: the wording after a run (`task status` says `cluster at
+ * mixed versions`).
  */
 export function versionsLine(versions: ClusterVersions, left = true): string {
   const sets: Array<[string, Record<string, string[]>]> = [
@@ -59,9 +59,5 @@ export function versionsLine(versions: ClusterVersions, left = true): string {
     const parts = sets.filter(([, m]) => count(m) > 1).map(([name, m]) => `${name} ${listed(m)}`)
     return `cluster ${left ? 'left ' : ''}at mixed versions: ${parts.join('; ')}`
   }
-  const parts = sets.map(([name, m]) =>
-    Object.keys(m).length === 1 && !m[UNKNOWN] ? `${name} ${Object.keys(m)[0]}` : `${name} ${listed(m)}`,
-  )
-  const all = sets.every(([, m]) => Object.keys(m).length === 1 && !m[UNKNOWN])
-  return `cluster at ${parts.join(', ')}${all ? ' (every node)' : ''}`
+  return `cluster at ${sets.map(([name, m]) => `${name} ${listed(m)}`).join(', ')}`
 }

@@ -33,13 +33,13 @@ describe('the versions a cluster runs', () => {
       { name: 'wrkr-1', talos: 'v1.13.9', kubernetes: 'v1.35.0', schematic: SCHEMATIC },
     ])
     expect(same.mixed).toBe(false)
-    expect(versionsLine(same)).toBe('cluster at Talos v1.13.9, Kubernetes v1.35.0 (every node)')
+    expect(versionsLine(same)).toBe('cluster at Talos v1.13.9 (cp-1, wrkr-1), Kubernetes v1.35.0 (cp-1, wrkr-1)')
     const unread = groupVersions([
       { name: 'cp-1', talos: 'v1.13.9', kubernetes: 'v1.35.0' },
       { name: 'wrkr-1', kubernetes: 'v1.35.0' },
     ])
     expect(unread.mixed).toBe(false)
-    expect(versionsLine(unread)).toBe('cluster at Talos v1.13.9 (cp-1), unknown (wrkr-1), Kubernetes v1.35.0')
+    expect(versionsLine(unread)).toBe('cluster at Talos v1.13.9 (cp-1), unknown (wrkr-1), Kubernetes v1.35.0 (cp-1, wrkr-1)')
     const k8s = groupVersions([
       { name: 'cp-1', talos: 'v1.13.9', kubernetes: 'v1.34.1' },
       { name: 'cp-2', talos: 'v1.13.9', kubernetes: 'v1.35.0' },
