@@ -3,11 +3,14 @@
 // first node of upgrade:talos, the etcd snapshot before the only control plane goes down
 // (--accept-downtime), the report's `versions` and the summary's line at the end of the day-2
 // commands, `task status` with its TALOS and K8S columns and the mixed line, and the timeline's
-// letter. The cases run in order on the same cluster. Range 127.249.1.0/24.
+// letter. The cases run in order on the same shared(). Range 127.249.1.0/24.
+// vitest sets MODE=test, which cluster:apply would take as its MODE
+delete process.env.MODE
+
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CLUSTER_CASE_TIMEOUT, E2eCluster } from './harness.js'
+import { describe, expect, it } from 'vitest'
+import { sharedCluster } from './harness.js'
 import { FAST } from '../faults/helpers.js'
 
 const R = '127.249.1'
@@ -16,33 +19,24 @@ const TARGET = 'v1.13.9'
 const FLAGS = [...FAST, '--upgrade-timeout', '2m', '--gate-timeout', '3s', '--gate-interval', '500ms']
 
 describe('day 2: the gate before the first node, the snapshot, the versions in the report and the status', () => {
-  let cluster: E2eCluster
+  const shared = sharedCluster(R, { cps: 1, workers: 1, image: 'disk', speed: 60, kube: 'model' }, FAST)
   const step = (name: string): { status: string; error?: { kind: string; message: string } } | undefined =>
-    cluster
+    shared()
       .report()
       .phases.find((p) => p.name === 'upgrade-talos')
       ?.steps.find((s) => s.name === name)
   const upgradeCalls = (from: number): Array<{ node: string | null; time: string }> =>
-    cluster
+    shared()
       .calls()
       .slice(from)
       .filter((c) => c.call === 'upgrade')
 
-  beforeAll(async () => {
-    cluster = await E2eCluster.start(R, { cps: 1, workers: 1, image: 'disk', speed: 60, kube: 'model' })
-    const boot = await cluster.task('bootstrap:talos', {}, FAST)
-    expect(boot.code, boot.stdout + boot.stderr).toBe(0)
-  }, CLUSTER_CASE_TIMEOUT)
-  afterAll(async () => {
-    await cluster?.stop()
-  })
-
   it(
     'a gate command failing before the first node touches nothing; the report still says which versions run',
     async () => {
-      const marks = join(cluster.dir, 'marks-before')
-      const from = cluster.calls().length
-      const r = await cluster.task(
+      const marks = join(shared().dir, 'marks-before')
+      const from = shared().calls().length
+      const r = await shared().task(
         'upgrade:talos',
         { TALOS_VERSION: TARGET, GATE_COMMAND: `echo "[$NODE]" >> ${marks}; [ -n "$NODE" ] || { echo "volumes degraded"; exit 4; }` },
         [...FLAGS, '--accept-downtime'],
@@ -59,12 +53,12 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
       )
       // no node was cordoned
       for (const name of ['cp-1', 'wrkr-1']) {
-        const node = JSON.parse((await cluster.kubectl(['get', 'node', name, '-o', 'json'])).stdout) as {
+        const node = JSON.parse((await shared().kubectl(['get', 'node', name, '-o', 'json'])).stdout) as {
           spec?: { unschedulable?: boolean }
         }
         expect(node.spec?.unschedulable).toBeFalsy()
       }
-      const versions = cluster.report().versions
+      const versions = shared().report().versions
       expect(versions?.talos).toEqual({ 'v1.12.11': ['cp-1', 'wrkr-1'] })
       expect(versions?.kubernetes).toEqual({ 'v1.35.0': ['cp-1', 'wrkr-1'] })
       expect(
@@ -81,9 +75,9 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
   it(
     'the only control plane with --accept-downtime: the gate before it and after it, an etcd snapshot in the state directory, a cluster left at mixed versions',
     async () => {
-      const marks = join(cluster.dir, 'marks-run')
-      const from = cluster.calls().length
-      const r = await cluster.task(
+      const marks = join(shared().dir, 'marks-run')
+      const from = shared().calls().length
+      const r = await shared().task(
         'upgrade:talos',
         { TALOS_VERSION: TARGET, NODES: 'cp-1', GATE_COMMAND: `echo "\${NODE:-before} $(date +%s%3N)" >> ${marks}` },
         [...FLAGS, '--accept-downtime'],
@@ -99,7 +93,7 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
       expect(Number(lines[1]!.split(' ')[1])).toBeGreaterThan(sentAt)
       expect(step('before-first-node')?.status).toBe('ok')
 
-      const cp = cluster
+      const cp = shared()
         .report()
         .phases.find((p) => p.name === 'upgrade-talos')
         ?.nodes.find((n) => n.name === 'cp-1')
@@ -107,7 +101,7 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
         /^upgraded v1\.12\.11 -> v1\.13\.9; gate: 1\/1 members healthy.*; gate command passed; etcd snapshot: \S+\.db$/,
       )
       const file = /etcd snapshot: (\S+\.db)$/.exec(cp?.detail ?? '')?.[1] ?? ''
-      const dir = join(cluster.clusterDir, '.bootstrap', 'snapshots')
+      const dir = join(shared().clusterDir, '.bootstrap', 'snapshots')
       expect(file.startsWith(`${dir}/`)).toBe(true)
       expect(existsSync(file)).toBe(true)
       expect(statSync(file).size).toBeGreaterThan(0)
@@ -116,7 +110,7 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
       // a bbolt file: its first meta page carries bbolt's magic 0xED0CDAED after the page header
       expect(readFileSync(file).readUInt32LE(16)).toBe(0xed0cdaed)
 
-      const versions = cluster.report().versions
+      const versions = shared().report().versions
       expect(versions?.talos).toEqual({ 'v1.13.9': ['cp-1'], 'v1.12.11': ['wrkr-1'] })
       expect(versions?.mixed).toBe(true)
       expect(r.stdout).toContain('cluster left at mixed versions: Talos v1.13.9 (cp-1), v1.12.11 (wrkr-1)')
@@ -127,13 +121,13 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
   it(
     'cluster:apply ends with the versions too; task status shows TALOS and K8S per node and the mixed line; the timeline draws u',
     async () => {
-      const apply = await cluster.task('cluster:apply', {}, FAST)
+      const apply = await shared().task('cluster:apply', {}, FAST)
       expect(apply.code, apply.stdout + apply.stderr).toBe(0)
-      expect(cluster.report().command).toBe('cluster-apply')
-      expect(cluster.report().versions?.talos).toEqual({ 'v1.13.9': ['cp-1'], 'v1.12.11': ['wrkr-1'] })
+      expect(shared().report().command).toBe('cluster-apply')
+      expect(shared().report().versions?.talos).toEqual({ 'v1.13.9': ['cp-1'], 'v1.12.11': ['wrkr-1'] })
       expect(apply.stdout).toContain('cluster left at mixed versions: Talos v1.13.9 (cp-1), v1.12.11 (wrkr-1)')
 
-      const status = await cluster.task('status')
+      const status = await shared().task('status')
       expect(status.code, status.stdout + status.stderr).toBe(0)
       const lines = status.stdout.split('\n')
       const header = lines.findIndex((l) => l.startsWith('NODE '))
@@ -150,10 +144,10 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
       expect(status.stdout).toMatch(/^cluster at mixed versions: Talos v1\.13\.9 \(cp-1\), v1\.12\.11 \(wrkr-1\)$/m)
 
       // the upgrade run drawn: its phase as u, named in the legend
-      const runs = readdirSync(join(cluster.clusterDir, '.bootstrap', 'runs'))
+      const runs = readdirSync(join(shared().clusterDir, '.bootstrap', 'runs'))
         .filter((f) => f.endsWith('-upgrade-talos.json'))
         .sort()
-      const picture = await cluster.task('bootstrap:report', { RUN: join(cluster.clusterDir, '.bootstrap', 'runs', runs.at(-1) ?? '') })
+      const picture = await shared().task('bootstrap:report', { RUN: join(shared().clusterDir, '.bootstrap', 'runs', runs.at(-1) ?? '') })
       expect(picture.code, picture.stdout + picture.stderr).toBe(0)
       expect(picture.stdout).toMatch(/^cp-1 +p+[ .]*u+ +ok$/m)
       expect(picture.stdout).toContain('u upgrade-talos')
