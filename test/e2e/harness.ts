@@ -192,7 +192,7 @@ export function hintOf(stderr: string, who: string): { hint: string; command: st
   expect(at, `no failure line for ${who} in:\n${stderr}`).toBeGreaterThanOrEqual(0)
   const hint = (next ?? '').replace(/^error:\s+next: /, '')
   // the last command offered is the one that recovers once the cause is gone
-  const command = /.*(?:run|with): ((?:task|talosctl) .+)$/.exec(hint)?.[1] ?? ''
+  const command = /.*(?:run(?: again)?|with): ((?:task|talosctl) .+)$/.exec(hint)?.[1] ?? ''
   expect(command, `no command in the hint: ${hint}`).not.toBe('')
   return { hint, command }
 }
