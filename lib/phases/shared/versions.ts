@@ -25,7 +25,8 @@ export async function readClusterVersions(run: Run): Promise<ClusterVersions> {
   const via: ClusterNode | undefined = controlPlanes(run.inventory)[0] ?? all[0]
   if (!via) return groupVersions([])
   const [talos, extensions, kube] = await Promise.all([
-    run.talosctl.versions(all, via),
+    // a read that fails leaves its versions unknown: it never fails the command it ends
+    run.talosctl.versions(all, via).catch(() => new Map<string, never>()),
     // the first node resolves the type: the endpoint itself first
     run.talosctl.resources([via, ...all.filter((n) => n !== via)], via, 'extensions').catch(() => new Map<string, never>()),
     run.kubectl.list('nodes').catch(() => undefined),
