@@ -240,6 +240,12 @@ async function execute(
     }
   }
 
+  // what a day-2 phase learned of each node (its state, the versions from and to) goes in its result
+  for (const phase of results)
+    for (const node of phase.nodes) {
+      const day2 = phase.name === 'upgrade-talos' ? run.facts.of(node.name).day2 : undefined
+      if (day2) node.day2 = day2
+    }
   retargetBootstrapHints(results, spec.command, spec.recover ?? false)
   retargetClusterStepHints(results, spec.command, spec.recover ?? false)
   const phasesOk = !interrupted && results.length === phases.length && results.every((p) => p.ok)

@@ -37,6 +37,23 @@ export interface NodeResult {
   startedAtMs?: number
   /** every failed attempt that was retried; atMs: when it failed, ms since the run started */
   retries?: Array<{ attempt: number; kind: ErrorKind; message: string; delayMs: number; atMs?: number }>
+  /** upgrade:talos: where the node ended and what it ran before and was sent (docs/report.md) */
+  day2?: Day2Node
+}
+
+/** A node's part of an upgrade:talos run, as far as the run knows it. */
+export interface Day2Node {
+  /**
+   * upgraded (it runs the target; a gate command that failed after it is the node's error), already
+   * at target, refused (the plan), not started, cordoned (refused or not drained: nothing changed on
+   * it), rolled back (rebooted into its old version), down (its reboot not seen in time), failed
+   * (anything else: its error says what)
+   */
+  state: 'upgraded' | 'already at target' | 'refused' | 'not started' | 'cordoned' | 'rolled back' | 'down' | 'failed'
+  from: { talos: string; schematic?: string }
+  to: { talos: string; schematic?: string; image: string }
+  /** the etcd snapshot taken before it went down (the only control plane, --accept-downtime) */
+  snapshot?: string
 }
 
 /** A cluster-wide step of a phase (etcd bootstrap, CNI install, Flux). */

@@ -1,4 +1,4 @@
-import type { ClusterVersions } from '../core/results.js'
+import type { ClusterVersions, Day2Node } from '../core/results.js'
 
 export type NodeState = 'maintenance' | 'configured' | 'unreachable'
 
@@ -26,6 +26,8 @@ export interface NodeFacts {
    * Ready last changed; wait-ready takes the Node as registered only once its kubelet wrote a new one
    */
   kubeBeforeReset?: { bootId?: string; readySince?: string }
+  /** upgrade:talos: the node's plan and how far it got (the report's NodeResult.day2) */
+  day2?: Day2Node
 }
 
 /** What the run learned about the cluster as a whole. */

@@ -13,6 +13,7 @@ import { InputError, NodeError } from '../core/errors.js'
 import { hintFor, setRerunArgs, taskCommand } from '../cli/hints.js'
 import { output } from '../cli/output.js'
 import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
+import type { Day2Node } from '../core/results.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
 import type { Run } from '../engine/run.js'
 import { MachineConfig } from '../input/machine-config.js'
@@ -195,6 +196,11 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
     resume: atTarget && (sent !== undefined || cordonedByUs),
     ...(refusal ? { refusal } : {}),
   })
+  run.facts.of(node.name).day2 = {
+    state: refusal ? 'refused' : atTarget && !(sent !== undefined || cordonedByUs) ? 'already at target' : 'not started',
+    from: { talos: from, ...(schematic ? { schematic } : {}) },
+    to: { talos: `v${versionText(target)}`, ...(targetSchematic ? { schematic: targetSchematic } : {}), image },
+  }
   const k8sNote = kubernetes ? `, Kubernetes ${kubernetes}` : ''
   if (refusal) return { status: 'ok', detail: `${from}${k8sNote}: refused: ${refusal}` }
   if (atTarget && !(sent !== undefined || cordonedByUs)) return { status: 'skipped', detail: `already at target (${from})` }
@@ -282,6 +288,19 @@ async function snapshotBeforeDowntime(run: Run, node: ClusterNode, report: StepR
   return `etcd snapshot: ${join(dir, name)}`
 }
 
+/** Where a node whose upgrade step failed ended, from its error (docs/report.md NodeResult.day2). */
+function endedIn(err: unknown): Day2Node['state'] {
+  if (!(err instanceof NodeError)) return 'failed'
+  if (['upgrade-refused', 'image-missing', 'busy', 'drain-blocked'].includes(err.kind)) return 'cordoned'
+  if (err.kind === 'rolled-back') return 'rolled back'
+  // the gate command after it failed: the node itself is done
+  if (err.kind === 'gate-command') return 'upgraded'
+  // the quorum gate did not let it go: nothing was done to it
+  if (err.kind === 'quorum') return 'not started'
+  if (err.kind === 'timeout' && err.message.startsWith('down: ')) return 'down'
+  return 'failed'
+}
+
 async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const plan = nodePlan(run, node) as UpgradePlan
   const { preserve, force } = ask(run)
@@ -289,6 +308,8 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
     node.role === 'controlplane' && ask(run).acceptDowntime && !plan.resume && controlPlanes(run.inventory).length === 1
       ? await snapshotBeforeDowntime(run, node, report)
       : undefined
+  const day2 = run.facts.of(node.name).day2
+  if (day2 && snapshot) day2.snapshot = snapshot.replace(/^etcd snapshot: /, '')
   let sequenceError: string | undefined
   const target = `v${versionText(plan.target)}`
   try {
@@ -336,6 +357,7 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
         return {}
       },
     })
+    if (day2) day2.state = 'upgraded'
     return {
       status: 'ok',
       detail: [
@@ -345,6 +367,7 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
       ].join('; '),
     }
   } catch (err) {
+    if (day2) day2.state = endedIn(err)
     if (!(err instanceof NodeError)) throw err
     // the snapshot taken before it stays named in the report whatever happened next
     const withSnapshot = snapshot ? `; ${snapshot}` : ''

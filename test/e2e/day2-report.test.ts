@@ -10,7 +10,7 @@ delete process.env.MODE
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { sharedCluster } from './harness.js'
+import { nodeIn, sharedCluster } from './harness.js'
 import { FAST } from '../faults/helpers.js'
 
 const R = '127.249.1'
@@ -68,6 +68,12 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
       ).toEqual(['cp-1', 'wrkr-1'])
       expect(versions?.mixed).toBe(false)
       expect(r.stdout).toContain('cluster at Talos v1.12.11 (cp-1, wrkr-1), Kubernetes v1.35.0 (cp-1, wrkr-1)')
+      for (const name of ['cp-1', 'wrkr-1'])
+        expect(nodeIn(shared().report(), 'upgrade-talos', name).day2).toMatchObject({
+          state: 'not started',
+          from: { talos: 'v1.12.11' },
+          to: { talos: TARGET, image: `ghcr.io/siderolabs/installer:${TARGET}` },
+        })
     },
     CASE_TIMEOUT,
   )
@@ -110,6 +116,12 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
       // a bbolt file: its first meta page carries bbolt's magic 0xED0CDAED after the page header
       expect(readFileSync(file).readUInt32LE(16)).toBe(0xed0cdaed)
 
+      expect(cp?.day2).toEqual({
+        state: 'upgraded',
+        from: { talos: 'v1.12.11' },
+        to: { talos: TARGET, image: `ghcr.io/siderolabs/installer:${TARGET}` },
+        snapshot: file,
+      })
       const versions = shared().report().versions
       expect(versions?.talos).toEqual({ 'v1.13.9': ['cp-1'], 'v1.12.11': ['wrkr-1'] })
       expect(versions?.mixed).toBe(true)

@@ -74,8 +74,8 @@ describe('every upgrade:talos hint runs as printed once its cause is gone', () =
 
   // a fault on the node itself: the upgrade fails named, the fault cleared, the hint upgrades the node
   const nodeFaults = [
-    { kind: 'image-missing', node: 'cp-1', fault: 'image-missing', what: 'the node could not pull the installer' },
-    { kind: 'rolled-back', node: 'cp-2', fault: 'upgrade-rollback', what: 'the new image did not boot' },
+    { kind: 'image-missing', node: 'cp-1', fault: 'image-missing', what: 'the node could not pull the installer', state: 'cordoned' },
+    { kind: 'rolled-back', node: 'cp-2', fault: 'upgrade-rollback', what: 'the new image did not boot', state: 'rolled back' },
   ] as const
   for (const row of nodeFaults) {
     it(
@@ -85,6 +85,7 @@ describe('every upgrade:talos hint runs as printed once its cause is gone', () =
         const failed = await shared().task('upgrade:talos', { TALOS_VERSION: TARGET, NODES: row.node }, FLAGS)
         expect(failed.code, failed.stdout + failed.stderr).toBe(1)
         expect(nodeIn(shared().report(), 'upgrade-talos', row.node).error?.kind).toBe(row.kind)
+        expect(nodeIn(shared().report(), 'upgrade-talos', row.node).day2?.state).toBe(row.state)
         expect(await tag(row.node)).toBe('v1.12.11')
         await hintRecovers(failed.stderr, row.node, ` NODES=${row.node}`, () => shared().sim.clearFault(row.node, row.fault))
         expect(await tag(row.node)).toBe(TARGET)
@@ -128,6 +129,7 @@ describe('every upgrade:talos hint runs as printed once its cause is gone', () =
       expect(failed.code, failed.stdout + failed.stderr).toBe(1)
       const cp3 = nodeIn(shared().report(), 'upgrade-talos', 'cp-3')
       expect(cp3.error?.kind).toBe('upgrade-refused')
+      expect(cp3.day2?.state).toBe('cordoned')
       expect(cp3.error?.message).toMatch(/^cordoned: .*error validating etcd for upgrade: etcd member \S+ is not healthy/)
       expect(await tag('cp-3')).toBe('v1.12.11')
       await hintRecovers(failed.stderr, 'cp-3', ' NODES=cp-3', () => shared().sim.clearFault(victim, 'unreachable'))
