@@ -101,8 +101,9 @@ describe('task bootstrap:status', () => {
       'get machinestatuses -e 127.80.1.11 -n 127.80.1.21',
       'get services kubelet -e 127.80.1.11 -n 127.80.1.11',
       'get services kubelet -e 127.80.1.11 -n 127.80.1.21',
-      'version -e 127.80.1.11 -n 127.80.1.11,127.80.1.21',
     ])
+    // (the TALOS column's one batched `talosctl version` is among the Version calls the simulator
+    // marks `version-check`: it cannot tell them from talosctl's own check before a `get`)
     // the status deadline (3 s per call), not the 30 s callTimeout: a wait for that would pass 30 s
     expect(tookMs).toBeLessThan(30_000)
 
