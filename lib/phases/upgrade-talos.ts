@@ -231,7 +231,7 @@ function skewHint(refusals: string[]): string {
   const k8sFirst = refusals.every((r) => /upgrade Kubernetes first/.test(r))
   const downgrade = refusals.every((r) => /a downgrade \(give --allow-downgrade/.test(r))
   if (k8sFirst)
-    return `nothing was touched: upgrade Kubernetes first as named above, one minor at a time; then the same upgrade goes on, run: ${taskCommand('upgrade:talos')}`
+    return `nothing was touched: upgrade Kubernetes first as named above, one minor at a time; then, for the same upgrade, run: ${taskCommand('upgrade:talos')}`
   if (downgrade)
     return `nothing was touched: to downgrade on purpose (the table allows it), run: ${taskCommand('upgrade:talos', {}, ['--allow-downgrade'])}`
   return `nothing was touched: pick a target the compatibility table allows (one minor at a time from the oldest node; Kubernetes inside the target's range first), and put it in place of the refused one in: ${taskCommand('upgrade:talos')}`
