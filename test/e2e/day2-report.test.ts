@@ -11,15 +11,17 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { nodeIn, sharedCluster } from './harness.js'
-import { FAST } from '../faults/helpers.js'
+import { fastWith } from '../faults/helpers.js'
 
 const R = '127.249.1'
 const CASE_TIMEOUT = 300_000
 const TARGET = 'v1.13.9'
-const FLAGS = [...FAST, '--upgrade-timeout', '2m', '--gate-timeout', '3s', '--gate-interval', '500ms']
+/** faults/helpers.ts's waits, with room for a loaded machine: the cases wait for no timeout to run out but the gate command's */
+const SLOW_OK = fastWith('--ready-timeout', '60s', fastWith('--call-timeout', '20s'))
+const FLAGS = [...SLOW_OK, '--upgrade-timeout', '2m', '--gate-timeout', '3s', '--gate-interval', '500ms']
 
 describe('day 2: the gate before the first node, the snapshot, the versions in the report and the status', () => {
-  const shared = sharedCluster(R, { cps: 1, workers: 1, image: 'disk', speed: 60, kube: 'model' }, FAST)
+  const shared = sharedCluster(R, { cps: 1, workers: 1, image: 'disk', speed: 60, kube: 'model' }, SLOW_OK)
   const step = (name: string): { status: string; error?: { kind: string; message: string } } | undefined =>
     shared()
       .report()
@@ -133,7 +135,7 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
   it(
     'cluster:apply ends with the versions too; task status shows TALOS and K8S per node and the mixed line; the timeline draws u',
     async () => {
-      const apply = await shared().task('cluster:apply', {}, FAST)
+      const apply = await shared().task('cluster:apply', {}, SLOW_OK)
       expect(apply.code, apply.stdout + apply.stderr).toBe(0)
       expect(shared().report().command).toBe('cluster-apply')
       expect(shared().report().versions?.talos).toEqual({ 'v1.13.9': ['cp-1'], 'v1.12.11': ['wrkr-1'] })

@@ -8,17 +8,19 @@ import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { hintOf, nodeIn, runInFreshShell, sharedCluster, waitFor } from './harness.js'
-import { FAST } from '../faults/helpers.js'
+import { fastWith } from '../faults/helpers.js'
 import { at, talosctl } from '../sim/helpers.js'
 
 const R = '127.249.2'
 const IP: Record<string, string> = { 'cp-1': `${R}.11`, 'cp-2': `${R}.12`, 'cp-3': `${R}.13`, 'wrkr-1': `${R}.21` }
 const CASE_TIMEOUT = 420_000
 const TARGET = 'v1.13.9'
-const FLAGS = [...FAST, '--upgrade-timeout', '2m']
+/** faults/helpers.ts's waits, with room for a loaded machine: the cases wait for no timeout to run out but the gate command's */
+const SLOW_OK = fastWith('--ready-timeout', '60s', fastWith('--call-timeout', '20s'))
+const FLAGS = [...SLOW_OK, '--upgrade-timeout', '2m']
 
 describe('every upgrade:talos hint runs as printed once its cause is gone', () => {
-  const shared = sharedCluster(R, { cps: 3, workers: 1, image: 'disk', speed: 60, kube: 'model' }, FAST)
+  const shared = sharedCluster(R, { cps: 3, workers: 1, image: 'disk', speed: 60, kube: 'model' }, SLOW_OK)
   const escaped = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
   async function tag(name: string): Promise<string> {
     const r = await talosctl(shared().sim, ['version', '--short', ...at(IP[name]!)])
