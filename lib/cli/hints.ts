@@ -26,6 +26,18 @@ export function setHintContext(next: HintContext): void {
   context = next
 }
 
+/** Per task, what a rerun of the running command must repeat (its target: TALOS_VERSION=…, --accept-downtime). */
+const rerunArgs = new Map<string, { vars: Record<string, string>; flags: string[] }>()
+
+/**
+ * The command being run needs these variables and flags again when a hint names its task (a
+ * rerun of `upgrade:talos` without its TALOS_VERSION is bad input): every taskCommand of `task`
+ * carries them from now on, before the hint's own.
+ */
+export function setRerunArgs(task: string, vars: Record<string, string>, flags: string[] = []): void {
+  rerunArgs.set(task, { vars, flags })
+}
+
 /**
  * The one way a hint names a task: `task -d <repo> <task> CLUSTER_DIR=<abs> VAR=… [-- flags]`, so it
  * runs as written in a fresh shell, from any directory, without CLUSTER_DIR exported.
@@ -33,8 +45,10 @@ export function setHintContext(next: HintContext): void {
 export function taskCommand(task: string, vars: Record<string, string> = {}, flags: string[] = []): string {
   const words = ['task', '-d', REPO, task]
   if (context) words.push(`CLUSTER_DIR=${context.clusterDir}`)
-  for (const [name, value] of Object.entries(vars)) words.push(`${name}=${value}`)
-  if (flags.length > 0) words.push('--', ...flags)
+  const again = rerunArgs.get(task)
+  for (const [name, value] of Object.entries({ ...again?.vars, ...vars })) words.push(`${name}=${value}`)
+  const allFlags = [...new Set([...(again?.flags ?? []), ...flags])]
+  if (allFlags.length > 0) words.push('--', ...allFlags)
   return words.map(shellWord).join(' ')
 }
 

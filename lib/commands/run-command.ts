@@ -25,6 +25,7 @@ import type { Run } from '../engine/run.js'
 import { runPhases } from '../engine/runner.js'
 import { checkSettingsFit, loadSettings, type Settings } from '../input/settings.js'
 import { failureDetails, selectionNotes, summaryTable } from '../report/summary.js'
+import { versionsLine } from '../report/versions.js'
 import { requireTools, ToolRunner, type ToolName } from '../tools/exec.js'
 import { Flux } from '../tools/flux.js'
 import { Sops } from '../tools/sops.js'
@@ -239,6 +240,12 @@ async function execute(
     }
   }
 
+  // what a day-2 phase learned of each node (its state, the versions from and to) goes in its result
+  for (const phase of results)
+    for (const node of phase.nodes) {
+      const day2 = phase.name === 'upgrade-talos' ? run.facts.of(node.name).day2 : undefined
+      if (day2) node.day2 = day2
+    }
   retargetBootstrapHints(results, spec.command, spec.recover ?? false)
   retargetClusterStepHints(results, spec.command, spec.recover ?? false)
   const phasesOk = !interrupted && results.length === phases.length && results.every((p) => p.ok)
@@ -257,6 +264,7 @@ async function execute(
     settings: { ...settings },
     phases: results,
     ...(problems.length > 0 ? { finalCheck: problems.map((p) => ({ node: p.node.name, message: p.message, hint: p.hint })) } : {}),
+    ...(run.facts.cluster.versions ? { versions: run.facts.cluster.versions } : {}),
   }
   if (dryRun) {
     output.table(redactor.redact(summaryTable(nodes, results, true)))
@@ -265,6 +273,8 @@ async function execute(
     // the summary first: a report that cannot be written (a full disk) must not cost the operator the table
     output.table(redactor.redact(summaryTable(nodes, results)))
     for (const line of selectionNotes(results)) output.info(redactor.redact(line))
+    // a day-2 command ends with the versions every node runs (a cluster left at mixed versions said so)
+    if (report.versions) output.info(redactor.redact(versionsLine(report.versions)))
     for (const line of failureDetails(results)) output.error(redactor.redact(line))
     for (const p of problems) {
       output.error(redactor.redact(`final check: ${p.node.name} (${p.node.address}): ${p.message}`))

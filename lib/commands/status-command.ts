@@ -12,10 +12,11 @@ import { selectNodes } from '../input/inventory.js'
 import { output } from '../cli/output.js'
 import { checkLines, readHealthChecks, readStatus, STATUS_DEADLINE_MS, statusTable, type StatusTools } from './status.js'
 import { ToolRunner } from '../tools/exec.js'
+import { versionsLine } from '../report/versions.js'
 import { Kubectl } from '../tools/kubectl.js'
 import { Talosctl } from '../tools/talosctl.js'
 
-export const STATUS_USAGE = 'task bootstrap:status [CLUSTER_DIR=dir] [NODES=a,b] [-- --watch] [--poll-interval 5s] [--call-timeout 3s]'
+export const STATUS_USAGE = 'task status [CLUSTER_DIR=dir] [NODES=a,b] [-- --watch] [--poll-interval 5s] [--call-timeout 3s]'
 
 /** Exit 0 when every selected node is running and Ready, 1 otherwise (docs/design.md); --watch until Ctrl-C, then the last table's code. */
 export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -38,7 +39,7 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
     // interrupted before the first table: 130; in --watch, Ctrl-C ends with the last table's verdict
     let code: number = ExitCode.interrupted
     for (;;) {
-      const table = await readStatus(tools, nodes, settings.flux ? fluxRoot(settings.flux) : undefined)
+      const table = await readStatus(tools, nodes, settings.flux ? fluxRoot(settings.flux) : undefined, { versions: true })
       // the checks wait-ready ends with, once each (read only while every selected node is up)
       const checks = table.rows.every((r) => r.healthy) ? await readHealthChecks(tools, table.via) : []
       if (signal.aborted) return code
@@ -50,6 +51,8 @@ export async function statusCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
       // nodes a run is applying or installing read as down or booting: say the run is under way
       const holder = lockHolder(inventory.clusterDir)
       if (holder) lines.push(`a run is in progress: ${holder}; its nodes may be installing or rebooting, and LAST RUN is the run before it`)
+      // the nodes run more than one Talos or Kubernetes version (an upgrade stopped half-way)
+      if (table.versions?.mixed) lines.push(versionsLine(table.versions, false))
       // the checks wait-ready ends with, after a blank line (the table ends at one)
       if (checks.length > 0) lines.push('', checkLines(checks))
       else if (!table.rows.every((r) => r.healthy)) lines.push('', 'health: not checked while a node is not running and Ready')

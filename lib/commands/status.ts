@@ -7,13 +7,14 @@ import { existsSync } from 'node:fs'
 import { NodeError } from '../core/errors.js'
 import { controlPlanes, kubeNodeName, type ClusterNode, type Inventory } from '../core/model.js'
 import { mapLimit } from '../wait/map-limit.js'
-import type { Report } from '../core/results.js'
+import type { ClusterVersions, Report } from '../core/results.js'
+import { groupVersions } from '../report/versions.js'
 import { statePaths } from '../state/paths.js'
 import { recentRunFiles, tryReadReport } from '../state/report-store.js'
 import { formatTable } from '../cli/table.js'
 import { buildTimeline, type Lane } from '../report/timeline.js'
 import type { ToolRunner } from '../tools/exec.js'
-import { condition, type Kubectl } from '../tools/kubectl.js'
+import { condition, kubeletVersionOf, type Kubectl } from '../tools/kubectl.js'
 import type { EtcdMember, MachineStatus, Talosctl } from '../tools/talosctl.js'
 import { describeElsewhere, isMemberOf, namedElsewhere } from '../phases/shared/etcd-members.js'
 import { HEALTH_CHECKS, HealthReads } from '../phases/shared/health.js'
@@ -41,11 +42,16 @@ export type MachineReading =
 
 export interface NodeRow {
   node: ClusterNode
+  /** the Talos version it runs (`talosctl version` Tag); `-` not answering, `?` not read */
+  talos: string
   /** MachineStatus stage, or maintenance / unreachable / timeout / error (<kind>) */
   stage: string
   ready: string
   etcd: string
   kubelet: string
+  /** the kubelet's version its Node reports; `-` no kubeconfig or no Node, `?` the API did not answer */
+  k8sVersion: string
+  /** its Node's readiness (Ready, NotReady, Unknown, not registered) */
   kubernetes: string
   lastRun: string
   lastError: string
@@ -64,6 +70,8 @@ export interface StatusTable {
   warnings: string[]
   /** the control plane that answered the batched reads */
   via?: ClusterNode
+  /** the versions the selected nodes run, when asked for */
+  versions?: ClusterVersions
 }
 
 const failure = (err: unknown): { state: 'error'; kind: string; message: string } =>
@@ -139,6 +147,8 @@ export async function kubeletReadings(tools: StatusTools, nodes: ClusterNode[], 
 export interface KubeNode {
   ready: 'Ready' | 'NotReady' | 'Unknown'
   reason?: string
+  /** status.nodeInfo.kubeletVersion */
+  version?: string
 }
 
 /** `kubectl get nodes -o json`, by node name and by InternalIP. */
@@ -149,6 +159,7 @@ export async function kubeNodes(tools: StatusTools): Promise<Map<string, KubeNod
     const reading: KubeNode = {
       ready: c?.status === 'True' ? 'Ready' : c?.status === 'False' ? 'NotReady' : 'Unknown',
       ...(c?.message ? { reason: c.message } : {}),
+      ...(kubeletVersionOf(obj) ? { version: kubeletVersionOf(obj) } : {}),
     }
     out.set(obj.metadata.name, reading)
     const addresses = (obj.status?.addresses ?? []) as Array<{ type: string; address: string }>
@@ -228,11 +239,16 @@ async function fluxLine(kubectl: Kubectl, root: { namespace: string; name: strin
   return current && ready?.status === 'True' ? `flux: handed over (${what})` : `flux: not handed over (${what})`
 }
 
-/** Reads everything and builds the rows: `nodes` are the selected nodes, in inventory order; `flux`: the root Kustomization Flux syncs from. */
+/**
+ * Reads everything and builds the rows: `nodes` are the selected nodes, in inventory order; `flux`:
+ * the root Kustomization Flux syncs from; `versions`: also read the Talos version of every node
+ * that answers (one batched `talosctl version`; the kubelet's comes with the Nodes).
+ */
 export async function readStatus(
   tools: StatusTools,
   nodes: ClusterNode[],
   flux?: { namespace: string; name: string },
+  options: { versions?: boolean } = {},
 ): Promise<StatusTable> {
   const warnings: string[] = []
   const kube = existsSync(tools.kubeconfig)
@@ -245,7 +261,7 @@ export async function readStatus(
 
   const answering = nodes.filter((n) => readings.get(n.name)?.state === 'status')
   const etcdVia = via && readings.get(via.name)?.state === 'status' ? via : undefined
-  const [members, kubelets, kubeByName, fluxState] = await Promise.all([
+  const [members, kubelets, kubeByName, fluxState, talosVersions] = await Promise.all([
     etcdVia && nodes.some((n) => n.role === 'controlplane')
       ? tools.talosctl.etcdMembers(etcdVia).catch((err: unknown) => {
           warnings.push(`etcd members (via ${etcdVia.name}): ${failure(err).message}`)
@@ -255,6 +271,12 @@ export async function readStatus(
     via && answering.length > 0 ? kubeletReadings(tools, answering, via) : Promise.resolve(new Map<string, KubeletReading>()),
     kube,
     flux && existsSync(tools.kubeconfig) ? fluxLine(tools.kubectl, flux) : Promise.resolve(undefined),
+    options.versions && via && answering.length > 0
+      ? tools.talosctl.versions(answering, via).catch((err: unknown) => {
+          warnings.push(`Talos versions (via ${via.name}): ${failure(err).message}`)
+          return new Map<string, never>()
+        })
+      : Promise.resolve(undefined),
   ])
   if (!etcdVia && nodes.some((n) => n.role === 'controlplane')) warnings.push('etcd members: no control plane answered')
 
@@ -278,12 +300,15 @@ export async function readStatus(
     if (machine?.state === 'error' && machine.kind === 'timeout') notes.push(`no answer within ${Math.round(tools.deadlineMs / 1000)}s`)
     if (machine?.state === 'error' && machine.kind === 'unreachable')
       notes.push(/connect: ([^"]+)/.exec(machine.message)?.[1] ?? 'no connection')
+    const talos = talosVersions?.get(node.address)
     return {
       node,
+      talos: talos?.value ?? (machine?.state === 'status' ? '?' : '-'),
       stage: stageCell(machine),
       ready: status ? (status.ready ? 'yes' : 'no') : '-',
       etcd: etcdCell(node, members),
       kubelet: kubeletCell(kubelets.get(node.name), machine),
+      k8sVersion: !existsSync(tools.kubeconfig) ? '-' : !kubeByName ? '?' : (k8s?.version ?? '-'),
       kubernetes,
       lastRun: lane ? lane.result.replace(/ \([^)]*\)$/, '') : '-',
       lastError: lane?.failed?.kind ?? '-',
@@ -291,7 +316,23 @@ export async function readStatus(
       healthy: status?.stage === 'running' && status.ready && kubernetes === 'Ready',
     }
   })
-  return { rows, lastRun: lastRunLines(used), warnings, ...(fluxState ? { flux: fluxState } : {}), ...(etcdVia ? { via: etcdVia } : {}) }
+  const versions = options.versions
+    ? groupVersions(
+        rows.map((r) => ({
+          name: r.node.name,
+          ...(/^v?\d/.test(r.talos) ? { talos: r.talos } : {}),
+          ...(/^v?\d/.test(r.k8sVersion) ? { kubernetes: r.k8sVersion } : {}),
+        })),
+      )
+    : undefined
+  return {
+    rows,
+    lastRun: lastRunLines(used),
+    warnings,
+    ...(fluxState ? { flux: fluxState } : {}),
+    ...(etcdVia ? { via: etcdVia } : {}),
+    ...(versions ? { versions } : {}),
+  }
 }
 
 /**
@@ -318,15 +359,17 @@ export function lastRunLines(used: Array<{ report: Report; nodes: string[] }>): 
 }
 
 export function statusTable(table: StatusTable): string {
-  const header = ['NODE', 'IP', 'ROLE', 'STAGE', 'READY', 'ETCD', 'KUBELET', 'K8S', 'LAST RUN', 'ERROR', 'NOTE']
+  const header = ['NODE', 'IP', 'ROLE', 'TALOS', 'STAGE', 'READY', 'ETCD', 'KUBELET', 'K8S', 'K8S NODE', 'LAST RUN', 'ERROR', 'NOTE']
   const rows = table.rows.map((r) => [
     r.node.name,
     r.node.address,
     r.node.role,
+    r.talos,
     r.stage,
     r.ready,
     r.etcd,
     r.kubelet,
+    r.k8sVersion,
     r.kubernetes,
     r.lastRun,
     r.lastError,

@@ -1,3 +1,5 @@
+import type { ClusterVersions, Day2Node } from '../core/results.js'
+
 export type NodeState = 'maintenance' | 'configured' | 'unreachable'
 
 /** What the run learned about each node, gathered once and shared by the phases (k0sctl's facts). */
@@ -24,6 +26,8 @@ export interface NodeFacts {
    * Ready last changed; wait-ready takes the Node as registered only once its kubelet wrote a new one
    */
   kubeBeforeReset?: { bootId?: string; readySince?: string }
+  /** upgrade:talos: the node's plan and how far it got (the report's NodeResult.day2) */
+  day2?: Day2Node
 }
 
 /** What the run learned about the cluster as a whole. */
@@ -36,6 +40,8 @@ export interface ClusterFacts {
   fluxBlocked?: string
   /** the handover wait failed in this run */
   fluxNotHandedOver?: boolean
+  /** a day-2 command read the versions every node runs at its end (the report's `versions`) */
+  versions?: ClusterVersions
 }
 
 export class Facts {

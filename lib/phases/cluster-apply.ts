@@ -17,6 +17,7 @@ import type { Run } from '../engine/run.js'
 import { CORDONED_BY, type Kubectl } from '../tools/kubectl.js'
 import { APPLY_MODES, type ApplyMode } from '../tools/talosctl.js'
 import { kubectlFor, kubeletAndNodeReady, rollNode as roll, staticPodsReady, waitFor } from './shared/rolling.js'
+import { versionsStep } from './shared/versions.js'
 
 /**
  * What the plan found on a node:
@@ -319,5 +320,6 @@ export const clusterApply: Phase = {
       stopOnFailure: true,
       run: rollNode,
     },
+    versionsStep(),
   ],
 }

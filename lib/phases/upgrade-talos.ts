@@ -8,10 +8,12 @@
 // and schematic actually running: talosctl's own wait passes a node that rolled back. The first
 // failure starts no further node. A rerun plans again from the live versions: upgraded nodes are
 // already at target, a node an interrupted run sent (the journal's `sent` mark) is finished.
+import { join } from 'node:path'
 import { InputError, NodeError } from '../core/errors.js'
-import { hintFor, taskCommand } from '../cli/hints.js'
+import { hintFor, setRerunArgs, taskCommand } from '../cli/hints.js'
 import { output } from '../cli/output.js'
 import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
+import type { Day2Node } from '../core/results.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
 import type { Run } from '../engine/run.js'
 import { MachineConfig } from '../input/machine-config.js'
@@ -25,9 +27,14 @@ import {
   versionText,
   type Version,
 } from '../input/versions.js'
-import { CORDONED_BY } from '../tools/kubectl.js'
+import { CORDONED_BY, kubeletVersionOf } from '../tools/kubectl.js'
 import { PollTimeout } from '../wait/poll.js'
+import { snapshotDir } from '../state/paths.js'
+import { handedStateDir } from '../state/state-files.js'
 import { kubectlFor, rollNode } from './shared/rolling.js'
+import { versionsStep } from './shared/versions.js'
+import { waitForGates } from './shared/gates.js'
+import { runGateCommand } from './shared/gate-command.js'
 
 /** What the plan found on a node. */
 interface UpgradePlan {
@@ -171,7 +178,7 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
     ask(run),
   )
   const kube = await report.retry(() => kubectlFor(run, 'upgrade:talos').get('node', kubeNodeName(node)))
-  const kubernetes = (kube?.status as { nodeInfo?: { kubeletVersion?: string } } | undefined)?.nodeInfo?.kubeletVersion
+  const kubernetes = kubeletVersionOf(kube)
   const image = 'image' in installer ? installer.image : ''
   const targetSchematic = schematicOfImage(image)
   const atTarget = host !== undefined && compareCore(host, target) === 0 && host.pre === target.pre && targetSchematic === schematic
@@ -189,6 +196,11 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
     resume: atTarget && (sent !== undefined || cordonedByUs),
     ...(refusal ? { refusal } : {}),
   })
+  run.facts.of(node.name).day2 = {
+    state: refusal ? 'refused' : atTarget && !(sent !== undefined || cordonedByUs) ? 'already at target' : 'not started',
+    from: { talos: from, ...(schematic ? { schematic } : {}) },
+    to: { talos: `v${versionText(target)}`, ...(targetSchematic ? { schematic: targetSchematic } : {}), image },
+  }
   const k8sNote = kubernetes ? `, Kubernetes ${kubernetes}` : ''
   if (refusal) return { status: 'ok', detail: `${from}${k8sNote}: refused: ${refusal}` }
   if (atTarget && !(sent !== undefined || cordonedByUs)) return { status: 'skipped', detail: `already at target (${from})` }
@@ -208,6 +220,21 @@ async function leaderOf(run: Run): Promise<string | undefined> {
   const leaderId = rows.find((r) => r.leader && /[1-9a-f]/.test(r.leader))?.leader
   const address = rows.find((r) => r.memberId === leaderId)?.node
   return cps.find((cp) => cp.address === address)?.name
+}
+
+/**
+ * What fixes the plan's refusals, ending with the command to run then: the same target once
+ * Kubernetes is inside its range (upgraded first) or with --allow-downgrade when the only refusal is
+ * a downgrade the table allows; otherwise another target.
+ */
+function skewHint(refusals: string[]): string {
+  const k8sFirst = refusals.every((r) => /upgrade Kubernetes first/.test(r))
+  const downgrade = refusals.every((r) => /a downgrade \(give --allow-downgrade/.test(r))
+  if (k8sFirst)
+    return `nothing was touched: upgrade Kubernetes first as named above, one minor at a time; then, for the same upgrade, run: ${taskCommand('upgrade:talos')}`
+  if (downgrade)
+    return `nothing was touched: to downgrade on purpose (the table allows it), run: ${taskCommand('upgrade:talos', {}, ['--allow-downgrade'])}`
+  return `nothing was touched: pick a target the compatibility table allows (one minor at a time from the oldest node; Kubernetes inside the target's range first), and put it in place of the refused one in: ${taskCommand('upgrade:talos')}`
 }
 
 /** The plan printed; any refusal fails the step (kind version-skew) and no node is touched. */
@@ -233,17 +260,56 @@ async function decidePlan(run: Run): Promise<string> {
   }
   if (lines.length > 0) output.info(['PLAN (upgrade:talos)', ...lines].join('\n'))
   if (refusals.length > 0)
-    throw new NodeError(
-      'version-skew',
-      `the upgrade is refused, nothing was touched: ${refusals.join('; ')}`,
-      `pick a target the compatibility table allows (one minor at a time from the oldest node; Kubernetes inside the target's range first), then run: ${taskCommand('upgrade:talos')}`,
-    )
+    throw new NodeError('version-skew', `the upgrade is refused, nothing was touched: ${refusals.join('; ')}`, skewHint(refusals))
   return `${toDo} of ${run.nodes.length} node(s) to upgrade${run.options.planOnly ? ' (DRY_RUN: nothing changed)' : ''}`
+}
+
+/**
+ * Before the only control plane goes down (--accept-downtime on a cluster of one): a snapshot of its
+ * etcd, saved in the state directory (`.bootstrap/snapshots/<time>-<node>.db`, written through the
+ * directory this run opened, never outside it). Its path goes in the node's detail; a snapshot that
+ * fails stops the upgrade before anything changed.
+ */
+async function snapshotBeforeDowntime(run: Run, node: ClusterNode, report: StepReporter): Promise<string> {
+  const dir = snapshotDir(run.inventory.clusterDir)
+  const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${node.name}.db`
+  const through = run.options.dryRun ? dir : handedStateDir(run.inventory.clusterDir, dir)
+  report.progress(`etcd snapshot before the only control plane goes down: ${join(dir, name)}`)
+  try {
+    await report.retry(() => run.talosctl.etcdSnapshot(node, join(through, name)))
+  } catch (err) {
+    if (!(err instanceof NodeError)) throw err
+    throw new NodeError(
+      err.kind,
+      `the etcd snapshot before the upgrade of the only control plane failed, nothing was changed: ${err.message}`,
+      hintFor(err.kind, node),
+    )
+  }
+  return `etcd snapshot: ${join(dir, name)}`
+}
+
+/** Where a node whose upgrade step failed ended, from its error (docs/report.md NodeResult.day2). */
+function endedIn(err: unknown): Day2Node['state'] {
+  if (!(err instanceof NodeError)) return 'failed'
+  if (['upgrade-refused', 'image-missing', 'busy', 'drain-blocked'].includes(err.kind)) return 'cordoned'
+  if (err.kind === 'rolled-back') return 'rolled back'
+  // the gate command after it failed: the node itself is done
+  if (err.kind === 'gate-command') return 'upgraded'
+  // the quorum gate did not let it go: nothing was done to it
+  if (err.kind === 'quorum') return 'not started'
+  if (err.kind === 'timeout' && err.message.startsWith('down: ')) return 'down'
+  return 'failed'
 }
 
 async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const plan = nodePlan(run, node) as UpgradePlan
   const { preserve, force } = ask(run)
+  const snapshot =
+    node.role === 'controlplane' && ask(run).acceptDowntime && !plan.resume && controlPlanes(run.inventory).length === 1
+      ? await snapshotBeforeDowntime(run, node, report)
+      : undefined
+  const day2 = run.facts.of(node.name).day2
+  if (day2 && snapshot) day2.snapshot = snapshot.replace(/^etcd snapshot: /, '')
   let sequenceError: string | undefined
   const target = `v${versionText(plan.target)}`
   try {
@@ -291,45 +357,72 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
         return {}
       },
     })
+    if (day2) day2.state = 'upgraded'
     return {
       status: 'ok',
       detail: [
         plan.resume ? `at ${target}: ${notes[0] ?? ''}` : `upgraded ${plan.from} -> ${target}`,
         ...notes.slice(plan.resume ? 1 : 0),
+        ...(snapshot ? [snapshot] : []),
       ].join('; '),
     }
   } catch (err) {
+    if (day2) day2.state = endedIn(err)
+    if (!(err instanceof NodeError)) throw err
+    // the snapshot taken before it stays named in the report whatever happened next
+    const withSnapshot = snapshot ? `; ${snapshot}` : ''
     // a refusal after the cordon: nothing changed on the node, which stays cordoned (a rerun resumes at the drain)
-    if (err instanceof NodeError && (err.kind === 'upgrade-refused' || err.kind === 'image-missing' || err.kind === 'busy'))
-      throw new NodeError(err.kind, `cordoned: ${err.message}`, hintFor(err.kind, node))
+    if (err.kind === 'upgrade-refused' || err.kind === 'image-missing' || err.kind === 'busy')
+      throw new NodeError(err.kind, `cordoned: ${err.message}${withSnapshot}`, hintFor(err.kind, node))
+    if (snapshot) throw new NodeError(err.kind, `${err.message}${withSnapshot}`, err.hint)
     throw err
   }
 }
 
-/** The versions every node runs at the end, and whether the run left the cluster mixed. */
-async function versionsAtEnd(run: Run): Promise<string> {
-  const all = run.inventory.nodes
-  const via = controlPlanes(run.inventory)[0] ?? all[0]
-  const answers = await run.talosctl.versions(all, via)
-  const byVersion = new Map<string, string[]>()
-  for (const node of all) {
-    const answer = answers.get(node.address)
-    const key = answer?.value ?? 'not answering'
-    byVersion.set(key, [...(byVersion.get(key) ?? []), node.name])
-  }
-  // the newest first; a node that did not answer last
-  const rank = (v: string): Version => parseVersion(v) ?? { major: -1, minor: 0, patch: 0, pre: '' }
-  const text = [...byVersion]
-    .sort(([a], [b]) => compareCore(rank(b), rank(a)))
-    .map(([v, nodes]) => `${v} (${nodes.join(', ')})`)
-    .join(', ')
-  const mixed = [...byVersion.keys()].filter((v) => v !== 'not answering').length > 1
-  const line = mixed ? `cluster left at mixed versions: Talos ${text}` : `Talos ${text}`
-  output.info(line)
-  return line
+/**
+ * Every hint naming upgrade:talos repeats what this run was asked: its target, SCHEMATIC, the gate
+ * command, and the flags that change what is allowed or sent (a rerun without them is bad input,
+ * or another upgrade).
+ */
+function rememberRerun(run: Run): void {
+  const { talosVersion, image, schematic, allowDowngrade, preserve, force, acceptDowntime } = ask(run)
+  setRerunArgs(
+    'upgrade:talos',
+    {
+      ...(talosVersion ? { TALOS_VERSION: talosVersion } : {}),
+      ...(image ? { IMAGE: image } : {}),
+      ...(schematic ? { SCHEMATIC: schematic } : {}),
+      // the nodes this run was given (a node's own hint names that node instead)
+      ...(run.nodes.length < run.inventory.nodes.length ? { NODES: run.nodes.map((n) => n.name).join(',') } : {}),
+      ...(run.settings.gateCommand ? { GATE_COMMAND: run.settings.gateCommand } : {}),
+    },
+    [
+      ...(allowDowngrade ? ['--allow-downgrade'] : []),
+      ...(acceptDowntime ? ['--accept-downtime'] : []),
+      ...(preserve ? ['--preserve'] : []),
+      ...(force ? ['--force'] : []),
+    ],
+  )
 }
 
 const acts = (run: Run): boolean => run.options.planOnly !== true
+
+/**
+ * Before the first node goes down (docs/day2-design.md 2.6 Order 1): the cluster as the operator
+ * wants it to be before any node is taken out: the readiness gates (settings) Ready, then the gate
+ * command (GATE_COMMAND) passing; the same gate then runs after each node.
+ */
+async function beforeFirstNode(run: Run, report: StepReporter): Promise<string> {
+  const gates = await waitForGates(run, run.settings.readinessGates, report, 'upgrade:talos')
+  const command = await runGateCommand(
+    run,
+    report,
+    undefined,
+    'upgrade-talos',
+    `see its output in the message, fix what it checks (no node was touched), then run again: ${taskCommand('upgrade:talos')}`,
+  )
+  return [gates, command ?? 'no gate command'].join('; ')
+}
 
 const upgrading =
   (role: ClusterNode['role']) =>
@@ -359,6 +452,7 @@ export const upgradeTalos: Phase = {
       throw new InputError(`IMAGE ${JSON.stringify(image)} carries no Talos version tag (the upgrade is checked against it)`, {
         fix: 'write IMAGE=<repository>:v1.13.9 (a digest may follow the tag: @sha256:…)',
       })
+    rememberRerun(run)
     return Promise.resolve()
   },
   steps: () => [
@@ -375,6 +469,20 @@ export const upgradeTalos: Phase = {
       title: 'The plan, against the compatibility table',
       blocks: () => true,
       run: decidePlan,
+    },
+    {
+      kind: 'cluster',
+      name: 'before-first-node',
+      title: 'Before the first node: the readiness gates and the gate command',
+      would: 'would wait for the readiness gates and run the gate command',
+      blocks: () => true,
+      ready: (run) => {
+        if (!acts(run)) return { skip: 'DRY_RUN: nothing changed' }
+        if (!run.nodes.some((n) => upgrading(n.role)(n, run))) return { skip: 'no node to upgrade' }
+        if (run.settings.readinessGates.length === 0 && !run.settings.gateCommand) return { skip: 'no readiness gates, no gate command' }
+        return true
+      },
+      run: beforeFirstNode,
     },
     {
       kind: 'node',
@@ -397,12 +505,6 @@ export const upgradeTalos: Phase = {
       stopOnFailure: 'phase',
       run: upgradeNode,
     },
-    {
-      kind: 'cluster',
-      name: 'versions',
-      title: 'The versions the nodes run',
-      ready: (run) => (acts(run) ? true : { skip: 'DRY_RUN: nothing changed' }),
-      run: versionsAtEnd,
-    },
+    versionsStep(),
   ],
 }

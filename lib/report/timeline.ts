@@ -59,6 +59,7 @@ const PHASE_CHAR: Record<string, string> = {
   flux: 'f',
   'cluster-apply': 'c',
   'upgrade-talos': 'u',
+  'upgrade-k8s': 'k',
 }
 const PHASE_FILL: Record<string, string> = {
   preflight: '#5b9bd5',
@@ -70,6 +71,7 @@ const PHASE_FILL: Record<string, string> = {
   flux: '#43b5a0',
   'cluster-apply': '#c55a11',
   'upgrade-talos': '#8c564b',
+  'upgrade-k8s': '#17becf',
 }
 const FAILED = '#d62728'
 const RETRY = '#ff7f0e'

@@ -29,3 +29,8 @@ export function statePaths(clusterDir: string): {
 export function toolCacheDir(clusterDir: string): string {
   return join(stateDir(clusterDir), 'cache')
 }
+
+/** etcd snapshots taken before a day-2 change that takes the only etcd member down (upgrade:talos --accept-downtime). */
+export function snapshotDir(clusterDir: string): string {
+  return join(stateDir(clusterDir), 'snapshots')
+}

@@ -311,6 +311,11 @@ export function condition(obj: KubeObject | undefined, type: string): KubeCondit
 }
 
 /** The boot ID a Node's kubelet last reported: a new one means the kubelet registered it again. */
+/** The Node's kubelet version (`status.nodeInfo.kubeletVersion`). */
+export function kubeletVersionOf(node: KubeObject | undefined): string | undefined {
+  return (node?.status as { nodeInfo?: { kubeletVersion?: string } } | undefined)?.nodeInfo?.kubeletVersion || undefined
+}
+
 export function bootIdOf(node: KubeObject | undefined): string | undefined {
   return (node?.status as { nodeInfo?: { bootID?: string } } | undefined)?.nodeInfo?.bootID
 }

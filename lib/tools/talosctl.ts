@@ -676,6 +676,24 @@ export class Talosctl {
     return (this.clientTag ??= this.clientVersion())
   }
 
+  /**
+   * `talosctl etcd snapshot <file>` from the node's own etcd member (EtcdSnapshot streams the
+   * database; talosctl writes `<file>.part`, checks the trailing sha256 and renames it into place).
+   * Returns talosctl's line (`etcd snapshot saved to "<file>" (<n> bytes)`).
+   */
+  async etcdSnapshot(node: ClusterNode, file: string): Promise<string> {
+    const result = await this.call(
+      node,
+      ['etcd', 'snapshot', file, ...this.secureArgs(node)],
+      `etcd snapshot saved to "${file}" (0 bytes)\n`,
+    )
+    return `${result.stdout}\n${result.stderr}`
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .join('; ')
+  }
+
   /** `talosctl reboot --wait=false`: the reboot is watched through the boot ID, never talosctl's tracker. */
   async reboot(node: ClusterNode): Promise<void> {
     await this.call(node, ['reboot', ...this.secureArgs(node), '--wait=false'], '', true)

@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os'
 import { delimiter, join, resolve } from 'node:path'
 import { startSimulator, type CallRecord, type Fault, type ScenarioInput, type ScenarioNode, type Simulator } from '../../sim/index.js'
-import { expect } from 'vitest'
+import { afterAll, beforeAll, expect } from 'vitest'
 import type { Report } from '../../lib/core/results.js'
 import { goBin } from '../support/go-bin.js'
 
@@ -192,7 +192,7 @@ export function hintOf(stderr: string, who: string): { hint: string; command: st
   expect(at, `no failure line for ${who} in:\n${stderr}`).toBeGreaterThanOrEqual(0)
   const hint = (next ?? '').replace(/^error:\s+next: /, '')
   // the last command offered is the one that recovers once the cause is gone
-  const command = /.*(?:run|with): ((?:task|talosctl) .+)$/.exec(hint)?.[1] ?? ''
+  const command = /.*(?:run(?: again)?|with): ((?:task|talosctl) .+)$/.exec(hint)?.[1] ?? ''
   expect(command, `no command in the hint: ${hint}`).not.toBe('')
   return { hint, command }
 }
@@ -276,4 +276,24 @@ export function gatedTalosctl(cluster: E2eCluster, ip: string, gate: string): st
   )
   chmodSync(path, 0o755)
   return path
+}
+
+/**
+ * One cluster for every case of a describe block, booted with `bootstrap:talos` (`flags`) before the
+ * first case and stopped after the last: the cases run in order, each from what the one before left.
+ */
+export function sharedCluster(range: string, shape: ClusterShape, flags: string[]): () => E2eCluster {
+  let cluster: E2eCluster | undefined
+  beforeAll(async () => {
+    cluster = await E2eCluster.start(range, shape)
+    const boot = await cluster.task('bootstrap:talos', {}, flags)
+    expect(boot.code, boot.stdout + boot.stderr).toBe(0)
+  }, CLUSTER_CASE_TIMEOUT)
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+  return () => {
+    if (!cluster) throw new Error(`the cluster on ${range} did not start`)
+    return cluster
+  }
 }

@@ -21,8 +21,18 @@ function tail(run: Run, stdout: string, stderr: string): string {
   return lines.slice(-5).join(' | ').slice(0, 500)
 }
 
-/** Runs the gate command after `node` until it exits 0; a detail (`gate command passed after 2 attempts`), or undefined without one. */
-export async function runGateCommand(run: Run, report: StepReporter, node: ClusterNode, phase: PhaseName): Promise<string | undefined> {
+/**
+ * Runs the gate command after `node` (undefined: before the first node, with NODE, NODE_IP and
+ * NODE_ROLE empty) until it exits 0; a detail (`gate command passed after 2 attempts`), or
+ * undefined without one. `hint`: what a failure says to do (default: the kind's hint for the node).
+ */
+export async function runGateCommand(
+  run: Run,
+  report: StepReporter,
+  node: ClusterNode | undefined,
+  phase: PhaseName,
+  hint?: string,
+): Promise<string | undefined> {
   const command = run.settings.gateCommand
   if (!command) return undefined
   const started = performance.now()
@@ -41,11 +51,11 @@ export async function runGateCommand(run: Run, report: StepReporter, node: Clust
       const result = await run.tools.run({
         tool: 'sh',
         args: ['-c', command],
-        node: node.name,
+        ...(node ? { node: node.name } : {}),
         env: {
-          NODE: node.name,
-          NODE_IP: node.address,
-          NODE_ROLE: node.role,
+          NODE: node?.name ?? '',
+          NODE_IP: node?.address ?? '',
+          NODE_ROLE: node?.role ?? '',
           PHASE: phase,
           KUBECONFIG: run.kubeconfig,
           TALOSCONFIG: run.inventory.talosconfig,
@@ -59,10 +69,13 @@ export async function runGateCommand(run: Run, report: StepReporter, node: Clust
     }, run.settings.gateTimeoutMs)
   } catch (err) {
     if (!(err instanceof PollTimeout)) throw err
+    const what = node
+      ? `${node.name} is done, but the gate command after it`
+      : 'the gate command before the first node (nothing was touched)'
     throw new NodeError(
       'gate-command',
-      `${node.name} is done, but the gate command after it did not pass within ${Math.round(err.waitedMs / 1000)}s (${attempts} attempts): ${failure || err.lastState}`,
-      hintFor('gate-command', node),
+      `${what} did not pass within ${Math.round(err.waitedMs / 1000)}s (${attempts} attempts): ${failure || err.lastState}`,
+      hint ?? (node ? hintFor('gate-command', node) : 'see its output in the message, fix what it checks, then run the command again'),
     )
   }
   return `gate command passed${attempts > 1 ? ` after ${attempts} attempts` : ''}`

@@ -1,0 +1,65 @@
+// The versions every node of the cluster runs, read at the end of each day-2 command
+// (docs/day2-design.md 2.8): Talos (`talosctl version`'s Tag, one batched call), the schematic (the
+// `schematic` extension, one batched `get extensions`) and Kubernetes (each Node's kubelet version,
+// one `kubectl get nodes`). The report carries them as `versions`, and the summary ends with the
+// line of lib/report/versions.ts. A day-2 phase ends with `versionsStep()`.
+import { controlPlanes, kubeNodeName, type ClusterNode } from '../../core/model.js'
+import type { ClusterVersions } from '../../core/results.js'
+import type { ClusterStep } from '../../engine/phase.js'
+import type { Run } from '../../engine/run.js'
+import { groupVersions, versionsLine, type NodeVersions } from '../../report/versions.js'
+import { kubeletVersionOf } from '../../tools/kubectl.js'
+
+/** The schematic among a node's ExtensionStatus documents: its ID, or null when it runs none. */
+function schematicIn(docs: unknown[]): string | null {
+  for (const doc of docs) {
+    const meta = (doc as { spec?: { metadata?: { name?: unknown; version?: unknown } } }).spec?.metadata
+    if (meta?.name === 'schematic' && typeof meta.version === 'string' && meta.version) return meta.version
+  }
+  return null
+}
+
+/** Every node's versions, each read once for all nodes; what could not be read stays unknown. */
+export async function readClusterVersions(run: Run): Promise<ClusterVersions> {
+  const all = run.inventory.nodes
+  const via: ClusterNode | undefined = controlPlanes(run.inventory)[0] ?? all[0]
+  if (!via) return groupVersions([])
+  const [talos, extensions, kube] = await Promise.all([
+    // a read that fails leaves its versions unknown: it never fails the command it ends
+    run.talosctl.versions(all, via).catch(() => new Map<string, never>()),
+    // the first node resolves the type: the endpoint itself first
+    run.talosctl.resources([via, ...all.filter((n) => n !== via)], via, 'extensions').catch(() => new Map<string, never>()),
+    run.kubectl.list('nodes').catch(() => undefined),
+  ])
+  const byName = new Map((kube ?? []).map((o) => [o.metadata.name, o]))
+  return groupVersions(
+    all.map((node): NodeVersions => {
+      const ext = extensions.get(node.address)
+      return {
+        name: node.name,
+        ...(talos.get(node.address)?.value ? { talos: talos.get(node.address)?.value } : {}),
+        ...(kubeletVersionOf(byName.get(kubeNodeName(node))) ? { kubernetes: kubeletVersionOf(byName.get(kubeNodeName(node))) } : {}),
+        ...(ext?.value ? { schematic: schematicIn(ext.value) } : {}),
+      }
+    }),
+  )
+}
+
+/**
+ * The last step of a day-2 phase: the versions read (kept for the report) and printed. It runs
+ * after failures too (a cluster left at mixed versions is what a failed upgrade must say); not in a
+ * DRY_RUN, which changed nothing.
+ */
+export function versionsStep(): ClusterStep {
+  return {
+    kind: 'cluster',
+    name: 'versions',
+    title: 'The versions the nodes run',
+    ready: (run) => (run.options.planOnly || run.options.dryRun ? { skip: 'DRY_RUN: nothing changed' } : true),
+    run: async (run) => {
+      const versions = await readClusterVersions(run)
+      run.facts.cluster.versions = versions
+      return versionsLine(versions)
+    },
+  }
+}
