@@ -61,6 +61,8 @@ interface K8sPlan {
   kubeProxy?: string
   /** the lowest version of all that was read */
   from?: string
+  /** the pre-check passed: the steps that change the cluster may run */
+  passed?: true
 }
 
 const plans = new WeakMap<Run, K8sPlan>()
@@ -222,6 +224,8 @@ async function decide(run: Run, report: StepReporter): Promise<string> {
   const skew: string[] = []
   const unfit: string[] = []
   const fixes = new Set<string>()
+  for (const node of run.inventory.nodes)
+    if (!plan.byNode.has(node.name)) unfit.push(`${node.name}: its versions could not be read (see its failure above)`)
   // a stale pod: the mirror pod runs another image than its config names (a change not settled yet)
   for (const node of controlPlanes(run.inventory)) {
     const read = plan.byNode.get(node.name)
@@ -287,54 +291,57 @@ async function decide(run: Run, report: StepReporter): Promise<string> {
       `${[...fixes].join('; ') || 'fix what the message names'}, then run: ${rerun(run)}`,
     )
   }
+  plan.passed = true
   const at = [...plan.byNode.values()].every(
     (r) => r.kubelet === targetTag(run) && [...r.components.values()].every((c) => c.pod === targetTag(run)),
   )
   return `${at ? `every node and component already runs ${targetTag(run)}` : `${plan.from ?? 'the cluster'} -> ${targetTag(run)}`}${run.options.planOnly ? ' (DRY_RUN: nothing changed)' : ''}`
 }
 
-/** The node a line of upgrade-k8s names (`"<ip>"`), by its inventory name. */
-function nodeNamed(run: Run, line: string): string | undefined {
-  const ip = /"(\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]+)"/.exec(line)?.[1]
-  return ip ? (run.inventory.nodes.find((n) => n.address === ip)?.name ?? ip) : undefined
-}
+/** upgrade-k8s's cluster-wide lines shown as they are (docs/day2-design.md 1.6) */
+const CLUSTER_LINE =
+  /^(automatically detected the lowest Kubernetes version \S+|discovered (?:controlplane|worker) nodes \[.*\]|checking for removed Kubernetes .*|updating manifests|waiting for all manifests to be applied)$/
 
 /**
  * upgrade-k8s's lines (docs/day2-design.md 1.6) as per-node progress: `cp-2: kube-apiserver
- * v1.34.1 -> 1.35.0: waiting for pod update`. Keeps the last component and node seen, for a stall.
+ * v1.34.1 -> 1.35.0: waiting for kube-apiserver pod update`. Only the lines it knows go out: the
+ * manifest diffs upgrade-k8s prints carry secrets (the bootstrap token). Keeps the last component and
+ * node seen, for a failure's message.
  */
 export class K8sProgress {
   component?: string
   node?: string
   private change?: string
 
-  constructor(private readonly nameOf: (line: string) => string | undefined) {}
+  constructor(private readonly nameOf: (address: string) => string) {}
 
-  /** the progress line for `line`, or undefined for a line that says nothing new */
-  line(line: string): string | undefined {
-    const updating =
-      /^updating "?([\w-]+)"? to version "([^"]+)"/.exec(line) ?? /^updating (kube-proxy|kubelet) to version "([^"]+)"/.exec(line)
+  /** the progress line for `line`, or undefined for a line that is not shown */
+  line(raw: string): string | undefined {
+    const line = raw.trim()
+    const updating = /^updating "?([\w-]+)"? to version "([^"]+)"$/.exec(line)
     if (updating) {
       this.component = updating[1]
       this.change = `-> ${updating[2]}`
       this.node = undefined
       return `${this.component} ${this.change}`
     }
-    if (/^updating manifests|^waiting for all manifests/.test(line)) {
-      this.component = 'manifests'
-      this.node = undefined
+    if (CLUSTER_LINE.test(line)) {
+      if (/manifests/.test(line)) [this.component, this.node] = ['manifests', undefined]
       return line
     }
-    const change = /> update ([\w-]+): (\S+) -> (\S+)/.exec(line)
+    const manifest = /^> processing manifest (\S+)$/.exec(line)
+    if (manifest) return `manifests: ${manifest[1]}`
+    if (/^< (?:applied successfully|no changes)$/.test(line)) return `manifests: ${line.slice(2)}`
+    const change = /^> update ([\w-]+): (\S+) -> (\S+)$/.exec(line)
     if (change) {
       this.change = `${change[2]} -> ${change[3]}`
       return undefined
     }
-    const node = this.nameOf(line)
-    if (!node) return line.startsWith(' ') || line.startsWith('>') || line.startsWith('<') ? undefined : line
-    this.node = node
-    const what = line.replace(/^\s*[<>]\s*"[^"]+":\s*/, '').replace(/^(kube-[\w-]+): /, '')
-    return `${node}: ${this.component ?? 'pre-check'}${this.change && this.component ? ` ${this.change}` : ''}: ${what}`
+    const about = /^[<>] "([^"]+)": (.*)$/.exec(line)
+    if (!about?.[1] || about[2] === undefined) return undefined
+    this.node = this.nameOf(about[1])
+    const what = about[2].replace(/^(kube-[\w-]+): /, '')
+    return `${this.node}: ${this.component ?? 'pre-check'}${this.change && this.component ? ` ${this.change}` : ''}: ${what}`
   }
 
   /** the last component and node seen, for a failure's message */
@@ -357,7 +364,7 @@ async function upgrade(run: Run, report: StepReporter): Promise<string> {
   // the cluster endpoint (a VIP) that does not answer: upgrade-k8s goes to the control plane's own API server
   const endpoint =
     given ?? ((await run.kubectl.readyz(run.inventory.endpoint).catch(() => false)) ? undefined : `https://${via.address}:6443`)
-  const progress = new K8sProgress((line) => nodeNamed(run, line))
+  const progress = new K8sProgress((address) => run.inventory.nodes.find((n) => n.address === address)?.name ?? address)
   const to = versionText(parseVersion(targetTag(run)) as Version)
   report.progress(`talosctl upgrade-k8s --to ${to} through ${via.name}${endpoint ? ` (--endpoint ${endpoint})` : ''}`)
   try {
@@ -469,6 +476,10 @@ async function finish(run: Run, report: StepReporter): Promise<string> {
 
 const acts = (run: Run): boolean => run.options.planOnly !== true
 
+/** A step that changes the cluster or checks the change: only once the pre-check passed, never in DRY_RUN. */
+const afterPrecheck = (run: Run): true | string | { skip: string } =>
+  !acts(run) ? { skip: 'DRY_RUN: nothing changed' } : planOf(run).passed ? true : 'the pre-check did not pass: nothing was changed'
+
 export const upgradeK8s: Phase = {
   name: 'upgrade-k8s',
   title: 'Upgrade Kubernetes (talosctl upgrade-k8s)',
@@ -508,7 +519,7 @@ export const upgradeK8s: Phase = {
       name: 'upgrade-k8s',
       title: 'talosctl upgrade-k8s through one control plane',
       blocks: () => true,
-      ready: (run) => (acts(run) ? true : { skip: 'DRY_RUN: nothing changed' }),
+      ready: afterPrecheck,
       run: upgrade,
     },
     {
@@ -516,14 +527,14 @@ export const upgradeK8s: Phase = {
       title: 'Every component and Node at TO',
       readOnly: true,
       would: 'would check its kubelet (and control plane components) at TO',
-      applies: (_node, run) => acts(run),
+      applies: (_node, run) => acts(run) && planOf(run).passed === true,
       run: checkNode,
     },
     {
       kind: 'cluster',
       name: 'configs',
       title: 'kube-proxy at TO; the generated configs must carry TO',
-      ready: (run) => (acts(run) ? true : { skip: 'DRY_RUN: nothing changed' }),
+      ready: afterPrecheck,
       run: finish,
     },
   ],

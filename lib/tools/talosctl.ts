@@ -743,7 +743,7 @@ export class Talosctl {
    * `talosctl upgrade-k8s --to <to> -n <via> -e <via>` (docs/day2-design.md 1.6, 2.7), with
    * `--endpoint <url>` when given (the cluster endpoint does not answer). Never `--dry-run`: it is no
    * read-only probe (it applies a config to every control plane). Each line it prints, on either
-   * stream, goes to `onLine`. Its own waits have no deadline: the call's is `timeoutMs`, and the
+   * stream, goes to `onLine` (its manifest diffs among them: secrets, never to be shown as they are). Its own waits have no deadline: the call's is `timeoutMs`, and the
    * watchdog cuts it once it is silent for `stallTimeoutMs`. A failure is thrown with upgrade-k8s's
    * own text: `version-skew` for its path and compatibility refusals (nothing changed), `stuck` when
    * cut silent, `timeout` past the deadline, else `k8s-upgrade`.
@@ -755,11 +755,6 @@ export class Talosctl {
     onLine: (line: string) => void,
     opts: { timeoutMs: number; stallTimeoutMs: number },
   ): Promise<void> {
-    let last: string | undefined
-    const seen = (line: string): void => {
-      last = line
-      onLine(line)
-    }
     const result = await this.runner.run({
       tool: 'talosctl',
       args: ['upgrade-k8s', ...this.secureArgs(via), '--to', to, ...(endpoint ? ['--endpoint', endpoint] : [])],
@@ -768,30 +763,35 @@ export class Talosctl {
       timeoutMs: opts.timeoutMs,
       stallTimeoutMs: opts.stallTimeoutMs,
       dryRunStdout: '',
-      onStdoutLine: seen,
-      onStderrLine: seen,
+      onStdoutLine: onLine,
+      onStderrLine: onLine,
     })
     if (result.ok) return
     if (result.aborted) throw this.failure(via, result)
-    const lastLine = last ? `; its last line: ${last}` : ''
     if (result.stalled)
       throw new NodeError(
         'stuck',
-        `talosctl upgrade-k8s printed nothing for ${Math.round(opts.stallTimeoutMs / 1000)}s and was cut${lastLine}`,
+        `talosctl upgrade-k8s printed nothing for ${Math.round(opts.stallTimeoutMs / 1000)}s and was cut`,
         hintFor('k8s-upgrade', via),
       )
     if (result.timedOut)
       throw new NodeError(
         'timeout',
-        `talosctl upgrade-k8s did not finish within ${Math.round(opts.timeoutMs / 1000)}s and was cut${lastLine}`,
+        `talosctl upgrade-k8s did not finish within ${Math.round(opts.timeoutMs / 1000)}s and was cut`,
         hintFor('k8s-upgrade', via),
       )
-    const text = essence(result.stderr || result.stdout) || `exit ${String(result.exitCode)}`
-    if (/unsupported upgrade path|version of Kubernetes \S+ is too (?:new|old) to be used with Talos/.test(result.stderr))
+    // its log goes to stdout (manifest diffs with secrets among it), its error is the last line of stderr
+    const text =
+      result.stderr
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean)
+        .pop() ?? `exit ${String(result.exitCode)}`
+    if (/unsupported upgrade path|version of Kubernetes \S+ is too (?:new|old) to be used with Talos/.test(text))
       throw new NodeError('version-skew', `talosctl upgrade-k8s refused: ${text}`, hintFor('version-skew', via))
     const classified = this.failure(via, result)
-    // a connection or certificate failure keeps its own kind (and hint); anything else is upgrade-k8s's own failure
-    if (classified.kind !== 'unknown') throw classified
+    // the node unreachable or its certificate refused keep their own kind (and hint); anything else is upgrade-k8s's own failure
+    if (REACHING.has(classified.kind)) throw classified
     throw new NodeError('k8s-upgrade', `talosctl upgrade-k8s failed: ${text}`, hintFor('k8s-upgrade', via))
   }
 
@@ -847,6 +847,17 @@ export class Talosctl {
     return answers
   }
 }
+
+/** Failures of reaching a node at all (the dial, its certificate, the role), as opposed to what a call itself answered. */
+const REACHING: ReadonlySet<string> = new Set([
+  'unreachable',
+  'pki-mismatch',
+  'clock',
+  'cert-sans',
+  'unauthorized',
+  'maintenance',
+  'configured',
+])
 
 /** The minor of a talosctl client tag (`v1.13.9` -> 13), undefined for one that is no v1 release. */
 function parseClientMinor(tag: string): number | undefined {
