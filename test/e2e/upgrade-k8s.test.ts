@@ -3,12 +3,13 @@
 // (sim/talos/k8s.js serves the typed resources the real `talosctl upgrade-k8s` reads and changes). The
 // cases share the cluster and run in order, each starting from what the one before left: bad input,
 // the dry run, the refusals (nothing changed), the upgrade itself run from a refusal's printed hint in a
-// fresh shell once its cause is cleared, the rerun, then refusals only the upgraded cluster shows.
+// fresh shell once its cause is cleared, the rerun, the rerun and the 1.36 path with talosctl v1.13.9
+// (TALOSCTL), then refusals only the upgraded cluster shows.
 // Range 127.247.1.0/24.
 delete process.env.TO
 
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse, stringify } from 'yaml'
 import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, nodeIn, runInFreshShell } from './harness.js'
@@ -20,6 +21,8 @@ const IP: Record<string, string> = { 'cp-1': `${R}.11`, 'cp-2': `${R}.12`, 'wrkr
 const NODES = Object.keys(IP)
 const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']
 const CASE_TIMEOUT = 300_000
+const TALOSCTL_113 = resolve('.tools/talosctl-v1.13.9/talosctl')
+const has113 = existsSync(TALOSCTL_113)
 
 describe('task upgrade:k8s', () => {
   let cluster: E2eCluster
@@ -183,6 +186,28 @@ describe('task upgrade:k8s', () => {
       expect(pre?.detail).toContain('every node and component already runs v1.35.0')
       for (const n of NODES) expect(result(n).detail).toMatch(/^at v1\.35\.0, Ready: kubelet v1\.35\.0;/)
       // only kube-proxy's patch applies a config (upgrade-k8s has no skip for it), changing nothing
+      expect(applies(from).map((c) => c.node)).toEqual(['cp-1', 'cp-2'])
+      await expectAt('v1.35.0')
+    },
+    CASE_TIMEOUT,
+  )
+
+  it.skipIf(!has113)(
+    'with talosctl v1.13.9 (TALOSCTL): the rerun goes through its own client; TO=v1.36.0 is within its path but outside Talos 1.12',
+    async () => {
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.0', TALOSCTL: TALOSCTL_113 }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(0)
+      expect(r.stdout).toContain('talosctl v1.13.9')
+      expect(r.stdout + r.stderr).toMatch(/cp-1: pre-check: Talos version 1\.12\.11 is compatible with Kubernetes version 1\.35\.0/)
+      for (const n of NODES) expect(result(n).detail).toMatch(/^at v1\.35\.0, Ready: /)
+      const next = await cluster.task('upgrade:k8s', { TO: 'v1.36.0', TALOSCTL: TALOSCTL_113 }, FAST)
+      expect(next.code, next.stdout + next.stderr).toBe(1)
+      const message = failedStep()?.error?.message ?? ''
+      expect(message).toContain('cp-1: version of Kubernetes 1.36.0 is too new to be used with Talos 1.12.11')
+      expect(message).not.toContain('upgrades Kubernetes to')
+      expect(failedStep()?.error?.hint).toContain('TALOS_VERSION=v1.13.x')
+      // the rerun's kube-proxy patch only (upgrade-k8s has no skip for it), nothing from the refused run
       expect(applies(from).map((c) => c.node)).toEqual(['cp-1', 'cp-2'])
       await expectAt('v1.35.0')
     },
