@@ -4,7 +4,8 @@
 // cases share the cluster and run in order, each starting from what the one before left: bad input,
 // the dry run, the refusals (nothing changed), the upgrade itself run from a refusal's printed hint in a
 // fresh shell once its cause is cleared, the rerun, the rerun and the 1.36 path with talosctl v1.13.9
-// (TALOSCTL), then refusals only the upgraded cluster shows.
+// (TALOSCTL), a kubelet that does not come back at v1.35.1 (the stall watchdog cuts upgrade-k8s), then
+// refusals only the upgraded cluster shows.
 // Range 127.247.1.0/24.
 delete process.env.TO
 
@@ -15,6 +16,7 @@ import { parse, stringify } from 'yaml'
 import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, nodeIn, runInFreshShell } from './harness.js'
 import { FAST } from '../faults/helpers.js'
 import { at, configFile, talosctl } from '../sim/helpers.js'
+import type { Fault } from '../../sim/index.js'
 
 const R = '127.247.1'
 const IP: Record<string, string> = { 'cp-1': `${R}.11`, 'cp-2': `${R}.12`, 'wrkr-1': `${R}.21` }
@@ -210,6 +212,28 @@ describe('task upgrade:k8s', () => {
       // the rerun's kube-proxy patch only (upgrade-k8s has no skip for it), nothing from the refused run
       expect(applies(from).map((c) => c.node)).toEqual(['cp-1', 'cp-2'])
       await expectAt('v1.35.0')
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    'v1.35.0 -> v1.35.1 with a kubelet that never comes back: upgrade-k8s waits without a word, the watchdog cuts it (stuck), naming the kubelet on wrkr-1',
+    async () => {
+      cluster.sim.addFault({ kind: 'kubelet-crashloop', node: 'wrkr-1', image: 'ghcr.io/siderolabs/kubelet:v1.35.1' } as Fault)
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.1' }, [...FAST, '--stall-timeout', '20s'])
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const step = failedStep()
+      expect(step?.name).toBe('upgrade-k8s')
+      expect(step?.error?.kind).toBe('stuck')
+      expect(step?.error?.message).toContain('talosctl upgrade-k8s printed nothing for 20s and was cut (at kubelet on wrkr-1)')
+      expect(step?.error?.hint).toContain('TO=v1.35.1')
+      expect(r.stdout).toMatch(/wrkr-1: kubelet 1\.35\.0 -> 1\.35\.1: waiting for kubelet restart/)
+      // the control planes were done before the cut; the worker's kubelet is not back
+      const state = await kubeState()
+      for (const image of Object.values(state.pods)) expect(image.endsWith(':v1.35.1'), image).toBe(true)
+      expect(state.kubelets['wrkr-1']).toBe('v1.35.0')
+      expect(applies(from).filter((c) => c.outcome === 'ok' && c.node === 'wrkr-1')).toHaveLength(1)
     },
     CASE_TIMEOUT,
   )
