@@ -8,6 +8,7 @@
 // own waits have none), its lines turned into per-node progress; then every component and Node
 // checked at TO. upgrade-k8s's `--dry-run` is never used: it applies a config to every control plane.
 // A rerun is a plain rerun: upgrade-k8s skips what is already at TO.
+import { isDeepStrictEqual } from 'node:util'
 import { InputError, NodeError } from '../core/errors.js'
 import { kubectlCommand, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { output } from '../cli/output.js'
@@ -137,7 +138,7 @@ async function readNode(run: Run, node: ClusterNode, report: StepReporter): Prom
       })
     }
     const configs = await report.retry(() => run.talosctl.machineConfigs(node))
-    pending = configs.persistent !== undefined && JSON.stringify(configs.persistent) !== JSON.stringify(configs.active)
+    pending = configs.persistent !== undefined && !isDeepStrictEqual(configs.persistent, configs.active)
   }
   const kubeletSpec = tagOf(specs.get('kubelet')?.image)
   return {
