@@ -31,6 +31,8 @@ export interface CommandArgs {
     /** a single control plane may go down (its API with it) */
     acceptDowntime: boolean
   }
+  /** upgrade:k8s: the target (TO; checked by the phase) and the API endpoint talosctl upgrade-k8s is given */
+  k8s: { to?: string; endpoint?: string }
   /** settings flags that were given (name without --) */
   settingFlags: Record<string, string | undefined>
 }
@@ -118,6 +120,13 @@ const COMMAND_FLAGS: ReadonlyArray<{ flag: string; value?: string; variable?: st
   { flag: 'allow-downgrade', default: 'false', what: 'upgrade:talos: allow a target older than a node runs' },
   { flag: 'preserve', default: 'false', what: "upgrade:talos: talosctl upgrade --preserve (skips Talos's own etcd check)" },
   { flag: 'force', default: 'false', what: "upgrade:talos: talosctl upgrade --force (skips Talos's own etcd check)" },
+  { flag: 'to', value: 'vX.Y.Z', variable: 'TO', default: 'none', what: 'upgrade:k8s: the Kubernetes version to upgrade to' },
+  {
+    flag: 'endpoint',
+    value: 'URL',
+    default: "the cluster endpoint, or a control plane's https://<address>:6443 when it does not answer",
+    what: 'upgrade:k8s: the Kubernetes API endpoint talosctl upgrade-k8s uses (its --endpoint)',
+  },
 ]
 
 function settingDefault(spec: ScalarSpec): string {
@@ -194,6 +203,8 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     'talos-version': { type: 'string' },
     image: { type: 'string' },
     schematic: { type: 'string' },
+    to: { type: 'string' },
+    endpoint: { type: 'string' },
   }
   for (const flag of BOOLEAN_FLAGS) options[flag] = { type: 'string' }
   for (const spec of SCALAR_SETTINGS) options[spec.flag] = { type: 'string' }
@@ -253,6 +264,10 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
       preserve: bool('preserve'),
       force: bool('force'),
       acceptDowntime: bool('accept-downtime'),
+    },
+    k8s: {
+      ...(str('to') !== undefined ? { to: str('to') } : {}),
+      ...(str('endpoint') !== undefined ? { endpoint: str('endpoint') } : {}),
     },
     dryRun: bool('dry-run', 'DRY_RUN'),
     failFast: bool('fail-fast', 'FAIL_FAST'),

@@ -185,6 +185,7 @@ async function execute(
       ...(planOnly ? { planOnly: true } : {}),
       ...(args.mode !== undefined ? { mode: args.mode } : {}),
       upgrade: args.upgrade,
+      k8s: args.k8s,
     },
     signal,
     facts: new Facts(),

@@ -108,8 +108,16 @@ export type ErrorKind =
   | 'image-missing'
   /** upgrade:talos: the node rebooted (a new boot ID) but runs its old version: the upgrade failed and Talos went back */
   | 'rolled-back'
-  /** upgrade:talos: the target is outside what the installer or the Kubernetes version allows (the compatibility table) */
+  /**
+   * upgrade:talos, upgrade:k8s: the target is outside what the installer, the Kubernetes path or a
+   * node's Talos allows (the compatibility tables); nothing was touched
+   */
   | 'version-skew'
+  /**
+   * upgrade:k8s: `talosctl upgrade-k8s` failed (its own text), or a component or Node is not at the
+   * target after it; a rerun resumes (upgrade-k8s skips what is at the target)
+   */
+  | 'k8s-upgrade'
   | 'kubelet'
   | 'node-not-ready'
   | 'etcd'

@@ -12,6 +12,7 @@ export const PHASE_NAMES = [
   'flux',
   'cluster-apply',
   'upgrade-talos',
+  'upgrade-k8s',
 ] as const
 export type PhaseName = (typeof PHASE_NAMES)[number]
 

@@ -35,6 +35,8 @@ export interface RunOptions {
   mode?: string
   /** upgrade:talos: the target and what the operator allows (the phase checks it) */
   upgrade?: CommandArgs['upgrade']
+  /** upgrade:k8s: TO and --endpoint (the phase checks them) */
+  k8s?: CommandArgs['k8s']
 }
 
 /** Everything a phase may use: settings, the selected nodes, the tools, the facts, the abort signal. */

@@ -89,6 +89,10 @@ export interface Settings {
   gateIntervalMs: number
   /** upgrade:talos: talosctl upgrade's own --timeout (its tracker's wait for the node back), and how long a sent upgrade may take */
   upgradeTimeoutMs: number
+  /** upgrade:k8s: the deadline of the whole `talosctl upgrade-k8s` call (its own waits have none) */
+  k8sUpgradeTimeoutMs: number
+  /** upgrade:k8s: a `talosctl upgrade-k8s` silent this long (no line printed) is cut, kind `stuck` */
+  stallTimeoutMs: number
   bootstrapNode?: string
   kubeconfig: string
   /** talhelper's config file (genconfig -c), relative to CLUSTER_DIR */
@@ -184,6 +188,24 @@ export const SCALAR_SETTINGS: readonly ScalarSpec[] = [
     flag: 'upgrade-timeout',
     kind: 'duration',
     default: 1_800_000,
+  },
+  // upgrade:k8s (docs/day2-design.md 2.7): talosctl upgrade-k8s's watches of a config update and of the
+  // kubelet's restart have no timeout; its pod wait is 5 min, so the watchdog's default is longer
+  {
+    key: 'k8sUpgradeTimeoutMs',
+    file: 'k8sUpgradeTimeout',
+    env: 'BOOTSTRAP_K8S_UPGRADE_TIMEOUT',
+    flag: 'k8s-upgrade-timeout',
+    kind: 'duration',
+    default: 3_600_000,
+  },
+  {
+    key: 'stallTimeoutMs',
+    file: 'stallTimeout',
+    env: 'BOOTSTRAP_STALL_TIMEOUT',
+    flag: 'stall-timeout',
+    kind: 'duration',
+    default: 600_000,
   },
   { key: 'bootstrapNode', file: 'bootstrapNode', env: 'BOOTSTRAP_NODE', flag: 'bootstrap-node', kind: 'string', default: undefined },
   { key: 'kubeconfig', file: 'kubeconfig', env: 'BOOTSTRAP_KUBECONFIG', flag: 'kubeconfig', kind: 'string', default: 'kubeconfig' },

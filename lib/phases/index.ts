@@ -7,6 +7,7 @@ import { flux } from './flux.js'
 import { preflight } from './preflight.js'
 import { reset } from './reset.js'
 import { upgradeTalos } from './upgrade-talos.js'
+import { upgradeK8s } from './upgrade-k8s.js'
 import { verify } from './verify.js'
 import { waitReady } from './wait-ready.js'
 
@@ -21,6 +22,7 @@ export const PHASES: Record<PhaseName, Phase> = {
   flux,
   'cluster-apply': clusterApply,
   'upgrade-talos': upgradeTalos,
+  'upgrade-k8s': upgradeK8s,
 }
 
 export function phasesFor(names: PhaseName[]): Phase[] {

@@ -109,4 +109,5 @@ const PHASE_TASK: Record<PhaseResult['name'], string> = {
   flux: 'bootstrap:flux',
   'cluster-apply': 'cluster:apply',
   'upgrade-talos': 'upgrade:talos',
+  'upgrade-k8s': 'upgrade:k8s',
 }

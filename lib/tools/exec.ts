@@ -107,6 +107,13 @@ export interface ToolCall {
   dryRunStdout?: string
   /** each line of standard error as it comes (redacted): a long call's progress (talosctl upgrade's tracker) */
   onStderrLine?: (line: string) => void
+  /** each line of standard output as it comes (redacted): a long call's progress (talosctl upgrade-k8s's log) */
+  onStdoutLine?: (line: string) => void
+  /**
+   * The watchdog: the call is cut (`stalled`) once it has printed nothing, on either stream, for this
+   * long. For a long call whose waits have no deadline of their own (talosctl upgrade-k8s).
+   */
+  stallTimeoutMs?: number
 }
 
 export interface ToolResult {
@@ -118,6 +125,8 @@ export interface ToolResult {
   stderr: string
   durationMs: number
   timedOut: boolean
+  /** cut by the watchdog: silent on both streams for the call's stallTimeoutMs (absent: no watchdog) */
+  stalled?: boolean
   aborted: boolean
 }
 
@@ -150,6 +159,30 @@ function parentDeathWrapper(env: NodeJS.ProcessEnv): string[] {
   if (process.platform !== 'linux') return []
   const setpriv = which.sync('setpriv', { nothrow: true, path: env.PATH ?? '' })
   return setpriv ? [setpriv, '--pdeathsig', 'KILL', '--'] : []
+}
+
+/** Aborts its signal once `fed` has not been called for `silentMs` (a call's stall watchdog). */
+class Watchdog {
+  private readonly controller = new AbortController()
+  private timer: NodeJS.Timeout
+
+  constructor(private readonly silentMs: number) {
+    this.timer = setTimeout(() => this.controller.abort(), silentMs)
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal
+  }
+
+  fed(): void {
+    if (this.controller.signal.aborted) return
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => this.controller.abort(), this.silentMs)
+  }
+
+  stop(): void {
+    clearTimeout(this.timer)
+  }
 }
 
 /** The one place that starts external tools: arrays of arguments, a deadline, the run's AbortSignal. */
@@ -185,10 +218,11 @@ export class ToolRunner {
     const timeoutMs = call.timeoutMs ?? this.options.callTimeoutMs
     const started = performance.now()
     const deadline = AbortSignal.timeout(timeoutMs)
+    const watchdog = call.stallTimeoutMs !== undefined ? new Watchdog(call.stallTimeoutMs) : undefined
     const child = $({
       quiet: true,
       nothrow: true,
-      signal: AbortSignal.any([this.options.signal, deadline]),
+      signal: AbortSignal.any([this.options.signal, deadline, ...(watchdog ? [watchdog.signal] : [])]),
       env: { ...this.options.env, ...this.tmpEnv(call), ...call.env },
       // no stdin: a tool never needs input here, and bash, started with a socket as stdin (node's
       // pipes are socketpairs) and SHLVL unset or 0, sources ~/.bashrc as if run by sshd: pyenv or
@@ -196,12 +230,15 @@ export class ToolRunner {
       ...(call.input !== undefined ? { input: call.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
     })`${[...(call.outlivesRun ? [] : this.wrapper), this.binary(call.tool), ...call.args]}`
     if (call.onStderrLine) this.streamLines(child.stderr, call.onStderrLine)
-    const output = await child
-    const timedOut = deadline.aborted && !this.options.signal.aborted
+    if (call.onStdoutLine) this.streamLines(child.stdout, call.onStdoutLine)
+    if (watchdog) for (const stream of [child.stdout, child.stderr]) stream.on('data', () => watchdog.fed())
+    const output = await child.finally(() => watchdog?.stop())
     const aborted = this.options.signal.aborted
+    const timedOut = deadline.aborted && !aborted
+    const stalled = watchdog?.signal.aborted === true && !timedOut && !aborted
     const result: ToolResult = {
       call,
-      ok: output.exitCode === 0 && !timedOut && !aborted,
+      ok: output.exitCode === 0 && !timedOut && !stalled && !aborted,
       exitCode: output.exitCode,
       stdout: output.stdout,
       // a tool's error text can quote any input (talosctl validate echoes a config's values): masked
@@ -209,6 +246,7 @@ export class ToolRunner {
       stderr: escapeControls(this.options.redactor.redactLines(output.stderr)),
       durationMs: performance.now() - started,
       timedOut,
+      stalled,
       aborted,
     }
     if (aborted && call.mutates) this.cutShort.push(call)
@@ -243,7 +281,7 @@ export class ToolRunner {
 
   private log(result: ToolResult): void {
     if (!this.options.log) return
-    const outcome = result.timedOut ? 'timeout' : result.aborted ? 'aborted' : `exit ${result.exitCode}`
+    const outcome = result.timedOut ? 'timeout' : result.stalled ? 'stalled' : result.aborted ? 'aborted' : `exit ${result.exitCode}`
     const line = `${new Date().toISOString()} ${outcome} ${Math.round(result.durationMs)}ms ${this.commandLine(result.call)}\n`
     this.options.log(line)
   }

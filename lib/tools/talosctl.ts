@@ -714,8 +714,31 @@ export class Talosctl {
    * Undefined when the node's API does not serve these types.
    */
   async controlPlaneConfigVersions(node: ClusterNode): Promise<Map<string, string> | undefined> {
-    const out = new Map<string, string>()
-    for (const [component, type] of CONTROL_PLANE_CONFIGS) {
+    const configs = await this.componentConfigs(node, CONTROL_PLANE_CONFIGS)
+    return configs && new Map([...configs].map(([component, c]) => [component, c.version]))
+  }
+
+  /**
+   * The Kubernetes images Talos runs on the node, from its typed specs (what `talosctl upgrade-k8s`
+   * patches): the KubeletSpec's (namespace k8s), and on a control plane each component's config
+   * (`image` and the resource version its mirror pod is annotated with). Undefined when the node's API
+   * does not serve these types.
+   */
+  async kubernetesImages(node: ClusterNode): Promise<Map<string, { image: string; version: string }> | undefined> {
+    const types: ReadonlyArray<[string, string]> = [
+      ['kubelet', 'kubeletspecs'],
+      ...(node.role === 'controlplane' ? CONTROL_PLANE_CONFIGS : []),
+    ]
+    return this.componentConfigs(node, types)
+  }
+
+  /** `get <type> -o json` for each [component, type]: its spec's image and its resource version. */
+  private async componentConfigs(
+    node: ClusterNode,
+    types: ReadonlyArray<[string, string]>,
+  ): Promise<Map<string, { image: string; version: string }> | undefined> {
+    const out = new Map<string, { image: string; version: string }>()
+    for (const [component, type] of types) {
       const result = await this.runner.run({
         tool: 'talosctl',
         args: ['get', type, ...this.secureArgs(node), '-o', 'json'],
@@ -726,11 +749,68 @@ export class Talosctl {
       if (!result.ok && /code = NotFound desc = resource "[^"]+" is not registered/.test(result.stderr)) return undefined
       if (!result.ok) throw this.failure(node, result)
       for (const doc of parseJsonStream(result.stdout)) {
-        const version = (doc as { metadata?: { version?: unknown } }).metadata?.version
-        if (version !== undefined) out.set(component, String(version))
+        const d = doc as { metadata?: { version?: unknown }; spec?: { image?: unknown } }
+        if (d.metadata?.version !== undefined)
+          out.set(component, { image: typeof d.spec?.image === 'string' ? d.spec.image : '', version: String(d.metadata.version) })
       }
     }
     return out
+  }
+
+  /**
+   * `talosctl upgrade-k8s --to <to> -n <via> -e <via>` (docs/day2-design.md 1.6, 2.7), with
+   * `--endpoint <url>` when given (the cluster endpoint does not answer). Never `--dry-run`: it is no
+   * read-only probe (it applies a config to every control plane). Each line it prints, on either
+   * stream, goes to `onLine` (its manifest diffs among them: secrets, never to be shown as they are). Its own waits have no deadline: the call's is `timeoutMs`, and the
+   * watchdog cuts it once it is silent for `stallTimeoutMs`. A failure is thrown with upgrade-k8s's
+   * own text: `version-skew` for its path and compatibility refusals (nothing changed), `stuck` when
+   * cut silent, `timeout` past the deadline, else `k8s-upgrade`.
+   */
+  async upgradeK8s(
+    via: ClusterNode,
+    to: string,
+    endpoint: string | undefined,
+    onLine: (line: string) => void,
+    opts: { timeoutMs: number; stallTimeoutMs: number },
+  ): Promise<void> {
+    const result = await this.runner.run({
+      tool: 'talosctl',
+      args: ['upgrade-k8s', ...this.secureArgs(via), '--to', to, ...(endpoint ? ['--endpoint', endpoint] : [])],
+      node: via.name,
+      mutates: true,
+      timeoutMs: opts.timeoutMs,
+      stallTimeoutMs: opts.stallTimeoutMs,
+      dryRunStdout: '',
+      onStdoutLine: onLine,
+      onStderrLine: onLine,
+    })
+    if (result.ok) return
+    if (result.aborted) throw this.failure(via, result)
+    if (result.stalled)
+      throw new NodeError(
+        'stuck',
+        `talosctl upgrade-k8s printed nothing for ${Math.round(opts.stallTimeoutMs / 1000)}s and was cut`,
+        hintFor('k8s-upgrade', via),
+      )
+    if (result.timedOut)
+      throw new NodeError(
+        'timeout',
+        `talosctl upgrade-k8s did not finish within ${Math.round(opts.timeoutMs / 1000)}s and was cut`,
+        hintFor('k8s-upgrade', via),
+      )
+    // its log goes to stdout (manifest diffs with secrets among it), its error is the last line of stderr
+    const text =
+      result.stderr
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean)
+        .pop() ?? `exit ${String(result.exitCode)}`
+    if (/unsupported upgrade path|version of Kubernetes \S+ is too (?:new|old) to be used with Talos/.test(text))
+      throw new NodeError('version-skew', `talosctl upgrade-k8s refused: ${text}`, hintFor('version-skew', via))
+    const classified = this.failure(via, result)
+    // the node unreachable or its certificate refused keep their own kind (and hint); anything else is upgrade-k8s's own failure
+    if (REACHING.has(classified.kind)) throw classified
+    throw new NodeError('k8s-upgrade', `talosctl upgrade-k8s failed: ${text}`, hintFor('k8s-upgrade', via))
   }
 
   /**
@@ -785,6 +865,17 @@ export class Talosctl {
     return answers
   }
 }
+
+/** Failures of reaching a node at all (the dial, its certificate, the role), as opposed to what a call itself answered. */
+const REACHING: ReadonlySet<string> = new Set([
+  'unreachable',
+  'pki-mismatch',
+  'clock',
+  'cert-sans',
+  'unauthorized',
+  'maintenance',
+  'configured',
+])
 
 /** The minor of a talosctl client tag (`v1.13.9` -> 13), undefined for one that is no v1 release. */
 function parseClientMinor(tag: string): number | undefined {

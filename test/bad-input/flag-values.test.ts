@@ -1,6 +1,6 @@
 // Issue 27, item 6: a variable's value is never read as a flag (RESET=--yes, DRY_RUN=--dry-run=false),
 // and names from the settings (chart, release, daemonset, namespaces) are checked as what they are
-// before helm or kubectl could take one for a flag. Each: exit 2, no node touched. Range 127.212.1.x.
+// before helm or kubectl could take one for a flag; upgrade:k8s's TO. Each: exit 2, no node touched. Range 127.212.1.x.
 import { beforeEach, describe, it } from 'vitest'
 import { BadInputBed, expectBadInput, lineOf, useBed } from './helpers.js'
 
@@ -27,6 +27,23 @@ describe('a boolean variable whose value looks like a flag', () => {
   it('DRY_RUN=--yes on bootstrap:node with RESET=true', async () => {
     const result = await bed.cluster.task('bootstrap:node', { NODE: 'wrkr-1', RESET: 'true', DRY_RUN: '--yes' })
     expectBadInput(result, bed, { what: /^flag --dry-run: dry-run must be true or false, got "--yes"$/, fix: /DRY_RUN=true/ })
+  })
+})
+
+describe('upgrade:k8s: TO checked before any node is read', () => {
+  it('TO=1.35 (no patch) is no Kubernetes version', async () => {
+    const result = await bed.cluster.task('upgrade:k8s', { TO: '1.35' })
+    expectBadInput(result, bed, { what: /^TO "1\.35" is not a Kubernetes version like v1\.35\.0$/, fix: /TO=v1\.35\.0/ })
+  })
+
+  it('TO=--dry-run=false is a value, not a flag', async () => {
+    const result = await bed.cluster.task('upgrade:k8s', { TO: '--dry-run=false' })
+    expectBadInput(result, bed, { what: /^TO "--dry-run=false" is not a Kubernetes version like v1\.35\.0$/, fix: /TO=v1\.35\.0/ })
+  })
+
+  it('NODES is not taken: upgrade-k8s upgrades every node', async () => {
+    const result = await bed.cluster.task('upgrade:k8s', { TO: 'v1.35.0', NODES: 'wrkr-1' })
+    expectBadInput(result, bed, { what: /^upgrade:k8s upgrades every node of the cluster/, fix: /leave NODES unset/ })
   })
 })
 

@@ -27,6 +27,8 @@ export interface ClusterShape {
   workers?: number
   image?: 'iso' | 'disk'
   talosVersion?: string
+  /** the Kubernetes version the generated configs carry (default v1.35.0) */
+  kubernetesVersion?: string
   /** the talosctl the simulator's bin links, and so the tasks run (default: .tools/bin's) */
   talosctl?: string
   vip?: 'after-bootstrap' | 'never' | false
@@ -64,7 +66,7 @@ export function scenario(range: string, shape: ClusterShape = {}): ScenarioInput
       name: 'e2e',
       endpoint: `https://${range}.${vip === false ? 11 : 10}:6443`,
       talosVersion: shape.talosVersion ?? 'v1.12.11',
-      kubernetesVersion: 'v1.35.0',
+      kubernetesVersion: shape.kubernetesVersion ?? 'v1.35.0',
       ...(vip === false ? {} : { vip: { address: `${range}.10`, up: vip } }),
       ...(shape.discovery ? { discovery: shape.discovery } : {}),
       ...(shape.allowSchedulingOnControlPlanes ? { allowSchedulingOnControlPlanes: true } : {}),

@@ -34,6 +34,8 @@ const VALUES: Record<string, { value: string; key: string; want: number | string
   GATE_TIMEOUT: { value: '3m', key: 'gateTimeoutMs', want: 180_000 },
   GATE_INTERVAL: { value: '7s', key: 'gateIntervalMs', want: 7_000 },
   BOOTSTRAP_UPGRADE_TIMEOUT: { value: '25m', key: 'upgradeTimeoutMs', want: 1_500_000 },
+  BOOTSTRAP_K8S_UPGRADE_TIMEOUT: { value: '50m', key: 'k8sUpgradeTimeoutMs', want: 3_000_000 },
+  BOOTSTRAP_STALL_TIMEOUT: { value: '8m', key: 'stallTimeoutMs', want: 480_000 },
   BOOTSTRAP_NODE: { value: 'cp-2', key: 'bootstrapNode', want: 'cp-2' },
   BOOTSTRAP_KUBECONFIG: { value: 'kube/admin.conf', key: 'kubeconfig', want: 'kube/admin.conf' },
   BOOTSTRAP_TALCONFIG: { value: 'talconfig.yaml', key: 'talconfig', want: 'talconfig.yaml' },

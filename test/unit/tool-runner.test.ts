@@ -43,3 +43,43 @@ describe('ToolRunner', () => {
     }
   })
 })
+
+describe('ToolRunner: stdout lines and the stall watchdog', () => {
+  const runner = (): ToolRunner =>
+    new ToolRunner({
+      env: process.env,
+      callTimeoutMs: 20_000,
+      signal: new AbortController().signal,
+      dryRun: false,
+      redactor: new Redactor(),
+    })
+
+  it('hands each stdout line over as it comes, and a call that keeps printing is never cut', async () => {
+    const lines: string[] = []
+    const result = await runner().run({
+      tool: 'sh',
+      args: ['-c', 'for i in 1 2 3 4 5 6; do echo "line $i"; sleep 0.2; done'],
+      // each silence is 0.2 s; the whole call longer than the watchdog's 3 s only on a loaded machine
+      stallTimeoutMs: 3_000,
+      onStdoutLine: (line) => lines.push(line),
+    })
+    expect(result).toMatchObject({ ok: true, exitCode: 0, stalled: false, timedOut: false })
+    expect(lines).toEqual(['line 1', 'line 2', 'line 3', 'line 4', 'line 5', 'line 6'])
+  })
+
+  it('cuts a call silent on both streams for stallTimeoutMs: stalled, not timed out, what it printed kept', async () => {
+    const lines: string[] = []
+    const started = performance.now()
+    const result = await runner().run({
+      tool: 'sh',
+      args: ['-c', 'echo started; echo on-stderr >&2; sleep 30; echo never'],
+      stallTimeoutMs: 500,
+      onStdoutLine: (line) => lines.push(line),
+      onStderrLine: (line) => lines.push(line),
+    })
+    expect(result).toMatchObject({ ok: false, stalled: true, timedOut: false, aborted: false })
+    expect(lines).toEqual(['started', 'on-stderr'])
+    // cut long before the sleep's end (the deadline is 20 s)
+    expect(performance.now() - started).toBeLessThan(15_000)
+  })
+})

@@ -1,0 +1,276 @@
+// task upgrade:k8s end to end (docs/day2-design.md 2.7) with the real talosctl v1.12.11, kubectl and task
+// against one simulated cluster of 2 control planes and 1 worker bootstrapped at Kubernetes v1.34.1
+// (sim/talos/k8s.js serves the typed resources the real `talosctl upgrade-k8s` reads and changes). The
+// cases share the cluster and run in order, each starting from what the one before left: bad input,
+// the dry run, the refusals (nothing changed), the upgrade itself run from a refusal's printed hint in a
+// fresh shell once its cause is cleared, the rerun, the rerun and the 1.36 path with talosctl v1.13.9
+// (TALOSCTL), a kubelet that does not come back at v1.35.1 (the stall watchdog cuts upgrade-k8s), then
+// refusals only the upgraded cluster shows.
+// Range 127.247.1.0/24.
+delete process.env.TO
+
+import { existsSync, readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { parse, stringify } from 'yaml'
+import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, nodeIn, runInFreshShell } from './harness.js'
+import { FAST } from '../faults/helpers.js'
+import { at, configFile, talosctl } from '../sim/helpers.js'
+import type { Fault } from '../../sim/index.js'
+
+const R = '127.247.1'
+const IP: Record<string, string> = { 'cp-1': `${R}.11`, 'cp-2': `${R}.12`, 'wrkr-1': `${R}.21` }
+const NODES = Object.keys(IP)
+const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']
+const CASE_TIMEOUT = 300_000
+const TALOSCTL_113 = resolve('.tools/talosctl-v1.13.9/talosctl')
+const has113 = existsSync(TALOSCTL_113)
+
+describe('task upgrade:k8s', () => {
+  let cluster: E2eCluster
+  /** ApplyConfiguration calls the simulator saw after `from` (the only way upgrade-k8s changes a node) */
+  const applies = (from: number) =>
+    cluster
+      .calls()
+      .slice(from)
+      .filter((c) => c.call === 'apply')
+  const result = (name: string): ReturnType<typeof nodeIn> => nodeIn(cluster.report(), 'upgrade-k8s', name)
+  /** the failed cluster step of the last run's upgrade-k8s phase */
+  const failedStep = () =>
+    cluster
+      .report()
+      .phases.find((p) => p.name === 'upgrade-k8s')
+      ?.steps?.find((s) => s.status === 'failed')
+  /** every mirror pod's image and every Node's kubelet, as kubectl reads them */
+  async function kubeState(): Promise<{ pods: Record<string, string>; kubelets: Record<string, string> }> {
+    const pods = JSON.parse((await cluster.kubectl(['get', 'pods', '-n', 'kube-system', '-o', 'json'])).stdout) as {
+      items: Array<{ metadata: { name: string; labels?: Record<string, string> }; spec: { containers: Array<{ image: string }> } }>
+    }
+    const nodes = JSON.parse((await cluster.kubectl(['get', 'nodes', '-o', 'json'])).stdout) as {
+      items: Array<{ metadata: { name: string }; status: { nodeInfo: { kubeletVersion: string } } }>
+    }
+    return {
+      pods: Object.fromEntries(
+        pods.items
+          .filter((p) => COMPONENTS.includes(p.metadata.labels?.['k8s-app'] ?? ''))
+          .map((p) => [p.metadata.name, p.spec.containers[0]?.image ?? '']),
+      ),
+      kubelets: Object.fromEntries(nodes.items.map((n) => [n.metadata.name, n.status.nodeInfo.kubeletVersion])),
+    }
+  }
+  async function expectAt(version: string): Promise<void> {
+    const state = await kubeState()
+    expect(Object.keys(state.pods)).toHaveLength(6)
+    for (const image of Object.values(state.pods)) expect(image.endsWith(`:${version}`), image).toBe(true)
+    expect(state.kubelets).toEqual(Object.fromEntries(NODES.map((n) => [n, version])))
+  }
+
+  beforeAll(async () => {
+    cluster = await E2eCluster.start(R, { cps: 2, workers: 1, image: 'disk', speed: 60, kubernetesVersion: 'v1.34.1' })
+    const boot = await cluster.task('bootstrap:talos', {}, FAST)
+    expect(boot.code, boot.stdout + boot.stderr).toBe(0)
+  }, CLUSTER_CASE_TIMEOUT)
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it('a malformed TO, or none, is exit 2 before any node is read', async () => {
+    const from = cluster.calls().length
+    const r = await cluster.task('upgrade:k8s', { TO: '1.35' }, FAST)
+    expect(r.code, r.stdout + r.stderr).toBe(2)
+    expect(r.stderr).toContain('TO "1.35" is not a Kubernetes version like v1.35.0')
+    const none = await cluster.task('upgrade:k8s', {}, FAST)
+    expect(none.code, none.stdout + none.stderr).toBe(2)
+    expect(none.stderr).toContain('upgrade:k8s needs a target')
+    expect(cluster.calls().slice(from)).toEqual([])
+  })
+
+  it(
+    'DRY_RUN=true prints every node and component with its version and changes nothing',
+    async () => {
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.0', DRY_RUN: 'true' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(0)
+      expect(r.stdout).toContain('PLAN (upgrade:k8s to v1.35.0, from v1.34.1')
+      expect(r.stdout).toMatch(
+        /cp-2 \(127\.247\.1\.12, controlplane\): Talos v1\.12\.11; kubelet v1\.34\.1 \(spec v1\.34\.1\); kube-apiserver v1\.34\.1 \(config v1\.34\.1\); kube-controller-manager v1\.34\.1 \(config v1\.34\.1\); kube-scheduler v1\.34\.1 \(config v1\.34\.1\)/,
+      )
+      expect(r.stdout).toContain('wrkr-1 (127.247.1.21, worker): Talos v1.12.11; kubelet v1.34.1 (spec v1.34.1)')
+      // the simulator's cluster runs Cilium without kube-proxy: the DaemonSet is read only where it exists
+      const proxy = await cluster.kubectl(['get', 'daemonset', 'kube-proxy', '-n', 'kube-system', '-o', 'name'])
+      expect(r.stdout).toContain(`kube-proxy DaemonSet: ${proxy.code === 0 ? 'v1.34.1' : 'none'}`)
+      expect(result('cp-1').status).toBe('ok')
+      expect(applies(from)).toEqual([])
+      await expectAt('v1.34.1')
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    'refusals change nothing (exit 1): two minors at once lists the steps, and Kubernetes 1.36 is outside Talos 1.12 (upgrade:talos first)',
+    async () => {
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.36.0' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const step = failedStep()
+      expect(step?.name).toBe('pre-check')
+      expect(step?.error?.kind).toBe('version-skew')
+      expect(step?.error?.message).toContain('unsupported upgrade path 1.34->1.36 (from "1.34.1" to "1.36.0")')
+      expect(step?.error?.message).toContain('one minor at a time: TO=v1.35.x, then TO=v1.36.x')
+      expect(step?.error?.message).toContain('wrkr-1: version of Kubernetes 1.36.0 is too new to be used with Talos 1.12.11')
+      expect(step?.error?.hint).toContain('upgrade:talos')
+      expect(step?.error?.hint).toContain('TALOS_VERSION=v1.13.x')
+      // the nodes fail with the pre-check's cause; the call was never made
+      for (const n of NODES) expect(result(n).error?.kind).toBe('version-skew')
+      const upgrade = cluster
+        .report()
+        .phases.find((p) => p.name === 'upgrade-k8s')
+        ?.steps?.find((s) => s.name === 'upgrade-k8s')
+      expect(upgrade?.status).toBe('not-run')
+      const down = await cluster.task('upgrade:k8s', { TO: 'v1.33.0' }, FAST)
+      expect(down.code, down.stdout + down.stderr).toBe(1)
+      expect(failedStep()?.error?.message).toContain('v1.34.1 already runs: Kubernetes is never downgraded')
+      expect(applies(from)).toEqual([])
+      await expectAt('v1.34.1')
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    'an API server not Ready is refused; once it is back, the printed hint run in a fresh shell upgrades every node and component to v1.35.0',
+    async () => {
+      cluster.sim.addFault({ kind: 'static-pod', node: 'cp-2', pod: 'kube-apiserver' })
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.0' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      expect(failedStep()?.error?.kind).toBe('k8s-upgrade')
+      expect(failedStep()?.error?.message).toMatch(/kube-apiserver-cp-2 is not Ready/)
+      expect(applies(from)).toEqual([])
+      const { command } = hintOf(r.stderr, 'upgrade-k8s/pre-check')
+      expect(command).toContain('upgrade:k8s')
+      expect(command).toContain('TO=v1.35.0')
+      cluster.sim.clearFault(null, 'static-pod')
+
+      const run = await runInFreshShell(cluster, command)
+      expect(run.code, run.stdout + run.stderr).toBe(0)
+      // the tool's lines as per-node progress, plain in a pipe
+      const out = run.stdout + run.stderr
+      expect(out).toMatch(/cp-2: kube-apiserver v1\.34\.1 -> 1\.35\.0: waiting for kube-apiserver pod update/)
+      expect(out).toMatch(/wrkr-1: kubelet 1\.34\.1 -> 1\.35\.0: waiting for kubelet restart/)
+      // upgrade-k8s's manifest diffs (the bootstrap token's secret among them) are never shown
+      expect(out).not.toMatch(/token-secret|^\S* ?\+apiVersion/m)
+      expect(run.stdout).toContain('the generated configs must now carry kubernetesVersion v1.35.0 (talconfig.yaml / topf.yaml')
+      for (const n of NODES) {
+        expect(result(n).status, n).toBe('ok')
+        expect(result(n).detail).toContain('kubelet v1.34.1 -> v1.35.0')
+        expect(result(n).detail).toContain('Talos v1.12.11')
+      }
+      expect(result('cp-2').detail).toContain('kube-scheduler v1.34.1 -> v1.35.0')
+      await expectAt('v1.35.0')
+      // every change went through NO_REBOOT applies: three components and kube-proxy per control plane, the kubelet everywhere
+      const done = applies(from).filter((c) => c.outcome === 'ok')
+      expect(done.filter((c) => c.node === 'cp-1')).toHaveLength(5)
+      expect(done.filter((c) => c.node === 'wrkr-1')).toHaveLength(1)
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    'a rerun is a plain rerun: upgrade-k8s skips what is at TO',
+    async () => {
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.0' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(0)
+      const pre = cluster
+        .report()
+        .phases.find((p) => p.name === 'upgrade-k8s')
+        ?.steps?.find((s) => s.name === 'pre-check')
+      expect(pre?.detail).toContain('every node and component already runs v1.35.0')
+      for (const n of NODES) expect(result(n).detail).toMatch(/^at v1\.35\.0, Ready: kubelet v1\.35\.0;/)
+      // only kube-proxy's patch applies a config (upgrade-k8s has no skip for it), changing nothing
+      expect(applies(from).map((c) => c.node)).toEqual(['cp-1', 'cp-2'])
+      await expectAt('v1.35.0')
+    },
+    CASE_TIMEOUT,
+  )
+
+  it.skipIf(!has113)(
+    'with talosctl v1.13.9 (TALOSCTL): the rerun goes through its own client; TO=v1.36.0 is within its path but outside Talos 1.12',
+    async () => {
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.0', TALOSCTL: TALOSCTL_113 }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(0)
+      expect(r.stdout).toContain('talosctl v1.13.9')
+      expect(r.stdout + r.stderr).toMatch(/cp-1: pre-check: Talos version 1\.12\.11 is compatible with Kubernetes version 1\.35\.0/)
+      for (const n of NODES) expect(result(n).detail).toMatch(/^at v1\.35\.0, Ready: /)
+      const next = await cluster.task('upgrade:k8s', { TO: 'v1.36.0', TALOSCTL: TALOSCTL_113 }, FAST)
+      expect(next.code, next.stdout + next.stderr).toBe(1)
+      const message = failedStep()?.error?.message ?? ''
+      expect(message).toContain('cp-1: version of Kubernetes 1.36.0 is too new to be used with Talos 1.12.11')
+      expect(message).not.toContain('upgrades Kubernetes to')
+      expect(failedStep()?.error?.hint).toContain('TALOS_VERSION=v1.13.x')
+      // the rerun's kube-proxy patch only (upgrade-k8s has no skip for it), nothing from the refused run
+      expect(applies(from).map((c) => c.node)).toEqual(['cp-1', 'cp-2'])
+      await expectAt('v1.35.0')
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    'v1.35.0 -> v1.35.1 with a kubelet that never comes back: upgrade-k8s waits without a word, the watchdog cuts it (stuck), naming the kubelet on wrkr-1',
+    async () => {
+      cluster.sim.addFault({ kind: 'kubelet-crashloop', node: 'wrkr-1', image: 'ghcr.io/siderolabs/kubelet:v1.35.1' } as Fault)
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.1' }, [...FAST, '--stall-timeout', '20s'])
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const step = failedStep()
+      expect(step?.name).toBe('upgrade-k8s')
+      expect(step?.error?.kind).toBe('stuck')
+      expect(step?.error?.message).toContain('talosctl upgrade-k8s printed nothing for 20s and was cut (at kubelet on wrkr-1)')
+      expect(step?.error?.hint).toContain('TO=v1.35.1')
+      expect(r.stdout).toMatch(/wrkr-1: kubelet 1\.35\.0 -> 1\.35\.1: waiting for kubelet restart/)
+      // the control planes were done before the cut; the worker's kubelet is not back
+      const state = await kubeState()
+      for (const image of Object.values(state.pods)) expect(image.endsWith(':v1.35.1'), image).toBe(true)
+      expect(state.kubelets['wrkr-1']).toBe('v1.35.0')
+      expect(applies(from).filter((c) => c.outcome === 'ok' && c.node === 'wrkr-1')).toHaveLength(1)
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    "refused on the upgraded cluster: TO=v1.36.0 is beyond talosctl v1.12.11's path; a control plane with a staged config pending",
+    async () => {
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.36.0' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      expect(failedStep()?.error?.message).toContain('talosctl v1.12.11 upgrades Kubernetes to 1.35 at most; use talosctl ≥ v1.13')
+      expect(failedStep()?.error?.hint).toContain('use talosctl v1.13 or newer')
+
+      // cp-2's generated config with one more label, staged: its next boot loads it
+      const docs = readFileSync(join(cluster.clusterDir, 'clusterconfig', 'e2e-cp-2.yaml'), 'utf8').split(/^---$/m)
+      const main = docs.findIndex((d) => !/^kind:/m.test(d) && /^machine:/m.test(d))
+      const cfg = parse(docs[main]!) as { machine: { nodeLabels?: Record<string, string> } }
+      cfg.machine.nodeLabels = { ...cfg.machine.nodeLabels, staged: 'yes' }
+      docs[main] = `\n${stringify(cfg)}`
+      const st = await talosctl(cluster.sim, [
+        'apply-config',
+        '--mode',
+        'staged',
+        '-f',
+        configFile(cluster.sim, 'staged', docs.join('---')),
+        ...at(IP['cp-2']!),
+      ])
+      expect(st.code, st.stderr).toBe(0)
+      const pending = await cluster.task('upgrade:k8s', { TO: 'v1.35.0' }, FAST)
+      expect(pending.code, pending.stdout + pending.stderr).toBe(1)
+      expect(failedStep()?.error?.message).toContain('cp-2 has a staged or try config pending')
+      expect(failedStep()?.error?.hint).toContain('cluster:apply')
+      expect(applies(from).filter((c) => c.outcome === 'ok' && c.node !== 'cp-2')).toEqual([])
+      // the staged config is still what cp-2's next boot loads
+      const persistent = await talosctl(cluster.sim, ['get', 'machineconfig', 'persistent', '-o', 'jsonpath={.spec}', ...at(IP['cp-2']!)])
+      expect(persistent.stdout).toMatch(/\bstaged"?:\s*"?yes/)
+    },
+    CASE_TIMEOUT,
+  )
+})
