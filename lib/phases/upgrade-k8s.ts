@@ -10,7 +10,7 @@
 // A rerun is a plain rerun: upgrade-k8s skips what is already at TO.
 import { isDeepStrictEqual } from 'node:util'
 import { InputError, NodeError } from '../core/errors.js'
-import { kubectlCommand, talosctlCommand, taskCommand } from '../cli/hints.js'
+import { kubectlCommand, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { output } from '../cli/output.js'
 import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
@@ -28,6 +28,7 @@ import { condition, type KubeObject } from '../tools/kubectl.js'
 import { PollTimeout, type PollAnswer } from '../wait/poll.js'
 import { bootstrapNode } from './shared/bootstrap-node.js'
 import { CONTROL_PLANE_COMPONENTS, podWhy } from './shared/health.js'
+import { versionsStep } from './shared/versions.js'
 
 /** One control plane component as the node runs it. */
 interface ComponentRead {
@@ -89,7 +90,7 @@ export function tagOf(image: string | undefined): string | undefined {
 }
 
 /** The rerun as printed in a hint: the same TO, in a fresh shell. */
-const rerun = (run: Run): string => taskCommand('upgrade:k8s', { TO: run.options.k8s?.to ?? '' })
+const rerun = (): string => taskCommand('upgrade:k8s')
 
 async function mirrorPod(run: Run, node: ClusterNode, component: string): Promise<KubeObject | undefined> {
   return run.kubectl.get('pod', `${component}-${kubeNodeName(node)}`, 'kube-system')
@@ -112,7 +113,7 @@ async function kubeProxyTag(run: Run, report: StepReporter): Promise<string | un
 async function readNode(run: Run, node: ClusterNode, report: StepReporter): Promise<NodeRead> {
   const talos = await report.retry(async () => {
     const answer = (await run.talosctl.versions([node], node)).get(node.address)
-    if (!answer || answer.error) throw answer?.error ?? new NodeError('unknown', 'talosctl version printed no Tag for the node', rerun(run))
+    if (!answer || answer.error) throw answer?.error ?? new NodeError('unknown', 'talosctl version printed no Tag for the node', rerun())
     return answer.value
   })
   const kube = await report.retry(() => run.kubectl.get('node', kubeNodeName(node)))
@@ -289,7 +290,7 @@ async function decide(run: Run, report: StepReporter): Promise<string> {
     throw new NodeError(
       skew.length > 0 ? 'version-skew' : 'k8s-upgrade',
       `the upgrade is refused, nothing was changed: ${[...skew, ...unfit].join('; ')}`,
-      `${[...fixes].join('; ') || 'fix what the message names'}, then run: ${rerun(run)}`,
+      `${[...fixes].join('; ') || 'fix what the message names'}, then run: ${rerun()}`,
     )
   }
   plan.passed = true
@@ -383,8 +384,8 @@ async function upgrade(run: Run, report: StepReporter): Promise<string> {
     if (!(err instanceof NodeError)) throw err
     const hint =
       err.kind === 'version-skew'
-        ? `nothing was changed: pick a TO the path and every node's Talos allow, then run: ${rerun(run)}`
-        : `see the control plane's pods (\`${kubectlCommand('-n kube-system get pods -o wide')}\`) and the nodes (\`${kubectlCommand('get nodes -o wide')}\`), fix what the message names, then run the same command again (what is at ${targetTag(run)} is skipped): ${rerun(run)}`
+        ? `nothing was changed: pick a TO the path and every node's Talos allow, then run: ${rerun()}`
+        : `see the control plane's pods (\`${kubectlCommand('-n kube-system get pods -o wide')}\`) and the nodes (\`${kubectlCommand('get nodes -o wide')}\`), fix what the message names, then run the same command again (what is at ${targetTag(run)} is skipped): ${rerun()}`
     throw new NodeError(err.kind, `${err.message} (at ${progress.where()})`, hint)
   }
   return `talosctl upgrade-k8s --to ${to} through ${via.name}${endpoint ? ` with --endpoint ${endpoint}` : ''}: done`
@@ -445,7 +446,7 @@ async function checkNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     throw new NodeError(
       'k8s-upgrade',
       `${err.lastState} (${Math.round(err.waitedMs / 1000)}s after talosctl upgrade-k8s ended)`,
-      `see the node (\`${kubectlCommand(`describe node ${kubeNodeName(node)}`)}\`, \`${talosctlCommand(node, 'service kubelet')}\`${node.role === 'controlplane' ? `, \`${talosctlCommand(node, 'get staticpodstatus')}\`` : ''}), fix what the message names, then run the same command again (what is at ${targetTag(run)} is skipped): ${rerun(run)}`,
+      `see the node (\`${kubectlCommand(`describe node ${kubeNodeName(node)}`)}\`, \`${talosctlCommand(node, 'service kubelet')}\`${node.role === 'controlplane' ? `, \`${talosctlCommand(node, 'get staticpodstatus')}\`` : ''}), fix what the message names, then run the same command again (what is at ${targetTag(run)} is skipped): ${rerun()}`,
     )
   }
   const change = (from: string | undefined, to: string | undefined): string =>
@@ -466,7 +467,7 @@ async function finish(run: Run, report: StepReporter): Promise<string> {
       throw new NodeError(
         'k8s-upgrade',
         `the kube-proxy DaemonSet runs ${tag ?? 'no image'}, not ${want}, after talosctl upgrade-k8s`,
-        `see it (\`${kubectlCommand('-n kube-system get daemonset kube-proxy -o wide')}\`), then run the same command again: ${rerun(run)}`,
+        `see it (\`${kubectlCommand('-n kube-system get daemonset kube-proxy -o wide')}\`), then run the same command again: ${rerun()}`,
       )
     notes.push(`kube-proxy ${want}`)
   }
@@ -498,6 +499,9 @@ export const upgradeK8s: Phase = {
           fix: 'leave NODES unset',
         },
       )
+    // every hint naming upgrade:k8s repeats this run's target and the endpoint it was given
+    const endpoint = run.options.k8s?.endpoint
+    setRerunArgs('upgrade:k8s', { TO: to }, endpoint ? [`--endpoint=${endpoint}`] : [])
     return Promise.resolve()
   },
   steps: () => [
@@ -538,5 +542,6 @@ export const upgradeK8s: Phase = {
       ready: afterPrecheck,
       run: finish,
     },
+    versionsStep(),
   ],
 }
