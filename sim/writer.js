@@ -1,6 +1,18 @@
 // Writes <dir>/cluster (replaced whole on every start) and <dir>/env.
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync, renameSync } from 'node:fs'
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  renameSync,
+} from 'node:fs'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
@@ -28,11 +40,17 @@ export class ToolsMissingError extends Error {
   }
 }
 
+/** the file starts with ELF's magic: its first 4 bytes only (the programs are 27–180 MB, and every simulator's start checks several) */
 export const isElf = (file) => {
+  let fd
   try {
-    return readFileSync(file).subarray(0, 4).toString('latin1') === '\x7fELF'
+    fd = openSync(file, 'r')
+    const head = Buffer.alloc(4)
+    return readSync(fd, head, 0, 4, 0) === 4 && head.toString('latin1') === '\x7fELF'
   } catch {
     return false
+  } finally {
+    if (fd !== undefined) closeSync(fd)
   }
 }
 /** a real (compiled) client at a supported version, as `task tools` would accept it */
