@@ -5,10 +5,11 @@
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect } from 'vitest'
 import { parse, stringify } from 'yaml'
 import type { Report } from '../../lib/core/results.js'
 import { goBin } from '../support/go-bin.js'
+import { inTurn, SIDE_BY_SIDE } from '../support/in-turn.js'
 import { E2eCluster, type TaskResult } from './harness.js'
 
 const GO_BIN = goBin()
@@ -55,7 +56,9 @@ function filesUnder(dir: string): string[] {
   })
 }
 
-describe('Flux handover: Secrets, SOPS, every Kustomization, drift', () => {
+// the describes run side by side, each on its own cluster and range (127.64.1 to .6); the tests of each run
+// in turn on its cluster
+describe('Flux handover: Secrets, SOPS, every Kustomization, drift', SIDE_BY_SIDE, () => {
   let cluster: E2eCluster
   const key = ageKey()
   beforeAll(async () => {
@@ -91,7 +94,7 @@ describe('Flux handover: Secrets, SOPS, every Kustomization, drift', () => {
     await cluster?.stop()
   })
 
-  it(
+  inTurn(
     'hands over: SOPS decrypted in memory, Secrets server-side with no plain-text copy, every Kustomization Ready',
     async () => {
       const result = await cluster.task('bootstrap:all')
@@ -128,7 +131,7 @@ describe('Flux handover: Secrets, SOPS, every Kustomization, drift', () => {
     SLOW,
   )
 
-  it(
+  inTurn(
     'a copy left by an earlier client-side apply is removed on the next run',
     async () => {
       const csa = await cluster.kubectl(['apply', '-f', join(cluster.clusterDir, 'secrets', 'git-token.yaml')])
@@ -143,7 +146,7 @@ describe('Flux handover: Secrets, SOPS, every Kustomization, drift', () => {
     SLOW,
   )
 
-  it(
+  inTurn(
     "a re-run names the drift: a branch change bootstraps again, a path change is refused with flux's text",
     async () => {
       editSettings(cluster, (s) => (s.flux.git.branch = 'release'))
@@ -173,7 +176,7 @@ describe('Flux handover: Secrets, SOPS, every Kustomization, drift', () => {
     SLOW,
   )
 
-  it(
+  inTurn(
     'refuses, exit 2 naming the file, a SOPS file it cannot decrypt; nothing is applied',
     async () => {
       const other = ageKey()
@@ -199,7 +202,7 @@ describe('Flux handover: Secrets, SOPS, every Kustomization, drift', () => {
     SLOW,
   )
 
-  it(
+  inTurn(
     'rejects flux.mode install and a bootstrap without privateKeyFile (exit 2, nothing touched)',
     async () => {
       editSettings(cluster, (s) => (s.flux.mode = 'install'))
@@ -219,7 +222,7 @@ describe('Flux handover: Secrets, SOPS, every Kustomization, drift', () => {
   )
 })
 
-describe('Flux handover: failing Kustomizations under a wait: false root', () => {
+describe('Flux handover: failing Kustomizations under a wait: false root', SIDE_BY_SIDE, () => {
   let cluster: E2eCluster
   const message =
     "kustomize build failed: accumulating resources: accumulation err='accumulating resources from './podinfo': open /tmp/kustomization-1/podinfo: no such file or directory'"
@@ -243,7 +246,7 @@ describe('Flux handover: failing Kustomizations under a wait: false root', () =>
     await cluster?.stop()
   })
 
-  it(
+  inTurn(
     'names each failing Kustomization with its message instead of reporting the Ready root',
     async () => {
       const result = await cluster.task('bootstrap:all')
@@ -270,7 +273,7 @@ describe('Flux handover: failing Kustomizations under a wait: false root', () =>
     SLOW,
   )
 
-  it(
+  inTurn(
     'a Secret the API refuses is named with its file, and the hint says to run bootstrap:flux again',
     async () => {
       writeFileSync(
@@ -289,7 +292,7 @@ describe('Flux handover: failing Kustomizations under a wait: false root', () =>
     SLOW,
   )
 
-  it(
+  inTurn(
     'detects Flux installed by another tool and offers the existing mode instead of a prompt nobody answers',
     async () => {
       const label = await cluster.kubectl(['label', 'crd', 'gitrepositories.source.toolkit.fluxcd.io', 'app.kubernetes.io/managed-by=Helm'])
@@ -307,7 +310,7 @@ describe('Flux handover: failing Kustomizations under a wait: false root', () =>
   )
 })
 
-describe('Flux over a cluster that is not ready', () => {
+describe('Flux over a cluster that is not ready', SIDE_BY_SIDE, () => {
   let cluster: E2eCluster
   beforeAll(async () => {
     cluster = await E2eCluster.start('127.64.3', { cps: 1, workers: 1, faults: [{ node: 'wrkr-1', kind: 'cni' }] })
@@ -316,7 +319,7 @@ describe('Flux over a cluster that is not ready', () => {
     await cluster?.stop()
   })
 
-  it(
+  inTurn(
     'after wait-ready failed, every flux step is not-run naming the cause; bootstrap:flux alone checks first',
     async () => {
       const all = await cluster.task('bootstrap:all', {}, ['--ready-timeout', '4s'])
@@ -340,7 +343,7 @@ describe('Flux over a cluster that is not ready', () => {
   )
 })
 
-describe('Flux bootstrap against a repository that refuses the deploy key', () => {
+describe('Flux bootstrap against a repository that refuses the deploy key', SIDE_BY_SIDE, () => {
   let cluster: E2eCluster
   beforeAll(async () => {
     cluster = await E2eCluster.start('127.64.4', {
@@ -354,7 +357,7 @@ describe('Flux bootstrap against a repository that refuses the deploy key', () =
     await cluster?.stop()
   })
 
-  it(
+  inTurn(
     'names the refused key and how to register it',
     async () => {
       const result = await cluster.task('bootstrap:all')
@@ -372,7 +375,7 @@ describe('Flux bootstrap against a repository that refuses the deploy key', () =
   )
 })
 
-describe('Flux through flux-operator and a FluxInstance (cluster-template since 2025)', () => {
+describe('Flux through flux-operator and a FluxInstance (cluster-template since 2025)', SIDE_BY_SIDE, () => {
   let cluster: E2eCluster
   beforeAll(async () => {
     cluster = await E2eCluster.start('127.64.5', {
@@ -396,7 +399,7 @@ describe('Flux through flux-operator and a FluxInstance (cluster-template since 
     await cluster?.stop()
   })
 
-  it(
+  inTurn(
     'installs flux-operator with helm, applies a FluxInstance syncing flux.git and waits for every Kustomization',
     async () => {
       const result = await cluster.task('bootstrap:all')
@@ -433,7 +436,7 @@ describe('Flux through flux-operator and a FluxInstance (cluster-template since 
     SLOW,
   )
 
-  it(
+  inTurn(
     'a later flux.mode: bootstrap sees Flux managed by flux-operator and does not run flux bootstrap over it',
     async () => {
       editSettings(cluster, (s) => {
@@ -449,7 +452,7 @@ describe('Flux through flux-operator and a FluxInstance (cluster-template since 
   )
 })
 
-describe('Flux after an unmet readiness gate', () => {
+describe('Flux after an unmet readiness gate', SIDE_BY_SIDE, () => {
   let cluster: E2eCluster
   beforeAll(async () => {
     cluster = await E2eCluster.start('127.64.6', { cps: 1, workers: 0, allowSchedulingOnControlPlanes: true })
@@ -459,7 +462,7 @@ describe('Flux after an unmet readiness gate', () => {
     await cluster?.stop()
   })
 
-  it(
+  inTurn(
     'installs no Flux: every flux step is not-run naming the gate',
     async () => {
       const result = await cluster.task('bootstrap:all', {}, ['--ready-timeout', '3s'])

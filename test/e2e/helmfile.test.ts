@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse, parseDocument, stringify } from 'yaml'
 import { realTool } from '../support/real-tools.js'
+import { inTurn, SIDE_BY_SIDE } from '../support/in-turn.js'
 import { writeClusterTemplate, type Era } from '../support/cluster-template.js'
 import { deployedRelease, writeRelease } from '../support/helm-release.js'
 import { E2eCluster, runInFreshShell, type TaskResult } from './harness.js'
@@ -45,7 +46,10 @@ for (const [era, range] of [
   ['talhelper', '127.147.1'],
   ['topf', '127.148.1'],
 ] as const) {
-  describe.skipIf(!!helmfile.skip)(`the bootstrap helmfile (${era} era) from nothing to Flux handed over`, () => {
+  // the eras' describes (and the CoreDNS one) run side by side, each on its own cluster and range; the tests
+  // of each run in turn on its cluster
+  describe.skipIf(!!helmfile.skip)(`the bootstrap helmfile (${era} era) from nothing to Flux handed over`, SIDE_BY_SIDE, () => {
+    const talhelperOnly = era === 'talhelper' ? inTurn : it.skip
     let cluster: E2eCluster
     beforeAll(async () => {
       cluster = await E2eCluster.start(range, { cps: 1, workers: 1 })
@@ -55,7 +59,7 @@ for (const [era, range] of [
       await cluster?.stop()
     })
 
-    it('bad input: a needs naming no release is exit 2 naming the file, the line and the fix; no node touched', async () => {
+    inTurn('bad input: a needs naming no release is exit 2 naming the file, the line and the fix; no node touched', async () => {
       const apps = join(cluster.dir, era === 'talhelper' ? 'bootstrap/helmfile.d/01-apps.yaml' : 'bootstrap/helmfile/apps.yaml')
       const good = readFileSync(apps, 'utf8')
       writeFileSync(apps, good.replace('- kube-system/cilium', '- kube-system/cillium'))
@@ -72,7 +76,7 @@ for (const [era, range] of [
       }
     })
 
-    it('a dry run prints every release with its chart and version, in needs order, the CNI in wait-ready', async () => {
+    inTurn('a dry run prints every release with its chart and version, in needs order, the CNI in wait-ready', async () => {
       const r = await cluster.task('bootstrap:all', { DRY_RUN: 'true' })
       expect(r.code, why(r)).toBe(0)
       const reg = cluster.sim.env.SIM_OCI_REGISTRY!
@@ -88,7 +92,7 @@ for (const [era, range] of [
       expect(r.stdout + r.stderr).toMatch(/would apply the CRDs rendered from .*crds\.yaml/)
     })
 
-    it(
+    inTurn(
       'bootstrap:all: CRDs, each release its own step, Flux handed over; a rerun leaves every release as it is; nothing written in HOME or TMPDIR',
       async () => {
         // helmfile runs helm: both get their caches under .bootstrap/cache, never the operator's HOME or TMPDIR
@@ -154,7 +158,7 @@ for (const [era, range] of [
       SLOW * 2,
     )
 
-    it(
+    inTurn(
       "a chart whose pods cannot start: the release, namespace, chart, the first failing workload and its pod's reason; the printed command recovers it",
       async () => {
         // cert-manager moves to a version whose pods crash
@@ -188,7 +192,7 @@ for (const [era, range] of [
     // a pending release may be the work of a helm still running (the helm a killed helmfile started
     // goes on): it is read again for a while before it is named; one that stays pending is named with
     // a recovery that runs as printed
-    it.runIf(era === 'talhelper')(
+    talhelperOnly(
       'a release left pending: waited for while a helm may finish it; still pending, named with its revision and a rollback that recovers',
       async () => {
         const deployed = await deployedRelease(cluster, 'spegel', 'kube-system')
@@ -236,7 +240,7 @@ for (const [era, range] of [
   })
 }
 
-describe('CoreDNS disabled in the configs and nothing installing it', () => {
+describe('CoreDNS disabled in the configs and nothing installing it', SIDE_BY_SIDE, () => {
   let cluster: E2eCluster
   beforeAll(async () => {
     cluster = await E2eCluster.start('127.147.2', { cps: 1, workers: 1 })
@@ -245,7 +249,7 @@ describe('CoreDNS disabled in the configs and nothing installing it', () => {
     await cluster?.stop()
   })
 
-  it('is bad input: exit 2 naming the config, the line of coreDNS.disabled and the fix; no node touched', async () => {
+  inTurn('is bad input: exit 2 naming the config, the line of coreDNS.disabled and the fix; no node touched', async () => {
     const configs = join(cluster.clusterDir, 'clusterconfig')
     const cp = join(configs, 'e2e-cp-1.yaml')
     for (const f of readdirSync(configs).filter((f) => f.endsWith('.yaml'))) {

@@ -95,14 +95,26 @@ export interface Run {
 }
 
 /** the real talosctl (`bin`: another build of it) with the simulator's talosconfig; killed after `timeoutMs` (a call that never answers) */
+/**
+ * Runs the real talosctl against the simulator. `until`: a run that waits on something that never comes
+ * (the real tool's own wait has no end, or minutes) is killed (SIGKILL, `killed`) as soon as `until` holds
+ * for its output so far (looked at on each output and every 100 ms), instead of at `timeoutMs`, which
+ * stays the bound when it never holds.
+ */
 export function talosctl(
   sim: Simulator,
   args: string[],
-  { timeoutMs = 30_000, talosconfig, bin }: { timeoutMs?: number; talosconfig?: string; bin?: string } = {},
+  {
+    timeoutMs = 30_000,
+    talosconfig,
+    bin,
+    until,
+  }: { timeoutMs?: number; talosconfig?: string; bin?: string; until?: (output: string) => boolean } = {},
 ): Promise<Run> {
   const t0 = Date.now()
   return new Promise((done) => {
-    execFile(
+    let timer: NodeJS.Timeout | undefined
+    const child = execFile(
       bin ?? join(sim.binDir, 'talosctl'),
       args,
       {
@@ -111,15 +123,29 @@ export function talosctl(
         killSignal: 'SIGKILL',
         env: { PATH: process.env.PATH ?? '', HOME: sim.dir, TALOSCONFIG: talosconfig ?? sim.env.TALOSCONFIG },
       },
-      (err, stdout, stderr) =>
+      (err, stdout, stderr) => {
+        clearInterval(timer)
         done({
           code: err ? (typeof err.code === 'number' ? err.code : -1) : 0,
           stdout,
           stderr,
           killed: !!err?.killed,
           ms: Date.now() - t0,
-        }),
+        })
+      },
     )
+    if (!until) return
+    let output = ''
+    const check = () => {
+      if (child.exitCode === null && !child.killed && until(output)) child.kill('SIGKILL')
+    }
+    const add = (chunk: string | Buffer) => {
+      output += chunk.toString()
+      check()
+    }
+    child.stdout?.on('data', add)
+    child.stderr?.on('data', add)
+    timer = setInterval(check, 100)
   })
 }
 
