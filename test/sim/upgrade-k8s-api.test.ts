@@ -106,6 +106,12 @@ const upgradeK8s = (
   talosctl(s.sim, ['upgrade-k8s', '--to', to, ...at(ip)], { timeoutMs, ...(bin ? { bin } : {}), ...(until ? { until } : {}) })
 /** how many times `line` is in `text` */
 const times = (text: string, line: string) => text.split(line).length - 1
+/** the ApplyConfiguration calls the simulator logged since call number `before` */
+const appliesSince = (s: Started, before: number) =>
+  s.sim
+    .calls()
+    .slice(before)
+    .filter((c) => c.call === 'apply')
 
 describe.skipIf(!!tool.skip)('talosctl upgrade-k8s against the simulator (real talosctl)', () => {
   // the three describes run side by side, each on its own cluster and range (127.253.1, .2, .3); the tests
@@ -212,10 +218,7 @@ describe.skipIf(!!tool.skip)('talosctl upgrade-k8s against the simulator (real t
         expect(out).not.toContain(' > update ')
         expect(out).not.toContain('waiting for kubelet restart')
         // only kube-proxy's patch applies a config (patchKubeProxy has no skip), and it changes nothing
-        const applies = s.sim
-          .calls()
-          .slice(before)
-          .filter((c) => c.call === 'apply')
+        const applies = appliesSince(s, before)
         expect(applies.map((c) => c.node)).toEqual(['cp-1', 'cp-2'])
         expect((await kubeState(s)).pods.every((p) => p.configVersion === '2')).toBe(true)
       },
@@ -244,12 +247,7 @@ describe.skipIf(!!tool.skip)('talosctl upgrade-k8s against the simulator (real t
           expect(r.code).toBe(1)
           expect(r.stderr).toMatch(/node "127\.253\.1\.\d+": version of Kubernetes 1\.36\.0 is too new to be used with Talos 1\.12\.11/)
         }
-        expect(
-          s.sim
-            .calls()
-            .slice(before)
-            .filter((c) => c.call === 'apply'),
-        ).toEqual([])
+        expect(appliesSince(s, before)).toEqual([])
       },
       120_000,
     )
@@ -309,12 +307,7 @@ describe.skipIf(!!tool.skip)('talosctl upgrade-k8s against the simulator (real t
         expect(r.stderr).toContain(
           `failed pre-pulling images: error pre-pulling registry.k8s.io/kube-controller-manager:v1.35.0 on ${CP1}: rpc error: code = NotFound desc = error pulling image: failed to pull image "registry.k8s.io/kube-controller-manager:v1.35.0"`,
         )
-        expect(
-          s.sim
-            .calls()
-            .slice(before)
-            .filter((c) => c.call === 'apply'),
-        ).toEqual([])
+        expect(appliesSince(s, before)).toEqual([])
         s.sim.clearFault(null, 'image-pull')
       },
       90_000,
