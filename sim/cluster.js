@@ -241,6 +241,12 @@ export class Simulator {
     for (const n of this.nodes) if (n.role === 'controlplane') this.etcd.maybeJoin(n)
   }
 
+  /** tests: the VIP goes down (nobody answers at its address) while the control planes' own API servers run on */
+  breakVip() {
+    if (this.scenario.cluster.vip) this.scenario.cluster.vip.up = 'never'
+    for (const n of this.nodes) this.changed(n)
+  }
+
   clearFault(node, kind) {
     this.faults.clear(node, kind)
     for (const n of this.nodes) this.changed(n)
@@ -422,6 +428,23 @@ export class Simulator {
     } catch (e) {
       this.log(`kube.setKubeletVersion: ${e.message}`)
     }
+  }
+  /**
+   * a registered node's kubelet in a crash loop no longer posts its Node: Ready=Unknown once the
+   * grace period has passed (sim/kube; on the real API sim/kubelet.js's kubelet stops posting itself)
+   */
+  kubeletCrashing(n) {
+    if (!this.realKube) this.kubeletStopped(n)
+  }
+  /**
+   * a registered node's kubelet runs again after a crash loop (sim/kube; sim/kubelet.js's kubelets
+   * post again on their own on the real API): it posts the Node once more, at the version it runs now
+   * (kubelet_node_status.go setNodeStatus), NotReady until its CNI pod has restarted
+   */
+  kubeletBack(n) {
+    if (this.realKube || !n.registered) return
+    n.registered = false
+    this.scheduleKubelet(n)
   }
   nodeReset(n, { graceful }) {
     this.etcd.nodeReset(n, { graceful })

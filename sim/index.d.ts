@@ -183,6 +183,8 @@ export interface Simulator {
   setExtensions(node: string, extensions: string[]): void
   /** tests: a VIP that never came up is fixed (it comes up once etcd and an API server run) */
   fixVip(): void
+  /** tests: the VIP goes down (nothing answers at its address) while the control planes' own API servers run on */
+  breakVip(): void
   /** tests: another etcd session holds Talos's upgrade mutex through `node`'s member; resolves with its release */
   holdUpgradeMutex(node: string): Promise<() => Promise<void>>
   /** tests: a learner that never starts, added through `node`'s member; resolves with its hex member ID */

@@ -697,8 +697,9 @@ export class Node {
     const restarted = this.kubeletFailed
     this.kubeletFailed = false
     this.startService('kubelet')
-    // started again (service restart) after its pre stage failed: it registers like one started at boot
-    if (restarted && this.stage === 'running') this.ctx.nodeRunning(this)
+    // started again (service restart) after its pre stage failed: it registers like one started at boot;
+    // a kubelet back from a crash loop posts its Node again (its version: the image it runs now)
+    if (restarted && this.stage === 'running') this.registered ? this.ctx.kubeletBack?.(this) : this.ctx.nodeRunning(this)
   }
 
   /** fault kubelet-crashloop holds for the kubelet's image (`image`: only that one, e.g. the version upgrade-k8s moves it to) */
@@ -716,6 +717,7 @@ export class Node {
     if (!this.criUp) return
     // the cause gone (a fixed config applied): machined's next restart runs it for good
     if (!this.kubeletCrashes()) return this.startKubelet()
+    this.ctx.kubeletCrashing?.(this)
     this.startService('kubelet', { healthy: false })
     this.svc('kubelet', 'Waiting', 'Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1')
     this.after(KUBELET_RESTART_S, () => this.kubeletCrash())

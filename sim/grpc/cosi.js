@@ -127,6 +127,17 @@ export function toResource({ metadata: m, spec, minor }) {
   }
 }
 
+/**
+ * a tombstone as the watch of a missing resource carries it (cosi runtime resource.NewTombstone: the
+ * metadata alone, its version undefined, its spec nil, marshalled as YAML `null`)
+ */
+export function tombstone(namespace, type, id) {
+  return {
+    metadata: { namespace, type, id, version: 'undefined', owner: '', phase: 'running', finalizers: [] },
+    spec: { yaml_spec: 'null\n' },
+  }
+}
+
 /** what ResourceDefinitionSpec.Fill derives from a definition's type and explicit aliases */
 export function definitionSpec(d) {
   const [name, ...suffix] = d.type.split('.')

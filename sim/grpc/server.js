@@ -13,7 +13,7 @@ import { METHODS } from '../talos/methods.js'
 import { eventsOf, observe as observeEvents } from '../talos/events.js'
 import { RpcError } from '../talos/errors.js'
 import { DEFINITIONS } from '../talos/resources.js'
-import { resourceDefinition, toResource, timestamp, RD_TYPE, RD_DEFINITION } from './cosi.js'
+import { resourceDefinition, toResource, timestamp, tombstone, RD_TYPE, RD_DEFINITION } from './cosi.js'
 import { kubeconfigArchive } from './archive.js'
 
 const dir = fileURLToPath(new URL('./proto/', import.meta.url))
@@ -709,6 +709,9 @@ function stateService(ns) {
             events.push({ resource: r, old, event_type: 'UPDATED' })
         }
         for (const [rid, r] of known) if (!now.has(rid)) events.push({ resource: r, event_type: 'DESTROYED' })
+        // one resource watched that does not exist: its first event is Destroyed, a tombstone (cosi
+        // runtime pkg/state/impl/inmem/collection.go Watch; upgrade-k8s's kubelet wait refuses it)
+        if (first && id && !now.has(id)) events.push({ resource: tombstone(namespace, type, id), event_type: 'DESTROYED' })
         if (first && !id && !options?.bootstrap_contents) events.length = 0
         if (first && !id && options?.bootstrap_contents) events.push({ event_type: 'BOOTSTRAPPED' })
         known = now
