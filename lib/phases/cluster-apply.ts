@@ -18,6 +18,7 @@ import { CORDONED_BY, type Kubectl } from '../tools/kubectl.js'
 import { APPLY_MODES, type ApplyMode } from '../tools/talosctl.js'
 import { kubectlFor, kubeletAndNodeReady, rollNode as roll, staticPodsReady, waitFor } from './shared/rolling.js'
 import { versionsStep } from './shared/versions.js'
+import { acts, perRun } from './shared/per-run.js'
 
 /**
  * What the plan found on a node:
@@ -48,13 +49,13 @@ interface NodePlan {
   cordonedByUs: boolean
 }
 
-const plans = new WeakMap<Run, Map<string, NodePlan>>()
+const plans = perRun(() => new Map<string, NodePlan>())
 
 /** kubectl, its failures' hints naming this command */
 const kubectl = (run: Run): Kubectl => kubectlFor(run, 'cluster:apply')
 
 function planOf(run: Run, node: ClusterNode): NodePlan | undefined {
-  return plans.get(run)?.get(node.name)
+  return plans(run).get(node.name)
 }
 
 function modeOf(run: Run): ApplyMode {
@@ -127,9 +128,7 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
   const kube = planKube(run) ? await report.retry(() => kubectl(run).get('node', kubeNodeName(node))) : undefined
   const cordonedByUs = kube?.metadata.annotations?.[CORDONED_BY] !== undefined
   const action = decide(node, modeOf(run), cls, dry.class === 'live')
-  let byNode = plans.get(run)
-  if (!byNode) plans.set(run, (byNode = new Map()))
-  byNode.set(node.name, { class: cls, action, ...(diff ? { diff } : {}), ...(note ? { note } : {}), cordonedByUs })
+  plans(run).set(node.name, { class: cls, action, ...(diff ? { diff } : {}), ...(note ? { note } : {}), cordonedByUs })
   const what: Record<PlanClass, string> = {
     none: 'no change',
     live: `live change, ${diff ? lineCount(diff) : ''}`,
@@ -253,11 +252,6 @@ async function rollNode(node: ClusterNode, run: Run, report: StepReporter): Prom
     },
   })
   return { status: 'ok', detail: notes.join('; ') }
-}
-
-/** Steps after the plan: none in a plan-only dry run. */
-function acts(run: Run): boolean {
-  return run.options.planOnly !== true
 }
 
 const rolling = (role: ClusterNode['role']): Pick<NodeStep, 'applies'> => ({

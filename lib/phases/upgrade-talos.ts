@@ -35,6 +35,7 @@ import { kubectlFor, rollNode } from './shared/rolling.js'
 import { versionsStep } from './shared/versions.js'
 import { waitForGates } from './shared/gates.js'
 import { runGateCommand } from './shared/gate-command.js'
+import { acts, perRun } from './shared/per-run.js'
 
 /** What the plan found on a node. */
 interface UpgradePlan {
@@ -64,16 +65,10 @@ interface RunPlan {
   leader?: string
 }
 
-const plans = new WeakMap<Run, RunPlan>()
-
-function planOf(run: Run): RunPlan {
-  let plan = plans.get(run)
-  if (!plan) plans.set(run, (plan = { byNode: new Map() }))
-  return plan
-}
+const planOf = perRun<RunPlan>(() => ({ byNode: new Map() }))
 
 function nodePlan(run: Run, node: ClusterNode): UpgradePlan | undefined {
-  return plans.get(run)?.byNode.get(node.name)
+  return planOf(run).byNode.get(node.name)
 }
 
 const ask = (run: Run): NonNullable<Run['options']['upgrade']> =>
@@ -404,8 +399,6 @@ function rememberRerun(run: Run): void {
     ],
   )
 }
-
-const acts = (run: Run): boolean => run.options.planOnly !== true
 
 /**
  * Before the first node goes down (docs/day2-design.md 2.6 Order 1): the cluster as the operator
