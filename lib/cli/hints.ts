@@ -155,7 +155,7 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `nothing was touched: pick a target the compatibility table allows (TALOS_VERSION one step at a time, Kubernetes inside the target's range first with task upgrade:k8s), then run: ${taskCommand('upgrade:talos')}`
     case 'k8s-upgrade':
       // upgrade-k8s skips every component and node already at the target (errUpdateSkipped): a rerun resumes
-      return `see the control plane's pods (\`${kubectlCommand('-n kube-system get pods -o wide')}\`) and the nodes (\`${kubectlCommand('get nodes -o wide')}\`), fix what the message names (a component's log: \`${talosctlCommand(node, 'get staticpodstatus')}\`; a kubelet: \`${talosctlCommand(node, 'service kubelet')}\`), then run the same command again (what is at the target is skipped): ${taskCommand('upgrade:k8s')}`
+      return `see the control plane's pods (\`${kubectlCommand('-n kube-system get pods -o wide')}\`) and the nodes (\`${kubectlCommand('get nodes -o wide')}\`), fix what the message names (a component's log: \`${talosctlCommand(node, 'get staticpodstatus')}\`; a kubelet: \`${talosctlCommand(node, 'service kubelet')}\`); what is at the target already is skipped, so run again: ${taskCommand('upgrade:k8s')}`
     case 'needs-reboot':
       return `the change needs a reboot: apply it with MODE=auto (a rolling reboot behind the quorum gate): ${taskCommand('cluster:apply', { NODES: node.name })}, or MODE=staged to take it at the next reboot`
     case 'drain-blocked':

@@ -10,7 +10,7 @@
 // A rerun is a plain rerun: upgrade-k8s skips what is already at TO.
 import { isDeepStrictEqual } from 'node:util'
 import { InputError, NodeError } from '../core/errors.js'
-import { kubectlCommand, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.js'
+import { hintFor, kubectlCommand, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { output } from '../cli/output.js'
 import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
@@ -27,6 +27,8 @@ import {
 import { condition, type KubeObject } from '../tools/kubectl.js'
 import { PollTimeout, type PollAnswer } from '../wait/poll.js'
 import { bootstrapNode } from './shared/bootstrap-node.js'
+import { apiUrl } from '../state/kubeconfig.js'
+import { acts, perRun } from './shared/per-run.js'
 import { CONTROL_PLANE_COMPONENTS, podWhy } from './shared/health.js'
 import { versionsStep } from './shared/versions.js'
 
@@ -65,15 +67,11 @@ interface K8sPlan {
   from?: string
   /** the pre-check passed: the steps that change the cluster may run */
   passed?: true
+  /** upgrade-k8s's `--endpoint`: the one given, or a control plane's own API server while the endpoint does not answer */
+  endpoint?: string
 }
 
-const plans = new WeakMap<Run, K8sPlan>()
-
-function planOf(run: Run): K8sPlan {
-  let plan = plans.get(run)
-  if (!plan) plans.set(run, (plan = { byNode: new Map() }))
-  return plan
-}
+const planOf = perRun<K8sPlan>(() => ({ byNode: new Map() }))
 
 /** TO as the tags read compare to: `v1.35.0` */
 function targetTag(run: Run): string {
@@ -160,6 +158,40 @@ function versionsText(read: NodeRead): string {
       `${component} ${c.pod ?? 'no mirror pod'}${c.config ? ` (config ${c.config})` : ''}${c.pod && !c.podReady ? ' not Ready' : ''}`,
     )
   return parts.join('; ')
+}
+
+/**
+ * The API server the run reads through and upgrade-k8s talks to: `--endpoint` when given; else the
+ * cluster endpoint when it answers; else (a VIP down) the first control plane whose own API server
+ * answers, which upgrade-k8s then gets as `--endpoint` (its kubeconfig names the endpoint). Every
+ * kubectl call of the run goes there from then on (the versions, the final check too).
+ */
+async function chooseApi(run: Run): Promise<string> {
+  const plan = planOf(run)
+  const given = run.options.k8s?.endpoint
+  const use = (server: string): void => {
+    plan.endpoint = server
+    run.kubectl = run.kubectl.through(server)
+  }
+  if (given) {
+    use(given)
+    return `${given} (--endpoint)`
+  }
+  if (await run.kubectl.readyz(run.inventory.endpoint).catch(() => false)) return `the endpoint ${run.inventory.endpoint}`
+  const first = bootstrapNode(run)
+  for (const cp of [first, ...controlPlanes(run.inventory).filter((n) => n !== first)]) {
+    const server = apiUrl(cp.address)
+    if (!(await run.kubectl.readyz(server).catch(() => false))) continue
+    use(server)
+    const line = `the endpoint ${run.inventory.endpoint} does not answer: reading through ${cp.name}'s own API server, and upgrade-k8s gets --endpoint ${server}`
+    output.info(line)
+    return line
+  }
+  throw new NodeError(
+    'unreachable',
+    `neither the endpoint ${run.inventory.endpoint} nor any control plane's own API server answers /readyz: nothing was changed`,
+    `bring a control plane's API server back (\`${talosctlCommand(first, 'get staticpodstatus')}\`, \`${talosctlCommand(first, 'service etcd')}\`), then run: ${rerun()}`,
+  )
 }
 
 async function precheckNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
@@ -362,10 +394,7 @@ function viaNode(run: Run): ClusterNode {
 
 async function upgrade(run: Run, report: StepReporter): Promise<string> {
   const via = viaNode(run)
-  const given = run.options.k8s?.endpoint
-  // the cluster endpoint (a VIP) that does not answer: upgrade-k8s goes to the control plane's own API server
-  const endpoint =
-    given ?? ((await run.kubectl.readyz(run.inventory.endpoint).catch(() => false)) ? undefined : `https://${via.address}:6443`)
+  const endpoint = planOf(run).endpoint
   const progress = new K8sProgress((address) => run.inventory.nodes.find((n) => n.address === address)?.name ?? address)
   const to = versionText(parseVersion(targetTag(run)) as Version)
   report.progress(`talosctl upgrade-k8s --to ${to} through ${via.name}${endpoint ? ` (--endpoint ${endpoint})` : ''}`)
@@ -382,11 +411,18 @@ async function upgrade(run: Run, report: StepReporter): Promise<string> {
     )
   } catch (err) {
     if (!(err instanceof NodeError)) throw err
+    // the node it stopped at: its kubelet and static pods are where the hint looks
+    const at = run.inventory.nodes.find((n) => n.name === progress.node) ?? via
     const hint =
       err.kind === 'version-skew'
         ? `nothing was changed: pick a TO the path and every node's Talos allow, then run: ${rerun()}`
-        : `see the control plane's pods (\`${kubectlCommand('-n kube-system get pods -o wide')}\`) and the nodes (\`${kubectlCommand('get nodes -o wide')}\`), fix what the message names, then run the same command again (what is at ${targetTag(run)} is skipped): ${rerun()}`
-    throw new NodeError(err.kind, `${err.message} (at ${progress.where()})`, hint)
+        : hintFor('k8s-upgrade', at)
+    // upgrade-k8s's kubelet step starts from the kubelet's Service resource, which exists only while it runs
+    // (pkg/cluster/kubernetes/kubelet.go: "unexpected event type: Destroyed", "kubelet is not healthy")
+    const kubeletDown = /unexpected event type: Destroyed|kubelet is not healthy/.test(err.message)
+      ? `: the kubelet on ${at.name} is not running and healthy (\`${talosctlCommand(at, 'service kubelet')}\`)`
+      : ''
+    throw new NodeError(err.kind, `${err.message} (at ${progress.where()})${kubeletDown}`, hint)
   }
   return `talosctl upgrade-k8s --to ${to} through ${via.name}${endpoint ? ` with --endpoint ${endpoint}` : ''}: done`
 }
@@ -446,7 +482,7 @@ async function checkNode(node: ClusterNode, run: Run, report: StepReporter): Pro
     throw new NodeError(
       'k8s-upgrade',
       `${err.lastState} (${Math.round(err.waitedMs / 1000)}s after talosctl upgrade-k8s ended)`,
-      `see the node (\`${kubectlCommand(`describe node ${kubeNodeName(node)}`)}\`, \`${talosctlCommand(node, 'service kubelet')}\`${node.role === 'controlplane' ? `, \`${talosctlCommand(node, 'get staticpodstatus')}\`` : ''}), fix what the message names, then run the same command again (what is at ${targetTag(run)} is skipped): ${rerun()}`,
+      `see the node (\`${kubectlCommand(`describe node ${kubeNodeName(node)}`)}\`, \`${talosctlCommand(node, 'service kubelet')}\`${node.role === 'controlplane' ? `, \`${talosctlCommand(node, 'get staticpodstatus')}\`` : ''}), fix what the message names; what is at ${targetTag(run)} already is skipped, so run again: ${rerun()}`,
     )
   }
   const change = (from: string | undefined, to: string | undefined): string =>
@@ -467,7 +503,7 @@ async function finish(run: Run, report: StepReporter): Promise<string> {
       throw new NodeError(
         'k8s-upgrade',
         `the kube-proxy DaemonSet runs ${tag ?? 'no image'}, not ${want}, after talosctl upgrade-k8s`,
-        `see it (\`${kubectlCommand('-n kube-system get daemonset kube-proxy -o wide')}\`), then run the same command again: ${rerun()}`,
+        `see it (\`${kubectlCommand('-n kube-system get daemonset kube-proxy -o wide')}\`), then run again: ${rerun()}`,
       )
     notes.push(`kube-proxy ${want}`)
   }
@@ -475,8 +511,6 @@ async function finish(run: Run, report: StepReporter): Promise<string> {
   output.info(line)
   return [...notes, line].join('; ')
 }
-
-const acts = (run: Run): boolean => run.options.planOnly !== true
 
 /** A step that changes the cluster or checks the change: only once the pre-check passed, never in DRY_RUN. */
 const afterPrecheck = (run: Run): true | string | { skip: string } =>
@@ -505,6 +539,13 @@ export const upgradeK8s: Phase = {
     return Promise.resolve()
   },
   steps: () => [
+    {
+      kind: 'cluster',
+      name: 'api',
+      title: 'The Kubernetes API: the endpoint, else a control plane’s own',
+      blocks: () => true,
+      run: chooseApi,
+    },
     {
       kind: 'node',
       title: 'Versions per node and component (read only)',

@@ -63,11 +63,23 @@ export class Kubectl {
     private readonly nodeNames: string[] = [],
     /** the task a failure's hint tells the user to run again */
     private readonly recoveryTask = 'bootstrap:wait-ready',
+    /** the API server every call goes to (`--server`), instead of the kubeconfig's (the endpoint) */
+    private readonly server?: string,
   ) {}
 
   /** The same client, its failures hinting `task` (the phase using it). */
   withRecovery(task: string): Kubectl {
-    return new Kubectl(this.runner, this.access, this.nodeNames, task)
+    return new Kubectl(this.runner, this.access, this.nodeNames, task, this.server)
+  }
+
+  /** The same client through `server` (a control plane's own API server, while the endpoint does not answer). */
+  through(server: string): Kubectl {
+    return new Kubectl(this.runner, this.access, this.nodeNames, this.recoveryTask, server)
+  }
+
+  /** The kubeconfig and this cluster's context in it, and the server when one is set. */
+  private target(server = this.server): string[] {
+    return [...kubeArgs(this.access, '--context'), ...(server ? ['--server', server] : [])]
   }
 
   /** What a healthy cluster would answer, so a dry run walks every step once. */
@@ -86,7 +98,7 @@ export class Kubectl {
   private async call(args: string[], dryRunStdout = '', input?: string): Promise<ToolResult> {
     const result = await this.runner.run({
       tool: 'kubectl',
-      args: [...kubeArgs(this.access, '--context'), KUBECTL_TIMEOUT, ...args],
+      args: [...this.target(), KUBECTL_TIMEOUT, ...args],
       dryRunStdout,
       ...(input !== undefined ? { input } : {}),
       ...(KUBECTL_CHANGES.has(args[0] ?? '') ? { mutates: true } : {}),
@@ -118,10 +130,9 @@ export class Kubectl {
    * kubeconfig does not trust, credentials refused) throws, instead of passing for "not ready yet".
    */
   async readyz(server?: string): Promise<boolean> {
-    const args = [...(server ? ['--server', server] : []), 'get', '--raw', '/readyz']
     const result = await this.runner.run({
       tool: 'kubectl',
-      args: [...kubeArgs(this.access, '--context'), '--request-timeout=5s', ...args],
+      args: [...this.target(server), '--request-timeout=5s', 'get', '--raw', '/readyz'],
       dryRunStdout: 'ok',
     })
     if (result.ok) return result.stdout.trim() === 'ok'
@@ -282,7 +293,7 @@ export class Kubectl {
     const result = await this.runner.run({
       tool: 'kubectl',
       args: [
-        ...kubeArgs(this.access, '--context'),
+        ...this.target(),
         KUBECTL_TIMEOUT,
         'drain',
         node,
