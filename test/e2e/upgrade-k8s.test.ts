@@ -4,14 +4,19 @@
 // cases share the cluster and run in order, each starting from what the one before left: bad input,
 // the dry run, the refusals (nothing changed), the upgrade itself run from a refusal's printed hint in a
 // fresh shell once its cause is cleared, the rerun, the rerun and the 1.36 path with talosctl v1.13.9
-// (TALOSCTL), a kubelet that does not come back at v1.35.1 (the stall watchdog cuts upgrade-k8s), then
-// refusals only the upgraded cluster shows.
-// Range 127.247.1.0/24.
+// (TALOSCTL), a kubelet that does not come back at v1.35.1 (the stall watchdog cuts upgrade-k8s), the
+// rerun while it is still down (the call itself fails, kind k8s-upgrade) and, once it runs, the hint
+// resuming only what is left; the deadline (BOOTSTRAP_K8S_UPGRADE_TIMEOUT) cutting v1.35.2 and its hint;
+// the VIP down (a control plane's own API server, `--endpoint`), then refusals only the upgraded cluster
+// shows. Beside it, a Talos v1.13 cluster driven by talosctl v1.13.9 goes v1.35.0 -> v1.36.0.
+// Ranges 127.247.1.0/24 and 127.238.7.0/24.
 delete process.env.TO
 
+import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { inTurn, SIDE_BY_SIDE } from '../support/in-turn.js'
 import { parse, stringify } from 'yaml'
 import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, nodeIn, runInFreshShell } from './harness.js'
 import { FAST } from '../faults/helpers.js'
@@ -26,7 +31,7 @@ const CASE_TIMEOUT = 300_000
 const TALOSCTL_113 = resolve('.tools/talosctl-v1.13.9/talosctl')
 const has113 = existsSync(TALOSCTL_113)
 
-describe('task upgrade:k8s', () => {
+describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
   let cluster: E2eCluster
   /** ApplyConfiguration calls the simulator saw after `from` (the only way upgrade-k8s changes a node) */
   const applies = (from: number) =>
@@ -74,7 +79,7 @@ describe('task upgrade:k8s', () => {
     await cluster?.stop()
   })
 
-  it('a malformed TO, or none, is exit 2 before any node is read', async () => {
+  inTurn('a malformed TO, or none, is exit 2 before any node is read', async () => {
     const from = cluster.calls().length
     const r = await cluster.task('upgrade:k8s', { TO: '1.35' }, FAST)
     expect(r.code, r.stdout + r.stderr).toBe(2)
@@ -85,7 +90,7 @@ describe('task upgrade:k8s', () => {
     expect(cluster.calls().slice(from)).toEqual([])
   })
 
-  it(
+  inTurn(
     'DRY_RUN=true prints every node and component with its version and changes nothing',
     async () => {
       const from = cluster.calls().length
@@ -106,7 +111,7 @@ describe('task upgrade:k8s', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
     'refusals change nothing (exit 1): two minors at once lists the steps, and Kubernetes 1.36 is outside Talos 1.12 (upgrade:talos first)',
     async () => {
       const from = cluster.calls().length
@@ -136,7 +141,7 @@ describe('task upgrade:k8s', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
     'an API server not Ready is refused; once it is back, the printed hint run in a fresh shell upgrades every node and component to v1.35.0',
     async () => {
       cluster.sim.addFault({ kind: 'static-pod', node: 'cp-2', pod: 'kube-apiserver' })
@@ -175,7 +180,7 @@ describe('task upgrade:k8s', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
     'a rerun is a plain rerun: upgrade-k8s skips what is at TO',
     async () => {
       const from = cluster.calls().length
@@ -194,7 +199,7 @@ describe('task upgrade:k8s', () => {
     CASE_TIMEOUT,
   )
 
-  it.skipIf(!has113)(
+  ;(has113 ? inTurn : it.skip)(
     'with talosctl v1.13.9 (TALOSCTL): the rerun goes through its own client; TO=v1.36.0 is within its path but outside Talos 1.12',
     async () => {
       const from = cluster.calls().length
@@ -216,7 +221,7 @@ describe('task upgrade:k8s', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
     'v1.35.0 -> v1.35.1 with a kubelet that never comes back: upgrade-k8s waits without a word, the watchdog cuts it (stuck), naming the kubelet on wrkr-1',
     async () => {
       cluster.sim.addFault({ kind: 'kubelet-crashloop', node: 'wrkr-1', image: 'ghcr.io/siderolabs/kubelet:v1.35.1' } as Fault)
@@ -238,7 +243,90 @@ describe('task upgrade:k8s', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
+    "wrkr-1's kubelet still down: the rerun fails at once (k8s-upgrade) naming it; once it runs, the printed command resumes, patching nothing the cut run did",
+    async () => {
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.1' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const step = failedStep()
+      expect(step?.name).toBe('upgrade-k8s')
+      expect(step?.error?.kind).toBe('k8s-upgrade')
+      // upgrade-k8s starts a node's kubelet step from its Service resource, absent while the kubelet crash-loops
+      expect(step?.error?.message).toContain(
+        `error updating node "${IP['wrkr-1']}": unexpected event type: Destroyed (at kubelet on wrkr-1)`,
+      )
+      expect(step?.error?.message).toContain(': the kubelet on wrkr-1 is not running and healthy')
+      expect(step?.error?.hint).toContain(`-n ${IP['wrkr-1']} service kubelet`)
+      expect(applies(from).filter((c) => c.node === 'wrkr-1')).toEqual([])
+      const { command } = hintOf(r.stderr, 'upgrade-k8s/upgrade-k8s')
+      expect(command).toMatch(/ upgrade:k8s CLUSTER_DIR=\S+ TO=v1\.35\.1$/)
+
+      cluster.sim.clearFault('wrkr-1', 'kubelet-crashloop')
+      const mark = cluster.calls().length
+      const resumed = await runInFreshShell(cluster, command)
+      expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
+      const out = resumed.stdout + resumed.stderr
+      // the kubelet spec was already at v1.35.1: upgrade-k8s waits only for the Node to post it
+      expect(out).toMatch(/wrkr-1: kubelet -> 1\.35\.1: waiting for node update/)
+      expect(out).not.toMatch(/waiting for kubelet restart/)
+      expect(applies(mark).map((c) => c.node)).toEqual(['cp-1', 'cp-2'])
+      // its Node may have posted v1.35.1 before this run's pre-check read it
+      expect(result('wrkr-1').detail).toMatch(/^at v1\.35\.1, Ready: kubelet (?:v1\.35\.0 -> )?v1\.35\.1;/)
+      await expectAt('v1.35.1')
+    },
+    CASE_TIMEOUT,
+  )
+
+  inTurn(
+    'the deadline (BOOTSTRAP_K8S_UPGRADE_TIMEOUT) cuts upgrade-k8s: kind timeout, no talosctl left running; the printed command finishes v1.35.2',
+    async () => {
+      cluster.sim.addFault({ kind: 'kubelet-crashloop', node: 'wrkr-1', image: 'ghcr.io/siderolabs/kubelet:v1.35.2' } as Fault)
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.2' }, FAST, { BOOTSTRAP_K8S_UPGRADE_TIMEOUT: '30s' })
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const step = failedStep()
+      expect(step?.error?.kind).toBe('timeout')
+      expect(step?.error?.message).toMatch(/^talosctl upgrade-k8s did not finish within 30s and was cut \(at /)
+      const left = execFileSync('ps', ['-eo', 'args='], { encoding: 'utf8' })
+        .split('\n')
+        .filter((l) => l.includes('upgrade-k8s') && l.includes(cluster.clusterDir))
+      expect(left).toEqual([])
+      const { command } = hintOf(r.stderr, 'upgrade-k8s/upgrade-k8s')
+      expect(command).toMatch(/ upgrade:k8s CLUSTER_DIR=\S+ TO=v1\.35\.2$/)
+      cluster.sim.clearFault('wrkr-1', 'kubelet-crashloop')
+      const resumed = await runInFreshShell(cluster, command)
+      expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
+      await expectAt('v1.35.2')
+    },
+    CASE_TIMEOUT,
+  )
+
+  inTurn(
+    "the VIP down: the run reads through a control plane's own API server and gives it to upgrade-k8s as --endpoint",
+    async () => {
+      cluster.sim.breakVip()
+      try {
+        const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.2' }, FAST)
+        expect(r.code, r.stdout + r.stderr).toBe(0)
+        const direct = `https://${IP['cp-1']}:6443`
+        expect(r.stdout).toContain(
+          `the endpoint https://${R}.10:6443 does not answer: reading through cp-1's own API server, and upgrade-k8s gets --endpoint ${direct}`,
+        )
+        const call = cluster
+          .report()
+          .phases.find((p) => p.name === 'upgrade-k8s')
+          ?.steps?.find((s) => s.name === 'upgrade-k8s')
+        expect(call?.detail).toBe(`talosctl upgrade-k8s --to 1.35.2 through cp-1 with --endpoint ${direct}: done`)
+        for (const n of NODES) expect(result(n).detail).toMatch(/^at v1\.35\.2, Ready: kubelet v1\.35\.2;/)
+        expect(cluster.report().versions?.kubernetes).toEqual({ 'v1.35.2': NODES })
+      } finally {
+        cluster.sim.fixVip()
+      }
+    },
+    CASE_TIMEOUT,
+  )
+
+  inTurn(
     "refused on the upgraded cluster: TO=v1.36.0 is beyond talosctl v1.12.11's path; a control plane with a staged config pending",
     async () => {
       const from = cluster.calls().length
@@ -270,6 +358,52 @@ describe('task upgrade:k8s', () => {
       // the staged config is still what cp-2's next boot loads
       const persistent = await talosctl(cluster.sim, ['get', 'machineconfig', 'persistent', '-o', 'jsonpath={.spec}', ...at(IP['cp-2']!)])
       expect(persistent.stdout).toMatch(/\bstaged"?:\s*"?yes/)
+    },
+    CASE_TIMEOUT,
+  )
+})
+
+describe.skipIf(!has113)('task upgrade:k8s on Talos v1.13 nodes with talosctl v1.13.9', SIDE_BY_SIDE, () => {
+  let cluster: E2eCluster
+  beforeAll(async () => {
+    cluster = await E2eCluster.start('127.238.7', {
+      cps: 1,
+      workers: 1,
+      image: 'disk',
+      speed: 60,
+      talosVersion: 'v1.13.9',
+      talosctl: TALOSCTL_113,
+      kubernetesVersion: 'v1.35.0',
+    })
+    const boot = await cluster.task('bootstrap:talos', {}, FAST)
+    expect(boot.code, boot.stdout + boot.stderr).toBe(0)
+  }, CLUSTER_CASE_TIMEOUT)
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  inTurn(
+    'v1.35.0 -> v1.36.0, a minor beyond the v1.12 client: every node and component at v1.36.0',
+    async () => {
+      const from = cluster.calls().length
+      const r = await cluster.task('upgrade:k8s', { TO: 'v1.36.0' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(0)
+      expect(r.stdout).toContain('talosctl v1.13.9')
+      const out = r.stdout + r.stderr
+      expect(out).toMatch(/cp-1: kube-apiserver v?1\.35\.0 -> 1\.36\.0: waiting for kube-apiserver pod update/)
+      expect(out).toMatch(/wrkr-1: kubelet v?1\.35\.0 -> 1\.36\.0: waiting for kubelet restart/)
+      const report = cluster.report()
+      for (const n of ['cp-1', 'wrkr-1']) {
+        expect(nodeIn(report, 'upgrade-k8s', n).detail, n).toMatch(/^at v1\.36\.0, Ready: kubelet v1\.35\.0 -> v1\.36\.0;/)
+        expect(nodeIn(report, 'upgrade-k8s', n).detail, n).toContain('Talos v1.13.9')
+      }
+      for (const c of COMPONENTS) expect(nodeIn(report, 'upgrade-k8s', 'cp-1').detail).toContain(`${c} v1.35.0 -> v1.36.0`)
+      expect(report.versions?.kubernetes).toEqual({ 'v1.36.0': ['cp-1', 'wrkr-1'] })
+      const done = cluster
+        .calls()
+        .slice(from)
+        .filter((c) => c.call === 'apply' && c.outcome === 'ok')
+      expect(done.filter((c) => c.node === 'wrkr-1')).toHaveLength(1)
     },
     CASE_TIMEOUT,
   )
