@@ -18,7 +18,7 @@ import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { inTurn, SIDE_BY_SIDE } from '../support/in-turn.js'
 import { parse, stringify } from 'yaml'
-import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, nodeIn, runInFreshShell } from './harness.js'
+import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, nodeIn, runInFreshShell, sharedCluster, type TaskResult } from './harness.js'
 import { FAST } from '../faults/helpers.js'
 import { at, configFile, talosctl } from '../sim/helpers.js'
 import type { Fault } from '../../sim/index.js'
@@ -30,6 +30,19 @@ const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler
 const CASE_TIMEOUT = 300_000
 const TALOSCTL_113 = resolve('.tools/talosctl-v1.13.9/talosctl')
 const has113 = existsSync(TALOSCTL_113)
+
+/** `task upgrade:k8s` on `cluster` with `vars` (flags and environment as `task` takes them), checked to exit `code` */
+async function upgradeK8s(
+  cluster: E2eCluster,
+  code: number,
+  vars: Record<string, string>,
+  flags: string[] = FAST,
+  env: Record<string, string> = {},
+): Promise<TaskResult> {
+  const r = await cluster.task('upgrade:k8s', vars, flags, env)
+  expect(r.code, r.stdout + r.stderr).toBe(code)
+  return r
+}
 
 describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
   let cluster: E2eCluster
@@ -46,6 +59,21 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
       .report()
       .phases.find((p) => p.name === 'upgrade-k8s')
       ?.steps?.find((s) => s.status === 'failed')
+  /** from now on wrkr-1's kubelet, once upgrade-k8s moves it to `version`, never comes back (machined restarts it forever) */
+  const kubeletNeverBackAt = (version: string): void =>
+    cluster.sim.addFault({ kind: 'kubelet-crashloop', node: 'wrkr-1', image: `ghcr.io/siderolabs/kubelet:${version}` } as Fault)
+  /**
+   * The hint printed for `who` names upgrade:k8s with TO=`to`; once `clear` has removed the cause, run as
+   * printed in a fresh shell, it exits 0: its output.
+   */
+  async function hintRecovers(stderr: string, who: string, to: string, clear: () => void): Promise<string> {
+    const { command } = hintOf(stderr, who)
+    expect(command).toMatch(new RegExp(` upgrade:k8s CLUSTER_DIR=\\S+ TO=${to.replace(/\./g, '\\.')}$`))
+    clear()
+    const run = await runInFreshShell(cluster, command)
+    expect(run.code, `${command}\n${run.stdout}\n${run.stderr}`).toBe(0)
+    return run.stdout + run.stderr
+  }
   /** every mirror pod's image and every Node's kubelet, as kubectl reads them */
   async function kubeState(): Promise<{ pods: Record<string, string>; kubelets: Record<string, string> }> {
     const pods = JSON.parse((await cluster.kubectl(['get', 'pods', '-n', 'kube-system', '-o', 'json'])).stdout) as {
@@ -81,11 +109,9 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
 
   inTurn('a malformed TO, or none, is exit 2 before any node is read', async () => {
     const from = cluster.calls().length
-    const r = await cluster.task('upgrade:k8s', { TO: '1.35' }, FAST)
-    expect(r.code, r.stdout + r.stderr).toBe(2)
+    const r = await upgradeK8s(cluster, 2, { TO: '1.35' })
     expect(r.stderr).toContain('TO "1.35" is not a Kubernetes version like v1.35.0')
-    const none = await cluster.task('upgrade:k8s', {}, FAST)
-    expect(none.code, none.stdout + none.stderr).toBe(2)
+    const none = await upgradeK8s(cluster, 2, {})
     expect(none.stderr).toContain('upgrade:k8s needs a target')
     expect(cluster.calls().slice(from)).toEqual([])
   })
@@ -94,8 +120,7 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
     'DRY_RUN=true prints every node and component with its version and changes nothing',
     async () => {
       const from = cluster.calls().length
-      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.0', DRY_RUN: 'true' }, FAST)
-      expect(r.code, r.stdout + r.stderr).toBe(0)
+      const r = await upgradeK8s(cluster, 0, { TO: 'v1.35.0', DRY_RUN: 'true' })
       expect(r.stdout).toContain('PLAN (upgrade:k8s to v1.35.0, from v1.34.1')
       expect(r.stdout).toMatch(
         /cp-2 \(127\.247\.1\.12, controlplane\): Talos v1\.12\.11; kubelet v1\.34\.1 \(spec v1\.34\.1\); kube-apiserver v1\.34\.1 \(config v1\.34\.1\); kube-controller-manager v1\.34\.1 \(config v1\.34\.1\); kube-scheduler v1\.34\.1 \(config v1\.34\.1\)/,
@@ -115,8 +140,7 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
     'refusals change nothing (exit 1): two minors at once lists the steps, and Kubernetes 1.36 is outside Talos 1.12 (upgrade:talos first)',
     async () => {
       const from = cluster.calls().length
-      const r = await cluster.task('upgrade:k8s', { TO: 'v1.36.0' }, FAST)
-      expect(r.code, r.stdout + r.stderr).toBe(1)
+      await upgradeK8s(cluster, 1, { TO: 'v1.36.0' })
       const step = failedStep()
       expect(step?.name).toBe('pre-check')
       expect(step?.error?.kind).toBe('version-skew')
@@ -132,8 +156,7 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
         .phases.find((p) => p.name === 'upgrade-k8s')
         ?.steps?.find((s) => s.name === 'upgrade-k8s')
       expect(upgrade?.status).toBe('not-run')
-      const down = await cluster.task('upgrade:k8s', { TO: 'v1.33.0' }, FAST)
-      expect(down.code, down.stdout + down.stderr).toBe(1)
+      await upgradeK8s(cluster, 1, { TO: 'v1.33.0' })
       expect(failedStep()?.error?.message).toContain('v1.34.1 already runs: Kubernetes is never downgraded')
       expect(applies(from)).toEqual([])
       await expectAt('v1.34.1')
@@ -146,25 +169,17 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
     async () => {
       cluster.sim.addFault({ kind: 'static-pod', node: 'cp-2', pod: 'kube-apiserver' })
       const from = cluster.calls().length
-      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.0' }, FAST)
-      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const r = await upgradeK8s(cluster, 1, { TO: 'v1.35.0' })
       expect(failedStep()?.error?.kind).toBe('k8s-upgrade')
       expect(failedStep()?.error?.message).toMatch(/kube-apiserver-cp-2 is not Ready/)
       expect(applies(from)).toEqual([])
-      const { command } = hintOf(r.stderr, 'upgrade-k8s/pre-check')
-      expect(command).toContain('upgrade:k8s')
-      expect(command).toContain('TO=v1.35.0')
-      cluster.sim.clearFault(null, 'static-pod')
-
-      const run = await runInFreshShell(cluster, command)
-      expect(run.code, run.stdout + run.stderr).toBe(0)
+      const out = await hintRecovers(r.stderr, 'upgrade-k8s/pre-check', 'v1.35.0', () => cluster.sim.clearFault(null, 'static-pod'))
       // the tool's lines as per-node progress, plain in a pipe
-      const out = run.stdout + run.stderr
       expect(out).toMatch(/cp-2: kube-apiserver v1\.34\.1 -> 1\.35\.0: waiting for kube-apiserver pod update/)
       expect(out).toMatch(/wrkr-1: kubelet 1\.34\.1 -> 1\.35\.0: waiting for kubelet restart/)
       // upgrade-k8s's manifest diffs (the bootstrap token's secret among them) are never shown
       expect(out).not.toMatch(/token-secret|^\S* ?\+apiVersion/m)
-      expect(run.stdout).toContain('the generated configs must now carry kubernetesVersion v1.35.0 (talconfig.yaml / topf.yaml')
+      expect(out).toContain('the generated configs must now carry kubernetesVersion v1.35.0 (talconfig.yaml / topf.yaml')
       for (const n of NODES) {
         expect(result(n).status, n).toBe('ok')
         expect(result(n).detail).toContain('kubelet v1.34.1 -> v1.35.0')
@@ -184,8 +199,7 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
     'a rerun is a plain rerun: upgrade-k8s skips what is at TO',
     async () => {
       const from = cluster.calls().length
-      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.0' }, FAST)
-      expect(r.code, r.stdout + r.stderr).toBe(0)
+      await upgradeK8s(cluster, 0, { TO: 'v1.35.0' })
       const pre = cluster
         .report()
         .phases.find((p) => p.name === 'upgrade-k8s')
@@ -203,13 +217,11 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
     'with talosctl v1.13.9 (TALOSCTL): the rerun goes through its own client; TO=v1.36.0 is within its path but outside Talos 1.12',
     async () => {
       const from = cluster.calls().length
-      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.0', TALOSCTL: TALOSCTL_113 }, FAST)
-      expect(r.code, r.stdout + r.stderr).toBe(0)
+      const r = await upgradeK8s(cluster, 0, { TO: 'v1.35.0', TALOSCTL: TALOSCTL_113 })
       expect(r.stdout).toContain('talosctl v1.13.9')
       expect(r.stdout + r.stderr).toMatch(/cp-1: pre-check: Talos version 1\.12\.11 is compatible with Kubernetes version 1\.35\.0/)
       for (const n of NODES) expect(result(n).detail).toMatch(/^at v1\.35\.0, Ready: /)
-      const next = await cluster.task('upgrade:k8s', { TO: 'v1.36.0', TALOSCTL: TALOSCTL_113 }, FAST)
-      expect(next.code, next.stdout + next.stderr).toBe(1)
+      await upgradeK8s(cluster, 1, { TO: 'v1.36.0', TALOSCTL: TALOSCTL_113 })
       const message = failedStep()?.error?.message ?? ''
       expect(message).toContain('cp-1: version of Kubernetes 1.36.0 is too new to be used with Talos 1.12.11')
       expect(message).not.toContain('upgrades Kubernetes to')
@@ -224,10 +236,9 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
   inTurn(
     'v1.35.0 -> v1.35.1 with a kubelet that never comes back: upgrade-k8s waits without a word, the watchdog cuts it (stuck), naming the kubelet on wrkr-1',
     async () => {
-      cluster.sim.addFault({ kind: 'kubelet-crashloop', node: 'wrkr-1', image: 'ghcr.io/siderolabs/kubelet:v1.35.1' } as Fault)
+      kubeletNeverBackAt('v1.35.1')
       const from = cluster.calls().length
-      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.1' }, [...FAST, '--stall-timeout', '20s'])
-      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const r = await upgradeK8s(cluster, 1, { TO: 'v1.35.1' }, [...FAST, '--stall-timeout', '20s'])
       const step = failedStep()
       expect(step?.name).toBe('upgrade-k8s')
       expect(step?.error?.kind).toBe('stuck')
@@ -247,8 +258,7 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
     "wrkr-1's kubelet still down: the rerun fails at once (k8s-upgrade) naming it; once it runs, the printed command resumes, patching nothing the cut run did",
     async () => {
       const from = cluster.calls().length
-      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.1' }, FAST)
-      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const r = await upgradeK8s(cluster, 1, { TO: 'v1.35.1' })
       const step = failedStep()
       expect(step?.name).toBe('upgrade-k8s')
       expect(step?.error?.kind).toBe('k8s-upgrade')
@@ -259,14 +269,11 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
       expect(step?.error?.message).toContain(': the kubelet on wrkr-1 is not running and healthy')
       expect(step?.error?.hint).toContain(`-n ${IP['wrkr-1']} service kubelet`)
       expect(applies(from).filter((c) => c.node === 'wrkr-1')).toEqual([])
-      const { command } = hintOf(r.stderr, 'upgrade-k8s/upgrade-k8s')
-      expect(command).toMatch(/ upgrade:k8s CLUSTER_DIR=\S+ TO=v1\.35\.1$/)
-
-      cluster.sim.clearFault('wrkr-1', 'kubelet-crashloop')
-      const mark = cluster.calls().length
-      const resumed = await runInFreshShell(cluster, command)
-      expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
-      const out = resumed.stdout + resumed.stderr
+      let mark = 0
+      const out = await hintRecovers(r.stderr, 'upgrade-k8s/upgrade-k8s', 'v1.35.1', () => {
+        cluster.sim.clearFault('wrkr-1', 'kubelet-crashloop')
+        mark = cluster.calls().length
+      })
       // the kubelet spec was already at v1.35.1: upgrade-k8s waits only for the Node to post it
       expect(out).toMatch(/wrkr-1: kubelet -> 1\.35\.1: waiting for node update/)
       expect(out).not.toMatch(/waiting for kubelet restart/)
@@ -281,9 +288,8 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
   inTurn(
     'the deadline (BOOTSTRAP_K8S_UPGRADE_TIMEOUT) cuts upgrade-k8s: kind timeout, no talosctl left running; the printed command finishes v1.35.2',
     async () => {
-      cluster.sim.addFault({ kind: 'kubelet-crashloop', node: 'wrkr-1', image: 'ghcr.io/siderolabs/kubelet:v1.35.2' } as Fault)
-      const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.2' }, FAST, { BOOTSTRAP_K8S_UPGRADE_TIMEOUT: '30s' })
-      expect(r.code, r.stdout + r.stderr).toBe(1)
+      kubeletNeverBackAt('v1.35.2')
+      const r = await upgradeK8s(cluster, 1, { TO: 'v1.35.2' }, FAST, { BOOTSTRAP_K8S_UPGRADE_TIMEOUT: '30s' })
       const step = failedStep()
       expect(step?.error?.kind).toBe('timeout')
       expect(step?.error?.message).toMatch(/^talosctl upgrade-k8s did not finish within 30s and was cut \(at /)
@@ -291,11 +297,7 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
         .split('\n')
         .filter((l) => l.includes('upgrade-k8s') && l.includes(cluster.clusterDir))
       expect(left).toEqual([])
-      const { command } = hintOf(r.stderr, 'upgrade-k8s/upgrade-k8s')
-      expect(command).toMatch(/ upgrade:k8s CLUSTER_DIR=\S+ TO=v1\.35\.2$/)
-      cluster.sim.clearFault('wrkr-1', 'kubelet-crashloop')
-      const resumed = await runInFreshShell(cluster, command)
-      expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
+      await hintRecovers(r.stderr, 'upgrade-k8s/upgrade-k8s', 'v1.35.2', () => cluster.sim.clearFault('wrkr-1', 'kubelet-crashloop'))
       await expectAt('v1.35.2')
     },
     CASE_TIMEOUT,
@@ -306,8 +308,7 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
     async () => {
       cluster.sim.breakVip()
       try {
-        const r = await cluster.task('upgrade:k8s', { TO: 'v1.35.2' }, FAST)
-        expect(r.code, r.stdout + r.stderr).toBe(0)
+        const r = await upgradeK8s(cluster, 0, { TO: 'v1.35.2' })
         const direct = `https://${IP['cp-1']}:6443`
         expect(r.stdout).toContain(
           `the endpoint https://${R}.10:6443 does not answer: reading through cp-1's own API server, and upgrade-k8s gets --endpoint ${direct}`,
@@ -330,8 +331,7 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
     "refused on the upgraded cluster: TO=v1.36.0 is beyond talosctl v1.12.11's path; a control plane with a staged config pending",
     async () => {
       const from = cluster.calls().length
-      const r = await cluster.task('upgrade:k8s', { TO: 'v1.36.0' }, FAST)
-      expect(r.code, r.stdout + r.stderr).toBe(1)
+      await upgradeK8s(cluster, 1, { TO: 'v1.36.0' })
       expect(failedStep()?.error?.message).toContain('talosctl v1.12.11 upgrades Kubernetes to 1.35 at most; use talosctl ≥ v1.13')
       expect(failedStep()?.error?.hint).toContain('use talosctl v1.13 or newer')
 
@@ -350,8 +350,7 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
         ...at(IP['cp-2']!),
       ])
       expect(st.code, st.stderr).toBe(0)
-      const pending = await cluster.task('upgrade:k8s', { TO: 'v1.35.0' }, FAST)
-      expect(pending.code, pending.stdout + pending.stderr).toBe(1)
+      await upgradeK8s(cluster, 1, { TO: 'v1.35.0' })
       expect(failedStep()?.error?.message).toContain('cp-2 has a staged or try config pending')
       expect(failedStep()?.error?.hint).toContain('cluster:apply')
       expect(applies(from).filter((c) => c.outcome === 'ok' && c.node !== 'cp-2')).toEqual([])
@@ -364,9 +363,9 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
 })
 
 describe.skipIf(!has113)('task upgrade:k8s on Talos v1.13 nodes with talosctl v1.13.9', SIDE_BY_SIDE, () => {
-  let cluster: E2eCluster
-  beforeAll(async () => {
-    cluster = await E2eCluster.start('127.238.7', {
+  const shared = sharedCluster(
+    '127.238.7',
+    {
       cps: 1,
       workers: 1,
       image: 'disk',
@@ -374,32 +373,27 @@ describe.skipIf(!has113)('task upgrade:k8s on Talos v1.13 nodes with talosctl v1
       talosVersion: 'v1.13.9',
       talosctl: TALOSCTL_113,
       kubernetesVersion: 'v1.35.0',
-    })
-    const boot = await cluster.task('bootstrap:talos', {}, FAST)
-    expect(boot.code, boot.stdout + boot.stderr).toBe(0)
-  }, CLUSTER_CASE_TIMEOUT)
-  afterAll(async () => {
-    await cluster?.stop()
-  })
+    },
+    FAST,
+  )
 
   inTurn(
     'v1.35.0 -> v1.36.0, a minor beyond the v1.12 client: every node and component at v1.36.0',
     async () => {
-      const from = cluster.calls().length
-      const r = await cluster.task('upgrade:k8s', { TO: 'v1.36.0' }, FAST)
-      expect(r.code, r.stdout + r.stderr).toBe(0)
+      const from = shared().calls().length
+      const r = await upgradeK8s(shared(), 0, { TO: 'v1.36.0' })
       expect(r.stdout).toContain('talosctl v1.13.9')
       const out = r.stdout + r.stderr
       expect(out).toMatch(/cp-1: kube-apiserver v?1\.35\.0 -> 1\.36\.0: waiting for kube-apiserver pod update/)
       expect(out).toMatch(/wrkr-1: kubelet v?1\.35\.0 -> 1\.36\.0: waiting for kubelet restart/)
-      const report = cluster.report()
+      const report = shared().report()
       for (const n of ['cp-1', 'wrkr-1']) {
         expect(nodeIn(report, 'upgrade-k8s', n).detail, n).toMatch(/^at v1\.36\.0, Ready: kubelet v1\.35\.0 -> v1\.36\.0;/)
         expect(nodeIn(report, 'upgrade-k8s', n).detail, n).toContain('Talos v1.13.9')
       }
       for (const c of COMPONENTS) expect(nodeIn(report, 'upgrade-k8s', 'cp-1').detail).toContain(`${c} v1.35.0 -> v1.36.0`)
       expect(report.versions?.kubernetes).toEqual({ 'v1.36.0': ['cp-1', 'wrkr-1'] })
-      const done = cluster
+      const done = shared()
         .calls()
         .slice(from)
         .filter((c) => c.call === 'apply' && c.outcome === 'ok')
