@@ -289,10 +289,10 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
     'the deadline (BOOTSTRAP_K8S_UPGRADE_TIMEOUT) cuts upgrade-k8s: kind timeout, no talosctl left running; the printed command finishes v1.35.2',
     async () => {
       kubeletNeverBackAt('v1.35.2')
-      const r = await upgradeK8s(cluster, 1, { TO: 'v1.35.2' }, FAST, { BOOTSTRAP_K8S_UPGRADE_TIMEOUT: '30s' })
+      const r = await upgradeK8s(cluster, 1, { TO: 'v1.35.2' }, FAST, { BOOTSTRAP_K8S_UPGRADE_TIMEOUT: '20s' })
       const step = failedStep()
       expect(step?.error?.kind).toBe('timeout')
-      expect(step?.error?.message).toMatch(/^talosctl upgrade-k8s did not finish within 30s and was cut \(at /)
+      expect(step?.error?.message).toMatch(/^talosctl upgrade-k8s did not finish within 20s and was cut \(at /)
       const left = execFileSync('ps', ['-eo', 'args='], { encoding: 'utf8' })
         .split('\n')
         .filter((l) => l.includes('upgrade-k8s') && l.includes(cluster.clusterDir))
