@@ -139,7 +139,7 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `${ask}; once the cause is gone Talos joins by itself: it retries the join for 30 minutes, and a boot not done within 70 minutes reboots the node, which tries again; to retry now, reboot it (\`${talosctlCommand(node, 'reboot', via ?? node)}\`); if it still does not join, wipe it and let it rejoin with: ${reset}`
     }
     case 'quorum':
-      return hintForQuorum(workingControlPlane(node) ?? node)
+      return hintForQuorum(workingControlPlane(node) ?? node, recover)
     case 'busy':
       // the apply mutex is held for a whole ApplyConfiguration call, dry runs included (v1alpha1_server.go)
       return `another client is changing the node (an apply, or one that reboots it): wait for it to finish (\`${talosctlCommand(node, 'get machinestatus')}\`), then run the same command again: ${taskCommand('cluster:apply', { NODES: node.name })}`
@@ -214,11 +214,12 @@ export function hintForExtensions(node: Pick<ClusterNode, 'name' | 'address' | '
 /**
  * The quorum gate did not pass: its own reads as the operator runs them (every control plane's etcd
  * status through `via`, a control plane that answered; the member list and alarms through it), what
- * brings members back, and that nothing was taken down.
+ * brings members back or removes one that never will, and the command to run again (`rerun`):
+ * nothing was taken down.
  */
-export function hintForQuorum(via: Pick<ClusterNode, 'address'>): string {
+export function hintForQuorum(via: Pick<ClusterNode, 'address'>, rerun: string): string {
   const all = { address: (context?.controlPlanes ?? [via]).map((cp) => cp.address).join(',') }
-  return `see what the gate read: \`${talosctlCommand(all, 'etcd status', via)}\`, \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(via, 'etcd alarm list')}\`; bring back the members named (\`${talosctlCommand(all, 'service etcd', via)}\`; for an alarm, free space on the members named with \`${talosctlCommand(via, 'etcd defrag')}\` on each, then \`${talosctlCommand(via, 'etcd alarm disarm')}\`), then run the same command again: nothing was taken down`
+  return `see what the gate read: \`${talosctlCommand(all, 'etcd status', via)}\`, \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(via, 'etcd alarm list')}\`; bring back the members named (\`${talosctlCommand(all, 'service etcd', via)}\`); a learner that is never promoted or a member no control plane is: remove it (\`${talosctlCommand(via, 'etcd remove-member <member ID>')}\`); for an alarm, free space on the members named with \`${talosctlCommand(via, 'etcd defrag')}\` on each, then \`${talosctlCommand(via, 'etcd alarm disarm')}\`; nothing was taken down, so then run again: ${rerun}`
 }
 
 /**

@@ -67,7 +67,7 @@ describe('the quorum gate against real etcd', () => {
     // healthy: the first read cannot tell Q8, the gate passes on a later one
     const first = evaluateQuorum(await readQuorum(run, cp1!, undefined), target)
     expect(first.failures.map((f) => f.rule)).toEqual(['Q8'])
-    const detail = await waitForQuorum(report, run, target)
+    const detail = await waitForQuorum(report, run, target, 'task upgrade:talos')
     expect(detail).toMatch(/^3\/3 members healthy, leader cp-[123], raft \d+$/)
 
     // cp-2 cut off: the batched etcd status exits 0 and names it only in its WARNING
@@ -86,7 +86,7 @@ describe('the quorum gate against real etcd', () => {
     const tags = await run.talosctl.versions([cp1!, cp2!, cp3!])
     expect([tags.get(cp1!.address)?.value, tags.get(cp3!.address)?.value]).toEqual(['v1.12.11', 'v1.12.11'])
     expect(tags.get(cp2!.address)?.error?.kind).toBe('unreachable')
-    const refused = await waitForQuorum(report, run, target, 2_000).catch((err: unknown) => err)
+    const refused = await waitForQuorum(report, run, target, 'task upgrade:talos', 2_000).catch((err: unknown) => err)
     expect(refused).toBeInstanceOf(NodeError)
     expect(refused).toMatchObject({ kind: 'quorum', message: expect.stringContaining('Q1 cp-2: etcd status:') })
     // the hint's reads run as written, through a control plane that answered (cp-3: cp-2 is cut off, cp-1 the target)

@@ -291,6 +291,8 @@ export async function waitForQuorum(
   report: StepReporter,
   run: Run,
   target: QuorumTarget,
+  /** the command the hint offers to run again once the gate's cause is gone */
+  rerun: string,
   timeoutMs: number = run.settings.readyTimeoutMs,
 ): Promise<string> {
   let previousLeaderIndex: number | undefined
@@ -313,7 +315,7 @@ export async function waitForQuorum(
     throw new NodeError(
       'quorum',
       `etcd quorum gate before ${target.node.name} not passed within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}${lastErrorNote(err.lastError)}`,
-      hintForQuorum(answered ?? controlPlanes(run.inventory).find((cp) => cp.name !== target.node.name) ?? target.node),
+      hintForQuorum(answered ?? controlPlanes(run.inventory).find((cp) => cp.name !== target.node.name) ?? target.node, rerun),
     )
   }
 }

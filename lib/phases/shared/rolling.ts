@@ -126,7 +126,7 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
   if (!action.resumed) {
     if (node.role === 'controlplane') {
       report.progress('etcd quorum gate')
-      notes.push(`gate: ${await waitForQuorum(report, run, { node, ...(action.acceptDowntime ? { acceptDowntime: true } : {}) })}`)
+      notes.push(`gate: ${await waitForQuorum(report, run, { node, ...(action.acceptDowntime ? { acceptDowntime: true } : {}) }, rerun)}`)
     }
     const from = await report.retry(() => run.talosctl.bootId(node))
     report.progress('cordon')
