@@ -1,9 +1,12 @@
-// `npm run bench`: bootstrap time against the critical path, from 3 to 300 nodes (issue 7).
-// Each case: a fresh simulator in its own process, `task -x bootstrap:talos` against it, measured
-// (measure.ts); then the seed's sequential approach at 6 nodes as the baseline (baseline.ts).
+// `npm run bench`: bootstrap time against the critical path, from 3 to 300 nodes (issue 7), and a
+// rolling Talos upgrade of 3 control planes and 30 workers against its own (issue 31, bench/upgrade.ts).
+// Each case: a fresh simulator in its own process, `task -x bootstrap:talos` (or, after an unmeasured
+// bootstrap, `task -x upgrade:talos`) against it, measured (measure.ts); then the seed's sequential
+// approach at 6 nodes as the baseline (baseline.ts).
 // Writes bench/results.json (a partial run with --cases writes bench/out/results.json instead).
-//   npm run bench                         every case (about 10 minutes on 2 cores)
+//   npm run bench                         every case (about 20 minutes on 2 cores)
 //   npm run bench -- --cases 6x4,6x16 --no-baseline
+//   npm run bench -- --cases upgrade      the upgrade's cases only (upgrade-33x5, upgrade-33x10; no baseline)
 //   npm run bench -- --cases 300x16 --no-baseline --merge --out bench/results.json   (re-measure one case)
 //   --deadline-x N: interrupt a case at N times its critical path (default 8)
 import { execFileSync } from 'node:child_process'
@@ -28,6 +31,17 @@ import {
   type SimHandle,
 } from './measure.js'
 import { benchScenario, speedFor } from './scenario.js'
+import {
+  breakdown,
+  nodeSpans,
+  parseCommandLog,
+  UPGRADE_CASES,
+  UPGRADE_TO,
+  upgradeCalls,
+  upgradeCriticalPathS,
+  upgradeScenario,
+  type UpgradeCase,
+} from './upgrade.js'
 
 interface CaseSpec {
   nodes: number
@@ -53,14 +67,30 @@ const { values } = parseArgs({
 /** a case still running at this many times its critical path is interrupted (Ctrl-C) and recorded as such */
 const DEADLINE_X = Number(values['deadline-x'])
 if (!(DEADLINE_X > 0)) throw new Error(`--deadline-x: "${values['deadline-x']}" must be a number > 0`)
+const names = values.cases?.split(',') ?? []
+const upgradeNames = names.filter((c) => c.startsWith('upgrade'))
 const selected = values.cases
-  ? values.cases.split(',').map((c) => {
-      const [n, k] = c.split('x').map(Number)
-      const found = ALL.find((a) => a.nodes === n && a.concurrency === k)
-      if (!found) throw new Error(`--cases: no case ${c} (cases: ${ALL.map((a) => `${a.nodes}x${a.concurrency}`).join(',')})`)
-      return found
-    })
+  ? names
+      .filter((c) => !c.startsWith('upgrade'))
+      .map((c) => {
+        const [n, k] = c.split('x').map(Number)
+        const found = ALL.find((a) => a.nodes === n && a.concurrency === k)
+        if (!found)
+          throw new Error(
+            `--cases: no case ${c} (cases: ${[...ALL.map((a) => `${a.nodes}x${a.concurrency}`), 'upgrade', ...UPGRADE_CASES.map((u) => u.name)].join(',')})`,
+          )
+        return found
+      })
   : ALL
+/** `upgrade` names every upgrade case */
+const selectedUpgrades: UpgradeCase[] = values.cases
+  ? upgradeNames.flatMap((c) => {
+      if (c === 'upgrade') return UPGRADE_CASES
+      const found = UPGRADE_CASES.find((u) => u.name === c)
+      if (!found) throw new Error(`--cases: no case ${c} (upgrade cases: upgrade, ${UPGRADE_CASES.map((u) => u.name).join(', ')})`)
+      return [found]
+    })
+  : UPGRADE_CASES
 const outFile = values.out ?? (values.cases ? join(ROOT, 'bench', 'out', 'results.json') : join(ROOT, 'bench', 'results.json'))
 const work = join(ROOT, 'bench', 'out')
 mkdirSync(work, { recursive: true })
@@ -200,11 +230,17 @@ process.stdout.write(
 // --merge: keep the cases (and baseline) of an earlier run that this one does not measure again
 const earlier =
   values.merge && existsSync(outFile)
-    ? (JSON.parse(readFileSync(outFile, 'utf8')) as { cases: Record<string, unknown>[]; baseline?: Record<string, unknown> })
+    ? (JSON.parse(readFileSync(outFile, 'utf8')) as {
+        cases: Record<string, unknown>[]
+        upgrade?: Record<string, unknown>[]
+        baseline?: Record<string, unknown>
+      })
     : undefined
 const key = (c: Record<string, unknown>): string => `${String(c.nodes)}x${String(c.concurrency)}`
 const rerun = new Set(selected.map((c) => `${c.nodes}x${c.concurrency}`))
 const cases: Record<string, unknown>[] = []
+const upgrades: Record<string, unknown>[] = []
+const rerunUpgrades = new Set(selectedUpgrades.map((u) => u.name))
 let baseline: Record<string, unknown> | undefined = values['no-baseline'] ? earlier?.baseline : undefined
 const save = (): void => {
   const all = [...(earlier?.cases ?? []).filter((c) => !rerun.has(key(c))), ...cases]
@@ -214,9 +250,11 @@ const save = (): void => {
   const against = all.find((c) => key(c) === '6x16')
   if (baseline && against)
     Object.assign(baseline, { speedup: round(Number(baseline.wallS) / Number(against.wallS)), speedupAgainst: '6 nodes, CONCURRENCY 16' })
+  const upgrade = [...(earlier?.upgrade ?? []).filter((u) => !rerunUpgrades.has(String(u.name))), ...upgrades]
+  upgrade.sort((a, b) => UPGRADE_CASES.findIndex((u) => u.name === a.name) - UPGRADE_CASES.findIndex((u) => u.name === b.name))
   writeFileSync(
     outFile,
-    `${JSON.stringify({ machine, date: new Date().toISOString(), cases: all, ...(baseline ? { baseline } : {}) }, null, 2)}\n`,
+    `${JSON.stringify({ machine, date: new Date().toISOString(), cases: all, ...(upgrade.length > 0 ? { upgrade } : {}), ...(baseline ? { baseline } : {}) }, null, 2)}\n`,
   )
 }
 
@@ -275,7 +313,86 @@ for (const spec of selected) {
   }
 }
 
-if (!values['no-baseline']) {
+for (const spec of selectedUpgrades) {
+  const scenario = upgradeScenario(spec.octet)
+  const dir = join(work, `case-${spec.name}`)
+  const sim = (live = startSim(scenario, dir))
+  try {
+    const crit = round(upgradeCriticalPathS(scenario, spec.concurrency))
+    const task = (name: string, extra: string[]): string[] => ['-x', name, `CLUSTER_DIR=${sim.clusterDir}`, ...extra]
+    // the cluster to upgrade, bootstrapped as fast as the product goes (not measured)
+    const bootDir = join(dir, 'bootstrap')
+    mkdirSync(bootDir, { recursive: true })
+    const boot = await measured(sim, 'task', task('bootstrap:talos', ['CONCURRENCY=16']), bootDir)
+    if (boot.code !== 0) throw new Error(`${spec.name}: the bootstrap before the upgrade failed (exit ${boot.code}): see ${bootDir}`)
+    const logFile = join(sim.clusterDir, '.bootstrap', 'commands.log')
+    const logFrom = readFileSync(logFile, 'utf8').length
+    const callsFrom = simCalls(sim).length
+    const load0 = round(os.loadavg()[0] ?? 0)
+    const pollS = ms((parse(readFileSync(join(sim.clusterDir, 'bootstrap.yaml'), 'utf8')) as { pollInterval: string }).pollInterval) / 1000
+    const m = await measured(
+      sim,
+      'task',
+      task('upgrade:talos', [`TALOS_VERSION=${UPGRADE_TO}`, `CONCURRENCY=${spec.concurrency}`, 'GATE_COMMAND=true']),
+      dir,
+      DEADLINE_X * crit,
+    )
+    const calls = simCalls(sim).slice(callsFrom)
+    const log = parseCommandLog(readFileSync(logFile, 'utf8').slice(logFrom))
+    const spans = nodeSpans(
+      log,
+      (scenario.nodes ?? []).map((n) => ({ name: n.name, ip: n.ip, role: n.role === 'controlplane' ? 'controlplane' : 'worker' })),
+    )
+    let versions: unknown
+    try {
+      versions = (JSON.parse(readFileSync(join(sim.clusterDir, '.bootstrap', 'last-run.json'), 'utf8')) as { versions?: unknown }).versions
+    } catch {
+      versions = undefined
+    }
+    const row = {
+      name: spec.name,
+      nodes: scenario.nodes.length,
+      concurrency: spec.concurrency,
+      to: UPGRADE_TO,
+      product: productVersion(),
+      exitCode: m.code,
+      ...(m.interrupted ? { interruptedAtS: round(DEADLINE_X * crit) } : {}),
+      speed: scenario.speed,
+      pollIntervalS: pollS,
+      bootstrapWallS: round(boot.wallS),
+      wallS: round(m.wallS),
+      criticalPathS: crit,
+      ratio: round(m.wallS / crit, 3),
+      ...cpuFigures(m),
+      callsPerNode: perNode(calls, scenario.nodes.length),
+      invocations: invocations(log.map((c) => ({ tool: c.tool, args: c.args }))),
+      upgradeOrder: upgradeCalls(calls),
+      breakdown: breakdown(spans, log),
+      versions,
+      loadAvg: { before: load0, after: round(os.loadavg()[0] ?? 0) },
+    }
+    upgrades.push(row)
+    save()
+    process.stdout.write(
+      `upgrade ${scenario.nodes.length} nodes CONCURRENCY ${spec.concurrency}: ${row.wallS.toFixed(1)} s against ${crit.toFixed(1)} s, ratio ${row.ratio.toFixed(2)}; cpu ${row.cpuS.toFixed(1)} s, all ${row.cpuAllS.toFixed(1)} s, sim ${row.simCpuS.toFixed(1)} s; load ${load0.toFixed(1)}-${row.loadAvg.after.toFixed(1)}${m.code === 0 ? '' : `  EXIT ${m.code} (see bench/out/case-${spec.name}/)`}\n`,
+    )
+    const b = row.breakdown
+    process.stdout.write(
+      [
+        `  before the first node ${b.beforeFirstNodeS} s (validation, plan, gates); after the last ${b.afterLastNodeS} s (versions)`,
+        ...b.controlPlanes.map(
+          (c) =>
+            `  ${c.node}: ${c.sinceLastS} s since the one before (quorum gate), ${c.beforeSendS} s before the send, upgrade call ${c.upgradeCallS} s, ${c.afterS} s after it`,
+        ),
+        `  workers: ${b.workers.wallS} s; per worker ${b.workers.beforeSendS} s before the send, upgrade call ${b.workers.upgradeCallS} s, ${b.workers.afterS} s after it (means)`,
+      ].join('\n') + '\n',
+    )
+  } finally {
+    stop(sim)
+  }
+}
+
+if (!values['no-baseline'] && (!values.cases || selected.length > 0)) {
   const sim = start(BASELINE, 'baseline-6')
   try {
     const m = await measured(

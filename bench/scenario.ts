@@ -1,5 +1,6 @@
 // Scenarios for the benchmark: 3 control planes behind a VIP (1 when the cluster has fewer than
-// 3 nodes), the rest workers, every node booted from the ISO (the slowest path: install and reboot).
+// 3 nodes), the rest workers; the bootstrap's cases boot every node from the ISO (the slowest path:
+// install and reboot), the upgrade's (bench/upgrade.ts) from a pre-installed disk image.
 // Each case has its own /16 inside the benchmark range 127.100.0.0 – 127.120.255.255.
 import { REBOOT_FLOOR_MS, type ScenarioInput } from '../sim/index.js'
 
@@ -31,6 +32,11 @@ export function nodeIp(octet: number, i: number): string {
 }
 
 export function benchScenario(octet: number, nodes: number, criticalPathS: number): ScenarioInput {
+  return clusterScenario(octet, nodes, speedFor(criticalPathS), 'iso')
+}
+
+/** `nodes` nodes on the case's /16 at `speed`, booted from `image` (iso: install and reboot first; disk: pre-installed) */
+export function clusterScenario(octet: number, nodes: number, speed: number, image: 'iso' | 'disk'): ScenarioInput {
   const cps = nodes >= 3 ? 3 : 1
   const vip = `127.${octet}.0.10`
   const disks = [{ dev: '/dev/sda', size: '100GB', model: 'QEMU HARDDISK' }]
@@ -42,7 +48,7 @@ export function benchScenario(octet: number, nodes: number, criticalPathS: numbe
       kubernetesVersion: 'v1.35.0',
       vip: { address: vip, up: 'after-bootstrap' },
     },
-    speed: speedFor(criticalPathS),
+    speed,
     timings: { ...TIMINGS },
     nodes: Array.from({ length: nodes }, (_, i) => {
       const cp = i < cps
@@ -50,7 +56,7 @@ export function benchScenario(octet: number, nodes: number, criticalPathS: numbe
         name: cp ? `cp-${i + 1}` : `wrkr-${i - cps + 1}`,
         ip: nodeIp(octet, i),
         role: cp ? ('controlplane' as const) : ('worker' as const),
-        image: 'iso' as const,
+        image,
         disks,
       }
     }),

@@ -12,3 +12,23 @@ export function criticalPathSeconds({ timings: t, nodes }, speed) {
   const reboot = Math.max(t.reboot / speed, REBOOT_FLOOR_MS / 1000)
   return (iso ? t.install / speed + reboot : 0) + (t.boot + t.etcd + t.kubelet + t.cni) / speed
 }
+
+/**
+ * The critical path of a rolling Talos upgrade (MachineService.Upgrade, sim/talos/upgrade.js) in real
+ * seconds: control planes one after another, then the workers in ceil(workers/concurrency) batches.
+ * One node: the installer's pull, the sequence's phases (`upgrade`; its cordonAndDrainNode among
+ * them), the reboot (max(reboot/speed, REBOOT_FLOOR_MS of wall clock): sim/node.js afterDown), the
+ * boot (sim/node.js bootConfigured), on a control plane its etcd member healthy again (sim/etcd.js
+ * restart: the health check `etcd` seconds after the start), the kubelet registering the Node
+ * (`kubelet`, sim/cluster.js scheduleKubelet) and its CNI pod restarting (`cni`: the Node Ready).
+ * A kubectl drain's evictions take no simulated time (an allowed eviction deletes the pod).
+ */
+export function upgradeCriticalPathSeconds({ timings: t, nodes }, speed, concurrency) {
+  if (!(Number.isInteger(concurrency) && concurrency > 0)) throw new Error(`concurrency must be a whole number > 0, not ${concurrency}`)
+  const reboot = Math.max(t.reboot / speed, REBOOT_FLOOR_MS / 1000)
+  const worker = (t.pull + t.upgrade + t.boot + t.kubelet + t.cni) / speed + reboot
+  const controlPlane = worker + t.etcd / speed
+  const cps = nodes.filter((n) => n.role === 'controlplane').length
+  const batches = Math.ceil((nodes.length - cps) / concurrency)
+  return cps * controlPlane + batches * worker
+}

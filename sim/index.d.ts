@@ -202,6 +202,10 @@ export class ScenarioError extends Error {
 }
 /** every reboot keeps a node's API down at least this long in wall-clock ms, whatever the speed (sim/node.js afterDown) */
 export const REBOOT_FLOOR_MS: number
+/** the earliest finish of a clean bootstrap, real seconds (sim/critical-path.js) */
+export function criticalPathSeconds(scenario: Pick<Scenario, 'timings' | 'nodes'>, speed: number): number
+/** the earliest finish of a rolling Talos upgrade: control planes one after another, then ceil(workers/concurrency) worker batches (sim/critical-path.js) */
+export function upgradeCriticalPathSeconds(scenario: Pick<Scenario, 'timings' | 'nodes'>, speed: number, concurrency: number): number
 export function loadScenario(input: string | ScenarioInput): Scenario
 export function parseScenario(text: string, file?: string): Scenario
 export function startSimulator(opts: {

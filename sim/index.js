@@ -5,6 +5,7 @@ import { Simulator } from './cluster.js'
 export { loadScenario, parseScenario, ScenarioError } from './scenario.js'
 export { Simulator } from './cluster.js'
 export { REBOOT_FLOOR_MS } from './node.js'
+export { criticalPathSeconds, upgradeCriticalPathSeconds } from './critical-path.js'
 
 /**
  * startSimulator({scenario: object | YAML path | YAML text, dir = '.sim', speed?, log?, kube?, talosctl?})

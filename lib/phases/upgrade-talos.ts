@@ -27,12 +27,13 @@ import {
   versionText,
   type Version,
 } from '../input/versions.js'
-import { CORDONED_BY, kubeletVersionOf } from '../tools/kubectl.js'
+import { CORDONED_BY, kubeletVersionOf, type KubeObject } from '../tools/kubectl.js'
+import { extensionOf } from '../tools/talosctl.js'
 import { PollTimeout } from '../wait/poll.js'
 import { snapshotDir } from '../state/paths.js'
 import { handedStateDir } from '../state/state-files.js'
 import { kubectlFor, rollNode } from './shared/rolling.js'
-import { versionsStep } from './shared/versions.js'
+import { readNodesAtOnce, versionsStep } from './shared/versions.js'
 import { waitForGates } from './shared/gates.js'
 import { runGateCommand } from './shared/gate-command.js'
 import { acts, perRun } from './shared/per-run.js'
@@ -128,8 +129,13 @@ async function settleSent(run: Run, node: ClusterNode, report: StepReporter): Pr
 }
 
 /** The schematic the node runs (Image Factory's virtual `schematic` extension) and its other extensions. */
-async function schematicOf(run: Run, node: ClusterNode, report: StepReporter): Promise<{ schematic?: string; extensions: string[] }> {
-  const all = await report.retry(() => run.talosctl.extensions(node))
+async function schematicOf(
+  run: Run,
+  node: ClusterNode,
+  report: StepReporter,
+  read?: Array<{ name: string; version: string }>,
+): Promise<{ schematic?: string; extensions: string[] }> {
+  const all = read ?? (await report.retry(() => run.talosctl.extensions(node)))
   const schematic = all.find((e) => e.name === 'schematic')?.version
   return { ...(schematic ? { schematic } : {}), extensions: all.filter((e) => e.name !== 'schematic').map((e) => e.name) }
 }
@@ -155,13 +161,41 @@ export function refusalOf(from: string, target: Version, kubernetes: string | un
     : `${k.text}: Kubernetes is never downgraded; pick a Talos version that runs it`
 }
 
+/** The plan's reads of every node at once (three calls, not three per node), started by the first node's plan. */
+const planReads = new WeakMap<Run, ReturnType<typeof readNodesAtOnce>>()
+
+/**
+ * The node's version, extensions and Node as the plan reads them: from the reads of every node at
+ * once, or (a node they could not tell, one an earlier run sent its upgrade: read after it settled)
+ * on its own, each retried.
+ */
+async function planInputs(
+  run: Run,
+  node: ClusterNode,
+  report: StepReporter,
+  sent: boolean,
+): Promise<{ from: string; extensions: Array<{ name: string; version: string }>; kube: KubeObject | undefined }> {
+  let reads = planReads.get(run)
+  if (!reads && !sent) planReads.set(run, (reads = readNodesAtOnce(run, run.nodes)))
+  const at = sent ? undefined : await reads
+  const version = at?.talos.get(node.address)?.value
+  const docs = at?.extensions.get(node.address)?.value
+  const from = version ?? (await versionOf(run, node, report))
+  const extensions = docs?.map(extensionOf) ?? (await report.retry(() => run.talosctl.extensions(node)))
+  const kube = at?.kube
+    ? at.kube.get(kubeNodeName(node))
+    : await report.retry(() => kubectlFor(run, 'upgrade:talos').get('node', kubeNodeName(node)))
+  return { from, extensions, kube }
+}
+
 async function planNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const sent = run.journal.sentAt(node.name, 'upgrade-talos')
   if (sent) await settleSent(run, node, report)
   report.progress('reading its version and schematic')
-  const from = await versionOf(run, node, report)
+  const read = await planInputs(run, node, report, sent !== undefined)
+  const from = read.from
   const host = parseVersion(from)
-  const { schematic, extensions } = await schematicOf(run, node, report)
+  const { schematic, extensions } = await schematicOf(run, node, report, read.extensions)
   const target = targetVersion(run)
   const installer = installerImage(
     {
@@ -172,7 +206,7 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
     },
     ask(run),
   )
-  const kube = await report.retry(() => kubectlFor(run, 'upgrade:talos').get('node', kubeNodeName(node)))
+  const kube = read.kube
   const kubernetes = kubeletVersionOf(kube)
   const image = 'image' in installer ? installer.image : ''
   const targetSchematic = schematicOfImage(image)
@@ -329,7 +363,8 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
         sequenceError = sent.sequenceError
       },
       verify: async () => {
-        const running = await versionOf(run, node, report)
+        // the version and the schematic read at once; the schematic matters only at the target version
+        const [running, { schematic }] = await Promise.all([versionOf(run, node, report), schematicOf(run, node, report)])
         if (running !== target && running === plan.from)
           return {
             failure: new NodeError(
@@ -340,7 +375,6 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
           }
         if (running !== target)
           throw new NodeError('unknown', `the node runs ${running} after its upgrade to ${target}`, hintFor('unknown', node))
-        const { schematic } = await schematicOf(run, node, report)
         if (schematic !== plan.targetSchematic)
           return {
             failure: new NodeError(

@@ -248,12 +248,19 @@ export class Kubectl {
     })
   }
 
-  /** Uncordons the Node only when it carries our mark, removing both in one patch; false when it was not ours. */
-  async uncordonOwned(node: string): Promise<boolean> {
-    return this.patchNodeAsRead(node, (current) =>
-      current?.metadata.annotations?.[CORDONED_BY] === undefined
-        ? { result: false }
-        : { result: true, patch: { metadata: { annotations: { [CORDONED_BY]: null } }, spec: { unschedulable: null } } },
+  /**
+   * Uncordons the Node only when it carries our mark, removing both in one patch; false when it was not
+   * ours. `read`: the Node as the caller just read it, decided on first (its resourceVersion guards the
+   * patch: a Node changed since answers Conflict, and is read again).
+   */
+  async uncordonOwned(node: string, read?: KubeObject): Promise<boolean> {
+    return this.patchNodeAsRead(
+      node,
+      (current) =>
+        current?.metadata.annotations?.[CORDONED_BY] === undefined
+          ? { result: false }
+          : { result: true, patch: { metadata: { annotations: { [CORDONED_BY]: null } }, spec: { unschedulable: null } } },
+      read,
     )
   }
 
@@ -268,9 +275,11 @@ export class Kubectl {
       result: T
       patch?: { metadata: Record<string, unknown>; spec: Record<string, unknown> }
     },
+    read?: KubeObject,
   ): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      const current = await this.get('node', node)
+    // a Node the caller read counts as no attempt of ours: it may be a few seconds old
+    for (let attempt = read ? 0 : 1; ; attempt++) {
+      const current = attempt === 0 ? read : await this.get('node', node)
       const { result, patch } = decide(current)
       if (!patch) return result
       const body = { ...patch, metadata: { ...patch.metadata, resourceVersion: current?.metadata.resourceVersion } }

@@ -339,11 +339,7 @@ export class Talosctl {
    */
   async extensions(node: ClusterNode): Promise<Array<{ name: string; version: string; extraInfo: string }>> {
     const result = await this.call(node, ['get', 'extensions', ...this.secureArgs(node), '-o', 'json'], '')
-    return parseJsonStream(result.stdout).map((doc) => {
-      const meta = (doc as { spec?: { metadata?: { name?: unknown; version?: unknown; extraInfo?: unknown } } }).spec?.metadata
-      const text = (v: unknown): string => (typeof v === 'string' ? v : '')
-      return { name: text(meta?.name), version: text(meta?.version), extraInfo: text(meta?.extraInfo) }
-    })
+    return parseJsonStream(result.stdout).map(extensionOf)
   }
 
   async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {
@@ -896,6 +892,13 @@ function neverSent(result: ToolResult): boolean {
  * `get` asks them one after the other; larger batches go out as several calls at once.
  */
 const BATCH_NODES = 50
+
+/** One ExtensionStatus document (`talosctl get extensions -o json`): the extension's name, version and extraInfo. */
+export function extensionOf(doc: unknown): { name: string; version: string; extraInfo: string } {
+  const meta = (doc as { spec?: { metadata?: { name?: unknown; version?: unknown; extraInfo?: unknown } } }).spec?.metadata
+  const text = (v: unknown): string => (typeof v === 'string' ? v : '')
+  return { name: text(meta?.name), version: text(meta?.version), extraInfo: text(meta?.extraInfo) }
+}
 
 function chunks(nodes: ClusterNode[]): ClusterNode[][] {
   const out: ClusterNode[][] = []

@@ -65,4 +65,20 @@ describe('cordonOwned / uncordonOwned', () => {
     await expect(stuck.kubectl.uncordonOwned('wrkr-1')).rejects.toThrow(/Conflict/)
     expect(stuck.patches).toHaveLength(5)
   })
+
+  it('uncordons on a Node the caller read (no read of its own); one changed since (Conflict) is read again', async () => {
+    const read = node('9', true, { [CORDONED_BY]: 'upgrade:talos' })
+    const fresh = setup([node('99', true, { [CORDONED_BY]: 'upgrade:talos' })], ['ok'])
+    expect(await fresh.kubectl.uncordonOwned('wrkr-1', read)).toBe(true)
+    expect(fresh.patches).toEqual([
+      { metadata: { annotations: { [CORDONED_BY]: null }, resourceVersion: '9' }, spec: { unschedulable: null } },
+    ])
+    const stale = setup([node('12', true, { [CORDONED_BY]: 'upgrade:talos' })], ['conflict', 'ok'])
+    expect(await stale.kubectl.uncordonOwned('wrkr-1', read)).toBe(true)
+    expect(stale.patches.map((p) => (p as { metadata: { resourceVersion: string } }).metadata.resourceVersion)).toEqual(['9', '12'])
+    // the caller's read says it is not ours: nothing patched, whatever the Node says now
+    const theirs = setup([node('13', true, { [CORDONED_BY]: 'upgrade:talos' })], [])
+    expect(await theirs.kubectl.uncordonOwned('wrkr-1', node('10', true))).toBe(false)
+    expect(theirs.patches).toEqual([])
+  })
 })

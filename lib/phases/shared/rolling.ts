@@ -11,7 +11,7 @@ import { kubeNodeName, type ClusterNode } from '../../core/model.js'
 import type { PhaseName } from '../../core/results.js'
 import type { StepReporter } from '../../engine/phase.js'
 import type { Run } from '../../engine/run.js'
-import { bootIdOf, condition, type Kubectl } from '../../tools/kubectl.js'
+import { bootIdOf, condition, type KubeObject, type Kubectl } from '../../tools/kubectl.js'
 import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
 import { blockedEvictions, describeBlocked } from './drain.js'
 import { runGateCommand } from './gate-command.js'
@@ -44,24 +44,25 @@ export async function waitFor<T>(
   }
 }
 
-/** Kubelet Running and healthy, and the Node Ready (with the boot ID given, when one is). */
-export async function kubeletAndNodeReady(run: Run, kubectl: Kubectl, node: ClusterNode, bootId?: string): Promise<PollAnswer<true>> {
-  const kubelet = await run.talosctl.serviceStatus(node, 'kubelet')
+/** Kubelet Running and healthy, and the Node Ready (with the boot ID given, when one is): the Node as read. */
+export async function kubeletAndNodeReady(run: Run, kubectl: Kubectl, node: ClusterNode, bootId?: string): Promise<PollAnswer<KubeObject>> {
+  // both read at once (one round trip, not two, between the node's return and its uncordon)
+  const [kubelet, kube] = await Promise.all([run.talosctl.serviceStatus(node, 'kubelet'), kubectl.get('node', kubeNodeName(node))])
   if (kubelet.state !== 'Running' || kubelet.health !== 'OK')
     return { done: false, state: `kubelet ${kubelet.state}, health ${kubelet.health}` }
-  const kube = await kubectl.get('node', kubeNodeName(node))
   if (!kube) return { done: false, state: `no Node ${kubeNodeName(node)}` }
   if (bootId !== undefined && bootIdOf(kube) !== bootId) return { done: false, state: 'the Node still shows the boot before the reboot' }
   const ready = condition(kube, 'Ready')
   if (ready?.status !== 'True') return { done: false, state: `Node not Ready${ready?.reason ? ` (${ready.reason})` : ''}` }
-  return { done: true, value: true }
+  return { done: true, value: kube }
 }
 
 /** The control plane's static pods Ready, each (in `versions`) at the config version given. */
 export async function staticPodsReady(kubectl: Kubectl, node: ClusterNode, versions: Map<string, string>): Promise<PollAnswer<true>> {
   const waiting: string[] = []
-  for (const component of CONTROL_PLANE_COMPONENTS) {
-    const pod = await kubectl.get('pod', `${component}-${kubeNodeName(node)}`, 'kube-system')
+  const pods = await Promise.all(CONTROL_PLANE_COMPONENTS.map((c) => kubectl.get('pod', `${c}-${kubeNodeName(node)}`, 'kube-system')))
+  for (const [i, component] of CONTROL_PLANE_COMPONENTS.entries()) {
+    const pod = pods[i]
     if (!pod) {
       waiting.push(`${component}: no mirror pod`)
       continue
@@ -192,7 +193,7 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
   }
   const { failure } = await action.verify(bootId)
   report.progress('waiting for the kubelet and the Node')
-  await waitFor(report, run, node, 'the kubelet healthy and the Node Ready after the reboot', 'node-not-ready', () =>
+  const ready = await waitFor(report, run, node, 'the kubelet healthy and the Node Ready after the reboot', 'node-not-ready', () =>
     kubeletAndNodeReady(run, kubectl, node, bootId),
   )
   if (node.role === 'controlplane') {
@@ -200,7 +201,8 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
     await waitFor(report, run, node, 'the static pods Ready', 'control-plane', () => staticPodsReady(kubectl, node, new Map()))
   }
   // only our own mark is taken off (uncordonOwned reads it): a node the operator cordoned stays so
-  const uncordoned = await report.retry(() => kubectl.uncordonOwned(kubeName))
+  // decided on the Node the wait read last (no read of its own: a Node changed since answers Conflict and is read again)
+  const uncordoned = await report.retry(() => kubectl.uncordonOwned(kubeName, ready))
   if (failure) throw failure
   notes.push(
     action.resumed

@@ -8,7 +8,8 @@ import type { ClusterVersions } from '../../core/results.js'
 import type { ClusterStep } from '../../engine/phase.js'
 import type { Run } from '../../engine/run.js'
 import { groupVersions, versionsLine, type NodeVersions } from '../../report/versions.js'
-import { kubeletVersionOf } from '../../tools/kubectl.js'
+import { kubeletVersionOf, type KubeObject } from '../../tools/kubectl.js'
+import type { NodeAnswer } from '../../tools/talosctl.js'
 
 /** The schematic among a node's ExtensionStatus documents: its ID, or null when it runs none. */
 function schematicIn(docs: unknown[]): string | null {
@@ -19,19 +20,38 @@ function schematicIn(docs: unknown[]): string | null {
   return null
 }
 
+/**
+ * What each of `nodes` runs, read once for all of them: `talosctl version` and `get extensions`
+ * batched through the first control plane, `kubectl get nodes`. A read that fails leaves its map
+ * empty (kube: undefined), and a node it could not tell is absent: its caller reads it alone, or
+ * leaves it unknown.
+ */
+export async function readNodesAtOnce(
+  run: Run,
+  nodes: ClusterNode[],
+): Promise<{
+  talos: Map<string, NodeAnswer<string>>
+  extensions: Map<string, NodeAnswer<unknown[]>>
+  kube: Map<string, KubeObject> | undefined
+}> {
+  const via: ClusterNode | undefined = controlPlanes(run.inventory)[0] ?? nodes[0]
+  if (!via) return { talos: new Map(), extensions: new Map(), kube: undefined }
+  const [talos, extensions, kube] = await Promise.all([
+    run.talosctl.versions(nodes, via).catch(() => new Map<string, never>()),
+    // the first node resolves the type: the endpoint itself first
+    run.talosctl.resources([via, ...nodes.filter((n) => n !== via)], via, 'extensions').catch(() => new Map<string, never>()),
+    run.kubectl.list('nodes').catch(() => undefined),
+  ])
+  return { talos, extensions, kube: kube ? new Map(kube.map((o) => [o.metadata.name, o])) : undefined }
+}
+
 /** Every node's versions, each read once for all nodes; what could not be read stays unknown. */
 export async function readClusterVersions(run: Run): Promise<ClusterVersions> {
   const all = run.inventory.nodes
-  const via: ClusterNode | undefined = controlPlanes(run.inventory)[0] ?? all[0]
-  if (!via) return groupVersions([])
-  const [talos, extensions, kube] = await Promise.all([
-    // a read that fails leaves its versions unknown: it never fails the command it ends
-    run.talosctl.versions(all, via).catch(() => new Map<string, never>()),
-    // the first node resolves the type: the endpoint itself first
-    run.talosctl.resources([via, ...all.filter((n) => n !== via)], via, 'extensions').catch(() => new Map<string, never>()),
-    run.kubectl.list('nodes').catch(() => undefined),
-  ])
-  const byName = new Map((kube ?? []).map((o) => [o.metadata.name, o]))
+  if (all.length === 0) return groupVersions([])
+  // a read that fails leaves its versions unknown: it never fails the command it ends
+  const { talos, extensions, kube } = await readNodesAtOnce(run, all)
+  const byName = kube ?? new Map<string, KubeObject>()
   return groupVersions(
     all.map((node): NodeVersions => {
       const ext = extensions.get(node.address)
