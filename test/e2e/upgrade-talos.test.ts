@@ -8,7 +8,8 @@ delete process.env.MODE
 
 import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect } from 'vitest'
+import { inTurn, SIDE_BY_SIDE } from '../support/in-turn.js'
 import { CLUSTER_CASE_TIMEOUT, E2eCluster, nodeIn, processesMentioning, waitFor } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
 import { at, talosctl } from '../sim/helpers.js'
@@ -29,7 +30,7 @@ const FAST = [
 ]
 const TARGET = 'v1.13.9'
 
-describe('task upgrade:talos', () => {
+describe('task upgrade:talos', SIDE_BY_SIDE, () => {
   let cluster: E2eCluster
   /** the version a node runs, as the real talosctl reads it */
   async function tag(name: string): Promise<string> {
@@ -97,7 +98,7 @@ describe('task upgrade:talos', () => {
     await cluster?.stop()
   })
 
-  it('a malformed TALOS_VERSION is exit 2 before any node is read; no target at all too', async () => {
+  inTurn('a malformed TALOS_VERSION is exit 2 before any node is read; no target at all too', async () => {
     const from = cluster.calls().length
     const r = await cluster.task('upgrade:talos', { TALOS_VERSION: '1.13' }, FAST)
     expect(r.code, r.stdout + r.stderr).toBe(2)
@@ -108,7 +109,7 @@ describe('task upgrade:talos', () => {
     expect(upgrades(from)).toEqual([])
   })
 
-  it(
+  inTurn(
     'refusals touch nothing (exit 1): the installer refuses the jump (its own text), a downgrade needs --allow-downgrade',
     async () => {
       const from = cluster.calls().length
@@ -135,7 +136,7 @@ describe('task upgrade:talos', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
     'DRY_RUN=true prints the plan (the target image per node) and changes nothing',
     async () => {
       const from = cluster.calls().length
@@ -150,7 +151,7 @@ describe('task upgrade:talos', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
     'fault upgrade-rollback: talosctl passes the node, the product names it rolled back (old version, new boot ID) and uncordons it',
     async () => {
       cluster.sim.addFault({ node: 'wrkr-1', kind: 'upgrade-rollback', times: 1 })
@@ -170,7 +171,7 @@ describe('task upgrade:talos', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
     'a gate command that fails stops the run: the first control plane upgraded, no further node started',
     async () => {
       const from = cluster.calls().length
@@ -197,7 +198,7 @@ describe('task upgrade:talos', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
     'fault image-missing on the worker: control planes one at a time (leader last, never two down), the worker named and left cordoned',
     async () => {
       cluster.sim.addFault({ node: 'wrkr-1', kind: 'image-missing' })
@@ -240,7 +241,7 @@ describe('task upgrade:talos', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
     'a rerun after the failure resumes: upgraded nodes are already at target, the worker upgraded and uncordoned',
     async () => {
       cluster.sim.clearFault('wrkr-1', 'image-missing')
@@ -258,7 +259,7 @@ describe('task upgrade:talos', () => {
     CASE_TIMEOUT,
   )
 
-  it(
+  inTurn(
     'kill -9 while a control plane upgrades (to v1.13.8 with --allow-downgrade): the journal keeps the sent mark, the rerun finishes every node and leaves none cordoned',
     async () => {
       const journal = (): { nodes: Record<string, { 'upgrade-talos'?: { sent?: string } }> } =>
@@ -303,6 +304,7 @@ const TALOSCTL_113 = resolve('.tools/talosctl-v1.13.9/talosctl')
 
 describe.skipIf(!existsSync(TALOSCTL_113))(
   'task upgrade:talos with talosctl v1.13.9 (LifecycleService: Talos runs no etcd check of its own)',
+  SIDE_BY_SIDE,
   () => {
     const R2 = '127.253.9'
     let single: E2eCluster
@@ -313,19 +315,16 @@ describe.skipIf(!existsSync(TALOSCTL_113))(
     beforeAll(async () => {
       // sim/kube: on the real control plane, the one control plane rebooted stayed `nodeReady: status not
       // available yet` for minutes on a machine at load 36 (not yet understood); no drain here needs the eviction API
-      process.env.SIM_KUBE = 'model'
-      try {
-        single = await E2eCluster.start(R2, {
-          cps: 1,
-          workers: 1,
-          image: 'disk',
-          speed: 60,
-          talosVersion: 'v1.13.8',
-          talosctl: TALOSCTL_113,
-        })
-      } finally {
-        process.env.SIM_KUBE = 'real'
-      }
+      // (the shape's kube, not SIM_KUBE: the describe above starts its cluster at the same time)
+      single = await E2eCluster.start(R2, {
+        cps: 1,
+        workers: 1,
+        image: 'disk',
+        speed: 60,
+        talosVersion: 'v1.13.8',
+        talosctl: TALOSCTL_113,
+        kube: 'model',
+      })
       const boot = await single.task('bootstrap:talos', {}, FAST)
       expect(boot.code, boot.stdout + boot.stderr).toBe(0)
     }, CLUSTER_CASE_TIMEOUT)
@@ -333,7 +332,7 @@ describe.skipIf(!existsSync(TALOSCTL_113))(
       await single?.stop()
     })
 
-    it(
+    inTurn(
       'one control plane: the quorum gate refuses its only member (nothing sent) unless --accept-downtime; then the upgrade path of v1.13',
       async () => {
         const from = single.calls().length
