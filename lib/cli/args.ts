@@ -230,6 +230,7 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     'talos-version': { type: 'string' },
     image: { type: 'string' },
     schematic: { type: 'string' },
+    'reboot-mode': { type: 'string' },
     to: { type: 'string' },
     endpoint: { type: 'string' },
   }
