@@ -30,6 +30,10 @@ export interface CommandArgs {
     force: boolean
     /** a single control plane may go down (its API with it) */
     acceptDowntime: boolean
+    /** STAGE: `talosctl upgrade --stage` (the install on the next boot: two reboots) */
+    stage: boolean
+    /** REBOOT_MODE: `talosctl upgrade --reboot-mode` (default or powercycle) */
+    rebootMode: 'default' | 'powercycle'
   }
   /** upgrade:k8s: the target (TO; checked by the phase) and the API endpoint talosctl upgrade-k8s is given */
   k8s: { to?: string; endpoint?: string }
@@ -50,10 +54,11 @@ const BOOLEAN_FLAGS = [
   'preserve',
   'force',
   'accept-downtime',
+  'stage',
 ] as const
 
 /** Names of the variables that set a boolean flag, for the fix text. */
-const BOOLEAN_ENV: Record<string, string> = { 'dry-run': 'DRY_RUN', 'fail-fast': 'FAIL_FAST', reset: 'RESET' }
+const BOOLEAN_ENV: Record<string, string> = { 'dry-run': 'DRY_RUN', 'fail-fast': 'FAIL_FAST', reset: 'RESET', stage: 'STAGE' }
 
 /** A yes/no value; anything else (DRY_RUN=ture) is bad input rather than a silent "no". */
 function yesNo(value: string, flag: string, where: string): boolean {
@@ -63,6 +68,15 @@ function yesNo(value: string, flag: string, where: string): boolean {
   const variable = BOOLEAN_ENV[flag]
   throw new InputError(`${where}: ${flag} must be true or false, got ${JSON.stringify(value)}`, {
     fix: variable ? `write ${variable}=true or ${variable}=false (or --${flag} / --${flag}=false)` : `write --${flag} or --${flag}=false`,
+  })
+}
+
+/** REBOOT_MODE (talosctl upgrade --reboot-mode): default or powercycle; anything else is bad input. */
+function rebootModeOf(value: string | undefined): 'default' | 'powercycle' {
+  const v = (value ?? 'default').trim().toLowerCase()
+  if (v === 'default' || v === 'powercycle') return v
+  throw new InputError(`REBOOT_MODE must be default or powercycle, got ${JSON.stringify(value)}`, {
+    fix: 'write REBOOT_MODE=powercycle (or leave it out for the default kexec reboot)',
   })
 }
 
@@ -120,6 +134,19 @@ const COMMAND_FLAGS: ReadonlyArray<{ flag: string; value?: string; variable?: st
   { flag: 'allow-downgrade', default: 'false', what: 'upgrade:talos: allow a target older than a node runs' },
   { flag: 'preserve', default: 'false', what: "upgrade:talos: talosctl upgrade --preserve (skips Talos's own etcd check)" },
   { flag: 'force', default: 'false', what: "upgrade:talos: talosctl upgrade --force (skips Talos's own etcd check)" },
+  {
+    flag: 'stage',
+    variable: 'STAGE',
+    default: 'false',
+    what: 'upgrade:talos: talosctl upgrade --stage (the install runs on the next boot: two reboots)',
+  },
+  {
+    flag: 'reboot-mode',
+    value: 'MODE',
+    variable: 'REBOOT_MODE',
+    default: 'default',
+    what: 'upgrade:talos: talosctl upgrade --reboot-mode (default or powercycle)',
+  },
   { flag: 'to', value: 'vX.Y.Z', variable: 'TO', default: 'none', what: 'upgrade:k8s: the Kubernetes version to upgrade to' },
   {
     flag: 'endpoint',
@@ -203,6 +230,7 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     'talos-version': { type: 'string' },
     image: { type: 'string' },
     schematic: { type: 'string' },
+    'reboot-mode': { type: 'string' },
     to: { type: 'string' },
     endpoint: { type: 'string' },
   }
@@ -264,6 +292,8 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
       preserve: bool('preserve'),
       force: bool('force'),
       acceptDowntime: bool('accept-downtime'),
+      stage: bool('stage'),
+      rebootMode: rebootModeOf(str('reboot-mode')),
     },
     k8s: {
       ...(str('to') !== undefined ? { to: str('to') } : {}),

@@ -73,7 +73,14 @@ function nodePlan(run: Run, node: ClusterNode): UpgradePlan | undefined {
 }
 
 const ask = (run: Run): NonNullable<Run['options']['upgrade']> =>
-  run.options.upgrade ?? { allowDowngrade: false, preserve: false, force: false, acceptDowntime: false }
+  run.options.upgrade ?? {
+    allowDowngrade: false,
+    preserve: false,
+    force: false,
+    acceptDowntime: false,
+    stage: false,
+    rebootMode: 'default',
+  }
 
 /** The target version: TALOS_VERSION, or the tag of IMAGE. */
 function targetVersion(run: Run): Version {
@@ -330,9 +337,33 @@ function endedIn(err: unknown): Day2Node['state'] {
   return 'failed'
 }
 
+/**
+ * `upgrade --stage` (v1alpha1_sequencer.go StageUpgrade, then Install on the next boot): the first
+ * new boot still runs the old version while the staged install runs, then it reboots again. A boot
+ * is the last one once the target version runs on it; a stage that never gets there is `down`, named.
+ */
+function stagedLastBoot(run: Run, node: ClusterNode, target: string) {
+  return {
+    pending: async (bootId: string): Promise<string | undefined> => {
+      const answer = (await run.talosctl.versions([node], node).catch(() => new Map())).get(node.address) as
+        { value?: string; error?: unknown } | undefined
+      const running = answer?.value
+      if (running === undefined) return `staged: boot ${bootId.slice(0, 8)} does not answer its version yet`
+      if (running === target) return undefined
+      return `staged: boot ${bootId.slice(0, 8)} still runs ${running} (the staged install reboots it into ${target})`
+    },
+    unfinished: (waitedS: number, lastState: string, bootsSeen: number): NodeError =>
+      new NodeError(
+        'timeout',
+        `down: the staged upgrade to ${target} did not complete within ${waitedS}s (${bootsSeen > 0 ? 'the node rebooted but does not run the new version' : 'the node did not come back'}): ${lastState}`,
+        `see what the node does (\`talosctl -n ${node.address} dmesg\`: the staged install runs on the boot after the first reboot; \`talosctl -n ${node.address} get machinestatus\`), then run again: ${taskCommand('upgrade:talos', { NODES: node.name })} (it finishes a node that got there); an install that keeps failing is sent without STAGE`,
+      ),
+  }
+}
+
 async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const plan = nodePlan(run, node) as UpgradePlan
-  const { preserve, force } = ask(run)
+  const { preserve, force, stage, rebootMode } = ask(run)
   const snapshot =
     node.role === 'controlplane' && ask(run).acceptDowntime && !plan.resume && controlPlanes(run.inventory).length === 1
       ? await snapshotBeforeDowntime(run, node, report)
@@ -345,18 +376,22 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
     const notes = await rollNode(node, run, report, {
       command: 'upgrade:talos',
       phase: 'upgrade-talos',
-      what: `talosctl upgrade --image ${plan.image}`,
+      what: `talosctl upgrade --image ${plan.image}${stage ? ' --stage' : ''}${rebootMode === 'powercycle' ? ' --reboot-mode powercycle' : ''}`,
       resumed: plan.resume,
       acceptDowntime: ask(run).acceptDowntime,
       rebootTimeoutMs: run.settings.upgradeTimeoutMs,
       downPrefix: 'down: ',
+      ...(stage ? { lastBoot: stagedLastBoot(run, node, target) } : {}),
       send: async () => {
         // only the busy refusals are retried (the etcd upgrade mutex, the lifecycle lock): any other
         // failure may have started the sequence, and the check after it says what runs
         const sent = await report.retry(
           () =>
-            run.talosctl.upgrade(node, plan.image, { timeoutMs: run.settings.upgradeTimeoutMs, preserve, force }, (line) =>
-              report.progress(line),
+            run.talosctl.upgrade(
+              node,
+              plan.image,
+              { timeoutMs: run.settings.upgradeTimeoutMs, preserve, force, stage, rebootMode },
+              (line) => report.progress(line),
             ),
           { retries: (e) => e.kind === 'busy' },
         )
@@ -414,7 +449,7 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
  * or another upgrade).
  */
 function rememberRerun(run: Run): void {
-  const { talosVersion, image, schematic, allowDowngrade, preserve, force, acceptDowntime } = ask(run)
+  const { talosVersion, image, schematic, allowDowngrade, preserve, force, acceptDowntime, stage, rebootMode } = ask(run)
   setRerunArgs(
     'upgrade:talos',
     {
@@ -424,6 +459,8 @@ function rememberRerun(run: Run): void {
       // the nodes this run was given (a node's own hint names that node instead)
       ...(run.nodes.length < run.inventory.nodes.length ? { NODES: run.nodes.map((n) => n.name).join(',') } : {}),
       ...(run.settings.gateCommand ? { GATE_COMMAND: run.settings.gateCommand } : {}),
+      ...(stage ? { STAGE: 'true' } : {}),
+      ...(rebootMode !== 'default' ? { REBOOT_MODE: rebootMode } : {}),
     },
     [
       ...(allowDowngrade ? ['--allow-downgrade'] : []),

@@ -627,7 +627,7 @@ export class Talosctl {
   async upgrade(
     node: ClusterNode,
     image: string,
-    opts: { timeoutMs: number; preserve?: boolean; force?: boolean },
+    opts: { timeoutMs: number; preserve?: boolean; force?: boolean; stage?: boolean; rebootMode?: 'default' | 'powercycle' },
     onLine: (line: string) => void,
   ): Promise<{ exitCode: number | null; timedOut: boolean; sequenceError?: string }> {
     const client = parseClientMinor(await this.cachedClientVersion())
@@ -642,6 +642,8 @@ export class Talosctl {
       ...(client !== undefined && client >= 13 ? ['--drain=false'] : []),
       ...(opts.preserve ? ['--preserve'] : []),
       ...(opts.force ? ['--force'] : []),
+      ...(opts.stage ? ['--stage'] : []),
+      ...(opts.rebootMode === 'powercycle' ? ['--reboot-mode', 'powercycle'] : []),
     ]
     let sequenceError: string | undefined
     const result = await this.runner.run({

@@ -99,6 +99,16 @@ export interface RollingAction {
   /** the message's start when the reboot is not seen in time (`down: `) */
   downPrefix?: string
   /**
+   * More than one reboot (`upgrade --stage`: the first boot still runs the old version while it
+   * installs, then reboots again): given a new boot ID, what keeps it from being the last boot (a
+   * state, the poll goes on) or undefined (the last one). When the last boot is not seen in time,
+   * `unfinished` names the failure.
+   */
+  lastBoot?: {
+    pending: (bootId: string) => Promise<string | undefined>
+    unfinished: (waitedS: number, lastState: string, bootsSeen: number) => NodeError
+  }
+  /**
    * After the reboot, running and ready: whether what runs is what was sent. A `failure` (a rollback)
    * lets the node finish (ready, uncordoned: it serves again) and is thrown then, before the gate command.
    */
@@ -155,6 +165,8 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
       throw err
     }
     report.progress('waiting for the reboot (boot ID)')
+    /** the boots seen that were not the last one (a staged upgrade's install boot) */
+    const firstBoots = new Set<string>()
     // down: no new boot ID within what is left of the action's time (talosctl upgrade's own wait may have used it all)
     const timeoutMs = Math.max(1_000, (action.rebootTimeoutMs ?? run.settings.readyTimeoutMs) - (performance.now() - sentAt))
     try {
@@ -162,10 +174,16 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
         const id = await bootIdNow(run, node)
         if (id === undefined) return { done: false, state: 'down' }
         if (id === from) return { done: false, state: 'not rebooted yet (same boot ID)' }
+        const pending = action.lastBoot ? await action.lastBoot.pending(id) : undefined
+        if (pending !== undefined) {
+          firstBoots.add(id)
+          return { done: false, state: pending }
+        }
         return { done: true, value: id }
       }, timeoutMs)
     } catch (err) {
       if (!(err instanceof PollTimeout)) throw err
+      if (action.lastBoot) throw action.lastBoot.unfinished(Math.round(err.waitedMs / 1000), err.lastState, firstBoots.size)
       throw new NodeError(
         'timeout',
         `${action.downPrefix ?? ''}the reboot (a new boot ID) not seen within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}`,

@@ -1,0 +1,78 @@
+// task upgrade:talos STAGE=true and REBOOT_MODE=powercycle end to end with the real talosctl v1.12.11
+// against one shared cluster (1 control plane, 2 workers): the flags sent (the simulator's calls
+// log), a staged upgrade followed through both of its reboots to the version it runs, and a bad
+// REBOOT_MODE refused as bad input. Range 127.237.20.0/24.
+import { describe, expect, it } from 'vitest'
+import { nodeIn, sharedCluster } from './harness.js'
+import { fastWith } from '../faults/helpers.js'
+import { at, talosctl } from '../sim/helpers.js'
+
+const R = '127.237.20'
+const SLOW_OK = fastWith('--ready-timeout', '60s', fastWith('--call-timeout', '20s'))
+const FLAGS = [...SLOW_OK, '--upgrade-timeout', '2m']
+const TARGET = 'v1.13.9'
+const CASE_TIMEOUT = 300_000
+
+describe('task upgrade:talos STAGE and REBOOT_MODE', () => {
+  const shared = sharedCluster(R, { cps: 1, workers: 2, image: 'disk', speed: 60, kube: 'model' }, SLOW_OK)
+  const upgradeArgs = (from: number, node: string): string[][] =>
+    shared()
+      .calls()
+      .slice(from)
+      .filter((c) => c.call === 'upgrade' && c.node === node)
+      .map((c) => c.args)
+
+  it('a REBOOT_MODE other than default or powercycle is exit 2 naming the variable; nothing is sent', async () => {
+    const from = shared().calls().length
+    const r = await shared().task('upgrade:talos', { TALOS_VERSION: TARGET, REBOOT_MODE: 'kexec' }, FLAGS)
+    expect(r.code, r.stdout + r.stderr).toBe(2)
+    expect(r.stderr).toContain('REBOOT_MODE must be default or powercycle, got "kexec"')
+    expect(
+      shared()
+        .calls()
+        .slice(from)
+        .filter((c) => c.call === 'upgrade'),
+    ).toEqual([])
+  })
+
+  it(
+    'STAGE=true sends --stage and follows both reboots to the target; REBOOT_MODE=powercycle sends --reboot-mode powercycle',
+    async () => {
+      const sim = shared().sim
+      const boots = new Set<string>([sim.node('wrkr-1')!.bootId])
+      const stop = sim.watch((v) => {
+        if (v.name === 'wrkr-1') boots.add(v.bootId)
+      })
+      const from = shared().calls().length
+      let staged
+      try {
+        staged = await shared().task('upgrade:talos', { TALOS_VERSION: TARGET, NODES: 'wrkr-1', STAGE: 'true' }, FLAGS)
+      } finally {
+        stop()
+      }
+      expect(staged.code, staged.stdout + staged.stderr).toBe(0)
+      const sent = upgradeArgs(from, 'wrkr-1')
+      expect(sent).toHaveLength(1)
+      expect(sent[0]).toContain('--stage')
+      expect(sent[0]).not.toContain('--reboot-mode')
+      // the boot before, the install boot (old version), the boot into the target: two reboots
+      expect(boots.size).toBeGreaterThanOrEqual(3)
+      const w1 = nodeIn(shared().report(), 'upgrade-talos', 'wrkr-1')
+      expect(w1.status).toBe('ok')
+      expect(w1.detail).toContain(`upgraded v1.12.11 -> ${TARGET}`)
+      // the version running at the end, as the real talosctl reads it
+      const v = await talosctl(sim, ['version', '--short', ...at(sim.node('wrkr-1')!.ip)])
+      expect(/Server:\s+NODE:\s+\S+\s+Tag:\s+(\S+)/.exec(v.stdout)?.[1]).toBe(TARGET)
+
+      const from2 = shared().calls().length
+      const power = await shared().task('upgrade:talos', { TALOS_VERSION: TARGET, NODES: 'wrkr-2', REBOOT_MODE: 'powercycle' }, FLAGS)
+      expect(power.code, power.stdout + power.stderr).toBe(0)
+      const sent2 = upgradeArgs(from2, 'wrkr-2')
+      expect(sent2).toHaveLength(1)
+      expect(sent2[0]).toEqual(expect.arrayContaining(['--reboot-mode', 'powercycle']))
+      expect(sent2[0]).not.toContain('--stage')
+      expect(nodeIn(shared().report(), 'upgrade-talos', 'wrkr-2').detail).toContain(`upgraded v1.12.11 -> ${TARGET}`)
+    },
+    CASE_TIMEOUT,
+  )
+})
