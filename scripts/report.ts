@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --import tsx
+#!/usr/bin/env -S node --import tsx/esm
 // task bootstrap:report: the last run (or RUN=<file>) as a per-node timeline, and an SVG beside the report
 import { reportCommand } from '../lib/commands/report-command.js'
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --import tsx
+#!/usr/bin/env -S node --import tsx/esm
 // task bootstrap:status: one table of every node (stage, ready, etcd, kubelet, Kubernetes Ready, last run)
 import { statusCommand } from '../lib/commands/status-command.js'
 

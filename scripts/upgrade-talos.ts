@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --import tsx
+#!/usr/bin/env -S node --import tsx/esm
 // task upgrade:talos
 import { runCommand } from '../lib/commands/run-command.js'
 

@@ -177,7 +177,7 @@ describe('task bootstrap:status', () => {
       'node',
       [
         '--import',
-        'tsx',
+        'tsx/esm',
         'scripts/status.ts',
         '--cluster-dir',
         cluster.clusterDir,

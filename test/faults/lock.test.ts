@@ -23,7 +23,7 @@ function holder(at: number, holdMs: number): Promise<string> {
   return new Promise((done) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', HOLDER, dir, String(at), String(holdMs)],
+      ['--import', 'tsx/esm', HOLDER, dir, String(at), String(holdMs)],
       { cwd: resolve(import.meta.dirname, '../..') },
       (_e, out) => done(out.trim()),
     )

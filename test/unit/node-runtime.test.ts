@@ -57,10 +57,10 @@ describe('Taskfile: every task that starts node', () => {
     return `${r.stdout}${r.stderr}`
   }
   const tasks: [string[], string][] = [
-    [['bootstrap:preflight'], '--import tsx scripts/preflight.ts'],
-    [['bootstrap:talos'], '--import tsx scripts/talos.ts'],
-    [['bootstrap:node', 'NODE=n-1'], '--import tsx scripts/node.ts'],
-    [['bootstrap:report'], '--import tsx scripts/report.ts'],
+    [['bootstrap:preflight'], '--import tsx/esm scripts/preflight.ts'],
+    [['bootstrap:talos'], '--import tsx/esm scripts/talos.ts'],
+    [['bootstrap:node', 'NODE=n-1'], '--import tsx/esm scripts/node.ts'],
+    [['bootstrap:report'], '--import tsx/esm scripts/report.ts'],
     [['sim:up'], 'sim/cli.js up'],
     [['sim:down'], 'sim/cli.js down'],
     [['sim:calls'], 'sim/cli.js calls'],
