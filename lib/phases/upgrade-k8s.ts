@@ -20,6 +20,7 @@ import {
   kubernetesPath,
   kubernetesSupported,
   parseVersion,
+  tagOf,
   TALOS_COMPATIBILITY,
   versionText,
   type Version,
@@ -80,13 +81,6 @@ function targetTag(run: Run): string {
   const to = parseVersion(run.options.k8s?.to ?? '')
   if (!to) throw new Error('unchecked TO') // check() refused it before any step
   return `v${versionText(to)}`
-}
-
-/** The tag of an image reference (`registry.k8s.io/kube-apiserver:v1.35.0@sha256:…` -> `v1.35.0`). */
-export function tagOf(image: string | undefined): string | undefined {
-  const ref = (image ?? '').split('@')[0] ?? ''
-  const at = ref.lastIndexOf(':')
-  return at > ref.lastIndexOf('/') && at >= 0 ? ref.slice(at + 1) : undefined
 }
 
 /** The rerun as printed in a hint: the same TO, in a fresh shell. */
