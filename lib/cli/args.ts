@@ -35,6 +35,8 @@ export interface CommandArgs {
     /** REBOOT_MODE: `talosctl upgrade --reboot-mode` (default or powercycle) */
     rebootMode: 'default' | 'powercycle'
   }
+  /** cluster:apply: configs carrying an older Kubernetes than a node runs are applied, not refused */
+  allowK8sDowngrade: boolean
   /** upgrade:k8s: the target (TO; checked by the phase) and the API endpoint talosctl upgrade-k8s is given */
   k8s: { to?: string; endpoint?: string }
   /** settings flags that were given (name without --) */
@@ -51,6 +53,7 @@ const BOOLEAN_FLAGS = [
   'watch',
   'help',
   'allow-downgrade',
+  'allow-k8s-downgrade',
   'preserve',
   'force',
   'accept-downtime',
@@ -132,6 +135,11 @@ const COMMAND_FLAGS: ReadonlyArray<{ flag: string; value?: string; variable?: st
     what: 'upgrade:talos: the Image Factory schematic of the installer',
   },
   { flag: 'allow-downgrade', default: 'false', what: 'upgrade:talos: allow a target older than a node runs' },
+  {
+    flag: 'allow-k8s-downgrade',
+    default: 'false',
+    what: 'cluster:apply: apply configs that carry an older Kubernetes than a node runs',
+  },
   { flag: 'preserve', default: 'false', what: "upgrade:talos: talosctl upgrade --preserve (skips Talos's own etcd check)" },
   { flag: 'force', default: 'false', what: "upgrade:talos: talosctl upgrade --force (skips Talos's own etcd check)" },
   {
@@ -284,6 +292,7 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     node: str('node') ?? (env.NODE || undefined),
     run: str('run'),
     mode: str('mode') ?? (env.MODE || undefined),
+    allowK8sDowngrade: bool('allow-k8s-downgrade'),
     upgrade: {
       ...(str('talos-version') !== undefined ? { talosVersion: str('talos-version') } : {}),
       ...(str('image') !== undefined ? { image: str('image') } : {}),

@@ -184,6 +184,7 @@ async function execute(
       yes: args.yes,
       ...(planOnly ? { planOnly: true } : {}),
       ...(args.mode !== undefined ? { mode: args.mode } : {}),
+      ...(args.allowK8sDowngrade ? { allowK8sDowngrade: true } : {}),
       upgrade: args.upgrade,
       k8s: args.k8s,
     },

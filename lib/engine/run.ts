@@ -33,6 +33,8 @@ export interface RunOptions {
   planOnly?: boolean
   /** cluster:apply: MODE as given (the phase checks it) */
   mode?: string
+  /** cluster:apply: configs carrying an older Kubernetes than a node runs are applied (--allow-k8s-downgrade) */
+  allowK8sDowngrade?: boolean
   /** upgrade:talos: the target and what the operator allows (the phase checks it) */
   upgrade?: CommandArgs['upgrade']
   /** upgrade:k8s: TO and --endpoint (the phase checks them) */

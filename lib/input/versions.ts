@@ -173,6 +173,13 @@ export function kubernetesPath(from: Version, to: Version, talosctl: Version): R
 /** The Image Factory installer kinds whose path carries a schematic ID (factory.talos.dev/<kind>/<id>:<tag>). */
 const FACTORY_INSTALLER = /^(?<registry>[^/]+)\/(?<kind>[a-z-]*installer[a-z-]*)\/(?<schematic>[0-9a-f]{64})$/
 
+/** The tag of an image reference (`registry.k8s.io/kube-apiserver:v1.35.0@sha256:…` -> `v1.35.0`). */
+export function tagOf(image: string | undefined): string | undefined {
+  const ref = (image ?? '').split('@')[0] ?? ''
+  const at = ref.lastIndexOf(':')
+  return at > ref.lastIndexOf('/') && at >= 0 ? ref.slice(at + 1) : undefined
+}
+
 /** The schematic ID in an Image Factory installer reference (`factory.talos.dev/installer/<64 hex>:v1.12.11`). */
 export function schematicOfImage(image: string | undefined): string | undefined {
   return /\/([0-9a-f]{64})(?=[:@]|$)/.exec(image ?? '')?.[1]

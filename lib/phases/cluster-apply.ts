@@ -19,6 +19,7 @@ import { APPLY_MODES, type ApplyMode } from '../tools/talosctl.js'
 import { kubectlFor, kubeletAndNodeReady, rollNode as roll, staticPodsReady, waitFor } from './shared/rolling.js'
 import { versionsStep } from './shared/versions.js'
 import { acts, perRun } from './shared/per-run.js'
+import { compareCore, parseVersion, tagOf } from '../input/versions.js'
 
 /**
  * What the plan found on a node:
@@ -71,6 +72,34 @@ function desiredConfig(file: string): unknown {
   return undefined
 }
 
+/** The Kubernetes images a v1alpha1 config names: the kubelet, and on a control plane its components. */
+const KUBERNETES_IMAGES: Array<[string, (c: ConfigImages) => string | undefined]> = [
+  ['machine.kubelet.image', (c) => c.machine?.kubelet?.image],
+  ['cluster.apiServer.image', (c) => c.cluster?.apiServer?.image],
+  ['cluster.controllerManager.image', (c) => c.cluster?.controllerManager?.image],
+  ['cluster.scheduler.image', (c) => c.cluster?.scheduler?.image],
+  ['cluster.proxy.image', (c) => c.cluster?.proxy?.image],
+]
+interface ConfigImages {
+  machine?: { kubelet?: { image?: string } }
+  cluster?: Record<'apiServer' | 'controllerManager' | 'scheduler' | 'proxy', { image?: string } | undefined>
+}
+
+/**
+ * Each Kubernetes image whose tag the desired config lowers against the active one: the configs were
+ * not generated again after upgrade:k8s, and applying them would take Kubernetes back.
+ */
+export function kubernetesDowngrades(active: unknown, desired: unknown): Array<{ field: string; from: string; to: string }> {
+  const out: Array<{ field: string; from: string; to: string }> = []
+  for (const [field, image] of KUBERNETES_IMAGES) {
+    const from = tagOf(image((active ?? {}) as ConfigImages))
+    const to = tagOf(image((desired ?? {}) as ConfigImages))
+    const [f, t] = [parseVersion(from ?? ''), parseVersion(to ?? '')]
+    if (from && to && f && t && compareCore(t, f) < 0) out.push({ field, from, to })
+  }
+  return out
+}
+
 /** Values of lines that carry key material, masked on top of the run's redactor (certificates, keys, tokens, secrets). */
 export function redactDiff(diff: string, redact: (text: string) => string): string {
   return redact(diff)
@@ -112,6 +141,15 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
   const dry = await report.retry(() => run.talosctl.applyDryRun(node, node.configFile))
   if (dry.class === 'invalid')
     throw new NodeError('config-invalid', `the node refuses ${node.configFile}: ${dry.text}`, hintFor('config-invalid', node))
+  const lowered = kubernetesDowngrades(configs.active, desired)
+  if (lowered.length > 0 && !run.options.allowK8sDowngrade) {
+    const kubelet = lowered.find((l) => l.field === 'machine.kubelet.image') ?? lowered[0]
+    throw new NodeError(
+      'version-skew',
+      `${node.configFile} carries Kubernetes ${kubelet?.to} (${lowered.map((l) => `${l.field} ${l.to}`).join(', ')}), the node runs ${kubelet?.from}: applying it would downgrade Kubernetes, so nothing was applied`,
+      `the configs were not generated again after upgrade:k8s: set kubernetesVersion: ${kubelet?.from} in talconfig.yaml (or topf.yaml), generate the configs again (to go back on purpose instead, add -- --allow-k8s-downgrade), then run: ${taskCommand('cluster:apply', { NODES: node.name })}`,
+    )
+  }
   const pending = configs.persistent !== undefined && !isDeepStrictEqual(configs.persistent, configs.active)
   let cls: PlanClass = dry.class
   let note: string | undefined

@@ -20,6 +20,7 @@ import {
   kubernetesPath,
   kubernetesSupported,
   parseVersion,
+  tagOf,
   TALOS_COMPATIBILITY,
   versionText,
   type Version,
@@ -52,6 +53,8 @@ interface NodeRead {
   /** the Node's kubeletVersion */
   kubelet?: string
   nodeReady: boolean
+  /** the kubelet service's state when it is not running and healthy (`Waiting: Error running …`) */
+  kubeletDown?: string
   /** the KubeletSpec's image tag */
   kubeletSpec?: string
   components: Map<string, ComponentRead>
@@ -78,13 +81,6 @@ function targetTag(run: Run): string {
   const to = parseVersion(run.options.k8s?.to ?? '')
   if (!to) throw new Error('unchecked TO') // check() refused it before any step
   return `v${versionText(to)}`
-}
-
-/** The tag of an image reference (`registry.k8s.io/kube-apiserver:v1.35.0@sha256:…` -> `v1.35.0`). */
-export function tagOf(image: string | undefined): string | undefined {
-  const ref = (image ?? '').split('@')[0] ?? ''
-  const at = ref.lastIndexOf(':')
-  return at > ref.lastIndexOf('/') && at >= 0 ? ref.slice(at + 1) : undefined
 }
 
 /** The rerun as printed in a hint: the same TO, in a fresh shell. */
@@ -117,6 +113,12 @@ async function readNode(run: Run, node: ClusterNode, report: StepReporter): Prom
   const kube = await report.retry(() => run.kubectl.get('node', kubeNodeName(node)))
   const kubelet = (kube?.status as { nodeInfo?: { kubeletVersion?: string } } | undefined)?.nodeInfo?.kubeletVersion
   const specs = (await report.retry(() => run.talosctl.kubernetesImages(node))) ?? new Map<string, { image: string; version: string }>()
+  // upgrade-k8s's kubelet step starts from the kubelet's Service resource, absent while it is not running
+  const service = await report.retry(() => run.talosctl.serviceStatus(node, 'kubelet'))
+  const kubeletDown =
+    service.state === 'Running' && service.health !== 'Fail'
+      ? undefined
+      : `${service.state}${service.health === 'Fail' ? ', unhealthy' : ''}${service.lastEvent ? `: ${service.lastEvent}` : ''}`
   const components = new Map<string, ComponentRead>()
   let pending = false
   if (node.role === 'controlplane') {
@@ -144,6 +146,7 @@ async function readNode(run: Run, node: ClusterNode, report: StepReporter): Prom
     talos,
     ...(kubelet ? { kubelet } : {}),
     nodeReady: kube !== undefined && condition(kube, 'Ready')?.status === 'True',
+    ...(kubeletDown ? { kubeletDown } : {}),
     ...(kubeletSpec ? { kubeletSpec } : {}),
     components,
     pending,
@@ -260,6 +263,16 @@ async function decide(run: Run, report: StepReporter): Promise<string> {
   const fixes = new Set<string>()
   for (const node of run.inventory.nodes)
     if (!plan.byNode.has(node.name)) unfit.push(`${node.name}: its versions could not be read (see its failure above)`)
+  // a kubelet not running: upgrade-k8s would patch the control planes, then fail at that node's kubelet
+  // (pkg/cluster/kubernetes/kubelet.go: "unexpected event type: Destroyed"), a cluster left half done
+  for (const node of run.inventory.nodes) {
+    const down = plan.byNode.get(node.name)?.kubeletDown
+    if (!down) continue
+    unfit.push(`${node.name}: its kubelet is not running and healthy (${down})`)
+    fixes.add(
+      `bring the kubelet on ${node.name} back (\`${talosctlCommand(node, 'service kubelet')}\`, \`${talosctlCommand(node, 'logs kubelet')}\`)`,
+    )
+  }
   // a stale pod: the mirror pod runs another image than its config names (a change not settled yet)
   for (const node of controlPlanes(run.inventory)) {
     const read = plan.byNode.get(node.name)

@@ -340,17 +340,22 @@ function endedIn(err: unknown): Day2Node['state'] {
 /**
  * `upgrade --stage` (v1alpha1_sequencer.go StageUpgrade, then Install on the next boot): the first
  * new boot still runs the old version while the staged install runs, then it reboots again. A boot
- * is the last one once the target version runs on it; a stage that never gets there is `down`, named.
+ * is the last one once the target version runs on it, or once it is running on another version: the
+ * staged install runs before the boot gets there, so that boot is past it (a failed install, or a
+ * new image the bootloader went back from), which the check after it names. A stage that never gets
+ * there is `down`, named.
  */
 function stagedLastBoot(run: Run, node: ClusterNode, target: string) {
   return {
     pending: async (bootId: string): Promise<string | undefined> => {
-      const answer = (await run.talosctl.versions([node], node).catch(() => new Map())).get(node.address) as
-        { value?: string; error?: unknown } | undefined
-      const running = answer?.value
+      const [answers, status] = await Promise.all([
+        run.talosctl.versions([node], node).catch(() => new Map()),
+        run.talosctl.machineStatus(node).catch(() => undefined),
+      ])
+      const running = (answers.get(node.address) as { value?: string; error?: unknown } | undefined)?.value
       if (running === undefined) return `staged: boot ${bootId.slice(0, 8)} does not answer its version yet`
-      if (running === target) return undefined
-      return `staged: boot ${bootId.slice(0, 8)} still runs ${running} (the staged install reboots it into ${target})`
+      if (running === target || status?.stage === 'running') return undefined
+      return `staged: boot ${bootId.slice(0, 8)} still runs ${running}${status ? `, ${status.stage}` : ''} (the staged install reboots it into ${target})`
     },
     unfinished: (waitedS: number, lastState: string, bootsSeen: number): NodeError =>
       new NodeError(
@@ -404,7 +409,7 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
           return {
             failure: new NodeError(
               'rolled-back',
-              `rolled back: the node rebooted (a new boot ID) but runs ${running}, not ${target}: ${sequenceError ?? 'the new image did not boot (the bootloader went back)'}`,
+              `rolled back: the node rebooted (a new boot ID) but runs ${running}, not ${target}: ${sequenceError ?? (stage ? 'the staged install did not complete (it failed, or the bootloader went back from the new image)' : 'the new image did not boot (the bootloader went back)')}`,
               hintFor('rolled-back', node),
             ),
           }

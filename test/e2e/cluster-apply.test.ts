@@ -10,7 +10,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse, stringify } from 'yaml'
-import { CLUSTER_CASE_TIMEOUT, E2eCluster, nodeIn } from './harness.js'
+import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, nodeIn, runInFreshShell } from './harness.js'
+import { tagOf as tagOfImage } from '../../lib/input/versions.js'
 import { fastWith } from '../faults/helpers.js'
 import { at, jsonDocs, talosctl } from '../sim/helpers.js'
 
@@ -91,6 +92,48 @@ describe('task cluster:apply', () => {
       expect(dry.map(addressIn).sort()).toEqual(Object.values(IP).sort())
       for (const line of dry) expect(line).toContain('--dry-run --mode try')
       expect(real).toEqual([])
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    'configs that lower Kubernetes (not generated again after upgrade:k8s): refused naming the versions, nothing applied; --allow-k8s-downgrade plans it; the printed hint, once they are generated again',
+    async () => {
+      const original = readFileSync(configFile('cp-2'), 'utf8')
+      const images = (c: Cfg) => [
+        (c.machine as { kubelet: { image: string } }).kubelet,
+        (c.cluster as { apiServer: { image: string } }).apiServer,
+      ]
+      const running = tagOfImage(images(parse(original.split(/^---$/m).find((d) => /^machine:/m.test(d))!) as Cfg)[0]!.image) ?? ''
+      expect(running).toMatch(/^v\d+\.\d+\.\d+$/)
+      const [major, minor, patch] = running.slice(1).split('.').map(Number)
+      const lower = patch! > 0 ? `v${major}.${minor}.${patch! - 1}` : `v${major}.${minor! - 1}.0`
+      edit('cp-2', (c) => {
+        for (const image of images(c)) image.image = image.image.replace(/:v[\d.]+$/, `:${lower}`)
+      })
+      const from = commandLines().length
+      const r = await cluster.task('cluster:apply', {}, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const cp2 = nodeIn(cluster.report(), 'cluster-apply', 'cp-2')
+      expect(cp2.error?.kind).toBe('version-skew')
+      expect(cp2.error?.message).toBe(
+        `${configFile('cp-2')} carries Kubernetes ${lower} (machine.kubelet.image ${lower}, cluster.apiServer.image ${lower}), the node runs ${running}: applying it would downgrade Kubernetes, so nothing was applied`,
+      )
+      for (const name of ['cp-1', 'cp-3', 'wrkr-1', 'wrkr-2']) expect(detail(name)).toBe('no change')
+      expect(applies(from).real).toEqual([])
+
+      const allowed = await cluster.task('cluster:apply', { NODES: 'cp-2', DRY_RUN: 'true' }, [...FAST, '--allow-k8s-downgrade'])
+      expect(allowed.code, allowed.stdout + allowed.stderr).toBe(0)
+      expect(allowed.stdout).toMatch(/cp-2 \(127\.248\.1\.12\): (?:live|reboot) -> /)
+      expect(allowed.stdout).toContain(`:${lower}`)
+
+      const { command } = hintOf(r.stderr, 'cp-2')
+      expect(command).toMatch(/ cluster:apply CLUSTER_DIR=\S+ NODES=cp-2$/)
+      writeFileSync(configFile('cp-2'), original)
+      const again = await runInFreshShell(cluster, command)
+      expect(again.code, again.stdout + again.stderr).toBe(0)
+      expect(detail('cp-2')).toBe('no change')
+      expect(applies(from).real).toEqual([])
     },
     CASE_TIMEOUT,
   )

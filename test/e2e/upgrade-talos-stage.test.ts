@@ -3,7 +3,7 @@
 // log), a staged upgrade followed through both of its reboots to the version it runs, and a bad
 // REBOOT_MODE refused as bad input. Range 127.237.20.0/24.
 import { describe, expect, it } from 'vitest'
-import { nodeIn, sharedCluster } from './harness.js'
+import { hintOf, nodeIn, runInFreshShell, sharedCluster } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
 import { at, talosctl } from '../sim/helpers.js'
 
@@ -72,6 +72,36 @@ describe('task upgrade:talos STAGE and REBOOT_MODE', () => {
       expect(sent2[0]).toEqual(expect.arrayContaining(['--reboot-mode', 'powercycle']))
       expect(sent2[0]).not.toContain('--stage')
       expect(nodeIn(shared().report(), 'upgrade-talos', 'wrkr-2').detail).toContain(`upgraded v1.12.11 -> ${TARGET}`)
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    'a staged install whose new image does not boot: named rolled back on the boot that runs the old version, not a timeout; the printed hint stages it again',
+    async () => {
+      const sim = shared().sim
+      // after the case above wrkr-1 runs v1.13.9: staged back to v1.13.8, whose boot fails once
+      sim.addFault({ node: 'wrkr-1', kind: 'upgrade-rollback', times: 1 })
+      const down = { TALOS_VERSION: 'v1.13.8', NODES: 'wrkr-1', STAGE: 'true' }
+      const r = await shared().task('upgrade:talos', down, [...FLAGS, '--allow-downgrade'])
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const w1 = nodeIn(shared().report(), 'upgrade-talos', 'wrkr-1')
+      expect(w1.error?.kind, JSON.stringify(w1)).toBe('rolled-back')
+      expect(w1.error?.message).toBe(
+        `rolled back: the node rebooted (a new boot ID) but runs ${TARGET}, not v1.13.8: the staged install did not complete (it failed, or the bootloader went back from the new image)`,
+      )
+      expect(w1.day2?.state).toBe('rolled back')
+      const node = await shared().kubectl(['get', 'node', 'wrkr-1', '-o', 'jsonpath={.spec.unschedulable}'])
+      expect(node.stdout).toBe('')
+
+      // the hint, run as printed in a fresh shell, stages the same upgrade again (the fault is spent)
+      const { command } = hintOf(r.stderr, 'wrkr-1')
+      expect(command).toContain('STAGE=true')
+      expect(command).toContain('--allow-downgrade')
+      const again = await runInFreshShell(shared(), command)
+      expect(again.code, again.stdout + again.stderr).toBe(0)
+      const v = await talosctl(sim, ['version', '--short', ...at(sim.node('wrkr-1')!.ip)])
+      expect(/Server:\s+NODE:\s+\S+\s+Tag:\s+(\S+)/.exec(v.stdout)?.[1]).toBe('v1.13.8')
     },
     CASE_TIMEOUT,
   )

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { NodeError } from '../../lib/core/errors.js'
 import { loadInventory } from '../../lib/input/inventory.js'
-import { redactDiff } from '../../lib/phases/cluster-apply.js'
+import { kubernetesDowngrades, redactDiff } from '../../lib/phases/cluster-apply.js'
 import type { ToolCall, ToolResult, ToolRunner } from '../../lib/tools/exec.js'
 import { classifyDryRun, Talosctl } from '../../lib/tools/talosctl.js'
 import { clusterDir } from './fixtures.js'
@@ -116,5 +116,25 @@ describe('redactDiff', () => {
     expect(out).toContain('     aescbcEncryptionSecret: ***')
     expect(out).toContain('+        FOO: bar')
     expect(out.split('\n').slice(0, 3)).toEqual(['--- a', '+++ b', '@@ -1,6 +1,6 @@'])
+  })
+})
+
+describe('kubernetesDowngrades', () => {
+  const config = (kubelet?: string, apiServer?: string) => ({
+    machine: kubelet ? { kubelet: { image: `ghcr.io/siderolabs/kubelet:${kubelet}` } } : {},
+    cluster: apiServer ? { apiServer: { image: `registry.k8s.io/kube-apiserver:${apiServer}@sha256:abc` } } : {},
+  })
+
+  it('names each image whose tag the desired config lowers, by patch or by minor', () => {
+    expect(kubernetesDowngrades(config('v1.35.1', 'v1.35.1'), config('v1.35.0', 'v1.34.9'))).toEqual([
+      { field: 'machine.kubelet.image', from: 'v1.35.1', to: 'v1.35.0' },
+      { field: 'cluster.apiServer.image', from: 'v1.35.1', to: 'v1.34.9' },
+    ])
+  })
+
+  it('an upgrade, the same tag, or an image only one side names is not a downgrade', () => {
+    expect(kubernetesDowngrades(config('v1.35.0', 'v1.35.0'), config('v1.36.0', 'v1.35.0'))).toEqual([])
+    expect(kubernetesDowngrades(config('v1.35.0'), config(undefined, 'v1.30.0'))).toEqual([])
+    expect(kubernetesDowngrades(undefined, config('v1.30.0'))).toEqual([])
   })
 })

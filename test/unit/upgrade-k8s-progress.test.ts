@@ -2,7 +2,8 @@
 // prints them against the simulator: test/sim/upgrade-k8s-api.test.ts) turned into per-node progress,
 // and its manifest diffs (the bootstrap token's secret among them) never shown.
 import { describe, expect, it } from 'vitest'
-import { K8sProgress, tagOf } from '../../lib/phases/upgrade-k8s.js'
+import { K8sProgress } from '../../lib/phases/upgrade-k8s.js'
+import { tagOf } from '../../lib/input/versions.js'
 
 const NAMES: Record<string, string> = { '10.0.0.11': 'cp-1', '10.0.0.12': 'cp-2', '10.0.0.21': 'wrkr-1' }
 const progress = (): K8sProgress => new K8sProgress((ip) => NAMES[ip] ?? ip)
