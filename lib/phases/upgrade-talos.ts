@@ -354,6 +354,7 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
       resumed: plan.resume,
       acceptDowntime: ask(run).acceptDowntime,
       rebootTimeoutMs: run.settings.upgradeTimeoutMs,
+      sendWaits: true,
       downPrefix: 'down: ',
       send: async () => {
         // only the busy refusals are retried (the etcd upgrade mutex, the lifecycle lock): any other
