@@ -385,6 +385,7 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
       resumed: plan.resume,
       acceptDowntime: ask(run).acceptDowntime,
       rebootTimeoutMs: run.settings.upgradeTimeoutMs,
+      sendWaits: true,
       downPrefix: 'down: ',
       ...(stage ? { lastBoot: stagedLastBoot(run, node, target) } : {}),
       send: async () => {

@@ -246,9 +246,21 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
     async () => {
       cluster.sim.clearFault('wrkr-1', 'image-missing')
       const from = cluster.calls().length
+      const log = join(cluster.clusterDir, '.bootstrap', 'commands.log')
+      const logFrom = readFileSync(log, 'utf8').length
       const r = await cluster.task('upgrade:talos', { TALOS_VERSION: TARGET }, FAST)
       expect(r.code, r.stdout + r.stderr).toBe(0)
       expect(upgrades(from), r.stdout + r.stderr).toEqual(['wrkr-1'])
+      // the plan read every node's version and extensions in one call each: none for a control plane alone
+      const alone = readFileSync(log, 'utf8')
+        .slice(logFrom)
+        .split('\n')
+        .flatMap((l) => {
+          const m = /talosctl (version|get extensions) .* -n (\S+)/.exec(l)
+          return m ? [`${m[1]} ${m[2]}`] : []
+        })
+      expect(alone.filter((c) => CPS.some((cp) => c.endsWith(` ${IP[cp]}`)))).toEqual([])
+      expect(alone).toContain(`version ${Object.values(IP).join(',')}`)
       for (const cp of CPS) expect(result(cp).detail).toBe(`already at target (${TARGET})`)
       expect(result('wrkr-1').detail).toBe('upgraded v1.12.11 -> v1.13.9; rebooted, uncordoned')
       for (const name of Object.keys(IP)) expect(await tag(name)).toBe(TARGET)

@@ -94,6 +94,11 @@ export interface RollingAction {
   what: string
   /** sends it; a refusal (nothing changed on the node) is thrown */
   send: () => Promise<void>
+  /**
+   * the send returns once the node is back (`talosctl upgrade --wait`): the first read after it takes
+   * the boot ID and the machine status side by side, not one after the other
+   */
+  sendWaits?: boolean
   /** how long the reboot may take from the send to running and ready (default readyTimeout) */
   rebootTimeoutMs?: number
   /** the message's start when the reboot is not seen in time (`down: `) */
@@ -169,9 +174,17 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
     const firstBoots = new Set<string>()
     // down: no new boot ID within what is left of the action's time (talosctl upgrade's own wait may have used it all)
     const timeoutMs = Math.max(1_000, (action.rebootTimeoutMs ?? run.settings.readyTimeoutMs) - (performance.now() - sentAt))
+    /** a send that waited for the node's return: its first read takes the machine status beside the boot ID */
+    let readStatus = action.sendWaits === true
+    let upAlready = false
     try {
       bootId = await report.poll(async () => {
-        const id = await bootIdNow(run, node)
+        const withStatus = readStatus
+        readStatus = false
+        const [id, status] = await Promise.all([
+          bootIdNow(run, node),
+          withStatus ? run.talosctl.machineStatus(node).catch(() => undefined) : undefined,
+        ])
         if (id === undefined) return { done: false, state: 'down' }
         if (id === from) return { done: false, state: 'not rebooted yet (same boot ID)' }
         const pending = action.lastBoot ? await action.lastBoot.pending(id) : undefined
@@ -179,6 +192,8 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
           firstBoots.add(id)
           return { done: false, state: pending }
         }
+        // both read while the new boot ID answers (a reboot keeps the API down for seconds: no old boot's status)
+        upAlready = status?.stage === 'running' && status.ready
         return { done: true, value: id }
       }, timeoutMs)
     } catch (err) {
@@ -191,12 +206,13 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
       )
     }
     // back on a new boot: running and ready within readyTimeout (a slow start is not a node that stayed down)
-    await waitFor(report, run, node, 'the node running and ready after its reboot', 'node-not-ready', async () => {
-      const status = await run.talosctl.machineStatus(node)
-      if (status.stage !== 'running' || !status.ready)
-        return { done: false, state: `rebooted, ${status.stage}${status.ready ? '' : ', not ready'}` }
-      return { done: true, value: true }
-    })
+    if (!upAlready)
+      await waitFor(report, run, node, 'the node running and ready after its reboot', 'node-not-ready', async () => {
+        const status = await run.talosctl.machineStatus(node)
+        if (status.stage !== 'running' || !status.ready)
+          return { done: false, state: `rebooted, ${status.stage}${status.ready ? '' : ', not ready'}` }
+        return { done: true, value: true }
+      })
     run.journal.settled(node.name, action.phase)
   } else {
     report.progress('resumed: waiting for the node running and ready')
