@@ -26,6 +26,14 @@ export function setHintContext(next: HintContext): void {
   context = next
 }
 
+/** The API server this run reads through instead of the kubeconfig's (the endpoint down, `--endpoint`). */
+let kubeServer: string | undefined
+
+/** From now on every kubectl a hint names goes to `server` (`--server`), as the run's own calls do. */
+export function setHintKubeServer(server: string): void {
+  kubeServer = server
+}
+
 /** Per task, what a rerun of the running command must repeat (its target: TALOS_VERSION=…, --accept-downtime). */
 const rerunArgs = new Map<string, { vars: Record<string, string>; flags: string[] }>()
 
@@ -78,7 +86,8 @@ export function kubeconfigFlags(contextFlag: '--context' | '--kube-context'): st
 
 /** kubectl with the kubeconfig the bootstrap wrote, at this cluster's context. */
 export function kubectlCommand(args: string): string {
-  return context ? `kubectl ${kubeconfigFlags('--context')} ${args}` : `kubectl ${args}`
+  const server = kubeServer ? ` --server ${shellWord(kubeServer)}` : ''
+  return context ? `kubectl ${kubeconfigFlags('--context')}${server} ${args}` : `kubectl${server} ${args}`
 }
 
 /** A control plane other than `node` to ask about the cluster (the bootstrap node first). */

@@ -10,7 +10,7 @@
 // A rerun is a plain rerun: upgrade-k8s skips what is already at TO.
 import { isDeepStrictEqual } from 'node:util'
 import { InputError, NodeError } from '../core/errors.js'
-import { hintFor, kubectlCommand, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.js'
+import { hintFor, kubectlCommand, setHintKubeServer, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { output } from '../cli/output.js'
 import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
@@ -175,6 +175,7 @@ async function chooseApi(run: Run): Promise<string> {
   const use = (server: string): void => {
     plan.endpoint = server
     run.kubectl = run.kubectl.through(server)
+    setHintKubeServer(server)
   }
   if (given) {
     use(given)
