@@ -10,7 +10,7 @@
 // already at target, a node an interrupted run sent (the journal's `sent` mark) is finished.
 import { join } from 'node:path'
 import { InputError, NodeError } from '../core/errors.js'
-import { hintFor, setRerunArgs, taskCommand } from '../cli/hints.js'
+import { hintFor, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { output } from '../cli/output.js'
 import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { Day2Node } from '../core/results.js'
@@ -361,7 +361,7 @@ function stagedLastBoot(run: Run, node: ClusterNode, target: string) {
       new NodeError(
         'timeout',
         `down: the staged upgrade to ${target} did not complete within ${waitedS}s (${bootsSeen > 0 ? 'the node rebooted but does not run the new version' : 'the node did not come back'}): ${lastState}`,
-        `see what the node does (\`talosctl -n ${node.address} dmesg\`: the staged install runs on the boot after the first reboot; \`talosctl -n ${node.address} get machinestatus\`), then run again: ${taskCommand('upgrade:talos', { NODES: node.name })} (it finishes a node that got there); an install that keeps failing is sent without STAGE`,
+        `see what the node does (\`${talosctlCommand(node, 'dmesg')}\`: the staged install runs on the boot after the first reboot; \`${talosctlCommand(node, 'get machinestatus')}\`); an install that keeps failing is sent without STAGE; a rerun finishes a node that got there, so then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`,
       ),
   }
 }

@@ -105,4 +105,50 @@ describe('task upgrade:talos STAGE and REBOOT_MODE', () => {
     },
     CASE_TIMEOUT,
   )
+
+  it(
+    'a staged upgrade whose node stops answering after the reboot: down, named, left cordoned; once it answers, the printed hint finishes it',
+    async () => {
+      const sim = shared().sim
+      // after the cases above wrkr-2 runs v1.13.9: staged back to v1.13.8; its API refused from its first new boot on
+      const before = sim.node('wrkr-2')!.bootId
+      let refused = false
+      const stop = sim.watch((v) => {
+        if (refused || v.name !== 'wrkr-2' || v.bootId === before) return
+        refused = true
+        sim.addFault({ node: 'wrkr-2', kind: 'refused' })
+      })
+      let r
+      try {
+        r = await shared().task('upgrade:talos', { TALOS_VERSION: 'v1.13.8', NODES: 'wrkr-2', STAGE: 'true' }, [
+          ...SLOW_OK,
+          '--upgrade-timeout',
+          '15s',
+          '--allow-downgrade',
+        ])
+      } finally {
+        stop()
+      }
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const w2 = nodeIn(shared().report(), 'upgrade-talos', 'wrkr-2')
+      expect(w2.error?.kind, JSON.stringify(w2)).toBe('timeout')
+      expect(w2.error?.message).toMatch(
+        /^down: the staged upgrade to v1\.13\.8 did not complete within \d+s \(the node did not come back\)/,
+      )
+      expect(w2.day2?.state).toBe('down')
+      const cordoned = await shared().kubectl(['get', 'node', 'wrkr-2', '-o', 'jsonpath={.spec.unschedulable}'])
+      expect(cordoned.stdout).toBe('true')
+
+      const { command } = hintOf(r.stderr, 'wrkr-2')
+      expect(command).toContain('STAGE=true')
+      sim.clearFault('wrkr-2', 'refused')
+      const again = await runInFreshShell(shared(), command)
+      expect(again.code, again.stdout + again.stderr).toBe(0)
+      const v = await talosctl(sim, ['version', '--short', ...at(sim.node('wrkr-2')!.ip)])
+      expect(/Server:\s+NODE:\s+\S+\s+Tag:\s+(\S+)/.exec(v.stdout)?.[1]).toBe('v1.13.8')
+      const uncordoned = await shared().kubectl(['get', 'node', 'wrkr-2', '-o', 'jsonpath={.spec.unschedulable}'])
+      expect(uncordoned.stdout).toBe('')
+    },
+    CASE_TIMEOUT,
+  )
 })
