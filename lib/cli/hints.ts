@@ -153,7 +153,7 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       // the apply mutex is held for a whole ApplyConfiguration call, dry runs included (v1alpha1_server.go)
       return `another client is changing the node (an apply, or one that reboots it): wait for it to finish (\`${talosctlCommand(node, 'get machinestatus')}\`), then run the same command again: ${taskCommand('cluster:apply', { NODES: node.name })}`
     case 'gate-command':
-      return `the gate command (GATE_COMMAND) kept failing after ${node.name} was done: see its output in the message, fix what it checks, then run again: ${taskCommand('cluster:apply')} (the node shows no change then; the gate runs after the nodes still to do)`
+      return `the gate command (GATE_COMMAND) kept failing after ${node.name} was done: see its output in the message, fix what it checks; the node is done (a rerun shows it as no change) and the gate runs after the nodes still to do, so then run again: ${taskCommand('cluster:apply')}`
     case 'upgrade-refused':
       return `the node refused the upgrade and nothing changed on it (it stays cordoned): fix what the message names (an etcd member not started or not healthy: \`${talosctlCommand(workingControlPlane(node) ?? node, 'etcd status')}\`), then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
     case 'image-missing':
@@ -166,7 +166,7 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       // upgrade-k8s skips every component and node already at the target (errUpdateSkipped): a rerun resumes
       return `see the control plane's pods (\`${kubectlCommand('-n kube-system get pods -o wide')}\`) and the nodes (\`${kubectlCommand('get nodes -o wide')}\`), fix what the message names (a component's log: \`${talosctlCommand(node, 'get staticpodstatus')}\`; a kubelet: \`${talosctlCommand(node, 'service kubelet')}\`); what is at the target already is skipped, so run again: ${taskCommand('upgrade:k8s')}`
     case 'needs-reboot':
-      return `the change needs a reboot: apply it with MODE=auto (a rolling reboot behind the quorum gate): ${taskCommand('cluster:apply', { NODES: node.name })}, or MODE=staged to take it at the next reboot`
+      return `the change needs a reboot: MODE=staged takes it at the node's next reboot; to apply it now with a rolling reboot (drained, behind the quorum gate), run: ${taskCommand('cluster:apply', { NODES: node.name, MODE: 'auto' })}`
     case 'drain-blocked':
       // Talos's Drain gives up after DrainTimeout and the reset goes on (pkg/kubernetes/kubernetes.go)
       return `see the budgets (\`${kubectlCommand('get pdb -A')}\`) and the pods left on the node (\`${kubectlCommand(`get pods -A -o wide --field-selector spec.nodeName=${node.name}`)}\`); let them move (scale the workload up, or relax the budget); Talos ends the drain after 5m, removes the pods regardless and goes on: once the node is back in maintenance (\`${talosctlInsecure(node, 'get machinestatus')}\`), run: ${recover}`

@@ -55,7 +55,7 @@ async function etcdRunningSomewhere(run: Run, report: StepReporter): Promise<Clu
     throw new NodeError(
       'unreachable',
       `no control plane answered whether etcd runs: ${why}`,
-      `bring a control plane back (${taskCommand('bootstrap:status')} shows them), then run the same command again`,
+      `bring a control plane back (${taskCommand('bootstrap:status')} shows them), then run: ${taskCommand('bootstrap:etcd')}`,
     )
   }
   return cps.find((_, i) => states[i] === 'Running' || states[i]?.endsWith('(bootstrap requested)'))
@@ -107,7 +107,7 @@ async function bootstrapEtcd(run: Run, report: StepReporter): Promise<string | S
       throw new NodeError(
         'etcd-join',
         `etcd was bootstrapped by an earlier run (${before.name} joined) and ${silent.map((cp) => cp.name).join(', ')} cannot tell whether etcd runs there: not bootstrapping again`,
-        `bring the control planes back (${taskCommand('bootstrap:status')} shows which), then run: ${taskCommand('bootstrap:etcd')}; if etcd is lost, restore it from a snapshot with talosctl bootstrap --recover-from`,
+        `bring the control planes back (${taskCommand('bootstrap:status')} shows which; if etcd is lost, restore it from a snapshot with talosctl bootstrap --recover-from), then run: ${taskCommand('bootstrap:etcd')}`,
       )
     }
   }

@@ -329,6 +329,8 @@ describe('task cluster:apply', () => {
       expect(r.code, r.stdout + r.stderr).toBe(1)
       const node = nodeIn(cluster.report(), 'cluster-apply', 'wrkr-2')
       expect(node.error?.kind).toBe('needs-reboot')
+      // the hint ends in the command that applies it now: the same node in MODE=auto (a rolling reboot)
+      expect(hintOf(r.stderr, 'wrkr-2').command).toMatch(/ cluster:apply CLUSTER_DIR=\S+ NODES=wrkr-2 MODE=auto$/)
       expect(bootId('wrkr-2')).toBe(before)
       expect(applies(from).real).toEqual([])
       const bad = await cluster.task('cluster:apply', { NODES: 'wrkr-2', MODE: 'sometimes' }, FAST)

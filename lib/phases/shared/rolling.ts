@@ -254,7 +254,7 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
     throw new NodeError(
       'gate-command',
       err.message,
-      `the gate command (GATE_COMMAND) kept failing after ${node.name} was done: see its output in the message, fix what it checks, then run again: ${taskCommand(action.command)} (the node is done then; the gate runs after it and the nodes still to do)`,
+      `the gate command (GATE_COMMAND) kept failing after ${node.name} was done: see its output in the message, fix what it checks; the node is done, and a rerun runs the gate after it, then the nodes still to do, so then run again: ${taskCommand(action.command)}`,
     )
   }
   return notes
