@@ -155,11 +155,14 @@ async function memberAlarms(via: ClusterNode, run: Run): Promise<(memberId: stri
 /**
  * Whether the node answers: true, or false only when it is classified unreachable after the
  * retries. Anything else (a timeout, an unknown answer) refuses: a live node wiped without its
- * graceful leave and drain loses etcd data and ignores disruption budgets.
+ * graceful leave and drain loses etcd data and ignores disruption budgets. A node this run's
+ * preflight already gave its retries to (and found not answering) is read once more, not given a
+ * second series of them: with the default backoff that series alone is minutes.
  */
 async function answers(node: ClusterNode, run: Run, report: StepReporter): Promise<boolean> {
+  const read = () => run.talosctl.machineStatus(node)
   try {
-    await report.retry(() => run.talosctl.machineStatus(node))
+    await (run.facts.of(node.name).state === 'unreachable' ? read() : report.retry(read))
     return true
   } catch (err) {
     if (!(err instanceof NodeError)) throw err
