@@ -73,6 +73,15 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
   }
   const again = taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])
   if (!list) {
+    // the other control planes' etcd not running is a cause of its own, whether or not this node's
+    // member still answers its list (without a quorum it stops answering): counted from the inventory
+    const othersRunning = services.filter((x) => x.running && x.cp.name !== node.name).length
+    if (!keepsQuorumWithout(others.length + 1, othersRunning))
+      throw new NodeError(
+        'etcd-join',
+        `resetting ${node.name} would break etcd quorum: ${othersRunning} healthy of ${others.length} remaining voting members, ${quorumOf(others.length + 1)} needed of ${others.length + 1} (counted from the inventory: no etcd member list could be read: ${[...failures.values()].join('; ')})`,
+        `bring the other control planes' etcd back first (${taskCommand('bootstrap:status')}, \`${talosctlCommand(others[0]!, 'etcd members')}\`), then run: ${again}`,
+      )
     const ask = others.map((cp) => `\`${talosctlCommand(cp, 'service etcd')}\``).join(', ')
     throw new NodeError(
       'etcd-join',
