@@ -73,6 +73,15 @@ async function guardQuorum(node: ClusterNode, run: Run): Promise<{ list: MemberL
   }
   const again = taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])
   if (!list) {
+    // the other control planes' etcd not running is a cause of its own, whether or not this node's
+    // member still answers its list (without a quorum it stops answering): counted from the inventory
+    const othersRunning = services.filter((x) => x.running && x.cp.name !== node.name).length
+    if (!keepsQuorumWithout(others.length + 1, othersRunning))
+      throw new NodeError(
+        'etcd-join',
+        `resetting ${node.name} would break etcd quorum: ${othersRunning} healthy of ${others.length} remaining voting members, ${quorumOf(others.length + 1)} needed of ${others.length + 1} (counted from the inventory: no etcd member list could be read: ${[...failures.values()].join('; ')})`,
+        `bring the other control planes' etcd back first (${taskCommand('bootstrap:status')}, \`${talosctlCommand(others[0]!, 'etcd members')}\`), then run: ${again}`,
+      )
     const ask = others.map((cp) => `\`${talosctlCommand(cp, 'service etcd')}\``).join(', ')
     throw new NodeError(
       'etcd-join',
@@ -155,11 +164,14 @@ async function memberAlarms(via: ClusterNode, run: Run): Promise<(memberId: stri
 /**
  * Whether the node answers: true, or false only when it is classified unreachable after the
  * retries. Anything else (a timeout, an unknown answer) refuses: a live node wiped without its
- * graceful leave and drain loses etcd data and ignores disruption budgets.
+ * graceful leave and drain loses etcd data and ignores disruption budgets. A node this run's
+ * preflight already gave its retries to (and found not answering) is read once more, not given a
+ * second series of them: with the default backoff that series alone is minutes.
  */
 async function answers(node: ClusterNode, run: Run, report: StepReporter): Promise<boolean> {
+  const read = () => run.talosctl.machineStatus(node)
   try {
-    await report.retry(() => run.talosctl.machineStatus(node))
+    await (run.facts.of(node.name).state === 'unreachable' ? read() : report.retry(read))
     return true
   } catch (err) {
     if (!(err instanceof NodeError)) throw err

@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest'
 import type { CallRecord, Fault } from '../../sim/index.js'
 import { withCluster } from '../faults/helpers.js'
-import { callsTo, CLUSTER_CASE_TIMEOUT, type ClusterShape, E2eCluster, nodeIn, run } from './harness.js'
+import { callsTo, CLUSTER_CASE_TIMEOUT, type ClusterShape, E2eCluster, nodeIn, run, sharedCluster, waitFor } from './harness.js'
+import { inTurn, SIDE_BY_SIDE } from '../support/in-turn.js'
 
 async function talosctl(c: E2eCluster, ip: string, args: string[]): Promise<string> {
   const r = await run('talosctl', [...args, '-e', ip, '-n', ip], c.env())
@@ -53,47 +54,93 @@ const memberIds = async (c: E2eCluster, ip: string): Promise<string[]> =>
     .filter(Boolean)
 
 describe.concurrent('reset safety', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
-  it('refuses to reset a control plane when no member list can be read, naming why', () =>
-    bootstrapped('127.116.2', { cps: 3, workers: 0 }, async (c) => {
-      // every etcd client call fails; the services still say Running
-      c.sim.addFault({ node: null, on: 'etcd', kind: 'unavailable' })
+  // one cluster, its cases in turn, beside the other case's cluster: the refusal leaves it as it was
+  // (nothing reset, the fault cleared, three members), which is all the rejoin after it needs; the
+  // rejoin leaves three started members, which is all the removal of an unreachable one needs (it comes last)
+  describe('a refusal that changes nothing, a rejoin, then an unreachable member removed, on one cluster', SIDE_BY_SIDE, () => {
+    const cluster = sharedCluster('127.116.2', { cps: 3, workers: 0 }, [])
 
-      const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--retries', '1'])
-      expect(result.code).toBe(1)
-      const failed = nodeIn(c.report(), 'reset', 'cp-2')
-      expect(failed.error).toMatchObject({
-        kind: 'etcd-join',
-        message: expect.stringMatching(/no etcd member list could be read \(cp-1: .*; cp-3: .*; cp-2: .*\)/),
-      })
-      expect(failed.error?.hint).toMatch(/service etcd/)
-      expect(callsTo(c.calls(), 'cp-2', 'reset')).toEqual([])
-      c.sim.clearFault(null, 'unavailable')
-      expect(await memberIds(c, '127.116.2.11')).toHaveLength(3)
-    }))
+    inTurn(
+      'refuses to reset a control plane when no member list can be read, naming why',
+      async () => {
+        const c = cluster()
+        const mark = c.calls().length
+        // every etcd client call fails; the services still say Running
+        c.sim.addFault({ node: null, on: 'etcd', kind: 'unavailable' })
 
-  it('removes an unreachable control plane by its hex member ID through another, then forces the reset', () =>
-    bootstrapped('127.116.3', { cps: 3, workers: 0 }, async (c) => {
-      const old = c.sim.node('cp-2')?.etcdMember
-      expect(old).toMatch(/^[0-9a-f]{16}$/)
-      c.sim.addFault({ node: 'cp-2', kind: 'unreachable' })
+        const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--retries', '1'])
+        expect(result.code).toBe(1)
+        const failed = nodeIn(c.report(), 'reset', 'cp-2')
+        expect(failed.error).toMatchObject({
+          kind: 'etcd-join',
+          message: expect.stringMatching(/no etcd member list could be read \(cp-1: .*; cp-3: .*; cp-2: .*\)/),
+        })
+        expect(failed.error?.hint).toMatch(/service etcd/)
+        expect(callsTo(c.calls().slice(mark), 'cp-2', 'reset')).toEqual([])
+        c.sim.clearFault(null, 'unavailable')
+        expect(await memberIds(c, '127.116.2.11')).toHaveLength(3)
+      },
+      CLUSTER_CASE_TIMEOUT,
+    )
 
-      const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--retries', '1'])
-      expect(result.code).toBe(1) // the forced reset cannot reach it either: named, with the member already removed
-      const removes = c.calls().filter((call) => call.command === 'etcd' && call.args.includes('remove-member'))
-      expect(removes.map((r) => [r.node, r.args[r.args.indexOf('remove-member') + 1]])).toEqual([['cp-1', old]])
-      expect(await memberIds(c, '127.116.3.11')).not.toContain(old)
-      expect(nodeIn(c.report(), 'reset', 'cp-2').error?.kind).toBe('unreachable')
-      // sim conformance (v1alpha1_server.go EtcdRemoveMemberByID): the same remove again, as a retry whose
-      // first reply was lost, meets etcd's ErrMemberNotFound as NotFound; the v1.12 CLI parses a hex ID only
-      const again = await run('talosctl', ['etcd', 'remove-member', old!, '-e', '127.116.3.11', '-n', '127.116.3.11'], c.env())
-      expect(again.code).toBe(1)
-      expect(again.stderr).toContain(
-        `rpc error: code = NotFound desc = failed to remove member ${BigInt(`0x${old}`).toString(10)}: etcdserver: member not found`,
-      )
-      const byName = await run('talosctl', ['etcd', 'remove-member', 'cp-2', '-e', '127.116.3.11', '-n', '127.116.3.11'], c.env())
-      expect(byName.code).toBe(1)
-      expect(byName.stderr).toContain('invalid syntax')
-    }))
+    inTurn(
+      'rejoin after a reset whose leave found etcd stopped: the stale member goes, done only under a new started ID',
+      async () => {
+        const c = cluster()
+        const old = c.sim.node('cp-2')?.etcdMember
+        expect(old).toMatch(/^[0-9a-f]{16}$/)
+        expect(await memberIds(c, '127.116.2.11')).toHaveLength(3)
+        // the graceful leave does nothing while etcd is not running (LeaveEtcd): its member stays behind
+        await talosctl(c, '127.116.2.12', ['service', 'etcd', 'stop'])
+
+        const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes'])
+        expect(result.code, result.stderr).toBe(0)
+        const now = c.sim.node('cp-2')?.etcdMember
+        expect(now).toMatch(/^[0-9a-f]{16}$/)
+        expect(now).not.toBe(old)
+        const ids = await memberIds(c, '127.116.2.11')
+        expect(ids).toHaveLength(3)
+        expect(ids).toContain(now)
+        expect(ids).not.toContain(old)
+        // the join step named the new ID, not the stale one it found first
+        expect(nodeIn(c.report(), 'bootstrap', 'cp-2').detail).toBe(`etcd member ${now} (was ${old})`)
+      },
+      CLUSTER_CASE_TIMEOUT,
+    )
+
+    inTurn(
+      'removes an unreachable control plane by its hex member ID through another, then forces the reset',
+      async () => {
+        const c = cluster()
+        const mark = c.calls().length
+        const old = c.sim.node('cp-2')?.etcdMember
+        expect(old).toMatch(/^[0-9a-f]{16}$/)
+        expect(await memberIds(c, '127.116.2.11')).toContain(old)
+        c.sim.addFault({ node: 'cp-2', kind: 'unreachable' })
+
+        const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--retries', '1'])
+        expect(result.code).toBe(1) // the forced reset cannot reach it either: named, with the member already removed
+        const removes = c
+          .calls()
+          .slice(mark)
+          .filter((call) => call.command === 'etcd' && call.args.includes('remove-member'))
+        expect(removes.map((r) => [r.node, r.args[r.args.indexOf('remove-member') + 1]])).toEqual([['cp-1', old]])
+        expect(await memberIds(c, '127.116.2.11')).not.toContain(old)
+        expect(nodeIn(c.report(), 'reset', 'cp-2').error?.kind).toBe('unreachable')
+        // sim conformance (v1alpha1_server.go EtcdRemoveMemberByID): the same remove again, as a retry whose
+        // first reply was lost, meets etcd's ErrMemberNotFound as NotFound; the v1.12 CLI parses a hex ID only
+        const again = await run('talosctl', ['etcd', 'remove-member', old!, '-e', '127.116.2.11', '-n', '127.116.2.11'], c.env())
+        expect(again.code).toBe(1)
+        expect(again.stderr).toContain(
+          `rpc error: code = NotFound desc = failed to remove member ${BigInt(`0x${old}`).toString(10)}: etcdserver: member not found`,
+        )
+        const byName = await run('talosctl', ['etcd', 'remove-member', 'cp-2', '-e', '127.116.2.11', '-n', '127.116.2.11'], c.env())
+        expect(byName.code).toBe(1)
+        expect(byName.stderr).toContain('invalid syntax')
+      },
+      CLUSTER_CASE_TIMEOUT,
+    )
+  })
 
   it('retries a removal etcd refuses as an unhealthy cluster (another member down, then connected under 5 s) until it goes through', () =>
     bootstrapped('127.116.8', { cps: 3, workers: 0 }, async (c) => {
@@ -144,34 +191,20 @@ describe.concurrent('reset safety', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
         message: expect.stringContaining(`the reset is half done: etcd member ${old} was removed through cp-1`),
       })
     }))
-
-  it('rejoin after a reset whose leave found etcd stopped: the stale member goes, done only under a new started ID', () =>
-    bootstrapped('127.116.6', { cps: 3, workers: 0 }, async (c) => {
-      const old = c.sim.node('cp-2')?.etcdMember
-      expect(old).toMatch(/^[0-9a-f]{16}$/)
-      // the graceful leave does nothing while etcd is not running (LeaveEtcd): its member stays behind
-      await talosctl(c, '127.116.6.12', ['service', 'etcd', 'stop'])
-
-      const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes'])
-      expect(result.code, result.stderr).toBe(0)
-      const now = c.sim.node('cp-2')?.etcdMember
-      expect(now).toMatch(/^[0-9a-f]{16}$/)
-      expect(now).not.toBe(old)
-      const ids = await memberIds(c, '127.116.6.11')
-      expect(ids).toHaveLength(3)
-      expect(ids).toContain(now)
-      expect(ids).not.toContain(old)
-      // the join step named the new ID, not the stale one it found first
-      expect(nodeIn(c.report(), 'bootstrap', 'cp-2').detail).toBe(`etcd member ${now} (was ${old})`)
-    }))
 })
 
 // one case after another: each hangs on a call or reset timeout of seconds of the wall clock (2-4 s),
 // which cases side by side on a loaded machine run out on their own (seen at load 30-50: a member list
 // read of a running etcd timed out, a worker's one timed-out read became two)
 describe('reset safety: cases under short wall-clock timeouts', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
-  it('refuses to reset a control plane when the other members run no etcd (quorum), wiping nothing', () =>
-    bootstrapped('127.116.1', { cps: 3, workers: 0 }, async (c) => {
+  // the quorum refusal wipes nothing; the refused leave after it needs the other members' etcd started
+  // again and healthy, as a cluster of its own would be
+  describe('a quorum refusal, then a refused leave, on one cluster', () => {
+    const cluster = sharedCluster('127.116.1', { cps: 3, workers: 0 }, [])
+
+    it('refuses to reset a control plane when the other members run no etcd (quorum), wiping nothing', async () => {
+      const c = cluster()
+      const mark = c.calls().length
       const before = await memberIds(c, '127.116.1.12')
       expect(before).toHaveLength(3)
       // the other two members' etcd goes away: cp-2 holds the last running copy of the data
@@ -186,13 +219,22 @@ describe('reset safety: cases under short wall-clock timeouts', { timeout: CLUST
         message: expect.stringMatching(/would break etcd quorum: 0 healthy of 2 remaining voting members, 2 needed/),
       })
       expect(failed.error?.hint).toMatch(/etcd members/)
-      expect(callsTo(c.calls(), 'cp-2', 'reset')).toEqual([])
+      expect(callsTo(c.calls().slice(mark), 'cp-2', 'reset')).toEqual([])
       expect(c.sim.node('cp-2')?.stage).toBe('running')
       expect(await memberIds(c, '127.116.1.12')).toEqual(before)
-    }))
+    })
 
-  it('names a reset whose etcd leave was refused: half done, still configured, the way out', () =>
-    bootstrapped('127.116.7', { cps: 3, workers: 0 }, async (c) => {
+    it('names a reset whose etcd leave was refused: half done, still configured, the way out', async () => {
+      const c = cluster()
+      // every member's etcd running and healthy (the case before stopped two of them)
+      for (const [name, ip] of [
+        ['cp-1', '127.116.1.11'],
+        ['cp-3', '127.116.1.13'],
+      ] as const) {
+        if (c.sim.node(name)?.services.etcd !== 'Running') await talosctl(c, ip, ['service', 'etcd', 'start'])
+      }
+      await waitFor(() => ['cp-1', 'cp-2', 'cp-3'].every((n) => c.sim.node(n)?.etcdHealthy), 60_000, 'every member healthy')
+      expect(await memberIds(c, '127.116.1.11')).toHaveLength(3)
       const old = c.sim.node('cp-2')?.etcdMember
       // etcd refuses the leave's MemberRemove (strict reconfiguration), as after a member failed since the guard read
       c.sim.addFault({ node: 'cp-2', kind: 'etcd-leave' })
@@ -208,22 +250,17 @@ describe('reset safety: cases under short wall-clock timeouts', { timeout: CLUST
       })
       expect(failed.error?.hint).toMatch(/kubectl uncordon cp-2.*RESET=true -- --yes/)
       expect(c.sim.node('cp-2')).toMatchObject({ stage: 'resetting', configured: true })
-      expect(await memberIds(c, '127.116.7.11')).toContain(old)
-    }))
+      expect(await memberIds(c, '127.116.1.11')).toContain(old)
+    })
+  })
 
-  it('resets a live worker gracefully when its status read times out once (never --graceful=false)', () =>
-    bootstrapped('127.116.4', { cps: 1, workers: 1 }, async (c) => {
-      const stop = faultAfterPreflight(c, 'wrkr-1', { node: 'wrkr-1', on: 'get', kind: 'timeout', times: 1 })
-      const result = await c.task('bootstrap:node', { NODE: 'wrkr-1', RESET: 'true' }, ['--yes', '--call-timeout', '2s'])
-      stop()
-      expect(result.code, result.stderr).toBe(0)
-      const resets = callsTo(c.calls(), 'wrkr-1', 'reset')
-      expect(resets).toHaveLength(1)
-      expect(resets[0]?.args).toContain('--graceful=true')
-    }))
+  // the refusal leaves the worker running and untouched; the timed-out read's fault is used up, and cleared
+  describe('a worker refused, then reset, on one cluster', () => {
+    const cluster = sharedCluster('127.116.4', { cps: 1, workers: 1 }, [])
 
-  it('refuses to force a worker whose status reads keep timing out', () =>
-    bootstrapped('127.116.5', { cps: 1, workers: 1 }, async (c) => {
+    it('refuses to force a worker whose status reads keep timing out', async () => {
+      const c = cluster()
+      const mark = c.calls().length
       const stop = faultAfterPreflight(c, 'wrkr-1', { node: 'wrkr-1', on: 'get', kind: 'timeout', times: 2 })
       const result = await c.task('bootstrap:node', { NODE: 'wrkr-1', RESET: 'true' }, ['--yes', '--call-timeout', '2s', '--retries', '1'])
       stop()
@@ -232,7 +269,22 @@ describe('reset safety: cases under short wall-clock timeouts', { timeout: CLUST
         kind: 'timeout',
         message: expect.stringMatching(/not reset: wrkr-1 did not answer .*--graceful=false\) is only for an unreachable node/),
       })
-      expect(callsTo(c.calls(), 'wrkr-1', 'reset')).toEqual([])
+      expect(callsTo(c.calls().slice(mark), 'wrkr-1', 'reset')).toEqual([])
       expect(c.sim.node('wrkr-1')?.stage).toBe('running')
-    }))
+    })
+
+    it('resets a live worker gracefully when its status read times out once (never --graceful=false)', async () => {
+      const c = cluster()
+      c.sim.clearFault('wrkr-1', 'timeout')
+      expect(c.sim.node('wrkr-1')?.stage).toBe('running')
+      const mark = c.calls().length
+      const stop = faultAfterPreflight(c, 'wrkr-1', { node: 'wrkr-1', on: 'get', kind: 'timeout', times: 1 })
+      const result = await c.task('bootstrap:node', { NODE: 'wrkr-1', RESET: 'true' }, ['--yes', '--call-timeout', '2s'])
+      stop()
+      expect(result.code, result.stderr).toBe(0)
+      const resets = callsTo(c.calls().slice(mark), 'wrkr-1', 'reset')
+      expect(resets).toHaveLength(1)
+      expect(resets[0]?.args).toContain('--graceful=true')
+    })
+  })
 })
