@@ -21,7 +21,7 @@ const FLAGS = [...SLOW_OK, '--upgrade-timeout', '2m']
 const REFUSED_FLAGS = [...fastWith('--ready-timeout', '3s', fastWith('--call-timeout', '20s')), '--upgrade-timeout', '2m']
 
 describe('upgrade:talos: the quorum gate refuses an etcd unfit for an upgrade; a gate command failing once is tried again', () => {
-  const shared = sharedCluster(R, { cps: 3, workers: 1, image: 'disk', speed: 600, kube: 'model' }, SLOW_OK)
+  const shared = sharedCluster(R, { cps: 3, workers: 1, image: 'disk', speed: 60, kube: 'model' }, SLOW_OK)
   async function tag(name: string): Promise<string> {
     const r = await talosctl(shared().sim, ['version', '--short', ...at(IP[name]!)])
     return /Server:\s+NODE:\s+\S+\s+Tag:\s+(\S+)/.exec(r.stdout)?.[1] ?? `${r.stdout}${r.stderr}`

@@ -90,7 +90,7 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
   }
 
   beforeAll(async () => {
-    cluster = await E2eCluster.start(R, { cps: 3, workers: 1, image: 'disk', speed: 600 })
+    cluster = await E2eCluster.start(R, { cps: 3, workers: 1, image: 'disk', speed: 60 })
     const boot = await cluster.task('bootstrap:talos', {}, FAST)
     expect(boot.code, boot.stdout + boot.stderr).toBe(0)
   }, CLUSTER_CASE_TIMEOUT)
@@ -320,7 +320,7 @@ describe.skipIf(!existsSync(TALOSCTL_113))(
         cps: 1,
         workers: 1,
         image: 'disk',
-        speed: 600,
+        speed: 60,
         talosVersion: 'v1.13.8',
         talosctl: TALOSCTL_113,
         kube: 'model',
