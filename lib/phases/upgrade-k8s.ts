@@ -86,8 +86,16 @@ function targetTag(run: Run): string {
 /** The rerun as printed in a hint: the same TO, in a fresh shell. */
 const rerun = (): string => taskCommand('upgrade:k8s')
 
-async function mirrorPod(run: Run, node: ClusterNode, component: string): Promise<KubeObject | undefined> {
-  return run.kubectl.get('pod', `${component}-${kubeNodeName(node)}`, 'kube-system')
+/** A control plane's mirror pods by component, the three read in one kubectl call (a component without one absent). */
+async function mirrorPods(run: Run, node: ClusterNode): Promise<Map<string, KubeObject>> {
+  const name = (component: string): string => `${component}-${kubeNodeName(node)}`
+  const pods = await run.kubectl.getMany('pod', CONTROL_PLANE_COMPONENTS.map(name), 'kube-system')
+  const out = new Map<string, KubeObject>()
+  for (const component of CONTROL_PLANE_COMPONENTS) {
+    const pod = pods.get(name(component))
+    if (pod) out.set(component, pod)
+  }
+  return out
 }
 
 /** The first container's image of a pod spec. */
@@ -105,25 +113,32 @@ async function kubeProxyTag(run: Run, report: StepReporter): Promise<string | un
 
 /** Every version the node runs, read from Talos (its version, its typed specs) and Kubernetes (the Node, the mirror pods). */
 async function readNode(run: Run, node: ClusterNode, report: StepReporter): Promise<NodeRead> {
-  const talos = await report.retry(async () => {
-    const answer = (await run.talosctl.versions([node], node)).get(node.address)
-    if (!answer || answer.error) throw answer?.error ?? new NodeError('unknown', 'talosctl version printed no Tag for the node', rerun())
-    return answer.value
-  })
-  const kube = await report.retry(() => run.kubectl.get('node', kubeNodeName(node)))
+  const controlPlane = node.role === 'controlplane'
+  // every read at once (each with its own retries): the pre-check waits for the slowest, not their sum
+  const [talos, kube, images, service, pods, configs] = await Promise.all([
+    report.retry(async () => {
+      const answer = (await run.talosctl.versions([node], node)).get(node.address)
+      if (!answer || answer.error) throw answer?.error ?? new NodeError('unknown', 'talosctl version printed no Tag for the node', rerun())
+      return answer.value
+    }),
+    report.retry(() => run.kubectl.get('node', kubeNodeName(node))),
+    report.retry(() => run.talosctl.kubernetesImages(node)),
+    report.retry(() => run.talosctl.serviceStatus(node, 'kubelet')),
+    controlPlane ? report.retry(() => mirrorPods(run, node)) : undefined,
+    controlPlane ? report.retry(() => run.talosctl.machineConfigs(node)) : undefined,
+  ])
   const kubelet = (kube?.status as { nodeInfo?: { kubeletVersion?: string } } | undefined)?.nodeInfo?.kubeletVersion
-  const specs = (await report.retry(() => run.talosctl.kubernetesImages(node))) ?? new Map<string, { image: string; version: string }>()
+  const specs = images ?? new Map<string, { image: string; version: string }>()
   // upgrade-k8s's kubelet step starts from the kubelet's Service resource, absent while it is not running
-  const service = await report.retry(() => run.talosctl.serviceStatus(node, 'kubelet'))
   const kubeletDown =
     service.state === 'Running' && service.health !== 'Fail'
       ? undefined
       : `${service.state}${service.health === 'Fail' ? ', unhealthy' : ''}${service.lastEvent ? `: ${service.lastEvent}` : ''}`
   const components = new Map<string, ComponentRead>()
   let pending = false
-  if (node.role === 'controlplane') {
+  if (controlPlane) {
     for (const component of CONTROL_PLANE_COMPONENTS) {
-      const pod = await report.retry(() => mirrorPod(run, node, component))
+      const pod = pods?.get(component)
       const spec = specs.get(component)
       const ready = pod !== undefined && condition(pod, 'Ready')?.status === 'True'
       const podTag = tagOf(podImage(pod))
@@ -138,8 +153,7 @@ async function readNode(run: Run, node: ClusterNode, report: StepReporter): Prom
         ...(spec ? { configVersion: spec.version } : {}),
       })
     }
-    const configs = await report.retry(() => run.talosctl.machineConfigs(node))
-    pending = configs.persistent !== undefined && !isDeepStrictEqual(configs.persistent, configs.active)
+    pending = configs?.persistent !== undefined && !isDeepStrictEqual(configs.persistent, configs.active)
   }
   const kubeletSpec = tagOf(specs.get('kubelet')?.image)
   return {
@@ -445,17 +459,22 @@ async function upgrade(run: Run, report: StepReporter): Promise<string> {
 async function atTarget(run: Run, node: ClusterNode): Promise<PollAnswer<NodeRead>> {
   const want = targetTag(run)
   const waiting: string[] = []
-  const kube = await run.kubectl.get('node', kubeNodeName(node))
+  // read at once: done only when each read shows TO (a pod at TO also carries its config's version)
+  const [kube, images, pods] = await Promise.all([
+    run.kubectl.get('node', kubeNodeName(node)),
+    run.talosctl.kubernetesImages(node),
+    node.role === 'controlplane' ? mirrorPods(run, node) : undefined,
+  ])
   const kubelet = (kube?.status as { nodeInfo?: { kubeletVersion?: string } } | undefined)?.nodeInfo?.kubeletVersion
   if (kubelet !== want) waiting.push(`kubelet ${kubelet ?? 'no Node'}`)
   else if (!kube || condition(kube, 'Ready')?.status !== 'True') waiting.push('Node not Ready')
-  const specs = (await run.talosctl.kubernetesImages(node)) ?? new Map<string, { image: string; version: string }>()
+  const specs = images ?? new Map<string, { image: string; version: string }>()
   const spec = tagOf(specs.get('kubelet')?.image)
   if (spec !== want) waiting.push(`KubeletSpec ${spec ?? 'none'}`)
   const components = new Map<string, ComponentRead>()
-  if (node.role === 'controlplane')
+  if (pods)
     for (const component of CONTROL_PLANE_COMPONENTS) {
-      const pod = await mirrorPod(run, node, component)
+      const pod = pods.get(component)
       const tag = tagOf(podImage(pod))
       const config = specs.get(component)
       const ready = pod !== undefined && condition(pod, 'Ready')?.status === 'True'

@@ -233,6 +233,26 @@ export class Kubectl {
   }
 
   /**
+   * Several objects of one kind by name in one kubectl process (`get <kind> a b c`: a List, or the
+   * object alone when one name is given), by name; a name that does not exist is absent from the map.
+   */
+  async getMany(resource: string, names: readonly string[], namespace?: string): Promise<Map<string, KubeObject>> {
+    const args = ['get', resource, ...names, '-o', 'json', '--ignore-not-found', ...(namespace ? ['-n', namespace] : [])]
+    const dry = {
+      kind: 'List',
+      items: names.map((name) => ({
+        metadata: { name, ...(namespace ? { namespace } : {}) },
+        status: { conditions: [{ type: 'Ready', status: 'True' }] },
+      })),
+    }
+    const result = await this.call(args, JSON.stringify(dry))
+    if (!result.stdout.trim()) return new Map()
+    const parsed = JSON.parse(result.stdout) as KubeObject & { kind?: string; items?: KubeObject[] }
+    const items = parsed.kind === 'List' ? (parsed.items ?? []) : [parsed]
+    return new Map(items.map((item) => [item.metadata.name, item]))
+  }
+
+  /**
    * Cordons the Node and marks it as this tool's in one merge patch (unschedulable and the annotation
    * CORDONED_BY), so the mark cannot be lost between two calls and survives a lost journal. A Node
    * already unschedulable without our mark is someone else's cordon: left as it is (false). The patch

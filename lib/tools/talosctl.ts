@@ -736,13 +736,19 @@ export class Talosctl {
     types: ReadonlyArray<[string, string]>,
   ): Promise<Map<string, { image: string; version: string }> | undefined> {
     const out = new Map<string, { image: string; version: string }>()
-    for (const [component, type] of types) {
-      const result = await this.runner.run({
-        tool: 'talosctl',
-        args: ['get', type, ...this.secureArgs(node), '-o', 'json'],
-        node: node.name,
-        dryRunStdout: '',
-      })
+    // the types read at once (one process each: `get` takes one type)
+    const results = await Promise.all(
+      types.map(([, type]) =>
+        this.runner.run({
+          tool: 'talosctl',
+          args: ['get', type, ...this.secureArgs(node), '-o', 'json'],
+          node: node.name,
+          dryRunStdout: '',
+        }),
+      ),
+    )
+    for (const [i, [component]] of types.entries()) {
+      const result = results[i]!
       // a node whose API does not serve the type (`resource "…" is not registered`): undefined, said by the caller
       if (!result.ok && /code = NotFound desc = resource "[^"]+" is not registered/.test(result.stderr)) return undefined
       if (!result.ok) throw this.failure(node, result)

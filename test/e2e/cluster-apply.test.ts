@@ -72,7 +72,7 @@ describe('task cluster:apply', () => {
   const detail = (name: string): string | undefined => nodeIn(cluster.report(), 'cluster-apply', name).detail
 
   beforeAll(async () => {
-    cluster = await E2eCluster.start(R, { cps: 3, workers: 2, image: 'disk', speed: 60 })
+    cluster = await E2eCluster.start(R, { cps: 3, workers: 2, image: 'disk', speed: 600 })
     const boot = await cluster.task('bootstrap:talos', {}, FAST)
     expect(boot.code, boot.stdout + boot.stderr).toBe(0)
   }, CLUSTER_CASE_TIMEOUT)
@@ -276,13 +276,14 @@ describe('task cluster:apply', () => {
       const current = await talosctl(cluster.sim, ['apply-config', ...at(IP['wrkr-1']!), '--mode', 'no-reboot', '-f', configFile('wrkr-1')])
       expect(current.code, current.stderr).toBe(0)
       edit('wrkr-1', (c) => (c.machine.nodeLabels = { ...c.machine.nodeLabels, tried: 'yes' }))
+      // the try's timer runs at the scenario's speed: 100 simulated minutes are 10 s here
       const tried = await talosctl(cluster.sim, [
         'apply-config',
         ...at(IP['wrkr-1']!),
         '--mode',
         'try',
         '--timeout',
-        '10m',
+        '100m',
         '-f',
         configFile('wrkr-1'),
       ])

@@ -18,7 +18,7 @@ const TARGET = 'v1.13.9'
 const SLOW_OK = fastWith('--ready-timeout', '60s', fastWith('--call-timeout', '20s'))
 const FLAGS = [...SLOW_OK, '--upgrade-timeout', '2m']
 /** a refusal waits the ready timeout for etcd to become fit: a short one, the refusal is the same */
-const REFUSED_FLAGS = [...fastWith('--ready-timeout', '8s', fastWith('--call-timeout', '20s')), '--upgrade-timeout', '2m']
+const REFUSED_FLAGS = [...fastWith('--ready-timeout', '3s', fastWith('--call-timeout', '20s')), '--upgrade-timeout', '2m']
 
 describe('upgrade:talos: the quorum gate refuses an etcd unfit for an upgrade; a gate command failing once is tried again', () => {
   const shared = sharedCluster(R, { cps: 3, workers: 1, image: 'disk', speed: 60, kube: 'model' }, SLOW_OK)

@@ -60,9 +60,11 @@ export async function kubeletAndNodeReady(run: Run, kubectl: Kubectl, node: Clus
 /** The control plane's static pods Ready, each (in `versions`) at the config version given. */
 export async function staticPodsReady(kubectl: Kubectl, node: ClusterNode, versions: Map<string, string>): Promise<PollAnswer<true>> {
   const waiting: string[] = []
-  const pods = await Promise.all(CONTROL_PLANE_COMPONENTS.map((c) => kubectl.get('pod', `${c}-${kubeNodeName(node)}`, 'kube-system')))
-  for (const [i, component] of CONTROL_PLANE_COMPONENTS.entries()) {
-    const pod = pods[i]
+  // the three in one kubectl call
+  const name = (component: string): string => `${component}-${kubeNodeName(node)}`
+  const pods = await kubectl.getMany('pod', CONTROL_PLANE_COMPONENTS.map(name), 'kube-system')
+  for (const component of CONTROL_PLANE_COMPONENTS) {
+    const pod = pods.get(name(component))
     if (!pod) {
       waiting.push(`${component}: no mirror pod`)
       continue
