@@ -25,7 +25,7 @@ function rowProblem(row: NodeRow): string | undefined {
 /**
  * Every control plane's etcd: Running and its health check OK. One batched `talosctl service etcd`
  * through `via` (the control plane that answered the status reads); a control plane that batch could
- * not tell about (the endpoint down, the call timed out) is asked alone. One the run did not select
+ * not tell about (the endpoint down, the call timed out, an error) is asked alone. One the run did not select
  * is judged only when it answers (an unselected node not set up yet is no failure of this run).
  */
 async function etcdProblems(run: Run, via: ClusterNode | undefined, selected: Set<string>): Promise<Map<string, string>> {
@@ -35,8 +35,9 @@ async function etcdProblems(run: Run, via: ClusterNode | undefined, selected: Se
   const problems = new Map<string, string>()
   const answers = await Promise.all(
     cps.map(async (cp): Promise<NodeAnswer<ServiceStatus>> => {
+      // an error in the batch may be the endpoint's proxying, not the node: asked alone, as before
       const answer = batched.get(cp.address)
-      if (answer) return answer
+      if (answer?.value) return answer
       try {
         return { value: await run.talosctl.serviceStatus(cp, 'etcd') }
       } catch (err) {
