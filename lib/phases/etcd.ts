@@ -358,6 +358,10 @@ export const etcd: Phase = {
           if (!r.inventory.vip) return { skip: 'the endpoint is a control plane address' }
           // not run (nothing to wait for); the control planes keep the etcd-bootstrap step's own cause
           if (r.facts.cluster.bootstrapped !== true && !r.options.dryRun) return 'etcd was not bootstrapped'
+          // /readyz is asked with the kubeconfig: without one (its step failed) the wait could only run
+          // out and name the VIP for what the kubeconfig lacks
+          if (!r.options.dryRun && !existsSync(r.kubeconfig))
+            return `no kubeconfig at ${r.kubeconfig} to ask the endpoint with (the kubeconfig step writes it)`
           return true
         },
         run: waitForEndpoint,

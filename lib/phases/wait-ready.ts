@@ -42,6 +42,8 @@ interface Readings {
   registered: Set<string>
   /** the control plane's own state, read when a node's wait runs out (a component that runs nowhere is the cause) */
   health: HealthReads
+  /** every node's system extensions, one batched read for the phase (they change only with an upgrade) */
+  extensions: SharedReading<Map<string, NodeAnswer<unknown[]>>>
 }
 
 function readings(run: Run): Readings {
@@ -67,6 +69,16 @@ function readings(run: Run): Readings {
         : undefined,
     registered,
     health: healthReads(run),
+    extensions: new SharedReading(() => {
+      // through the bootstrap node, which resolves the type when it is one of them (it answers by now)
+      const via = bootstrapNode(run)
+      const going = run.nodes.filter((n) => !run.failed.has(n.name))
+      return run.talosctl.resources(
+        [...going.filter((n) => n.name === via.name), ...going.filter((n) => n.name !== via.name)],
+        via,
+        'extensions',
+      )
+    }, Number.POSITIVE_INFINITY),
   }
 }
 
@@ -204,7 +216,7 @@ async function kubeletLogCause(node: ClusterNode, run: Run): Promise<string | un
 function nodeReadyStep(r: Readings) {
   return async (node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> => {
     // read while the kubelet and the CNI are waited for: off the critical path
-    const extensions = run.options.dryRun ? Promise.resolve(undefined) : checkExtensions(node, run, report)
+    const extensions = run.options.dryRun ? Promise.resolve(undefined) : checkExtensions(node, run, report, r.extensions)
     extensions.catch(() => undefined) // awaited below; never an unhandled rejection meanwhile
     const ready = await waitForNodeReady(node, run, report, r)
     const note = await extensions

@@ -40,58 +40,58 @@ function selectorMatchingNothing(c: E2eCluster, node: string): void {
 const CP_BOOTS_LONGER = { boot: 3000 }
 
 describe.concurrent('apply faults', () => {
+  // three rows on one cluster (each its own worker, the fourth one fine): a preflight refusal, an
+  // install disk the node refuses at apply time, a config the node rejects; none retried, the others go on
   it(
-    'no disk matches the install selector: preflight names it, no apply sent to that node',
+    'no disk matches the install selector (preflight, no apply sent), a disk selector the node refuses at apply time (sim disk-mismatch), a config rejected by the node: each named, permanent, not retried; the others go on',
     () =>
-      withCluster('127.91.1', {}, async (cluster) => {
-        selectorMatchingNothing(cluster, 'wrkr-1')
-        const result = await cluster.task('bootstrap:talos', {}, FAST)
-        expect(result.code).toBe(1)
-        const report = cluster.report()
-        expectPhase(report, 'preflight', { 'cp-1': 'ok', 'wrkr-1': 'failed:disk-mismatch', 'wrkr-2': 'ok' }, nodeRecovery)
-        const failed = nodeIn(report, 'preflight', 'wrkr-1')
-        expect(failed.error?.message).toMatch(/Samsung SSD 990\*.*matches none of the node's disks \(\/dev\/sda 100GB QEMU HARDDISK\)/)
-        expect(failed.error?.hint).toContain('talosctl get disks --insecure -n 127.91.1.21')
-        expect(failed.attempts).toBe(1)
-        for (const phase of ['apply', 'verify', 'wait-ready'])
-          expectPhase(report, phase, { 'cp-1': 'ok', 'wrkr-1': 'not-run', 'wrkr-2': 'ok' })
-        expect(callsTo(cluster.calls(), 'wrkr-1', 'apply')).toEqual([])
-      }),
-    ROW_TIMEOUT,
-  )
-
-  it(
-    'a disk selector the node refuses at apply time (sim disk-mismatch): named, permanent, not retried',
-    () =>
-      withCluster('127.91.2', { workers: 1, faults: [{ node: 'wrkr-1', on: 'apply', kind: 'disk-mismatch' }] }, async (cluster) => {
-        const result = await cluster.task('bootstrap:talos', {}, FAST)
-        expect(result.code).toBe(1)
-        const report = cluster.report()
-        expectPhase(report, 'apply', { 'cp-1': 'ok', 'wrkr-1': 'failed:disk-mismatch' }, nodeRecovery)
-        expect(nodeIn(report, 'apply', 'wrkr-1').error?.message).toMatch(/no disks matched the expression/)
-        expect(outcomes(cluster.calls(), 'wrkr-1', 'apply')).toEqual(['error'])
-        expectPhase(report, 'wait-ready', { 'cp-1': 'ok', 'wrkr-1': 'not-run' })
-      }),
-    ROW_TIMEOUT,
-  )
-
-  it(
-    'config rejected by the node: named, permanent, not retried; the others go on',
-    () =>
-      withCluster('127.91.3', { faults: [{ node: 'wrkr-1', on: 'apply', kind: 'config-rejected' }] }, async (cluster) => {
-        const result = await cluster.task('bootstrap:talos', {}, FAST)
-        expect(result.code).toBe(1)
-        const report = cluster.report()
-        expectPhase(report, 'apply', { 'cp-1': 'ok', 'wrkr-1': 'failed:config-invalid', 'wrkr-2': 'ok' }, nodeRecovery)
-        const failed = nodeIn(report, 'apply', 'wrkr-1')
-        expect(failed.error?.message).toMatch(
-          /configuration validation failed: .*extraKernelArgs and install\.grubUseUKICmdline can't be used together/,
-        )
-        expect(failed.error?.hint).toContain('e2e-wrkr-1.yaml')
-        expect(failed).toMatchObject({ attempts: 1 })
-        expect(outcomes(cluster.calls(), 'wrkr-1', 'apply')).toEqual(['error'])
-        for (const phase of ['verify', 'wait-ready']) expectPhase(report, phase, { 'cp-1': 'ok', 'wrkr-1': 'not-run', 'wrkr-2': 'ok' })
-      }),
+      withCluster(
+        '127.91.1',
+        {
+          workers: 4,
+          faults: [
+            { node: 'wrkr-2', on: 'apply', kind: 'disk-mismatch' },
+            { node: 'wrkr-3', on: 'apply', kind: 'config-rejected' },
+          ],
+        },
+        async (cluster) => {
+          selectorMatchingNothing(cluster, 'wrkr-1')
+          const result = await cluster.task('bootstrap:talos', {}, FAST)
+          expect(result.code).toBe(1)
+          const report = cluster.report()
+          // no disk matches the install selector: preflight names it, no apply sent to that node
+          expectPhase(
+            report,
+            'preflight',
+            { 'cp-1': 'ok', 'wrkr-1': 'failed:disk-mismatch', 'wrkr-2': 'ok', 'wrkr-3': 'ok', 'wrkr-4': 'ok' },
+            nodeRecovery,
+          )
+          const refused = nodeIn(report, 'preflight', 'wrkr-1')
+          expect(refused.error?.message).toMatch(/Samsung SSD 990\*.*matches none of the node's disks \(\/dev\/sda 100GB QEMU HARDDISK\)/)
+          expect(refused.error?.hint).toContain('talosctl get disks --insecure -n 127.91.1.21')
+          expect(refused.attempts).toBe(1)
+          expect(callsTo(cluster.calls(), 'wrkr-1', 'apply')).toEqual([])
+          // the disk selector refused at apply time and the rejected config: named, permanent, not retried
+          expectPhase(
+            report,
+            'apply',
+            { 'cp-1': 'ok', 'wrkr-1': 'not-run', 'wrkr-2': 'failed:disk-mismatch', 'wrkr-3': 'failed:config-invalid', 'wrkr-4': 'ok' },
+            nodeRecovery,
+          )
+          expect(nodeIn(report, 'apply', 'wrkr-2').error?.message).toMatch(/no disks matched the expression/)
+          expect(outcomes(cluster.calls(), 'wrkr-2', 'apply')).toEqual(['error'])
+          const rejected = nodeIn(report, 'apply', 'wrkr-3')
+          expect(rejected.error?.message).toMatch(
+            /configuration validation failed: .*extraKernelArgs and install\.grubUseUKICmdline can't be used together/,
+          )
+          expect(rejected.error?.hint).toContain('e2e-wrkr-3.yaml')
+          expect(rejected).toMatchObject({ attempts: 1 })
+          expect(outcomes(cluster.calls(), 'wrkr-3', 'apply')).toEqual(['error'])
+          // the others go on
+          for (const phase of ['verify', 'wait-ready'])
+            expectPhase(report, phase, { 'cp-1': 'ok', 'wrkr-1': 'not-run', 'wrkr-2': 'not-run', 'wrkr-3': 'not-run', 'wrkr-4': 'ok' })
+        },
+      ),
     ROW_TIMEOUT,
   )
 

@@ -9,6 +9,8 @@ import { MachineConfig } from '../../input/machine-config.js'
 import { schematicOfImage } from '../../input/versions.js'
 import type { Run } from '../../engine/run.js'
 import type { StepReporter } from '../../engine/phase.js'
+import { extensionOf, type NodeAnswer } from '../../tools/talosctl.js'
+import type { SharedReading } from '../../wait/shared-reading.js'
 
 /** Image Factory's virtual extension that carries the schematic (its ID as version, the schematic as extraInfo). */
 const SCHEMATIC = 'schematic'
@@ -30,10 +32,18 @@ export function schematicExtensions(extraInfo: string): string[] {
 /**
  * Fails the node when an extension its running image's schematic asks for is not running; returns a
  * note when it runs another schematic than its config's installer image names (a disk image booted
- * as it is, whose install was skipped), else undefined.
+ * as it is, whose install was skipped), else undefined. `batched`: the nodes' extensions read in one
+ * call (`talosctl get extensions -n a,b,…`) instead of one call per node.
  */
-export async function checkExtensions(node: ClusterNode, run: Run, report: StepReporter): Promise<string | undefined> {
-  const running = await report.retry(() => run.talosctl.extensions(node))
+export async function checkExtensions(
+  node: ClusterNode,
+  run: Run,
+  report: StepReporter,
+  batched?: SharedReading<Map<string, NodeAnswer<unknown[]>>>,
+): Promise<string | undefined> {
+  // the node's answer in the batched read; one the batch could not tell, or that answered with an error, is asked alone
+  const docs = (await batched?.get().catch(() => undefined))?.get(node.address)?.value
+  const running = docs?.map(extensionOf) ?? (await report.retry(() => run.talosctl.extensions(node)))
   const schematic = running.find((e) => e.name === SCHEMATIC)
   const image = MachineConfig.of(node.configFile).installImage()
   const configured = schematicOfImage(image)
