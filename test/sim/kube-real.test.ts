@@ -62,7 +62,12 @@ const NODES = ['cp-1', 'cp-2', 'cp-3', 'wrkr-1', 'wrkr-2']
 describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
   beforeAll(async () => {
     c = await startOn('127.251.1', { cps: 3, workers: 2, image: 'disk', speed: 100, timings: { boot: 6 }, kube: 'real' })
-    for (const n of NODES) expect((await applyInsecure(c.sim, n)).code).toBe(0)
+    // booted from disk into maintenance a few simulated seconds after the start, as a node does: an apply before then is refused
+    await c.sim.until(() => NODES.every((n) => c.sim.node(n)?.stage === 'maintenance'), 30_000)
+    for (const n of NODES) {
+      const r = await applyInsecure(c.sim, n)
+      expect(r.code, `${n}: ${r.stderr}`).toBe(0)
+    }
     const t0 = Date.now()
     expect((await bootstrapWhenReady(c.sim, 'cp-1', 60_000)).code).toBe(0)
     await c.sim.until(() => !!c.sim.realKube?.serving, 180_000)
