@@ -35,8 +35,9 @@ export class RollingReads {
     batched = false,
   ) {
     if (!batched) return
-    // the nodes of a batch ask within a few ms of each other (more under load)
-    const windowMs = Math.min(100, run.settings.pollIntervalMs / 8)
+    // the nodes of a batch come back from their action up to seconds apart under load (talosctl's own
+    // wait): a longer window than StatusReads', each batch's nodes then go on to the next read together
+    const windowMs = Math.min(250, run.settings.pollIntervalMs / 4)
     const through = <T>(read: (order: ClusterNode[], via: ClusterNode) => Promise<Map<string, NodeAnswer<T>>>): ThroughReading<T> =>
       new BatchedReading((nodes) => this.readThrough(nodes, read), windowMs)
     this.batches = {

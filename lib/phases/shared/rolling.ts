@@ -232,11 +232,16 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
     })
     run.journal.settled(node.name, action.phase)
   }
-  const { failure } = await action.verify(bootId)
   report.progress('waiting for the kubelet and the Node')
-  const ready = await waitFor(report, run, node, 'the kubelet healthy and the Node Ready after the reboot', 'node-not-ready', () =>
-    kubeletAndNodeReady(reads, node, bootId),
-  )
+  // the wait's first read goes beside the action's check (one round trip less); it answers the wait's first poll
+  let first: Promise<PollAnswer<KubeObject>> | undefined = kubeletAndNodeReady(reads, node, bootId)
+  void first.catch(() => undefined)
+  const { failure } = await action.verify(bootId)
+  const ready = await waitFor(report, run, node, 'the kubelet healthy and the Node Ready after the reboot', 'node-not-ready', () => {
+    const read = first ?? kubeletAndNodeReady(reads, node, bootId)
+    first = undefined
+    return read
+  })
   if (node.role === 'controlplane') {
     report.progress('waiting for the static pods')
     await waitFor(report, run, node, 'the static pods Ready', 'control-plane', () => staticPodsReady(kubectl, node, new Map()))
