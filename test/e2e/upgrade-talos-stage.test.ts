@@ -165,13 +165,11 @@ describe('task upgrade:talos STAGE and REBOOT_MODE', () => {
       const sim = shared().sim
       const [cp, w1, w2] = ['cp-1', 'wrkr-1', 'wrkr-2'].map((n) => sim.node(n)!.ip)
       // the reads of a worker after its send go through cp-1 (first in the call), never a worker alone
-      const reads = readFileSync(log, 'utf8')
-        .slice(logFrom)
-        .split('\n')
-        .flatMap((l) => {
-          const m = /talosctl (service kubelet|get machinestatus|get extensions|version) .*-e (\S+) -n (\S+)/.exec(l)
-          return m ? [{ what: m[1], via: m[2], nodes: (m[3] ?? '').split(',') }] : []
-        })
+      const lines = readFileSync(log, 'utf8').slice(logFrom).split('\n')
+      const reads = lines.slice(lines.findIndex((l) => / talosctl upgrade /.test(l))).flatMap((l) => {
+        const m = /talosctl (service kubelet|get machinestatus|get extensions|version) .*-e (\S+) -n (\S+)/.exec(l)
+        return m ? [{ what: m[1], via: m[2], nodes: (m[3] ?? '').split(',') }] : []
+      })
       expect(reads.filter((c) => c.nodes.length === 1 && c.nodes[0] !== cp)).toEqual([])
       for (const what of ['service kubelet', 'get machinestatus']) {
         const batched = reads.filter((c) => c.what === what)
