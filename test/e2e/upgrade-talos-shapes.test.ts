@@ -5,11 +5,11 @@
 // each upgrades only the nodes it needs. Ranges 127.229.1.0/24 and 127.229.2.0/24.
 delete process.env.MODE
 
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect } from 'vitest'
 import { inTurn, SIDE_BY_SIDE } from '../support/in-turn.js'
-import { hintOf, nodeIn, processesMentioning, runInFreshShell, sharedCluster, waitFor, type E2eCluster } from './harness.js'
+import { guardPodOn, hintOf, killScript, nodeIn, runInFreshShell, sharedCluster, waitFor, type E2eCluster } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
 import { at, talosctl } from '../sim/helpers.js'
 
@@ -85,46 +85,7 @@ describe('upgrade:talos, two control planes and two workers (real control plane)
   inTurn(
     'workers alone (NODES=) with a PodDisruptionBudget that never allows eviction on wrkr-2: wrkr-1 upgraded, wrkr-2 named cordoned with the budget, nothing sent to it; the hint, once the budget is relaxed, finishes it',
     async () => {
-      const guarded = [
-        'apiVersion: policy/v1',
-        'kind: PodDisruptionBudget',
-        'metadata: {name: guarded, namespace: default}',
-        'spec: {maxUnavailable: 0, selector: {matchLabels: {app: guarded}}}',
-        '---',
-        'apiVersion: apps/v1',
-        'kind: ReplicaSet',
-        'metadata: {name: guarded, namespace: default}',
-        'spec:',
-        '  replicas: 1',
-        '  selector: {matchLabels: {app: guarded}}',
-        '  template:',
-        '    metadata: {labels: {app: guarded}}',
-        '    spec:',
-        '      nodeSelector: {kubernetes.io/hostname: wrkr-2}',
-        '      tolerations: [{operator: Exists}]',
-        '      containers: [{name: app, image: registry.k8s.io/pause:3.10}]',
-      ].join('\n')
-      const file = join(cluster().dir, 'guarded.yaml')
-      writeFileSync(file, guarded)
-      const applied = await cluster().kubectl(['apply', '-f', file])
-      expect(applied.code, applied.stderr).toBe(0)
-      // the budget holds once its pod runs
-      let budget = ''
-      for (let i = 0; i < 240 && budget !== '1/0'; i++) {
-        if (i > 0) await new Promise((r) => setTimeout(r, 500))
-        budget = (
-          await cluster().kubectl([
-            '-n',
-            'default',
-            'get',
-            'pdb',
-            'guarded',
-            '-o',
-            'jsonpath={.status.currentHealthy}/{.status.disruptionsAllowed}',
-          ])
-        ).stdout
-      }
-      expect(budget).toBe('1/0')
+      await guardPodOn(cluster(), 'wrkr-2', 'maxUnavailable: 0')
 
       const before = cluster().sim.node('wrkr-2')!.bootId
       const from = cluster().calls().length
@@ -180,15 +141,7 @@ describe('upgrade:talos, two control planes and two workers (real control plane)
       const { child, done } = cluster().spawnTask('upgrade:talos', vars, FLAGS)
       try {
         await waitFor(() => upgrades(from).length > 0, 120_000, 'the first Upgrade call')
-        const pid = processesMentioning(`--cluster-dir=${cluster().clusterDir}`).find((p) => {
-          try {
-            return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('scripts/upgrade-talos.ts')
-          } catch {
-            return false
-          }
-        })
-        expect(pid).toBeDefined()
-        process.kill(pid as number, 'SIGKILL')
+        killScript(cluster(), 'upgrade-talos')
         await done
       } finally {
         if (child.exitCode === null) process.kill(-(child.pid as number), 'SIGKILL')
