@@ -52,7 +52,7 @@ describe('upgrade:talos, two control planes and two workers (real control plane)
   }
 
   inTurn(
-    'the quorum gate refuses either control plane at once (2 members lose the quorum with one down), nothing sent; the workers are not started, the hint names them alone',
+    'the quorum gate refuses either control plane at once (2 members lose the quorum with one down), nothing sent; the workers are not started; the hint, as printed, upgrades them alone',
     async () => {
       const from = cluster().calls().length
       const r = await cluster().task('upgrade:talos', { TALOS_VERSION: 'v1.13.8' }, FLAGS)
@@ -79,6 +79,17 @@ describe('upgrade:talos, two control planes and two workers (real control plane)
       expect(hint).toContain('etcd of 2 members loses its quorum with either one down')
       expect(hint).toContain('add a third control plane')
       expect(command).toMatch(/^task -d \S+ upgrade:talos CLUSTER_DIR=\S+ TALOS_VERSION=v1\.13\.8 NODES=wrkr-1,wrkr-2$/)
+      // the workers need no quorum gate: the hint as printed, in a fresh shell, upgrades them alone
+      const again = cluster().calls().length
+      const workers = await runInFreshShell(cluster(), command)
+      expect(workers.code, `${command}\n${workers.stdout}\n${workers.stderr}`).toBe(0)
+      expect(new Set(upgrades(again))).toEqual(new Set(['wrkr-1', 'wrkr-2']))
+      for (const name of ['wrkr-1', 'wrkr-2']) {
+        expect(result(name).detail).toBe('upgraded v1.12.11 -> v1.13.8; rebooted, uncordoned')
+        expect(await tag(name)).toBe('v1.13.8')
+        expect(await cordon(name)).toEqual({ unschedulable: false })
+      }
+      for (const cp of ['cp-1', 'cp-2']) expect(await tag(cp)).toBe('v1.12.11')
     },
     CASE_TIMEOUT,
   )
@@ -91,14 +102,14 @@ describe('upgrade:talos, two control planes and two workers (real control plane)
       const before = cluster().sim.node('wrkr-2')!.bootId
       const from = cluster().calls().length
       // both at once: wrkr-1 is under way when wrkr-2's drain runs out (one at a time, the first could be wrkr-2, and its failure would start no other)
-      const r = await cluster().task('upgrade:talos', { TALOS_VERSION: 'v1.13.8', NODES: 'wrkr-1,wrkr-2', CONCURRENCY: '2' }, [
+      const r = await cluster().task('upgrade:talos', { TALOS_VERSION: 'v1.13.9', NODES: 'wrkr-1,wrkr-2', CONCURRENCY: '2' }, [
         ...FLAGS,
         '--drain-timeout',
         '5s',
       ])
       expect(r.code, r.stdout + r.stderr).toBe(1)
       expect(upgrades(from)).toEqual(['wrkr-1'])
-      expect(result('wrkr-1').detail).toBe('upgraded v1.12.11 -> v1.13.8; rebooted, uncordoned')
+      expect(result('wrkr-1').detail).toBe('upgraded v1.13.8 -> v1.13.9; rebooted, uncordoned')
       expect(result('wrkr-1').day2?.state).toBe('upgraded')
       const blocked = result('wrkr-2')
       expect(blocked.error?.kind).toBe('drain-blocked')
@@ -107,39 +118,40 @@ describe('upgrade:talos, two control planes and two workers (real control plane)
       )
       expect(blocked.day2?.state).toBe('cordoned')
       expect(cluster().sim.node('wrkr-2')!.bootId).toBe(before)
-      expect(await tag('wrkr-1')).toBe('v1.13.8')
-      expect(await tag('wrkr-2')).toBe('v1.12.11')
+      expect(await tag('wrkr-1')).toBe('v1.13.9')
+      expect(await tag('wrkr-2')).toBe('v1.13.8')
       expect(await cordon('wrkr-1')).toEqual({ unschedulable: false })
       expect(await cordon('wrkr-2')).toEqual({ unschedulable: true, mark: 'upgrade:talos' })
       expect(r.stdout).toContain('cluster left at mixed versions')
 
       // the budget relaxed: the hint as printed, in a fresh shell, drains again and finishes wrkr-2
       const { command } = hintOf(r.stderr, 'wrkr-2')
-      expect(command).toMatch(/^task -d \S+ upgrade:talos CLUSTER_DIR=\S+ TALOS_VERSION=v1\.13\.8 NODES=wrkr-2$/)
+      expect(command).toMatch(/^task -d \S+ upgrade:talos CLUSTER_DIR=\S+ TALOS_VERSION=v1\.13\.9 NODES=wrkr-2$/)
       const relaxed = await cluster().kubectl(['-n', 'default', 'delete', 'pdb', 'guarded'])
       expect(relaxed.code, relaxed.stderr).toBe(0)
       const again = cluster().calls().length
       const finished = await runInFreshShell(cluster(), command)
       expect(finished.code, `${command}\n${finished.stdout}\n${finished.stderr}`).toBe(0)
       expect(upgrades(again)).toEqual(['wrkr-2'])
-      expect(result('wrkr-2').detail).toBe('upgraded v1.12.11 -> v1.13.8; rebooted, uncordoned')
-      expect(await tag('wrkr-2')).toBe('v1.13.8')
+      expect(result('wrkr-2').detail).toBe('upgraded v1.13.8 -> v1.13.9; rebooted, uncordoned')
+      expect(await tag('wrkr-2')).toBe('v1.13.9')
       for (const name of Object.keys(IP)) expect(await cordon(name)).toEqual({ unschedulable: false })
     },
     CASE_TIMEOUT,
   )
 
   inTurn(
-    'kill -9 while a worker upgrades (its Upgrade sent): the rerun resumes from the journal and the live versions, both workers at the target, none cordoned',
+    'kill -9 while a worker upgrades (its Upgrade sent; back to v1.13.8 with --allow-downgrade): the rerun resumes from the journal and the live versions, both workers at the target, none cordoned',
     async () => {
       const journal = (): { nodes: Record<string, { 'upgrade-talos'?: { sent?: string } }> } =>
         JSON.parse(readFileSync(join(cluster().clusterDir, '.bootstrap', 'journal.json'), 'utf8')) as {
           nodes: Record<string, { 'upgrade-talos'?: { sent?: string } }>
         }
       // one at a time (the simulator's settings say 4): one sent when killed, the other not yet
-      const vars = { TALOS_VERSION: 'v1.13.9', NODES: 'wrkr-1,wrkr-2', CONCURRENCY: '1' }
+      const vars = { TALOS_VERSION: 'v1.13.8', NODES: 'wrkr-1,wrkr-2', CONCURRENCY: '1' }
+      const flags = [...FLAGS, '--allow-downgrade']
       const from = cluster().calls().length
-      const { child, done } = cluster().spawnTask('upgrade:talos', vars, FLAGS)
+      const { child, done } = cluster().spawnTask('upgrade:talos', vars, flags)
       try {
         await waitFor(() => upgrades(from).length > 0, 120_000, 'the first Upgrade call')
         killScript(cluster(), 'upgrade-talos')
@@ -156,15 +168,15 @@ describe('upgrade:talos, two control planes and two workers (real control plane)
       expect(await cordon(killed)).toEqual({ unschedulable: true, mark: 'upgrade:talos' })
 
       const rerunFrom = cluster().calls().length
-      const rerun = await cluster().task('upgrade:talos', vars, FLAGS)
+      const rerun = await cluster().task('upgrade:talos', vars, flags)
       expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
       expect(rerun.stderr + rerun.stdout).toMatch(/taking over a stale lock/)
       // the killed one is finished, not sent again; the other upgraded
       expect(upgrades(rerunFrom)).toEqual([other])
-      expect(result(killed).detail).toMatch(/^at v1\.13\.9: finished after an interrupted run, uncordoned/)
-      expect(result(other).detail).toBe('upgraded v1.13.8 -> v1.13.9; rebooted, uncordoned')
+      expect(result(killed).detail).toMatch(/^at v1\.13\.8: finished after an interrupted run, uncordoned/)
+      expect(result(other).detail).toBe('upgraded v1.13.9 -> v1.13.8; rebooted, uncordoned')
       for (const name of ['wrkr-1', 'wrkr-2']) {
-        expect(await tag(name)).toBe('v1.13.9')
+        expect(await tag(name)).toBe('v1.13.8')
         expect(journal().nodes[name]?.['upgrade-talos']?.sent).toBeUndefined()
       }
       for (const name of Object.keys(IP)) expect(await cordon(name)).toEqual({ unschedulable: false })
