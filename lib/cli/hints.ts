@@ -231,6 +231,33 @@ export function hintForQuorum(via: Pick<ClusterNode, 'address'>, rerun: string):
   return `see what the gate read: \`${talosctlCommand(all, 'etcd status', via)}\`, \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(via, 'etcd alarm list')}\`; bring back the members named (\`${talosctlCommand(all, 'service etcd', via)}\`); a learner that is never promoted or a member no control plane is: remove it (\`${talosctlCommand(via, 'etcd remove-member <member ID>')}\`); for an alarm, free space on the members named with \`${talosctlCommand(via, 'etcd defrag')}\` on each, then \`${talosctlCommand(via, 'etcd alarm disarm')}\`; nothing was taken down, so then run again: ${rerun}`
 }
 
+/** The commands a run offers instead when the member count refuses a control plane. */
+export interface MemberCountWayOut {
+  /** the run's workers alone (no control plane goes down) */
+  workersAlone?: string
+  /** the only control plane, its downtime accepted */
+  acceptDowntime?: string
+}
+
+/**
+ * The quorum gate refused because of the member count, which no wait changes: 2 members lose the
+ * quorum with either one down (Talos refuses the upgrade too: internal/pkg/etcd/etcd.go), 1 takes the
+ * API down with it. What to do instead, ending with a command that runs as printed.
+ */
+export function hintForMemberCount(
+  members: number,
+  node: Pick<ClusterNode, 'name'>,
+  rerun: string,
+  instead: MemberCountWayOut = {},
+): string {
+  if (members === 1)
+    return instead.acceptDowntime
+      ? `${node.name} is the only etcd member and nothing was taken down: add control planes (3 keep the API up while one is down), or accept that the API is down while it reboots (an etcd snapshot is taken first), run: ${instead.acceptDowntime}`
+      : `${node.name} is the only etcd member and nothing was taken down: add control planes (3 keep the API up while one is down), then run again: ${rerun}`
+  const workers = instead.workersAlone ? `; the workers need no quorum gate: to upgrade them alone now, run: ${instead.workersAlone}` : ''
+  return `etcd of ${members} members loses its quorum with either one down, so no control plane is taken down (nothing was): add a third control plane (3 members keep a quorum with one down), then run again: ${rerun}${workers}`
+}
+
 /**
  * A kubelet that keeps restarting (machined restarts it forever: runner/restart/restart.go): its own
  * log names the cause; Talos picks up a fixed config on its next restart.

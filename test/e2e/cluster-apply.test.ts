@@ -10,7 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse, stringify } from 'yaml'
-import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, nodeIn, runInFreshShell } from './harness.js'
+import { CLUSTER_CASE_TIMEOUT, E2eCluster, guardPodOn, hintOf, nodeIn, runInFreshShell } from './harness.js'
 import { tagOf as tagOfImage } from '../../lib/input/versions.js'
 import { fastWith } from '../faults/helpers.js'
 import { at, jsonDocs, talosctl } from '../sim/helpers.js'
@@ -344,42 +344,7 @@ describe('task cluster:apply', () => {
   it(
     'a PodDisruptionBudget that allows no eviction: the drain runs out, nothing applied, the node stays cordoned; a rerun once it allows finishes',
     async () => {
-      const guarded = [
-        'apiVersion: policy/v1',
-        'kind: PodDisruptionBudget',
-        'metadata: {name: guarded, namespace: default}',
-        'spec: {minAvailable: 1, selector: {matchLabels: {app: guarded}}}',
-        '---',
-        'apiVersion: apps/v1',
-        'kind: ReplicaSet',
-        'metadata: {name: guarded, namespace: default}',
-        'spec:',
-        '  replicas: 1',
-        '  selector: {matchLabels: {app: guarded}}',
-        '  template:',
-        '    metadata: {labels: {app: guarded}}',
-        '    spec:',
-        '      nodeSelector: {kubernetes.io/hostname: wrkr-1}',
-        '      tolerations: [{operator: Exists}]',
-        '      containers: [{name: app, image: registry.k8s.io/pause:3.10}]',
-      ].join('\n')
-      const file = join(cluster.dir, 'guarded.yaml')
-      writeFileSync(file, guarded)
-      expect((await cluster.kubectl(['apply', '-f', file])).code).toBe(0)
-      // the budget holds once its pod runs
-      for (let i = 0; i < 120; i++) {
-        const pdb = await cluster.kubectl([
-          '-n',
-          'default',
-          'get',
-          'pdb',
-          'guarded',
-          '-o',
-          'jsonpath={.status.currentHealthy}/{.status.disruptionsAllowed}',
-        ])
-        if (pdb.stdout === '1/0') break
-        await new Promise((r) => setTimeout(r, 500))
-      }
+      await guardPodOn(cluster, 'wrkr-1', 'minAvailable: 1')
       edit('wrkr-1', (c) => (c.machine.env = { ...c.machine.env, DRAINED: 'yes' }))
       const before = bootId('wrkr-1')
       const from = commandLines().length

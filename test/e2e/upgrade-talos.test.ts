@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect } from 'vitest'
 import { inTurn, SIDE_BY_SIDE } from '../support/in-turn.js'
-import { CLUSTER_CASE_TIMEOUT, E2eCluster, nodeIn, processesMentioning, waitFor } from './harness.js'
+import { CLUSTER_CASE_TIMEOUT, E2eCluster, killScript, nodeIn, waitFor } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
 import { at, talosctl } from '../sim/helpers.js'
 
@@ -284,15 +284,7 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
       try {
         await waitFor(() => upgrades(from).length > 0, 120_000, 'the first Upgrade call')
         killed = upgrades(from)[0]
-        const pid = processesMentioning(`--cluster-dir=${cluster.clusterDir}`).find((p) => {
-          try {
-            return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('scripts/upgrade-talos.ts')
-          } catch {
-            return false
-          }
-        })
-        expect(pid).toBeDefined()
-        process.kill(pid as number, 'SIGKILL')
+        killScript(cluster, 'upgrade-talos')
         await done
       } finally {
         if (child.exitCode === null) process.kill(-(child.pid as number), 'SIGKILL')

@@ -144,7 +144,15 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
   if (!action.resumed) {
     if (node.role === 'controlplane') {
       report.progress('etcd quorum gate')
-      notes.push(`gate: ${await waitForQuorum(report, run, { node, ...(action.acceptDowntime ? { acceptDowntime: true } : {}) }, rerun)}`)
+      const workers = run.nodes.filter((n) => n.role === 'worker').map((n) => n.name)
+      const instead = {
+        ...(workers.length > 0 ? { workersAlone: taskCommand(action.command, { NODES: workers.join(',') }) } : {}),
+        ...(action.command === 'upgrade:talos'
+          ? { acceptDowntime: taskCommand(action.command, { NODES: node.name }, ['--accept-downtime']) }
+          : {}),
+      }
+      const target = { node, instead, ...(action.acceptDowntime ? { acceptDowntime: true } : {}) }
+      notes.push(`gate: ${await waitForQuorum(report, run, target, rerun)}`)
     }
     const from = await report.retry(() => run.talosctl.bootId(node))
     report.progress('cordon')
@@ -158,7 +166,8 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
       throw new NodeError(
         'drain-blocked',
         `drain not done within ${Math.round(run.settings.drainTimeoutMs / 1000)}s${blocked.length > 0 ? `: ${describeBlocked(blocked)}` : `: ${err.message}`}; nothing applied, the node stays cordoned`,
-        `see the budgets (\`${kubectlCommand('get pdb -A')}\`), let the pods move (scale the workload up or relax the budget), then run again: ${rerun} (it drains again and goes on)`,
+        // the command last: a hint is run as printed
+        `see the budgets (\`${kubectlCommand('get pdb -A')}\`), let the pods move (scale the workload up or relax the budget; a rerun drains it again and goes on), then run again: ${rerun}`,
       )
     }
     report.progress(action.what)
