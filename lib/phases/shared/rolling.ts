@@ -147,9 +147,7 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
       const workers = run.nodes.filter((n) => n.role === 'worker').map((n) => n.name)
       const instead = {
         ...(workers.length > 0 ? { workersAlone: taskCommand(action.command, { NODES: workers.join(',') }) } : {}),
-        ...(action.command === 'upgrade:talos'
-          ? { acceptDowntime: taskCommand(action.command, { NODES: node.name }, ['--accept-downtime']) }
-          : {}),
+        acceptDowntime: taskCommand(action.command, { NODES: node.name }, ['--accept-downtime']),
       }
       const target = { node, instead, ...(action.acceptDowntime ? { acceptDowntime: true } : {}) }
       notes.push(`gate: ${await waitForQuorum(report, run, target, rerun)}`)
