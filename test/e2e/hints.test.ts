@@ -40,6 +40,15 @@ function setTimeServers(hint: string, servers: string[]): void {
 }
 
 const READY_SHORT = fastWith('--ready-timeout', '6s')
+/** cp-2 of two control planes never joins etcd */
+const ETCD_JOIN: Pick<Row, 'shape' | 'who' | 'fault' | 'flags'> = {
+  // no VIP: the 5 s are cp-2's join wait (with a VIP they would also be the wait for its /readyz,
+  // which a real API server's start outlasts: test/faults/bootstrap.test.ts)
+  shape: { cps: 2, workers: 0, vip: false, faults: [{ node: 'cp-2', kind: 'etcd-join' }] },
+  who: 'cp-2',
+  fault: { node: 'cp-2', kind: 'etcd-join' },
+  flags: fastWith('--bootstrap-timeout', '5s'),
+}
 const rows: Row[] = [
   {
     name: 'unreachable',
@@ -98,22 +107,14 @@ const rows: Row[] = [
   {
     name: 'etcd-join',
     range: '127.118.8',
-    // no VIP: the 5 s are cp-2's join wait (with a VIP they would also be the wait for its /readyz,
-    // which a real API server's start outlasts: test/faults/bootstrap.test.ts)
-    shape: { cps: 2, workers: 0, vip: false, faults: [{ node: 'cp-2', kind: 'etcd-join' }] },
-    who: 'cp-2',
-    fault: { node: 'cp-2', kind: 'etcd-join' },
-    flags: fastWith('--bootstrap-timeout', '5s'),
+    ...ETCD_JOIN,
     // asks the working control plane (cp-1), through it about cp-2, with the talosconfig; then RESET
     says: /talosctl --talosconfig \S+ -e 127\.118\.8\.11 -n 127\.118\.8\.11 etcd members.*talosctl --talosconfig \S+ -e 127\.118\.8\.11 -n 127\.118\.8\.12 service etcd.*NODE=cp-2 RESET=true -- --yes$/,
   },
   {
     name: 'etcd-join, retried now: the reboot and the recovery as printed',
     range: '127.118.17',
-    shape: { cps: 2, workers: 0, vip: false, faults: [{ node: 'cp-2', kind: 'etcd-join' }] },
-    who: 'cp-2',
-    fault: { node: 'cp-2', kind: 'etcd-join' },
-    flags: fastWith('--bootstrap-timeout', '5s'),
+    ...ETCD_JOIN,
     // Talos retries the join only for 30 min: the reboot starts it again, the recovery then finds cp-2 joined
     recovery:
       /to retry now, reboot it and recover the node, run: (talosctl \S+ \S+ -e 127\.118\.17\.11 -n 127\.118\.17\.12 reboot && task .+ NODE=cp-2);/,
