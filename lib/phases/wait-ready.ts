@@ -493,7 +493,9 @@ function healthSteps(run: Run, apiReady: (r: Run) => true | string | { skip: str
  */
 function everySelectedFailedBefore(run: Run): { skip: string } | undefined {
   const before = (n: ClusterNode): boolean => (run.failed.get(n.name) ?? 'wait-ready') !== 'wait-ready'
-  if (run.nodes.length === 0 || !run.nodes.every(before)) return undefined
+  // only over a running cluster: otherwise the steps keep their own cause (not bootstrapped, no
+  // kubeconfig, no control plane answering whether etcd runs)
+  if (run.facts.cluster.bootstrapped !== true || run.nodes.length === 0 || !run.nodes.every(before)) return undefined
   // skipped, not "not run": the failures above are the outcome, not one more line per step
   return { skip: `every selected node failed already (${run.nodes.map((n) => `${n.name} in ${run.failed.get(n.name)}`).join(', ')})` }
 }
