@@ -145,7 +145,7 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       // Talos retries the join for EtcdJoinTimeout (30 min: machined services/etcd.go, buildInitialCluster);
       // a boot whose services are not up within BootTimeout (70 min: v1alpha1_sequencer_tasks.go) fails
       // and machined reboots the node, which tries again (machined main.go)
-      return `${ask}; once the cause is gone Talos joins by itself: it retries the join for 30 minutes, and a boot not done within 70 minutes reboots the node, which tries again; to retry now, reboot it (\`${talosctlCommand(node, 'reboot', via ?? node)}\`); if it still does not join, wipe it and let it rejoin with: ${reset}`
+      return `${ask}; once the cause is gone Talos joins by itself: it retries the join for 30 minutes, and a boot not done within 70 minutes reboots the node, which tries again; to retry now, reboot it and recover the node, run: ${talosctlCommand(node, 'reboot', via ?? node)} && ${recover}; if it still does not join, wipe it and let it rejoin with: ${reset}`
     }
     case 'quorum':
       return hintForQuorum(workingControlPlane(node) ?? node, recover)

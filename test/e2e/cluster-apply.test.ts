@@ -321,7 +321,7 @@ describe('task cluster:apply', () => {
   )
 
   it(
-    'MODE=no-reboot refuses a change that needs a reboot (exit 1, kind needs-reboot), nothing applied',
+    'MODE=no-reboot refuses a change that needs a reboot (exit 1, kind needs-reboot), nothing applied; the printed command, run in a fresh shell, reboots the node into it',
     async () => {
       edit('wrkr-2', (c) => (c.machine.env = { ...c.machine.env, LATER: '1' }))
       const before = bootId('wrkr-2')
@@ -331,12 +331,21 @@ describe('task cluster:apply', () => {
       const node = nodeIn(cluster.report(), 'cluster-apply', 'wrkr-2')
       expect(node.error?.kind).toBe('needs-reboot')
       // the hint ends in the command that applies it now: the same node in MODE=auto (a rolling reboot)
-      expect(hintOf(r.stderr, 'wrkr-2').command).toMatch(/ cluster:apply CLUSTER_DIR=\S+ NODES=wrkr-2 MODE=auto$/)
+      const { command } = hintOf(r.stderr, 'wrkr-2')
+      expect(command).toMatch(/ cluster:apply CLUSTER_DIR=\S+ NODES=wrkr-2 MODE=auto$/)
       expect(bootId('wrkr-2')).toBe(before)
       expect(applies(from).real).toEqual([])
       const bad = await cluster.task('cluster:apply', { NODES: 'wrkr-2', MODE: 'sometimes' }, FAST)
       expect(bad.code).toBe(2)
       expect(bad.stderr).toContain('MODE must be one of auto, no-reboot, reboot, staged, try')
+
+      // nothing to clear (the refusal was the mode's): as printed, it applies the change with a reboot
+      const now = await runInFreshShell(cluster, command)
+      expect(now.code, `${command}\n${now.stdout}\n${now.stderr}`).toBe(0)
+      expect(detail('wrkr-2')).toBe('rebooted, uncordoned')
+      expect(bootId('wrkr-2')).not.toBe(before)
+      expect((await machineConfigs('wrkr-2')).v1alpha1!.machine.env?.LATER).toBe('1')
+      expect((await kubeNode('wrkr-2')).spec?.unschedulable).toBeFalsy()
     },
     CASE_TIMEOUT,
   )
