@@ -28,8 +28,6 @@ export interface CommandArgs {
     allowDowngrade: boolean
     preserve: boolean
     force: boolean
-    /** a single control plane may go down (its API with it) */
-    acceptDowntime: boolean
     /** STAGE: `talosctl upgrade --stage` (the install on the next boot: two reboots) */
     stage: boolean
     /** REBOOT_MODE: `talosctl upgrade --reboot-mode` (default or powercycle) */
@@ -37,6 +35,8 @@ export interface CommandArgs {
   }
   /** cluster:apply: configs carrying an older Kubernetes than a node runs are applied, not refused */
   allowK8sDowngrade: boolean
+  /** upgrade:talos, cluster:apply: the only control plane may go down (its API with it) */
+  acceptDowntime: boolean
   /** upgrade:k8s: the target (TO; checked by the phase) and the API endpoint talosctl upgrade-k8s is given */
   k8s: { to?: string; endpoint?: string }
   /** settings flags that were given (name without --) */
@@ -135,6 +135,11 @@ const COMMAND_FLAGS: ReadonlyArray<{ flag: string; value?: string; variable?: st
     what: 'upgrade:talos: the Image Factory schematic of the installer',
   },
   { flag: 'allow-downgrade', default: 'false', what: 'upgrade:talos: allow a target older than a node runs' },
+  {
+    flag: 'accept-downtime',
+    default: 'false',
+    what: 'upgrade:talos, cluster:apply: let the only control plane go down (its API with it), after an etcd snapshot',
+  },
   {
     flag: 'allow-k8s-downgrade',
     default: 'false',
@@ -293,6 +298,7 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
     run: str('run'),
     mode: str('mode') ?? (env.MODE || undefined),
     allowK8sDowngrade: bool('allow-k8s-downgrade'),
+    acceptDowntime: bool('accept-downtime'),
     upgrade: {
       ...(str('talos-version') !== undefined ? { talosVersion: str('talos-version') } : {}),
       ...(str('image') !== undefined ? { image: str('image') } : {}),
@@ -300,7 +306,6 @@ export function parseCommandArgs(argv: string[], env: NodeJS.ProcessEnv, usage: 
       allowDowngrade: bool('allow-downgrade'),
       preserve: bool('preserve'),
       force: bool('force'),
-      acceptDowntime: bool('accept-downtime'),
       stage: bool('stage'),
       rebootMode: rebootModeOf(str('reboot-mode')),
     },

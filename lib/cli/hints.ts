@@ -145,7 +145,7 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       // Talos retries the join for EtcdJoinTimeout (30 min: machined services/etcd.go, buildInitialCluster);
       // a boot whose services are not up within BootTimeout (70 min: v1alpha1_sequencer_tasks.go) fails
       // and machined reboots the node, which tries again (machined main.go)
-      return `${ask}; once the cause is gone Talos joins by itself: it retries the join for 30 minutes, and a boot not done within 70 minutes reboots the node, which tries again; to retry now, reboot it (\`${talosctlCommand(node, 'reboot', via ?? node)}\`); if it still does not join, wipe it and let it rejoin with: ${reset}`
+      return `${ask}; once the cause is gone Talos joins by itself: it retries the join for 30 minutes, and a boot not done within 70 minutes reboots the node, which tries again; to retry now, reboot it and recover the node, run: ${talosctlCommand(node, 'reboot', via ?? node)} && ${recover}; if it still does not join, wipe it and let it rejoin with: ${reset}`
     }
     case 'quorum':
       return hintForQuorum(workingControlPlane(node) ?? node, recover)
@@ -229,6 +229,33 @@ export function hintForExtensions(node: Pick<ClusterNode, 'name' | 'address' | '
 export function hintForQuorum(via: Pick<ClusterNode, 'address'>, rerun: string): string {
   const all = { address: (context?.controlPlanes ?? [via]).map((cp) => cp.address).join(',') }
   return `see what the gate read: \`${talosctlCommand(all, 'etcd status', via)}\`, \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(via, 'etcd alarm list')}\`; bring back the members named (\`${talosctlCommand(all, 'service etcd', via)}\`); a learner that is never promoted or a member no control plane is: remove it (\`${talosctlCommand(via, 'etcd remove-member <member ID>')}\`); for an alarm, free space on the members named with \`${talosctlCommand(via, 'etcd defrag')}\` on each, then \`${talosctlCommand(via, 'etcd alarm disarm')}\`; nothing was taken down, so then run again: ${rerun}`
+}
+
+/** The commands a run offers instead when the member count refuses a control plane. */
+export interface MemberCountWayOut {
+  /** the run's workers alone (no control plane goes down) */
+  workersAlone?: string
+  /** the only control plane, its downtime accepted */
+  acceptDowntime?: string
+}
+
+/**
+ * The quorum gate refused because of the member count, which no wait changes: 2 members lose the
+ * quorum with either one down (Talos refuses the upgrade too: internal/pkg/etcd/etcd.go), 1 takes the
+ * API down with it. What to do instead, ending with a command that runs as printed.
+ */
+export function hintForMemberCount(
+  members: number,
+  node: Pick<ClusterNode, 'name'>,
+  rerun: string,
+  instead: MemberCountWayOut = {},
+): string {
+  if (members === 1)
+    return instead.acceptDowntime
+      ? `${node.name} is the only etcd member and nothing was taken down: add control planes (3 keep the API up while one is down), or accept that the API is down while it reboots (an etcd snapshot is taken first), run: ${instead.acceptDowntime}`
+      : `${node.name} is the only etcd member and nothing was taken down: add control planes (3 keep the API up while one is down), then run again: ${rerun}`
+  const workers = instead.workersAlone ? `; the workers need no quorum gate: to upgrade them alone now, run: ${instead.workersAlone}` : ''
+  return `etcd of ${members} members loses its quorum with either one down, so no control plane is taken down (nothing was): add a third control plane (3 members keep a quorum with one down), then run again: ${rerun}${workers}`
 }
 
 /**

@@ -185,6 +185,7 @@ async function execute(
       ...(planOnly ? { planOnly: true } : {}),
       ...(args.mode !== undefined ? { mode: args.mode } : {}),
       ...(args.allowK8sDowngrade ? { allowK8sDowngrade: true } : {}),
+      ...(args.acceptDowntime ? { acceptDowntime: true } : {}),
       upgrade: args.upgrade,
       k8s: args.k8s,
     },

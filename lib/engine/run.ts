@@ -35,6 +35,8 @@ export interface RunOptions {
   mode?: string
   /** cluster:apply: configs carrying an older Kubernetes than a node runs are applied (--allow-k8s-downgrade) */
   allowK8sDowngrade?: boolean
+  /** upgrade:talos, cluster:apply: the only control plane may go down, after an etcd snapshot (--accept-downtime) */
+  acceptDowntime?: boolean
   /** upgrade:talos: the target and what the operator allows (the phase checks it) */
   upgrade?: CommandArgs['upgrade']
   /** upgrade:k8s: TO and --endpoint (the phase checks them) */

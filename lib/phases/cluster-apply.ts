@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import { isDeepStrictEqual } from 'node:util'
 import { parseAllDocuments } from 'yaml'
 import { InputError, NodeError } from '../core/errors.js'
-import { hintFor, talosctlCommand, taskCommand } from '../cli/hints.js'
+import { hintFor, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { output } from '../cli/output.js'
 import { kubeNodeName, type ClusterNode } from '../core/model.js'
 import type { NodeOutcome, NodeStep, Phase, StepReporter } from '../engine/phase.js'
@@ -18,6 +18,7 @@ import { CORDONED_BY, type Kubectl } from '../tools/kubectl.js'
 import { APPLY_MODES, type ApplyMode } from '../tools/talosctl.js'
 import { kubectlFor, kubeletAndNodeReady, rollNode as roll, staticPodsReady, waitFor } from './shared/rolling.js'
 import { RollingReads } from './shared/rolling-reads.js'
+import { snapshotBeforeDowntime, takesOnlyControlPlaneDown } from './shared/downtime-snapshot.js'
 import { versionsStep } from './shared/versions.js'
 import { acts, perRun } from './shared/per-run.js'
 import { compareCore, parseVersion, tagOf } from '../input/versions.js'
@@ -263,9 +264,11 @@ async function rollNode(node: ClusterNode, run: Run, report: StepReporter): Prom
   const plan = planOf(run, node) as NodePlan
   if (plan.action.kind !== 'rolling') return { status: 'skipped' }
   const how = plan.action.how
+  const snapshot = takesOnlyControlPlaneDown(run, node) ? await snapshotBeforeDowntime(run, node, report, 'reboot') : undefined
   const notes = await roll(node, run, report, {
     command: 'cluster:apply',
     phase: 'cluster-apply',
+    acceptDowntime: run.options.acceptDowntime === true,
     what: how === 'apply' ? 'apply-config --mode reboot' : 'reboot into the staged config',
     // only the apply mutex is retried: a lost answer may have started the reboot, and a second apply would reboot it again
     send: () =>
@@ -288,7 +291,7 @@ async function rollNode(node: ClusterNode, run: Run, report: StepReporter): Prom
       return {}
     },
   })
-  return { status: 'ok', detail: notes.join('; ') }
+  return { status: 'ok', detail: [...notes, ...(snapshot ? [`etcd snapshot: ${snapshot}`] : [])].join('; ') }
 }
 
 const rolling = (role: ClusterNode['role']): Pick<NodeStep, 'applies'> => ({
@@ -304,6 +307,8 @@ export const clusterApply: Phase = {
       throw new InputError(`MODE must be one of ${APPLY_MODES.join(', ')}, got ${JSON.stringify(mode)}`, {
         fix: `write MODE=auto (or ${APPLY_MODES.filter((m) => m !== 'auto').join(', ')})`,
       })
+    // a rerun a hint prints takes the only control plane down again only if this run was allowed to
+    if (run.options.acceptDowntime) setRerunArgs('cluster:apply', {}, ['--accept-downtime'])
     return Promise.resolve()
   },
   steps: () => [

@@ -8,7 +8,6 @@
 // and schematic actually running: talosctl's own wait passes a node that rolled back. The first
 // failure starts no further node. A rerun plans again from the live versions: upgraded nodes are
 // already at target, a node an interrupted run sent (the journal's `sent` mark) is finished.
-import { join } from 'node:path'
 import { InputError, NodeError } from '../core/errors.js'
 import { hintFor, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.js'
 import { output } from '../cli/output.js'
@@ -30,10 +29,9 @@ import {
 import { CORDONED_BY, kubeletVersionOf, type KubeObject } from '../tools/kubectl.js'
 import { extensionOf } from '../tools/talosctl.js'
 import { PollTimeout } from '../wait/poll.js'
-import { snapshotDir } from '../state/paths.js'
-import { handedStateDir } from '../state/state-files.js'
 import { kubectlFor, rollNode } from './shared/rolling.js'
 import { RollingReads, type Extension } from './shared/rolling-reads.js'
+import { snapshotBeforeDowntime, takesOnlyControlPlaneDown } from './shared/downtime-snapshot.js'
 import { readNodesAtOnce, versionsStep } from './shared/versions.js'
 import { waitForGates } from './shared/gates.js'
 import { runGateCommand } from './shared/gate-command.js'
@@ -78,7 +76,6 @@ const ask = (run: Run): NonNullable<Run['options']['upgrade']> =>
     allowDowngrade: false,
     preserve: false,
     force: false,
-    acceptDowntime: false,
     stage: false,
     rebootMode: 'default',
   }
@@ -295,30 +292,6 @@ async function decidePlan(run: Run): Promise<string> {
   return `${toDo} of ${run.nodes.length} node(s) to upgrade${run.options.planOnly ? ' (DRY_RUN: nothing changed)' : ''}`
 }
 
-/**
- * Before the only control plane goes down (--accept-downtime on a cluster of one): a snapshot of its
- * etcd, saved in the state directory (`.bootstrap/snapshots/<time>-<node>.db`, written through the
- * directory this run opened, never outside it). Its path goes in the node's detail; a snapshot that
- * fails stops the upgrade before anything changed.
- */
-async function snapshotBeforeDowntime(run: Run, node: ClusterNode, report: StepReporter): Promise<string> {
-  const dir = snapshotDir(run.inventory.clusterDir)
-  const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${node.name}.db`
-  const through = run.options.dryRun ? dir : handedStateDir(run.inventory.clusterDir, dir)
-  report.progress(`etcd snapshot before the only control plane goes down: ${join(dir, name)}`)
-  try {
-    await report.retry(() => run.talosctl.etcdSnapshot(node, join(through, name)))
-  } catch (err) {
-    if (!(err instanceof NodeError)) throw err
-    throw new NodeError(
-      err.kind,
-      `the etcd snapshot before the upgrade of the only control plane failed, nothing was changed: ${err.message}`,
-      hintFor(err.kind, node),
-    )
-  }
-  return `etcd snapshot: ${join(dir, name)}`
-}
-
 /** Where a node whose upgrade step failed ended, from its error (docs/report.md NodeResult.day2). */
 function endedIn(err: unknown): Day2Node['state'] {
   if (!(err instanceof NodeError)) return 'failed'
@@ -380,11 +353,9 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
   const reads = node.role === 'worker' ? workerReads(run) : new RollingReads(run, kubectlFor(run, 'upgrade:talos'))
   const { preserve, force, stage, rebootMode } = ask(run)
   const snapshot =
-    node.role === 'controlplane' && ask(run).acceptDowntime && !plan.resume && controlPlanes(run.inventory).length === 1
-      ? await snapshotBeforeDowntime(run, node, report)
-      : undefined
+    takesOnlyControlPlaneDown(run, node) && !plan.resume ? await snapshotBeforeDowntime(run, node, report, 'upgrade') : undefined
   const day2 = run.facts.of(node.name).day2
-  if (day2 && snapshot) day2.snapshot = snapshot.replace(/^etcd snapshot: /, '')
+  if (day2 && snapshot) day2.snapshot = snapshot
   let sequenceError: string | undefined
   const target = `v${versionText(plan.target)}`
   try {
@@ -393,7 +364,7 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
       phase: 'upgrade-talos',
       what: `talosctl upgrade --image ${plan.image}${stage ? ' --stage' : ''}${rebootMode === 'powercycle' ? ' --reboot-mode powercycle' : ''}`,
       resumed: plan.resume,
-      acceptDowntime: ask(run).acceptDowntime,
+      acceptDowntime: run.options.acceptDowntime === true,
       rebootTimeoutMs: run.settings.upgradeTimeoutMs,
       sendWaits: true,
       downPrefix: 'down: ',
@@ -448,14 +419,14 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
       detail: [
         plan.resume ? `at ${target}: ${notes[0] ?? ''}` : `upgraded ${plan.from} -> ${target}`,
         ...notes.slice(plan.resume ? 1 : 0),
-        ...(snapshot ? [snapshot] : []),
+        ...(snapshot ? [`etcd snapshot: ${snapshot}`] : []),
       ].join('; '),
     }
   } catch (err) {
     if (day2) day2.state = endedIn(err)
     if (!(err instanceof NodeError)) throw err
     // the snapshot taken before it stays named in the report whatever happened next
-    const withSnapshot = snapshot ? `; ${snapshot}` : ''
+    const withSnapshot = snapshot ? `; etcd snapshot: ${snapshot}` : ''
     // a refusal after the cordon: nothing changed on the node, which stays cordoned (a rerun resumes at the drain)
     if (err.kind === 'upgrade-refused' || err.kind === 'image-missing' || err.kind === 'busy')
       throw new NodeError(err.kind, `cordoned: ${err.message}${withSnapshot}`, hintFor(err.kind, node))
@@ -470,7 +441,7 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
  * or another upgrade).
  */
 function rememberRerun(run: Run): void {
-  const { talosVersion, image, schematic, allowDowngrade, preserve, force, acceptDowntime, stage, rebootMode } = ask(run)
+  const { talosVersion, image, schematic, allowDowngrade, preserve, force, stage, rebootMode } = ask(run)
   setRerunArgs(
     'upgrade:talos',
     {
@@ -485,7 +456,7 @@ function rememberRerun(run: Run): void {
     },
     [
       ...(allowDowngrade ? ['--allow-downgrade'] : []),
-      ...(acceptDowntime ? ['--accept-downtime'] : []),
+      ...(run.options.acceptDowntime ? ['--accept-downtime'] : []),
       ...(preserve ? ['--preserve'] : []),
       ...(force ? ['--force'] : []),
     ],

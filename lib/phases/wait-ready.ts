@@ -484,6 +484,22 @@ function healthSteps(run: Run, apiReady: (r: Run) => true | string | { skip: str
   return HEALTH_CHECKS.map(step)
 }
 
+/**
+ * Every selected node failed in an earlier phase, each with its own cause and hint: this phase's
+ * cluster-wide steps (the API wait, the CNI, the health checks, the gates) cannot change the outcome
+ * nor say more about those nodes, so they are skipped (a recovery of one node whose cause persists
+ * ran ~20 of them: 6-10 s, 32 tool calls in all). A node that failed here (its kubelet, its Ready)
+ * keeps them: their one look names the cause behind it (a controller manager down, CoreDNS).
+ */
+function everySelectedFailedBefore(run: Run): { skip: string } | undefined {
+  const before = (n: ClusterNode): boolean => (run.failed.get(n.name) ?? 'wait-ready') !== 'wait-ready'
+  // only over a running cluster: otherwise the steps keep their own cause (not bootstrapped, no
+  // kubeconfig, no control plane answering whether etcd runs)
+  if (run.facts.cluster.bootstrapped !== true || run.nodes.length === 0 || !run.nodes.every(before)) return undefined
+  // skipped, not "not run": the failures above are the outcome, not one more line per step
+  return { skip: `every selected node failed already (${run.nodes.map((n) => `${n.name} in ${run.failed.get(n.name)}`).join(', ')})` }
+}
+
 async function readinessGates(run: Run, report: StepReporter): Promise<string> {
   try {
     return await waitForGates(run, run.settings.readinessGates, report, 'bootstrap:wait-ready')
@@ -513,6 +529,7 @@ export const waitReady: Phase = {
     // the api step's cause instead of failing one by one on a missing file
     const apiReady = (r: Run): true | string | { skip: string } =>
       notBootstrapped(r) ??
+      everySelectedFailedBefore(r) ??
       (r.options.dryRun || existsSync(r.kubeconfig)
         ? true
         : `no kubeconfig at ${r.kubeconfig} (the bootstrap phase writes it: ${taskCommand('bootstrap:etcd')})`)

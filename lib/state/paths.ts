@@ -30,7 +30,7 @@ export function toolCacheDir(clusterDir: string): string {
   return join(stateDir(clusterDir), 'cache')
 }
 
-/** etcd snapshots taken before a day-2 change that takes the only etcd member down (upgrade:talos --accept-downtime). */
+/** etcd snapshots taken before a day-2 change that takes the only etcd member down (upgrade:talos or cluster:apply --accept-downtime). */
 export function snapshotDir(clusterDir: string): string {
   return join(stateDir(clusterDir), 'snapshots')
 }

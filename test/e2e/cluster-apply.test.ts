@@ -10,7 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse, stringify } from 'yaml'
-import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, nodeIn, runInFreshShell } from './harness.js'
+import { CLUSTER_CASE_TIMEOUT, E2eCluster, guardPodOn, hintOf, nodeIn, runInFreshShell } from './harness.js'
 import { tagOf as tagOfImage } from '../../lib/input/versions.js'
 import { fastWith } from '../faults/helpers.js'
 import { at, jsonDocs, talosctl } from '../sim/helpers.js'
@@ -321,7 +321,7 @@ describe('task cluster:apply', () => {
   )
 
   it(
-    'MODE=no-reboot refuses a change that needs a reboot (exit 1, kind needs-reboot), nothing applied',
+    'MODE=no-reboot refuses a change that needs a reboot (exit 1, kind needs-reboot), nothing applied; the printed command, run in a fresh shell, reboots the node into it',
     async () => {
       edit('wrkr-2', (c) => (c.machine.env = { ...c.machine.env, LATER: '1' }))
       const before = bootId('wrkr-2')
@@ -331,12 +331,21 @@ describe('task cluster:apply', () => {
       const node = nodeIn(cluster.report(), 'cluster-apply', 'wrkr-2')
       expect(node.error?.kind).toBe('needs-reboot')
       // the hint ends in the command that applies it now: the same node in MODE=auto (a rolling reboot)
-      expect(hintOf(r.stderr, 'wrkr-2').command).toMatch(/ cluster:apply CLUSTER_DIR=\S+ NODES=wrkr-2 MODE=auto$/)
+      const { command } = hintOf(r.stderr, 'wrkr-2')
+      expect(command).toMatch(/ cluster:apply CLUSTER_DIR=\S+ NODES=wrkr-2 MODE=auto$/)
       expect(bootId('wrkr-2')).toBe(before)
       expect(applies(from).real).toEqual([])
       const bad = await cluster.task('cluster:apply', { NODES: 'wrkr-2', MODE: 'sometimes' }, FAST)
       expect(bad.code).toBe(2)
       expect(bad.stderr).toContain('MODE must be one of auto, no-reboot, reboot, staged, try')
+
+      // nothing to clear (the refusal was the mode's): as printed, it applies the change with a reboot
+      const now = await runInFreshShell(cluster, command)
+      expect(now.code, `${command}\n${now.stdout}\n${now.stderr}`).toBe(0)
+      expect(detail('wrkr-2')).toBe('rebooted, uncordoned')
+      expect(bootId('wrkr-2')).not.toBe(before)
+      expect((await machineConfigs('wrkr-2')).v1alpha1!.machine.env?.LATER).toBe('1')
+      expect((await kubeNode('wrkr-2')).spec?.unschedulable).toBeFalsy()
     },
     CASE_TIMEOUT,
   )
@@ -344,42 +353,7 @@ describe('task cluster:apply', () => {
   it(
     'a PodDisruptionBudget that allows no eviction: the drain runs out, nothing applied, the node stays cordoned; a rerun once it allows finishes',
     async () => {
-      const guarded = [
-        'apiVersion: policy/v1',
-        'kind: PodDisruptionBudget',
-        'metadata: {name: guarded, namespace: default}',
-        'spec: {minAvailable: 1, selector: {matchLabels: {app: guarded}}}',
-        '---',
-        'apiVersion: apps/v1',
-        'kind: ReplicaSet',
-        'metadata: {name: guarded, namespace: default}',
-        'spec:',
-        '  replicas: 1',
-        '  selector: {matchLabels: {app: guarded}}',
-        '  template:',
-        '    metadata: {labels: {app: guarded}}',
-        '    spec:',
-        '      nodeSelector: {kubernetes.io/hostname: wrkr-1}',
-        '      tolerations: [{operator: Exists}]',
-        '      containers: [{name: app, image: registry.k8s.io/pause:3.10}]',
-      ].join('\n')
-      const file = join(cluster.dir, 'guarded.yaml')
-      writeFileSync(file, guarded)
-      expect((await cluster.kubectl(['apply', '-f', file])).code).toBe(0)
-      // the budget holds once its pod runs
-      for (let i = 0; i < 120; i++) {
-        const pdb = await cluster.kubectl([
-          '-n',
-          'default',
-          'get',
-          'pdb',
-          'guarded',
-          '-o',
-          'jsonpath={.status.currentHealthy}/{.status.disruptionsAllowed}',
-        ])
-        if (pdb.stdout === '1/0') break
-        await new Promise((r) => setTimeout(r, 500))
-      }
+      await guardPodOn(cluster, 'wrkr-1', 'minAvailable: 1')
       edit('wrkr-1', (c) => (c.machine.env = { ...c.machine.env, DRAINED: 'yes' }))
       const before = bootId('wrkr-1')
       const from = commandLines().length

@@ -299,3 +299,54 @@ export function sharedCluster(range: string, shape: ClusterShape, flags: string[
     return cluster
   }
 }
+
+/** kill -9 of the product script `scripts/<script>.ts` a task of `cluster` runs (no handler of its own runs); fails when none runs */
+export function killScript(cluster: E2eCluster, script: string): void {
+  const pid = processesMentioning(`--cluster-dir=${cluster.clusterDir}`).find((p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(`scripts/${script}.ts`)
+    } catch {
+      return false
+    }
+  })
+  expect(pid, `no scripts/${script}.ts running for ${cluster.clusterDir}`).toBeDefined()
+  process.kill(pid as number, 'SIGKILL')
+}
+
+/**
+ * One pod `guarded` on `node` (a ReplicaSet in default) under a PodDisruptionBudget `guarded` of
+ * `budget` (`minAvailable: 1`, `maxUnavailable: 0`: no eviction allowed), applied with the real
+ * kubectl; returns once the budget holds (1 healthy, 0 disruptions allowed).
+ */
+export async function guardPodOn(cluster: E2eCluster, node: string, budget: string): Promise<void> {
+  const guarded = [
+    'apiVersion: policy/v1',
+    'kind: PodDisruptionBudget',
+    'metadata: {name: guarded, namespace: default}',
+    `spec: {${budget}, selector: {matchLabels: {app: guarded}}}`,
+    '---',
+    'apiVersion: apps/v1',
+    'kind: ReplicaSet',
+    'metadata: {name: guarded, namespace: default}',
+    'spec:',
+    '  replicas: 1',
+    '  selector: {matchLabels: {app: guarded}}',
+    '  template:',
+    '    metadata: {labels: {app: guarded}}',
+    '    spec:',
+    `      nodeSelector: {kubernetes.io/hostname: ${node}}`,
+    '      tolerations: [{operator: Exists}]',
+    '      containers: [{name: app, image: registry.k8s.io/pause:3.10}]',
+  ].join('\n')
+  const file = join(cluster.dir, 'guarded.yaml')
+  writeFileSync(file, guarded)
+  const applied = await cluster.kubectl(['apply', '-f', file])
+  expect(applied.code, applied.stderr).toBe(0)
+  const jsonpath = 'jsonpath={.status.currentHealthy}/{.status.disruptionsAllowed}'
+  let held = ''
+  for (let i = 0; i < 240 && held !== '1/0'; i++) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 500))
+    held = (await cluster.kubectl(['-n', 'default', 'get', 'pdb', 'guarded', '-o', jsonpath])).stdout
+  }
+  expect(held, 'the budget guarded: currentHealthy/disruptionsAllowed').toBe('1/0')
+}

@@ -309,15 +309,33 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
   )
 
   inTurn(
-    "the VIP down: the run reads through a control plane's own API server and gives it to upgrade-k8s as --endpoint",
+    "the VIP down: the run reads through a control plane's own API server and gives it to upgrade-k8s as --endpoint; a failure's kubectl hints go there too and work as printed",
     async () => {
       cluster.sim.breakVip()
       try {
-        const r = await upgradeK8s(cluster, 0, { TO: 'v1.35.2' })
         const direct = `https://${IP['cp-1']}:6443`
-        expect(r.stdout).toContain(
-          `the endpoint https://${R}.10:6443 does not answer: reading through cp-1's own API server, and upgrade-k8s gets --endpoint ${direct}`,
-        )
+        const through = `the endpoint https://${R}.10:6443 does not answer: reading through cp-1's own API server, and upgrade-k8s gets --endpoint ${direct}`
+        // a deadline no run can meet: upgrade-k8s is cut at once, and its hint names kubectl commands
+        const cut = await upgradeK8s(cluster, 1, { TO: 'v1.35.2' }, FAST, { BOOTSTRAP_K8S_UPGRADE_TIMEOUT: '1ms' })
+        expect(cut.stdout).toContain(through)
+        expect(failedStep()?.error?.kind).toBe('timeout')
+        const { hint } = hintOf(cut.stderr, 'upgrade-k8s/upgrade-k8s')
+        const kubectls = [...hint.matchAll(/`(kubectl [^`]+)`/g)].map((m) => m[1]!)
+        expect(kubectls).toHaveLength(2)
+        for (const command of kubectls) {
+          expect(command).toContain(` --server ${direct} `)
+          // as printed, in a fresh shell: through cp-1's API server, while the kubeconfig's endpoint is down
+          const shown = await runInFreshShell(cluster, command)
+          expect(shown.code, `${command}\n${shown.stderr}`).toBe(0)
+          expect(shown.stdout).toMatch(command.endsWith('get nodes -o wide') ? /^wrkr-1 +Ready /m : /^kube-apiserver-cp-1 +1\/1 +Running /m)
+          // without it, the same command goes to the endpoint and fails: the flag is what makes it work
+          const viaEndpoint = await runInFreshShell(cluster, `${command.replace(` --server ${direct}`, '')} --request-timeout=5s`)
+          expect(viaEndpoint.code, viaEndpoint.stdout).not.toBe(0)
+        }
+
+        // the deadline gone (the hint's command does not carry it), as printed: the run through cp-1 finishes
+        const out = await hintRecovers(cut.stderr, 'upgrade-k8s/upgrade-k8s', 'v1.35.2', () => undefined)
+        expect(out).toContain(through)
         const call = cluster
           .report()
           .phases.find((p) => p.name === 'upgrade-k8s')

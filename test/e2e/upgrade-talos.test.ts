@@ -6,11 +6,12 @@
 process.env.SIM_KUBE = 'real'
 delete process.env.MODE
 
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect } from 'vitest'
+import { parse, stringify } from 'yaml'
 import { inTurn, SIDE_BY_SIDE } from '../support/in-turn.js'
-import { CLUSTER_CASE_TIMEOUT, E2eCluster, nodeIn, processesMentioning, waitFor } from './harness.js'
+import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, killScript, nodeIn, runInFreshShell, waitFor } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
 import { at, talosctl } from '../sim/helpers.js'
 
@@ -284,15 +285,7 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
       try {
         await waitFor(() => upgrades(from).length > 0, 120_000, 'the first Upgrade call')
         killed = upgrades(from)[0]
-        const pid = processesMentioning(`--cluster-dir=${cluster.clusterDir}`).find((p) => {
-          try {
-            return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('scripts/upgrade-talos.ts')
-          } catch {
-            return false
-          }
-        })
-        expect(pid).toBeDefined()
-        process.kill(pid as number, 'SIGKILL')
+        killScript(cluster, 'upgrade-talos')
         await done
       } finally {
         if (child.exitCode === null) process.kill(-(child.pid as number), 'SIGKILL')
@@ -379,6 +372,43 @@ describe.skipIf(!existsSync(TALOSCTL_113))(
         const calls = single.calls().slice(from)
         expect(calls.filter((c) => c.call === 'upgrade')).toEqual([])
         expect(calls.filter((c) => c.call === 'lifecycle').map((c) => c.node)).toEqual(['cp-1', 'wrkr-1'])
+      },
+      CASE_TIMEOUT,
+    )
+
+    inTurn(
+      'cluster:apply on the only control plane: a change that needs a reboot is refused at once (nothing applied); the printed --accept-downtime command snapshots etcd, then reboots it into the change',
+      async () => {
+        const file = join(single.clusterDir, 'clusterconfig', 'e2e-cp-1.yaml')
+        const docs = readFileSync(file, 'utf8').split(/^---$/m)
+        const at0 = docs.findIndex((d) => !/^kind:/m.test(d) && /^machine:/m.test(d))
+        const cfg = parse(docs[at0]!) as { machine: { env?: Record<string, string> } }
+        cfg.machine.env = { ...cfg.machine.env, ALONE: 'yes' }
+        docs[at0] = `\n${stringify(cfg)}`
+        writeFileSync(file, docs.join('---'))
+        const bootBefore = single.sim.node('cp-1')!.bootId
+        const refused = await single.task('cluster:apply', { NODES: 'cp-1' }, FAST)
+        expect(refused.code, refused.stdout + refused.stderr).toBe(1)
+        const cp = nodeIn(single.report(), 'cluster-apply', 'cp-1')
+        expect(cp.error?.kind).toBe('quorum')
+        expect(cp.error?.message).toContain('cp-1 is the only etcd member')
+        // nothing sent: the same boot (an apply with a reboot would have rebooted it)
+        expect(single.sim.node('cp-1')!.bootId).toBe(bootBefore)
+        const { command } = hintOf(refused.stderr, 'cp-1')
+        expect(command).toMatch(/ cluster:apply .*NODES=cp-1 -- --accept-downtime$/)
+
+        const r = await runInFreshShell(single, command)
+        expect(r.code, r.stdout + r.stderr).toBe(0)
+        expect(single.sim.node('cp-1')!.bootId).not.toBe(bootBefore)
+        const detail = nodeIn(single.report(), 'cluster-apply', 'cp-1').detail ?? ''
+        expect(detail).toMatch(/^gate: 1\/1 members healthy.*; rebooted, uncordoned; etcd snapshot: (\S+\.db)$/)
+        const snapshot = /etcd snapshot: (\S+\.db)$/.exec(detail)![1]!
+        expect(snapshot.startsWith(join(single.clusterDir, '.bootstrap', 'snapshots'))).toBe(true)
+        expect(statSync(snapshot).size).toBeGreaterThan(0)
+        const active = await talosctl(single.sim, ['get', 'machineconfigs', 'v1alpha1', ...at(`${R2}.11`), '-o', 'json'], {
+          bin: TALOSCTL_113,
+        })
+        expect(active.stdout).toContain('ALONE')
       },
       CASE_TIMEOUT,
     )

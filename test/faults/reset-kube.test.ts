@@ -90,6 +90,12 @@ describe('reset: a drain blocked by a PodDisruptionBudget', { timeout: CLUSTER_C
       expect(failed.error?.hint).toMatch(/get pdb -A/)
       expect(failed.error?.hint).toMatch(/--field-selector spec\.nodeName=wrkr-1/)
       expect(failed.error?.hint).toMatch(/task -d \S+ bootstrap:node CLUSTER_DIR=\S+ NODE=wrkr-1/)
+      // its only node failed before wait-ready: the cluster-wide steps there are skipped, its own failure is the outcome
+      const waitReady = c.report().phases.find((p) => p.name === 'wait-ready')
+      expect(waitReady?.steps.length).toBeGreaterThan(0)
+      for (const step of waitReady?.steps ?? [])
+        expect(step, step.name).toMatchObject({ status: 'skipped', detail: 'every selected node failed already (wrkr-1 in reset)' })
+      expect(result.stderr).not.toMatch(/^error: wait-ready\//m)
     }))
 
   it('once the drain is over (kubelet stopped) the pods left behind are not a blocked drain: a refused etcd leave is named', () =>

@@ -340,6 +340,37 @@ describe('waitForQuorum through the poll helper', () => {
     })
   })
 
+  it('the member count (N = 2, N = 1) refuses on the first read, no wait: the hint names the way out, its command last', async () => {
+    const two = fakeRun(2, () => healthy(2))
+    const gate = waitForQuorum(
+      two.report,
+      two.run,
+      { node: two.cps[0]!, instead: { workersAlone: 'task upgrade:talos NODES=wrkr-1' } },
+      'task upgrade:talos NODES=cp-1',
+    )
+    await expect(gate).rejects.toMatchObject({
+      kind: 'quorum',
+      message: 'etcd quorum gate before cp-1: Q9 cp-1: etcd member count(2) is insufficient to maintain quorum if upgrade commences',
+      hint: expect.stringMatching(
+        /^etcd of 2 members loses its quorum with either one down.*add a third control plane.*then run again: task upgrade:talos NODES=cp-1; .*run: task upgrade:talos NODES=wrkr-1$/,
+      ),
+    })
+    expect(two.polls()).toBe(1)
+    const one = fakeRun(1, () => healthy(1))
+    await expect(
+      waitForQuorum(
+        one.report,
+        one.run,
+        { node: one.cps[0]!, instead: { acceptDowntime: 'task upgrade:talos -- --accept-downtime' } },
+        'r',
+      ),
+    ).rejects.toMatchObject({
+      kind: 'quorum',
+      hint: expect.stringMatching(/^cp-1 is the only etcd member.*run: task upgrade:talos -- --accept-downtime$/),
+    })
+    expect(one.polls()).toBe(1)
+  })
+
   it('the member list read through another control plane when the first cannot answer it', async () => {
     const reads = healthy(3)
     const asked: string[] = []

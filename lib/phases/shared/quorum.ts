@@ -5,7 +5,7 @@
 // `etcd alarm list`); `waitForQuorum` reads them through the run's one poll helper. The arithmetic
 // (`quorumOf`, `keepsQuorumWithout`) is the one quorum rule of the product: reset's guard uses it too.
 import { NodeError } from '../../core/errors.js'
-import { hintForQuorum } from '../../cli/hints.js'
+import { hintForMemberCount, hintForQuorum, type MemberCountWayOut } from '../../cli/hints.js'
 import { controlPlanes, type ClusterNode } from '../../core/model.js'
 import type { StepReporter } from '../../engine/phase.js'
 import type { Run } from '../../engine/run.js'
@@ -37,6 +37,8 @@ export interface RuleFailure {
   rule: QuorumRule
   controlPlane?: string
   text: string
+  /** no wait changes it (the member count): the gate refuses at once */
+  lasting?: boolean
 }
 
 /** One read of everything the gate looks at. */
@@ -66,6 +68,8 @@ export interface QuorumVerdict {
 export interface QuorumTarget {
   node: ClusterNode
   acceptDowntime?: boolean
+  /** what the hint offers when the member count refuses every control plane (a run's own commands) */
+  instead?: MemberCountWayOut
 }
 
 /** The control plane a member is, by its peer URL address (Q7). */
@@ -79,8 +83,8 @@ function controlPlaneOf(member: EtcdMember, cps: ClusterNode[]): ClusterNode | u
  */
 export function evaluateQuorum(reads: QuorumReads, target: QuorumTarget): QuorumVerdict {
   const failures: RuleFailure[] = []
-  const fail = (rule: QuorumRule, cp: ClusterNode | undefined, text: string): void => {
-    failures.push({ rule, ...(cp ? { controlPlane: cp.name } : {}), text })
+  const fail = (rule: QuorumRule, cp: ClusterNode | undefined, text: string, lasting = false): void => {
+    failures.push({ rule, ...(cp ? { controlPlane: cp.name } : {}), text, ...(lasting ? { lasting } : {}) })
   }
   const cps = reads.controlPlanes
   const rows = new Map<string, EtcdStatus>()
@@ -226,12 +230,13 @@ export function evaluateQuorum(reads: QuorumReads, target: QuorumTarget): Quorum
   if (list) {
     if (n === 2)
       // Talos's own refusal (internal/pkg/etcd/etcd.go ValidateForUpgrade)
-      fail('Q9', target.node, `etcd member count(2) is insufficient to maintain quorum if upgrade commences`)
+      fail('Q9', target.node, `etcd member count(2) is insufficient to maintain quorum if upgrade commences`, true)
     else if (n === 1 && target.acceptDowntime !== true)
       fail(
         'Q9',
         target.node,
         `${target.node.name} is the only etcd member: taking it down stops the cluster's API (accept the downtime to go on)`,
+        true,
       )
     else if (n > 2 && caughtUpKnown && !keepsQuorumWithout(n, healthyOthers))
       fail('Q9', target.node, `taking ${target.node.name} down leaves ${healthyOthers} healthy of ${n} members, ${quorumOf(n)} needed`)
@@ -305,6 +310,14 @@ export async function waitForQuorum(
       answered = reads.controlPlanes.find((cp) => cp.name === via)
       const verdict = evaluateQuorum(reads, target)
       previousLeaderIndex = verdict.leader?.raftIndex
+      // the member count does not change while the gate waits: refused at once, with what to do instead
+      const lasting = verdict.failures.find((f) => f.lasting)
+      if (lasting)
+        throw new NodeError(
+          'quorum',
+          `etcd quorum gate before ${target.node.name}: ${describeFailure(lasting)}`,
+          hintForMemberCount(verdict.members, target.node, rerun, target.instead),
+        )
       if (verdict.failures.length === 0) return { done: true, value: verdict }
       return { done: false, state: verdict.failures.map(describeFailure).join('; ') }
     }, timeoutMs)

@@ -148,7 +148,13 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
   if (!action.resumed) {
     if (node.role === 'controlplane') {
       report.progress('etcd quorum gate')
-      notes.push(`gate: ${await waitForQuorum(report, run, { node, ...(action.acceptDowntime ? { acceptDowntime: true } : {}) }, rerun)}`)
+      const workers = run.nodes.filter((n) => n.role === 'worker').map((n) => n.name)
+      const instead = {
+        ...(workers.length > 0 ? { workersAlone: taskCommand(action.command, { NODES: workers.join(',') }) } : {}),
+        acceptDowntime: taskCommand(action.command, { NODES: node.name }, ['--accept-downtime']),
+      }
+      const target = { node, instead, ...(action.acceptDowntime ? { acceptDowntime: true } : {}) }
+      notes.push(`gate: ${await waitForQuorum(report, run, target, rerun)}`)
     }
     // the boot ID and the Node the cordon decides on, read at once
     const [from, seen] = await Promise.all([report.retry(() => run.talosctl.bootId(node)), report.retry(() => reads.node(kubeName))])
@@ -163,7 +169,8 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
       throw new NodeError(
         'drain-blocked',
         `drain not done within ${Math.round(run.settings.drainTimeoutMs / 1000)}s${blocked.length > 0 ? `: ${describeBlocked(blocked)}` : `: ${err.message}`}; nothing applied, the node stays cordoned`,
-        `see the budgets (\`${kubectlCommand('get pdb -A')}\`), let the pods move (scale the workload up or relax the budget), then run again: ${rerun} (it drains again and goes on)`,
+        // the command last: a hint is run as printed
+        `see the budgets (\`${kubectlCommand('get pdb -A')}\`), let the pods move (scale the workload up or relax the budget; a rerun drains it again and goes on), then run again: ${rerun}`,
       )
     }
     report.progress(action.what)
