@@ -17,6 +17,7 @@ import type { Run } from '../engine/run.js'
 import { CORDONED_BY, type Kubectl } from '../tools/kubectl.js'
 import { APPLY_MODES, type ApplyMode } from '../tools/talosctl.js'
 import { kubectlFor, kubeletAndNodeReady, rollNode as roll, staticPodsReady, waitFor } from './shared/rolling.js'
+import { RollingReads } from './shared/rolling-reads.js'
 import { snapshotBeforeDowntime, takesOnlyControlPlaneDown } from './shared/downtime-snapshot.js'
 import { versionsStep } from './shared/versions.js'
 import { acts, perRun } from './shared/per-run.js'
@@ -218,9 +219,8 @@ async function applyLive(node: ClusterNode, run: Run, report: StepReporter): Pro
   if (plan.action.kind === 'already-staged') return { status: 'skipped', detail: 'staged (reboot pending)' }
   if (plan.action.kind !== 'apply') {
     // an earlier run cordoned it and stopped before the uncordon: the node runs the config, so finish
-    await waitFor(report, run, node, 'the kubelet healthy and the Node Ready', 'node-not-ready', () =>
-      kubeletAndNodeReady(run, kubectl(run), node),
-    )
+    const reads = new RollingReads(run, kubectl(run))
+    await waitFor(report, run, node, 'the kubelet healthy and the Node Ready', 'node-not-ready', () => kubeletAndNodeReady(reads, node))
     await report.retry(() => kubectl(run).uncordonOwned(kubeNodeName(node)))
     return { status: 'ok', detail: 'no change; uncordoned (cordoned by an earlier run)' }
   }
@@ -237,9 +237,8 @@ async function applyLive(node: ClusterNode, run: Run, report: StepReporter): Pro
   }
   if (mode === 'staged') return { status: 'ok', detail: 'staged (reboot pending)' }
   report.progress('waiting for the kubelet and the Node')
-  await waitFor(report, run, node, 'the kubelet healthy and the Node Ready', 'node-not-ready', () =>
-    kubeletAndNodeReady(run, kubectl(run), node),
-  )
+  const reads = new RollingReads(run, kubectl(run))
+  await waitFor(report, run, node, 'the kubelet healthy and the Node Ready', 'node-not-ready', () => kubeletAndNodeReady(reads, node))
   let unversioned = false
   if (cp) {
     const after = before && (await report.retry(() => run.talosctl.controlPlaneConfigVersions(node)))

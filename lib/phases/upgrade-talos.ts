@@ -30,6 +30,7 @@ import { CORDONED_BY, kubeletVersionOf, type KubeObject } from '../tools/kubectl
 import { extensionOf } from '../tools/talosctl.js'
 import { PollTimeout } from '../wait/poll.js'
 import { kubectlFor, rollNode } from './shared/rolling.js'
+import { RollingReads, type Extension } from './shared/rolling-reads.js'
 import { snapshotBeforeDowntime, takesOnlyControlPlaneDown } from './shared/downtime-snapshot.js'
 import { readNodesAtOnce, versionsStep } from './shared/versions.js'
 import { waitForGates } from './shared/gates.js'
@@ -132,14 +133,8 @@ async function settleSent(run: Run, node: ClusterNode, report: StepReporter): Pr
   }
 }
 
-/** The schematic the node runs (Image Factory's virtual `schematic` extension) and its other extensions. */
-async function schematicOf(
-  run: Run,
-  node: ClusterNode,
-  report: StepReporter,
-  read?: Array<{ name: string; version: string }>,
-): Promise<{ schematic?: string; extensions: string[] }> {
-  const all = read ?? (await report.retry(() => run.talosctl.extensions(node)))
+/** The schematic the node runs (Image Factory's virtual `schematic` extension) and its other extensions, from its extensions read. */
+function schematicOf(all: Array<Pick<Extension, 'name' | 'version'>>): { schematic?: string; extensions: string[] } {
   const schematic = all.find((e) => e.name === 'schematic')?.version
   return { ...(schematic ? { schematic } : {}), extensions: all.filter((e) => e.name !== 'schematic').map((e) => e.name) }
 }
@@ -199,7 +194,7 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
   const read = await planInputs(run, node, report, sent !== undefined)
   const from = read.from
   const host = parseVersion(from)
-  const { schematic, extensions } = await schematicOf(run, node, report, read.extensions)
+  const { schematic, extensions } = schematicOf(read.extensions)
   const target = targetVersion(run)
   const installer = installerImage(
     {
@@ -339,8 +334,23 @@ function stagedLastBoot(run: Run, node: ClusterNode, target: string) {
   }
 }
 
+/**
+ * The workers' reads, batched across the workers in flight when more than one is (one batched call
+ * where CONCURRENCY workers made one each: their round trips share 2 cores in the benchmark).
+ */
+const workerReads = perRun(
+  (run) =>
+    new RollingReads(
+      run,
+      kubectlFor(run, 'upgrade:talos'),
+      run.settings.concurrency > 1 && run.nodes.filter((n) => upgrading('worker')(n, run)).length > 1,
+    ),
+)
+
 async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const plan = nodePlan(run, node) as UpgradePlan
+  // control planes go one at a time: each read alone
+  const reads = node.role === 'worker' ? workerReads(run) : new RollingReads(run, kubectlFor(run, 'upgrade:talos'))
   const { preserve, force, stage, rebootMode } = ask(run)
   const snapshot =
     takesOnlyControlPlaneDown(run, node) && !plan.resume ? await snapshotBeforeDowntime(run, node, report, 'upgrade') : undefined
@@ -358,6 +368,7 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
       rebootTimeoutMs: run.settings.upgradeTimeoutMs,
       sendWaits: true,
       downPrefix: 'down: ',
+      reads,
       ...(stage ? { lastBoot: stagedLastBoot(run, node, target) } : {}),
       send: async () => {
         // only the busy refusals are retried (the etcd upgrade mutex, the lifecycle lock): any other
@@ -376,7 +387,11 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
       },
       verify: async () => {
         // the version and the schematic read at once; the schematic matters only at the target version
-        const [running, { schematic }] = await Promise.all([versionOf(run, node, report), schematicOf(run, node, report)])
+        const [running, extensions] = await Promise.all([
+          reads.version(node, () => versionOf(run, node, report)),
+          reads.extensions(node, () => report.retry(() => run.talosctl.extensions(node))),
+        ])
+        const { schematic } = schematicOf(extensions)
         if (running !== target && running === plan.from)
           return {
             failure: new NodeError(

@@ -257,15 +257,21 @@ export class Kubectl {
    * CORDONED_BY), so the mark cannot be lost between two calls and survives a lost journal. A Node
    * already unschedulable without our mark is someone else's cordon: left as it is (false). The patch
    * carries the resourceVersion read, so a cordon that lands in between fails the patch (Conflict)
-   * instead of being taken over. True: the Node is cordoned by us (now or by an earlier run).
+   * instead of being taken over. True: the Node is cordoned by us (now or by an earlier run). `read`:
+   * the Node as the caller just read it, decided on first (as uncordonOwned's).
    */
-  async cordonOwned(node: string, owner: string): Promise<boolean> {
-    return this.patchNodeAsRead(node, (current) => {
-      if (!current) throw new NodeError('node-not-ready', `no Node ${node} in the cluster`, phaseHint(this.recoveryTask, 'see the message'))
-      if (current.metadata.annotations?.[CORDONED_BY] !== undefined) return { result: true }
-      if (current.spec?.unschedulable === true) return { result: false }
-      return { result: true, patch: { metadata: { annotations: { [CORDONED_BY]: owner } }, spec: { unschedulable: true } } }
-    })
+  async cordonOwned(node: string, owner: string, read?: KubeObject): Promise<boolean> {
+    return this.patchNodeAsRead(
+      node,
+      (current) => {
+        if (!current)
+          throw new NodeError('node-not-ready', `no Node ${node} in the cluster`, phaseHint(this.recoveryTask, 'see the message'))
+        if (current.metadata.annotations?.[CORDONED_BY] !== undefined) return { result: true }
+        if (current.spec?.unschedulable === true) return { result: false }
+        return { result: true, patch: { metadata: { annotations: { [CORDONED_BY]: owner } }, spec: { unschedulable: true } } }
+      },
+      read,
+    )
   }
 
   /**

@@ -1,7 +1,9 @@
 // task upgrade:talos STAGE=true and REBOOT_MODE=powercycle end to end with the real talosctl v1.12.11
 // against one shared cluster (1 control plane, 2 workers): the flags sent (the simulator's calls
-// log), a staged upgrade followed through both of its reboots to the version it runs, and a bad
-// REBOOT_MODE refused as bad input. Range 127.237.20.0/24.
+// log), a staged upgrade followed through both of its reboots to the version it runs, a bad
+// REBOOT_MODE refused as bad input, and both workers at once (their reads batched). Range 127.237.20.0/24.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { hintOf, nodeIn, runInFreshShell, sharedCluster } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
@@ -148,6 +150,40 @@ describe('task upgrade:talos STAGE and REBOOT_MODE', () => {
       expect(/Server:\s+NODE:\s+\S+\s+Tag:\s+(\S+)/.exec(v.stdout)?.[1]).toBe('v1.13.8')
       const uncordoned = await shared().kubectl(['get', 'node', 'wrkr-2', '-o', 'jsonpath={.spec.unschedulable}'])
       expect(uncordoned.stdout).toBe('')
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
+    'CONCURRENCY=2: the workers in flight are read through the control plane in batched calls, never alone; each checked at the target and uncordoned',
+    async () => {
+      // after the cases above both workers run v1.13.8
+      const log = join(shared().clusterDir, '.bootstrap', 'commands.log')
+      const logFrom = readFileSync(log, 'utf8').length
+      const r = await shared().task('upgrade:talos', { TALOS_VERSION: TARGET, NODES: 'wrkr-1,wrkr-2', CONCURRENCY: '2' }, FLAGS)
+      expect(r.code, r.stdout + r.stderr).toBe(0)
+      const sim = shared().sim
+      const [cp, w1, w2] = ['cp-1', 'wrkr-1', 'wrkr-2'].map((n) => sim.node(n)!.ip)
+      // the reads of a worker after its send go through cp-1 (first in the call), never a worker alone
+      const lines = readFileSync(log, 'utf8').slice(logFrom).split('\n')
+      const reads = lines.slice(lines.findIndex((l) => / talosctl upgrade /.test(l))).flatMap((l) => {
+        const m = /talosctl (service kubelet|get machinestatus|get extensions|version) .*-e (\S+) -n (\S+)/.exec(l)
+        return m ? [{ what: m[1], via: m[2], nodes: (m[3] ?? '').split(',') }] : []
+      })
+      expect(reads.filter((c) => c.nodes.length === 1 && c.nodes[0] !== cp)).toEqual([])
+      for (const what of ['service kubelet', 'get machinestatus']) {
+        const batched = reads.filter((c) => c.what === what)
+        expect(batched.length, JSON.stringify(reads)).toBeGreaterThan(0)
+        expect(batched.every((c) => c.via === cp && c.nodes[0] === cp)).toBe(true)
+        expect(new Set(batched.flatMap((c) => c.nodes))).toEqual(new Set([cp, w1, w2]))
+      }
+      for (const name of ['wrkr-1', 'wrkr-2']) {
+        expect(nodeIn(shared().report(), 'upgrade-talos', name).detail).toBe(`upgraded v1.13.8 -> ${TARGET}; rebooted, uncordoned`)
+        const v = await talosctl(sim, ['version', '--short', ...at(sim.node(name)!.ip)])
+        expect(/Server:\s+NODE:\s+\S+\s+Tag:\s+(\S+)/.exec(v.stdout)?.[1]).toBe(TARGET)
+        const node = await shared().kubectl(['get', 'node', name, '-o', 'jsonpath={.spec.unschedulable}'])
+        expect(node.stdout).toBe('')
+      }
     },
     CASE_TIMEOUT,
   )

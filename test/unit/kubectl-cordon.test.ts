@@ -81,4 +81,14 @@ describe('cordonOwned / uncordonOwned', () => {
     expect(await theirs.kubectl.uncordonOwned('wrkr-1', node('10', true))).toBe(false)
     expect(theirs.patches).toEqual([])
   })
+
+  it('cordons on a Node the caller read (the batched read of the rolling step): no read of its own; a Conflict is read again', async () => {
+    const fresh = setup([node('30')], ['ok'])
+    expect(await fresh.kubectl.cordonOwned('wrkr-1', 'upgrade:talos', node('21'))).toBe(true)
+    expect(fresh.patches.map((p) => (p as { metadata: { resourceVersion: string } }).metadata.resourceVersion)).toEqual(['21'])
+    // someone cordoned it after the read: the patch with the read's version is refused, the Node read again is theirs
+    const raced = setup([node('31', true)], ['conflict'])
+    expect(await raced.kubectl.cordonOwned('wrkr-1', 'upgrade:talos', node('22'))).toBe(false)
+    expect(raced.patches).toHaveLength(1)
+  })
 })

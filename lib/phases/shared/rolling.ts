@@ -17,6 +17,7 @@ import { blockedEvictions, describeBlocked } from './drain.js'
 import { runGateCommand } from './gate-command.js'
 import { CONTROL_PLANE_COMPONENTS, podWhy } from './health.js'
 import { waitForQuorum } from './quorum.js'
+import { RollingReads } from './rolling-reads.js'
 
 /** The day-2 commands that roll nodes: the cordon's owner, and the task a hint reruns. */
 export type RollingCommand = 'cluster:apply' | 'upgrade:talos'
@@ -45,9 +46,9 @@ export async function waitFor<T>(
 }
 
 /** Kubelet Running and healthy, and the Node Ready (with the boot ID given, when one is): the Node as read. */
-export async function kubeletAndNodeReady(run: Run, kubectl: Kubectl, node: ClusterNode, bootId?: string): Promise<PollAnswer<KubeObject>> {
+export async function kubeletAndNodeReady(reads: RollingReads, node: ClusterNode, bootId?: string): Promise<PollAnswer<KubeObject>> {
   // both read at once (one round trip, not two, between the node's return and its uncordon)
-  const [kubelet, kube] = await Promise.all([run.talosctl.serviceStatus(node, 'kubelet'), kubectl.get('node', kubeNodeName(node))])
+  const [kubelet, kube] = await Promise.all([reads.kubelet(node), reads.node(kubeNodeName(node))])
   if (kubelet.state !== 'Running' || kubelet.health !== 'OK')
     return { done: false, state: `kubelet ${kubelet.state}, health ${kubelet.health}` }
   if (!kube) return { done: false, state: `no Node ${kubeNodeName(node)}` }
@@ -127,6 +128,8 @@ export interface RollingAction {
   resumed?: boolean
   /** the quorum gate lets a single etcd member go down (the cluster's API goes with it) */
   acceptDowntime?: boolean
+  /** the reads of the node, batched with the step's other nodes in flight (default: each alone) */
+  reads?: RollingReads
 }
 
 /**
@@ -135,6 +138,7 @@ export interface RollingAction {
  */
 export async function rollNode(node: ClusterNode, run: Run, report: StepReporter, action: RollingAction): Promise<string[]> {
   const kubectl = kubectlFor(run, action.command)
+  const reads = action.reads ?? new RollingReads(run, kubectl)
   const rerun = taskCommand(action.command, { NODES: node.name })
   const notes: string[] = []
   const kubeName = kubeNodeName(node)
@@ -152,9 +156,10 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
       const target = { node, instead, ...(action.acceptDowntime ? { acceptDowntime: true } : {}) }
       notes.push(`gate: ${await waitForQuorum(report, run, target, rerun)}`)
     }
-    const from = await report.retry(() => run.talosctl.bootId(node))
+    // the boot ID and the Node the cordon decides on, read at once
+    const [from, seen] = await Promise.all([report.retry(() => run.talosctl.bootId(node)), report.retry(() => reads.node(kubeName))])
     report.progress('cordon')
-    ours = await report.retry(() => kubectl.cordonOwned(kubeName, action.command))
+    ours = await report.retry(() => kubectl.cordonOwned(kubeName, action.command, seen))
     report.progress(`drain (timeout ${Math.round(run.settings.drainTimeoutMs / 1000)}s)`)
     try {
       await kubectl.drain(kubeName, run.settings.drainTimeoutMs)
@@ -192,7 +197,7 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
         readStatus = false
         const [id, status] = await Promise.all([
           bootIdNow(run, node),
-          withStatus ? run.talosctl.machineStatus(node).catch(() => undefined) : undefined,
+          withStatus ? reads.machineStatus(node).catch(() => undefined) : undefined,
         ])
         if (id === undefined) return { done: false, state: 'down' }
         if (id === from) return { done: false, state: 'not rebooted yet (same boot ID)' }
@@ -217,7 +222,7 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
     // back on a new boot: running and ready within readyTimeout (a slow start is not a node that stayed down)
     if (!upAlready)
       await waitFor(report, run, node, 'the node running and ready after its reboot', 'node-not-ready', async () => {
-        const status = await run.talosctl.machineStatus(node)
+        const status = await reads.machineStatus(node)
         if (status.stage !== 'running' || !status.ready)
           return { done: false, state: `rebooted, ${status.stage}${status.ready ? '' : ', not ready'}` }
         return { done: true, value: true }
@@ -228,17 +233,22 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
     bootId = await waitFor(report, run, node, 'the node running and ready', 'timeout', async () => {
       const id = await bootIdNow(run, node)
       if (id === undefined) return { done: false, state: 'down' }
-      const status = await run.talosctl.machineStatus(node)
+      const status = await reads.machineStatus(node)
       if (status.stage !== 'running' || !status.ready) return { done: false, state: `${status.stage}${status.ready ? '' : ', not ready'}` }
       return { done: true, value: id }
     })
     run.journal.settled(node.name, action.phase)
   }
-  const { failure } = await action.verify(bootId)
   report.progress('waiting for the kubelet and the Node')
-  const ready = await waitFor(report, run, node, 'the kubelet healthy and the Node Ready after the reboot', 'node-not-ready', () =>
-    kubeletAndNodeReady(run, kubectl, node, bootId),
-  )
+  // the wait's first read goes beside the action's check (one round trip less); it answers the wait's first poll
+  let first: Promise<PollAnswer<KubeObject>> | undefined = kubeletAndNodeReady(reads, node, bootId)
+  void first.catch(() => undefined)
+  const { failure } = await action.verify(bootId)
+  const ready = await waitFor(report, run, node, 'the kubelet healthy and the Node Ready after the reboot', 'node-not-ready', () => {
+    const read = first ?? kubeletAndNodeReady(reads, node, bootId)
+    first = undefined
+    return read
+  })
   if (node.role === 'controlplane') {
     report.progress('waiting for the static pods')
     await waitFor(report, run, node, 'the static pods Ready', 'control-plane', () => staticPodsReady(kubectl, node, new Map()))
