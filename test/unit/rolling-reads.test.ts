@@ -39,6 +39,12 @@ const kubeNode = (name: string) => ({ apiVersion: 'v1', kind: 'Node', metadata: 
 type Answer = Pick<ToolResult, 'exitCode' | 'stdout' | 'stderr'>
 const ok = (stdout: string): Answer => ({ exitCode: 0, stdout, stderr: '' })
 const nodesArg = (args: string[]): string[] => (args[args.indexOf('-n') + 1] ?? '').split(',')
+/** a batched MachineStatus read answering the rows of `running`, with wrkr-2's refusal as its one error */
+const wrkr2Refused = (running: string[]): Answer => ({
+  exitCode: 1,
+  stdout: running.map((ip) => status(ip, 'running')).join('\n'),
+  stderr: multi([refused('127.0.0.22')]),
+})
 
 function setup(talos: (args: string[]) => Answer, kube: (args: string[]) => Answer = () => ok('')) {
   const inventory = loadInventory(clusterDir(NODES))
@@ -92,14 +98,7 @@ describe('RollingReads, batched', () => {
       const asked = nodesArg(args)
       if (asked.length === 1) return ok(status(asked[0] ?? '', 'booting'))
       // wrkr-2 refuses through the endpoint (its row missing, its error in node order)
-      return {
-        exitCode: 1,
-        stdout: asked
-          .filter((ip) => ip !== '127.0.0.22')
-          .map((ip) => status(ip, 'running'))
-          .join('\n'),
-        stderr: multi([refused('127.0.0.22')]),
-      }
+      return wrkr2Refused(asked.filter((ip) => ip !== '127.0.0.22'))
     })
     const reads = new RollingReads(run, kubectl, true)
     const got = await Promise.all(WORKERS.map((w) => reads.machineStatus(node(w))))
@@ -115,11 +114,7 @@ describe('RollingReads, batched', () => {
       const asked = nodesArg(args)
       if (asked.length === 1) return ok(status(asked[0] ?? '', 'running'))
       // two rows missing, one error: which is whose cannot be told
-      return {
-        exitCode: 1,
-        stdout: [status('127.0.0.11', 'running'), status('127.0.0.21', 'running')].join('\n'),
-        stderr: multi([refused('127.0.0.22')]),
-      }
+      return wrkr2Refused(['127.0.0.11', '127.0.0.21'])
     })
     const reads = new RollingReads(run, kubectl, true)
     await Promise.all(WORKERS.map((w) => reads.machineStatus(node(w))))
