@@ -1,6 +1,6 @@
-#!/usr/bin/env -S node --import tsx/esm
+#!/usr/bin/env -S node --disable-warning=ExperimentalWarning
 // task bootstrap:all
-import { runCommand } from '../lib/commands/run-command.js'
+import { runCommand } from '../lib/commands/run-command.ts'
 
 process.exitCode = await runCommand({
   command: 'all',

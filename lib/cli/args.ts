@@ -1,7 +1,7 @@
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { InputError } from '../core/errors.js'
-import { SCALAR_SETTINGS, type ScalarSpec } from '../input/settings.js'
+import { InputError } from '../core/errors.ts'
+import { SCALAR_SETTINGS, type ScalarSpec } from '../input/settings.ts'
 
 export interface CommandArgs {
   clusterDir: string

@@ -1,8 +1,8 @@
 import { resolve } from 'node:path'
-import type { ErrorKind } from '../core/errors.js'
-import type { ClusterNode } from '../core/model.js'
-import { shellWord } from '../core/shell.js'
-import { contextOf } from '../state/kubeconfig.js'
+import type { ErrorKind } from '../core/errors.ts'
+import type { ClusterNode } from '../core/model.ts'
+import { shellWord } from '../core/shell.ts'
+import { contextOf } from '../state/kubeconfig.ts'
 
 /** The repository (its Taskfile): `task -d <repo>` runs from wherever the operator stands. */
 const REPO = resolve(import.meta.dirname, '..', '..')

@@ -1,5 +1,5 @@
 import chalk from 'chalk'
-import { escapeControls } from '../core/text.js'
+import { escapeControls } from '../core/text.ts'
 
 /** Colour only on a terminal and never with NO_COLOR (chalk alone ignores NO_COLOR). */
 const colour = process.stderr.isTTY === true && !process.env.NO_COLOR && process.env.TERM !== 'dumb'

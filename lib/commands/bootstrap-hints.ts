@@ -1,8 +1,8 @@
 // Hints while etcd was never bootstrapped in this run: `bootstrap:node` recovers a node of a running
 // cluster and by design never bootstraps (recover mode), so a failure that left the bootstrap undone
 // points at the command that does it.
-import { phaseTask, taskCommand } from '../cli/hints.js'
-import type { PhaseResult } from '../core/results.js'
+import { phaseTask, taskCommand } from '../cli/hints.ts'
+import type { PhaseResult } from '../core/results.ts'
 
 /**
  * When the run has a bootstrap phase whose etcd-bootstrap step did not end ok, every failure in the

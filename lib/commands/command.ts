@@ -1,9 +1,9 @@
 // The one wrapper every command runs in: flags (--help prints the usage), interruptions, and the
 // exit code of an error that ends it (docs/design.md: 0 ok, 1 a node failed, 2 bad input, 3 a tool
 // missing, 130 interrupted).
-import { helpText, parseCommandArgs, type CommandArgs } from '../cli/args.js'
-import { output } from '../cli/output.js'
-import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from '../core/errors.js'
+import { helpText, parseCommandArgs, type CommandArgs } from '../cli/args.ts'
+import { output } from '../cli/output.ts'
+import { ExitCode, InputError, InputErrors, InterruptedError, ToolMissingError } from '../core/errors.ts'
 
 export interface CommandContext {
   args: CommandArgs
@@ -28,7 +28,6 @@ export async function runWrapped(
   env: NodeJS.ProcessEnv,
   body: (ctx: CommandContext) => Promise<number>,
 ): Promise<number> {
-  restoreCallerTmpdir(env)
   const controller = new AbortController()
   const stopListening = interruptions(controller, options.stopping)
   try {
@@ -46,18 +45,6 @@ export async function runWrapped(
   } finally {
     stopListening()
   }
-}
-
-/**
- * The Taskfile starts node with TMPDIR at the project's .tools/tsx (tsx's transform cache goes there,
- * not into the operator's TMPDIR); the tools this command runs get the caller's TMPDIR back.
- */
-function restoreCallerTmpdir(env: NodeJS.ProcessEnv): void {
-  const caller = env.BOOTSTRAP_CALLER_TMPDIR
-  if (caller === undefined) return
-  if (caller) env.TMPDIR = caller
-  else delete env.TMPDIR
-  delete env.BOOTSTRAP_CALLER_TMPDIR
 }
 
 /** Stops the command on Ctrl-C / SIGTERM / SIGHUP, and when the parent (go-task) went away without telling it. */

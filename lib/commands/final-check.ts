@@ -3,12 +3,12 @@
 // and healthy. Phases wait for what they started; this reads what is true when the run ends (a
 // service that stopped after its step, a node that rebooted during a later phase).
 import { setTimeout as sleep } from 'node:timers/promises'
-import { NodeError } from '../core/errors.js'
-import { controlPlanes, type ClusterNode } from '../core/model.js'
-import { taskCommand } from '../cli/hints.js'
-import type { Run } from '../engine/run.js'
-import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
-import { readStatus, type NodeRow } from './status.js'
+import { NodeError } from '../core/errors.ts'
+import { controlPlanes, type ClusterNode } from '../core/model.ts'
+import { taskCommand } from '../cli/hints.ts'
+import type { Run } from '../engine/run.ts'
+import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.ts'
+import { readStatus, type NodeRow } from './status.ts'
 
 export interface FinalProblem {
   node: ClusterNode

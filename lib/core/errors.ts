@@ -30,19 +30,23 @@ export class InputError extends Error {
 
 /** Several input errors found in one pass, reported together. */
 export class InputErrors extends Error {
-  constructor(readonly errors: InputError[]) {
+  readonly errors: InputError[]
+  constructor(errors: InputError[]) {
     super(errors.map((e) => e.format()).join('\n'))
+    this.errors = errors
     this.name = 'InputErrors'
   }
 }
 
 export class ToolMissingError extends Error {
-  constructor(
-    readonly tool: string,
-    readonly binary: string,
-    readonly envVar: string,
-  ) {
+  readonly tool: string
+  readonly binary: string
+  readonly envVar: string
+  constructor(tool: string, binary: string, envVar: string) {
     super(`${tool} not found (looked for "${binary}"): install it or point ${envVar} at it`)
+    this.tool = tool
+    this.binary = binary
+    this.envVar = envVar
     this.name = 'ToolMissingError'
   }
 }
@@ -141,12 +145,12 @@ export function isTransient(kind: ErrorKind): boolean {
 
 /** A failure attributed to a node (or a cluster step), with its kind and what to do about it. */
 export class NodeError extends Error {
-  constructor(
-    readonly kind: ErrorKind,
-    message: string,
-    readonly hint: string,
-  ) {
+  readonly kind: ErrorKind
+  readonly hint: string
+  constructor(kind: ErrorKind, message: string, hint: string) {
     super(message)
+    this.kind = kind
+    this.hint = hint
     this.name = 'NodeError'
   }
 
@@ -160,13 +164,15 @@ export class NodeError extends Error {
  * each node's own kind, message and hint (the nodes it blocks fail with theirs, not the first's).
  */
 export class StepError extends NodeError {
+  readonly perNode: ReadonlyMap<string, { kind: ErrorKind; message: string; hint: string }>
   constructor(
     kind: ErrorKind,
     message: string,
     hint: string,
-    readonly perNode: ReadonlyMap<string, { kind: ErrorKind; message: string; hint: string }>,
+    perNode: ReadonlyMap<string, { kind: ErrorKind; message: string; hint: string }>,
   ) {
     super(kind, message, hint)
+    this.perNode = perNode
     this.name = 'StepError'
   }
 }

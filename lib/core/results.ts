@@ -1,5 +1,5 @@
-import type { ErrorKind } from './errors.js'
-import type { ClusterNode, Role } from './model.js'
+import type { ErrorKind } from './errors.ts'
+import type { ClusterNode, Role } from './model.ts'
 
 // 'reset' runs only in bootstrap:node RESET=true
 export const PHASE_NAMES = [

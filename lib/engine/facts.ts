@@ -1,4 +1,4 @@
-import type { ClusterVersions, Day2Node } from '../core/results.js'
+import type { ClusterVersions, Day2Node } from '../core/results.ts'
 
 export type NodeState = 'maintenance' | 'configured' | 'unreachable'
 

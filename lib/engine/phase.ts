@@ -1,8 +1,8 @@
-import type { NodeError } from '../core/errors.js'
-import type { PollAnswer } from '../wait/poll.js'
-import type { ClusterNode } from '../core/model.js'
-import type { PhaseName } from '../core/results.js'
-import type { Run } from './run.js'
+import type { NodeError } from '../core/errors.ts'
+import type { PollAnswer } from '../wait/poll.ts'
+import type { ClusterNode } from '../core/model.ts'
+import type { PhaseName } from '../core/results.ts'
+import type { Run } from './run.ts'
 
 /** What a node step reports back: done, or nothing needed doing (skipped), with a short detail. */
 export interface NodeOutcome {

@@ -7,10 +7,10 @@ import {
   type ListrDefaultRenderer,
   type ListrSimpleRenderer,
 } from 'listr2'
-import { errorMessage, InterruptedError, NodeError, StepError } from '../core/errors.js'
-import { hintFor, phaseTask, taskCommand } from '../cli/hints.js'
-import type { ClusterNode } from '../core/model.js'
-import { READ_ONLY_LIMIT, wouldText, type ClusterStep, type NodeOutcome, type NodeStep, type Phase, type StepReporter } from './phase.js'
+import { errorMessage, InterruptedError, NodeError, StepError } from '../core/errors.ts'
+import { hintFor, phaseTask, taskCommand } from '../cli/hints.ts'
+import type { ClusterNode } from '../core/model.ts'
+import { READ_ONLY_LIMIT, wouldText, type ClusterStep, type NodeOutcome, type NodeStep, type Phase, type StepReporter } from './phase.ts'
 import {
   newNodeResult,
   phaseOk,
@@ -20,10 +20,10 @@ import {
   type PhaseResult,
   type StepResult,
   UNKNOWN_OUTCOME,
-} from '../core/results.js'
-import type { Run } from './run.js'
-import { stepReporter } from './step-reporter.js'
-import { escapeControls } from '../core/text.js'
+} from '../core/results.ts'
+import type { Run } from './run.ts'
+import { stepReporter } from './step-reporter.ts'
+import { escapeControls } from '../core/text.ts'
 
 type Task = ListrTaskWrapper<unknown, ListrDefaultRenderer, ListrSimpleRenderer>
 
@@ -34,7 +34,10 @@ export function plainOutput(): boolean {
 
 /** Where each node stands across the phases of one command. */
 class Tracker {
-  constructor(readonly failedIn: Map<string, string>) {}
+  readonly failedIn: Map<string, string>
+  constructor(failedIn: Map<string, string>) {
+    this.failedIn = failedIn
+  }
 
   /** node name -> why a cluster step of the current phase could not run for it (its later steps skip it) */
   readonly blockedHere = new Map<string, string>()

@@ -1,7 +1,7 @@
-import type { StepReporter } from './phase.js'
-import type { Run } from './run.js'
-import { pollUntil } from '../wait/poll.js'
-import { withRetry } from '../wait/retry.js'
+import type { StepReporter } from './phase.ts'
+import type { Run } from './run.ts'
+import { pollUntil } from '../wait/poll.ts'
+import { withRetry } from '../wait/retry.ts'
 
 /** A step's reporter with the run's retry policy and poller bound to the run and to it. */
 export function stepReporter(run: Run, report: Pick<StepReporter, 'progress' | 'retrying'>): StepReporter {

@@ -10,12 +10,12 @@
 import { existsSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { parseAllDocuments } from 'yaml'
-import { MachineConfig } from './machine-config.js'
-import { InputError, InputErrors } from '../core/errors.js'
-import type { ClusterNode } from '../core/model.js'
-import type { Run } from '../engine/run.js'
-import { SETTINGS_FILE, type CniSettings } from './settings.js'
-import { YamlFile } from './yaml-file.js'
+import { MachineConfig } from './machine-config.ts'
+import { InputError, InputErrors } from '../core/errors.ts'
+import type { ClusterNode } from '../core/model.ts'
+import type { Run } from '../engine/run.ts'
+import { SETTINGS_FILE, type CniSettings } from './settings.ts'
+import { YamlFile } from './yaml-file.ts'
 
 export const KUBEPRISM_DEFAULT_PORT = 7445
 

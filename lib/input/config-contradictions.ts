@@ -2,9 +2,9 @@
 // any node is touched: the installer's Talos version, the install disk, and the kubelet's node IP
 // subnets. A contradiction is bad input (exit 2) naming the config's line and the fix.
 import { BlockList, isIP } from 'node:net'
-import { InputError } from '../core/errors.js'
-import type { ClusterNode, Inventory } from '../core/model.js'
-import { MachineConfig, networkIdentity } from './machine-config.js'
+import { InputError } from '../core/errors.ts'
+import type { ClusterNode, Inventory } from '../core/model.ts'
+import { MachineConfig, networkIdentity } from './machine-config.ts'
 
 export interface ConfigFindings {
   errors: InputError[]

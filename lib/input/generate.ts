@@ -5,15 +5,15 @@
 // through a stale config (the field's "I lost access to the cluster"). docs/inventory.md, "Generating".
 import { existsSync, linkSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
-import { InputError } from '../core/errors.js'
-import { formatDuration } from '../core/duration.js'
-import { toolAvailable } from '../tools/exec.js'
-import { sopsEncrypt, SOPS_ENV } from '../tools/sops.js'
-import * as talhelper from '../tools/talhelper.js'
-import * as topf from '../tools/topf.js'
-import { inventoryLayout, loadInventory, readTalhelperLayout, type InventoryOptions } from './inventory.js'
-import { TALENV_FILES } from './talhelper.js'
-import { readTopfLayout, topfConfigFile, topfInputs, TOPF_FILE, TOPF_OUT_DIR, TOPF_RENDER } from './topf.js'
+import { InputError } from '../core/errors.ts'
+import { formatDuration } from '../core/duration.ts'
+import { toolAvailable } from '../tools/exec.ts'
+import { sopsEncrypt, SOPS_ENV } from '../tools/sops.ts'
+import * as talhelper from '../tools/talhelper.ts'
+import * as topf from '../tools/topf.ts'
+import { inventoryLayout, loadInventory, readTalhelperLayout, type InventoryOptions } from './inventory.ts'
+import { TALENV_FILES } from './talhelper.ts'
+import { readTopfLayout, topfConfigFile, topfInputs, TOPF_FILE, TOPF_OUT_DIR, TOPF_RENDER } from './topf.ts'
 
 export interface GenerateOptions {
   /** false with --no-generate: stale configs are bad input instead */

@@ -3,7 +3,7 @@
 // operator's elsewhere (a key, a kubeconfig) is ever parsed and quoted in an error.
 import { realpathSync } from 'node:fs'
 import { relative, resolve, sep } from 'node:path'
-import { InputError } from '../core/errors.js'
+import { InputError } from '../core/errors.ts'
 
 function real(path: string): string | undefined {
   try {

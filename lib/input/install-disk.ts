@@ -1,8 +1,8 @@
-import type { ClusterNode } from '../core/model.js'
-import type { Disk } from '../tools/talosctl.js'
-import { MachineConfig, type InstallTarget } from './machine-config.js'
+import type { ClusterNode } from '../core/model.ts'
+import type { Disk } from '../tools/talosctl.ts'
+import { MachineConfig, type InstallTarget } from './machine-config.ts'
 
-export type { InstallTarget } from './machine-config.js'
+export type { InstallTarget } from './machine-config.ts'
 
 /** The install disk or selector the node's machine config asks for (falls back to the inventory). */
 export function installTarget(node: ClusterNode): InstallTarget {

@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { basename, join, resolve } from 'node:path'
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml'
-import { InputError, InputErrors } from '../core/errors.js'
-import type { ClusterNode, Inventory, Role } from '../core/model.js'
+import { InputError, InputErrors } from '../core/errors.ts'
+import type { ClusterNode, Inventory, Role } from '../core/model.ts'
 import {
   DEFAULT_FILENAME_TMPL,
   isDomain,
@@ -13,13 +13,13 @@ import {
   substituteEnv,
   talhelperEnv,
   talosVersionOf,
-} from './talhelper.js'
-import { outsideClusterDir } from './inside.js'
-import { type ConfigSetting, MachineConfig, networkIdentity } from './machine-config.js'
-import { documentToJS, YamlFile } from './yaml-file.js'
-import { talosconfigCaProblem } from './talosconfig-ca.js'
-import { readTopfLayout, topfConfigFile, TOPF_FILE, TOPF_RENDER, type TopfLayout } from './topf.js'
-import { readErrorCode, readRegularFile } from '../core/files.js'
+} from './talhelper.ts'
+import { outsideClusterDir } from './inside.ts'
+import { type ConfigSetting, MachineConfig, networkIdentity } from './machine-config.ts'
+import { documentToJS, YamlFile } from './yaml-file.ts'
+import { talosconfigCaProblem } from './talosconfig-ca.ts'
+import { readTopfLayout, topfConfigFile, TOPF_FILE, TOPF_RENDER, type TopfLayout } from './topf.ts'
+import { readErrorCode, readRegularFile } from '../core/files.ts'
 
 export interface InventoryOptions {
   /** talhelper's config file (genconfig -c), relative to the cluster directory; default talconfig.yaml */

@@ -2,7 +2,7 @@
 // the install target, discovery, the redactor) asks this object instead of parsing the file again.
 import { statSync } from 'node:fs'
 import { type Document, isMap, isScalar, isSeq, LineCounter, parseAllDocuments } from 'yaml'
-import { readRegularFile } from '../core/files.js'
+import { readRegularFile } from '../core/files.ts'
 
 export interface InstallTarget {
   disk?: string
@@ -19,7 +19,9 @@ export class MachineConfig {
   readonly documents: Document[]
   readonly lines = new LineCounter()
 
-  private constructor(readonly path: string) {
+  readonly path: string
+  private constructor(path: string) {
+    this.path = path
     let source: string | undefined
     let readError: NodeJS.ErrnoException | undefined
     try {

@@ -1,5 +1,5 @@
 import { parseAllDocuments } from 'yaml'
-import { readRegularFile } from '../core/files.js'
+import { readRegularFile } from '../core/files.ts'
 
 const SECRET_KEY = /^(key|token|secret|bootstraptoken|secretboxEncryptionSecret|aescbcEncryptionSecret|password|privateKey|identity)$/i
 const MIN_SECRET_LENGTH = 8

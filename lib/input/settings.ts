@@ -1,11 +1,11 @@
 import { existsSync, realpathSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { parseDuration } from '../core/duration.js'
-import { InputError, InputErrors } from '../core/errors.js'
-import { controlPlanes, type Inventory } from '../core/model.js'
-import { outsideClusterDir } from './inside.js'
-import { TALENV_FILES } from './talhelper.js'
-import { YamlFile } from './yaml-file.js'
+import { parseDuration } from '../core/duration.ts'
+import { InputError, InputErrors } from '../core/errors.ts'
+import { controlPlanes, type Inventory } from '../core/model.ts'
+import { outsideClusterDir } from './inside.ts'
+import { TALENV_FILES } from './talhelper.ts'
+import { YamlFile } from './yaml-file.ts'
 
 export interface CniSettings {
   chart: string

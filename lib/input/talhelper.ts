@@ -5,10 +5,10 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { LineCounter, Parser, parseDocument } from 'yaml'
-import { InputError } from '../core/errors.js'
-import { documentToJS } from './yaml-file.js'
-import { SOPS_ENV, sopsDecrypt } from '../tools/sops.js'
-import { readErrorCode, readRegularFile } from '../core/files.js'
+import { InputError } from '../core/errors.ts'
+import { documentToJS } from './yaml-file.ts'
+import { SOPS_ENV, sopsDecrypt } from '../tools/sops.ts'
+import { readErrorCode, readRegularFile } from '../core/files.ts'
 
 /** genconfig's default --env-file list: loaded in this order, each setting the environment, so later files win over earlier ones and over the shell. */
 export const TALENV_FILES = ['talenv.yaml', 'talenv.sops.yaml', 'talenv.yml', 'talenv.sops.yml'] as const

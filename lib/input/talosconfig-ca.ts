@@ -4,10 +4,10 @@
 // talosconfig carries the OS CA of the machine configs (`machine.ca.crt`) and a client certificate that
 // CA signed (pkg/machinery/config/generate/talosconfig.go), so both are checked offline, before any call.
 import { X509Certificate } from 'node:crypto'
-import type { ClusterNode } from '../core/model.js'
-import { InputError } from '../core/errors.js'
-import { MachineConfig } from './machine-config.js'
-import type { YamlFile } from './yaml-file.js'
+import type { ClusterNode } from '../core/model.ts'
+import { InputError } from '../core/errors.ts'
+import { MachineConfig } from './machine-config.ts'
+import type { YamlFile } from './yaml-file.ts'
 
 const FIX =
   'use the talosconfig generated with these machine configs (talhelper genconfig writes it as clusterconfig/talosconfig), or regenerate the configs and the talosconfig together from the same secrets'

@@ -6,12 +6,12 @@
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { isAbsolute, join, resolve } from 'node:path'
-import { InputError } from '../core/errors.js'
-import { readErrorCode, readRegularFile } from '../core/files.js'
-import type { Role } from '../core/model.js'
-import { SOPS_ENV, sopsDecrypt } from '../tools/sops.js'
-import { YamlFile } from './yaml-file.js'
-import { talosVersionOf } from './talhelper.js'
+import { InputError } from '../core/errors.ts'
+import { readErrorCode, readRegularFile } from '../core/files.ts'
+import type { Role } from '../core/model.ts'
+import { SOPS_ENV, sopsDecrypt } from '../tools/sops.ts'
+import { YamlFile } from './yaml-file.ts'
+import { talosVersionOf } from './talhelper.ts'
 
 export const TOPF_FILE = 'topf.yaml'
 /** `topf render`'s own default output folder (`--output ./output`), relative to where it runs: the cluster directory */

@@ -9,16 +9,19 @@ import {
   type Node as YamlNode,
   type YAMLError,
 } from 'yaml'
-import { InputError } from '../core/errors.js'
-import { readErrorCode, readRegularFile } from '../core/files.js'
+import { InputError } from '../core/errors.ts'
+import { readErrorCode, readRegularFile } from '../core/files.ts'
 
 /** A parsed YAML file that can say on which line a value stands, for `<file>:<line>:` errors. */
 export class YamlFile {
-  private constructor(
-    readonly path: string,
-    private readonly doc: Document,
-    private readonly lines: LineCounter,
-  ) {}
+  readonly path: string
+  private readonly doc: Document
+  private readonly lines: LineCounter
+  private constructor(path: string, doc: Document, lines: LineCounter) {
+    this.path = path
+    this.doc = doc
+    this.lines = lines
+  }
 
   static read(path: string, fix: string): YamlFile {
     let text: string

@@ -1,9 +1,9 @@
-import { NodeError } from '../core/errors.js'
-import { hintFor } from '../cli/hints.js'
-import type { ClusterNode } from '../core/model.js'
-import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import type { Run } from '../engine/run.js'
-import { appliedAndWaiting, INSTALLING_SINCE_EARLIER_RUN, installingSinceEarlierRun } from './shared/endpoint.js'
+import { NodeError } from '../core/errors.ts'
+import { hintFor } from '../cli/hints.ts'
+import type { ClusterNode } from '../core/model.ts'
+import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.ts'
+import type { Run } from '../engine/run.ts'
+import { appliedAndWaiting, INSTALLING_SINCE_EARLIER_RUN, installingSinceEarlierRun } from './shared/endpoint.ts'
 
 async function applyNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
   const facts = run.facts.of(node.name)

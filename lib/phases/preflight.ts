@@ -1,25 +1,25 @@
 import { availableParallelism } from 'node:os'
-import { NodeError } from '../core/errors.js'
-import { checkCni } from '../input/cni-compat.js'
-import { helmfileInstallers, loadReleasePlan } from './shared/releases.js'
-import { InputError, InputErrors } from '../core/errors.js'
-import { hintFor, taskCommand } from '../cli/hints.js'
-import { shellWord } from '../core/shell.js'
-import { MachineConfig } from '../input/machine-config.js'
-import { describeDisk, describeTarget, diskRisks, findInstallDisk, installTarget, matchingDisks } from '../input/install-disk.js'
-import type { ClusterNode } from '../core/model.js'
-import { mapLimit } from '../wait/map-limit.js'
-import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import type { Run } from '../engine/run.js'
-import type { SharedReading } from '../wait/shared-reading.js'
-import type { Disk } from '../tools/talosctl.js'
-import { appliedAndWaiting, endpointReading, INSTALLING_SINCE_EARLIER_RUN, installingSinceEarlierRun } from './shared/endpoint.js'
+import { NodeError } from '../core/errors.ts'
+import { checkCni } from '../input/cni-compat.ts'
+import { helmfileInstallers, loadReleasePlan } from './shared/releases.ts'
+import { InputError, InputErrors } from '../core/errors.ts'
+import { hintFor, taskCommand } from '../cli/hints.ts'
+import { shellWord } from '../core/shell.ts'
+import { MachineConfig } from '../input/machine-config.ts'
+import { describeDisk, describeTarget, diskRisks, findInstallDisk, installTarget, matchingDisks } from '../input/install-disk.ts'
+import type { ClusterNode } from '../core/model.ts'
+import { mapLimit } from '../wait/map-limit.ts'
+import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.ts'
+import type { Run } from '../engine/run.ts'
+import type { SharedReading } from '../wait/shared-reading.ts'
+import type { Disk } from '../tools/talosctl.ts'
+import { appliedAndWaiting, endpointReading, INSTALLING_SINCE_EARLIER_RUN, installingSinceEarlierRun } from './shared/endpoint.ts'
 import {
   configContradictions,
   controlPlaneOnlyScheduling,
   needsReportedNetwork,
   networkContradiction,
-} from '../input/config-contradictions.js'
+} from '../input/config-contradictions.ts'
 
 /** Validations at a time per CPU: each is mostly a process start and a file read, a fraction of a core. */
 const VALIDATIONS_PER_CPU = 4

@@ -9,12 +9,12 @@
 // checked at TO. upgrade-k8s's `--dry-run` is never used: it applies a config to every control plane.
 // A rerun is a plain rerun: upgrade-k8s skips what is already at TO.
 import { isDeepStrictEqual } from 'node:util'
-import { InputError, NodeError } from '../core/errors.js'
-import { hintFor, kubectlCommand, setHintKubeServer, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.js'
-import { output } from '../cli/output.js'
-import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
-import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import type { Run } from '../engine/run.js'
+import { InputError, NodeError } from '../core/errors.ts'
+import { hintFor, kubectlCommand, setHintKubeServer, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.ts'
+import { output } from '../cli/output.ts'
+import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.ts'
+import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.ts'
+import type { Run } from '../engine/run.ts'
 import {
   compareCore,
   kubernetesPath,
@@ -24,14 +24,14 @@ import {
   TALOS_COMPATIBILITY,
   versionText,
   type Version,
-} from '../input/versions.js'
-import { condition, type KubeObject } from '../tools/kubectl.js'
-import { PollTimeout, type PollAnswer } from '../wait/poll.js'
-import { bootstrapNode } from './shared/bootstrap-node.js'
-import { apiUrl } from '../state/kubeconfig.js'
-import { acts, perRun } from './shared/per-run.js'
-import { CONTROL_PLANE_COMPONENTS, podWhy } from './shared/health.js'
-import { versionsStep } from './shared/versions.js'
+} from '../input/versions.ts'
+import { condition, type KubeObject } from '../tools/kubectl.ts'
+import { PollTimeout, type PollAnswer } from '../wait/poll.ts'
+import { bootstrapNode } from './shared/bootstrap-node.ts'
+import { apiUrl } from '../state/kubeconfig.ts'
+import { acts, perRun } from './shared/per-run.ts'
+import { CONTROL_PLANE_COMPONENTS, podWhy } from './shared/health.ts'
+import { versionsStep } from './shared/versions.ts'
 
 /** One control plane component as the node runs it. */
 interface ComponentRead {
@@ -375,7 +375,10 @@ export class K8sProgress {
   node?: string
   private change?: string
 
-  constructor(private readonly nameOf: (address: string) => string) {}
+  private readonly nameOf: (address: string) => string
+  constructor(nameOf: (address: string) => string) {
+    this.nameOf = nameOf
+  }
 
   /** the progress line for `line`, or undefined for a line that is not shown */
   line(raw: string): string | undefined {

@@ -8,14 +8,14 @@
 // and schematic actually running: talosctl's own wait passes a node that rolled back. The first
 // failure starts no further node. A rerun plans again from the live versions: upgraded nodes are
 // already at target, a node an interrupted run sent (the journal's `sent` mark) is finished.
-import { InputError, NodeError } from '../core/errors.js'
-import { hintFor, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.js'
-import { output } from '../cli/output.js'
-import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.js'
-import type { Day2Node } from '../core/results.js'
-import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.js'
-import type { Run } from '../engine/run.js'
-import { MachineConfig } from '../input/machine-config.js'
+import { InputError, NodeError } from '../core/errors.ts'
+import { hintFor, setRerunArgs, talosctlCommand, taskCommand } from '../cli/hints.ts'
+import { output } from '../cli/output.ts'
+import { controlPlanes, kubeNodeName, type ClusterNode } from '../core/model.ts'
+import type { Day2Node } from '../core/results.ts'
+import type { NodeOutcome, Phase, StepReporter } from '../engine/phase.ts'
+import type { Run } from '../engine/run.ts'
+import { MachineConfig } from '../input/machine-config.ts'
 import {
   compareCore,
   installerImage,
@@ -25,17 +25,17 @@ import {
   upgradeableFrom,
   versionText,
   type Version,
-} from '../input/versions.js'
-import { CORDONED_BY, kubeletVersionOf, type KubeObject } from '../tools/kubectl.js'
-import { extensionOf } from '../tools/talosctl.js'
-import { PollTimeout } from '../wait/poll.js'
-import { kubectlFor, rollNode } from './shared/rolling.js'
-import { RollingReads, type Extension } from './shared/rolling-reads.js'
-import { snapshotBeforeDowntime, takesOnlyControlPlaneDown } from './shared/downtime-snapshot.js'
-import { readNodesAtOnce, versionsStep } from './shared/versions.js'
-import { waitForGates } from './shared/gates.js'
-import { runGateCommand } from './shared/gate-command.js'
-import { acts, perRun } from './shared/per-run.js'
+} from '../input/versions.ts'
+import { CORDONED_BY, kubeletVersionOf, type KubeObject } from '../tools/kubectl.ts'
+import { extensionOf } from '../tools/talosctl.ts'
+import { PollTimeout } from '../wait/poll.ts'
+import { kubectlFor, rollNode } from './shared/rolling.ts'
+import { RollingReads, type Extension } from './shared/rolling-reads.ts'
+import { snapshotBeforeDowntime, takesOnlyControlPlaneDown } from './shared/downtime-snapshot.ts'
+import { readNodesAtOnce, versionsStep } from './shared/versions.ts'
+import { waitForGates } from './shared/gates.ts'
+import { runGateCommand } from './shared/gate-command.ts'
+import { acts, perRun } from './shared/per-run.ts'
 
 /** What the plan found on a node. */
 interface UpgradePlan {

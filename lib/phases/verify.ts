@@ -1,8 +1,8 @@
-import type { Phase } from '../engine/phase.js'
-import { StatusReads } from '../wait/status-reads.js'
-import { bootstrapNodeIfAny } from './shared/bootstrap-node.js'
-import { endpointReading } from './shared/endpoint.js'
-import { ControlPlaneVerifications, verifyNode } from './shared/node-verification.js'
+import type { Phase } from '../engine/phase.ts'
+import { StatusReads } from '../wait/status-reads.ts'
+import { bootstrapNodeIfAny } from './shared/bootstrap-node.ts'
+import { endpointReading } from './shared/endpoint.ts'
+import { ControlPlaneVerifications, verifyNode } from './shared/node-verification.ts'
 
 export const verify: Phase = {
   name: 'verify',

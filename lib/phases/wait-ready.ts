@@ -1,25 +1,25 @@
 import { existsSync } from 'node:fs'
 import { stringify } from 'yaml'
-import { NodeError, StepError, type ErrorKind } from '../core/errors.js'
-import { checkCni, readConfigNetwork } from '../input/cni-compat.js'
-import { formatDuration } from '../core/duration.js'
-import { apiHint, hintFor, hintForCniApi, hintForCordoned, hintForKubeletLog, hintForTalosCni, taskCommand } from '../cli/hints.js'
-import { kubeNodeName, type ClusterNode } from '../core/model.js'
-import type { ClusterStep, NodeOutcome, Phase, StepLeft, StepReporter } from '../engine/phase.js'
-import { partOfCluster, selectionText, wholeClusterCommand } from './shared/selection.js'
-import { lastErrorNote, PollTimeout, type PollAnswer } from '../wait/poll.js'
-import type { NodeFacts } from '../engine/facts.js'
-import type { Run } from '../engine/run.js'
-import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.js'
-import { SharedReading } from '../wait/shared-reading.js'
-import { bootIdOf, condition, type KubeObject } from '../tools/kubectl.js'
-import { StatusReads } from '../wait/status-reads.js'
-import { bootstrapNode, NOT_BOOTSTRAPPED } from './shared/bootstrap-node.js'
-import { aimKubeconfig } from './shared/endpoint.js'
-import { waitForGates } from './shared/gates.js'
-import { completeVerification } from './shared/node-verification.js'
-import { checkExtensions } from './shared/extensions.js'
-import { helmfileInstallers, loadReleasePlan, releasePlan, releaseSteps, settledRelease } from './shared/releases.js'
+import { NodeError, StepError, type ErrorKind } from '../core/errors.ts'
+import { checkCni, readConfigNetwork } from '../input/cni-compat.ts'
+import { formatDuration } from '../core/duration.ts'
+import { apiHint, hintFor, hintForCniApi, hintForCordoned, hintForKubeletLog, hintForTalosCni, taskCommand } from '../cli/hints.ts'
+import { kubeNodeName, type ClusterNode } from '../core/model.ts'
+import type { ClusterStep, NodeOutcome, Phase, StepLeft, StepReporter } from '../engine/phase.ts'
+import { partOfCluster, selectionText, wholeClusterCommand } from './shared/selection.ts'
+import { lastErrorNote, PollTimeout, type PollAnswer } from '../wait/poll.ts'
+import type { NodeFacts } from '../engine/facts.ts'
+import type { Run } from '../engine/run.ts'
+import type { NodeAnswer, ServiceStatus } from '../tools/talosctl.ts'
+import { SharedReading } from '../wait/shared-reading.ts'
+import { bootIdOf, condition, type KubeObject } from '../tools/kubectl.ts'
+import { StatusReads } from '../wait/status-reads.ts'
+import { bootstrapNode, NOT_BOOTSTRAPPED } from './shared/bootstrap-node.ts'
+import { aimKubeconfig } from './shared/endpoint.ts'
+import { waitForGates } from './shared/gates.ts'
+import { completeVerification } from './shared/node-verification.ts'
+import { checkExtensions } from './shared/extensions.ts'
+import { helmfileInstallers, loadReleasePlan, releasePlan, releaseSteps, settledRelease } from './shared/releases.ts'
 import {
   controllerManagerCause,
   HEALTH_CHECKS,
@@ -29,7 +29,7 @@ import {
   type CheckFailure,
   type CheckResult,
   type HealthCheck,
-} from './shared/health.js'
+} from './shared/health.ts'
 
 /** One read per poll round, shared by every node step: the Nodes, the CNI pods, the kubelets. */
 interface Readings {

@@ -1,7 +1,7 @@
-import type { ClusterNode } from '../core/model.js'
-import { UNKNOWN_OUTCOME, type NodeResult, type PhaseResult } from '../core/results.js'
-import { formatTable } from '../cli/table.js'
-import { taskCommand } from '../cli/hints.js'
+import type { ClusterNode } from '../core/model.ts'
+import { UNKNOWN_OUTCOME, type NodeResult, type PhaseResult } from '../core/results.ts'
+import { formatTable } from '../cli/table.ts'
+import { taskCommand } from '../cli/hints.ts'
 
 /** An interruption that cut a changing call short: whether it took effect is unknown. */
 const unknownOutcome = (r: NodeResult): boolean => r.error?.kind === 'interrupted' && r.error.message.startsWith(UNKNOWN_OUTCOME)

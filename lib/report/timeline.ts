@@ -1,8 +1,8 @@
 // The picture of one run (task bootstrap:report): every node's phases and retries as bars on one
 // time axis, failures marked; drawn as text for the terminal and as a self-contained SVG.
 import { Chalk, type ChalkInstance } from 'chalk'
-import type { Report } from '../core/results.js'
-import type { NodeResult, NodeStatus } from '../core/results.js'
+import type { Report } from '../core/results.ts'
+import type { NodeResult, NodeStatus } from '../core/results.ts'
 
 export interface RetryMark {
   /** ms since the run started; estimated from the delays when the report predates `atMs` */

@@ -1,8 +1,8 @@
 // The versions a cluster's nodes run, grouped (docs/day2-design.md 2.8): the report's `versions`
 // at the end of a day-2 command, and the line the summary and `task status` end with when the
 // nodes run more than one Talos or Kubernetes version.
-import type { ClusterVersions } from '../core/results.js'
-import { compareCore, parseVersion, type Version } from '../input/versions.js'
+import type { ClusterVersions } from '../core/results.ts'
+import { compareCore, parseVersion, type Version } from '../input/versions.ts'
 
 /** The key of a node whose version could not be read. */
 export const UNKNOWN = 'unknown'

@@ -1,8 +1,8 @@
 import { join } from 'node:path'
-import { stateDir } from './paths.js'
-import { PHASE_NAMES, type NodeResult, type NodeStatus, type PhaseName, type PhaseResult } from '../core/results.js'
-import { writeStateFile } from './state-files.js'
-import { readRegularFile } from '../core/files.js'
+import { stateDir } from './paths.ts'
+import { PHASE_NAMES, type NodeResult, type NodeStatus, type PhaseName, type PhaseResult } from '../core/results.ts'
+import { writeStateFile } from './state-files.ts'
+import { readRegularFile } from '../core/files.ts'
 
 interface JournalEntry {
   status: NodeStatus
@@ -29,13 +29,17 @@ interface JournalFile {
  * nodes cheaply and to know which silent nodes took a config; the live state always wins over it.
  */
 export class Journal {
-  private constructor(
-    private readonly clusterDir: string,
-    private readonly path: string,
-    private readonly data: JournalFile,
-    /** the file on disk was not a journal: it is rewritten at the next save */
-    readonly discarded = false,
-  ) {}
+  private readonly clusterDir: string
+  private readonly path: string
+  private readonly data: JournalFile
+  /** the file on disk was not a journal: it is rewritten at the next save */
+  readonly discarded: boolean
+  private constructor(clusterDir: string, path: string, data: JournalFile, discarded = false) {
+    this.clusterDir = clusterDir
+    this.path = path
+    this.data = data
+    this.discarded = discarded
+  }
 
   /** A dry run's journal: read, never written. */
   readOnly = false

@@ -4,7 +4,7 @@
 import { closeSync, constants, existsSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { isMap, isSeq, parseDocument, type Document, YAMLSeq } from 'yaml'
-import { readRegularFile } from '../core/files.js'
+import { readRegularFile } from '../core/files.ts'
 
 /** The names `talosctl kubeconfig` gives a cluster's entries (cluster, context `admin@<cluster>`, user `admin@<cluster>`). */
 export interface KubeconfigNames {

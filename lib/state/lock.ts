@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto'
 import { closeSync, constants, linkSync, openSync, readFileSync, readlinkSync, rmSync, statSync, writeSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
-import { InputError } from '../core/errors.js'
-import { stateDir } from './paths.js'
-import { ensureStateDir, refuseSymlink } from './state-files.js'
-import { readRegularFile } from '../core/files.js'
+import { InputError } from '../core/errors.ts'
+import { stateDir } from './paths.ts'
+import { ensureStateDir, refuseSymlink } from './state-files.ts'
+import { readRegularFile } from '../core/files.ts'
 
 /**
  * What identifies a process beyond its pid (pids are reused, and mean nothing in another PID

@@ -1,12 +1,12 @@
 // The one place that writes and reads run reports under .bootstrap/ (docs/report.md).
 import { existsSync, readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
-import { InputError } from '../core/errors.js'
-import type { Report } from '../core/results.js'
-import type { Redactor } from '../input/redact.js'
-import { statePaths } from './paths.js'
-import { openedStateDir, safeName, writeStateFile } from './state-files.js'
-import { readRegularFile } from '../core/files.js'
+import { InputError } from '../core/errors.ts'
+import type { Report } from '../core/results.ts'
+import type { Redactor } from '../input/redact.ts'
+import { statePaths } from './paths.ts'
+import { openedStateDir, safeName, writeStateFile } from './state-files.ts'
+import { readRegularFile } from '../core/files.ts'
 
 /** runs/<time>-<command>, the name of a report and its picture; only sanitized characters (a report read back may be forged). */
 export function runName(report: Pick<Report, 'startedAt' | 'command'>): string {

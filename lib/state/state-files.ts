@@ -15,8 +15,8 @@ import {
   writeSync,
 } from 'node:fs'
 import { basename, dirname, isAbsolute, relative, sep } from 'node:path'
-import { InputError } from '../core/errors.js'
-import { stateDir } from './paths.js'
+import { InputError } from '../core/errors.ts'
+import { stateDir } from './paths.ts'
 
 function symlinkError(path: string): InputError {
   return new InputError('is a symbolic link: refusing to write through it', {

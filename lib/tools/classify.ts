@@ -1,5 +1,5 @@
-import type { ErrorKind } from '../core/errors.js'
-import type { ToolResult } from './exec.js'
+import type { ErrorKind } from '../core/errors.ts'
+import type { ToolResult } from './exec.ts'
 
 interface Rule {
   kind: ErrorKind

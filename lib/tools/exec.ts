@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process'
 import { $, which } from 'zx/core'
-import { ToolMissingError } from '../core/errors.js'
-import { shellWord } from '../core/shell.js'
-import type { Redactor } from '../input/redact.js'
-import { escapeControls } from '../core/text.js'
+import { ToolMissingError } from '../core/errors.ts'
+import { shellWord } from '../core/shell.ts'
+import type { Redactor } from '../input/redact.ts'
+import { escapeControls } from '../core/text.ts'
 
 /** `sh`: the shell the operator's gate command runs in (`sh -c <GATE_COMMAND>`, docs/settings.md) */
 export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'helmfile' | 'flux' | 'sops' | 'talhelper' | 'topf' | 'sh'
@@ -166,7 +166,9 @@ class Watchdog {
   private readonly controller = new AbortController()
   private timer: NodeJS.Timeout
 
-  constructor(private readonly silentMs: number) {
+  private readonly silentMs: number
+  constructor(silentMs: number) {
+    this.silentMs = silentMs
     this.timer = setTimeout(() => this.controller.abort(), silentMs)
   }
 
@@ -193,7 +195,9 @@ export class ToolRunner {
   /** every tool is started through it: ended by the kernel when this process dies */
   private readonly wrapper: string[]
 
-  constructor(private readonly options: ToolRunnerOptions) {
+  private readonly options: ToolRunnerOptions
+  constructor(options: ToolRunnerOptions) {
+    this.options = options
     this.wrapper = parentDeathWrapper(options.env)
   }
 

@@ -1,10 +1,10 @@
-import { classify } from './classify.js'
-import { isTransient, NodeError } from '../core/errors.js'
-import { goDuration } from '../core/duration.js'
-import { fluxHint, taskCommand } from '../cli/hints.js'
-import type { FluxGitSettings } from '../input/settings.js'
-import type { ToolRunner } from './exec.js'
-import { apiError, kubeArgs, kubeCacheFlag, type KubeAccess } from './kube-access.js'
+import { classify } from './classify.ts'
+import { isTransient, NodeError } from '../core/errors.ts'
+import { goDuration } from '../core/duration.ts'
+import { fluxHint, taskCommand } from '../cli/hints.ts'
+import type { FluxGitSettings } from '../input/settings.ts'
+import type { ToolRunner } from './exec.ts'
+import { apiError, kubeArgs, kubeCacheFlag, type KubeAccess } from './kube-access.ts'
 
 /** client-go's texts for a request to the API server (its URL) or the API's own 503 */
 const KUBE_API_SIDE =
@@ -26,10 +26,12 @@ const FLUX_CHANGES = new Set(['bootstrap', 'install', 'uninstall', 'reconcile', 
 
 /** The flux wrapper: explicit --kubeconfig, non-interactive (--silent), keys from files only. */
 export class Flux {
-  constructor(
-    private readonly runner: ToolRunner,
-    private readonly access: KubeAccess,
-  ) {}
+  private readonly runner: ToolRunner
+  private readonly access: KubeAccess
+  constructor(runner: ToolRunner, access: KubeAccess) {
+    this.runner = runner
+    this.access = access
+  }
 
   private async call(args: string[], timeoutMs?: number): Promise<string> {
     const result = await this.runner.run({

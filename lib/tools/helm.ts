@@ -1,14 +1,14 @@
 import { dirname } from 'node:path'
-import { openedDirUnchanged } from '../state/state-files.js'
+import { openedDirUnchanged } from '../state/state-files.ts'
 import { parseAllDocuments } from 'yaml'
-import { classify } from './classify.js'
-import { isTransient, NodeError } from '../core/errors.js'
-import { goDuration } from '../core/duration.js'
-import { shellWord } from '../core/shell.js'
-import { taskCommand } from '../cli/hints.js'
-import type { CniSettings } from '../input/settings.js'
-import type { ToolRunner } from './exec.js'
-import { apiError, helmEnv, kubeArgs, type KubeAccess } from './kube-access.js'
+import { classify } from './classify.ts'
+import { isTransient, NodeError } from '../core/errors.ts'
+import { goDuration } from '../core/duration.ts'
+import { shellWord } from '../core/shell.ts'
+import { taskCommand } from '../cli/hints.ts'
+import type { CniSettings } from '../input/settings.ts'
+import type { ToolRunner } from './exec.ts'
+import { apiError, helmEnv, kubeArgs, type KubeAccess } from './kube-access.ts'
 
 export interface ReleaseStatus {
   status: string
@@ -19,10 +19,12 @@ export interface ReleaseStatus {
 
 /** The helm wrapper: explicit --kubeconfig and namespace, non-interactive. */
 export class Helm {
-  constructor(
-    private readonly runner: ToolRunner,
-    private readonly access: KubeAccess,
-  ) {}
+  private readonly runner: ToolRunner
+  private readonly access: KubeAccess
+  constructor(runner: ToolRunner, access: KubeAccess) {
+    this.runner = runner
+    this.access = access
+  }
 
   async clientVersion(): Promise<string> {
     const result = await this.runner.run({

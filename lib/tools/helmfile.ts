@@ -1,10 +1,10 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseAllDocuments } from 'yaml'
-import { classify } from './classify.js'
-import { NodeError } from '../core/errors.js'
-import type { ToolResult, ToolRunner } from './exec.js'
-import { helmEnv, kubeArgs, type KubeAccess } from './kube-access.js'
+import { classify } from './classify.ts'
+import { NodeError } from '../core/errors.ts'
+import type { ToolResult, ToolRunner } from './exec.ts'
+import { helmEnv, kubeArgs, type KubeAccess } from './kube-access.ts'
 
 /** One release of a helmfile as helmfile renders it (`helmfile build`): its templates already applied. */
 export interface HelmfileRelease {
@@ -40,10 +40,12 @@ interface BuiltRelease {
  * templating (.gotmpl values, readFile, tpl) is never re-implemented here.
  */
 export class Helmfile {
-  constructor(
-    private readonly runner: ToolRunner,
-    private readonly access: KubeAccess,
-  ) {}
+  private readonly runner: ToolRunner
+  private readonly access: KubeAccess
+  constructor(runner: ToolRunner, access: KubeAccess) {
+    this.runner = runner
+    this.access = access
+  }
 
   /** helm's homes (helmfile runs helm) and helmfile's own cache of remote files, under the run's cache directory */
   private env(): Record<string, string> {

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
-import { apiHint } from '../cli/hints.js'
-import { NodeError, type ErrorKind } from '../core/errors.js'
-import { contextOf } from '../state/kubeconfig.js'
+import { apiHint } from '../cli/hints.ts'
+import { NodeError, type ErrorKind } from '../core/errors.ts'
+import { contextOf } from '../state/kubeconfig.ts'
 
 /** Which kubeconfig, and whose entries in it: a kubeconfig may hold other clusters (the operator's ~/.kube/config). */
 export interface KubeAccess {

@@ -1,8 +1,8 @@
-import { classify } from './classify.js'
-import { NodeError } from '../core/errors.js'
-import { phaseHint, taskCommand } from '../cli/hints.js'
-import type { ToolResult, ToolRunner } from './exec.js'
-import { kubeArgs, kubeCacheFlag, type KubeAccess } from './kube-access.js'
+import { classify } from './classify.ts'
+import { NodeError } from '../core/errors.ts'
+import { phaseHint, taskCommand } from '../cli/hints.ts'
+import type { ToolResult, ToolRunner } from './exec.ts'
+import { kubeArgs, kubeCacheFlag, type KubeAccess } from './kube-access.ts'
 
 export interface KubeCondition {
   type: string
@@ -56,16 +56,21 @@ const KUBECTL_CHANGES = new Set([
 
 /** The kubectl wrapper: always an explicit --kubeconfig, JSON out, a request timeout. */
 export class Kubectl {
-  constructor(
-    private readonly runner: ToolRunner,
-    private readonly access: KubeAccess,
-    /** node names, for the happy answers a dry run plans with */
-    private readonly nodeNames: string[] = [],
-    /** the task a failure's hint tells the user to run again */
-    private readonly recoveryTask = 'bootstrap:wait-ready',
-    /** the API server every call goes to (`--server`), instead of the kubeconfig's (the endpoint) */
-    private readonly server?: string,
-  ) {}
+  private readonly runner: ToolRunner
+  private readonly access: KubeAccess
+  /** node names, for the happy answers a dry run plans with */
+  private readonly nodeNames: string[]
+  /** the task a failure's hint tells the user to run again */
+  private readonly recoveryTask: string
+  /** the API server every call goes to (`--server`), instead of the kubeconfig's (the endpoint) */
+  private readonly server: string | undefined
+  constructor(runner: ToolRunner, access: KubeAccess, nodeNames: string[] = [], recoveryTask = 'bootstrap:wait-ready', server?: string) {
+    this.runner = runner
+    this.access = access
+    this.nodeNames = nodeNames
+    this.recoveryTask = recoveryTask
+    this.server = server
+  }
 
   /** The same client, its failures hinting `task` (the phase using it). */
   withRecovery(task: string): Kubectl {

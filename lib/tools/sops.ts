@@ -1,15 +1,17 @@
 import { spawnSync } from 'node:child_process'
-import { runLocalSync, toolAvailable, toolBinary, type ToolRunner } from './exec.js'
+import { runLocalSync, toolAvailable, toolBinary, type ToolRunner } from './exec.ts'
 
 /** Environment variable that overrides the sops binary, like TALOSCTL for talosctl. */
 export const SOPS_ENV = 'SOPS'
 
 /** The sops wrapper: decrypts to memory (stdout), the age identity from a file, never to disk. */
 export class Sops {
-  constructor(
-    private readonly runner: ToolRunner,
-    private readonly env: NodeJS.ProcessEnv,
-  ) {}
+  private readonly runner: ToolRunner
+  private readonly env: NodeJS.ProcessEnv
+  constructor(runner: ToolRunner, env: NodeJS.ProcessEnv) {
+    this.runner = runner
+    this.env = env
+  }
 
   /** sops on PATH (or $SOPS): without it an encrypted file cannot be applied. */
   available(): boolean {

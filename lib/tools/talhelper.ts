@@ -1,6 +1,6 @@
 // The talhelper wrapper: `genconfig` and `gensecret` as the operator runs them in the cluster directory
 // (budimanjojo/talhelper v3 cmd/genconfig.go, cmd/gensecret.go), before the inventory is read.
-import { runLocalSync, type LocalResult } from './exec.js'
+import { runLocalSync, type LocalResult } from './exec.ts'
 
 /** genconfig's default --secret-file list, looked up in the directory it runs in. */
 export const TALSECRET_FILES = ['talsecret.yaml', 'talsecret.sops.yaml', 'talsecret.yml', 'talsecret.sops.yml'] as const

@@ -1,11 +1,11 @@
 import { parse as parseYaml, parseAllDocuments } from 'yaml'
-import { classify, essence } from './classify.js'
-import { NodeError, ToolUnusableError } from '../core/errors.js'
-import { hintFor } from '../cli/hints.js'
-import { controlPlanes, type ClusterNode, type Inventory } from '../core/model.js'
-import type { ToolResult, ToolRunner } from './exec.js'
-import { parseJsonStream } from './json-stream.js'
-import { mapLimit } from '../wait/map-limit.js'
+import { classify, essence } from './classify.ts'
+import { NodeError, ToolUnusableError } from '../core/errors.ts'
+import { hintFor } from '../cli/hints.ts'
+import { controlPlanes, type ClusterNode, type Inventory } from '../core/model.ts'
+import type { ToolResult, ToolRunner } from './exec.ts'
+import { parseJsonStream } from './json-stream.ts'
+import { mapLimit } from '../wait/map-limit.ts'
 
 /** MachineStatus as `talosctl get machinestatus -o json` prints it (the MachineStatus resource: siderolabs/talos pkg/machinery/resources/runtime/machine_status.go). */
 export interface MachineStatus {
@@ -62,10 +62,12 @@ const DRY_SERVICE = (node: string, service: string): string =>
 
 /** The talosctl wrapper: every call names -e, -n and --talosconfig (secure) or --insecure, and is bounded. */
 export class Talosctl {
-  constructor(
-    private readonly runner: ToolRunner,
-    private readonly inventory: Inventory,
-  ) {}
+  private readonly runner: ToolRunner
+  private readonly inventory: Inventory
+  constructor(runner: ToolRunner, inventory: Inventory) {
+    this.runner = runner
+    this.inventory = inventory
+  }
 
   private secureArgs(node: ClusterNode, endpoint: string = node.address): string[] {
     return ['--talosconfig', this.inventory.talosconfig, '-e', endpoint, '-n', node.address]

@@ -1,6 +1,6 @@
 // The topf wrapper (postfinance/topf cmd/topf/render.go, talosconfig.go): `render -o <dir>` writes
 // `<dir>/<host>.yaml` per node, `talosconfig` prints the talosconfig; both run where topf.yaml is.
-import { runLocalSync, type LocalResult } from './exec.js'
+import { runLocalSync, type LocalResult } from './exec.ts'
 
 export function render(env: NodeJS.ProcessEnv, dir: string, outDir: string): LocalResult {
   return runLocalSync(env, 'topf', ['render', '-o', outDir], { cwd: dir })

@@ -1,16 +1,18 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { NodeError } from '../core/errors.js'
+import { NodeError } from '../core/errors.ts'
 
 export type PollAnswer<T> = { done: true; value: T } | { done: false; state: string }
 
 export class PollTimeout extends Error {
-  constructor(
-    readonly lastState: string,
-    readonly waitedMs: number,
-    /** the last transient error the wait took as "not yet", and how many there were */
-    readonly lastError?: { text: string; count: number },
-  ) {
+  readonly lastState: string
+  readonly waitedMs: number
+  /** the last transient error the wait took as "not yet", and how many there were */
+  readonly lastError: { text: string; count: number } | undefined
+  constructor(lastState: string, waitedMs: number, lastError?: { text: string; count: number }) {
     super(`still ${lastState} after ${Math.round(waitedMs / 1000)}s`)
+    this.lastState = lastState
+    this.waitedMs = waitedMs
+    this.lastError = lastError
     this.name = 'PollTimeout'
   }
 }

@@ -1,6 +1,6 @@
 import pRetry from 'p-retry'
-import { NodeError } from '../core/errors.js'
-import type { Settings } from '../input/settings.js'
+import { NodeError } from '../core/errors.ts'
+import type { Settings } from '../input/settings.ts'
 
 export interface RetryEvent {
   attempt: number

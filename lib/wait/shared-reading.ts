@@ -7,10 +7,12 @@
 export class SharedReading<T> {
   private last: { at: number; pending: boolean; value: Promise<T> } | undefined
 
-  constructor(
-    private readonly read: () => Promise<T>,
-    private readonly maxAgeMs: number,
-  ) {}
+  private readonly read: () => Promise<T>
+  private readonly maxAgeMs: number
+  constructor(read: () => Promise<T>, maxAgeMs: number) {
+    this.read = read
+    this.maxAgeMs = maxAgeMs
+  }
 
   get(): Promise<T> {
     const last = this.last
@@ -40,10 +42,12 @@ export class SharedReading<T> {
 export class BatchedReading<K, V> {
   private queue: Map<K, Array<(value: V | undefined) => void>> | undefined
 
-  constructor(
-    private readonly read: (keys: K[]) => Promise<Map<K, V>>,
-    private readonly windowMs: number,
-  ) {}
+  private readonly read: (keys: K[]) => Promise<Map<K, V>>
+  private readonly windowMs: number
+  constructor(read: (keys: K[]) => Promise<Map<K, V>>, windowMs: number) {
+    this.read = read
+    this.windowMs = windowMs
+  }
 
   get(key: K): Promise<V | undefined> {
     if (!this.queue) {

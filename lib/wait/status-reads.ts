@@ -1,8 +1,8 @@
-import { NodeError } from '../core/errors.js'
-import type { ClusterNode } from '../core/model.js'
-import type { Run } from '../engine/run.js'
-import { BatchedReading } from './shared-reading.js'
-import type { MachineStatus, NodeAnswer } from '../tools/talosctl.js'
+import { NodeError } from '../core/errors.ts'
+import type { ClusterNode } from '../core/model.ts'
+import type { Run } from '../engine/run.ts'
+import { BatchedReading } from './shared-reading.ts'
+import type { MachineStatus, NodeAnswer } from '../tools/talosctl.ts'
 
 /**
  * The authenticated MachineStatus reads of a wait: the nodes that ask together go out as one
@@ -32,11 +32,13 @@ export class StatusReads {
    * node); `spared`: a node never borrowed (during verify the bootstrap node: etcd's checks and
    * member lists go through it next, as many reads as its own polls leave room for).
    */
-  constructor(
-    private readonly run: Run,
-    private readonly seed: () => ClusterNode | undefined = () => undefined,
-    private readonly spared: () => ClusterNode | undefined = () => undefined,
-  ) {
+  private readonly run: Run
+  private readonly seed: () => ClusterNode | undefined
+  private readonly spared: () => ClusterNode | undefined
+  constructor(run: Run, seed: () => ClusterNode | undefined = () => undefined, spared: () => ClusterNode | undefined = () => undefined) {
+    this.run = run
+    this.seed = seed
+    this.spared = spared
     // a round's nodes ask within a few ms of each other (the same poll tick), more under load
     this.batch = new BatchedReading((nodes) => this.readBatch(nodes), Math.min(100, run.settings.pollIntervalMs / 8))
   }

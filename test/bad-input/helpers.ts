@@ -7,10 +7,12 @@ import { afterAll, afterEach, beforeAll, expect } from 'vitest'
 import { E2eCluster, type TaskResult } from '../e2e/harness.js'
 
 export class BadInputBed {
-  private constructor(
-    readonly cluster: E2eCluster,
-    private readonly pristine: string,
-  ) {}
+  readonly cluster: E2eCluster
+  private readonly pristine: string
+  private constructor(cluster: E2eCluster, pristine: string) {
+    this.cluster = cluster
+    this.pristine = pristine
+  }
 
   /** A 1-control-plane, 2-worker cluster left in maintenance; its cluster dir is saved as it was written. */
   static async start(range: string): Promise<BadInputBed> {

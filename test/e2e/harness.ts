@@ -105,10 +105,12 @@ export interface TaskResult {
 }
 
 export class E2eCluster {
-  private constructor(
-    readonly sim: Simulator,
-    readonly dir: string,
-  ) {}
+  readonly sim: Simulator
+  readonly dir: string
+  private constructor(sim: Simulator, dir: string) {
+    this.sim = sim
+    this.dir = dir
+  }
 
   static async start(range: string, shape: ClusterShape = {}): Promise<E2eCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'tb-e2e-'))

@@ -57,10 +57,10 @@ describe('Taskfile: every task that starts node', () => {
     return `${r.stdout}${r.stderr}`
   }
   const tasks: [string[], string][] = [
-    [['bootstrap:preflight'], '--import tsx/esm scripts/preflight.ts'],
-    [['bootstrap:talos'], '--import tsx/esm scripts/talos.ts'],
-    [['bootstrap:node', 'NODE=n-1'], '--import tsx/esm scripts/node.ts'],
-    [['bootstrap:report'], '--import tsx/esm scripts/report.ts'],
+    [['bootstrap:preflight'], '--disable-warning=ExperimentalWarning scripts/preflight.ts'],
+    [['bootstrap:talos'], '--disable-warning=ExperimentalWarning scripts/talos.ts'],
+    [['bootstrap:node', 'NODE=n-1'], '--disable-warning=ExperimentalWarning scripts/node.ts'],
+    [['bootstrap:report'], '--disable-warning=ExperimentalWarning scripts/report.ts'],
     [['sim:up'], 'sim/cli.js up'],
     [['sim:down'], 'sim/cli.js down'],
     [['sim:calls'], 'sim/cli.js calls'],

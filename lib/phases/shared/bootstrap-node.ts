@@ -1,7 +1,7 @@
-import { NodeError } from '../../core/errors.js'
-import { bootstrapControlPlane, controlPlanes, type ClusterNode } from '../../core/model.js'
-import { hintFor } from '../../cli/hints.js'
-import type { Run } from '../../engine/run.js'
+import { NodeError } from '../../core/errors.ts'
+import { bootstrapControlPlane, controlPlanes, type ClusterNode } from '../../core/model.ts'
+import { hintFor } from '../../cli/hints.ts'
+import type { Run } from '../../engine/run.ts'
 
 /** The control plane that bootstraps etcd: bootstrapNode from settings, else the first in the inventory. */
 export function bootstrapNode(run: Run): ClusterNode {

@@ -1,13 +1,13 @@
 // The only control plane goes down (upgrade:talos or cluster:apply with --accept-downtime on a cluster
 // of one): its etcd has no other member to recover from, so a snapshot is taken first.
 import { join } from 'node:path'
-import { NodeError } from '../../core/errors.js'
-import { hintFor } from '../../cli/hints.js'
-import { controlPlanes, type ClusterNode } from '../../core/model.js'
-import type { StepReporter } from '../../engine/phase.js'
-import type { Run } from '../../engine/run.js'
-import { snapshotDir } from '../../state/paths.js'
-import { handedStateDir } from '../../state/state-files.js'
+import { NodeError } from '../../core/errors.ts'
+import { hintFor } from '../../cli/hints.ts'
+import { controlPlanes, type ClusterNode } from '../../core/model.ts'
+import type { StepReporter } from '../../engine/phase.ts'
+import type { Run } from '../../engine/run.ts'
+import { snapshotDir } from '../../state/paths.ts'
+import { handedStateDir } from '../../state/state-files.ts'
 
 /** The node is the cluster's only control plane and the run accepts taking it down. */
 export function takesOnlyControlPlaneDown(run: Run, node: ClusterNode): boolean {

@@ -1,4 +1,4 @@
-import type { Kubectl, KubeObject } from '../../tools/kubectl.js'
+import type { Kubectl, KubeObject } from '../../tools/kubectl.ts'
 
 /** A pod Talos's drain cannot evict: a PodDisruptionBudget covering it allows no disruption. */
 export interface BlockedEviction {

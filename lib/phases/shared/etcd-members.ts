@@ -1,5 +1,5 @@
-import type { ClusterNode } from '../../core/model.js'
-import type { EtcdMember } from '../../tools/talosctl.js'
+import type { ClusterNode } from '../../core/model.ts'
+import type { EtcdMember } from '../../tools/talosctl.ts'
 
 /** The host of a peer URL (`https://10.0.0.1:2380`, `https://[fd00::1]:2380`), brackets dropped. */
 function hostOf(url: string): string | undefined {

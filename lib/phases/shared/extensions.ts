@@ -2,15 +2,15 @@
 // for. A missing one (iscsi-tools, a guest agent, tailscale) would otherwise surface later as storage
 // or networking that fails.
 import { parse as parseYaml } from 'yaml'
-import { NodeError } from '../../core/errors.js'
-import type { ClusterNode } from '../../core/model.js'
-import { hintForExtensions } from '../../cli/hints.js'
-import { MachineConfig } from '../../input/machine-config.js'
-import { schematicOfImage } from '../../input/versions.js'
-import type { Run } from '../../engine/run.js'
-import type { StepReporter } from '../../engine/phase.js'
-import { extensionOf, type NodeAnswer } from '../../tools/talosctl.js'
-import type { SharedReading } from '../../wait/shared-reading.js'
+import { NodeError } from '../../core/errors.ts'
+import type { ClusterNode } from '../../core/model.ts'
+import { hintForExtensions } from '../../cli/hints.ts'
+import { MachineConfig } from '../../input/machine-config.ts'
+import { schematicOfImage } from '../../input/versions.ts'
+import type { Run } from '../../engine/run.ts'
+import type { StepReporter } from '../../engine/phase.ts'
+import { extensionOf, type NodeAnswer } from '../../tools/talosctl.ts'
+import type { SharedReading } from '../../wait/shared-reading.ts'
 
 /** Image Factory's virtual extension that carries the schematic (its ID as version, the schematic as extraInfo). */
 const SCHEMATIC = 'schematic'

@@ -3,13 +3,13 @@
 // starts. It runs as `sh -c <command>`, the one documented exception to argument arrays, with the
 // node in its environment; attempts are gateInterval apart through the run's one poller, each with
 // what is left of gateTimeout as its deadline.
-import { NodeError } from '../../core/errors.js'
-import { hintFor } from '../../cli/hints.js'
-import type { ClusterNode } from '../../core/model.js'
-import type { StepReporter } from '../../engine/phase.js'
-import type { Run } from '../../engine/run.js'
-import type { PhaseName } from '../../core/results.js'
-import { PollTimeout } from '../../wait/poll.js'
+import { NodeError } from '../../core/errors.ts'
+import { hintFor } from '../../cli/hints.ts'
+import type { ClusterNode } from '../../core/model.ts'
+import type { StepReporter } from '../../engine/phase.ts'
+import type { Run } from '../../engine/run.ts'
+import type { PhaseName } from '../../core/results.ts'
+import { PollTimeout } from '../../wait/poll.ts'
 
 /** The last lines of an attempt's output, redacted, on one line. */
 function tail(run: Run, stdout: string, stderr: string): string {

@@ -1,11 +1,11 @@
-import { NodeError } from '../../core/errors.js'
-import { kubectlCommand, taskCommand } from '../../cli/hints.js'
-import type { StepReporter } from '../../engine/phase.js'
-import type { Run } from '../../engine/run.js'
-import type { ReadinessGate } from '../../input/settings.js'
-import { condition } from '../../tools/kubectl.js'
-import { podWhy } from './health.js'
-import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
+import { NodeError } from '../../core/errors.ts'
+import { kubectlCommand, taskCommand } from '../../cli/hints.ts'
+import type { StepReporter } from '../../engine/phase.ts'
+import type { Run } from '../../engine/run.ts'
+import type { ReadinessGate } from '../../input/settings.ts'
+import { condition } from '../../tools/kubectl.ts'
+import { podWhy } from './health.ts'
+import { PollTimeout, type PollAnswer } from '../../wait/poll.ts'
 
 /** Every gate's pods exist and are Ready, or the deadline; `recoveryTask` is the task the hint names. */
 export async function waitForGates(run: Run, gates: ReadinessGate[], report: StepReporter, recoveryTask: string): Promise<string> {

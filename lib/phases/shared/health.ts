@@ -3,13 +3,13 @@
 // the inventory's addresses). Each check reads through the tool wrappers (batched: one talosctl
 // process per read through a control plane, one kubectl list) and answers per node. wait-ready runs
 // each as its own step until it passes; bootstrap:status shows each once.
-import { NodeError, type ErrorKind } from '../../core/errors.js'
-import { hintFor, hintForCordoned, hintForStaticPod, kubectlCommand, talosctlCommand, taskCommand } from '../../cli/hints.js'
-import { kubeNodeName, type ClusterNode } from '../../core/model.js'
-import { condition, type KubeObject, type Kubectl } from '../../tools/kubectl.js'
-import type { EtcdMember, MachineStatus, NodeAnswer, ServiceStatus, Talosctl } from '../../tools/talosctl.js'
-import { SharedReading } from '../../wait/shared-reading.js'
-import { isMemberOf } from './etcd-members.js'
+import { NodeError, type ErrorKind } from '../../core/errors.ts'
+import { hintFor, hintForCordoned, hintForStaticPod, kubectlCommand, talosctlCommand, taskCommand } from '../../cli/hints.ts'
+import { kubeNodeName, type ClusterNode } from '../../core/model.ts'
+import { condition, type KubeObject, type Kubectl } from '../../tools/kubectl.ts'
+import type { EtcdMember, MachineStatus, NodeAnswer, ServiceStatus, Talosctl } from '../../tools/talosctl.ts'
+import { SharedReading } from '../../wait/shared-reading.ts'
+import { isMemberOf } from './etcd-members.ts'
 
 /** Talos's control plane static pods (machined controllers/k8s/control_plane_static_pod.go). */
 export const CONTROL_PLANE_COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const
@@ -77,7 +77,9 @@ export class HealthReads {
   private readonly prefetched = new Map<string, { at: number; value: Promise<unknown> }>()
   private prefetching = false
 
-  constructor(readonly ctx: HealthContext) {
+  readonly ctx: HealthContext
+  constructor(ctx: HealthContext) {
+    this.ctx = ctx
     this.cps = ctx.controlPlanes.filter((n) => !ctx.failedBefore?.has(n.name))
   }
 

@@ -1,4 +1,4 @@
-import type { Run } from '../../engine/run.js'
+import type { Run } from '../../engine/run.ts'
 
 /**
  * What a phase keeps for one run, written by one step and read by the steps after it (a plan per

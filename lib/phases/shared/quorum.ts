@@ -4,14 +4,14 @@
 // The rules are pure functions over parsed reads (`etcd status` per control plane, `etcd members`,
 // `etcd alarm list`); `waitForQuorum` reads them through the run's one poll helper. The arithmetic
 // (`quorumOf`, `keepsQuorumWithout`) is the one quorum rule of the product: reset's guard uses it too.
-import { NodeError } from '../../core/errors.js'
-import { hintForMemberCount, hintForQuorum, type MemberCountWayOut } from '../../cli/hints.js'
-import { controlPlanes, type ClusterNode } from '../../core/model.js'
-import type { StepReporter } from '../../engine/phase.js'
-import type { Run } from '../../engine/run.js'
-import type { EtcdMember, EtcdStatus, NodeAnswer } from '../../tools/talosctl.js'
-import { lastErrorNote, PollTimeout, type PollAnswer } from '../../wait/poll.js'
-import { describeElsewhere, isMemberOf, namedElsewhere } from './etcd-members.js'
+import { NodeError } from '../../core/errors.ts'
+import { hintForMemberCount, hintForQuorum, type MemberCountWayOut } from '../../cli/hints.ts'
+import { controlPlanes, type ClusterNode } from '../../core/model.ts'
+import type { StepReporter } from '../../engine/phase.ts'
+import type { Run } from '../../engine/run.ts'
+import type { EtcdMember, EtcdStatus, NodeAnswer } from '../../tools/talosctl.ts'
+import { lastErrorNote, PollTimeout, type PollAnswer } from '../../wait/poll.ts'
+import { describeElsewhere, isMemberOf, namedElsewhere } from './etcd-members.ts'
 
 /** etcd's quorum of `members` voting members: a majority, ⌊N/2⌋ + 1. */
 export function quorumOf(members: number): number {

@@ -5,11 +5,11 @@
 // `get extensions -n …`. Each node's answer is its own node's; a node the batch could not tell, or
 // told an error (it may be the endpoint's proxying, not the node), is read alone, as without the
 // batch. Reads that are not batched (one node at a time: a batch would only wait) are each alone.
-import { controlPlanes, type ClusterNode } from '../../core/model.js'
-import type { Run } from '../../engine/run.js'
-import type { KubeObject, Kubectl } from '../../tools/kubectl.js'
-import { extensionOf, type MachineStatus, type NodeAnswer, type ServiceStatus } from '../../tools/talosctl.js'
-import { BatchedReading } from '../../wait/shared-reading.js'
+import { controlPlanes, type ClusterNode } from '../../core/model.ts'
+import type { Run } from '../../engine/run.ts'
+import type { KubeObject, Kubectl } from '../../tools/kubectl.ts'
+import { extensionOf, type MachineStatus, type NodeAnswer, type ServiceStatus } from '../../tools/talosctl.ts'
+import { BatchedReading } from '../../wait/shared-reading.ts'
 
 export type Extension = ReturnType<typeof extensionOf>
 
@@ -29,11 +29,11 @@ export class RollingReads {
   /** control planes a batch failed whole through (down, or not answering): not its endpoint again */
   private readonly down = new Set<string>()
 
-  constructor(
-    private readonly run: Run,
-    readonly kubectl: Kubectl,
-    batched = false,
-  ) {
+  private readonly run: Run
+  readonly kubectl: Kubectl
+  constructor(run: Run, kubectl: Kubectl, batched = false) {
+    this.run = run
+    this.kubectl = kubectl
     if (!batched) return
     // the nodes of a batch come back from their action up to seconds apart under load (talosctl's own
     // wait): a longer window than StatusReads', each batch's nodes then go on to the next read together

@@ -5,19 +5,19 @@
 // kubelet healthy and the Node Ready on the new boot (a control plane's static pods Ready too),
 // the uncordon only if we cordoned it, then the operator's gate command. The caller gives the action
 // and its check; the order and the waits are here.
-import { NodeError } from '../../core/errors.js'
-import { hintFor, kubectlCommand, taskCommand } from '../../cli/hints.js'
-import { kubeNodeName, type ClusterNode } from '../../core/model.js'
-import type { PhaseName } from '../../core/results.js'
-import type { StepReporter } from '../../engine/phase.js'
-import type { Run } from '../../engine/run.js'
-import { bootIdOf, condition, type KubeObject, type Kubectl } from '../../tools/kubectl.js'
-import { PollTimeout, type PollAnswer } from '../../wait/poll.js'
-import { blockedEvictions, describeBlocked } from './drain.js'
-import { runGateCommand } from './gate-command.js'
-import { CONTROL_PLANE_COMPONENTS, podWhy } from './health.js'
-import { waitForQuorum } from './quorum.js'
-import { RollingReads } from './rolling-reads.js'
+import { NodeError } from '../../core/errors.ts'
+import { hintFor, kubectlCommand, taskCommand } from '../../cli/hints.ts'
+import { kubeNodeName, type ClusterNode } from '../../core/model.ts'
+import type { PhaseName } from '../../core/results.ts'
+import type { StepReporter } from '../../engine/phase.ts'
+import type { Run } from '../../engine/run.ts'
+import { bootIdOf, condition, type KubeObject, type Kubectl } from '../../tools/kubectl.ts'
+import { PollTimeout, type PollAnswer } from '../../wait/poll.ts'
+import { blockedEvictions, describeBlocked } from './drain.ts'
+import { runGateCommand } from './gate-command.ts'
+import { CONTROL_PLANE_COMPONENTS, podWhy } from './health.ts'
+import { waitForQuorum } from './quorum.ts'
+import { RollingReads } from './rolling-reads.ts'
 
 /** The day-2 commands that roll nodes: the cordon's owner, and the task a hint reruns. */
 export type RollingCommand = 'cluster:apply' | 'upgrade:talos'

@@ -2,9 +2,9 @@
 // that change the cluster (the etcd bootstrap, the CNI, Flux): such a step runs only when the nodes it
 // acts on are among the selected ones; otherwise it only reads, and is left, named, to a command that
 // selects them (docs/design.md, "Node selection and cluster-wide steps").
-import { taskCommand } from '../../cli/hints.js'
-import type { ClusterNode } from '../../core/model.js'
-import type { Run } from '../../engine/run.js'
+import { taskCommand } from '../../cli/hints.ts'
+import type { ClusterNode } from '../../core/model.ts'
+import type { Run } from '../../engine/run.ts'
 
 /** The node is among those this command acts on. */
 export function isSelected(run: Run, node: ClusterNode): boolean {

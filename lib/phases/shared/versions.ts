@@ -3,13 +3,13 @@
 // `schematic` extension, one batched `get extensions`) and Kubernetes (each Node's kubelet version,
 // one `kubectl get nodes`). The report carries them as `versions`, and the summary ends with the
 // line of lib/report/versions.ts. A day-2 phase ends with `versionsStep()`.
-import { controlPlanes, kubeNodeName, type ClusterNode } from '../../core/model.js'
-import type { ClusterVersions } from '../../core/results.js'
-import type { ClusterStep } from '../../engine/phase.js'
-import type { Run } from '../../engine/run.js'
-import { groupVersions, versionsLine, type NodeVersions } from '../../report/versions.js'
-import { kubeletVersionOf, type KubeObject } from '../../tools/kubectl.js'
-import type { NodeAnswer } from '../../tools/talosctl.js'
+import { controlPlanes, kubeNodeName, type ClusterNode } from '../../core/model.ts'
+import type { ClusterVersions } from '../../core/results.ts'
+import type { ClusterStep } from '../../engine/phase.ts'
+import type { Run } from '../../engine/run.ts'
+import { groupVersions, versionsLine, type NodeVersions } from '../../report/versions.ts'
+import { kubeletVersionOf, type KubeObject } from '../../tools/kubectl.ts'
+import type { NodeAnswer } from '../../tools/talosctl.ts'
 
 /** The schematic among a node's ExtensionStatus documents: its ID, or null when it runs none. */
 function schematicIn(docs: unknown[]): string | null {
