@@ -66,12 +66,15 @@ export function runLocalSync(
     timeout: options.timeoutMs ?? 300_000,
     ...(options.input !== undefined ? { input: options.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
   })
-  const missing = (result.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT'
+  const code = (result.error as NodeJS.ErrnoException | undefined)?.code
+  const missing = code === 'ENOENT'
+  // EPIPE: the tool exited before reading all its input; its exit code and stderr say why
+  const error = code === 'EPIPE' ? undefined : result.error
   return {
-    ok: !result.error && result.status === 0,
+    ok: !error && result.status === 0,
     missing,
     stdout: result.stdout ?? '',
-    stderr: result.error && !missing ? `${result.stderr ?? ''}${result.error.message}` : (result.stderr ?? ''),
+    stderr: error && !missing ? `${result.stderr ?? ''}${error.message}` : (result.stderr ?? ''),
     exitCode: result.status,
     durationMs: performance.now() - started,
   }
@@ -233,6 +236,9 @@ export class ToolRunner {
       // nvm set-up there then costs every call (measured: ~0.3–8 s per call at 300 nodes)
       ...(call.input !== undefined ? { input: call.input } : { stdio: ['ignore', 'pipe', 'pipe'] }),
     })`${[...(call.outlivesRun ? [] : this.wrapper), this.binary(call.tool), ...call.args]}`
+    // a tool that exits before reading its input (a refused flag, a chart it cannot fetch) closes the
+    // pipe under the write: its exit code and stderr say why; the EPIPE must not end this process
+    child.stdin?.on('error', () => undefined)
     if (call.onStderrLine) this.streamLines(child.stderr, call.onStderrLine)
     if (call.onStdoutLine) this.streamLines(child.stdout, call.onStdoutLine)
     if (watchdog) for (const stream of [child.stdout, child.stderr]) stream.on('data', () => watchdog.fed())

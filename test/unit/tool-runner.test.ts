@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Redactor } from '../../lib/input/redact.js'
-import { ToolRunner } from '../../lib/tools/exec.js'
+import { runLocalSync, ToolRunner } from '../../lib/tools/exec.js'
 
 const home = mkdtempSync(join(tmpdir(), 'tb-home-'))
 const marker = join(home, 'bashrc-was-read')
@@ -81,5 +81,32 @@ describe('ToolRunner: stdout lines and the stall watchdog', () => {
     expect(lines).toEqual(['started', 'on-stderr'])
     // cut long before the sleep's end (the deadline is 20 s)
     expect(performance.now() - started).toBeLessThan(15_000)
+  })
+})
+
+describe('ToolRunner: input to a tool that exits without reading it', () => {
+  it('returns the tool exit code and stderr; the broken pipe (EPIPE) does not end the process', async () => {
+    const runner = new ToolRunner({
+      env: process.env,
+      callTimeoutMs: 20_000,
+      signal: new AbortController().signal,
+      dryRun: false,
+      redactor: new Redactor(),
+    })
+    // more than a pipe holds: the write is still under way when the tool has gone
+    const result = await runner.run({
+      tool: 'sh',
+      args: ['-c', 'echo "chart not found" >&2; exit 3'],
+      input: 'values: x\n'.repeat(1 << 19),
+    })
+    expect(result).toMatchObject({ ok: false, exitCode: 3, stderr: 'chart not found\n' })
+  })
+
+  it('runLocalSync (the config generators): the same, from spawnSync', () => {
+    const result = runLocalSync({ ...process.env, TALHELPER: 'sh' }, 'talhelper', ['-c', 'echo "no such patch" >&2; exit 3'], {
+      cwd: tmpdir(),
+      input: 'values: x\n'.repeat(1 << 19),
+    })
+    expect(result).toMatchObject({ ok: false, exitCode: 3, stderr: 'no such patch\n' })
   })
 })
