@@ -108,5 +108,28 @@ describe('ToolRunner: input to a tool that exits without reading it', () => {
       input: 'values: x\n'.repeat(1 << 19),
     })
     expect(result).toMatchObject({ ok: false, exitCode: 3, stderr: 'no such patch\n' })
+
+describe("ToolRunner: Go's collector for short calls", () => {
+  const runner = (env: NodeJS.ProcessEnv): ToolRunner =>
+    new ToolRunner({ env, callTimeoutMs: 20_000, signal: new AbortController().signal, dryRun: false, redactor: new Redactor() })
+  const goEnv = 'echo "GOGC=${GOGC-unset} GOMEMLIMIT=${GOMEMLIMIT-unset}"'
+  const { GOGC: _gogc, GOMEMLIMIT: _limit, ...base } = process.env
+
+  it('a call that reads and returns runs with the collector off up to 256 MiB', async () => {
+    const result = await runner(base).run({ tool: 'sh', args: ['-c', goEnv] })
+    expect(result.stdout).toBe('GOGC=off GOMEMLIMIT=256MiB\n')
+  })
+
+  it("a streaming call keeps Go's default", async () => {
+    const lines: string[] = []
+    const result = await runner(base).run({ tool: 'sh', args: ['-c', goEnv], onStdoutLine: (l) => lines.push(l) })
+    expect(result.stdout).toBe('GOGC=unset GOMEMLIMIT=unset\n')
+  })
+
+  it("the operator's GOGC or GOMEMLIMIT wins: nothing is added", async () => {
+    expect((await runner({ ...base, GOGC: '200' }).run({ tool: 'sh', args: ['-c', goEnv] })).stdout).toBe('GOGC=200 GOMEMLIMIT=unset\n')
+    expect((await runner({ ...base, GOMEMLIMIT: '1GiB' }).run({ tool: 'sh', args: ['-c', goEnv] })).stdout).toBe(
+      'GOGC=unset GOMEMLIMIT=1GiB\n',
+    )
   })
 })
