@@ -276,14 +276,15 @@ describe('task cluster:apply', () => {
       const current = await talosctl(cluster.sim, ['apply-config', ...at(IP['wrkr-1']!), '--mode', 'no-reboot', '-f', configFile('wrkr-1')])
       expect(current.code, current.stderr).toBe(0)
       edit('wrkr-1', (c) => (c.machine.nodeLabels = { ...c.machine.nodeLabels, tried: 'yes' }))
-      // the try's timer runs at the scenario's speed: 100 simulated minutes are 10 s here
+      // the try's timer runs at the scenario's speed: 300 simulated minutes are 30 s here (10 s ran out
+      // before the plan read it at load 20)
       const tried = await talosctl(cluster.sim, [
         'apply-config',
         ...at(IP['wrkr-1']!),
         '--mode',
         'try',
         '--timeout',
-        '100m',
+        '300m',
         '-f',
         configFile('wrkr-1'),
       ])
