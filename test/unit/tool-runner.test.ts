@@ -108,6 +108,8 @@ describe('ToolRunner: input to a tool that exits without reading it', () => {
       input: 'values: x\n'.repeat(1 << 19),
     })
     expect(result).toMatchObject({ ok: false, exitCode: 3, stderr: 'no such patch\n' })
+  })
+})
 
 describe("ToolRunner: Go's collector for short calls", () => {
   const runner = (env: NodeJS.ProcessEnv): ToolRunner =>
