@@ -14,19 +14,17 @@ const marker = join(home, 'bashrc-was-read')
 writeFileSync(join(home, '.bashrc'), `touch '${marker}'\n`)
 afterAll(() => rmSync(home, { recursive: true, force: true }))
 
+/** A runner that runs for real (no dry run), 20 s a call unless `callTimeoutMs` says otherwise. */
+const runnerWith = (env: NodeJS.ProcessEnv = process.env, callTimeoutMs = 20_000): ToolRunner =>
+  new ToolRunner({ env, callTimeoutMs, signal: new AbortController().signal, dryRun: false, redactor: new Redactor() })
+
 describe('ToolRunner', () => {
   it.each([
     ['SHLVL=0', { SHLVL: '0' }],
     ['SHLVL unset', {}],
   ])('does not make bash read ~/.bashrc (%s)', async (_, shlvl) => {
     const { SHLVL: _ignored, ...env } = process.env
-    const runner = new ToolRunner({
-      env: { ...env, ...shlvl, HOME: home, KUBECTL: 'echo' },
-      callTimeoutMs: 10_000,
-      signal: new AbortController().signal,
-      dryRun: false,
-      redactor: new Redactor(),
-    })
+    const runner = runnerWith({ ...env, ...shlvl, HOME: home, KUBECTL: 'echo' }, 10_000)
     const result = await runner.run({ tool: 'kubectl', args: ['hello'] })
     expect(result).toMatchObject({ exitCode: 0, stdout: 'hello\n' })
     expect(existsSync(marker)).toBe(false)
@@ -45,18 +43,9 @@ describe('ToolRunner', () => {
 })
 
 describe('ToolRunner: stdout lines and the stall watchdog', () => {
-  const runner = (): ToolRunner =>
-    new ToolRunner({
-      env: process.env,
-      callTimeoutMs: 20_000,
-      signal: new AbortController().signal,
-      dryRun: false,
-      redactor: new Redactor(),
-    })
-
   it('hands each stdout line over as it comes, and a call that keeps printing is never cut', async () => {
     const lines: string[] = []
-    const result = await runner().run({
+    const result = await runnerWith().run({
       tool: 'sh',
       args: ['-c', 'for i in 1 2 3 4 5 6; do echo "line $i"; sleep 0.2; done'],
       // each silence is 0.2 s; the whole call longer than the watchdog's 3 s only on a loaded machine
@@ -70,7 +59,7 @@ describe('ToolRunner: stdout lines and the stall watchdog', () => {
   it('cuts a call silent on both streams for stallTimeoutMs: stalled, not timed out, what it printed kept', async () => {
     const lines: string[] = []
     const started = performance.now()
-    const result = await runner().run({
+    const result = await runnerWith().run({
       tool: 'sh',
       args: ['-c', 'echo started; echo on-stderr >&2; sleep 30; echo never'],
       stallTimeoutMs: 500,
@@ -86,13 +75,7 @@ describe('ToolRunner: stdout lines and the stall watchdog', () => {
 
 describe('ToolRunner: input to a tool that exits without reading it', () => {
   it('returns the tool exit code and stderr; the broken pipe (EPIPE) does not end the process', async () => {
-    const runner = new ToolRunner({
-      env: process.env,
-      callTimeoutMs: 20_000,
-      signal: new AbortController().signal,
-      dryRun: false,
-      redactor: new Redactor(),
-    })
+    const runner = runnerWith()
     // more than a pipe holds: the write is still under way when the tool has gone
     const result = await runner.run({
       tool: 'sh',
@@ -112,25 +95,23 @@ describe('ToolRunner: input to a tool that exits without reading it', () => {
 })
 
 describe("ToolRunner: Go's collector for short calls", () => {
-  const runner = (env: NodeJS.ProcessEnv): ToolRunner =>
-    new ToolRunner({ env, callTimeoutMs: 20_000, signal: new AbortController().signal, dryRun: false, redactor: new Redactor() })
   const goEnv = 'echo "GOGC=${GOGC-unset} GOMEMLIMIT=${GOMEMLIMIT-unset}"'
   const { GOGC: _gogc, GOMEMLIMIT: _limit, ...base } = process.env
 
   it('a call that reads and returns runs with the collector off up to 256 MiB', async () => {
-    const result = await runner(base).run({ tool: 'sh', args: ['-c', goEnv] })
+    const result = await runnerWith(base).run({ tool: 'sh', args: ['-c', goEnv] })
     expect(result.stdout).toBe('GOGC=off GOMEMLIMIT=256MiB\n')
   })
 
   it("a streaming call keeps Go's default", async () => {
     const lines: string[] = []
-    const result = await runner(base).run({ tool: 'sh', args: ['-c', goEnv], onStdoutLine: (l) => lines.push(l) })
+    const result = await runnerWith(base).run({ tool: 'sh', args: ['-c', goEnv], onStdoutLine: (l) => lines.push(l) })
     expect(result.stdout).toBe('GOGC=unset GOMEMLIMIT=unset\n')
   })
 
   it("the operator's GOGC or GOMEMLIMIT wins: nothing is added", async () => {
-    expect((await runner({ ...base, GOGC: '200' }).run({ tool: 'sh', args: ['-c', goEnv] })).stdout).toBe('GOGC=200 GOMEMLIMIT=unset\n')
-    expect((await runner({ ...base, GOMEMLIMIT: '1GiB' }).run({ tool: 'sh', args: ['-c', goEnv] })).stdout).toBe(
+    expect((await runnerWith({ ...base, GOGC: '200' }).run({ tool: 'sh', args: ['-c', goEnv] })).stdout).toBe('GOGC=200 GOMEMLIMIT=unset\n')
+    expect((await runnerWith({ ...base, GOMEMLIMIT: '1GiB' }).run({ tool: 'sh', args: ['-c', goEnv] })).stdout).toBe(
       'GOGC=unset GOMEMLIMIT=1GiB\n',
     )
   })
