@@ -62,7 +62,8 @@ describe('ToolRunner: stdout lines and the stall watchdog', () => {
     const result = await runnerWith().run({
       tool: 'sh',
       args: ['-c', 'echo started; echo on-stderr >&2; sleep 30; echo never'],
-      stallTimeoutMs: 500,
+      // 2 s: at 500 ms a loaded machine (the suite beside it) cut it between its two lines
+      stallTimeoutMs: 2_000,
       onStdoutLine: (line) => lines.push(line),
       onStderrLine: (line) => lines.push(line),
     })
