@@ -68,7 +68,11 @@ describe.concurrent('lost apply answers', () => {
           expect(result.code, result.stderr).toBe(0)
           const report = cluster.report()
           expectPhase(report, 'apply', { 'cp-1': 'ok', 'wrkr-1': 'ok' })
-          expect(nodeIn(report, 'apply', 'wrkr-1').detail).toMatch(/the node then answered as configured, so it took the config/)
+          // either look means it took the config (answered on mTLS, or not yet listening again: a fresh
+          // CI run at load saw the second once); what matters is that it was not sent again
+          expect(nodeIn(report, 'apply', 'wrkr-1').detail).toMatch(
+            /the node then (answered as configured|stopped answering on its maintenance API), so it took the config: not sent again/,
+          )
           expect(callsTo(cluster.calls(), 'wrkr-1', 'apply')).toHaveLength(1)
         },
       ),
