@@ -127,7 +127,7 @@ export interface ToolCall {
  * stream for minutes (an upgrade's events, upgrade-k8s) or outlive the run keep Go's default, and so
  * does every call when the operator set GOGC or GOMEMLIMIT.
  */
-export function goCollector(call: ToolCall, env: NodeJS.ProcessEnv): Record<string, string> {
+function goCollector(call: ToolCall, env: NodeJS.ProcessEnv): Record<string, string> {
   const long = call.outlivesRun || call.onStdoutLine || call.onStderrLine || call.stallTimeoutMs !== undefined
   if (long || env.GOGC !== undefined || env.GOMEMLIMIT !== undefined) return {}
   return { GOGC: 'off', GOMEMLIMIT: '256MiB' }
