@@ -338,7 +338,7 @@ describe.skipIf(!existsSync(TALOSCTL_113))(
     })
 
     inTurn(
-      'one control plane: the quorum gate refuses its only member (nothing sent) unless --accept-downtime; then the upgrade path of v1.13',
+      'one control plane: the quorum gate refuses its only member (nothing sent); the printed --accept-downtime command, run as printed, upgrades it after a snapshot; a rerun then takes the worker (the upgrade path of v1.13)',
       async () => {
         const from = single.calls().length
         const refused = await single.task('upgrade:talos', { TALOS_VERSION: TARGET }, fastWith('--ready-timeout', '3s'))
@@ -359,12 +359,22 @@ describe.skipIf(!existsSync(TALOSCTL_113))(
         }
         expect(node.spec?.unschedulable).toBeFalsy()
 
-        const r = await single.task('upgrade:talos', { TALOS_VERSION: TARGET }, [...FAST, '--accept-downtime'])
+        // the printed way out, run as printed in a fresh shell: that control plane, with an etcd snapshot first
+        const { command } = hintOf(refused.stderr, 'cp-1')
+        expect(command).toMatch(
+          new RegExp(` upgrade:talos .*TALOS_VERSION=${TARGET.replace(/\./g, '\\.')}.* NODES=cp-1 -- --accept-downtime$`),
+        )
+        const accepted = await runInFreshShell(single, command)
+        expect(accepted.code, accepted.stdout + accepted.stderr).toBe(0)
+        expect(nodeIn(single.report(), 'upgrade-talos', 'cp-1').detail).toMatch(
+          /^upgraded v1\.13\.8 -> v1\.13\.9; gate: 1\/1 members healthy.*; etcd snapshot: \S+\.db$/,
+        )
+        expect(await tag13(`${R2}.11`)).toBe(TARGET)
+        expect(await tag13(`${R2}.21`)).not.toBe(TARGET)
+        // then the whole upgrade again, without --accept-downtime: the control plane at target is left alone, the worker goes
+        const r = await single.task('upgrade:talos', { TALOS_VERSION: TARGET }, FAST)
         expect(r.code, r.stdout + r.stderr).toBe(0)
         expect(r.stdout).toMatch(/^talosctl v1\.13\.9, /m)
-        expect(nodeIn(single.report(), 'upgrade-talos', 'cp-1').detail).toMatch(
-          /^upgraded v1\.13\.8 -> v1\.13\.9; gate: 1\/1 members healthy/,
-        )
         expect(nodeIn(single.report(), 'upgrade-talos', 'wrkr-1').detail).toMatch(/^upgraded v1\.13\.8 -> v1\.13\.9; rebooted, uncordoned/)
         expect(await tag13(`${R2}.11`)).toBe(TARGET)
         expect(await tag13(`${R2}.21`)).toBe(TARGET)
