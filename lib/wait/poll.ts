@@ -1,7 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { NodeError } from '../core/errors.ts'
 
-export type PollAnswer<T> = { done: true; value: T } | { done: false; state: string }
+/**
+ * A check's answer. Not done yet may ask to be asked again sooner than the interval (`againInMs`,
+ * never later): a check that needs two reads a moment apart (the quorum gate's catch-up) takes its
+ * second read then instead of a whole interval later.
+ */
+export type PollAnswer<T> = { done: true; value: T } | { done: false; state: string; againInMs?: number }
 
 export class PollTimeout extends Error {
   readonly lastState: string
@@ -56,6 +61,6 @@ export async function pollUntil<T>(check: (elapsedMs: number) => Promise<PollAns
     options.onState?.(answer.state, elapsed)
     const remaining = options.timeoutMs - (performance.now() - started)
     if (remaining <= 0) throw new PollTimeout(lastState, performance.now() - started, lastError)
-    await sleep(Math.min(options.intervalMs, remaining), undefined, { signal: options.signal })
+    await sleep(Math.min(options.intervalMs, answer.againInMs ?? options.intervalMs, remaining), undefined, { signal: options.signal })
   }
 }

@@ -48,4 +48,24 @@ describe('pollUntil', () => {
     await expect(wait).rejects.toMatchObject({ kind: 'pki-mismatch' })
     expect(calls).toBe(1)
   })
+
+  it('asks again sooner when the answer says so, never later than the interval', async () => {
+    const at: number[] = []
+    const started = performance.now()
+    await pollUntil(
+      async () => {
+        at.push(performance.now() - started)
+        if (at.length === 1) return { done: false, state: 'first read', againInMs: 20 }
+        if (at.length === 2) return { done: false, state: 'second read', againInMs: 60_000 }
+        return { done: true, value: undefined }
+      },
+      { ...options, intervalMs: 1500 },
+    )
+    expect(at).toHaveLength(3)
+    // the second read after the asked 20 ms, not the 1.5 s interval (half of it leaves room for a loaded machine)
+    expect(at[1]! - at[0]!).toBeLessThan(750)
+    // the third after the interval: a longer ask does not stretch it
+    expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(1490)
+    expect(at[2]! - at[1]!).toBeLessThan(30_000)
+  })
 })

@@ -8,6 +8,7 @@ import type { StepReporter } from '../../lib/engine/phase.js'
 import type { Run } from '../../lib/engine/run.js'
 import { loadInventory } from '../../lib/input/inventory.js'
 import {
+  CATCH_UP_GAP_MS,
   describeFailure,
   evaluateQuorum,
   keepsQuorumWithout,
@@ -17,7 +18,7 @@ import {
   type QuorumRule,
 } from '../../lib/phases/shared/quorum.js'
 import type { EtcdMember, EtcdStatus, NodeAnswer } from '../../lib/tools/talosctl.js'
-import { PollTimeout } from '../../lib/wait/poll.js'
+import { PollTimeout, type PollAnswer } from '../../lib/wait/poll.js'
 import { clusterDir } from './fixtures.js'
 
 function cluster(n: number): ClusterNode[] {
@@ -291,18 +292,21 @@ describe('waitForQuorum through the poll helper', () => {
     }
     const run = { inventory: { nodes: cps }, talosctl, settings: { readyTimeoutMs: 60_000 } } as unknown as Run
     // the run's poller, counted in reads rather than time (deterministic on a loaded machine): at most 6 reads
+    /** how soon each answer not done asked to be asked again (undefined: the run's interval) */
+    const againIn: Array<number | undefined> = []
     const report = {
-      poll: async <T>(check: (ms: number) => Promise<{ done: true; value: T } | { done: false; state: string }>, timeoutMs: number) => {
+      poll: async <T>(check: (ms: number) => Promise<PollAnswer<T>>, timeoutMs: number) => {
         let state = 'not checked yet'
         for (let read = 0; read < 6; read++) {
           const answer = await check(0)
           if (answer.done) return answer.value
           state = answer.state
+          againIn.push(answer.againInMs)
         }
         throw new PollTimeout(state, timeoutMs)
       },
     } as unknown as StepReporter
-    return { run, report, cps, polls: () => polls }
+    return { run, report, cps, polls: () => polls, againIn }
   }
 
   it('passes on the second read once every rule holds (the first cannot tell Q8), with the step detail', async () => {
@@ -394,5 +398,58 @@ describe('waitForQuorum through the poll helper', () => {
     expect(asked).toEqual(['cp-2', 'cp-3'])
     expect(read.members).toMatchObject({ via: 'cp-3' })
     expect(evaluateQuorum(read, { node: reads.controlPlanes[0]! }).failures).toEqual([])
+  })
+
+  it('the second read comes after the short catch-up gap, not a whole interval; later ones at the interval', async () => {
+    // cp-3 applies nothing new: Q8 fails on every read after the first
+    const { run, report, cps, againIn } = fakeRun(3, (poll) => {
+      const reads = healthy(3)
+      for (const name of ['cp-1', 'cp-2']) {
+        statusOf(reads, name).raftIndex = 100 + poll
+        statusOf(reads, name).raftAppliedIndex = 100 + poll
+      }
+      statusOf(reads, 'cp-3').raftIndex = 99
+      statusOf(reads, 'cp-3').raftAppliedIndex = 99
+      return reads
+    })
+    await expect(waitForQuorum(report, run, { node: cps[0]! }, 'r', 30_000)).rejects.toMatchObject({
+      message: expect.stringContaining('Q8 cp-3: member'),
+    })
+    expect(CATCH_UP_GAP_MS).toBeLessThan(1000)
+    expect(againIn).toEqual([CATCH_UP_GAP_MS, undefined, undefined, undefined, undefined, undefined])
+  })
+
+  it('the member list and alarms are asked while etcd status is read, through the control plane that answered before', async () => {
+    const reads = healthy(3)
+    const asked: string[] = []
+    let askedBeforeStatus: string[] = []
+    const run = {
+      inventory: { nodes: reads.controlPlanes },
+      settings: { readyTimeoutMs: 60_000 },
+      talosctl: {
+        etcdStatus: () => {
+          askedBeforeStatus = [...asked]
+          return Promise.resolve(reads.status)
+        },
+        etcdMembers: (cp: ClusterNode) => {
+          asked.push(`members ${cp.name}`)
+          return Promise.resolve((reads.members as { list: EtcdMember[] }).list)
+        },
+        etcdAlarms: (cp: ClusterNode) => {
+          asked.push(`alarms ${cp.name}`)
+          return Promise.resolve([])
+        },
+      },
+    } as unknown as Run
+    const { readQuorum } = await import('../../lib/phases/shared/quorum.js')
+    const [cp1, , cp3] = reads.controlPlanes
+    const first = await readQuorum(run, cp1!, undefined)
+    expect(askedBeforeStatus).toEqual(['members cp-2', 'alarms cp-2'])
+    expect(first.members).toMatchObject({ via: 'cp-2' })
+    asked.length = 0
+    const second = await readQuorum(run, cp1!, 100, cp3)
+    // one read of each, through cp-3
+    expect(asked).toEqual(['members cp-3', 'alarms cp-3'])
+    expect(second.members).toMatchObject({ via: 'cp-3' })
   })
 })
