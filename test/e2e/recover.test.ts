@@ -66,6 +66,18 @@ describe('recovery', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
       expect(again.filter((call) => call.call === 'bootstrap')).toEqual([])
       // nodes verified before are re-checked with one authenticated read, not the maintenance probe
       expect(again.filter((call) => call.call === 'probe' && call.node !== 'wrkr-2')).toEqual([])
+      // ... one talosctl for all of them: `get machinestatus -n cp-1,wrkr-1` through cp-1 (apid proxies
+      // to wrkr-1: its read arrives with cp-1 as the endpoint), not one process each
+      const beforeApply = again.slice(
+        0,
+        again.findIndex((call) => call.call === 'apply'),
+      )
+      const confirmed = beforeApply.filter((call) => call.call === 'get' && call.args[0] === 'machinestatuses')
+      const endpoint = c.sim.node('cp-1')!.ip
+      expect(confirmed.map((call) => [call.node, call.args[call.args.indexOf('-e') + 1]])).toEqual([
+        ['cp-1', endpoint],
+        ['wrkr-1', endpoint],
+      ])
       expect(Object.values(statuses(c.report(), 'wait-ready'))).toEqual(['ok', 'ok', 'ok'])
     })
 
