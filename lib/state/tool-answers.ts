@@ -35,6 +35,8 @@ export class ToolAnswers {
   /** Kept and written at once; a file that cannot be written leaves the answer in memory only (uncached is correct). */
   set(key: string, stdout: string): void {
     const answers = this.load()
+    // the newest last, so the oldest go first
+    answers.delete(key)
     answers.set(key, { stdout, at: Date.now() })
     while (answers.size > MAX_ANSWERS) answers.delete(answers.keys().next().value as string)
     const stored: Stored = { version: 1, answers: Object.fromEntries(answers) }
