@@ -18,6 +18,7 @@ import { retargetBootstrapHints, retargetClusterStepHints } from './bootstrap-hi
 import { Redactor, redactProcessOutput } from '../input/redact.ts'
 import type { Report } from '../core/results.ts'
 import { stateDir, statePaths, toolCacheDir } from '../state/paths.ts'
+import { TOOL_ANSWERS_FILE, ToolAnswers } from '../state/tool-answers.ts'
 import { writeReport } from '../state/report-store.ts'
 import { checkStateFiles, commandLog, handedStateDir, openedStateDir } from '../state/state-files.ts'
 import type { PhaseName, PhaseResult } from '../core/results.ts'
@@ -137,7 +138,10 @@ async function execute(
   if (!dryRun)
     checkStateFiles(
       inventory.clusterDir,
-      ['lock', 'commands.log', 'journal.json', 'last-run.json', 'kubeconfig.fetched'].map((f) => join(state, f)),
+      [
+        ...['lock', 'commands.log', 'journal.json', 'last-run.json', 'kubeconfig.fetched'].map((f) => join(state, f)),
+        join(toolCacheDir(inventory.clusterDir), TOOL_ANSWERS_FILE),
+      ],
       [join(state, 'runs'), toolCacheDir(inventory.clusterDir)],
       // the lock is linked into place (link(2)): two names for a moment is how it is taken
       [join(state, 'lock')],
@@ -158,6 +162,7 @@ async function execute(
             handed: handedStateDir(inventory.clusterDir, join(toolCacheDir(inventory.clusterDir), 'tmp')),
             plain: join(toolCacheDir(inventory.clusterDir), 'tmp'),
           },
+          answers: new ToolAnswers(inventory.clusterDir, join(toolCacheDir(inventory.clusterDir), TOOL_ANSWERS_FILE)),
         }),
   })
   const kubeconfig = resolve(inventory.clusterDir, settings.kubeconfig)

@@ -4,6 +4,7 @@ import { ToolMissingError } from '../core/errors.ts'
 import { shellWord } from '../core/shell.ts'
 import type { Redactor } from '../input/redact.ts'
 import { escapeControls } from '../core/text.ts'
+import { answerKey, type ToolAnswers } from '../state/tool-answers.ts'
 
 /** `sh`: the shell the operator's gate command runs in (`sh -c <GATE_COMMAND>`, docs/settings.md) */
 export type ToolName = 'talosctl' | 'kubectl' | 'helm' | 'helmfile' | 'flux' | 'sops' | 'talhelper' | 'topf' | 'sh'
@@ -117,6 +118,12 @@ export interface ToolCall {
    * long. For a long call whose waits have no deadline of their own (talosctl upgrade-k8s).
    */
   stallTimeoutMs?: number
+  /**
+   * The answer depends only on the binary, these arguments (`key`: kubectl's per-run cache flag left
+   * out) and the bytes of `files`: a success is kept in the state directory and given back without
+   * starting the tool again (lib/state/tool-answers.ts). For local calls that read nothing else.
+   */
+  reusable?: { key: string[]; files?: string[] }
 }
 
 /**
@@ -165,6 +172,8 @@ export interface ToolRunnerOptions {
    * operator's; `handed` through this process's handle, `plain` for a tool that may outlive the run
    */
   tmpDir?: { handed: string; plain: string }
+  /** where the answers of `reusable` calls are kept (none in a dry run: nothing is written then) */
+  answers?: ToolAnswers
 }
 
 /**
@@ -236,6 +245,10 @@ export class ToolRunner {
       return { call, ok: true, exitCode: 0, stdout: call.dryRunStdout ?? '', stderr: '', durationMs: 0, timedOut: false, aborted: false }
     }
     this.options.signal.throwIfAborted()
+    const reuse = this.reusableKey(call)
+    const known = reuse === undefined ? undefined : this.options.answers?.get(reuse)
+    if (known !== undefined)
+      return { call, ok: true, exitCode: 0, stdout: known, stderr: '', durationMs: 0, timedOut: false, aborted: false }
     const timeoutMs = call.timeoutMs ?? this.options.callTimeoutMs
     const started = performance.now()
     const deadline = AbortSignal.timeout(timeoutMs)
@@ -279,7 +292,16 @@ export class ToolRunner {
       throw new ToolMissingError(call.tool, this.binary(call.tool), TOOL_ENV[call.tool])
     }
     this.log(result)
+    // kept as any output is shown: masked (a version or a validation names no secret, but nothing is assumed)
+    if (reuse !== undefined && result.ok) this.options.answers?.set(reuse, this.options.redactor.redactLines(result.stdout))
     return result
+  }
+
+  /** The key a reusable call's answer is kept under; undefined when it is not reusable here. */
+  private reusableKey(call: ToolCall): string | undefined {
+    if (!call.reusable || !this.options.answers) return undefined
+    const binary = which.sync(this.binary(call.tool), { nothrow: true, path: this.options.env.PATH ?? '' })
+    return binary ? answerKey(binary, [call.tool, ...call.reusable.key], call.reusable.files ?? []) : undefined
   }
 
   /** Complete lines of a stream, each redacted, to `onLine` (the last one when the stream ends). */

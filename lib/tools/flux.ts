@@ -58,6 +58,7 @@ export class Flux {
       tool: 'flux',
       args: ['version', '--client', kubeCacheFlag(this.access)],
       local: true,
+      reusable: { key: ['version', '--client'] },
       dryRunStdout: 'flux: (dry run)',
     })
     return /flux:\s*(\S+)/.exec(result.stdout)?.[1] ?? 'unknown'

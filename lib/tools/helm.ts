@@ -31,6 +31,7 @@ export class Helm {
       tool: 'helm',
       args: ['version', '--short'],
       local: true,
+      reusable: { key: ['version', '--short'] },
       env: helmEnv(this.access),
       dryRunStdout: '(dry run)',
     })

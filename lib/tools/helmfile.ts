@@ -55,7 +55,13 @@ export class Helmfile {
 
   /** `--version` (cobra's: `helmfile version <v>`); `helmfile version` would ask GitHub for a newer release */
   async clientVersion(): Promise<string> {
-    const result = await this.runner.run({ tool: 'helmfile', args: ['--version'], local: true, dryRunStdout: '(dry run)' })
+    const result = await this.runner.run({
+      tool: 'helmfile',
+      args: ['--version'],
+      local: true,
+      reusable: { key: ['--version'] },
+      dryRunStdout: '(dry run)',
+    })
     return result.stdout.trim().split(/\s+/).pop() || 'unknown'
   }
 

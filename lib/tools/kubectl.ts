@@ -124,6 +124,7 @@ export class Kubectl {
       tool: 'kubectl',
       args: [kubeCacheFlag(this.access), 'version', '--client', '-o', 'json'],
       local: true,
+      reusable: { key: ['version', '--client', '-o', 'json'] },
       dryRunStdout: '{"clientVersion":{"gitVersion":"(dry run)"}}',
     })
     return (JSON.parse(result.stdout || '{}') as { clientVersion?: { gitVersion?: string } }).clientVersion?.gitVersion ?? 'unknown'

@@ -96,6 +96,7 @@ export class Talosctl {
       tool: 'talosctl',
       args: ['version', '--client'],
       local: true,
+      reusable: { key: ['version', '--client'] },
       dryRunStdout: 'Client:\n\tTag:         v0.0.0-dry-run\n',
     })
     const tag = /Tag:\s+(\S+)/.exec(result.stdout)?.[1]
@@ -114,7 +115,8 @@ export class Talosctl {
    * (the multierror's `* …` items joined by `; `).
    */
   async validate(configFile: string): Promise<string | undefined> {
-    const result = await this.runner.run({ tool: 'talosctl', args: ['validate', '--mode', 'metal', '-c', configFile], local: true })
+    const args = ['validate', '--mode', 'metal', '-c', configFile]
+    const result = await this.runner.run({ tool: 'talosctl', args, local: true, reusable: { key: args, files: [configFile] } })
     if (result.ok) return undefined
     const text = withoutUnknownValues(result.stderr.trim() || result.stdout.trim() || `talosctl validate exited with ${result.exitCode}`)
     return text
