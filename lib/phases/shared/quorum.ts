@@ -267,21 +267,6 @@ function readOrder(
   return [...cps].sort((a, b) => last(a) - last(b) || answered(a) - answered(b) || asked(a) - asked(b))
 }
 
-/** A read that may fail: its NodeError kept for the gate's text, anything else (a bug) rethrown where it is used. */
-type Settled<T> = { value: T } | { error: unknown }
-
-function settle<T>(read: Promise<T>): Promise<Settled<T>> {
-  return read.then(
-    (value) => ({ value }),
-    (error: unknown) => ({ error }),
-  )
-}
-
-function valueOf<T>(read: Settled<T>): T {
-  if ('error' in read) throw read.error
-  return read.value
-}
-
 /** One fresh read of every input of the gate; a read that fails becomes the rule failure that names it. */
 export async function readQuorum(
   run: Run,
@@ -295,7 +280,9 @@ export async function readQuorum(
   // the member list and alarms are read beside etcd status, not after it (three reads in turn were most
   // of a gate's time), through the control plane likely to answer: the one that did last time, else `via`
   const likely = answeredBefore ?? via
-  const early = { members: settle(run.talosctl.etcdMembers(likely)), alarms: settle(run.talosctl.etcdAlarms(likely)) }
+  const early = { members: run.talosctl.etcdMembers(likely), alarms: run.talosctl.etcdAlarms(likely) }
+  // awaited below only when the loop gets to `likely`: a failure is never an unhandled rejection
+  for (const read of Object.values(early)) read.catch(() => undefined)
   const status = await run.talosctl.etcdStatus(cps, via)
   let members: QuorumReads['members'] = { error: 'no control plane answered `etcd members`' }
   let alarms: QuorumReads['alarms'] = { error: 'not read' }
@@ -303,14 +290,14 @@ export async function readQuorum(
   for (const cp of readOrder(cps, target, status, likely)) {
     const fromEarly = cp === likely
     try {
-      members = { via: cp.name, list: fromEarly ? valueOf(await early.members) : await run.talosctl.etcdMembers(cp) }
+      members = { via: cp.name, list: fromEarly ? await early.members : await run.talosctl.etcdMembers(cp) }
     } catch (err) {
       if (!(err instanceof NodeError)) throw err
       errors.push(`${cp.name}: ${err.message}`)
       continue
     }
     try {
-      alarms = { list: fromEarly ? valueOf(await early.alarms) : await run.talosctl.etcdAlarms(cp) }
+      alarms = { list: fromEarly ? await early.alarms : await run.talosctl.etcdAlarms(cp) }
     } catch (err) {
       if (!(err instanceof NodeError)) throw err
       alarms = { error: `through ${cp.name}: ${err.message}` }
