@@ -54,12 +54,12 @@ describe('interruptions', () => {
     cluster = await E2eCluster.start('127.62.3', { workers: 1, faults: [{ node: 'wrkr-1', on: 'any', kind: 'unreachable' }] })
     const c = cluster
     const first = c.spawnTask('bootstrap:preflight', {}, ['--retries', '2', '--retry-delay', '2s', '--retry-max-delay', '10s'])
-    await waitFor(
-      () => c.calls().some((call) => call.node === 'cp-1' && call.args.includes('disks') && call.outcome === 'ok'),
-      20_000,
-      'the first run to probe cp-1',
-    )
-    // then its reads of cp-1's boot state: once cp-1 gets no call for a second, the first run only retries wrkr-1
+    // the first run's probe of cp-1 is its disks, then its boot state (security state, system disk):
+    // wait for all three answers, not for a quiet spell, which a loaded machine can make early
+    const cp1Answered = (resource: string) =>
+      c.calls().some((call) => call.node === 'cp-1' && call.args[0] === resource && call.outcome === 'ok')
+    await waitFor(() => ['disks', 'securitystates', 'systemdisks'].every(cp1Answered), 30_000, "the first run's probe of cp-1")
+    // and nothing more for cp-1 after that: from here the first run only retries wrkr-1
     const cp1Calls = () => c.calls().filter((call) => call.node === 'cp-1').length
     for (let seen = -1, now = cp1Calls(); now !== seen; now = cp1Calls()) {
       seen = now
