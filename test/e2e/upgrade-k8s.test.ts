@@ -32,10 +32,12 @@ const TALOSCTL_113 = resolve('.tools/talosctl-v1.13.9/talosctl')
 const has113 = existsSync(TALOSCTL_113)
 /**
  * The stall watchdog's and the deadline's cut: a whole `talosctl upgrade-k8s` of this cluster took
- * 2.3-3.6 s at load 20-27 (commands.log), its silences shorter still; 10 s is only the kubelet that
- * never comes back
+ * 2.3-3.6 s at load 20-27 (commands.log); its longest silence is a kubelet's "waiting for node update",
+ * which asks the Node again only every 10 s (pkg/cluster/kubernetes/kubelet.go: retry.Constant with
+ * 10 s units), and a kubelet posts its new version a moment after it turns healthy: past 15 s is only
+ * the kubelet that never comes back
  */
-const CUT = '10s'
+const CUT = '15s'
 
 /** `task upgrade:k8s` on `cluster` with `vars` (flags and environment as `task` takes them), checked to exit `code` */
 async function upgradeK8s(
