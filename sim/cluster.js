@@ -143,8 +143,9 @@ export class Simulator {
   calls() {
     return this.callsLog.slice()
   }
+  /** the critical path in real seconds; once the control planes have joined, with their joins as measured */
   criticalPathSeconds() {
-    return criticalPathSeconds({ timings: this.timings, nodes: this.nodes }, this.scenario.speed)
+    return criticalPathSeconds({ timings: this.timings, nodes: this.nodes }, this.scenario.speed, this.etcd.joinsSeconds())
   }
   /** a simulated instant as clients should see it: wall-clock now minus its simulated age
    *  (so "5m ago" reads in simulated time, never in the future) */

@@ -3,14 +3,17 @@
 import { REBOOT_FLOOR_MS } from './node.js'
 
 /**
- * (install + boot + etcd + kubelet + cni)/speed plus the install's reboot when a node boots from the
- * ISO; that reboot keeps the node down max(reboot/speed, REBOOT_FLOOR_MS of wall clock) (sim/node.js
- * afterDown), so at a high speed the floor, not the timing, is its share.
+ * (install + boot + etcd)/speed plus the install's reboot when a node boots from the ISO, then the
+ * longer of (kubelet + cni)/speed and `joinsS`; that reboot keeps the node down max(reboot/speed,
+ * REBOOT_FLOOR_MS of wall clock) (sim/node.js afterDown), so at a high speed the floor, not the
+ * timing, is its share. `joinsS`: the other control planes' joins as measured in a run (sim/etcd.js
+ * joinsSeconds: Talos adds one learner at a time, the real etcd adds none until its members have been
+ * connected 5 s, in real seconds), which a run cannot end before; unknown before the run.
  */
-export function criticalPathSeconds({ timings: t, nodes }, speed) {
+export function criticalPathSeconds({ timings: t, nodes }, speed, joinsS = null) {
   const iso = nodes.some((n) => n.image === 'iso')
   const reboot = Math.max(t.reboot / speed, REBOOT_FLOOR_MS / 1000)
-  return (iso ? t.install / speed + reboot : 0) + (t.boot + t.etcd + t.kubelet + t.cni) / speed
+  return (iso ? t.install / speed + reboot : 0) + (t.boot + t.etcd) / speed + Math.max((t.kubelet + t.cni) / speed, joinsS ?? 0)
 }
 
 /**

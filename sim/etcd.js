@@ -60,6 +60,21 @@ export class Etcd {
     this.bootstrapping = new Map() // node name -> the boot (gen) whose accepted bootstrap has not started etcd yet
     this.cut = new Set() // nodes whose member was stopped by a network cut (fault unreachable)
     this.stopping = false
+    // the control planes' joins in real time, as Talos and etcd take them (the critical path's share
+    // no orchestrator shortens): the first join's first attempt, the last promotion
+    this.joins = { firstAttemptAt: null, lastPromotedAt: null, promoted: new Set() }
+  }
+
+  /**
+   * Seconds from the first join's first attempt to the last promotion, once every control plane
+   * but one has joined (Talos adds one learner at a time; etcd adds none until its members have been
+   * connected its HealthInterval): null before that, or with one control plane
+   */
+  joinsSeconds() {
+    const cps = this.ctx.nodes.filter((n) => n.role === 'controlplane')
+    const { firstAttemptAt, lastPromotedAt, promoted } = this.joins
+    if (cps.length < 2 || firstAttemptAt === null || lastPromotedAt === null || promoted.size < cps.length - 1) return null
+    return (lastPromotedAt - firstAttemptAt) / 1000
   }
 
   dataDir(n) {
@@ -394,6 +409,7 @@ export class Etcd {
     }
     const attempt = async () => {
       if (!current()) return
+      this.joins.firstAttemptAt ??= Date.now()
       let learnerId
       let members
       try {
@@ -432,6 +448,8 @@ export class Etcd {
       try {
         await this.anyMember('/v3/cluster/member/promote', { ID: decimalId(learnerId) }, n)
         n.talosLog('successfully promoted etcd member')
+        this.joins.lastPromotedAt = Date.now()
+        this.joins.promoted.add(n.name)
         // the next control plane waiting may add itself now
         for (const other of this.ctx.nodes) if (other !== n && other.role === 'controlplane') this.maybeJoin(other)
       } catch (e) {

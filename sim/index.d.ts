@@ -177,7 +177,10 @@ export interface Simulator {
   chartRepo: ChartRepo
   calls(): CallRecord[]
   node(name: string): NodeView | null
+  /** the critical path in real seconds; once every control plane has joined, with their joins as measured */
   criticalPathSeconds(): number
+  /** the real etcd members (sim/etcd.js) */
+  etcd: { joinsSeconds(): number | null }
   addFault(fault: Fault): void
   /** tests: the node runs these system extensions from now on (what an upgrade to its schematic's installer does) */
   setExtensions(node: string, extensions: string[]): void
@@ -202,8 +205,8 @@ export class ScenarioError extends Error {
 }
 /** every reboot keeps a node's API down at least this long in wall-clock ms, whatever the speed (sim/node.js afterDown) */
 export const REBOOT_FLOOR_MS: number
-/** the earliest finish of a clean bootstrap, real seconds (sim/critical-path.js) */
-export function criticalPathSeconds(scenario: Pick<Scenario, 'timings' | 'nodes'>, speed: number): number
+/** the earliest finish of a clean bootstrap, real seconds, with the control planes' joins as measured if known (sim/critical-path.js) */
+export function criticalPathSeconds(scenario: Pick<Scenario, 'timings' | 'nodes'>, speed: number, joinsS?: number | null): number
 /** the earliest finish of a rolling Talos upgrade: control planes one after another, then ceil(workers/concurrency) worker batches (sim/critical-path.js) */
 export function upgradeCriticalPathSeconds(scenario: Pick<Scenario, 'timings' | 'nodes'>, speed: number, concurrency: number): number
 export function loadScenario(input: string | ScenarioInput): Scenario
