@@ -143,9 +143,15 @@ export class Simulator {
   calls() {
     return this.callsLog.slice()
   }
-  /** the critical path in real seconds; once the control planes have joined, with their joins as measured */
+  /** the critical path in real seconds, with what this run measured of the joins and the real API server's start */
   criticalPathSeconds() {
-    return criticalPathSeconds({ timings: this.timings, nodes: this.nodes }, this.scenario.speed, this.etcd.joinsSeconds())
+    const k = this.realKube
+    const since = (at) => (k?.t0 && at ? (at - k.t0) / 1000 : 0)
+    return criticalPathSeconds({ timings: this.timings, nodes: this.nodes }, this.scenario.speed, {
+      joinsS: this.etcd.joinsSeconds(),
+      apiAnsweringS: since(k?.answeringAt),
+      apiReadyS: since(k?.readyAt),
+    })
   }
   /** a simulated instant as clients should see it: wall-clock now minus its simulated age
    *  (so "5m ago" reads in simulated time, never in the future) */

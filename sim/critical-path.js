@@ -3,17 +3,24 @@
 import { REBOOT_FLOOR_MS } from './node.js'
 
 /**
- * (install + boot + etcd)/speed plus the install's reboot when a node boots from the ISO, then the
- * longer of (kubelet + cni)/speed and `joinsS`; that reboot keeps the node down max(reboot/speed,
- * REBOOT_FLOOR_MS of wall clock) (sim/node.js afterDown), so at a high speed the floor, not the
- * timing, is its share. `joinsS`: the other control planes' joins as measured in a run (sim/etcd.js
- * joinsSeconds: Talos adds one learner at a time, the real etcd adds none until its members have been
- * connected 5 s, in real seconds), which a run cannot end before; unknown before the run.
+ * The earliest finish of a clean bootstrap in real seconds. The scenario's part: install + reboot +
+ * boot + etcd, divided by `speed`, the install's reboot only when a node boots from the ISO and at
+ * least REBOOT_FLOOR_MS of wall clock (sim/node.js afterDown), so at a high speed the floor, not the
+ * timing, is its share. From etcd healthy two chains go on side by side, and the later one ends the
+ * path: the other control planes' joins, from the API server answering (they learn the members
+ * through it) for `joinsS`; the kubelets and the CNI, (kubelet + cni)/speed from the API server ready.
+ * `measured` (real seconds, as the running simulator saw them; unknown before the run, then left
+ * out): `joinsS` (sim/etcd.js joinsSeconds: Talos adds one learner at a time, the real etcd adds none
+ * until its members have been connected 5 s), and with the real control plane its API server's start
+ * from etcd healthy to answering (`apiAnsweringS`) and to ready (`apiReadyS`, sim/kube-real.js).
  */
-export function criticalPathSeconds({ timings: t, nodes }, speed, joinsS = null) {
+export function criticalPathSeconds({ timings: t, nodes }, speed, measured = {}) {
+  const { joinsS = null, apiAnsweringS = 0, apiReadyS = 0 } = measured
   const iso = nodes.some((n) => n.image === 'iso')
   const reboot = Math.max(t.reboot / speed, REBOOT_FLOOR_MS / 1000)
-  return (iso ? t.install / speed + reboot : 0) + (t.boot + t.etcd) / speed + Math.max((t.kubelet + t.cni) / speed, joinsS ?? 0)
+  const toEtcd = (iso ? t.install / speed + reboot : 0) + (t.boot + t.etcd) / speed
+  const joins = joinsS === null ? 0 : apiAnsweringS + joinsS
+  return toEtcd + Math.max(apiReadyS + (t.kubelet + t.cni) / speed, joins)
 }
 
 /**

@@ -177,7 +177,7 @@ export interface Simulator {
   chartRepo: ChartRepo
   calls(): CallRecord[]
   node(name: string): NodeView | null
-  /** the critical path in real seconds; once every control plane has joined, with their joins as measured */
+  /** the critical path in real seconds, with what this run measured of the joins and the real API server's start (sim/critical-path.js) */
   criticalPathSeconds(): number
   /** the real etcd members (sim/etcd.js) */
   etcd: { joinsSeconds(): number | null }
@@ -206,7 +206,11 @@ export class ScenarioError extends Error {
 /** every reboot keeps a node's API down at least this long in wall-clock ms, whatever the speed (sim/node.js afterDown) */
 export const REBOOT_FLOOR_MS: number
 /** the earliest finish of a clean bootstrap, real seconds, with the control planes' joins as measured if known (sim/critical-path.js) */
-export function criticalPathSeconds(scenario: Pick<Scenario, 'timings' | 'nodes'>, speed: number, joinsS?: number | null): number
+export function criticalPathSeconds(
+  scenario: Pick<Scenario, 'timings' | 'nodes'>,
+  speed: number,
+  measured?: { joinsS?: number | null; apiAnsweringS?: number; apiReadyS?: number },
+): number
 /** the earliest finish of a rolling Talos upgrade: control planes one after another, then ceil(workers/concurrency) worker batches (sim/critical-path.js) */
 export function upgradeCriticalPathSeconds(scenario: Pick<Scenario, 'timings' | 'nodes'>, speed: number, concurrency: number): number
 export function loadScenario(input: string | ScenarioInput): Scenario

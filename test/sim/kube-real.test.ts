@@ -123,6 +123,22 @@ describe('the real control plane (SIM_KUBE=real)', { timeout: 240_000 }, () => {
     }
   })
 
+  it("the critical path counts what this run measured: the API server's start from etcd healthy, the joins", async () => {
+    const { sim } = c
+    await sim.until(() => sim.etcd.joinsSeconds() !== null, 60_000)
+    const k = sim.realKube!
+    const { timings: t, speed } = sim.scenario
+    const answering = (k.answeringAt! - k.t0!) / 1000
+    const ready = (k.readyAt! - k.t0!) / 1000
+    const joins = sim.etcd.joinsSeconds()!
+    expect(answering).toBeGreaterThan(0)
+    expect(ready).toBeGreaterThanOrEqual(answering)
+    const path = sim.criticalPathSeconds()
+    expect(path).toBeCloseTo((t.boot + t.etcd) / speed + Math.max(ready + (t.kubelet + t.cni) / speed, answering + joins), 6)
+    // real seconds, whatever the speed: the API server's start and the third member's 5 s wait (etcd's HealthInterval)
+    expect(path).toBeGreaterThan((t.boot + t.etcd + t.kubelet + t.cni) / speed + 5)
+  })
+
   it('runs CoreDNS (Ready on worker nodes or tolerating control planes) and the control plane mirror pods', async () => {
     const dns = await eventually('CoreDNS Ready', async () => {
       const pods = await items('pods', '-n', 'kube-system', '-l', 'k8s-app=kube-dns')
