@@ -220,6 +220,16 @@ export function hintForExtensions(node: Pick<ClusterNode, 'name' | 'address' | '
   return `list what runs with \`${talosctlCommand(node, 'get extensions')}\`; install the image of the schematic again so that they run (\`${talosctlCommand(node, `upgrade --image ${image ?? '<the Image Factory installer of the schematic>'}`)}\`: machine.install.image of ${shellWord(node.configFile)}, an installer whose schematic has them), then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
 }
 
+/** every control plane of the run, as one talosctl `-n` list (the one given when the run's are not known) */
+function everyControlPlane(via: Pick<ClusterNode, 'address'>): Pick<ClusterNode, 'address'> {
+  return { address: (context?.controlPlanes ?? [via]).map((cp) => cp.address).join(',') }
+}
+
+/** the gate's three etcd reads as the operator runs them: every control plane's status, the members and alarms through `via` */
+function etcdReads(via: Pick<ClusterNode, 'address'>): string {
+  return `\`${talosctlCommand(everyControlPlane(via), 'etcd status', via)}\`, \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(via, 'etcd alarm list')}\``
+}
+
 /**
  * The quorum gate did not pass: its own reads as the operator runs them (every control plane's etcd
  * status through `via`, a control plane that answered; the member list and alarms through it), what
@@ -227,8 +237,17 @@ export function hintForExtensions(node: Pick<ClusterNode, 'name' | 'address' | '
  * nothing was taken down.
  */
 export function hintForQuorum(via: Pick<ClusterNode, 'address'>, rerun: string): string {
-  const all = { address: (context?.controlPlanes ?? [via]).map((cp) => cp.address).join(',') }
-  return `see what the gate read: \`${talosctlCommand(all, 'etcd status', via)}\`, \`${talosctlCommand(via, 'etcd members')}\`, \`${talosctlCommand(via, 'etcd alarm list')}\`; bring back the members named (\`${talosctlCommand(all, 'service etcd', via)}\`); a learner that is never promoted or a member no control plane is: remove it (\`${talosctlCommand(via, 'etcd remove-member <member ID>')}\`); for an alarm, free space on the members named with \`${talosctlCommand(via, 'etcd defrag')}\` on each, then \`${talosctlCommand(via, 'etcd alarm disarm')}\`; nothing was taken down, so then run again: ${rerun}`
+  const all = everyControlPlane(via)
+  return `see what the gate read: ${etcdReads(via)}; bring back the members named (\`${talosctlCommand(all, 'service etcd', via)}\`); a learner that is never promoted or a member no control plane is: remove it (\`${talosctlCommand(via, 'etcd remove-member <member ID>')}\`); for an alarm, free space on the members named with \`${talosctlCommand(via, 'etcd defrag')}\` on each, then \`${talosctlCommand(via, 'etcd alarm disarm')}\`; nothing was taken down, so then run again: ${rerun}`
+}
+
+/**
+ * A control plane came back from its reboot but its etcd member did not turn healthy and caught up:
+ * the node's own change is done; its member's reads (through `via`, a control plane that answered)
+ * and service, and the command that goes on with the nodes left once it is (its gate reads it again).
+ */
+export function hintForMemberBack(node: Pick<ClusterNode, 'name' | 'address'>, via: Pick<ClusterNode, 'address'>, rerun: string): string {
+  return `see what etcd says: ${etcdReads(via)}, and its service and log on ${node.name} (\`${talosctlCommand(node, 'service etcd')}\`, \`${talosctlCommand(node, 'logs etcd')}\`); ${node.name} itself is done and no further node was started: once its member is healthy, run again: ${rerun}`
 }
 
 /** The commands a run offers instead when the member count refuses a control plane. */

@@ -260,7 +260,9 @@ describe('upgrade:talos, five control planes (sim/kube)', SIDE_BY_SIDE, () => {
         expect(etcd, `before the Upgrade of ${sent[k]}`).toEqual(expect.arrayContaining(['status', 'members', 'alarm']))
       })
       for (const cp of CPS) {
-        expect(result(cp).detail).toMatch(/^upgraded v1\.12\.11 -> v1\.13\.9; gate: 5\/5 members healthy, leader \S+, raft \d+; rebooted/)
+        expect(result(cp).detail).toMatch(
+          /^upgraded v1\.12\.11 -> v1\.13\.9; gate: 5\/5 members healthy, leader \S+, raft \d+; etcd member healthy and caught up \(leader \S+, raft \d+\); rebooted/,
+        )
         expect(await tag(cp)).toBe('v1.13.9')
       }
     },

@@ -222,7 +222,7 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
       for (const cp of cpsSent) {
         expect(await tag(cp)).toBe(TARGET)
         expect(result(cp).detail).toMatch(
-          /^upgraded v1\.12\.11 -> v1\.13\.9; gate: 3\/3 members healthy, leader \S+, raft \d+; rebooted, uncordoned; gate command passed/,
+          /^upgraded v1\.12\.11 -> v1\.13\.9; gate: 3\/3 members healthy, leader \S+, raft \d+; etcd member healthy and caught up \(leader \S+, raft \d+\); rebooted, uncordoned; gate command passed/,
         )
       }
       // the gate command ran after each upgraded control plane, in order, before the worker was sent

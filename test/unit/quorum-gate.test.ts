@@ -12,7 +12,9 @@ import {
   describeFailure,
   evaluateQuorum,
   keepsQuorumWithout,
+  ownMemberFailures,
   quorumOf,
+  waitForOwnMember,
   waitForQuorum,
   type QuorumReads,
   type QuorumRule,
@@ -451,5 +453,54 @@ describe('waitForQuorum through the poll helper', () => {
     // one read of each, through cp-3
     expect(asked).toEqual(['members cp-3', 'alarms cp-3'])
     expect(second.members).toMatchObject({ via: 'cp-3' })
+  })
+
+  it("after a control plane's reboot its own member is waited for: caught up (a second read), then done; another member's trouble is the next gate's", async () => {
+    const { run, report, cps, polls } = fakeRun(3, (poll) => {
+      const reads = healthy(3)
+      for (const name of ['cp-1', 'cp-2', 'cp-3']) statusOf(reads, name).raftIndex = 100 + 10 * poll
+      statusOf(reads, 'cp-1').raftAppliedIndex = 100 + 10 * poll
+      // cp-2 just came back: behind the leader on the first two reads (Q8), then caught up
+      statusOf(reads, 'cp-2').raftAppliedIndex = poll < 2 ? 95 : 100 + 10 * poll
+      // cp-3 is a learner all along: not cp-2's to wait for
+      statusOf(reads, 'cp-3').learner = true
+      return reads
+    })
+    const detail = await waitForOwnMember(report, run, cps[1]!, 'task upgrade:talos TALOS_VERSION=v1.13.9')
+    expect(detail).toBe('etcd member healthy and caught up (leader cp-1, raft 120)')
+    expect(polls()).toBe(3)
+  })
+
+  it("fails with kind etcd naming its member's rule, the hint's reads and the rerun last; a single member passes (no Q9)", async () => {
+    const behind = fakeRun(3, (poll) => {
+      const reads = healthy(3)
+      statusOf(reads, 'cp-3').raftAppliedIndex = 50 + poll
+      return reads
+    })
+    const wait = waitForOwnMember(behind.report, behind.run, behind.cps[2]!, 'task upgrade:talos TALOS_VERSION=v1.13.9', 30_000)
+    await expect(wait).rejects.toMatchObject({
+      kind: 'etcd',
+      message: `cp-3's etcd member not healthy and caught up within 30s after its reboot: Q8 cp-3: member ${idOf(2)} has applied 55, behind the leader's 100 of the previous read`,
+      hint: expect.stringMatching(
+        /etcd members.*service etcd.*cp-3 itself is done and no further node was started: once its member is healthy, run again: task upgrade:talos TALOS_VERSION=v1\.13\.9$/,
+      ),
+    })
+    const one = fakeRun(1, () => healthy(1))
+    await expect(waitForOwnMember(one.report, one.run, one.cps[0]!, 'task upgrade:talos')).resolves.toContain('healthy and caught up')
+  })
+
+  it('ownMemberFailures keeps the rules on the node and those naming none, never Q9', () => {
+    const reads = healthy(3)
+    delete reads.previousLeaderIndex
+    statusOf(reads, 'cp-1').learner = true
+    statusOf(reads, 'cp-3').errors = 'NOSPACE'
+    const verdict = evaluateQuorum(reads, { node: reads.controlPlanes[0]!, acceptDowntime: true })
+    expect(ownMemberFailures(verdict, reads.controlPlanes[0]!).map(describeFailure)).toEqual([
+      `Q4 cp-1: member ${idOf(0)} is a learner`,
+      'Q8: caught up: not established yet (needs a second read one poll interval later)',
+    ])
+    expect(ownMemberFailures(verdict, reads.controlPlanes[1]!).map(describeFailure)).toEqual([
+      'Q8: caught up: not established yet (needs a second read one poll interval later)',
+    ])
   })
 })

@@ -5,7 +5,7 @@
 // `etcd alarm list`); `waitForQuorum` reads them through the run's one poll helper. The arithmetic
 // (`quorumOf`, `keepsQuorumWithout`) is the one quorum rule of the product: reset's guard uses it too.
 import { NodeError } from '../../core/errors.ts'
-import { hintForMemberCount, hintForQuorum, type MemberCountWayOut } from '../../cli/hints.ts'
+import { hintForMemberBack, hintForMemberCount, hintForQuorum, type MemberCountWayOut } from '../../cli/hints.ts'
 import { controlPlanes, type ClusterNode } from '../../core/model.ts'
 import type { StepReporter } from '../../engine/phase.ts'
 import type { Run } from '../../engine/run.ts'
@@ -317,6 +317,32 @@ export async function readQuorum(
 export const CATCH_UP_GAP_MS = 250
 
 /**
+ * Reads the gate's inputs afresh on each call, carrying what the next read needs: the leader's index
+ * (Q8 compares with the read before) and the control plane the member list came through last.
+ */
+class QuorumReader {
+  private previousLeaderIndex: number | undefined
+  /** the control plane whose member list the last read got: the hint's reads go through it */
+  answered: ClusterNode | undefined
+  private readonly run: Run
+  private readonly target: QuorumTarget
+  constructor(run: Run, target: QuorumTarget) {
+    this.run = run
+    this.target = target
+  }
+  /** one read and its verdict; `againInMs` when the next read should come sooner than the run's interval */
+  async read(): Promise<{ verdict: QuorumVerdict; againInMs?: number }> {
+    const reads = await readQuorum(this.run, this.target.node, this.previousLeaderIndex, this.answered)
+    const via = 'via' in reads.members ? reads.members.via : undefined
+    this.answered = reads.controlPlanes.find((cp) => cp.name === via)
+    const verdict = evaluateQuorum(reads, this.target)
+    const firstWithLeader = this.previousLeaderIndex === undefined && verdict.leader !== undefined
+    this.previousLeaderIndex = verdict.leader?.raftIndex
+    return { verdict, ...(firstWithLeader ? { againInMs: CATCH_UP_GAP_MS } : {}) }
+  }
+}
+
+/**
  * The gate before `target` goes down: Q1–Q9 read fresh on every poll (the run's poll helper, every
  * poll interval) until all hold; kind `quorum` after `timeoutMs` (readyTimeout by default), naming
  * each rule that still fails and its control plane. Returns the step's detail
@@ -330,17 +356,10 @@ export async function waitForQuorum(
   rerun: string,
   timeoutMs: number = run.settings.readyTimeoutMs,
 ): Promise<string> {
-  let previousLeaderIndex: number | undefined
-  /** the control plane whose member list the last read got: the hint's reads go through it */
-  let answered: ClusterNode | undefined
+  const reader = new QuorumReader(run, target)
   try {
     const verdict = await report.poll(async (): Promise<PollAnswer<QuorumVerdict>> => {
-      const reads = await readQuorum(run, target.node, previousLeaderIndex, answered)
-      const via = 'via' in reads.members ? reads.members.via : undefined
-      answered = reads.controlPlanes.find((cp) => cp.name === via)
-      const verdict = evaluateQuorum(reads, target)
-      const firstWithLeader = previousLeaderIndex === undefined && verdict.leader !== undefined
-      previousLeaderIndex = verdict.leader?.raftIndex
+      const { verdict, againInMs } = await reader.read()
       // the member count does not change while the gate waits: refused at once, with what to do instead
       const lasting = verdict.failures.find((f) => f.lasting)
       if (lasting)
@@ -351,7 +370,7 @@ export async function waitForQuorum(
         )
       if (verdict.failures.length === 0) return { done: true, value: verdict }
       const state = verdict.failures.map(describeFailure).join('; ')
-      return firstWithLeader ? { done: false, state, againInMs: CATCH_UP_GAP_MS } : { done: false, state }
+      return againInMs === undefined ? { done: false, state } : { done: false, state, againInMs }
     }, timeoutMs)
     const leader = verdict.leader
     return `${verdict.healthy}/${verdict.members} members healthy, leader ${leader?.controlPlane ?? leader?.id ?? 'none'}, raft ${leader?.raftIndex ?? '?'}`
@@ -360,7 +379,52 @@ export async function waitForQuorum(
     throw new NodeError(
       'quorum',
       `etcd quorum gate before ${target.node.name} not passed within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}${lastErrorNote(err.lastError)}`,
-      hintForQuorum(answered ?? controlPlanes(run.inventory).find((cp) => cp.name !== target.node.name) ?? target.node, rerun),
+      hintForQuorum(reader.answered ?? controlPlanes(run.inventory).find((cp) => cp.name !== target.node.name) ?? target.node, rerun),
+    )
+  }
+}
+
+/**
+ * What still concerns `node`'s own member once it is back: the rules Q1–Q8 failing on it, and those
+ * naming no control plane (no member list, no leader agreed, caught up not established yet), without
+ * which no member can be judged. Another member's trouble and Q9 are the next gate's to judge.
+ */
+export function ownMemberFailures(verdict: QuorumVerdict, node: ClusterNode): RuleFailure[] {
+  return verdict.failures.filter((f) => f.rule !== 'Q9' && (f.controlPlane === undefined || f.controlPlane === node.name))
+}
+
+/**
+ * After a control plane's reboot (upgrade:talos, cluster:apply): its own etcd member answering,
+ * started, no learner, no errors or alarm, following the leader and caught up (Q1–Q8 on it), before the
+ * node counts as done. The next control plane's gate would see a member still behind, but the last
+ * control plane has none after it: the workers would start beside a member still catching up.
+ * Kind `etcd` after `timeoutMs`; returns the node's detail (`member 8a3f… healthy, caught up (raft 18233)`).
+ */
+export async function waitForOwnMember(
+  report: StepReporter,
+  run: Run,
+  node: ClusterNode,
+  /** the command the hint offers to run again (the node is done: a rerun goes on with the rest) */
+  rerun: string,
+  timeoutMs: number = run.settings.readyTimeoutMs,
+): Promise<string> {
+  // the member count is not this check's to judge (Q9 is filtered out): a single member passes too
+  const reader = new QuorumReader(run, { node, acceptDowntime: true })
+  try {
+    const verdict = await report.poll(async (): Promise<PollAnswer<QuorumVerdict>> => {
+      const { verdict, againInMs } = await reader.read()
+      const mine = ownMemberFailures(verdict, node)
+      if (mine.length === 0) return { done: true, value: verdict }
+      const state = mine.map(describeFailure).join('; ')
+      return againInMs === undefined ? { done: false, state } : { done: false, state, againInMs }
+    }, timeoutMs)
+    return `etcd member healthy and caught up (leader ${verdict.leader?.controlPlane ?? verdict.leader?.id ?? 'none'}, raft ${verdict.leader?.raftIndex ?? '?'})`
+  } catch (err) {
+    if (!(err instanceof PollTimeout)) throw err
+    throw new NodeError(
+      'etcd',
+      `${node.name}'s etcd member not healthy and caught up within ${Math.round(err.waitedMs / 1000)}s after its reboot: ${err.lastState}${lastErrorNote(err.lastError)}`,
+      hintForMemberBack(node, reader.answered ?? controlPlanes(run.inventory).find((cp) => cp.name !== node.name) ?? node, rerun),
     )
   }
 }

@@ -16,7 +16,7 @@ import { PollTimeout, type PollAnswer } from '../../wait/poll.ts'
 import { blockedEvictions, describeBlocked } from './drain.ts'
 import { runGateCommand } from './gate-command.ts'
 import { CONTROL_PLANE_COMPONENTS, podWhy } from './health.ts'
-import { waitForQuorum } from './quorum.ts'
+import { waitForOwnMember, waitForQuorum } from './quorum.ts'
 import { RollingReads } from './rolling-reads.ts'
 
 /** The day-2 commands that roll nodes: the cordon's owner, and the task a hint reruns. */
@@ -252,6 +252,8 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
   if (node.role === 'controlplane') {
     report.progress('waiting for the static pods')
     await waitFor(report, run, node, 'the static pods Ready', 'control-plane', () => staticPodsReady(kubectl, node, new Map()))
+    report.progress('waiting for its etcd member healthy and caught up')
+    notes.push(await waitForOwnMember(report, run, node, taskCommand(action.command)))
   }
   // only our own mark is taken off (uncordonOwned reads it): a node the operator cordoned stays so
   // decided on the Node the wait read last (no read of its own: a Node changed since answers Conflict and is read again)
