@@ -309,6 +309,9 @@ export class Node {
     if (mode !== 'try') this.cancelTry()
     const cfg = parseConfig(data, { maintenance: false, minor: this.minor })
     const errs = validateConfig(cfg, { requireInstall: this.minor <= 12 })
+    // the config-rejected fault: the running node's own validation refuses it, dry runs included (v1alpha1_server.go ApplyConfiguration)
+    const rejected = this.ctx.faults.take(this.name, { kind: 'config-rejected' })
+    if (rejected) errs.push(rejected.message ?? "install.extraKernelArgs and install.grubUseUKICmdline can't be used together")
     if (errs.length) throw rpc('InvalidArgument', validationText(errs))
     let resolved = mode
     let details = 'Applied configuration with a reboot'

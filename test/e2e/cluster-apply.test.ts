@@ -446,6 +446,32 @@ describe('task cluster:apply', () => {
   )
 
   it(
+    "a config only the node's own validation refuses (talosctl validate passes it): planned invalid with the node's text, exit 1, nothing applied",
+    async () => {
+      edit('wrkr-1', (c) => (c.machine.nodeLabels = { ...c.machine.nodeLabels, refused: 'yes' }))
+      const text = 'machine.network.interfaces[0].deviceSelector: no network device matches the selector'
+      cluster.sim.addFault({ node: 'wrkr-1', on: 'apply', kind: 'config-rejected', message: text, times: 1 })
+      const from = commandLines().length
+      const r = await cluster.task('cluster:apply', { NODES: 'wrkr-1' }, FAST)
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const node = nodeIn(cluster.report(), 'cluster-apply', 'wrkr-1')
+      expect(node.status).toBe('failed')
+      expect(node.error?.kind).toBe('config-invalid')
+      expect(node.error?.message).toMatch(/^the node refuses \S+e2e-wrkr-1\.yaml: /)
+      expect(node.error?.message).toContain(text)
+      expect(node.error?.hint).toMatch(/talosctl validate --mode metal -c \S+e2e-wrkr-1\.yaml/)
+      expect(applies(from).dry.map(addressIn)).toEqual([IP['wrkr-1']])
+      expect(applies(from).real).toEqual([])
+      expect((await machineConfigs('wrkr-1')).v1alpha1!.machine.nodeLabels?.refused).toBeUndefined()
+      // the fault was once: the same change is applied by the next run
+      const again = await cluster.task('cluster:apply', { NODES: 'wrkr-1' }, FAST)
+      expect(again.code, again.stdout + again.stderr).toBe(0)
+      expect(detail('wrkr-1')).toBe('applied live')
+    },
+    CASE_TIMEOUT,
+  )
+
+  it(
     'a config the node would refuse: stopped before any node is touched (exit 2) with the validation text',
     async () => {
       edit('wrkr-1', (c) => (c.machine.install = { ...(c.machine.install as object), extraKernelArgs: ['a=b'], grubUseUKICmdline: true }))
