@@ -9,7 +9,7 @@ import type { Report } from '../core/results.ts'
 import { statePaths } from '../state/paths.ts'
 import { readReport, recentRunFiles, runName } from '../state/report-store.ts'
 import { writeStateFile } from '../state/state-files.ts'
-import { buildTimeline, renderSvg, renderText, type Timeline } from '../report/timeline.ts'
+import { buildTimeline, renderSvg, renderText, resultWidth, type Timeline } from '../report/timeline.ts'
 import { escapeControlsDeep } from '../core/text.ts'
 
 export const REPORT_USAGE = 'task bootstrap:report [CLUSTER_DIR=dir] [RUN=<report file, or its name under .bootstrap/runs>]'
@@ -41,11 +41,12 @@ export function locateReport(clusterDir: string, run: string | undefined): { fil
   return { file, svg: () => join(dirname(file), `${basename(file, '.json')}.svg`) }
 }
 
-/** Bar columns that fit `columns`: the node names and the result column take the rest. */
+/** Bar columns that fit `columns`: the node names, the result column and a day-2 run's versions take the rest. */
 export function barWidth(timeline: Timeline, columns: number): number {
   const name = Math.max(4, ...timeline.lanes.map((l) => l.name.length)) + 2
   const result = Math.max(6, ...timeline.lanes.map((l) => l.result.length)) + 3
-  return Math.min(120, Math.max(20, columns - name - result))
+  const versions = resultWidth(timeline) ? Math.max(...timeline.lanes.map((l) => l.versions?.length ?? 0)) + 3 : 0
+  return Math.min(120, Math.max(20, columns - name - result - versions))
 }
 
 export function headline(timeline: Timeline): string {

@@ -1,8 +1,11 @@
 // The picture of one run (task bootstrap:report): every node's phases and retries as bars on one
-// time axis, failures marked; drawn as text for the terminal and as a self-contained SVG.
+// time axis, failures marked; drawn as text for the terminal and as a self-contained SVG. A day-2
+// run's report adds each node's versions beside its result and, when it left the cluster at mixed
+// versions, the summary's line saying so under the picture.
 import { Chalk, type ChalkInstance } from 'chalk'
-import type { Report } from '../core/results.ts'
+import type { ClusterVersions, Report } from '../core/results.ts'
 import type { NodeResult, NodeStatus } from '../core/results.ts'
+import { UNKNOWN, versionsLine } from './versions.ts'
 
 export interface RetryMark {
   /** ms since the run started; estimated from the delays when the report predates `atMs` */
@@ -33,6 +36,8 @@ export interface Lane {
   failed?: { phase: string; kind: string; message: string }
   /** `ok`, `failed in apply (unreachable)`, `not run`, `skipped` */
   result: string
+  /** a day-2 report's: `Talos v1.12.11 -> v1.13.9, Kubernetes v1.35.0` (before -> after; each as far as known) */
+  versions?: string
 }
 
 export interface Timeline {
@@ -44,6 +49,8 @@ export interface Timeline {
   /** phases in run order */
   phases: string[]
   lanes: Lane[]
+  /** the report's `versions` left the cluster mixed: the summary's `cluster left at mixed versions: …` */
+  mixed?: string
 }
 
 export const CLUSTER_LANE = '(cluster)'
@@ -88,6 +95,23 @@ function retryMarks(node: NodeResult, startMs: number): RetryMark[] {
   })
 }
 
+/** The version `byVersion` (a report's `versions.talos` or `.kubernetes`) lists the node under. */
+function versionOf(byVersion: Record<string, string[]>, name: string): string | undefined {
+  return Object.entries(byVersion).find(([, nodes]) => nodes.includes(name))?.[0]
+}
+
+/**
+ * A node's versions: Talos as the run found it (upgrade:talos's `day2.from`) -> as read at the end,
+ * one version when unchanged or not known before; Kubernetes as read at the end. Undefined when none is known.
+ */
+function laneVersions(name: string, before: string | undefined, versions: ClusterVersions): string | undefined {
+  const after = versionOf(versions.talos, name) ?? UNKNOWN
+  const talos = before ? (before === after ? before : `${before} -> ${after}`) : after === UNKNOWN ? undefined : after
+  const kubernetes = versionOf(versions.kubernetes, name)
+  const parts = [...(talos ? [`Talos ${talos}`] : []), ...(kubernetes && kubernetes !== UNKNOWN ? [`Kubernetes ${kubernetes}`] : [])]
+  return parts.length > 0 ? parts.join(', ') : undefined
+}
+
 function laneResult(lane: Lane, statuses: NodeStatus[]): string {
   if (lane.failed) return `failed in ${lane.failed.phase} (${lane.failed.kind})`
   if (statuses.includes('not-run')) return 'not run'
@@ -100,6 +124,8 @@ export function buildTimeline(report: Report): Timeline {
   const lanes = new Map<string, Lane>()
   const statuses = new Map<string, NodeStatus[]>()
   const cluster: Lane = { name: CLUSTER_LANE, bars: [], result: 'ok' }
+  /** the Talos version each node ran when upgrade:talos planned it */
+  const before = new Map<string, string>()
   let end = 0
   for (const phase of report.phases) {
     for (const node of phase.nodes) {
@@ -110,6 +136,7 @@ export function buildTimeline(report: Report): Timeline {
         statuses.set(node.name, [])
       }
       statuses.get(node.name)?.push(node.status)
+      if (node.day2 && !before.has(node.name)) before.set(node.name, node.day2.from.talos)
       if (node.status === 'failed' && !lane.failed) {
         lane.failed = { phase: phase.name, kind: node.error?.kind ?? 'unknown', message: node.error?.message ?? '' }
       }
@@ -144,7 +171,11 @@ export function buildTimeline(report: Report): Timeline {
       end = Math.max(end, bar.endMs)
     }
   }
-  for (const lane of lanes.values()) lane.result = laneResult(lane, statuses.get(lane.name) ?? [])
+  for (const lane of lanes.values()) {
+    lane.result = laneResult(lane, statuses.get(lane.name) ?? [])
+    const versions = report.versions && laneVersions(lane.name, before.get(lane.name), report.versions)
+    if (versions) lane.versions = versions
+  }
   if (cluster.failed) cluster.result = `failed in ${cluster.failed.phase} (${cluster.failed.kind})`
   const wall = Date.parse(report.finishedAt) - Date.parse(report.startedAt)
   return {
@@ -155,7 +186,14 @@ export function buildTimeline(report: Report): Timeline {
     totalMs: Math.max(1, end, Number.isFinite(wall) ? wall : 0),
     phases: report.phases.map((p) => p.name),
     lanes: [...lanes.values(), ...(cluster.bars.length > 0 ? [cluster] : [])],
+    ...(report.versions?.mixed ? { mixed: versionsLine(report.versions) } : {}),
   }
+}
+
+/** The result column's width when a versions column follows it (else undefined: nothing is padded). */
+export function resultWidth(timeline: Timeline): number | undefined {
+  if (!timeline.lanes.some((l) => l.versions)) return undefined
+  return Math.max('RESULT'.length, ...timeline.lanes.map((l) => l.result.length))
 }
 
 /** A round step (1, 2 or 5 times a power of ten, in ms) giving about `count` ticks. */
@@ -232,7 +270,8 @@ export function renderText(timeline: Timeline, options: TextOptions): string {
     free = col + text.length + 1
   }
   lines.push(`${'NODE'.padEnd(nameWidth)}${labels.join('').trimEnd()}`)
-  lines.push(`${''.padEnd(nameWidth)}${ruler.join('')}   RESULT`)
+  const results = resultWidth(timeline)
+  lines.push(`${''.padEnd(nameWidth)}${ruler.join('')}   ${results ? `${'RESULT'.padEnd(results)}   VERSIONS` : 'RESULT'}`)
 
   for (const lane of timeline.lanes) {
     const cells: Array<{ ch: string; paint: (s: string) => string }> = Array.from({ length: width }, () => ({
@@ -265,10 +304,15 @@ export function renderText(timeline: Timeline, options: TextOptions): string {
     }
     const track = cells.map((cell) => (cell.ch === ' ' ? ' ' : cell.paint(cell.ch))).join('')
     const result = lane.failed ? c.red.bold(`FAILED ${lane.result.replace(/^failed /, '')}`) : lane.result
-    lines.push(`${(lane.failed ? c.red.bold(lane.name) : lane.name) + ' '.repeat(nameWidth - lane.name.length)}${track}   ${result}`)
+    // `FAILED …` is as long as `failed …`: the padding counts the plain result
+    const versions = results && lane.versions ? `${' '.repeat(results - lane.result.length)}   ${lane.versions}` : ''
+    lines.push(
+      `${(lane.failed ? c.red.bold(lane.name) : lane.name) + ' '.repeat(nameWidth - lane.name.length)}${track}   ${result}${versions}`,
+    )
   }
   const legend = timeline.phases.map((p) => `${paint[p]?.(phaseChar(p)) ?? phaseChar(p)} ${p}`)
   lines.push('', `${legend.join('  ')}  . skipped  ${c.yellow.bold('!')} retried  ${c.red.bold('X')} failed`)
+  if (timeline.mixed) lines.push(c.yellow.bold(timeline.mixed))
   return lines.join('\n')
 }
 
@@ -286,12 +330,14 @@ export function renderSvg(timeline: Timeline, title: string): string {
   const { totalMs } = timeline
   const labelW = 14 + 8 * Math.max(8, ...timeline.lanes.map((l) => l.name.length + (l.failed ? 2 : 0)))
   const chartW = 900
-  const resultW = 260
+  const resultW = Math.max(260, 20 + 8 * Math.max(0, ...timeline.lanes.map((l) => l.result.length)))
+  const versionsW = Math.max(0, ...timeline.lanes.map((l) => (l.versions ? 20 + 8 * l.versions.length : 0)))
   const rowH = 26
   const barH = 16
   const top = 64
-  const width = labelW + chartW + resultW
-  const height = top + rowH * timeline.lanes.length + 56
+  // the mixed line names every node: the picture is as wide as it
+  const width = Math.max(labelW + chartW + resultW + versionsW, 20 + 8 * (timeline.mixed?.length ?? 0))
+  const height = top + rowH * timeline.lanes.length + 56 + (timeline.mixed ? 24 : 0)
   const x = (ms: number): number => labelW + (ms / totalMs) * chartW
   const out: string[] = []
   out.push(
@@ -312,7 +358,8 @@ export function renderSvg(timeline: Timeline, title: string): string {
   timeline.lanes.forEach((lane, i) => {
     const y = top + i * rowH
     const barY = y + (rowH - barH) / 2
-    out.push(`<g class="lane${lane.failed ? ' failed' : ''}" data-node="${xml(lane.name)}" data-result="${xml(lane.result)}">`)
+    const versions = lane.versions ? ` data-versions="${xml(lane.versions)}"` : ''
+    out.push(`<g class="lane${lane.failed ? ' failed' : ''}" data-node="${xml(lane.name)}" data-result="${xml(lane.result)}"${versions}>`)
     if (i % 2 === 1) out.push(`<rect x="0" y="${y}" width="${width}" height="${rowH}" fill="#000000" fill-opacity="0.03"/>`)
     const name = lane.failed ? `✕ ${lane.name}` : lane.name
     out.push(
@@ -349,6 +396,8 @@ export function renderSvg(timeline: Timeline, title: string): string {
     out.push(
       `<text x="${labelW + chartW + 10}" y="${y + rowH / 2 + 4}"${lane.failed ? ` fill="${FAILED}" font-weight="bold"` : ''}>${xml(lane.result)}</text>`,
     )
+    if (lane.versions)
+      out.push(`<text class="versions" x="${labelW + chartW + resultW + 10}" y="${y + rowH / 2 + 4}">${xml(lane.versions)}</text>`)
     out.push('</g>')
   })
 
@@ -370,6 +419,7 @@ export function renderSvg(timeline: Timeline, title: string): string {
     `<path d="M${lx} ${ly - 10} l10 10 m0 -10 l-10 10" stroke="${FAILED}" stroke-width="3"/><text x="${lx + 16}" y="${ly}">failed</text>`,
   )
   out.push('</g>')
+  if (timeline.mixed) out.push(`<text class="versions-line" x="10" y="${ly + 24}" font-weight="bold">${xml(timeline.mixed)}</text>`)
   out.push('</svg>')
   return `${out.join('\n')}\n`
 }

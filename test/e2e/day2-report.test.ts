@@ -3,7 +3,7 @@
 // first node of upgrade:talos, the etcd snapshot before the only control plane goes down
 // (--accept-downtime), the report's `versions` and the summary's line at the end of the day-2
 // commands, `task status` with its TALOS and K8S columns and the mixed line, and the timeline's
-// letter. The cases run in order on the same shared(). Range 127.249.1.0/24.
+// letter, versions per node and mixed line. The cases run in order on the same shared(). Range 127.249.1.0/24.
 // vitest sets MODE=test, which cluster:apply would take as its MODE
 delete process.env.MODE
 
@@ -157,14 +157,15 @@ describe('day 2: the gate before the first node, the snapshot, the versions in t
       }
       expect(status.stdout).toMatch(/^cluster at mixed versions: Talos v1\.13\.9 \(cp-1\), v1\.12\.11 \(wrkr-1\)$/m)
 
-      // the upgrade run drawn: its phase as u, named in the legend
+      // the upgrade run drawn: its phase as u, named in the legend; cp-1's versions beside its result, the mixed line under the picture
       const runs = readdirSync(join(shared().clusterDir, '.bootstrap', 'runs'))
         .filter((f) => f.endsWith('-upgrade-talos.json'))
         .sort()
       const picture = await shared().task('bootstrap:report', { RUN: join(shared().clusterDir, '.bootstrap', 'runs', runs.at(-1) ?? '') })
       expect(picture.code, picture.stdout + picture.stderr).toBe(0)
-      expect(picture.stdout).toMatch(/^cp-1 +p+[ .]*u+ +ok$/m)
+      expect(picture.stdout).toMatch(/^cp-1 +p+[ .]*u+ +ok +Talos v1\.12\.11 -> v1\.13\.9, Kubernetes v1\.35\.0$/m)
       expect(picture.stdout).toContain('u upgrade-talos')
+      expect(picture.stdout).toMatch(/^cluster left at mixed versions: Talos v1\.13\.9 \(cp-1\), v1\.12\.11 \(wrkr-1\)$/m)
     },
     CASE_TIMEOUT,
   )

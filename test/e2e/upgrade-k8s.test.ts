@@ -7,8 +7,8 @@
 // (TALOSCTL), a kubelet that does not come back at v1.35.1 (the stall watchdog cuts upgrade-k8s), the
 // rerun while it is still down (the call itself fails, kind k8s-upgrade) and, once it runs, the hint
 // resuming only what is left; the deadline (BOOTSTRAP_K8S_UPGRADE_TIMEOUT) cutting v1.35.2 and its hint;
-// the VIP down (a control plane's own API server, `--endpoint`), then refusals only the upgraded cluster
-// shows. Beside it, a Talos v1.13 cluster driven by talosctl v1.13.9 goes v1.35.0 -> v1.36.0.
+// the VIP down (a control plane's own API server, `--endpoint`), a stale control-plane pod refused by the
+// pre-check, then refusals only the upgraded cluster shows. Beside it, a Talos v1.13 cluster driven by talosctl v1.13.9 goes v1.35.0 -> v1.36.0.
 // Ranges 127.247.1.0/24 and 127.238.7.0/24.
 delete process.env.TO
 
@@ -348,6 +348,54 @@ describe('task upgrade:k8s', SIDE_BY_SIDE, () => {
       } finally {
         cluster.sim.fixVip()
       }
+    },
+    CASE_TIMEOUT,
+  )
+
+  inTurn(
+    'a stale control-plane pod (its mirror pod runs another image than its config) is refused by the pre-check, naming the pod and what to wait for; nothing changed',
+    async () => {
+      // the state a change not settled yet leaves (the kubelet has not replaced the mirror pod): the
+      // mirror pod's image set back a version, its config (KubeSchedulerConfig) still at v1.35.2
+      const pod = 'kube-scheduler-cp-2'
+      const setImage = async (tag: string): Promise<void> => {
+        const r = await cluster.kubectl([
+          '-n',
+          'kube-system',
+          'set',
+          'image',
+          `pod/${pod}`,
+          `kube-scheduler=registry.k8s.io/kube-scheduler:${tag}`,
+        ])
+        expect(r.code, r.stderr).toBe(0)
+      }
+      await setImage('v1.35.0')
+      try {
+        const from = cluster.calls().length
+        const r = await upgradeK8s(cluster, 1, { TO: 'v1.35.2' })
+        const step = failedStep()
+        expect(step?.name).toBe('pre-check')
+        expect(step?.error?.kind).toBe('k8s-upgrade')
+        expect(step?.error?.message).toBe(`the upgrade is refused, nothing was changed: ${pod} runs v1.35.0, its config says v1.35.2`)
+        expect(step?.error?.hint).toMatch(
+          new RegExp(
+            `^wait until ${pod} runs its config's image \\(\`kubectl [^\`]*-n kube-system get pod ${pod}\`, \`talosctl [^\`]*-n ${IP['cp-2']!.replace(/\./g, '\\.')} get staticpodstatus\`\\), then run: .* upgrade:k8s CLUSTER_DIR=\\S+ TO=v1\\.35\\.2$`,
+          ),
+        )
+        expect(r.stderr).toContain(`${pod} runs v1.35.0, its config says v1.35.2`)
+        // talosctl upgrade-k8s never ran: no node took a config, the step is not-run
+        expect(applies(from)).toEqual([])
+        const call = cluster
+          .report()
+          .phases.find((p) => p.name === 'upgrade-k8s')
+          ?.steps?.find((s) => s.name === 'upgrade-k8s')
+        expect(call?.status).toBe('not-run')
+        for (const n of NODES) expect(result(n).error?.kind, n).toBe('k8s-upgrade')
+        expect((await kubeState()).pods[pod]).toBe('registry.k8s.io/kube-scheduler:v1.35.0')
+      } finally {
+        await setImage('v1.35.2')
+      }
+      await expectAt('v1.35.2')
     },
     CASE_TIMEOUT,
   )
