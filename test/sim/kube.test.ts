@@ -3,6 +3,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NOT_READY_MESSAGE } from '../../sim/kube/index.js'
 import { startTestKube, type TestKube } from '../../sim/kube/testing.js'
+import { NodeError } from '../../lib/core/errors.js'
+import { Redactor } from '../../lib/input/redact.js'
+import { blockedEvictions } from '../../lib/phases/shared/drain.js'
+import { ToolRunner } from '../../lib/tools/exec.js'
+import { Kubectl } from '../../lib/tools/kubectl.js'
 
 const CILIUM = `apiVersion: apps/v1
 kind: DaemonSet
@@ -486,6 +491,23 @@ describe('kube API with kubectl: drain, evictions and PodDisruptionBudgets', () 
         causes: [{ reason: 'DisruptionBudget', message: 'The disruption budget guarded needs 1 healthy pods and has 1 currently' }],
       },
     })
+  })
+
+  it("the product's drain: drain-blocked, naming the budget from its status", async () => {
+    const runner = new ToolRunner({
+      env: { PATH: process.env.PATH ?? '', HOME: k.dir },
+      callTimeoutMs: 30_000,
+      signal: new AbortController().signal,
+      dryRun: false,
+      redactor: new Redactor(),
+    })
+    const kubectl = new Kubectl(runner, { kubeconfig: k.kubeconfig, clusterName: 'sim', cacheDir: k.dir })
+    const [pod] = await guardedPods()
+    expect(await blockedEvictions(kubectl, 'wrkr-1')).toEqual([{ pod: `default/${pod!.slice('pod/'.length)}`, pdb: 'default/guarded' }])
+    const err = await kubectl.drain('wrkr-1', 2000).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(NodeError)
+    expect((err as NodeError).kind).toBe('drain-blocked')
+    expect(await guardedPods()).toEqual([pod])
   })
 
   it('refuses a pod two budgets cover (500) and an unknown pod (404)', async () => {
