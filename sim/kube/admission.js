@@ -77,6 +77,11 @@ export function admitCreate(def, obj) {
       obj.status = { loadBalancer: {} }
       break
     }
+    // the registry's PrepareForCreate clears the status; the disruption controller fills it in
+    // (pkg/registry/policy/poddisruptionbudget/strategy.go)
+    case 'PodDisruptionBudget':
+      obj.status = { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 }
+      break
     case 'Pod':
       obj.spec ||= {}
       obj.status = { phase: 'Pending', qosClass: 'BestEffort' }

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto'
 import { admitCreate } from './admission.js'
 import { FLUX_KINDS, createFluxRules } from '../flux-rules.js'
 import { syncReplicaSet } from './replicasets.js'
+import { budgetStatus } from './disruption.js'
 import { clone, deepEqual, randomHex, randomSuffix, rfc3339 } from './util.js'
 import { CNI_ANNOTATION, cniApiUnreachable, isCni, setCondition as setConditionAt } from '../kube-rules.js'
 import { COREDNS_PROBE, pullBackOff } from '../health-faults.js'
@@ -43,6 +44,8 @@ export function createControllers({ store, registry, clock, timings, faults, net
     DEPLOY = R('apps', 'v1', 'deployments'),
     RS = R('apps', 'v1', 'replicasets')
   const JOBS = R('batch', 'v1', 'jobs')
+  const PDBS = R('policy', 'v1', 'poddisruptionbudgets'),
+    STS = R('apps', 'v1', 'statefulsets')
 
   // issue 30's faults (sim/health-faults.js), when the simulator core gives them
   const hf = faults?.health
@@ -665,6 +668,25 @@ export function createControllers({ store, registry, clock, timings, faults, net
     if (!deepEqual(d.status, status)) tryUpdate(DEPLOY, { ...d, status })
   }
 
+  // ---- the disruption controller (sim/kube/disruption.js budgetStatus) ----------------
+
+  // the scale of a pod's controller, as the controller's finders read it: a ReplicaSet a Deployment
+  // controls counts as that Deployment (here a Deployment owns its pods directly)
+  function scaleOf(ref, ns) {
+    const byKind = { Deployment: DEPLOY, ReplicaSet: RS, StatefulSet: STS }
+    const d = byKind[ref.kind]
+    const o = d && store.get(d, ns, ref.name)
+    if (!o || o.metadata.uid !== ref.uid) return undefined
+    const parent = ref.kind === 'ReplicaSet' && (o.metadata.ownerReferences || []).find((r) => r.controller && r.kind === 'Deployment')
+    if (parent) return scaleOf(parent, ns)
+    return { uid: o.metadata.uid, scale: o.spec?.replicas ?? 1 }
+  }
+
+  function reconcilePdb(pdb, pods) {
+    const status = budgetStatus(pdb, pods, { scaleOf, now: clock.now() })
+    if (!deepEqual(pdb.status, status)) tryUpdate(PDBS, { ...pdb, status })
+  }
+
   // ---- nodes ------------------------------------------------------------------------
 
   function reconcileNodes(nodes, pods) {
@@ -782,6 +804,8 @@ export function createControllers({ store, registry, clock, timings, faults, net
     const nodesNow = store.list(NODES, undefined, raw)
     if (kcm) for (const ds of store.list(DS, undefined, raw)) reconcileDaemonSet(ds, nodesNow, podsIn(after, ds.metadata.namespace))
     if (kcm) for (const d of store.list(DEPLOY, undefined, raw)) reconcileDeployment(d, podsIn(after, d.metadata.namespace))
+    const podsNow = store.list(PODS, undefined, raw)
+    if (kcm) for (const b of store.list(PDBS, undefined, raw)) reconcilePdb(b, podsIn(podsNow, b.metadata.namespace))
     fluxRules.reconcile()
   }
 

@@ -24,8 +24,12 @@ function aggResource(def, verbs) {
   }
   if (def.shortNames.length) r.shortNames = def.shortNames
   if (def.categories.length) r.categories = def.categories
+  // pods/eviction (kube-apiserver's pod storage; kubectl drain's CheckEvictionSupport looks for it)
+  if (def.kind === 'Pod' && def.group === '')
+    r.subresources = [{ subresource: 'eviction', responseKind: { group: 'policy', version: 'v1', kind: 'Eviction' }, verbs: ['create'] }]
   if (def.status)
     r.subresources = [
+      ...(r.subresources || []),
       {
         subresource: 'status',
         responseKind: { group: def.group, version: def.version, kind: def.kind },
@@ -92,6 +96,16 @@ export function resourceList(registry, group, version) {
     if (d.shortNames.length) r.shortNames = d.shortNames
     if (d.categories.length) r.categories = d.categories
     resources.push(r)
+    if (d.kind === 'Pod' && d.group === '')
+      resources.push({
+        name: 'pods/eviction',
+        singularName: '',
+        namespaced: true,
+        group: 'policy',
+        version: 'v1',
+        kind: 'Eviction',
+        verbs: ['create'],
+      })
     if (d.status)
       resources.push({
         name: `${d.plural}/status`,

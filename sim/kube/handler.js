@@ -11,6 +11,7 @@ import {
   openapiV3,
   resourceList,
 } from './discovery.js'
+import { evict } from './disruption.js'
 import { decodeDeleteOptions, decodeProtobufObject } from './protobuf.js'
 import { parseFieldSelector, parseLabelSelector } from './selectors.js'
 import { alreadyExists, ApiError, badRequest, invalid, methodNotAllowed, noRoute, notFound, unavailable } from './status.js'
@@ -149,7 +150,8 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
       !(sub === 'status' && def.status) &&
       !(def.kind === 'Namespace' && sub === 'finalize') &&
       !(def.kind === 'CertificateSigningRequest' && sub === 'approval') &&
-      !(sub === 'scale' && SCALABLE.includes(def.kind))
+      !(sub === 'scale' && SCALABLE.includes(def.kind)) &&
+      !(sub === 'eviction' && def.kind === 'Pod')
     )
       return null
     return { def, namespace, name, sub, watch }
@@ -404,6 +406,39 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     return send(res, 200, scaleOf(updated))
   }
 
+  // POST .../pods/{name}/eviction (pkg/registry/core/pod/storage/eviction.go, via disruption.js):
+  // the pod is named by the path and must match the Eviction's name; dryRun from the query or the
+  // Eviction's deleteOptions. 201 with a Success Status once the pod is deleted.
+  function eviction(req, res, r, path, body, query) {
+    if (req.method !== 'POST') throw methodNotAllowed()
+    try {
+      if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('the body of the request was in an unknown format')
+      if (body.metadata?.namespace && body.metadata.namespace !== r.namespace)
+        throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+      if ((body.metadata?.name ?? '') !== r.name) throw badRequest('name in URL does not match name in Eviction object')
+      const dryRun = query.getAll('dryRun').includes('All') || (body.deleteOptions?.dryRun || []).includes('All')
+      const remove = (pod) => {
+        const gone = store.remove(r.def, pod.metadata.namespace, pod.metadata.name)
+        onDelete?.(r.def, gone)
+        return gone
+      }
+      evict(
+        { store, PODS: r.def, PDBS: registry.get('policy', 'v1', 'poddisruptionbudgets'), remove, now: clock.now() },
+        r.namespace,
+        r.name,
+        {
+          dryRun,
+        },
+      )
+      const out = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 }
+      recordWrite(req, path, 201, out)
+      return send(res, 201, out)
+    } catch (e) {
+      if (e instanceof ApiError) recordWrite(req, path, e.code, e)
+      throw e
+    }
+  }
+
   function recordWrite(req, path, code, result) {
     record?.(kubeWriteRecord(req, path, clock.now().toISOString(), code < 400 ? 'ok' : `error: ${result?.message || code}`))
   }
@@ -461,6 +496,7 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
     const dryRun = query.getAll('dryRun').includes('All') || (method === 'DELETE' && (body?.dryRun || []).includes('All'))
     const write = method !== 'GET'
     if (r.sub === 'scale') return scale(req, res, r, path, text, body, dryRun)
+    if (r.sub === 'eviction') return eviction(req, res, r, path, body, query)
     try {
       let code = 200
       let out
@@ -543,6 +579,8 @@ export function createHandler({ registry, store, clock, kubernetesVersion, recor
           : new ApiError(500, 'InternalError', `an error on the server ("${e.message}") has prevented the request from succeeding`, {})
       if (!(e instanceof ApiError)) console.error('[sim/kube]', e)
       if (res.headersSent) return res.end()
+      // a 429 that suggests a wait says so in Retry-After too (apiserver responsewriters.ErrorNegotiated)
+      if (err.details?.retryAfterSeconds > 0) res.setHeader('Retry-After', String(err.details.retryAfterSeconds))
       send(res, err.code, err.toStatus())
     }
   }

@@ -49,6 +49,7 @@ import { createControllers, CNI_ANNOTATION } from './controllers.js'
 import { createHandler } from './handler.js'
 import { createRegistry } from './resources.js'
 import { createStore } from './store.js'
+import { evict } from './disruption.js'
 import { randomHex, randomSuffix } from './util.js'
 
 export { CNI_ANNOTATION }
@@ -545,35 +546,30 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
   }
 
   // Talos's Drain (pkg/kubernetes/kubernetes.go): every pod on the node except mirror pods, pods
-  // without a controller and DaemonSet pods is evicted. The eviction API refuses (429) a pod a
-  // PodDisruptionBudget covers while it allows no disruption; Talos retries that every 5 s until
-  // its DrainTimeout (the caller's time). An allowed eviction deletes the pod.
+  // without a controller and DaemonSet pods is evicted through the eviction API (disruption.js
+  // evict, the same as POST .../pods/{name}/eviction): a PodDisruptionBudget that allows no
+  // disruption refuses it (429); Talos retries that every 5 s until its DrainTimeout (the caller's
+  // time). An allowed eviction deletes the pod.
   function drain(name, { blocked = false } = {}) {
     const PODS = def('', 'v1', 'pods')
     const PDBS = def('policy', 'v1', 'poddisruptionbudgets')
     if (blocked) guardedPod(name)
     const out = { evicted: 0, blocked: [] }
+    const remove = (pod) => {
+      const gone = store.remove(PODS, pod.metadata.namespace, pod.metadata.name)
+      controllers.gc(PODS, gone)
+      return gone
+    }
     for (const pod of store.list(PODS)) {
       if (pod.spec.nodeName !== name || pod.metadata.annotations?.['kubernetes.io/config.mirror']) continue
       const owner = (pod.metadata.ownerReferences || []).find((r) => r.controller)
       if (!owner || owner.kind === 'DaemonSet') continue
-      const pdb = store
-        .list(PDBS)
-        .find(
-          (b) =>
-            b.metadata.namespace === pod.metadata.namespace &&
-            selects(b.spec?.selector, pod) &&
-            disruptionsAllowed(b, store.list(PODS)) < 1,
-        )
-      if (pdb) {
-        out.blocked.push({ pod: `${pod.metadata.namespace}/${pod.metadata.name}`, pdb: `${pdb.metadata.namespace}/${pdb.metadata.name}` })
-        continue
-      }
       try {
-        store.remove(PODS, pod.metadata.namespace, pod.metadata.name)
+        evict({ store, PODS, PDBS, remove, now: clock.now() }, pod.metadata.namespace, pod.metadata.name)
         out.evicted++
-      } catch {
-        /* gone */
+      } catch (e) {
+        // a refusal (or more than one budget: Talos's drain fails on that pod) leaves the pod; gone is gone
+        if (e.pdb) out.blocked.push({ pod: `${pod.metadata.namespace}/${pod.metadata.name}`, pdb: e.pdb })
       }
     }
     controllers.schedule()
@@ -620,22 +616,6 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
         spec: { minAvailable: 1, selector: { matchLabels: labels } },
         status: { observedGeneration: 1, disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 },
       })
-  }
-
-  function selects(selector, pod) {
-    if (!selector) return false
-    return Object.entries(selector.matchLabels || {}).every(([k, v]) => pod.metadata.labels?.[k] === v)
-  }
-
-  // as the disruption controller computes status.disruptionsAllowed from integer minAvailable /
-  // maxUnavailable and the healthy (Ready) pods it selects
-  function disruptionsAllowed(pdb, pods) {
-    const mine = pods.filter((p) => p.metadata.namespace === pdb.metadata.namespace && selects(pdb.spec?.selector, p))
-    const healthy = mine.filter((p) => (p.status?.conditions || []).some((c) => c.type === 'Ready' && c.status === 'True')).length
-    const { minAvailable, maxUnavailable } = pdb.spec || {}
-    if (typeof minAvailable === 'number') return healthy - minAvailable
-    if (typeof maxUnavailable === 'number') return maxUnavailable - (mine.length - healthy)
-    return pdb.status?.disruptionsAllowed ?? 0
   }
 
   function removeNode(name) {

@@ -1,5 +1,5 @@
 // Decoding of the protobuf bodies kubectl's typed clients send (`kubectl create namespace`,
-// `create secret`, `create configmap`, `create serviceaccount` POST; `certificate approve` PUT
+// `create secret`, `create configmap`, `create serviceaccount` POST, `drain`'s evictions; `certificate approve` PUT
 // application/vnd.kubernetes.protobuf). Only the kinds and fields those commands fill in;
 // responses stay JSON (kubectl's Accept lists application/json too).
 
@@ -100,6 +100,12 @@ const DECODERS = {
     return o
   },
   ServiceAccount: () => ({}),
+  // `kubectl drain` POSTs one per pod to .../pods/{name}/eviction (k8s.io/api policy/v1
+  // generated.proto: metadata 1, deleteOptions 2)
+  Eviction: (fs) => {
+    const opts = fs.find((x) => x.no === 2)
+    return opts ? { deleteOptions: deleteOptionsOf(fields(opts.bytes)) } : {}
+  },
   // `kubectl certificate approve|deny` PUTs the whole CSR to /approval with its condition added
   // (k8s.io/api certificates/v1 generated.proto: spec 2, status 3)
   CertificateSigningRequest: (fs) => {
@@ -166,17 +172,10 @@ export function decodeProtobufObject(buf) {
   return { apiVersion, kind, metadata: meta ? objectMeta(meta.bytes) : {}, ...decode(fs) }
 }
 
-// The DeleteOptions body client-go's typed clients send with a DELETE (helm's release Secrets on
-// uninstall, its resources with PropagationPolicy Background: pkg/kube/client.go deleteResource).
-// Fields from k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto: gracePeriodSeconds 1,
-// propagationPolicy 4, dryRun 5. Returns the JSON form.
-export function decodeDeleteOptions(buf) {
-  if (buf.length < 4 || buf.subarray(0, 4).toString('latin1') !== 'k8s\u0000')
-    throw new Error('provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]')
-  const unknown = fields(buf.subarray(4))
-  const raw = unknown.find((x) => x.no === 2)
-  const fs = raw ? fields(raw.bytes) : []
-  const o = { kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/v1' }
+// DeleteOptions' fields (k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto): gracePeriodSeconds 1,
+// propagationPolicy 4, dryRun 5. Returns the JSON form's fields.
+function deleteOptionsOf(fs) {
+  const o = {}
   const grace = fs.find((x) => x.no === 1 && x.value !== undefined)
   if (grace) o.gracePeriodSeconds = Number(BigInt.asIntN(64, grace.value))
   const prop = fs.find((x) => x.no === 4 && x.bytes)
@@ -184,4 +183,16 @@ export function decodeDeleteOptions(buf) {
   const dry = fs.filter((x) => x.no === 5 && x.bytes).map(str)
   if (dry.length) o.dryRun = dry
   return o
+}
+
+// The DeleteOptions body client-go's typed clients send with a DELETE (helm's release Secrets on
+// uninstall, its resources with PropagationPolicy Background: pkg/kube/client.go deleteResource).
+// Returns the JSON form.
+export function decodeDeleteOptions(buf) {
+  if (buf.length < 4 || buf.subarray(0, 4).toString('latin1') !== 'k8s\u0000')
+    throw new Error('provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]')
+  const unknown = fields(buf.subarray(4))
+  const raw = unknown.find((x) => x.no === 2)
+  const fs = raw ? fields(raw.bytes) : []
+  return { kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/v1', ...deleteOptionsOf(fs) }
 }

@@ -1,6 +1,6 @@
 // task cluster:apply end to end (docs/day2-design.md 2.5) with the real talosctl, kubectl and task
 // against one simulated cluster of 3 control planes and 2 workers on the real control plane (drains
-// go through the real eviction API; sim/kube's model bypasses PodDisruptionBudgets). The cases run
+// go through the real eviction API; sim/kube's model has one too: test/sim/kube.test.ts). The cases run
 // in order on the same cluster, each starting from what the one before left. Range 127.248.1.0/24.
 process.env.SIM_KUBE = 'real'
 // vite sets MODE=test in the environment; the task reads MODE (cluster:apply's mode) from it

@@ -3,6 +3,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NOT_READY_MESSAGE } from '../../sim/kube/index.js'
 import { startTestKube, type TestKube } from '../../sim/kube/testing.js'
+import { NodeError } from '../../lib/core/errors.js'
+import { Redactor } from '../../lib/input/redact.js'
+import { blockedEvictions } from '../../lib/phases/shared/drain.js'
+import { ToolRunner } from '../../lib/tools/exec.js'
+import { Kubectl } from '../../lib/tools/kubectl.js'
 
 const CILIUM = `apiVersion: apps/v1
 kind: DaemonSet
@@ -357,5 +362,205 @@ spec: {interval: 10m0s, path: ./apps, prune: true, sourceRef: {kind: GitReposito
     k.faults.clear(null, 'flux')
     const healed = await k.kubectl(['wait', 'kustomization/apps', '-n', 'flux-system', '--for=condition=Ready', '--timeout=20s'])
     expect(healed.code).toBe(0)
+  })
+})
+
+// kubectl drain through pods/eviction (kubernetes pkg/registry/core/pod/storage/eviction.go, the
+// disruption controller's status): a budget that allows no disruption holds the drain until its
+// --timeout, as on a real API server.
+const GUARDED = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: guarded, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: guarded}}
+  template:
+    metadata: {labels: {app: guarded}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: wrkr-1}
+      containers: [{name: app, image: registry.k8s.io/pause:3.10}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: guarded, namespace: default}
+spec: {minAvailable: 1, selector: {matchLabels: {app: guarded}}}
+`
+
+/** a policy/v1 Eviction in kube-apiserver's protobuf envelope ("k8s", a NUL byte, then runtime.Unknown; k8s.io/api policy/v1 generated.proto) */
+function protobufEviction(name: string, namespace: string, dryRun: string[]): Buffer {
+  const field = (no: number, bytes: Buffer): Buffer => Buffer.concat([Buffer.from([(no << 3) | 2, bytes.length]), bytes])
+  const text = (no: number, v: string): Buffer => field(no, Buffer.from(v))
+  const meta = Buffer.concat([text(1, name), text(3, namespace)])
+  const deleteOptions = Buffer.concat(dryRun.map((d) => text(5, d)))
+  const eviction = Buffer.concat([field(1, meta), field(2, deleteOptions)])
+  const typeMeta = Buffer.concat([text(1, 'policy/v1'), text(2, 'Eviction')])
+  return Buffer.concat([Buffer.from('k8s\0', 'latin1'), field(1, typeMeta), field(2, eviction)])
+}
+
+describe('kube API with kubectl: drain, evictions and PodDisruptionBudgets', () => {
+  let k: TestKube
+  beforeAll(async () => {
+    k = await startTestKube({ host: '127.40.2.1', speed: 600, timings: { cni: 20 } })
+    k.kube.registerNode({ name: 'cp-1', ip: '127.40.2.11', role: 'controlplane' })
+    k.kube.registerNode({ name: 'wrkr-1', ip: '127.40.2.21', role: 'worker' })
+    await k.kubectl(['apply', '-f', await k.writeManifest('cilium.yaml', CILIUM)])
+    expect((await k.kubectl(['wait', '--for=condition=Ready', 'nodes', '--all', '--timeout=20s'])).code).toBe(0)
+  })
+  afterAll(async () => {
+    await k?.stop()
+  })
+
+  const guardedPods = async (): Promise<string[]> =>
+    (await k.kubectl(['get', 'pods', '-n', 'default', '-l', 'app=guarded', '-o', 'name'])).stdout.trim().split('\n').filter(Boolean)
+  const budget = async (): Promise<string> =>
+    (
+      await k.kubectl([
+        'get',
+        'pdb',
+        'guarded',
+        '-n',
+        'default',
+        '-o',
+        'jsonpath={.status.currentHealthy}/{.status.desiredHealthy}/{.status.disruptionsAllowed}/{.status.expectedPods}',
+      ])
+    ).stdout
+
+  it('lists the eviction subresource of pods in discovery, legacy and aggregated', async () => {
+    const legacy = JSON.parse((await k.kubectl(['get', '--raw', '/api/v1'])).stdout)
+    expect(legacy.resources.find((r: { name: string }) => r.name === 'pods/eviction')).toEqual({
+      name: 'pods/eviction',
+      singularName: '',
+      namespaced: true,
+      group: 'policy',
+      version: 'v1',
+      kind: 'Eviction',
+      verbs: ['create'],
+    })
+    const res = await fetch(`${k.url}/api`, { headers: { Accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' } })
+    const pods = (await res.json()).items[0].versions[0].resources.find((r: { resource: string }) => r.resource === 'pods')
+    expect(pods.subresources.map((s: { subresource: string }) => s.subresource)).toEqual(['eviction', 'status'])
+    expect(pods.subresources[0]).toEqual({
+      subresource: 'eviction',
+      responseKind: { group: 'policy', version: 'v1', kind: 'Eviction' },
+      verbs: ['create'],
+    })
+  })
+
+  it('keeps a budget status as the disruption controller does', async () => {
+    await k.kubectl(['apply', '-f', await k.writeManifest('guarded.yaml', GUARDED)])
+    expect((await k.kubectl(['rollout', 'status', 'deployment/guarded', '-n', 'default', '--timeout=20s'])).code).toBe(0)
+    let held = ''
+    for (let i = 0; i < 50 && held !== '1/1/0/1'; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100))
+      held = await budget()
+    }
+    expect(held, 'currentHealthy/desiredHealthy/disruptionsAllowed/expectedPods').toBe('1/1/0/1')
+    const pdb = JSON.parse((await k.kubectl(['get', 'pdb', 'guarded', '-n', 'default', '-o', 'json'])).stdout)
+    expect(pdb.status).toMatchObject({
+      observedGeneration: 1,
+      conditions: [{ type: 'DisruptionAllowed', status: 'False', observedGeneration: 1, reason: 'InsufficientPods', message: '' }],
+    })
+  })
+
+  it('holds kubectl drain with a 429 while the budget allows no disruption, and the pod stays', async () => {
+    const before = await guardedPods()
+    expect(before).toHaveLength(1)
+    const r = await k.kubectl(['drain', 'wrkr-1', '--ignore-daemonsets', '--delete-emptydir-data', '--timeout', '3s'])
+    expect(r.code, r.stdout + r.stderr).not.toBe(0)
+    expect(r.stdout + r.stderr).toContain("Cannot evict pod as it would violate the pod's disruption budget.")
+    expect(r.stderr).toContain(`error when evicting pods/"${before[0].slice('pod/'.length)}" -n "default" (will retry after 5s)`)
+    expect(await guardedPods()).toEqual(before)
+    // the raw answer: 429 TooManyRequests naming the budget's numbers
+    const res = await fetch(`${k.url}/api/v1/namespaces/default/${before[0].replace('pod/', 'pods/')}/eviction`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        apiVersion: 'policy/v1',
+        kind: 'Eviction',
+        metadata: { name: before[0].slice('pod/'.length), namespace: 'default' },
+      }),
+    })
+    expect(res.status).toBe(429)
+    expect(await res.json()).toMatchObject({
+      kind: 'Status',
+      status: 'Failure',
+      reason: 'TooManyRequests',
+      code: 429,
+      message: "Cannot evict pod as it would violate the pod's disruption budget.",
+      details: {
+        causes: [{ reason: 'DisruptionBudget', message: 'The disruption budget guarded needs 1 healthy pods and has 1 currently' }],
+      },
+    })
+  })
+
+  it("the product's drain: drain-blocked, naming the budget from its status", async () => {
+    const runner = new ToolRunner({
+      env: { PATH: process.env.PATH ?? '', HOME: k.dir },
+      callTimeoutMs: 30_000,
+      signal: new AbortController().signal,
+      dryRun: false,
+      redactor: new Redactor(),
+    })
+    const kubectl = new Kubectl(runner, { kubeconfig: k.kubeconfig, clusterName: 'sim', cacheDir: k.dir })
+    const [pod] = await guardedPods()
+    expect(await blockedEvictions(kubectl, 'wrkr-1')).toEqual([{ pod: `default/${pod!.slice('pod/'.length)}`, pdb: 'default/guarded' }])
+    const err = await kubectl.drain('wrkr-1', 2000).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(NodeError)
+    expect((err as NodeError).kind).toBe('drain-blocked')
+    expect(await guardedPods()).toEqual([pod])
+  })
+
+  it('refuses a pod two budgets cover (500) and an unknown pod (404)', async () => {
+    const [pod] = await guardedPods()
+    const name = pod.slice('pod/'.length)
+    const second = await k.writeManifest(
+      'second.yaml',
+      'apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: second, namespace: default}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: guarded}}}\n',
+    )
+    expect((await k.kubectl(['apply', '-f', second])).code).toBe(0)
+    const post = (n: string): Promise<Response> =>
+      fetch(`${k.url}/api/v1/namespaces/default/pods/${n}/eviction`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: n, namespace: 'default' } }),
+      })
+    const two = await post(name)
+    expect(two.status).toBe(500)
+    expect((await two.json()).message).toBe(
+      'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.',
+    )
+    expect((await k.kubectl(['delete', 'pdb', 'second', '-n', 'default'])).code).toBe(0)
+    const missing = await post('nope')
+    expect(missing.status).toBe(404)
+    expect((await missing.json()).message).toBe('pods "nope" not found')
+    expect(await guardedPods()).toEqual([pod])
+  })
+
+  it('drains once the budget is relaxed: the eviction deletes the pod', async () => {
+    const before = await guardedPods()
+    expect(
+      (await k.kubectl(['patch', 'pdb', 'guarded', '-n', 'default', '--type', 'merge', '-p', '{"spec":{"minAvailable":0}}'])).code,
+    ).toBe(0)
+    let allowed = ''
+    for (let i = 0; i < 50 && allowed !== '1/0/1/1'; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100))
+      allowed = await budget()
+    }
+    expect(allowed).toBe('1/0/1/1')
+    // a dry run, in a protobuf body as client-go's typed clients may send it: allowed, nothing deleted
+    const res = await fetch(`${k.url}/api/v1/namespaces/default/${before[0].replace('pod/', 'pods/')}/eviction`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/vnd.kubernetes.protobuf' },
+      body: protobufEviction(before[0].slice('pod/'.length), 'default', ['All']),
+    })
+    expect(res.status).toBe(201)
+    expect(await res.json()).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 })
+    expect(await guardedPods()).toEqual(before)
+    expect(await budget()).toBe('1/0/1/1')
+    const r = await k.kubectl(['drain', 'wrkr-1', '--ignore-daemonsets', '--delete-emptydir-data', '--timeout', '10s'])
+    expect(r.code, r.stdout + r.stderr).toBe(0)
+    expect(r.stdout).toContain(`${before[0]} evicted`)
+    expect(r.stdout).toContain('node/wrkr-1 drained')
+    expect(await guardedPods()).not.toContain(before[0])
   })
 })
