@@ -102,6 +102,8 @@ export interface CallRecord {
   args: string[]
   outcome: string
   purpose?: string
+  /** a talosctl call the node answered (outcome `ok…`): the boot ID of the node's boot that answered it */
+  boot?: string
 }
 export interface NodeView {
   name: string

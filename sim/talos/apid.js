@@ -52,6 +52,8 @@ export async function serveCall(
       args,
       outcome,
       ...(purpose ? { purpose } : {}),
+      // the boot that answered: a call's answer from before or after a reboot (tests derive a node's down window)
+      ...(outcome.startsWith('ok') && node?.bootId ? { boot: node.bootId } : {}),
     })
   const fail = (e, node = endpoint) => {
     rec(node, `error: ${e}`)

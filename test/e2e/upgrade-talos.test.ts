@@ -1,5 +1,5 @@
 // task upgrade:talos end to end (docs/day2-design.md 2.6) with the real talosctl v1.12.11, kubectl and
-// task against one simulated cluster of 3 control planes and 1 worker on the real control plane
+// task against one simulated cluster of 3 control planes and 2 workers on the real control plane
 // (drains through the real eviction API), upgraded v1.12.11 -> v1.13.9 (sim/talos/compat.js: the
 // simulator's registry holds every ghcr.io installer of v1.11 to v1.13). The cases run in order on
 // the same cluster, each starting from what the one before left. Range 127.253.7.0/24.
@@ -13,10 +13,17 @@ import { parse, stringify } from 'yaml'
 import { inTurn, SIDE_BY_SIDE } from '../support/in-turn.js'
 import { CLUSTER_CASE_TIMEOUT, E2eCluster, hintOf, killScript, nodeIn, runInFreshShell, waitFor } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
+import { downWindows, expectGateBeforeEachNode, gateMarks, gateTimeline, markingGate, overlapping, watchingDown } from './rolling-order.js'
 import { at, talosctl } from '../sim/helpers.js'
 
 const R = '127.253.7'
-const IP: Record<string, string> = { 'cp-1': `${R}.11`, 'cp-2': `${R}.12`, 'cp-3': `${R}.13`, 'wrkr-1': `${R}.21` }
+const IP: Record<string, string> = {
+  'cp-1': `${R}.11`,
+  'cp-2': `${R}.12`,
+  'cp-3': `${R}.13`,
+  'wrkr-1': `${R}.21`,
+  'wrkr-2': `${R}.22`,
+}
 const CPS = ['cp-1', 'cp-2', 'cp-3']
 const CASE_TIMEOUT = 300_000
 /**
@@ -69,29 +76,8 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
     expect(node.metadata.annotations?.['talos-bootstrap.dev/cordoned']).toBeUndefined()
   }
   const result = (name: string): ReturnType<typeof nodeIn> => nodeIn(cluster.report(), 'upgrade-talos', name)
-  /** control planes down at once (any stage but running), the most seen while `body` runs */
-  async function watchingDown<T>(body: () => Promise<T>): Promise<{ value: T; most: number; downs: string[] }> {
-    const down = new Set<string>()
-    const downs: string[] = []
-    let most = 0
-    const stop = cluster.sim.watch((v) => {
-      if (!CPS.includes(v.name)) return
-      if (v.stage === 'running') down.delete(v.name)
-      else if (!down.has(v.name)) {
-        down.add(v.name)
-        downs.push(v.name)
-      }
-      most = Math.max(most, down.size)
-    })
-    try {
-      return { value: await body(), most, downs }
-    } finally {
-      stop()
-    }
-  }
-
   beforeAll(async () => {
-    cluster = await E2eCluster.start(R, { cps: 3, workers: 1, image: 'disk', speed: 60 })
+    cluster = await E2eCluster.start(R, { cps: 3, workers: 2, image: 'disk', speed: 60 })
     const boot = await cluster.task('bootstrap:talos', {}, FAST)
     expect(boot.code, boot.stdout + boot.stderr).toBe(0)
   }, CLUSTER_CASE_TIMEOUT)
@@ -200,14 +186,14 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
   )
 
   inTurn(
-    'fault image-missing on the worker: control planes one at a time (leader last, never two down), the worker named and left cordoned',
+    'fault image-missing on wrkr-1: control planes one at a time (leader last, never two down), then the workers together (bootstrap.yaml: concurrency 4): wrkr-1 named and left cordoned, wrkr-2 upgraded',
     async () => {
       cluster.sim.addFault({ node: 'wrkr-1', kind: 'image-missing' })
       const lead = await leader()
       const marks = join(cluster.dir, 'gate-marks')
       const from = cluster.calls().length
-      const { value: r, most } = await watchingDown(() =>
-        cluster.task('upgrade:talos', { TALOS_VERSION: TARGET, GATE_COMMAND: `echo "$NODE $NODE_ROLE" >> ${marks}` }, FAST),
+      const { value: r, most } = await watchingDown(cluster.sim, CPS, () =>
+        cluster.task('upgrade:talos', { TALOS_VERSION: TARGET, GATE_COMMAND: markingGate(marks) }, FAST),
       )
       expect(r.code, r.stdout + r.stderr).toBe(1)
       expect(most, r.stdout + r.stderr).toBe(1)
@@ -225,9 +211,21 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
           /^upgraded v1\.12\.11 -> v1\.13\.9; gate: 3\/3 members healthy, leader \S+, raft \d+; etcd member healthy and caught up \(leader \S+, raft \d+\); rebooted, uncordoned; gate command passed/,
         )
       }
-      // the gate command ran after each upgraded control plane, in order, before the worker was sent
+      // the gate command ran before the first node, then after each upgraded node (once it answered from
+      // its new boot) and before the next one was sent: the control planes in turn, then the workers'
+      // batch (wrkr-1's upgrade call refused, wrkr-2 upgraded, its gate after it)
       expect(existsSync(marks)).toBe(true)
-      expect(readFileSync(marks, 'utf8').trim().split('\n')).toEqual(cpsSent.map((cp) => `${cp} controlplane`))
+      const calls = cluster.calls().slice(from)
+      const run = gateMarks(marks)
+      expect(run.map((m) => `${m.node} ${m.role}`)).toEqual([' ', ...cpsSent.map((cp) => `${cp} controlplane`), 'wrkr-2 worker'])
+      expectGateBeforeEachNode(calls, run, [...cpsSent.map((cp) => [cp]), ['wrkr-2']])
+      const timeline = gateTimeline(calls, run)
+      expect(timeline.indexOf('upgrade wrkr-1')).toBeGreaterThan(timeline.indexOf(`gate ${cpsSent.at(-1)!}`))
+      expect(sent.filter((n) => !CPS.includes(n)).sort()).toEqual(['wrkr-1', 'wrkr-2'])
+      // from the calls log: each control plane down from its Upgrade call to its new boot's first answer, never two at once
+      const windows = downWindows(calls, CPS)
+      expect(windows.map((w) => w.node)).toEqual(cpsSent)
+      expect(overlapping(windows)).toEqual([])
       const w = result('wrkr-1')
       expect(w.error?.kind).toBe('image-missing')
       expect(w.error?.message).toMatch(
@@ -237,21 +235,27 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
       const node = await kubeNode('wrkr-1')
       expect(node.spec?.unschedulable).toBe(true)
       expect(node.metadata.annotations?.['talos-bootstrap.dev/cordoned']).toBe('upgrade:talos')
-      expect(r.stdout).toContain(`cluster left at mixed versions: Talos v1.13.9 (cp-1, cp-2, cp-3), v1.12.11 (wrkr-1)`)
+      expect(result('wrkr-2').detail).toBe('upgraded v1.12.11 -> v1.13.9; rebooted, uncordoned; gate command passed')
+      expect(await tag('wrkr-2')).toBe(TARGET)
+      await expectUncordoned('wrkr-2')
+      expect(r.stdout).toContain(`cluster left at mixed versions: Talos v1.13.9 (cp-1, cp-2, cp-3, wrkr-2), v1.12.11 (wrkr-1)`)
     },
     CASE_TIMEOUT,
   )
 
   inTurn(
-    'a rerun after the failure resumes: upgraded nodes are already at target, the worker upgraded and uncordoned',
+    'a rerun after the failure resumes: upgraded nodes are already at target, wrkr-1 upgraded and uncordoned',
     async () => {
       cluster.sim.clearFault('wrkr-1', 'image-missing')
       const from = cluster.calls().length
       const log = join(cluster.clusterDir, '.bootstrap', 'commands.log')
       const logFrom = readFileSync(log, 'utf8').length
-      const r = await cluster.task('upgrade:talos', { TALOS_VERSION: TARGET }, FAST)
+      const marks = join(cluster.dir, 'gate-marks-rerun')
+      const r = await cluster.task('upgrade:talos', { TALOS_VERSION: TARGET, GATE_COMMAND: markingGate(marks) }, FAST)
       expect(r.code, r.stdout + r.stderr).toBe(0)
       expect(upgrades(from), r.stdout + r.stderr).toEqual(['wrkr-1'])
+      // the gate before it, and after it once it is back
+      expectGateBeforeEachNode(cluster.calls().slice(from), gateMarks(marks), [['wrkr-1']])
       // the plan read every node's version and extensions in one call each: none for a control plane alone
       const alone = readFileSync(log, 'utf8')
         .slice(logFrom)
@@ -262,11 +266,11 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
         })
       expect(alone.filter((c) => CPS.some((cp) => c.endsWith(` ${IP[cp]}`)))).toEqual([])
       expect(alone).toContain(`version ${Object.values(IP).join(',')}`)
-      for (const cp of CPS) expect(result(cp).detail).toBe(`already at target (${TARGET})`)
-      expect(result('wrkr-1').detail).toBe('upgraded v1.12.11 -> v1.13.9; rebooted, uncordoned')
-      for (const name of Object.keys(IP)) expect(await tag(name)).toBe(TARGET)
+      for (const n of [...CPS, 'wrkr-2']) expect(result(n).detail).toBe(`already at target (${TARGET})`)
+      expect(result('wrkr-1').detail).toBe('upgraded v1.12.11 -> v1.13.9; rebooted, uncordoned; gate command passed')
       await expectUncordoned('wrkr-1')
-      expect(r.stdout).toContain(`Talos v1.13.9 (cp-1, cp-2, cp-3, wrkr-1)`)
+      for (const name of Object.keys(IP)) expect(await tag(name)).toBe(TARGET)
+      expect(r.stdout).toContain(`Talos v1.13.9 (cp-1, cp-2, cp-3, wrkr-1, wrkr-2)`)
       expect(r.stdout).not.toContain('mixed versions')
     },
     CASE_TIMEOUT,
@@ -294,12 +298,19 @@ describe('task upgrade:talos', SIDE_BY_SIDE, () => {
       const rerun = await cluster.task('upgrade:talos', { TALOS_VERSION: 'v1.13.8' }, [...FAST, '--allow-downgrade'])
       expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0)
       expect(rerun.stderr + rerun.stdout).toMatch(/taking over a stale lock/)
-      expect(result(killed!).detail).toMatch(/^upgraded v1\.13\.9 -> v1\.13\.8|^at v1\.13\.8: finished after an interrupted run/)
+      // resumed, a control plane counts as done once its own etcd member is healthy and caught up again
+      expect(result(killed!).detail).toMatch(
+        /^upgraded v1\.13\.9 -> v1\.13\.8|^at v1\.13\.8: etcd member healthy and caught up \(leader \S+, raft \d+\); finished after an interrupted run/,
+      )
       for (const name of Object.keys(IP)) {
         expect(await tag(name)).toBe('v1.13.8')
         await expectUncordoned(name)
       }
       expect(journal().nodes[killed!]?.['upgrade-talos']?.sent).toBeUndefined()
+      // the run killed and its rerun, from the calls log: the control plane left upgrading was back before another was sent
+      const windows = downWindows(cluster.calls().slice(from), CPS)
+      expect(new Set(windows.map((w) => w.node))).toEqual(new Set(CPS))
+      expect(overlapping(windows)).toEqual([])
     },
     CASE_TIMEOUT,
   )

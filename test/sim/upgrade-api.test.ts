@@ -218,9 +218,18 @@ describe.skipIf(!!tool.skip)('Talos upgrades: MachineService.Upgrade and v1.13 L
   it('--wait to v1.13.9 (talosctl v1.12.11): the phases, upgrading -> rebooting -> booting -> running, the new version and osImage', async () => {
     await ready()
     const w = track('wrkr-1')
+    const from = s.sim.calls().length
     const r = await upgrade(W1, ['--timeout', '60s', '--image', INSTALLER('v1.13.9')])
     w.stop()
     expect(r.code, r.stderr).toBe(0)
+    // the calls log names the boot that answered: the Upgrade call the old one, the tracker's post check the new one
+    const answered = s.sim
+      .calls()
+      .slice(from)
+      .filter((c) => c.node === 'wrkr-1')
+    expect(answered.find((c) => c.call === 'upgrade')?.boot).toBe(w.boots[0])
+    expect([...new Set(answered.flatMap((c) => (c.boot ? [c.boot] : [])))]).toEqual([w.boots[0], w.boots.at(-1)])
+    expect(answered.filter((c) => !c.outcome.startsWith('ok')).every((c) => c.boot === undefined)).toBe(true)
     const q = `"${W1}": `
     const lines = r.stderr.split('\n')
     const seen = UPGRADE_PHASES.map(([p]) => lines.indexOf(`${q}phase: ${p} action: START`))
