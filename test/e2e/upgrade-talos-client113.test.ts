@@ -2,7 +2,8 @@
 // to v1.13.9 with the real talosctl v1.13.9 (TALOSCTL; `task tools` builds it into
 // .tools/talosctl-v1.13.9), which upgrades v1.12 nodes through the legacy MachineService Upgrade
 // (its LifecycleService needs a v1.13 node). The cluster is booted with the default talosctl
-// v1.12.11, on the real control plane (drains through the real eviction API). Range 127.253.12.0/24.
+// v1.12.11, on sim/kube (its drains go through pods/eviction too; test/e2e/upgrade-talos.test.ts runs
+// the same upgrade on the real control plane). Range 127.253.12.0/24.
 import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect } from 'vitest'
@@ -40,7 +41,7 @@ describe.skipIf(!existsSync(TALOSCTL_113))('task upgrade:talos v1.12.11 -> v1.13
   }
 
   beforeAll(async () => {
-    cluster = await E2eCluster.start(R, { cps: 3, workers: 2, image: 'disk', speed: 60, kube: 'real' })
+    cluster = await E2eCluster.start(R, { cps: 3, workers: 2, image: 'disk', speed: 60, kube: 'model' })
     const boot = await cluster.task('bootstrap:talos', {}, FAST)
     expect(boot.code, boot.stdout + boot.stderr).toBe(0)
   }, CLUSTER_CASE_TIMEOUT)
