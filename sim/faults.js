@@ -48,6 +48,8 @@ export const FAULT_KINDS = {
   'image-missing': { on: ['upgrade'], def: 'upgrade' },
   // the upgraded image does not boot: the bootloader falls back to the old version (a new boot ID, the old version)
   'upgrade-rollback': { on: ['boot'], def: 'boot' },
+  // another sequence holds the controller's lock: Upgrade answers its ack and the sequence never starts
+  'upgrade-locked': { on: ['upgrade'], def: 'upgrade' },
   'bootstrap-not-ready': { on: ['bootstrap'], def: 'bootstrap' },
   'etcd-join': { on: ['etcd-join'], def: 'etcd-join' },
   'etcd-leave': { on: ['etcd-leave'], def: 'etcd-leave' },

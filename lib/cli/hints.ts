@@ -158,6 +158,8 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
       return `the node refused the upgrade and nothing changed on it (it stays cordoned): fix what the message names (an etcd member not started or not healthy: \`${talosctlCommand(workingControlPlane(node) ?? node, 'etcd status')}\`), then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
     case 'image-missing':
       return `the node could not pull the installer image named in the message (nothing changed; it stays cordoned): check the image exists and the node reaches its registry (a mirror in machine.registries), or give another with IMAGE=…, then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
+    case 'not-started':
+      return `the node took the call but its sequence never ran (nothing changed; it stays cordoned): see why in its log (\`${talosctlCommand(node, 'dmesg')}\`: \`upgrade failed: locked\` is another sequence holding machined's lock), then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
     case 'rolled-back':
       return `the node rebooted into its old version: read why in its console (\`${talosctlCommand(node, 'dmesg')}\`: the installer's refusal or the new image's failed boot), fix it, then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
     case 'version-skew':

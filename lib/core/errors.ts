@@ -110,6 +110,12 @@ export type ErrorKind =
   | 'upgrade-refused'
   /** upgrade:talos: the node could not pull the installer image (Talos's `error validating installer image`) */
   | 'image-missing'
+  /**
+   * day 2: the node took the call that reboots it (the upgrade's ack, apply-config --mode reboot) and
+   * kept answering on the boot it had: its sequence never started (machined's lock held by another
+   * sequence: `upgrade failed: locked`); nothing changed on it
+   */
+  | 'not-started'
   /** upgrade:talos: the node rebooted (a new boot ID) but runs its old version: the upgrade failed and Talos went back */
   | 'rolled-back'
   /**

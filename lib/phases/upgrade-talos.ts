@@ -295,7 +295,7 @@ async function decidePlan(run: Run): Promise<string> {
 /** Where a node whose upgrade step failed ended, from its error (docs/report.md NodeResult.day2). */
 function endedIn(err: unknown): Day2Node['state'] {
   if (!(err instanceof NodeError)) return 'failed'
-  if (['upgrade-refused', 'image-missing', 'busy', 'drain-blocked'].includes(err.kind)) return 'cordoned'
+  if (['upgrade-refused', 'image-missing', 'busy', 'drain-blocked', 'not-started'].includes(err.kind)) return 'cordoned'
   if (err.kind === 'rolled-back') return 'rolled back'
   // the gate command after it failed: the node itself is done
   if (err.kind === 'gate-command') return 'upgraded'

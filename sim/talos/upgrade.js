@@ -141,7 +141,7 @@ export async function legacyUpgrade(sim, node, { image, preserve, stage, force, 
   const actorId = randomUUID()
   // the controller's lock: a sequence already running (an upgrade, a reboot, a reset) keeps this one
   // from starting; the call has answered its ack all the same (v1alpha1_server.go runs it in a goroutine)
-  if (SEQUENCE_STAGES.includes(node.stage) || node.rebootPending) {
+  if (SEQUENCE_STAGES.includes(node.stage) || node.rebootPending || sim.faults.take(node.name, { kind: 'upgrade-locked' })) {
     sim.clock.after(0.01, () => {
       sequenceLocked(node, stage ? 'stageUpgrade' : 'upgrade')
       node.talosLog(`${stage ? 'reboot for staged upgrade failed:' : 'upgrade failed:'} locked`)

@@ -187,4 +187,35 @@ describe('task upgrade:talos STAGE and REBOOT_MODE', () => {
     },
     CASE_TIMEOUT,
   )
+
+  it(
+    "an upgrade the node takes but never starts (machined's lock held): named not-started, not down; left cordoned; the printed hint upgrades it",
+    async () => {
+      const sim = shared().sim
+      const before = sim.node('wrkr-2')!.bootId
+      sim.addFault({ node: 'wrkr-2', on: 'upgrade', kind: 'upgrade-locked', times: 1 })
+      const r = await shared().task('upgrade:talos', { TALOS_VERSION: 'v1.13.8', NODES: 'wrkr-2' }, [
+        ...SLOW_OK,
+        '--upgrade-timeout',
+        '15s',
+        '--allow-downgrade',
+      ])
+      expect(r.code, r.stdout + r.stderr).toBe(1)
+      const w2 = nodeIn(shared().report(), 'upgrade-talos', 'wrkr-2')
+      expect(w2.error?.kind).toBe('not-started')
+      expect(w2.error?.message).toMatch(
+        /^talosctl upgrade --image \S+:v1\.13\.8 was taken, but wrkr-2 kept answering on the boot it had for \d+s: its sequence never started \(nothing changed on it; it stays cordoned\)$/,
+      )
+      expect(w2.day2?.state).toBe('cordoned')
+      expect(sim.node('wrkr-2')!.bootId).toBe(before)
+      const { command } = hintOf(r.stderr, 'wrkr-2')
+      expect(hintOf(r.stderr, 'wrkr-2').hint).toContain('dmesg')
+      const again = await runInFreshShell(shared(), command)
+      expect(again.code, again.stdout + again.stderr).toBe(0)
+      const v = await talosctl(sim, ['version', '--short', ...at(sim.node('wrkr-2')!.ip)])
+      expect(/Server:\s+NODE:\s+\S+\s+Tag:\s+(\S+)/.exec(v.stdout)?.[1]).toBe('v1.13.8')
+      expect(sim.node('wrkr-2')!.bootId).not.toBe(before)
+    },
+    CASE_TIMEOUT,
+  )
 })

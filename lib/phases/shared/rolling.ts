@@ -6,7 +6,7 @@
 // the uncordon only if we cordoned it, then the operator's gate command. The caller gives the action
 // and its check; the order and the waits are here.
 import { NodeError } from '../../core/errors.ts'
-import { hintFor, kubectlCommand, taskCommand } from '../../cli/hints.ts'
+import { hintFor, kubectlCommand, talosctlCommand, taskCommand } from '../../cli/hints.ts'
 import { kubeNodeName, type ClusterNode } from '../../core/model.ts'
 import type { PhaseName } from '../../core/results.ts'
 import type { StepReporter } from '../../engine/phase.ts'
@@ -87,6 +87,9 @@ export async function bootIdNow(run: Run, node: ClusterNode): Promise<string | u
     throw err
   }
 }
+
+/** the reboot wait's state while the node still answers on the boot it had before the action */
+const NOT_REBOOTED = 'not rebooted yet (same boot ID)'
 
 /** What a rolling step does to one node, between the drain and the reboot's end. */
 export interface RollingAction {
@@ -200,7 +203,7 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
           withStatus ? reads.machineStatus(node).catch(() => undefined) : undefined,
         ])
         if (id === undefined) return { done: false, state: 'down' }
-        if (id === from) return { done: false, state: 'not rebooted yet (same boot ID)' }
+        if (id === from) return { done: false, state: NOT_REBOOTED }
         const pending = action.lastBoot ? await action.lastBoot.pending(id) : undefined
         if (pending !== undefined) {
           firstBoots.add(id)
@@ -213,6 +216,13 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
     } catch (err) {
       if (!(err instanceof PollTimeout)) throw err
       if (action.lastBoot) throw action.lastBoot.unfinished(Math.round(err.waitedMs / 1000), err.lastState, firstBoots.size)
+      // up all along on the boot it had: not a node that went down, one whose sequence never ran
+      if (err.lastState === NOT_REBOOTED)
+        throw new NodeError(
+          'not-started',
+          `${action.what} was taken, but ${node.name} kept answering on the boot it had for ${Math.round((performance.now() - sentAt) / 1000)}s: its sequence never started (nothing changed on it; it stays cordoned)`,
+          `see why in its log (\`${talosctlCommand(node, 'dmesg')}\`: \`upgrade failed: locked\` is another sequence, a reboot or reset, holding machined's lock); once nothing else runs on it, run again: ${rerun}`,
+        )
       throw new NodeError(
         'timeout',
         `${action.downPrefix ?? ''}the reboot (a new boot ID) not seen within ${Math.round(err.waitedMs / 1000)}s: ${err.lastState}`,
