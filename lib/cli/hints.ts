@@ -159,7 +159,7 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
     case 'image-missing':
       return `the node could not pull the installer image named in the message (nothing changed; it stays cordoned): check the image exists and the node reaches its registry (a mirror in machine.registries), or give another with IMAGE=…, then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
     case 'not-started':
-      return `the node took the call but its sequence never ran (nothing changed; it stays cordoned): see why in its log (\`${talosctlCommand(node, 'dmesg')}\`: \`upgrade failed: locked\` is another sequence holding machined's lock), then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
+      return hintForNotStarted(node, taskCommand('upgrade:talos', { NODES: node.name }))
     case 'rolled-back':
       return `the node rebooted into its old version: read why in its console (\`${talosctlCommand(node, 'dmesg')}\`: the installer's refusal or the new image's failed boot), fix it, then run again: ${taskCommand('upgrade:talos', { NODES: node.name })}`
     case 'version-skew':
@@ -250,6 +250,14 @@ export function hintForQuorum(via: Pick<ClusterNode, 'address'>, rerun: string):
  */
 export function hintForMemberBack(node: Pick<ClusterNode, 'name' | 'address'>, via: Pick<ClusterNode, 'address'>, rerun: string): string {
   return `see what etcd says: ${etcdReads(via)}, and its service and log on ${node.name} (\`${talosctlCommand(node, 'service etcd')}\`, \`${talosctlCommand(node, 'logs etcd')}\`); ${node.name} itself is done and no further node was started: once its member is healthy, run again: ${rerun}`
+}
+
+/**
+ * The node took the call that reboots it and kept its boot: its sequence never ran (machined logs
+ * `upgrade failed: locked` when another sequence holds its lock); nothing changed, it stays cordoned.
+ */
+export function hintForNotStarted(node: Pick<ClusterNode, 'address'>, rerun: string): string {
+  return `see why in its log (\`${talosctlCommand(node, 'dmesg')}\`: \`upgrade failed: locked\` is another sequence, a reboot or reset, holding machined's lock); once nothing else runs on it, run again: ${rerun}`
 }
 
 /** The commands a run offers instead when the member count refuses a control plane. */

@@ -398,7 +398,7 @@ export function ownMemberFailures(verdict: QuorumVerdict, node: ClusterNode): Ru
  * started, no learner, no errors or alarm, following the leader and caught up (Q1–Q8 on it), before the
  * node counts as done. The next control plane's gate would see a member still behind, but the last
  * control plane has none after it: the workers would start beside a member still catching up.
- * Kind `etcd` after `timeoutMs`; returns the node's detail (`member 8a3f… healthy, caught up (raft 18233)`).
+ * Kind `etcd` after `timeoutMs`; returns the node's detail (`etcd member healthy and caught up (leader cp-2, raft 18233)`).
  */
 export async function waitForOwnMember(
   report: StepReporter,

@@ -6,7 +6,7 @@
 // the uncordon only if we cordoned it, then the operator's gate command. The caller gives the action
 // and its check; the order and the waits are here.
 import { NodeError } from '../../core/errors.ts'
-import { hintFor, kubectlCommand, talosctlCommand, taskCommand } from '../../cli/hints.ts'
+import { hintFor, hintForNotStarted, kubectlCommand, taskCommand } from '../../cli/hints.ts'
 import { kubeNodeName, type ClusterNode } from '../../core/model.ts'
 import type { PhaseName } from '../../core/results.ts'
 import type { StepReporter } from '../../engine/phase.ts'
@@ -221,7 +221,7 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
         throw new NodeError(
           'not-started',
           `${action.what} was taken, but ${node.name} kept answering on the boot it had for ${Math.round((performance.now() - sentAt) / 1000)}s: its sequence never started (nothing changed on it; it stays cordoned)`,
-          `see why in its log (\`${talosctlCommand(node, 'dmesg')}\`: \`upgrade failed: locked\` is another sequence, a reboot or reset, holding machined's lock); once nothing else runs on it, run again: ${rerun}`,
+          hintForNotStarted(node, rerun),
         )
       throw new NodeError(
         'timeout',
