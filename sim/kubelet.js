@@ -30,6 +30,9 @@ const HOST_NETWORK_START = 1
 const TICK_MS = 250
 const LEASE_S = 40 // the kubelet's nodeLeaseDurationSeconds; renewed every quarter of it (10 s of the controller-manager's 50 s grace: heartbeat)
 const MIN_RENEW_MS = 1000
+// the kubelet's nodeStatusReportFrequency (Talos sets none): an unchanged status is posted this often,
+// the Lease being what the node-lifecycle controller reads (kubelet_node_status.go isUpdateStatusPeriodExpired)
+const STATUS_REPORT_S = 300
 const CSR_POLL_MS = 250
 const COLLECTIONS = ['/api/v1/nodes', '/api/v1/pods', '/apis/policy/v1/poddisruptionbudgets']
 
@@ -450,15 +453,16 @@ export class Kubelets {
     } else k.lease = null
   }
 
-  /** Ready once this node's CNI pod is (the kubelet's network-ready check); posted on change, and every 10 s of simulated time */
+  /** Ready once this node's CNI pod is (the kubelet's network-ready check); posted on change, else every nodeStatusReportFrequency */
   async syncNodeStatus(k, node, mine) {
     const ready = mine.some((p) => isCni(p) && k.pods.get(p.metadata.uid)?.ready)
     if (ready) k.netReadyAt ??= Date.now()
     else k.netReadyAt = null
-    const key = `${ready}|${k.n.bootId}|${k.n.kubeletVersion}`
-    const every = Math.max(MIN_RENEW_MS * 5, 10_000 / this.ctx.clock.speed)
-    if (key === k.statusKey && Date.now() - k.statusAt < every && cond(node, 'Ready')?.status !== 'Unknown') return
     const address = this.ctx.health.nodeIp(k.n.name) ?? k.n.ip
+    const key = `${ready}|${k.n.bootId}|${k.n.kubeletVersion}|${k.n.talosVersion}|${address}`
+    // the same share of the controller-manager's grace as a real kubelet's 5 min of its 50 s (the Lease: heartbeat)
+    const every = Math.max(MIN_RENEW_MS * 5, (this.kube.graceS * 1000 * STATUS_REPORT_S) / this.ctx.scenario.timings.nodeMonitorGrace)
+    if (key === k.statusKey && Date.now() - k.statusAt < every && cond(node, 'Ready')?.status !== 'Unknown') return
     const status = this.nodeStatus(k, ready, address)
     const prev = cond(node, 'Ready')
     const r = status.conditions.find((c) => c.type === 'Ready')
