@@ -13,7 +13,7 @@ import {
   configDiff,
 } from './talos/validate.js'
 import { bootSizeChecks } from './talos/hardware.js'
-import { runningVersion, stagedInstall } from './talos/upgrade.js'
+import { parseInstaller, runningVersion, stagedInstall, unsignedFor } from './talos/upgrade.js'
 import { KUBELET_SPEC_RESTART_S, specVersion, staticPods, syncSpecs, tagOf } from './talos/k8s.js'
 
 const REQUIRED = { controlplane: ['apid', 'machined', 'kubelet', 'etcd', 'trustd'], worker: ['apid', 'machined', 'kubelet'] }
@@ -105,10 +105,11 @@ export class Node {
   /**
    * what the system disk and containerd's store hold beyond the running version (sim/talos/upgrade.js):
    * `onDisk` an installed image that boots next ({version, schematic}), `staged` a staged upgrade's
-   * image (META), `pulled` the images pulled on this node; a reset that wipes the system disk drops them
+   * image (META), `pulled` the images pulled on this node, `unsignedLoader` a boot loader a secure-boot
+   * machine refuses; a reset that wipes the system disk drops them
    */
   wipeImages() {
-    Object.assign(this, { onDisk: null, staged: null, pulled: new Set(), lifecycleBusy: false })
+    Object.assign(this, { onDisk: null, staged: null, pulled: new Set(), lifecycleBusy: false, unsignedLoader: false })
   }
 
   get configured() {
@@ -487,6 +488,7 @@ export class Node {
 
   installDone() {
     this.installed = true
+    this.unsignedLoader = unsignedFor(this, parseInstaller(this.config.machine.install?.image ?? 'ghcr.io/siderolabs/installer').repo)
     this.talosLog('install successful')
     this.reboot({})
   }
@@ -535,6 +537,13 @@ export class Node {
     this.resetFlags()
     this.etcdMember = wasMember
     this.loadStored()
+    if (this.onDisk?.unsigned && !thenMaintenance && this.configured) this.unsignedLoader = true
+    if (this.unsignedLoader && this.installed && !thenMaintenance) {
+      // the firmware refuses the boot loader before Talos runs: no API, no fallback (the boot loader
+      // itself was replaced); the console shows the firmware's verification failure, not Talos's log
+      this.talosLog('secure boot violation: the firmware refuses the unsigned boot loader on the system disk; the machine does not boot')
+      return
+    }
     if (this.onDisk && !thenMaintenance && this.configured) {
       const next = this.onDisk
       this.onDisk = null

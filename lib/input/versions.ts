@@ -180,6 +180,16 @@ export function tagOf(image: string | undefined): string | undefined {
   return at > ref.lastIndexOf('/') && at >= 0 ? ref.slice(at + 1) : undefined
 }
 
+/**
+ * Whether an installer image is a secure-boot one (Image Factory's `installer-secureboot`,
+ * `<platform>-installer-secureboot`, or an imager-built `…-secureboot` repository): only its boot loader
+ * and UKI are signed, so only it installs a system a secure-boot machine still boots.
+ */
+export const isSecureBootInstaller = (image: string): boolean =>
+  repositoryOf(image)
+    .split('/')
+    .some((part, i, all) => (i > 0 || all.length === 1) && part.endsWith('-secureboot'))
+
 /** The schematic ID in an Image Factory installer reference (`factory.talos.dev/installer/<64 hex>:v1.12.11`). */
 export function schematicOfImage(image: string | undefined): string | undefined {
   return /\/([0-9a-f]{64})(?=[:@]|$)/.exec(image ?? '')?.[1]
@@ -218,27 +228,42 @@ export const DEFAULT_INSTALLER = 'ghcr.io/siderolabs/installer'
  * The installer image a node's upgrade sends: IMAGE as it is; otherwise the repository of its
  * machine.install.image (ghcr.io/siderolabs/installer without one) at TALOS_VERSION, an Image Factory
  * path keeping the node's running schematic (SCHEMATIC replaces it), and a plain installer swapped for
- * the factory's when the node runs a schematic. Refused: an image without any schematic for a node
- * that runs extensions (the upgrade would drop them), and a version that is not one.
+ * the factory's when the node runs a schematic; on a secure-boot node the factory's secure-boot kind.
+ * Refused: an image without any schematic for a node that runs extensions (the upgrade would drop
+ * them), a plain installer for a secure-boot node (it would not boot again: Talos does not check it,
+ * the firmware refuses the unsigned boot loader the installer writes), and a version that is not one.
+ * A refusal names the image that would do (`suggest`) when the node's schematic tells it.
  */
-export function installerImage(facts: InstallerFacts, ask: InstallerAsk): { image: string } | { refused: string } {
-  const dropsExtensions = (image: string): { refused: string } | undefined =>
-    facts.extensions.length > 0 && !schematicOfImage(image)
-      ? {
-          refused: `${image} carries no Image Factory schematic, but the node runs the system extensions ${facts.extensions.join(', ')}: the upgrade would drop them (use the factory installer of its schematic${facts.schematic ? ` ${facts.schematic}` : ''}, or IMAGE with one that has them)`,
-        }
-      : undefined
-  if (ask.image) return dropsExtensions(ask.image) ?? { image: ask.image }
+export function installerImage(facts: InstallerFacts, ask: InstallerAsk): { image: string } | { refused: string; suggest?: string } {
+  const tagAsked = ask.talosVersion ? (ask.talosVersion.startsWith('v') ? ask.talosVersion : `v${ask.talosVersion}`) : tagOf(ask.image)
+  const schematic = ask.schematic ?? facts.schematic
+  const refusalOf = (image: string): { refused: string; suggest?: string } | undefined => {
+    if (facts.extensions.length > 0 && !schematicOfImage(image))
+      return {
+        refused: `${image} carries no Image Factory schematic, but the node runs the system extensions ${facts.extensions.join(', ')}: the upgrade would drop them (use the factory installer of its schematic${facts.schematic ? ` ${facts.schematic}` : ''}, or IMAGE with one that has them)`,
+      }
+    if (facts.secureBoot && !isSecureBootInstaller(image)) {
+      const suggest = schematic && tagAsked ? `factory.talos.dev/installer-secureboot/${schematic}:${tagAsked}` : undefined
+      return {
+        refused: `${image} is not a secure-boot installer, but the node boots with secure boot on (talosctl get securitystate: secureBoot true): it would not boot the upgraded system (the installer writes a boot loader its keys do not sign)${suggest ? `; the secure-boot installer of its schematic is ${suggest}` : ': give IMAGE a secure-boot installer of its schematic (factory.talos.dev/installer-secureboot/<schematic>:<version>; talosctl get extensions names the schematic)'}`,
+        ...(suggest ? { suggest } : {}),
+      }
+    }
+    return undefined
+  }
+  if (ask.image) return refusalOf(ask.image) ?? { image: ask.image }
   const version = ask.talosVersion ? parseVersion(ask.talosVersion) : undefined
   if (!ask.talosVersion || !version) return { refused: `TALOS_VERSION ${ask.talosVersion ?? '(unset)'} is not a version like v1.13.9` }
   const tag = ask.talosVersion.startsWith('v') ? ask.talosVersion : `v${ask.talosVersion}`
-  const schematic = ask.schematic ?? facts.schematic
   const repository = repositoryOf(facts.installImage ?? DEFAULT_INSTALLER)
   const factory = FACTORY_INSTALLER.exec(repository)?.groups
   let image: string
-  if (factory && schematic) image = `${factory.registry}/${factory.kind}/${schematic}:${tag}`
-  else if (!factory && schematic && repository === DEFAULT_INSTALLER)
+  if (factory && schematic) {
+    // the factory serves every kind signed too: `installer` -> `installer-secureboot`, `metal-installer` -> `metal-installer-secureboot`
+    const kind = facts.secureBoot && !isSecureBootInstaller(repository) ? `${factory.kind ?? 'installer'}-secureboot` : factory.kind
+    image = `${factory.registry}/${kind}/${schematic}:${tag}`
+  } else if (!factory && schematic && repository === DEFAULT_INSTALLER)
     image = `factory.talos.dev/${facts.secureBoot ? 'installer-secureboot' : 'installer'}/${schematic}:${tag}`
   else image = `${repository}:${tag}`
-  return dropsExtensions(image) ?? { image }
+  return refusalOf(image) ?? { image }
 }

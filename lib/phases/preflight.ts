@@ -6,6 +6,7 @@ import { InputError, InputErrors } from '../core/errors.ts'
 import { hintFor, taskCommand } from '../cli/hints.ts'
 import { shellWord } from '../core/shell.ts'
 import { MachineConfig } from '../input/machine-config.ts'
+import { isSecureBootInstaller } from '../input/versions.ts'
 import { describeDisk, describeTarget, diskRisks, findInstallDisk, installTarget, matchingDisks } from '../input/install-disk.ts'
 import type { ClusterNode } from '../core/model.ts'
 import { mapLimit } from '../wait/map-limit.ts'
@@ -177,9 +178,6 @@ async function probeNode(
   const outcome = checkInstallDisk(node, run, disks)
   return notes.length === 0 ? outcome : { ...outcome, detail: `${outcome.detail ?? 'maintenance'}; warning: ${notes.join('; ')}` }
 }
-
-/** A `-secureboot` installer variant (Image Factory: installer-secureboot, metal-installer-secureboot). */
-const isSecureBootInstaller = (image: string): boolean => /-secureboot(?=[/:@]|$)/.test(image.replace(/[:@][^/]*$/, ''))
 
 /**
  * The installer image must match the machine's secure boot: a plain installer writes a boot loader

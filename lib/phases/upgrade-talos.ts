@@ -24,10 +24,11 @@ import {
   schematicOfImage,
   upgradeableFrom,
   versionText,
+  type InstallerAsk,
   type Version,
 } from '../input/versions.ts'
 import { CORDONED_BY, kubeletVersionOf, type KubeObject } from '../tools/kubectl.ts'
-import { extensionOf } from '../tools/talosctl.ts'
+import { extensionOf, secureBootOf } from '../tools/talosctl.ts'
 import { PollTimeout } from '../wait/poll.ts'
 import { kubectlFor, rollNode } from './shared/rolling.ts'
 import { RollingReads, type Extension } from './shared/rolling-reads.ts'
@@ -57,6 +58,8 @@ interface UpgradePlan {
   resume: boolean
   /** why the target is refused for this node (Talos's text, or the tool's) */
   refusal?: string
+  /** the installer image that would do, when the refusal is of the installer and the node's schematic tells it */
+  suggest?: string
 }
 
 interface RunPlan {
@@ -160,31 +163,45 @@ export function refusalOf(from: string, target: Version, kubernetes: string | un
     : `${k.text}: Kubernetes is never downgraded; pick a Talos version that runs it`
 }
 
-/** The plan's reads of every node at once (three calls, not three per node), started by the first node's plan. */
-const planReads = new WeakMap<Run, ReturnType<typeof readNodesAtOnce>>()
+/** Every node's version, extensions, Node and secure boot, each one call for all nodes. */
+async function readPlanOnce(run: Run) {
+  const first = controlPlanes(run.inventory)[0] ?? run.nodes[0]
+  const [nodes, security] = await Promise.all([
+    readNodesAtOnce(run, run.nodes),
+    first
+      ? run.talosctl.resources([first, ...run.nodes.filter((n) => n !== first)], first, 'securitystate').catch(() => undefined)
+      : undefined,
+  ])
+  return { ...nodes, security }
+}
+
+/** The plan's reads of every node at once (four calls, not four per node), started by the first node's plan. */
+const planReads = new WeakMap<Run, ReturnType<typeof readPlanOnce>>()
 
 /**
- * The node's version, extensions and Node as the plan reads them: from the reads of every node at
- * once, or (a node they could not tell, one an earlier run sent its upgrade: read after it settled)
- * on its own, each retried.
+ * The node's version, extensions, Node and secure boot as the plan reads them: from the reads of
+ * every node at once, or (a node they could not tell, one an earlier run sent its upgrade: read after
+ * it settled) on its own, each retried.
  */
 async function planInputs(
   run: Run,
   node: ClusterNode,
   report: StepReporter,
   sent: boolean,
-): Promise<{ from: string; extensions: Array<{ name: string; version: string }>; kube: KubeObject | undefined }> {
+): Promise<{ from: string; extensions: Array<{ name: string; version: string }>; kube: KubeObject | undefined; secureBoot: boolean }> {
   let reads = planReads.get(run)
-  if (!reads && !sent) planReads.set(run, (reads = readNodesAtOnce(run, run.nodes)))
+  if (!reads && !sent) planReads.set(run, (reads = readPlanOnce(run)))
   const at = sent ? undefined : await reads
   const version = at?.talos.get(node.address)?.value
   const docs = at?.extensions.get(node.address)?.value
+  const security = at?.security?.get(node.address)?.value
   const from = version ?? (await versionOf(run, node, report))
   const extensions = docs?.map(extensionOf) ?? (await report.retry(() => run.talosctl.extensions(node)))
   const kube = at?.kube
     ? at.kube.get(kubeNodeName(node))
     : await report.retry(() => kubectlFor(run, 'upgrade:talos').get('node', kubeNodeName(node)))
-  return { from, extensions, kube }
+  const secureBoot = security ? secureBootOf(security[0]) : await report.retry(() => run.talosctl.secureBoot(node))
+  return { from, extensions, kube, secureBoot }
 }
 
 async function planNode(node: ClusterNode, run: Run, report: StepReporter): Promise<NodeOutcome> {
@@ -201,7 +218,7 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
       ...(installImageOf(node) ? { installImage: installImageOf(node) } : {}),
       ...(schematic ? { schematic } : {}),
       extensions,
-      secureBoot: false,
+      secureBoot: read.secureBoot,
     },
     ask(run),
   )
@@ -223,6 +240,7 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
     atTarget,
     resume: atTarget && (sent !== undefined || cordonedByUs),
     ...(refusal ? { refusal } : {}),
+    ...('suggest' in installer && installer.suggest ? { suggest: installer.suggest } : {}),
   })
   run.facts.of(node.name).day2 = {
     state: refusal ? 'refused' : atTarget && !(sent !== undefined || cordonedByUs) ? 'already at target' : 'not started',
@@ -255,7 +273,21 @@ async function leaderOf(run: Run): Promise<string | undefined> {
  * Kubernetes is inside its range (upgraded first) or with --allow-downgrade when the only refusal is
  * a downgrade the table allows; otherwise another target.
  */
-function skewHint(refusals: string[]): string {
+function skewHint(refusals: string[], suggested: Map<string, string[]>, others: string[], asked: InstallerAsk): string {
+  // every refusal an installer that would not boot, each with the one that would: that one, per node
+  const bySuggestion = [...suggested].reduce((n, [, nodes]) => n + nodes.length, 0)
+  if (bySuggestion === refusals.length && bySuggestion > 0) {
+    const runs = [...suggested].map(([image, nodes]) =>
+      taskCommand('upgrade:talos', {
+        // IMAGE in place of TALOS_VERSION (both are refused)
+        ...(asked.talosVersion ? { TALOS_VERSION: '' } : {}),
+        IMAGE: image,
+        NODES: nodes.join(','),
+      }),
+    )
+    if (others.length > 0) runs.push(taskCommand('upgrade:talos', { NODES: others.join(',') }))
+    return `nothing was touched: run: ${runs.join('; then run: ')}`
+  }
   const k8sFirst = refusals.every((r) => /upgrade Kubernetes first/.test(r))
   const downgrade = refusals.every((r) => /a downgrade \(give --allow-downgrade/.test(r))
   if (k8sFirst)
@@ -271,6 +303,7 @@ async function decidePlan(run: Run): Promise<string> {
   plan.leader = await leaderOf(run)
   const lines: string[] = []
   const refusals: string[] = []
+  const suggested = new Map<string, string[]>()
   let toDo = 0
   for (const node of run.nodes) {
     const p = plan.byNode.get(node.name)
@@ -283,12 +316,23 @@ async function decidePlan(run: Run): Promise<string> {
           : 'already at target'
         : `${p.from} -> ${p.image}`
     lines.push(`${node.name} (${node.address}, ${node.role}${plan.leader === node.name ? ', etcd leader: last' : ''}): ${what}`)
-    if (p.refusal) refusals.push(`${node.name}: ${p.refusal}`)
-    else if (!p.atTarget || p.resume) toDo++
+    if (p.refusal) {
+      refusals.push(`${node.name}: ${p.refusal}`)
+      if (p.suggest) suggested.set(p.suggest, [...(suggested.get(p.suggest) ?? []), node.name])
+    } else if (!p.atTarget || p.resume) toDo++
   }
   if (lines.length > 0) output.info(['PLAN (upgrade:talos)', ...lines].join('\n'))
   if (refusals.length > 0)
-    throw new NodeError('version-skew', `the upgrade is refused, nothing was touched: ${refusals.join('; ')}`, skewHint(refusals))
+    throw new NodeError(
+      'version-skew',
+      `the upgrade is refused, nothing was touched: ${refusals.join('; ')}`,
+      skewHint(
+        refusals,
+        suggested,
+        run.nodes.filter((n) => !plan.byNode.get(n.name)?.refusal).map((n) => n.name),
+        ask(run),
+      ),
+    )
   return `${toDo} of ${run.nodes.length} node(s) to upgrade${run.options.planOnly ? ' (DRY_RUN: nothing changed)' : ''}`
 }
 

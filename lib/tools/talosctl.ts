@@ -270,10 +270,9 @@ export class Talosctl {
    */
   async maintenanceBoot(node: ClusterNode): Promise<{ secureBoot: boolean; systemDisk: string | undefined }> {
     const [security, systemDisk] = await Promise.all([this.insecureGet(node, 'securitystate'), this.insecureGet(node, 'systemdisk')])
-    const secure = parseJsonStream(security.stdout)[0] as { spec?: { secureBoot?: boolean } } | undefined
     const disk = parseJsonStream(systemDisk.stdout)[0] as { spec?: { devPath?: string; diskID?: string } } | undefined
     return {
-      secureBoot: secure?.spec?.secureBoot === true,
+      secureBoot: secureBootOf(parseJsonStream(security.stdout)[0]),
       systemDisk: disk?.spec?.devPath || (disk?.spec?.diskID ? `/dev/${disk.spec.diskID}` : undefined),
     }
   }
@@ -344,6 +343,12 @@ export class Talosctl {
   async extensions(node: ClusterNode): Promise<Array<{ name: string; version: string; extraInfo: string }>> {
     const result = await this.call(node, ['get', 'extensions', ...this.secureArgs(node), '-o', 'json'], '')
     return parseJsonStream(result.stdout).map(extensionOf)
+  }
+
+  /** secure boot on (SecurityState) on a configured node */
+  async secureBoot(node: ClusterNode): Promise<boolean> {
+    const result = await this.call(node, ['get', 'securitystate', ...this.secureArgs(node), '-o', 'json'], '')
+    return secureBootOf(parseJsonStream(result.stdout)[0])
   }
 
   async serviceStatus(node: ClusterNode, service: string): Promise<ServiceStatus> {
@@ -910,6 +915,11 @@ export function extensionOf(doc: unknown): { name: string; version: string; extr
   const meta = (doc as { spec?: { metadata?: { name?: unknown; version?: unknown; extraInfo?: unknown } } }).spec?.metadata
   const text = (v: unknown): string => (typeof v === 'string' ? v : '')
   return { name: text(meta?.name), version: text(meta?.version), extraInfo: text(meta?.extraInfo) }
+}
+
+/** One SecurityState document (`talosctl get securitystate -o json`): secure boot on (pkg/machinery/resources/runtime/security_status.go). */
+export function secureBootOf(doc: unknown): boolean {
+  return (doc as { spec?: { secureBoot?: unknown } } | undefined)?.spec?.secureBoot === true
 }
 
 function chunks(nodes: ClusterNode[]): ClusterNode[][] {

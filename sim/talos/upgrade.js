@@ -203,9 +203,24 @@ export function runningVersion(node, next) {
  * official installer: none)
  */
 function diskImage(node, target) {
-  if (!target.schematicId) return { version: target.version, schematic: null }
+  const unsigned = unsignedFor(node, target.repo)
+  if (!target.schematicId) return { version: target.version, schematic: null, unsigned }
   const known = node.ctx.nodes.map((n) => n.spec.schematic).find((sc) => sc && schematicIdOf(sc) === target.schematicId)
-  return { version: target.version, schematic: known ? { extensions: [...known.extensions] } : { extensions: [], id: target.schematicId } }
+  return {
+    version: target.version,
+    schematic: known ? { extensions: [...known.extensions] } : { extensions: [], id: target.schematicId },
+    unsigned,
+  }
+}
+
+/**
+ * a secure-boot machine given a boot loader its keys do not sign: the installer of a repository that
+ * is no `…-secureboot` one (Image Factory's installer-secureboot, <platform>-installer-secureboot)
+ * writes sd-boot and the UKI unsigned (pkg/imager: only the secure-boot profile signs them), and
+ * neither the upgrade nor the install checks it (v1alpha1_server.go Upgrade, install.PullAndValidateInstallerImage)
+ */
+export function unsignedFor(node, repo) {
+  return node.spec.secureBoot === true && !String(repo).split('/').slice(1).some((part) => part.endsWith('-secureboot'))
 }
 
 /** the machine fails the sequence at its running phase: the FATAL event, `rebooting`, the countdown, the reboot into what is on disk */

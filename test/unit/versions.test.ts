@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   installerImage,
+  isSecureBootInstaller,
   k8sPathClientLimit,
   kubernetesPath,
   kubernetesSupported,
@@ -232,6 +233,52 @@ describe('installerImage', () => {
         { image: `factory.talos.dev/installer/${other}:v1.13.9` },
       ),
     ).toEqual({ image: `factory.talos.dev/installer/${other}:v1.13.9` })
+  })
+
+  it('a secure-boot node keeps a secure-boot installer: the factory kind gets its signed variant', () => {
+    for (const kind of ['installer', 'metal-installer'])
+      expect(
+        installerImage(
+          { installImage: `factory.talos.dev/${kind}/${schematic}:v1.12.11`, schematic, extensions: [], secureBoot: true },
+          { talosVersion: 'v1.13.9' },
+        ),
+      ).toEqual({ image: `factory.talos.dev/${kind}-secureboot/${schematic}:v1.13.9` })
+    expect(
+      installerImage(
+        { installImage: `factory.talos.dev/installer-secureboot/${schematic}:v1.12.11`, schematic, extensions: [], secureBoot: true },
+        { talosVersion: 'v1.13.9' },
+      ),
+    ).toEqual({ image: `factory.talos.dev/installer-secureboot/${schematic}:v1.13.9` })
+    expect(isSecureBootInstaller(`factory.talos.dev/metal-installer-secureboot/${schematic}:v1.13.9`)).toBe(true)
+    expect(isSecureBootInstaller('registry.lan:5000/siderolabs/installer-secureboot@sha256:abcd')).toBe(true)
+    expect(isSecureBootInstaller('my-secureboot.lan/siderolabs/installer:v1.13.9')).toBe(false)
+  })
+
+  it('refuses a plain installer for a secure-boot node, naming the signed one of its schematic when known', () => {
+    expect(
+      installerImage(
+        { installImage: `factory.talos.dev/installer-secureboot/${schematic}:v1.12.11`, schematic, extensions: [], secureBoot: true },
+        { image: `factory.talos.dev/installer/${schematic}:v1.13.9` },
+      ),
+    ).toEqual({
+      refused: expect.stringMatching(
+        /is not a secure-boot installer, but the node boots with secure boot on .*would not boot the upgraded system/,
+      ),
+      suggest: `factory.talos.dev/installer-secureboot/${schematic}:v1.13.9`,
+    })
+    // a mirror without a schematic: nothing to suggest, the refusal says where to look
+    const mirror = installerImage(
+      { installImage: 'registry.lan:5000/siderolabs/installer:v1.12.11', extensions: [], secureBoot: true },
+      { talosVersion: 'v1.13.9' },
+    )
+    expect(mirror).toEqual({
+      refused: expect.stringContaining('registry.lan:5000/siderolabs/installer:v1.13.9 is not a secure-boot installer'),
+    })
+    expect(mirror).not.toHaveProperty('suggest')
+    // not secure boot: a plain installer is what it needs
+    expect(installerImage({ extensions: [], secureBoot: false }, { image: 'ghcr.io/siderolabs/installer:v1.13.9' })).toEqual({
+      image: 'ghcr.io/siderolabs/installer:v1.13.9',
+    })
   })
 
   it('refuses a TALOS_VERSION that is no version', () => {
