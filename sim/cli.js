@@ -17,7 +17,8 @@ const USAGE = `usage: node sim/cli.js <command> [flags]
   status [--dir .sim]                              each node's stage, readiness and listener (JSON lines)
   calls [--dir .sim]                               the calls the nodes received (JSON lines)
   critical-path [--scenario <file>] [--dir .sim]   the scenario's critical path in real seconds
-  add-fault --node <name> --kind <kind> [--on <call>] [--times N] [--dir .sim]   a fault starts now
+  add-fault --node <name> --kind <kind> [--on <call>] [--times N] [--dir .sim]   a fault starts now; the fields
+            its kind takes (sim/README.md): [--pod P] [--restarts] [--image I] [--message M] [--address A] [--ms N] [--chart C]
   clear-fault --node <name> --kind <kind> [--dir .sim]
 `
 process.stdout.on('error', (e) => {
@@ -41,6 +42,13 @@ try {
       kind: { type: 'string' },
       on: { type: 'string' },
       times: { type: 'string' },
+      pod: { type: 'string' },
+      restarts: { type: 'boolean' },
+      image: { type: 'string' },
+      message: { type: 'string' },
+      address: { type: 'string' },
+      ms: { type: 'string' },
+      chart: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -188,7 +196,15 @@ switch (cmd) {
     const times = values.times == null ? undefined : Number(values.times)
     if (times !== undefined && !(Number.isInteger(times) && times > 0))
       die(`--times must be a positive whole number, not "${values.times}"`, 2)
-    const fault = { node: values.node ?? null, kind: values.kind, ...(values.on ? { on: values.on } : {}), ...(times ? { times } : {}) }
+    const fault = {
+      node: values.node ?? null,
+      kind: values.kind,
+      ...(values.on ? { on: values.on } : {}),
+      ...(times ? { times } : {}),
+      ...(values.ms != null ? { ms: Number(values.ms) } : {}),
+      ...(values.restarts ? { restarts: true } : {}),
+      ...Object.fromEntries(['pod', 'image', 'message', 'address', 'chart'].filter((k) => values[k] != null).map((k) => [k, values[k]])),
+    }
     const r = await control({ op: 'addFault', fault }).catch((e) => die(e.message))
     if (!r.ok) die(r.error, 2)
     break

@@ -5,7 +5,8 @@ import { existsSync, appendFileSync, writeFileSync } from 'node:fs'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createClock } from './clock.js'
-import { createFaults, FAULT_KINDS } from './faults.js'
+import { createFaults } from './faults.js'
+import { checkFault } from './scenario.js'
 import { createHealthFaults, servingCsrName } from './health-faults.js'
 import { generatePki } from './pki.js'
 import { realTools, writeClusterDir } from './writer.js'
@@ -205,23 +206,8 @@ export class Simulator {
   }
   /** a fault that starts now (tests: a failure that begins mid-run); the same fields as `faults:` */
   addFault(fault) {
-    const spec = FAULT_KINDS[fault.kind]
-    const on = fault.on ?? spec?.def
-    if (!spec || !spec.on.includes(on)) throw new Error(`addFault: ${fault.kind} on ${on} is not a fault kind`)
-    this.faults.add({
-      node: fault.node ?? null,
-      on,
-      kind: fault.kind,
-      times: fault.times ?? null,
-      ms: fault.ms ?? null,
-      message: fault.message ?? null,
-      ...(fault.path != null ? { path: fault.path } : {}),
-      ...(fault.offsetS != null ? { offsetS: fault.offsetS } : {}),
-      ...(fault.address != null ? { address: fault.address } : {}),
-      ...(fault.chart != null ? { chart: fault.chart } : {}),
-      ...(fault.pod != null ? { pod: fault.pod, restarts: fault.restarts ?? false } : {}),
-      ...(fault.image != null ? { image: fault.image } : {}),
-    })
+    // checked as a scenario's fault is: a kind's fields, its node, its trigger
+    this.faults.add(checkFault(fault, this.nodes))
     for (const n of this.nodes) this.changed(n)
     this.healthFaultsChanged()
   }

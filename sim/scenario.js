@@ -78,6 +78,67 @@ export function parseScenario(text, file = 'scenario.yaml') {
   return validateScenario(doc.toJS() ?? {}, { file, lineOf })
 }
 
+/**
+ * One fault of a scenario's `faults`, or one given to a running simulator (`sim/cli.js add-fault`):
+ * its kind, node, trigger and the fields its kind takes, defaults filled in. `nodes`: {name, role}.
+ */
+function validateFault(f, p, nodes, { fail, q, obj, str, num, known }) {
+  const names = new Set(nodes.map((n) => n.name))
+  obj(f, p)
+  known(f, ['node', 'on', 'kind', 'times', 'ms', 'message', 'path', 'offsetS', 'address', 'chart', 'pod', 'restarts', 'image'], p)
+  const spec = FAULT_KINDS[f.kind]
+  if (!spec) fail([...p, 'kind'], `unknown fault kind ${q(f.kind)} (known: ${Object.keys(FAULT_KINDS).join(', ')})`)
+  if (f.node != null && !names.has(f.node)) fail([...p, 'node'], `${q(f.node)} is not a node of this scenario`)
+  const on = f.on ?? spec.def
+  if (f.node == null && !NODELESS_KINDS.includes(f.kind) && on !== 'kube') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
+  if (on === 'kube' && f.node != null && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
+    fail([...p, 'node'], `${q(f.node)} serves no Kubernetes API (a kube fault names a control plane, or no node for all)`)
+  if (f.path != null && (on !== 'kube' || f.kind === 'refused'))
+    fail([...p, 'path'], 'only kube faults acting on requests (unavailable, timeout, latency) take path')
+  if (f.path != null) str(f.path, [...p, 'path'])
+  if (!spec.on.includes(on)) fail([...p, 'on'], `${q(on)} is not valid for a ${f.kind} fault (use: ${spec.on.join(', ')})`)
+  if (f.times != null && (!Number.isInteger(f.times) || f.times < 1)) fail([...p, 'times'], `must be an integer >= 1, got ${q(f.times)}`)
+  if (f.kind === 'latency') num(f.ms, [...p, 'ms'])
+  else if (f.ms != null) fail([...p, 'ms'], 'only latency faults take ms')
+  if (f.message != null) str(f.message, [...p, 'message'])
+  if (f.kind === 'clock') num(f.offsetS, [...p, 'offsetS'], -Infinity)
+  else if (f.offsetS != null) fail([...p, 'offsetS'], 'only clock faults take offsetS')
+  if (f.address != null && !['cert-sans', 'node-ip'].includes(f.kind))
+    fail([...p, 'address'], 'only cert-sans and node-ip faults take address')
+  if (f.address != null || f.kind === 'node-ip') str(f.address, [...p, 'address'])
+  if (f.node != null && f.kind === 'static-pod' && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
+    fail([...p, 'node'], `${q(f.node)} runs no control plane static pods (a static-pod fault names a control plane, or no node for all)`)
+  if (f.kind === 'static-pod' && !STATIC_POD_NAMES.includes(f.pod))
+    fail([...p, 'pod'], `${q(f.pod)} must be one of ${STATIC_POD_NAMES.join(', ')}`)
+  else if (f.kind !== 'static-pod' && f.pod != null) fail([...p, 'pod'], 'only static-pod faults take pod')
+  if (f.restarts != null && (f.kind !== 'static-pod' || typeof f.restarts !== 'boolean'))
+    fail([...p, 'restarts'], 'only static-pod faults take restarts (true or false)')
+  if (f.kind === 'image-pull') str(f.image, [...p, 'image'])
+  else if (['image-missing', 'static-pod', 'kubelet-crashloop'].includes(f.kind) && f.image != null) str(f.image, [...p, 'image'])
+  else if (f.image != null) fail([...p, 'image'], 'only image-pull, image-missing, static-pod and kubelet-crashloop faults take image')
+  if (f.kind === 'chart') str(f.chart, [...p, 'chart'])
+  else if (f.chart != null) fail([...p, 'chart'], 'only chart faults take chart')
+  return {
+    node: f.node ?? null,
+    on,
+    kind: f.kind,
+    times: f.times ?? null,
+    ms: f.ms ?? null,
+    message: f.message ?? null,
+    ...(f.path != null ? { path: f.path } : {}),
+    ...(f.offsetS != null ? { offsetS: f.offsetS } : {}),
+    ...(f.address != null ? { address: f.address } : {}),
+    ...(f.chart != null ? { chart: f.chart } : {}),
+    ...(f.pod != null ? { pod: f.pod, restarts: f.restarts ?? false } : {}),
+    ...(f.image != null ? { image: f.image } : {}),
+  }
+}
+
+/** a fault given at run time (the simulator's nodes): as a scenario's, named `fault` in its errors */
+export function checkFault(fault, nodes) {
+  return validateFault(fault, [], nodes, checkers({ file: 'fault' }))
+}
+
 // flux: what the Git repository's root Kustomization applies (sim/kube/controllers.js), and the
 // age identity its SOPS secrets are encrypted to.
 function validateFlux(f, { fail, obj, str, known, q }) {
@@ -122,7 +183,8 @@ function validateFlux(f, { fail, obj, str, known, q }) {
   return { repository, ageKey: f.ageKey ?? null, git }
 }
 
-function validateScenario(s, { file, lineOf }) {
+/** the checks every field goes through; an error names the field (and, for YAML, its line) */
+function checkers({ file, lineOf }) {
   const fail = (path, msg) => {
     const field = path.reduce((acc, k) => (typeof k === 'number' ? `${acc}[${k}]` : acc ? `${acc}.${k}` : k), '')
     throw new ScenarioError(msg, { file, line: lineOf?.(path), field })
@@ -143,6 +205,11 @@ function validateScenario(s, { file, lineOf }) {
   const known = (o, keys, path) => {
     for (const k of Object.keys(o)) if (!keys.includes(k)) fail([...path, k], `unknown field (known: ${keys.join(', ')})`)
   }
+  return { fail, q, obj, str, num, known }
+}
+
+function validateScenario(s, { file, lineOf }) {
+  const { fail, q, obj, str, num, known } = checkers({ file, lineOf })
   const loop = (v, path) => {
     if (!isLoopback(v)) fail(path, `${q(v)} is not in 127.0.0.0/8`)
     return v
@@ -326,57 +393,7 @@ function validateScenario(s, { file, lineOf }) {
 
   const faultList = s.faults ?? []
   if (!Array.isArray(faultList)) fail(['faults'], 'must be a list')
-  const faults = faultList.map((f, i) => {
-    const p = ['faults', i]
-    obj(f, p)
-    known(f, ['node', 'on', 'kind', 'times', 'ms', 'message', 'path', 'offsetS', 'address', 'chart', 'pod', 'restarts', 'image'], p)
-    const spec = FAULT_KINDS[f.kind]
-    if (!spec) fail([...p, 'kind'], `unknown fault kind ${q(f.kind)} (known: ${Object.keys(FAULT_KINDS).join(', ')})`)
-    if (f.node != null && !names.has(f.node)) fail([...p, 'node'], `${q(f.node)} is not a node of this scenario`)
-    const on = f.on ?? spec.def
-    if (f.node == null && !NODELESS_KINDS.includes(f.kind) && on !== 'kube') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
-    if (on === 'kube' && f.node != null && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
-      fail([...p, 'node'], `${q(f.node)} serves no Kubernetes API (a kube fault names a control plane, or no node for all)`)
-    if (f.path != null && (on !== 'kube' || f.kind === 'refused'))
-      fail([...p, 'path'], 'only kube faults acting on requests (unavailable, timeout, latency) take path')
-    if (f.path != null) str(f.path, [...p, 'path'])
-    if (!spec.on.includes(on)) fail([...p, 'on'], `${q(on)} is not valid for a ${f.kind} fault (use: ${spec.on.join(', ')})`)
-    if (f.times != null && (!Number.isInteger(f.times) || f.times < 1)) fail([...p, 'times'], `must be an integer >= 1, got ${q(f.times)}`)
-    if (f.kind === 'latency') num(f.ms, [...p, 'ms'])
-    else if (f.ms != null) fail([...p, 'ms'], 'only latency faults take ms')
-    if (f.message != null) str(f.message, [...p, 'message'])
-    if (f.kind === 'clock') num(f.offsetS, [...p, 'offsetS'], -Infinity)
-    else if (f.offsetS != null) fail([...p, 'offsetS'], 'only clock faults take offsetS')
-    if (f.address != null && !['cert-sans', 'node-ip'].includes(f.kind))
-      fail([...p, 'address'], 'only cert-sans and node-ip faults take address')
-    if (f.address != null || f.kind === 'node-ip') str(f.address, [...p, 'address'])
-    if (f.node != null && f.kind === 'static-pod' && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
-      fail([...p, 'node'], `${q(f.node)} runs no control plane static pods (a static-pod fault names a control plane, or no node for all)`)
-    if (f.kind === 'static-pod' && !STATIC_POD_NAMES.includes(f.pod))
-      fail([...p, 'pod'], `${q(f.pod)} must be one of ${STATIC_POD_NAMES.join(', ')}`)
-    else if (f.kind !== 'static-pod' && f.pod != null) fail([...p, 'pod'], 'only static-pod faults take pod')
-    if (f.restarts != null && (f.kind !== 'static-pod' || typeof f.restarts !== 'boolean'))
-      fail([...p, 'restarts'], 'only static-pod faults take restarts (true or false)')
-    if (f.kind === 'image-pull') str(f.image, [...p, 'image'])
-    else if (['image-missing', 'static-pod', 'kubelet-crashloop'].includes(f.kind) && f.image != null) str(f.image, [...p, 'image'])
-    else if (f.image != null) fail([...p, 'image'], 'only image-pull, image-missing, static-pod and kubelet-crashloop faults take image')
-    if (f.kind === 'chart') str(f.chart, [...p, 'chart'])
-    else if (f.chart != null) fail([...p, 'chart'], 'only chart faults take chart')
-    return {
-      node: f.node ?? null,
-      on,
-      kind: f.kind,
-      times: f.times ?? null,
-      ms: f.ms ?? null,
-      message: f.message ?? null,
-      ...(f.path != null ? { path: f.path } : {}),
-      ...(f.offsetS != null ? { offsetS: f.offsetS } : {}),
-      ...(f.address != null ? { address: f.address } : {}),
-      ...(f.chart != null ? { chart: f.chart } : {}),
-      ...(f.pod != null ? { pod: f.pod, restarts: f.restarts ?? false } : {}),
-      ...(f.image != null ? { image: f.image } : {}),
-    }
-  })
+  const faults = faultList.map((f, i) => validateFault(f, ['faults', i], nodes, { fail, q, obj, str, num, known }))
 
   // the installer images the registry holds (sim/talos/upgrade.js registryHas; default: every release of v1.11 to v1.13)
   let installers = null

@@ -66,7 +66,7 @@ describe.concurrent('reset safety', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
         const c = cluster()
         const mark = c.calls().length
         // every etcd client call fails; the services still say Running
-        c.sim.addFault({ node: null, on: 'etcd', kind: 'unavailable' })
+        for (const node of ['cp-1', 'cp-2', 'cp-3']) c.sim.addFault({ node, on: 'etcd', kind: 'unavailable' })
 
         const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--retries', '1'])
         expect(result.code).toBe(1)

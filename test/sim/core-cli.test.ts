@@ -201,8 +201,46 @@ describe('sim cli', () => {
     expect((await probe('127.25.1.11')).code).toBe(0) // times: 1 used up
     const bad = cli('add-fault', '--node', 'cp-1', '--kind', 'crash', '--on', 'probe', '--dir', dir)
     expect(bad.status).toBe(2)
-    expect(bad.stderr).toMatch(/crash on probe is not a fault kind/)
+    expect(bad.stderr).toMatch(/fault: on: "probe" is not valid for a crash fault/)
     expect(cli('add-fault', '--node', 'cp-1', '--kind', 'refused', '--times', 'x', '--dir', dir).status).toBe(2)
+  })
+
+  it('add-fault takes the fields of its kind, checked as a scenario fault is; task sim:fault passes them on', () => {
+    const ok = cli('add-fault', '--kind', 'static-pod', '--pod', 'kube-scheduler', '--restarts', '--message', 'exit status 1', '--dir', dir)
+    expect(ok.status, ok.stderr).toBe(0)
+    expect(cli('clear-fault', '--kind', 'static-pod', '--dir', dir).status).toBe(0)
+    for (const [args, error] of [
+      [['--kind', 'static-pod'], 'fault: pod: undefined must be one of kube-apiserver, kube-controller-manager, kube-scheduler'],
+      [['--node', 'wrkr-1', '--kind', 'static-pod', '--pod', 'kube-scheduler'], 'fault: node: "wrkr-1" runs no control plane static pods'],
+      [['--node', 'cp-1', '--kind', 'refused', '--pod', 'kube-scheduler'], 'fault: pod: only static-pod faults take pod'],
+      [['--node', 'cp-9', '--kind', 'refused'], 'fault: node: "cp-9" is not a node of this scenario'],
+      [['--kind', 'node-ip', '--node', 'wrkr-1'], 'fault: address: must be a non-empty string'],
+      [['--kind', 'latency', '--node', 'cp-1', '--on', 'kube', '--ms', 'x'], 'fault: ms: must be a number >= 0, got null'],
+    ] as const) {
+      const bad = cli('add-fault', ...args, '--dir', dir)
+      expect([bad.status, bad.stderr], args.join(' ')).toEqual([2, expect.stringContaining(error)])
+    }
+    // the Taskfile's line: every field, and no --node when NODE is not given (npx puts NODE, node's path, in the environment)
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE'))
+    const dry = spawnSync(
+      'task',
+      [
+        '--verbose',
+        '--dry',
+        'sim:fault',
+        'KIND=static-pod',
+        'POD=kube-scheduler',
+        'RESTARTS=true',
+        'IMAGE=registry.k8s.io/kube-scheduler:v1.35.0',
+        "MESSAGE=it's down",
+      ],
+      { encoding: 'utf8', env },
+    )
+    expect(dry.stderr).toMatch(
+      /node sim\/cli\.js add-fault --kind static-pod --pod kube-scheduler --restarts --image registry\.k8s\.io\/kube-scheduler:v1\.35\.0 --message "it's down" --dir \.sim/,
+    )
+    const clear = spawnSync('task', ['--verbose', '--dry', 'sim:clear-fault', 'KIND=unreachable', 'NODE=wrkr-1'], { encoding: 'utf8', env })
+    expect(clear.stderr).toMatch(/node sim\/cli\.js clear-fault --node wrkr-1 --kind unreachable --dir \.sim/)
   })
 
   it('down stops it and is fine when nothing runs', async () => {
