@@ -396,12 +396,24 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
   // control planes go one at a time: each read alone
   const reads = node.role === 'worker' ? workerReads(run) : new RollingReads(run, kubectlFor(run, 'upgrade:talos'))
   const { preserve, force, stage, rebootMode } = ask(run)
+  const day2 = run.facts.of(node.name).day2
+  const target = `v${versionText(plan.target)}`
+  if (!plan.resume) {
+    // the plan is minutes old by this node's turn: another client may have upgraded it since, and a
+    // second send would take it down again for nothing
+    const [running, extensions] = await Promise.all([
+      reads.version(node, () => versionOf(run, node, report)),
+      reads.extensions(node, () => report.retry(() => run.talosctl.extensions(node))),
+    ])
+    if (running === target && schematicOf(extensions).schematic === plan.targetSchematic) {
+      if (day2) day2.state = 'already at target'
+      return { status: 'skipped', detail: `already at target (${running}): upgraded since the plan, not by this run` }
+    }
+  }
   const snapshot =
     takesOnlyControlPlaneDown(run, node) && !plan.resume ? await snapshotBeforeDowntime(run, node, report, 'upgrade') : undefined
-  const day2 = run.facts.of(node.name).day2
   if (day2 && snapshot) day2.snapshot = snapshot
   let sequenceError: string | undefined
-  const target = `v${versionText(plan.target)}`
   try {
     const notes = await rollNode(node, run, report, {
       command: 'upgrade:talos',
