@@ -25,13 +25,13 @@ import {
   versionText,
   type Version,
 } from '../input/versions.ts'
-import { condition, type KubeObject } from '../tools/kubectl.ts'
+import { condition } from '../tools/kubectl.ts'
 import { PollTimeout, type PollAnswer } from '../wait/poll.ts'
 import { bootstrapNode } from './shared/bootstrap-node.ts'
 import { apiUrl } from '../state/kubeconfig.ts'
 import { acts, perRun } from './shared/per-run.ts'
 import { CONTROL_PLANE_COMPONENTS, podWhy } from './shared/health.ts'
-import { versionsStep } from './shared/versions.ts'
+import { firstImage, mirrorPods, podImage, versionsStep } from './shared/versions.ts'
 
 /** One control plane component as the node runs it. */
 interface ComponentRead {
@@ -85,25 +85,6 @@ function targetTag(run: Run): string {
 
 /** The rerun as printed in a hint: the same TO, in a fresh shell. */
 const rerun = (): string => taskCommand('upgrade:k8s')
-
-/** A control plane's mirror pods by component, the three read in one kubectl call (a component without one absent). */
-async function mirrorPods(run: Run, node: ClusterNode): Promise<Map<string, KubeObject>> {
-  const name = (component: string): string => `${component}-${kubeNodeName(node)}`
-  const pods = await run.kubectl.getMany('pod', CONTROL_PLANE_COMPONENTS.map(name), 'kube-system')
-  const out = new Map<string, KubeObject>()
-  for (const component of CONTROL_PLANE_COMPONENTS) {
-    const pod = pods.get(name(component))
-    if (pod) out.set(component, pod)
-  }
-  return out
-}
-
-/** The first container's image of a pod spec. */
-function firstImage(podSpec: unknown): string | undefined {
-  return (podSpec as { containers?: Array<{ image?: string }> } | undefined)?.containers?.[0]?.image
-}
-
-const podImage = (pod: KubeObject | undefined): string | undefined => firstImage(pod?.spec)
 
 /** The kube-proxy DaemonSet's image tag, undefined when there is none (cluster.proxy.disabled). */
 async function kubeProxyTag(run: Run, report: StepReporter): Promise<string | undefined> {

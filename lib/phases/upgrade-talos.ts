@@ -22,6 +22,7 @@ import {
   kubernetesSupported,
   parseVersion,
   schematicOfImage,
+  tagOf,
   upgradeableFrom,
   versionText,
   type InstallerAsk,
@@ -33,7 +34,7 @@ import { PollTimeout } from '../wait/poll.ts'
 import { kubectlFor, rollNode } from './shared/rolling.ts'
 import { RollingReads, type Extension } from './shared/rolling-reads.ts'
 import { snapshotBeforeDowntime, takesOnlyControlPlaneDown } from './shared/downtime-snapshot.ts'
-import { readNodesAtOnce, versionsStep } from './shared/versions.ts'
+import { mirrorPods, podImage, readNodesAtOnce, versionsStep } from './shared/versions.ts'
 import { waitForGates } from './shared/gates.ts'
 import { runGateCommand } from './shared/gate-command.ts'
 import { acts, perRun } from './shared/per-run.ts'
@@ -155,12 +156,31 @@ export function refusalOf(from: string, target: Version, kubernetes: string | un
     return `${versionText(target)} is older than the ${from} the node runs: a downgrade (give --allow-downgrade to do it)`
   const path = compareCore(target, host) !== 0 ? upgradeableFrom(host, target) : undefined
   if (path) return path.text
-  const k8s = kubernetes ? parseVersion(kubernetes) : undefined
+  return kubernetes ? kubernetesRefusal(kubernetes, target) : undefined
+}
+
+/** Why Kubernetes `kubernetes` keeps a node off Talos `target` (outside its range), naming what fixes it; undefined when it fits. */
+function kubernetesRefusal(kubernetes: string, target: Version): string | undefined {
+  const k8s = parseVersion(kubernetes)
   const k = k8s ? kubernetesSupported(k8s, target) : undefined
   if (!k || !k8s) return undefined
   return /too old/.test(k.text)
     ? `${k.text}: upgrade Kubernetes first, one minor at a time (${taskCommand('upgrade:k8s', { TO: `v${k8s.major}.${k8s.minor + 1}.x` })} first)`
     : `${k.text}: Kubernetes is never downgraded; pick a Talos version that runs it`
+}
+
+/**
+ * A control plane's static pods against the target's Kubernetes range: after an upgrade:k8s that
+ * stopped part-way they may run another version than the kubelet (the control plane goes first).
+ */
+async function staticPodRefusal(run: Run, node: ClusterNode, report: StepReporter, target: Version): Promise<string | undefined> {
+  if (node.role !== 'controlplane') return undefined
+  for (const [component, pod] of await report.retry(() => mirrorPods(run, node))) {
+    const version = tagOf(podImage(pod))
+    const refused = version ? kubernetesRefusal(version, target) : undefined
+    if (refused) return `${component} on ${node.name} runs ${version}: ${refused}`
+  }
+  return undefined
 }
 
 /** Every node's version, extensions, Node and secure boot, each one call for all nodes. */
@@ -229,7 +249,11 @@ async function planNode(node: ClusterNode, run: Run, report: StepReporter): Prom
   const atTarget = host !== undefined && compareCore(host, target) === 0 && host.pre === target.pre && targetSchematic === schematic
   const cordonedByUs = kube?.metadata.annotations?.[CORDONED_BY] !== undefined
   const refusal =
-    'refused' in installer ? installer.refused : atTarget ? undefined : refusalOf(from, target, kubernetes, ask(run).allowDowngrade)
+    'refused' in installer
+      ? installer.refused
+      : atTarget
+        ? undefined
+        : (refusalOf(from, target, kubernetes, ask(run).allowDowngrade) ?? (await staticPodRefusal(run, node, report, target)))
   planOf(run).byNode.set(node.name, {
     from,
     ...(schematic ? { schematic } : {}),

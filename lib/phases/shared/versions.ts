@@ -9,6 +9,7 @@ import type { ClusterStep } from '../../engine/phase.ts'
 import type { Run } from '../../engine/run.ts'
 import { groupVersions, versionsLine, type NodeVersions } from '../../report/versions.ts'
 import { kubeletVersionOf, type KubeObject } from '../../tools/kubectl.ts'
+import { CONTROL_PLANE_COMPONENTS } from './health.ts'
 import type { NodeAnswer } from '../../tools/talosctl.ts'
 
 /** The schematic among a node's ExtensionStatus documents: its ID, or null when it runs none. */
@@ -83,3 +84,22 @@ export function versionsStep(): ClusterStep {
     },
   }
 }
+
+/** A control plane's mirror pods by component, the three read in one kubectl call (a component without one absent). */
+export async function mirrorPods(run: Run, node: ClusterNode): Promise<Map<string, KubeObject>> {
+  const name = (component: string): string => `${component}-${kubeNodeName(node)}`
+  const pods = await run.kubectl.getMany('pod', CONTROL_PLANE_COMPONENTS.map(name), 'kube-system')
+  const out = new Map<string, KubeObject>()
+  for (const component of CONTROL_PLANE_COMPONENTS) {
+    const pod = pods.get(name(component))
+    if (pod) out.set(component, pod)
+  }
+  return out
+}
+
+/** The first container's image of a pod spec. */
+export function firstImage(podSpec: unknown): string | undefined {
+  return (podSpec as { containers?: Array<{ image?: string }> } | undefined)?.containers?.[0]?.image
+}
+
+export const podImage = (pod: KubeObject | undefined): string | undefined => firstImage(pod?.spec)
