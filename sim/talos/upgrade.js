@@ -220,7 +220,13 @@ function diskImage(node, target) {
  * neither the upgrade nor the install checks it (v1alpha1_server.go Upgrade, install.PullAndValidateInstallerImage)
  */
 export function unsignedFor(node, repo) {
-  return node.spec.secureBoot === true && !String(repo).split('/').slice(1).some((part) => part.endsWith('-secureboot'))
+  return (
+    node.spec.secureBoot === true &&
+    !String(repo)
+      .split('/')
+      .slice(1)
+      .some((part) => part.endsWith('-secureboot'))
+  )
 }
 
 /** the machine fails the sequence at its running phase: the FATAL event, `rebooting`, the countdown, the reboot into what is on disk */
