@@ -16,7 +16,7 @@ import type { NodeOutcome, NodeStep, Phase, StepReporter } from '../engine/phase
 import type { Run } from '../engine/run.ts'
 import { CORDONED_BY, type Kubectl } from '../tools/kubectl.ts'
 import { APPLY_MODES, type ApplyMode } from '../tools/talosctl.ts'
-import { kubectlFor, kubeletAndNodeReady, rollNode as roll, staticPodsReady, waitFor } from './shared/rolling.ts'
+import { gateAfter, kubectlFor, kubeletAndNodeReady, rollNode as roll, staticPodsReady, waitFor } from './shared/rolling.ts'
 import { RollingReads } from './shared/rolling-reads.ts'
 import { snapshotBeforeDowntime, takesOnlyControlPlaneDown } from './shared/downtime-snapshot.ts'
 import { versionsStep } from './shared/versions.ts'
@@ -253,7 +253,9 @@ async function applyLive(node: ClusterNode, run: Run, report: StepReporter): Pro
   const revert = /reverted back in (\S+)/.exec(answer)?.[1]
   const applied = mode === 'try' ? `applied in try mode: reverted in ${revert ?? '?'} unless committed` : 'applied live'
   const note = unversioned ? ' (the node serves no APIServerConfigs: its static pods were checked Ready, not their config version)' : ''
-  return { status: 'ok', detail: `${applied}${note}` }
+  // the operator's own check after each changed node, as after a reboot
+  const gate = await gateAfter(run, report, node, 'cluster-apply', 'cluster:apply', 'live')
+  return { status: 'ok', detail: `${applied}${note}${gate ? `; ${gate}` : ''}` }
 }
 
 /**
@@ -307,8 +309,18 @@ export const clusterApply: Phase = {
       throw new InputError(`MODE must be one of ${APPLY_MODES.join(', ')}, got ${JSON.stringify(mode)}`, {
         fix: `write MODE=auto (or ${APPLY_MODES.filter((m) => m !== 'auto').join(', ')})`,
       })
-    // a rerun a hint prints takes the only control plane down again only if this run was allowed to
-    if (run.options.acceptDowntime) setRerunArgs('cluster:apply', {}, ['--accept-downtime'])
+    // every hint naming cluster:apply repeats what this run was asked (a rerun without MODE or the
+    // gate command would be another apply); it takes the only control plane down again only if this
+    // run was allowed to
+    setRerunArgs(
+      'cluster:apply',
+      {
+        ...(mode !== 'auto' ? { MODE: mode } : {}),
+        ...(run.nodes.length < run.inventory.nodes.length ? { NODES: run.nodes.map((n) => n.name).join(',') } : {}),
+        ...(run.settings.gateCommand ? { GATE_COMMAND: run.settings.gateCommand } : {}),
+      },
+      [...(run.options.acceptDowntime ? ['--accept-downtime'] : []), ...(run.options.allowK8sDowngrade ? ['--allow-k8s-downgrade'] : [])],
+    )
     return Promise.resolve()
   },
   steps: () => [

@@ -277,16 +277,35 @@ export async function rollNode(node: ClusterNode, run: Run, report: StepReporter
         : 'rebooted; left cordoned (it was cordoned before this run)',
   )
   // the operator's own check before the next node (its failure stops the step: no further node starts)
+  const gate = await gateAfter(run, report, node, action.phase, action.command)
+  if (gate) notes.push(gate)
+  return notes
+}
+
+/**
+ * GATE_COMMAND after `node` was changed (`rebooted`, or a `live` change applied and waited for): its
+ * detail, or undefined without one. A gate that keeps failing fails the node (kind `gate-command`),
+ * which is done. After a reboot the rerun runs the gate after it again; a live change is not redone,
+ * so its hint asks for the gate to pass first.
+ */
+export async function gateAfter(
+  run: Run,
+  report: StepReporter,
+  node: ClusterNode,
+  phase: PhaseName,
+  command: RollingCommand,
+  change: 'rebooted' | 'live' = 'rebooted',
+): Promise<string | undefined> {
   try {
-    const gate = await runGateCommand(run, report, node, action.phase)
-    if (gate) notes.push(gate)
+    return await runGateCommand(run, report, node, phase)
   } catch (err) {
     if (!(err instanceof NodeError) || err.kind !== 'gate-command') throw err
     throw new NodeError(
       'gate-command',
       err.message,
-      `the gate command (GATE_COMMAND) kept failing after ${node.name} was done: see its output in the message, fix what it checks; the node is done, and a rerun runs the gate after it, then the nodes still to do, so then run again: ${taskCommand(action.command)}`,
+      change === 'live'
+        ? `the gate command (GATE_COMMAND) kept failing after ${node.name}'s live change: see its output in the message and fix what it checks; the change is applied and stays (a rerun does not apply it again), so once the gate passes, run again: ${taskCommand(command)}`
+        : `the gate command (GATE_COMMAND) kept failing after ${node.name} was done: see its output in the message, fix what it checks; the node is done, and a rerun runs the gate after it, then the nodes still to do, so then run again: ${taskCommand(command)}`,
     )
   }
-  return notes
 }
