@@ -2,12 +2,12 @@
 // not only its kubelet (docs/day2-design.md 2.6 Refusals): after an upgrade:k8s that stopped part-way
 // they run another version than the kubelet. Here cp-1's kube-apiserver is put on v1.30.14 (too old
 // for Talos v1.13) while its kubelet stays on v1.35.0: the plan refuses, naming the pod, and touches
-// nothing; with the apiserver back on v1.35.0 the same plan passes. One control plane (real talosctl
-// v1.12.11), plans only (DRY_RUN). Range 127.248.4.0/24.
+// nothing; with the apiserver back on v1.35.0 the same plan passes, and the hint's command, run as
+// printed, upgrades the node. One control plane (real talosctl v1.12.11). Range 127.248.4.0/24.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { hintOf, sharedCluster } from './harness.js'
+import { hintOf, runInFreshShell, sharedCluster } from './harness.js'
 import { fastWith } from '../faults/helpers.js'
 import { at, talosctl } from '../sim/helpers.js'
 
@@ -40,16 +40,17 @@ describe('upgrade:talos plan: the static pods', () => {
   }
 
   it(
-    'a kube-apiserver outside the target range is refused by name, nothing touched; back in range, the plan passes',
+    'a kube-apiserver outside the target range is refused by name, nothing touched; back in range, the plan passes and the hint, run as printed, upgrades it',
     async () => {
       await apiserverAt('v1.30.14')
       const from = shared().calls().length
-      const refused = await shared().task('upgrade:talos', { TALOS_VERSION: TARGET, DRY_RUN: 'true' }, SLOW_OK)
+      // --accept-downtime: the only control plane; the hint's rerun repeats it
+      const refused = await shared().task('upgrade:talos', { TALOS_VERSION: TARGET, DRY_RUN: 'true' }, [...SLOW_OK, '--accept-downtime'])
       expect(refused.code, refused.stdout + refused.stderr).toBe(1)
       expect(refused.stderr).toContain(
         'cp-1: kube-apiserver on cp-1 runs v1.30.14: version of Kubernetes 1.30.14 is too old to be used with Talos 1.13.9: upgrade Kubernetes first',
       )
-      const { hint } = hintOf(refused.stderr, 'upgrade-talos/plan')
+      const { hint, command } = hintOf(refused.stderr, 'upgrade-talos/plan')
       expect(hint).toMatch(/^nothing was touched: upgrade Kubernetes first/)
       expect(refused.stderr).toMatch(/upgrade:k8s CLUSTER_DIR=\S+ TO=v1\.31\.x/)
       expect(
@@ -65,6 +66,12 @@ describe('upgrade:talos plan: the static pods', () => {
       expect(planned.stdout + planned.stderr).toMatch(
         /cp-1 \(127\.248\.4\.11, controlplane, etcd leader: last\): v1\.12\.11 -> ghcr\.io\/siderolabs\/installer:v1\.13\.9/,
       )
+      // the cause cleared, the hint's last command as printed, in a fresh shell: the upgrade itself
+      expect(command).toMatch(/ upgrade:talos CLUSTER_DIR=\S+ TALOS_VERSION=v1\.13\.9 -- --accept-downtime$/)
+      const upgraded = await runInFreshShell(shared(), command)
+      expect(upgraded.code, `${command}\n${upgraded.stdout}\n${upgraded.stderr}`).toBe(0)
+      const tag = await talosctl(shared().sim, ['version', '--short', ...at(`${R}.11`)])
+      expect(/Server:\s+NODE:\s+\S+\s+Tag:\s+(\S+)/.exec(tag.stdout)?.[1]).toBe(TARGET)
     },
     CASE_TIMEOUT,
   )
