@@ -235,7 +235,8 @@ export const DEFAULT_INSTALLER = 'ghcr.io/siderolabs/installer'
  * A refusal names the image that would do (`suggest`) when the node's schematic tells it.
  */
 export function installerImage(facts: InstallerFacts, ask: InstallerAsk): { image: string } | { refused: string; suggest?: string } {
-  const tagAsked = ask.talosVersion ? (ask.talosVersion.startsWith('v') ? ask.talosVersion : `v${ask.talosVersion}`) : tagOf(ask.image)
+  const withV = (version: string): string => (version.startsWith('v') ? version : `v${version}`)
+  const tagAsked = ask.talosVersion ? withV(ask.talosVersion) : tagOf(ask.image)
   const schematic = ask.schematic ?? facts.schematic
   const refusalOf = (image: string): { refused: string; suggest?: string } | undefined => {
     if (facts.extensions.length > 0 && !schematicOfImage(image))
@@ -254,7 +255,7 @@ export function installerImage(facts: InstallerFacts, ask: InstallerAsk): { imag
   if (ask.image) return refusalOf(ask.image) ?? { image: ask.image }
   const version = ask.talosVersion ? parseVersion(ask.talosVersion) : undefined
   if (!ask.talosVersion || !version) return { refused: `TALOS_VERSION ${ask.talosVersion ?? '(unset)'} is not a version like v1.13.9` }
-  const tag = ask.talosVersion.startsWith('v') ? ask.talosVersion : `v${ask.talosVersion}`
+  const tag = withV(ask.talosVersion)
   const repository = repositoryOf(facts.installImage ?? DEFAULT_INSTALLER)
   const factory = FACTORY_INSTALLER.exec(repository)?.groups
   let image: string

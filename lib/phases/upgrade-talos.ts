@@ -422,14 +422,19 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
   const { preserve, force, stage, rebootMode } = ask(run)
   const day2 = run.facts.of(node.name).day2
   const target = `v${versionText(plan.target)}`
-  if (!plan.resume) {
-    // the plan is minutes old by this node's turn: another client may have upgraded it since, and a
-    // second send would take it down again for nothing
+  /** the version and the schematic the node runs, read at once */
+  const runningNow = async (): Promise<{ running: string; schematic: string | undefined }> => {
     const [running, extensions] = await Promise.all([
       reads.version(node, () => versionOf(run, node, report)),
       reads.extensions(node, () => report.retry(() => run.talosctl.extensions(node))),
     ])
-    if (running === target && schematicOf(extensions).schematic === plan.targetSchematic) {
+    return { running, schematic: schematicOf(extensions).schematic }
+  }
+  if (!plan.resume) {
+    // the plan is minutes old by this node's turn: another client may have upgraded it since, and a
+    // second send would take it down again for nothing
+    const { running, schematic } = await runningNow()
+    if (running === target && schematic === plan.targetSchematic) {
       if (day2) day2.state = 'already at target'
       return { status: 'skipped', detail: `already at target (${running}): upgraded since the plan, not by this run` }
     }
@@ -466,12 +471,8 @@ async function upgradeNode(node: ClusterNode, run: Run, report: StepReporter): P
         sequenceError = sent.sequenceError
       },
       verify: async () => {
-        // the version and the schematic read at once; the schematic matters only at the target version
-        const [running, extensions] = await Promise.all([
-          reads.version(node, () => versionOf(run, node, report)),
-          reads.extensions(node, () => report.retry(() => run.talosctl.extensions(node))),
-        ])
-        const { schematic } = schematicOf(extensions)
+        // the schematic matters only at the target version
+        const { running, schematic } = await runningNow()
         if (running !== target && running === plan.from)
           return {
             failure: new NodeError(
