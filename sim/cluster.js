@@ -1,7 +1,7 @@
 // The Simulator wires the parts: the nodes (sim/node.js), the real etcd members (sim/etcd.js), trustd
 // (sim/trustd.js), the listeners (sim/listeners.js: each node's API, the Kubernetes API), faults,
 // the calls log, and the Kubernetes side (sim/kube) as the nodes' kubelets and API servers reach it.
-import { existsSync, appendFileSync, writeFileSync } from 'node:fs'
+import { existsSync, appendFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createClock } from './clock.js'
@@ -51,6 +51,10 @@ export class Simulator {
 
   async start() {
     const s = this.scenario
+    // a simulator before this one in the same directory that never stopped (a reboot, a kill -9) left
+    // its etcd members' data and its control plane's files: they belong to a cluster whose PKI is gone,
+    // and a member's data would make this cluster's fresh control planes look bootstrapped
+    for (const left of ['etcd', 'kube']) rmSync(join(this.dir, left), { recursive: true, force: true })
     this.clock = createClock(s.speed)
     this.faults = createFaults(s.faults)
     // issue 30's faults (static pods, image pulls, CoreDNS, serving CSRs, node IPs): sim/health-faults.js
