@@ -496,7 +496,7 @@ export class Etcd {
       const fault = this.crashFault(n)
       if (!fault) return this.restart(n)
       n.svc('etcd', 'Running', `Started task etcd (PID ${1000 + Math.floor(Math.random() * 9000)}) for container etcd`, null)
-      this.crashed(n, gen, 1, etcdFatalLine(fault.message, this.ctx.clock.now()))
+      this.crashed(n, gen, 1, etcdFatalLine(fault.message, this.ctx.displayTime(this.ctx.clock.now())))
     })
   }
 
