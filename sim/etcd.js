@@ -9,7 +9,8 @@
 // their own side (etcdMember, etcdRunning, etcdHealthy, joining; sim/node.js).
 import { spawn } from 'node:child_process'
 import { Agent, request } from 'node:https'
-import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, createWriteStream, existsSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs'
+import { constants as osConstants } from 'node:os'
 import { join } from 'node:path'
 import { rpc } from './talos/errors.js'
 import { REAL_BIN_DIR, isElf } from './writer.js'
@@ -34,6 +35,11 @@ const ETCD_HEALTH_INTERVAL_MS = 5000
 // never more often than once a real second: each check is a quorum read on the real member)
 const HEALTH_INTERVAL_S = 20
 const HEALTH_MIN_INTERVAL_MS = 1000
+// services/etcd.go runs etcd under restart.Forever: a member process that exits unasked is started
+// again RestartInterval later (runner/restart/restart.go, 5 s)
+const RESTART_INTERVAL_S = 5
+// fault etcd-crash without a message: what the member's last log line says
+const CRASH_LOG = 'failed to open backend: open /var/lib/etcd/member/snap/db: input/output error'
 
 export const hexId = (decimal) => BigInt(decimal).toString(16).padStart(16, '0')
 const decimalId = (hex) => BigInt(`0x${hex}`).toString(10)
@@ -281,12 +287,17 @@ export class Etcd {
     const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', this.binary, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
     child.stdout.pipe(log)
     child.stderr.pipe(log)
-    const exited = new Promise((r) => child.once('exit', r))
-    const proc = { child, exited }
+    const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })))
+    // asked: stopped by the node (a stop, a reboot, a cut); otherwise its exit is a crash
+    const proc = { child, exited, asked: false }
     this.procs.set(n.name, proc)
-    exited.then(() => {
+    exited.then(({ code, signal }) => {
       if (this.procs.get(n.name) === proc) this.procs.delete(n.name)
       log.end()
+      if (proc.asked || this.stopping || gen !== n.gen || !n.etcdRunning) return
+      // containerd's exit code of a task killed by a signal is 128 + the signal's number
+      const exitCode = code ?? 128 + (osConstants.signals[signal] ?? 0)
+      this.crashed(n, gen, exitCode, lastLine(join(this.ctx.dir, 'etcd', `${n.name}.log`)))
     })
     n.etcdRunning = true
     return true
@@ -295,6 +306,7 @@ export class Etcd {
   async stopProcess(n, signal = 'SIGTERM') {
     const proc = this.procs.get(n.name)
     if (!proc) return
+    proc.asked = true
     proc.child.kill(signal)
     const killer = setTimeout(() => proc.child.kill('SIGKILL'), 3000)
     await proc.exited
@@ -461,7 +473,34 @@ export class Etcd {
     attempt()
   }
 
-  /** etcd starts again (a boot, `service etcd start|restart`): from its data, or it joins anew */
+  /** fault etcd-crash on this control plane: its member's process exits as soon as it runs */
+  crashFault(n) {
+    return this.ctx.faults.find(n.name, { kind: 'etcd-crash' })[0] ?? null
+  }
+
+  /**
+   * The member's process exited unasked (killed, or fault etcd-crash): the service goes Waiting with
+   * the restart runner's message and the task's exit (runner/restart/restart.go, runner/containerd),
+   * unhealthy, and starts again RestartInterval later; while the fault holds, each start exits at once.
+   */
+  crashed(n, gen, exitCode, lastLog) {
+    n.etcdHealthy = false
+    const why = `Error running Containerd(etcd), going to restart forever: task "etcd" failed: exit code ${exitCode} (last log ${JSON.stringify(lastLog)})`
+    n.svc('etcd', 'Waiting', why)
+    // its health check, next time it runs, finds nothing listening
+    Object.assign(n.service('etcd'), { healthy: false, lastMessage: `dial tcp ${n.ip}:2379: connect: connection refused` })
+    n.talosLog(`service[etcd](Waiting): ${why}`)
+    n.changed()
+    this.later(n, RESTART_INTERVAL_S, () => {
+      if (gen !== n.gen || !n.etcdRunning || this.stopping || this.procs.has(n.name)) return
+      const fault = this.crashFault(n)
+      if (!fault) return this.restart(n)
+      n.svc('etcd', 'Running', `Started task etcd (PID ${1000 + Math.floor(Math.random() * 9000)}) for container etcd`, null)
+      this.crashed(n, gen, 1, etcdFatalLine(fault.message, this.ctx.displayTime(this.ctx.clock.now())))
+    })
+  }
+
+  /** etcd starts again (a boot, or its restart runner after a crash): from its data, or it joins anew */
   restart(n) {
     if (!existsSync(join(this.dataDir(n), 'member'))) {
       n.etcdMember = null
@@ -485,6 +524,12 @@ export class Etcd {
   sync(n) {
     if (!n) return
     const cut = this.cutOff(n)
+    // fault etcd-crash: a member that runs (one that has a member ID: its data directory is written) exits
+    const proc = this.procs.get(n.name)
+    if (proc && !proc.asked && n.etcdRunning && !cut && n.etcdMember && this.crashFault(n)) {
+      proc.child.kill('SIGKILL')
+      return
+    }
     if (this.procs.has(n.name) && (!n.etcdRunning || cut)) {
       // a cut is abrupt (no leadership transfer, no goodbye to the peers): killed, not stopped
       if (cut && n.etcdRunning) this.cut.add(n.name)
@@ -717,5 +762,26 @@ export class Etcd {
     this.stopping = true
     await Promise.all(this.ctx.nodes.map((n) => this.stopProcess(n, 'SIGKILL')))
     this.agent?.destroy()
+  }
+}
+
+/** the line a member's process ends with under fault etcd-crash (etcd logs JSON; a fatal entry exits 1) */
+export function etcdFatalLine(message, at) {
+  return JSON.stringify({ level: 'fatal', ts: at.toISOString(), caller: 'etcdmain/etcd.go:204', msg: message ?? CRASH_LOG })
+}
+
+/** a file's last non-empty line (a task's last log line, as containerd's runner keeps it) */
+function lastLine(file) {
+  let fd
+  try {
+    fd = openSync(file, 'r')
+    const size = fstatSync(fd).size
+    const buf = Buffer.alloc(Math.min(size, 4096))
+    readSync(fd, buf, 0, buf.length, size - buf.length)
+    return buf.toString('utf8').trimEnd().split('\n').pop() ?? ''
+  } catch {
+    return ''
+  } finally {
+    if (fd !== undefined) closeSync(fd)
   }
 }

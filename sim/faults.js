@@ -54,6 +54,8 @@ export const FAULT_KINDS = {
   'etcd-join': { on: ['etcd-join'], def: 'etcd-join' },
   'etcd-leave': { on: ['etcd-leave'], def: 'etcd-leave' },
   'etcd-nospace': { on: ['etcd'], def: 'etcd' },
+  // the member's process exits whenever it runs (a disk error, corrupt data): Talos restarts it every 5 s
+  'etcd-crash': { on: ['etcd-crash'], def: 'etcd-crash' },
   'drain-blocked': { on: ['drain'], def: 'drain' },
   kubelet: { on: ['kubelet'], def: 'kubelet' },
   // `image`: only while the kubelet runs that image (the version upgrade-k8s moves it to: it never comes back)

@@ -795,7 +795,12 @@ export class Node {
         this.ctx.kubeletStopped(this)
         this.changed()
         // LeaveEtcd: a refused MemberRemove is retried for 5 min, then fails the sequence: still configured, stage resetting
-        const leaving = graceful && this.role === 'controlplane' && this.etcdRunning ? this.ctx.etcd.leave(this, ETCD_LEAVE_RETRY) : null
+        // only while the service is Running, Stopping or Failed: one Waiting between the restarts of a
+        // crash loop leaves its member behind (v1alpha1_sequencer_tasks.go LeaveEtcd shouldLeaveEtcd)
+        const etcdState = this.services.get('etcd')?.state
+        const leaves =
+          graceful && this.role === 'controlplane' && this.etcdRunning && ['Running', 'Stopping', 'Failed'].includes(etcdState ?? '')
+        const leaving = leaves ? this.ctx.etcd.leave(this, ETCD_LEAVE_RETRY) : null
         if (leaving) leaving.then((refused) => gen === this.gen && this.afterLeave(refused, { graceful, reboot, wipesSystem }))
         else this.afterLeave(null, { graceful, reboot, wipesSystem })
       })

@@ -90,7 +90,8 @@ function validateFault(f, p, nodes, { fail, q, obj, str, num, known }) {
   if (!spec) fail([...p, 'kind'], `unknown fault kind ${q(f.kind)} (known: ${Object.keys(FAULT_KINDS).join(', ')})`)
   if (f.node != null && !names.has(f.node)) fail([...p, 'node'], `${q(f.node)} is not a node of this scenario`)
   const on = f.on ?? spec.def
-  if (f.node == null && !NODELESS_KINDS.includes(f.kind) && on !== 'kube') fail([...p, 'node'], `a ${f.kind} fault needs a node`)
+  if (f.node == null && !NODELESS_KINDS.includes(f.kind) && on !== 'kube')
+    fail([...p, 'node'], `${/^[aeiou]/.test(f.kind) ? 'an' : 'a'} ${f.kind} fault needs a node`)
   if (on === 'kube' && f.node != null && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
     fail([...p, 'node'], `${q(f.node)} serves no Kubernetes API (a kube fault names a control plane, or no node for all)`)
   if (f.path != null && (on !== 'kube' || f.kind === 'refused'))
@@ -106,6 +107,8 @@ function validateFault(f, p, nodes, { fail, q, obj, str, num, known }) {
   if (f.address != null && !['cert-sans', 'node-ip'].includes(f.kind))
     fail([...p, 'address'], 'only cert-sans and node-ip faults take address')
   if (f.address != null || f.kind === 'node-ip') str(f.address, [...p, 'address'])
+  if (f.kind === 'etcd-crash' && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
+    fail([...p, 'node'], `${q(f.node)} runs no etcd (an etcd-crash fault names a control plane)`)
   if (f.node != null && f.kind === 'static-pod' && nodes.find((n) => n.name === f.node)?.role !== 'controlplane')
     fail([...p, 'node'], `${q(f.node)} runs no control plane static pods (a static-pod fault names a control plane, or no node for all)`)
   if (f.kind === 'static-pod' && !STATIC_POD_NAMES.includes(f.pod))

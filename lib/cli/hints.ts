@@ -179,7 +179,8 @@ export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'addre
     case 'node-not-ready':
       return `see why with \`${kubectlCommand(`describe node ${node.name}`)}\`, then run: ${recover}`
     case 'etcd':
-      return `check etcd on the control planes (\`${talosctlCommand(workingControlPlane(node) ?? node, 'etcd members')}\`, \`${talosctlCommand(node, 'service etcd')}\`), then run: ${taskCommand('bootstrap:wait-ready')}`
+      // a crashing etcd says why only in its log (Talos restarts it every 5 s, and refuses `service etcd start`)
+      return `check etcd on the control planes (\`${talosctlCommand(workingControlPlane(node) ?? node, 'etcd members')}\`, \`${talosctlCommand(node, 'service etcd')}\`, its log: \`${talosctlCommand(node, 'logs etcd')}\`), then run: ${taskCommand('bootstrap:wait-ready')}`
     case 'control-plane':
       return hintForStaticPod(node, 'kube-apiserver')
     case 'addon':

@@ -8,6 +8,7 @@ import { DEFINITIONS, resolveType, notFound } from './resources.js'
 import { startAction } from './events.js'
 import { CONTROL_PLANE_PODS, kubeletCsrDiagnostic, staticPodName } from '../health-faults.js'
 import { ETCD_LEAVE_RETRY } from '../node.js'
+import { etcdFatalLine } from '../etcd.js'
 import { ephemeralVolume, memInfo } from './hardware.js'
 import { imagePull, legacyUpgrade, lifecycleUpgrade, schematicIdOf, schematicInfo } from './upgrade.js'
 import { manifestsOf, specVersion } from './k8s.js'
@@ -432,23 +433,27 @@ export const METHODS = {
     }
   },
 
+  // system.go APIStart/APIStop/APIRestart: a start of a running service and a stop of a stopped one
+  // do nothing; otherwise only a service that allows the action through the API takes it (the kubelet:
+  // start and restart; an extension's service: all three); etcd, apid, trustd and the others refuse
   'machine.ServiceAction'(sim, node, body) {
     const { id, action } = body
     if (!['start', 'stop', 'restart'].includes(action)) throw rpc('Unknown', `unsupported service action: "${action}"`)
-    if (!node.services.has(id)) throw rpc('NotFound', `service "${id}" is not registered`)
-    if (action === 'stop') {
-      node.svc(id, 'Finished', 'Service finished successfully', null)
-      // a stopped etcd serves no member list and counts for no quorum
-      if (id === 'etcd') {
-        node.etcdRunning = false
-        node.etcdHealthy = false
-      }
-    } else if (id === 'etcd') sim.etcd.restart(node)
+    if (!node.services.has(id)) throw rpc('Unknown', `service "${id}" not defined`)
+    const verb = { start: 'started', stop: 'stopped', restart: 'restarted' }[action]
+    const done = { response: `Service "${id}" ${verb}` }
+    // the runner of a service is alive from its start until it finished, failed or was skipped
+    const running = !['Initialized', 'Finished', 'Failed', 'Skipped'].includes(node.services.get(id).state)
+    // a restart of a service that does not run is its start
+    const asked = action === 'restart' && !running ? 'start' : action
+    if ((asked === 'start' && running) || (asked === 'stop' && !running)) return done
+    const allowed = id.startsWith('ext-') ? ['start', 'stop', 'restart'] : id === 'kubelet' ? ['start', 'restart'] : []
+    if (!allowed.includes(asked)) throw rpc('Unknown', `service "${id}" doesn't support ${asked} operation via API`)
+    if (asked === 'stop') node.svc(id, 'Finished', 'Service finished successfully', null)
     else if (id === 'kubelet') node.startKubelet()
     else node.startService(id)
     node.changed()
-    const verb = { start: 'started', stop: 'stopped', restart: 'restarted' }[action]
-    return { response: `Service "${id}" ${verb}` }
+    return done
   },
 
   // talosctl asks the local etcd (queryLocal); while it is down the client waits for a connection
@@ -557,11 +562,20 @@ export const METHODS = {
     const starts = (s?.events ?? []).filter((e) => e.state === 'Running' && e.msg.startsWith('Started task'))
     if (!starts.length) throw rpc('Unknown', `log ${JSON.stringify(body.id)} was not registered`)
     // fault kubelet-crashloop: each start of the kubelet ends with its own error line
-    const crash =
+    // fault etcd-crash: each start of etcd ends with its fatal line
+    const crash = (at) =>
       body.id === 'kubelet' && sim.faults.has(node.name, 'kubelet-crashloop')
         ? (sim.faults.find(node.name, { kind: 'kubelet-crashloop' })[0]?.message ?? KUBELET_CRASH_DEFAULT(node.ip))
-        : null
-    return { lines: starts.flatMap((e) => [serviceStartLine(sim, body.id, sim.displayTime(e.ts)), ...(crash ? [crash] : [])]) }
+        : body.id === 'etcd' && sim.faults.has(node.name, 'etcd-crash')
+          ? etcdFatalLine(sim.faults.find(node.name, { kind: 'etcd-crash' })[0]?.message, at)
+          : null
+    return {
+      lines: starts.flatMap((e) => {
+        const at = sim.displayTime(e.ts)
+        const end = crash(at)
+        return [serviceStartLine(sim, body.id, at), ...(end ? [end] : [])]
+      }),
+    }
   },
 
   // Read serves the one file talosctl reads by itself: the boot ID its reboot/reset --wait compares

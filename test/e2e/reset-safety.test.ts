@@ -90,10 +90,18 @@ describe.concurrent('reset safety', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
         const old = c.sim.node('cp-2')?.etcdMember
         expect(old).toMatch(/^[0-9a-f]{16}$/)
         expect(await memberIds(c, '127.116.2.11')).toHaveLength(3)
-        // the graceful leave does nothing while etcd is not running (LeaveEtcd): its member stays behind
-        await talosctl(c, '127.116.2.12', ['service', 'etcd', 'stop'])
+        // the graceful leave does nothing while etcd is not running (LeaveEtcd: a crash-looping service
+        // reads Waiting between its restarts): its member stays behind
+        c.sim.addFault({ node: 'cp-2', kind: 'etcd-crash' })
+        await waitFor(() => c.sim.node('cp-2')?.services.etcd === 'Waiting', 30_000, "cp-2's etcd crashing")
 
-        const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes'])
+        // the reset wipes the corrupt data the crashes came from: the node's next etcd runs
+        const wiped = setInterval(() => {
+          if (c.sim.node('cp-2')?.stage !== 'resetting') return
+          c.sim.clearFault('cp-2', 'etcd-crash')
+          clearInterval(wiped)
+        }, 5)
+        const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes']).finally(() => clearInterval(wiped))
         expect(result.code, result.stderr).toBe(0)
         const now = c.sim.node('cp-2')?.etcdMember
         expect(now).toMatch(/^[0-9a-f]{16}$/)
@@ -146,22 +154,21 @@ describe.concurrent('reset safety', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
     bootstrapped('127.116.8', { cps: 3, workers: 0 }, async (c) => {
       // real etcd's own refusal (etcdserver/server.go mayRemoveMember), not a fault: cp-2's Talos API
       // refuses connections while its etcd runs on, so its live member is removed through cp-1; cp-3's
-      // etcd stops once the quorum guard has read it, and starts again on the first refusal
+      // etcd crashes once the quorum guard has read it, and runs again after the first refusal
       const old = c.sim.node('cp-2')?.etcdMember
       expect(old).toMatch(/^[0-9a-f]{16}$/)
       c.sim.addFault({ node: 'cp-2', kind: 'refused' })
       const mark = c.calls().length
       const since = () => c.calls().slice(mark)
       const removals = () => since().filter((call) => call.command === 'etcd' && call.args.includes('remove-member'))
-      let step: 'guard' | 'stopping' | 'stopped' | 'starting' | 'started' = 'guard'
-      const steps: Array<Promise<unknown>> = []
+      let step: 'guard' | 'stopped' | 'started' = 'guard'
       const timer = setInterval(() => {
         if (step === 'guard' && since().some((call) => call.node === 'cp-1' && call.args.includes('alarm') && call.outcome === 'ok')) {
-          step = 'stopping'
-          steps.push(talosctl(c, '127.116.8.13', ['service', 'etcd', 'stop']).then(() => (step = 'stopped')))
+          c.sim.addFault({ node: 'cp-3', kind: 'etcd-crash' })
+          step = 'stopped'
         } else if (step === 'stopped' && removals().some((r) => r.outcome.includes('unhealthy cluster'))) {
-          step = 'starting'
-          steps.push(talosctl(c, '127.116.8.13', ['service', 'etcd', 'start']).then(() => (step = 'started')))
+          c.sim.clearFault('cp-3', 'etcd-crash')
+          step = 'started'
         }
       }, 5)
       const result = await c
@@ -175,7 +182,6 @@ describe.concurrent('reset safety', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
           '3s',
         ])
         .finally(() => clearInterval(timer))
-      await Promise.all(steps)
       expect(step).toBe('started')
       // refused while cp-3 was down or connected under 5 s, then accepted: the removal was retried, never failed
       const outcomes = removals().map((r) => r.outcome)
@@ -208,8 +214,8 @@ describe('reset safety: cases under short wall-clock timeouts', { timeout: CLUST
       const before = await memberIds(c, '127.116.1.12')
       expect(before).toHaveLength(3)
       // the other two members' etcd goes away: cp-2 holds the last running copy of the data
-      await talosctl(c, '127.116.1.11', ['service', 'etcd', 'stop'])
-      await talosctl(c, '127.116.1.13', ['service', 'etcd', 'stop'])
+      for (const node of ['cp-1', 'cp-3']) c.sim.addFault({ node, kind: 'etcd-crash' })
+      await waitFor(() => !c.sim.node('cp-1')?.etcdHealthy && !c.sim.node('cp-3')?.etcdHealthy, 30_000, 'cp-1 and cp-3 down')
 
       const result = await c.task('bootstrap:node', { NODE: 'cp-2', RESET: 'true' }, ['--yes', '--call-timeout', '3s'])
       expect(result.code).toBe(1)
@@ -226,13 +232,8 @@ describe('reset safety: cases under short wall-clock timeouts', { timeout: CLUST
 
     it('names a reset whose etcd leave was refused: half done, still configured, the way out', async () => {
       const c = cluster()
-      // every member's etcd running and healthy (the case before stopped two of them)
-      for (const [name, ip] of [
-        ['cp-1', '127.116.1.11'],
-        ['cp-3', '127.116.1.13'],
-      ] as const) {
-        if (c.sim.node(name)?.services.etcd !== 'Running') await talosctl(c, ip, ['service', 'etcd', 'start'])
-      }
+      // every member's etcd running and healthy (the case before crashed two of them)
+      for (const node of ['cp-1', 'cp-3']) c.sim.clearFault(node, 'etcd-crash')
       await waitFor(() => ['cp-1', 'cp-2', 'cp-3'].every((n) => c.sim.node(n)?.etcdHealthy), 60_000, 'every member healthy')
       expect(await memberIds(c, '127.116.1.11')).toHaveLength(3)
       const old = c.sim.node('cp-2')?.etcdMember

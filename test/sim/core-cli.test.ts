@@ -212,6 +212,8 @@ describe('sim cli', () => {
     for (const [args, error] of [
       [['--kind', 'static-pod'], 'fault: pod: undefined must be one of kube-apiserver, kube-controller-manager, kube-scheduler'],
       [['--node', 'wrkr-1', '--kind', 'static-pod', '--pod', 'kube-scheduler'], 'fault: node: "wrkr-1" runs no control plane static pods'],
+      [['--node', 'wrkr-1', '--kind', 'etcd-crash'], 'fault: node: "wrkr-1" runs no etcd (an etcd-crash fault names a control plane)'],
+      [['--kind', 'etcd-crash'], 'fault: node: an etcd-crash fault needs a node'],
       [['--node', 'cp-1', '--kind', 'refused', '--pod', 'kube-scheduler'], 'fault: pod: only static-pod faults take pod'],
       [['--node', 'cp-9', '--kind', 'refused'], 'fault: node: "cp-9" is not a node of this scenario'],
       [['--kind', 'node-ip', '--node', 'wrkr-1'], 'fault: address: must be a non-empty string'],

@@ -1,5 +1,6 @@
 // Real etcd behind the simulated control planes (sim/etcd.js): one etcd process
 // per control plane, joined as Talos joins them, answering talosctl's etcd calls itself. Range 127.32.x.y.
+import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
@@ -48,31 +49,73 @@ describe('real etcd', () => {
     expect(fromThree.map((m) => m.id).sort()).toEqual(list.map((m) => m.id).sort())
   })
 
-  it('quorum loss is real: with one member stopped, etcd refuses to remove another; back up, the removal goes through', async () => {
+  it('quorum loss is real: with one member crashing, etcd refuses to remove another; back up, the removal goes through', async () => {
     c = await threeMembers('127.32.2')
-    const list = (await etcdMembers(c.sim, '127.32.2.11')) as Member[]
+    const sim = c.sim
+    const list = (await etcdMembers(sim, '127.32.2.11')) as Member[]
     const cp2 = list.find((m) => m.hostname === 'cp-2')!.id
-    expect(await talosctl(c.sim, ['service', 'etcd', 'stop', ...at('127.32.2.13')])).toMatchObject({ code: 0 })
-    // the stopped service's member stops: nothing listens on its client port any more
-    await c.sim.until(() => !c!.sim.node('cp-3')!.etcdHealthy)
+    sim.addFault({ node: 'cp-3', kind: 'etcd-crash', message: 'open /var/lib/etcd/member/wal: input/output error' })
+    // its member exits and keeps exiting at each restart: nothing listens on its client port
+    await sim.until(() => !sim.node('cp-3')!.etcdHealthy)
     for (let i = 0; i < 50 && (await listening('127.32.2.13', 2379)); i++) await new Promise((r) => setTimeout(r, 100))
     expect(await listening('127.32.2.13', 2379)).toBe(false)
-    const refused = await talosctl(c.sim, ['etcd', 'remove-member', cp2, ...at('127.32.2.11')])
+    // killed first (exit code 137), then each restart exits at once (1)
+    let svc = await talosctl(sim, ['service', 'etcd', ...at('127.32.2.13')])
+    for (let i = 0; i < 50 && !svc.stdout.includes('exit code 1 '); i++)
+      svc = await talosctl(sim, ['service', 'etcd', ...at('127.32.2.13')])
+    expect(svc.stdout).toMatch(/STATE\s+Waiting/)
+    expect(svc.stdout).toMatch(/HEALTH\s+Fail/)
+    expect(svc.stdout).toContain('going to restart forever: task "etcd" failed: exit code 1 (last log')
+    // its log ends each start with the fatal line: what the hint on an unhealthy etcd points at
+    const log = await talosctl(sim, ['logs', 'etcd', ...at('127.32.2.13')])
+    expect(log.stdout).toContain('"level":"fatal"')
+    expect(log.stdout).toContain('open /var/lib/etcd/member/wal: input/output error')
+    const refused = await talosctl(sim, ['etcd', 'remove-member', cp2, ...at('127.32.2.11')])
     expect(refused.code).not.toBe(0)
     expect(refused.stderr).toContain('etcdserver: unhealthy cluster')
-    expect(((await etcdMembers(c.sim, '127.32.2.11')) as Member[]).map((m) => m.hostname).sort()).toEqual(['cp-1', 'cp-2', 'cp-3'])
-    // cp-3's etcd starts again from its data: the same member, and the removal is accepted
-    expect(await talosctl(c.sim, ['service', 'etcd', 'start', ...at('127.32.2.13')])).toMatchObject({ code: 0 })
-    await c.sim.until(() => c!.sim.node('cp-3')!.etcdHealthy, 30_000)
-    let removed = await talosctl(c.sim, ['etcd', 'remove-member', cp2, ...at('127.32.2.11')])
+    expect(((await etcdMembers(sim, '127.32.2.11')) as Member[]).map((m) => m.hostname).sort()).toEqual(['cp-1', 'cp-2', 'cp-3'])
+    // the cause gone, Talos's next restart runs it from its data: the same member, and the removal is accepted
+    sim.clearFault('cp-3', 'etcd-crash')
+    await sim.until(() => sim.node('cp-3')!.etcdHealthy, 30_000)
+    let removed = await talosctl(sim, ['etcd', 'remove-member', cp2, ...at('127.32.2.11')])
     // etcd also refuses while the restarted member has been connected for less than its health window
     for (let i = 0; i < 40 && removed.stderr.includes('unhealthy cluster'); i++) {
       await new Promise((r) => setTimeout(r, 250))
-      removed = await talosctl(c.sim, ['etcd', 'remove-member', cp2, ...at('127.32.2.11')])
+      removed = await talosctl(sim, ['etcd', 'remove-member', cp2, ...at('127.32.2.11')])
     }
     expect(removed).toMatchObject({ code: 0, stderr: '' })
-    expect(((await etcdMembers(c.sim, '127.32.2.11')) as Member[]).map((m) => m.hostname).sort()).toEqual(['cp-1', 'cp-3'])
-    expect(c.sim.node('cp-2')!.etcdMember).toBeNull()
+    expect(((await etcdMembers(sim, '127.32.2.11')) as Member[]).map((m) => m.hostname).sort()).toEqual(['cp-1', 'cp-3'])
+    expect(sim.node('cp-2')!.etcdMember).toBeNull()
+  })
+
+  it('etcd cannot be stopped or started through the API, as on Talos; a member killed from outside is restarted by its runner', async () => {
+    c = await threeMembers('127.32.5')
+    const sim = c.sim
+    const member = sim.node('cp-2')!.etcdMember
+    for (const action of ['stop', 'restart']) {
+      const r = await talosctl(sim, ['service', 'etcd', action, ...at('127.32.5.12')])
+      expect(r.code).not.toBe(0)
+      expect(r.stderr).toContain(`rpc error: code = Unknown desc = service "etcd" doesn't support ${action} operation via API`)
+    }
+    // a start of a service that runs does nothing (system.go APIStart)
+    expect(await talosctl(sim, ['service', 'etcd', 'start', ...at('127.32.5.12')])).toMatchObject({ code: 0 })
+    expect(sim.node('cp-2')!.etcdHealthy).toBe(true)
+    // the kubelet's stop is refused too; its restart is not
+    const kubeletStop = await talosctl(sim, ['service', 'kubelet', 'stop', ...at('127.32.5.12')])
+    expect(kubeletStop.stderr).toContain(`service "kubelet" doesn't support stop operation via API`)
+
+    const pid = await new Promise<string>((resolve) =>
+      execFile('pgrep', ['-f', `data-dir=${join(c!.dir, 'etcd', 'cp-2', 'data')}`], (_e, out) => resolve(out.trim())),
+    )
+    expect(pid).toMatch(/^\d+$/)
+    process.kill(Number(pid), 'SIGKILL')
+    await sim.until(() => !sim.node('cp-2')!.etcdHealthy, 10_000)
+    const svc = await talosctl(sim, ['service', 'etcd', ...at('127.32.5.12')])
+    expect(svc.stdout).toContain('Error running Containerd(etcd), going to restart forever: task "etcd" failed: exit code 137')
+    // started again from its data (restart.Forever): the same member, healthy
+    await sim.until(() => sim.node('cp-2')!.etcdHealthy, 30_000)
+    expect(sim.node('cp-2')!.etcdMember).toBe(member)
+    expect(((await etcdMembers(sim, '127.32.5.11')) as Member[]).map((m) => m.hostname).sort()).toEqual(['cp-1', 'cp-2', 'cp-3'])
   })
 })
 
