@@ -27,6 +27,9 @@ const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler
 // to its speed, never below these floors (a loaded 2-core machine must not flap Nodes)
 const MIN_GRACE_S = 10 // --node-monitor-grace-period (Kubernetes' default 50 s since v1.32)
 const READY_TIMEOUT_MS = 180_000
+// the kubelet restarts a static pod's container that exited after its back-off, which starts at 10 s
+// (pkg/kubelet/kubelet.go backOffPeriod; simulated seconds, as the kubelets' other clocks)
+const RESTART_BACKOFF_S = 10
 // kube-controller-manager's controllers left out of Talos's `*,tokencleaner`: each watches (and resyncs)
 // kinds of which the simulated cluster has no object (the product's workloads are Deployments,
 // DaemonSets and StatefulSets, lib/phases/shared/releases.ts; Jobs stay for charts' hooks)
@@ -77,6 +80,7 @@ export class RealKube {
     for (const c of COMPONENTS) if (!isElf(join(REAL_BIN_DIR, c))) throw new KubeMissingError(c)
     this.procs = new Map() // component -> { child, exited }
     this.held = new Set() // components a test stopped (stopComponent)
+    this.exitedAt = new Map() // component -> when its process last exited (simulated ms)
     this.serving = false
     this.stopping = false
     this.started = null
@@ -290,6 +294,7 @@ export class RealKube {
     this.procs.set(name, proc)
     exited.then(() => {
       if (this.procs.get(name) === proc) this.procs.delete(name)
+      this.exitedAt.set(name, this.ctx.clock.now().getTime())
       log.end()
     })
     return proc
@@ -459,8 +464,23 @@ export class RealKube {
       if (down && proc && !proc.stopping) {
         proc.stopping = true
         proc.child.kill('SIGTERM')
-      } else if (!down && !proc) this.spawnComponent(c, this.args(this.pkiDir, c))
+      } else if (!down && !proc && this.backedOff(c)) this.spawnComponent(c, this.args(this.pkiDir, c))
     }
+    // the API server that exited unasked (killed, crashed) comes back the same way: the kubelets
+    // keep running while it is down, so their ticks still get here
+    const api = COMPONENTS[0]
+    if (!this.procs.has(api) && !this.held.has(api) && !this.apiStarting && this.backedOff(api)) {
+      this.apiStarting = true
+      this.spawnComponent(api, this.args(this.pkiDir, api))
+      this.waitReady()
+        .catch((e) => this.ctx.log(`kube-apiserver restarted, not ready: ${e.message}`))
+        .finally(() => (this.apiStarting = false))
+    }
+  }
+  /** the kubelet's back-off since the component last exited has passed */
+  backedOff(name) {
+    const at = this.exitedAt.get(name)
+    return at === undefined || this.ctx.clock.now().getTime() - at >= RESTART_BACKOFF_S * 1000
   }
   /** tests: stop one of the real components (kube-apiserver, kube-controller-manager, kube-scheduler) until startComponent */
   async stopComponent(name) {

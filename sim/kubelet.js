@@ -208,6 +208,8 @@ export class Kubelets {
     if (this.busy || !this.timer || this.kube.stopping) return
     this.busy = true
     try {
+      // the static pods first: they run whatever the API server answers (it may be the one down)
+      this.kube.reconcileComponents(this.ctx.health)
       const admin = this.kube.admin
       // the informers' caches while they are in step; a list of each otherwise (the API server away: it fails as the lists do)
       const cached = { query: { resourceVersion: '0' } }
@@ -218,7 +220,6 @@ export class Kubelets {
       this.nodes = new Map(nodes.map((o) => [o.metadata.name, o]))
       this.pods = pods
       this.pdbs = pdbs
-      this.kube.reconcileComponents(this.ctx.health)
       await Promise.all([...this.states.values()].map((k) => this.sync(k).catch((e) => this.ctx.log(`kubelet ${k.n.name}: ${e.message}`))))
       // Talos's MachineStatus (nodeReady) and health read the Nodes: a change is a node change
       for (const n of this.ctx.nodes) if (before.get(n.name) !== cond(this.nodes.get(n.name), 'Ready')?.status) this.ctx.changed(n)
