@@ -9,7 +9,7 @@
 // their own side (etcdMember, etcdRunning, etcdHealthy, joining; sim/node.js).
 import { spawn } from 'node:child_process'
 import { Agent, request } from 'node:https'
-import { closeSync, createWriteStream, existsSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs'
+import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { constants as osConstants } from 'node:os'
 import { join } from 'node:path'
 import { rpc } from './talos/errors.js'
@@ -288,8 +288,15 @@ export class Etcd {
     child.stdout.pipe(log)
     child.stderr.pipe(log)
     const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })))
-    // asked: stopped by the node (a stop, a reboot, a cut); otherwise its exit is a crash
-    const proc = { child, exited, asked: false }
+    // asked: stopped by the node (a stop, a reboot, a cut); otherwise its exit is a crash, reported
+    // with its last log line as containerd's runner keeps it
+    const proc = { child, exited, asked: false, lastLog: '' }
+    const keep = (chunk) => {
+      const line = chunk.toString().trimEnd().split('\n').pop()
+      if (line) proc.lastLog = line
+    }
+    child.stdout.on('data', keep)
+    child.stderr.on('data', keep)
     this.procs.set(n.name, proc)
     exited.then(({ code, signal }) => {
       if (this.procs.get(n.name) === proc) this.procs.delete(n.name)
@@ -297,7 +304,7 @@ export class Etcd {
       if (proc.asked || this.stopping || gen !== n.gen || !n.etcdRunning) return
       // containerd's exit code of a task killed by a signal is 128 + the signal's number
       const exitCode = code ?? 128 + (osConstants.signals[signal] ?? 0)
-      this.crashed(n, gen, exitCode, lastLine(join(this.ctx.dir, 'etcd', `${n.name}.log`)))
+      this.crashed(n, gen, exitCode, proc.lastLog)
     })
     n.etcdRunning = true
     return true
@@ -504,6 +511,8 @@ export class Etcd {
   restart(n) {
     if (!existsSync(join(this.dataDir(n), 'member'))) {
       n.etcdMember = null
+      // a join whose member never wrote its data starts over (its stale member is removed first)
+      n.joining = false
       this.maybeJoin(n)
       return
     }
@@ -518,15 +527,16 @@ export class Etcd {
   }
 
   /**
-   * every node change: a member whose node no longer runs etcd (down, rebooting, reset, service
-   * stopped) or is cut off the network stops; a member cut off starts again once it is back
+   * every node change: a member whose node no longer runs etcd (down, rebooting, reset, its etcd left
+   * the cluster) or is cut off the network stops; a member cut off starts again once it is back
    */
   sync(n) {
     if (!n) return
     const cut = this.cutOff(n)
-    // fault etcd-crash: a member that runs (one that has a member ID: its data directory is written) exits
+    // fault etcd-crash: a member that runs exits, once its data directory is written (a learner's
+    // first start is left to write it: its restart then runs from it)
     const proc = this.procs.get(n.name)
-    if (proc && !proc.asked && n.etcdRunning && !cut && n.etcdMember && this.crashFault(n)) {
+    if (proc && !proc.asked && n.etcdRunning && !cut && existsSync(join(this.dataDir(n), 'member')) && this.crashFault(n)) {
       proc.child.kill('SIGKILL')
       return
     }
@@ -768,20 +778,4 @@ export class Etcd {
 /** the line a member's process ends with under fault etcd-crash (etcd logs JSON; a fatal entry exits 1) */
 export function etcdFatalLine(message, at) {
   return JSON.stringify({ level: 'fatal', ts: at.toISOString(), caller: 'etcdmain/etcd.go:204', msg: message ?? CRASH_LOG })
-}
-
-/** a file's last non-empty line (a task's last log line, as containerd's runner keeps it) */
-function lastLine(file) {
-  let fd
-  try {
-    fd = openSync(file, 'r')
-    const size = fstatSync(fd).size
-    const buf = Buffer.alloc(Math.min(size, 4096))
-    readSync(fd, buf, 0, buf.length, size - buf.length)
-    return buf.toString('utf8').trimEnd().split('\n').pop() ?? ''
-  } catch {
-    return ''
-  } finally {
-    if (fd !== undefined) closeSync(fd)
-  }
 }

@@ -27,9 +27,11 @@ const COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler
 // to its speed, never below these floors (a loaded 2-core machine must not flap Nodes)
 const MIN_GRACE_S = 10 // --node-monitor-grace-period (Kubernetes' default 50 s since v1.32)
 const READY_TIMEOUT_MS = 180_000
-// the kubelet restarts a static pod's container that exited after its back-off, which starts at 10 s
-// (pkg/kubelet/kubelet.go backOffPeriod; simulated seconds, as the kubelets' other clocks)
+// the kubelet restarts a static pod's container that exited after its back-off: 10 s, doubled at each
+// exit up to 5 min, back to 10 s once a run lasted 10 min (pkg/kubelet/kubelet.go backOffPeriod,
+// MaxContainerBackOff; simulated seconds, as the kubelets' other clocks)
 const RESTART_BACKOFF_S = 10
+const MAX_BACKOFF_S = 300
 // kube-controller-manager's controllers left out of Talos's `*,tokencleaner`: each watches (and resyncs)
 // kinds of which the simulated cluster has no object (the product's workloads are Deployments,
 // DaemonSets and StatefulSets, lib/phases/shared/releases.ts; Jobs stay for charts' hooks)
@@ -81,6 +83,7 @@ export class RealKube {
     this.procs = new Map() // component -> { child, exited }
     this.held = new Set() // components a test stopped (stopComponent)
     this.exitedAt = new Map() // component -> when its process last exited (simulated ms)
+    this.backoffS = new Map() // component -> its back-off before the next start (simulated s)
     this.serving = false
     this.stopping = false
     this.started = null
@@ -290,11 +293,15 @@ export class RealKube {
     child.stdout.pipe(log)
     child.stderr.pipe(log)
     const exited = new Promise((r) => child.once('exit', r))
-    const proc = { child, exited, startedAt: Date.now() }
+    const proc = { child, exited, startedAt: Date.now(), startedSim: this.ctx.clock.now().getTime() }
     this.procs.set(name, proc)
     exited.then(() => {
       if (this.procs.get(name) === proc) this.procs.delete(name)
-      this.exitedAt.set(name, this.ctx.clock.now().getTime())
+      const now = this.ctx.clock.now().getTime()
+      const before = this.backoffS.get(name)
+      const ranLong = now - proc.startedSim >= 2 * MAX_BACKOFF_S * 1000
+      this.backoffS.set(name, before === undefined || ranLong ? RESTART_BACKOFF_S : Math.min(2 * before, MAX_BACKOFF_S))
+      this.exitedAt.set(name, now)
       log.end()
     })
     return proc
@@ -480,7 +487,7 @@ export class RealKube {
   /** the kubelet's back-off since the component last exited has passed */
   backedOff(name) {
     const at = this.exitedAt.get(name)
-    return at === undefined || this.ctx.clock.now().getTime() - at >= RESTART_BACKOFF_S * 1000
+    return at === undefined || this.ctx.clock.now().getTime() - at >= (this.backoffS.get(name) ?? RESTART_BACKOFF_S) * 1000
   }
   /** tests: stop one of the real components (kube-apiserver, kube-controller-manager, kube-scheduler) until startComponent */
   async stopComponent(name) {

@@ -95,6 +95,14 @@ function workingControlPlane(node: Pick<ClusterNode, 'name' | 'address'>): Pick<
   return context?.controlPlanes.find((cp) => cp.name !== node.name)
 }
 
+/**
+ * A control plane's etcd exits at each start: Talos restarts it every 5 s by itself and refuses
+ * `service etcd start|stop|restart`; what it died of is in its log.
+ */
+export function hintForEtcdCrash(node: Pick<ClusterNode, 'name' | 'address'>): string {
+  return `see why etcd exits in its log (\`${talosctlCommand(node, 'logs etcd')}\`; Talos restarts it every 5 s by itself); fix that (a failing disk, a full one; data that cannot be read: reset the node, its member rejoins: ${taskCommand('bootstrap:node', { NODE: node.name, RESET: 'true' }, ['--yes'])}), then run: ${taskCommand('bootstrap:node', { NODE: node.name })}`
+}
+
 /** The next thing an operator should do about a node's failure: always a command they can run. */
 export function hintFor(kind: ErrorKind, node: Pick<ClusterNode, 'name' | 'address' | 'configFile'>): string {
   const recover = taskCommand('bootstrap:node', { NODE: node.name })

@@ -84,7 +84,7 @@ describe.concurrent('reset safety', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
     )
 
     inTurn(
-      'rejoin after a reset whose leave found etcd stopped: the stale member goes, done only under a new started ID',
+      'rejoin after a reset whose leave found etcd down: the stale member goes, done only under a new started ID',
       async () => {
         const c = cluster()
         const old = c.sim.node('cp-2')?.etcdMember
@@ -95,9 +95,13 @@ describe.concurrent('reset safety', { timeout: CLUSTER_CASE_TIMEOUT }, () => {
         c.sim.addFault({ node: 'cp-2', kind: 'etcd-crash' })
         await waitFor(() => c.sim.node('cp-2')?.services.etcd === 'Waiting', 30_000, "cp-2's etcd crashing")
 
-        // the reset wipes the corrupt data the crashes came from: the node's next etcd runs
+        // the reset wipes the corrupt data the crashes came from: the node's next etcd runs (cleared
+        // once the reset is past its leave and wipe: the node is down or booting again)
+        let resetting = false
         const wiped = setInterval(() => {
-          if (c.sim.node('cp-2')?.stage !== 'resetting') return
+          const stage = c.sim.node('cp-2')?.stage
+          if (stage === 'resetting') resetting = true
+          if (!resetting || stage === 'resetting') return
           c.sim.clearFault('cp-2', 'etcd-crash')
           clearInterval(wiped)
         }, 5)

@@ -119,6 +119,41 @@ describe('real etcd', () => {
   })
 })
 
+describe('real etcd: a member that crashes from its start', () => {
+  it('a control plane joining under etcd-crash: its member is written, then crash-loops; cleared, the same member runs', async () => {
+    c = await startOn('127.32.6', {
+      cps: 3,
+      workers: 0,
+      image: 'disk',
+      vip: false,
+      speed: 20,
+      timings: { boot: 6 },
+      faults: [{ node: 'cp-3', kind: 'etcd-crash' }],
+    })
+    const sim = c.sim
+    for (const n of ['cp-1', 'cp-2', 'cp-3']) await applyInsecure(sim, n)
+    expect((await bootstrapWhenReady(sim, 'cp-1')).code).toBe(0)
+    await sim.until(() => ['cp-1', 'cp-2'].every((n) => sim.node(n)!.etcdHealthy), 60_000)
+    // cp-3 joined (its member listed, its data written), then exits at each start
+    await sim.until(() => sim.node('cp-3')!.etcdMember !== null && existsSync(join(c!.dir, 'etcd', 'cp-3', 'data', 'member')), 60_000)
+    const member = sim.node('cp-3')!.etcdMember
+    let svc = await talosctl(sim, ['service', 'etcd', ...at('127.32.6.13')])
+    for (let i = 0; i < 100 && !svc.stdout.includes('going to restart forever'); i++)
+      svc = await talosctl(sim, ['service', 'etcd', ...at('127.32.6.13')])
+    expect(svc.stdout).toMatch(/STATE\s+Waiting/)
+    expect(sim.node('cp-3')!.etcdHealthy).toBe(false)
+    sim.clearFault('cp-3', 'etcd-crash')
+    await sim.until(() => sim.node('cp-3')!.etcdHealthy, 60_000)
+    expect(sim.node('cp-3')!.etcdMember).toBe(member)
+    const list = (await etcdMembers(sim, '127.32.6.11')) as Member[]
+    expect(list.map((m) => [m.hostname, m.isLearner]).sort()).toEqual([
+      ['cp-1', false],
+      ['cp-2', false],
+      ['cp-3', false],
+    ])
+  })
+})
+
 describe('real etcd: the local member answers talosctl', () => {
   it('etcd status and etcd snapshot from the local member; etcd leave removes it, stops its etcd and empties its data', async () => {
     c = await threeMembers('127.32.3')

@@ -1,6 +1,6 @@
 import { NodeError } from '../../core/errors.ts'
 import { formatDuration } from '../../core/duration.ts'
-import { hintFor, hintForInstall } from '../../cli/hints.ts'
+import { hintFor, hintForEtcdCrash, hintForInstall } from '../../cli/hints.ts'
 import { MachineConfig } from '../../input/machine-config.ts'
 import type { ClusterNode } from '../../core/model.ts'
 import { lastErrorNote, PollTimeout, type PollAnswer } from '../../wait/poll.ts'
@@ -59,6 +59,9 @@ class StageWatch {
 const configAccepted = (node: ClusterNode, run: Run): boolean =>
   run.facts.of(node.name).applied === true || run.facts.of(node.name).tookConfigElsewhere !== undefined || run.journal.tookConfig(node.name)
 
+// the restart runner's event after its process exited (runner/restart/restart.go)
+const RESTARTING = /going to restart (forever|it|until it succeeds)/
+
 /** Verified: a worker running; a control plane running, or booting with etcd waiting for its bootstrap. */
 async function verified(node: ClusterNode, run: Run, status: MachineStatus): Promise<string | undefined> {
   if (status.stage === 'running') return status.ready ? 'running, ready' : 'running'
@@ -78,14 +81,16 @@ function bootingVerified(node: ClusterNode, run: Run): string {
 
 /**
  * A booting control plane's etcd service: waiting for the bootstrap, not registered yet (it answered:
- * etcd is registered at StartAllServices), or something else (another state, down): its status read
- * tells. A failure that is not transient is thrown.
+ * etcd is registered at StartAllServices), crashing (its process exits and Talos's runner starts it
+ * again: `Waiting` too, so told by its event), or something else (another state, down): its status
+ * read tells. A failure that is not transient is thrown.
  */
-async function etcdWhileBooting(node: ClusterNode, run: Run): Promise<'waiting' | 'not registered' | 'other'> {
+async function etcdWhileBooting(node: ClusterNode, run: Run): Promise<'waiting' | 'crashing' | 'not registered' | 'other'> {
   try {
     const etcd = await run.talosctl.serviceStatus(node, 'etcd')
     run.facts.of(node.name).etcd = etcd.state
     run.facts.of(node.name).etcdEvent = etcd.lastEvent
+    if (etcd.state === 'Waiting' && RESTARTING.test(etcd.lastEvent ?? '')) return 'crashing'
     return etcd.state === 'Preparing' || etcd.state === 'Waiting' ? 'waiting' : 'other'
   } catch (err) {
     if (!(err instanceof NodeError) || !err.transient) throw err
@@ -161,6 +166,10 @@ async function pollVerified(
       })
       if (etcd === 'waiting') return { done: true, value: bootingVerified(node, run) }
       if (etcd === 'not registered') return { done: false, state: watch.describe(elapsed) }
+      // bootstrapped before (its data is there) and its etcd exits at each start: nothing to verify
+      // until it runs; the deadline names it (crashLooping)
+      if (etcd === 'crashing')
+        return { done: false, state: `${watch.describe(elapsed)}, etcd crashing (${run.facts.of(node.name).etcdEvent ?? ''})` }
     }
     let status: MachineStatus
     let secondSilentReadInMs: number | undefined
@@ -235,6 +244,7 @@ async function pollVerified(
     // silent after taking its config: installing; behind the VIP only once the VIP answers (else it waits for a certificate)
     const vipUp = after !== undefined && (await run.kubectl.readyz(run.inventory.endpoint).catch(() => false))
     if (!watch.answered && (!after || vipUp) && configAccepted(node, run) && watch.silent()) throw installNeverEnded(node, run, err, watch)
+    if (watch.answered && RESTARTING.test(run.facts.of(node.name).etcdEvent ?? '')) throw crashLooping(node, run)
     const kind = watch.answered ? 'stuck' : 'unreachable'
     const message = watch.answered
       ? `not verified within ${formatDuration(run.settings.verifyTimeoutMs)}: ${err.lastState}`
@@ -255,6 +265,15 @@ function installNeverEnded(node: ClusterNode, run: Run, err: PollTimeout, watch:
     'install',
     `took its config but never answered on the authenticated API within ${formatDuration(run.settings.verifyTimeoutMs)}: its install did not finish (installer image ${which}; the console has the install's errors)${lastErrorNote(watch.lastError ?? err.lastError)}`,
     hintForInstall(node, image),
+  )
+}
+
+/** A control plane kept booting because its etcd exits at each start (Talos restarts it every 5 s). */
+function crashLooping(node: ClusterNode, run: Run): NodeError {
+  return new NodeError(
+    'etcd',
+    `not verified within ${formatDuration(run.settings.verifyTimeoutMs)}: booting, its etcd keeps crashing: ${run.facts.of(node.name).etcdEvent ?? ''}`,
+    hintForEtcdCrash(node),
   )
 }
 
