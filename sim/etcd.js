@@ -533,10 +533,13 @@ export class Etcd {
   sync(n) {
     if (!n) return
     const cut = this.cutOff(n)
-    // fault etcd-crash: a member that runs exits, once its data directory is written (a learner's
-    // first start is left to write it: its restart then runs from it)
+    // fault etcd-crash: a member that runs exits, once its WAL is written (a learner's first start is
+    // left to write it: its restart then runs from it). Not at its `member/` directory: etcd makes that
+    // first and the WAL only after reading the cluster from its peers (etcdserver/bootstrap.go); killed
+    // in between, the directory is not empty, so Talos restarts it as an existing member with no
+    // cluster to join (argsForInit), and it exits at every start, fault or not
     const proc = this.procs.get(n.name)
-    if (proc && !proc.asked && n.etcdRunning && !cut && existsSync(join(this.dataDir(n), 'member')) && this.crashFault(n)) {
+    if (proc && !proc.asked && n.etcdRunning && !cut && existsSync(join(this.dataDir(n), 'member', 'wal')) && this.crashFault(n)) {
       proc.child.kill('SIGKILL')
       return
     }

@@ -134,8 +134,11 @@ describe('real etcd: a member that crashes from its start', () => {
     for (const n of ['cp-1', 'cp-2', 'cp-3']) await applyInsecure(sim, n)
     expect((await bootstrapWhenReady(sim, 'cp-1')).code).toBe(0)
     await sim.until(() => ['cp-1', 'cp-2'].every((n) => sim.node(n)!.etcdHealthy), 60_000)
-    // cp-3 joined (its member listed, its data written), then exits at each start
-    await sim.until(() => sim.node('cp-3')!.etcdMember !== null && existsSync(join(c!.dir, 'etcd', 'cp-3', 'data', 'member')), 60_000)
+    // cp-3 joined (its member listed, its WAL written), then exits at each start
+    await sim.until(
+      () => sim.node('cp-3')!.etcdMember !== null && existsSync(join(c!.dir, 'etcd', 'cp-3', 'data', 'member', 'wal')),
+      60_000,
+    )
     const member = sim.node('cp-3')!.etcdMember
     let svc = await talosctl(sim, ['service', 'etcd', ...at('127.32.6.13')])
     for (let i = 0; i < 100 && !svc.stdout.includes('going to restart forever'); i++)
