@@ -94,6 +94,7 @@ export class Node {
       joining: false,
       registered: false,
       kubeletFailed: false,
+      kubeletRunner: null,
       bootId: randomUUID(),
       installFailed: null,
       trustdUp: false,
@@ -688,6 +689,8 @@ export class Node {
   }
 
   startKubelet() {
+    // a start (boot, `service kubelet restart`, the crash loop's own) ends the crash loop's runner before it
+    this.kubeletRunner = null
     if (this.timeUnsynced()) {
       this.kubeletFailed = true
       this.svc('kubelet', 'Waiting', 'Waiting for time sync')
@@ -725,14 +728,15 @@ export class Node {
    * message), and machined restarts it forever (runner/restart/restart.go: "Error running %v, going to
    * restart forever: %v"; the interval is ours); the node never registers
    */
-  kubeletCrash() {
-    if (!this.criUp) return
+  kubeletCrash(runner = (this.kubeletRunner = {})) {
+    // one runner per service: a `service kubelet restart` stops the one before (system/service_runner.go)
+    if (!this.criUp || runner !== this.kubeletRunner) return
     // the cause gone (a fixed config applied): machined's next restart runs it for good
     if (!this.kubeletCrashes()) return this.startKubelet()
     this.ctx.kubeletCrashing?.(this)
     this.startService('kubelet', { healthy: false })
     this.svc('kubelet', 'Waiting', 'Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1')
-    this.after(KUBELET_RESTART_S, () => this.kubeletCrash())
+    this.after(KUBELET_RESTART_S, () => this.kubeletCrash(runner))
   }
 
   /** etcd on this control plane came up healthy (bootstrap or join) */

@@ -253,6 +253,27 @@ describe('lifecycle faults', () => {
     await s.sim.until(() => s.sim.node('wrkr-1')!.registered)
   })
 
+  it('kubelet-crashloop: a `service kubelet restart` replaces the crash loop, it does not add one', async () => {
+    const s = await start(17, [{ node: 'wrkr-1', kind: 'kubelet-crashloop' }], { image: 'disk', speed: 20 })
+    await applyInsecure(s.sim, 'cp-1')
+    await applyInsecure(s.sim, 'wrkr-1')
+    await bootstrapWhenReady(s.sim, 'cp-1')
+    await s.sim.until(() => s.sim.node('wrkr-1')!.stage === 'running' && s.sim.node('wrkr-1')!.services.kubelet === 'Waiting')
+    for (let i = 0; i < 3; i++) expect((await talosctl(s.sim, ['service', 'kubelet', 'restart', ...at('127.24.17.21')])).code).toBe(0)
+    // eight of the runner's restart intervals (sim/node.js KUBELET_RESTART_S, 15 s) on the simulator's clock
+    await (s.sim as unknown as { clock: { sleep(simSeconds: number): Promise<void> } }).clock.sleep(8 * 15)
+    const log = await talosctl(s.sim, ['logs', 'kubelet', ...at('127.24.17.21')])
+    // each start's klog time (simulated): one runner starts it every 15 s; four would start it four times as often
+    const starts = log.stdout
+      .split('\n')
+      .filter((l) => l.includes('"Kubelet version"'))
+      .map((l) => / I\d{4} (\d\d):(\d\d):(\d\d\.\d+)/.exec(l)!.slice(1).map(Number))
+      .map(([h, m, sec]) => h! * 3600 + m! * 60 + sec!)
+    const gaps = starts.slice(-4).flatMap((t, i, all) => (i ? [(t - all[i - 1]! + 86_400) % 86_400] : []))
+    expect(gaps).toHaveLength(3)
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(14)
+  })
+
   it('cni and flux: handed to the Kubernetes side through faults.has/message', async () => {
     const s = await start(14, [
       { node: 'wrkr-1', kind: 'cni' },
