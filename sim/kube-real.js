@@ -337,6 +337,11 @@ export class RealKube {
     this.applied = true
   }
 
+  /** the API server's verbose answer of /healthz, /livez or /readyz, whatever its status */
+  async healthText(kind) {
+    return String((await this.admin.request('GET', `/${kind}`, undefined, { query: { verbose: '' }, raw: true })).body ?? '')
+  }
+
   /** GET /readyz until the API server answers 200 (its etcd reachable, its post-start hooks done), or any answer at all */
   async waitReady({ answering = false } = {}) {
     const deadline = Date.now() + READY_TIMEOUT_MS

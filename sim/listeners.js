@@ -191,7 +191,7 @@ export class Listeners {
   kubeRequestFault(addr, req, res, handle) {
     const path = (req.url ?? '/').split('?')[0]
     const f = this.ctx.faults.takeKube(this.kubeNodeAt(addr), ['unavailable', 'timeout', 'latency'], path)
-    if (!f) return handle()
+    if (!f) return this.healthWithoutEtcd(addr, req, res, handle)
     this.ctx.record({
       time: this.ctx.clock.now().toISOString(),
       node: this.kubeNodeAt(addr),
@@ -203,7 +203,7 @@ export class Listeners {
       outcome: `fault ${f.kind}`,
     })
     if (f.kind === 'timeout') return
-    if (f.kind === 'latency') return void setTimeout(handle, f.ms ?? 0)
+    if (f.kind === 'latency') return void setTimeout(() => this.healthWithoutEtcd(addr, req, res, handle), f.ms ?? 0)
     res.writeHead(503, { 'content-type': 'application/json' })
     res.end(
       JSON.stringify({
@@ -217,6 +217,30 @@ export class Listeners {
         code: 503,
       }),
     )
+  }
+
+  /**
+   * /healthz, /livez and /readyz of a control plane whose own etcd member is down (a crash loop, a
+   * lost quorum): Talos points its kube-apiserver at that member alone (`--etcd-servers
+   * https://127.0.0.1:2379`: controllers/k8s/control_plane.go), so there the etcd checks fail
+   * (k8s.io/apiserver pkg/server/healthz/healthz.go: `[-]etcd failed: reason withheld`, then `<kind>
+   * check failed`, 500), though the one API server behind every :6443 still reaches the other members
+   */
+  async healthWithoutEtcd(addr, req, res, handle) {
+    const n = this.ctx.nodes.find((x) => x.ip === addr && x.role === 'controlplane')
+    const kind = /^\/(healthz|livez|readyz)$/.exec((req.url ?? '/').split('?')[0])?.[1]
+    if (!kind || req.method !== 'GET' || !n || n.etcdHealthy) return handle()
+    const text = await (this.ctx.realKube ?? this.ctx.kube).healthText(kind).catch(() => null)
+    if (text === null) return handle()
+    const checks = text
+      .split('\n')
+      .filter((line) => /^\[[+-]\]/.test(line))
+      .map((line) => {
+        const etcd = /^\[[+-]\](etcd|etcd-readiness) /.exec(line)?.[1]
+        return etcd ? `[-]${etcd} failed: reason withheld` : line
+      })
+    res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' })
+    res.end(`${checks.join('\n')}\n${kind} check failed\n`)
   }
 }
 

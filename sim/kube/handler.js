@@ -85,17 +85,19 @@ const HEALTH_CHECKS = [
   'shutdown',
 ]
 
+/** the verbose answer of /healthz, /livez or /readyz (k8s.io/apiserver pkg/server/healthz/healthz.go) */
+export function healthText(kind, up) {
+  const lines = HEALTH_CHECKS.map((c) => (!up && c === 'etcd' ? '[-]etcd failed: reason withheld' : `[+]${c} ok`))
+  return `${lines.join('\n')}\n${kind} check ${up ? 'passed' : 'failed'}\n`
+}
+
 export function createHandler({ registry, store, clock, kubernetesVersion, record, isUp, onDelete, git = {} }) {
   const ns = (name) => registry.get('', 'v1', 'namespaces') && store.get(registry.get('', 'v1', 'namespaces'), undefined, name)
 
   function health(path, query, res) {
     const kind = path.split('/')[1]
-    if (!isUp()) {
-      const lines = HEALTH_CHECKS.map((c) => (c === 'etcd' ? '[-]etcd failed: reason withheld' : `[+]${c} ok`))
-      return send(res, 500, `${lines.join('\n')}\n${kind} check failed\n`, 'text/plain; charset=utf-8')
-    }
-    if (query.has('verbose'))
-      return send(res, 200, `${HEALTH_CHECKS.map((c) => `[+]${c} ok`).join('\n')}\n${kind} check passed\n`, 'text/plain; charset=utf-8')
+    if (!isUp()) return send(res, 500, healthText(kind, false), 'text/plain; charset=utf-8')
+    if (query.has('verbose')) return send(res, 200, healthText(kind, true), 'text/plain; charset=utf-8')
     return send(res, 200, 'ok', 'text/plain; charset=utf-8')
   }
 

@@ -46,7 +46,7 @@ import { parseAllDocuments } from 'yaml'
 import http from 'node:http'
 import https from 'node:https'
 import { createControllers, CNI_ANNOTATION } from './controllers.js'
-import { createHandler } from './handler.js'
+import { createHandler, healthText } from './handler.js'
 import { createRegistry } from './resources.js'
 import { createStore } from './store.js'
 import { evict } from './disruption.js'
@@ -703,6 +703,8 @@ export function createKube({ clock, kubernetesVersion = 'v1.35.0', timings = {},
     get apiUp() {
       return up
     },
+    /** the verbose answer of /healthz, /livez or /readyz */
+    healthText: async (kind) => healthText(kind, up),
     setApiUp(v) {
       up = Boolean(v)
     },

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { applyInsecure, at, bootstrapWhenReady, etcdMembers, startOn, talosctl, type Member, type Started } from './helpers.js'
+import { applyInsecure, at, bootstrapWhenReady, etcdMembers, kubectl, startOn, talosctl, type Member, type Started } from './helpers.js'
 
 let c: Started | null = null
 afterEach(async () => {
@@ -154,6 +154,32 @@ describe('real etcd: a member that crashes from its start', () => {
       ['cp-2', false],
       ['cp-3', false],
     ])
+  })
+})
+
+describe("real etcd: a running control plane's member goes down", () => {
+  it('its own :6443 fails /readyz, /livez and /healthz on the etcd checks (its API server has that member alone); the others pass; back, so does it', async () => {
+    c = await threeMembers('127.32.7')
+    const sim = c.sim
+    const k = await talosctl(sim, ['kubeconfig', join(c.dir, 'kubeconfig'), '--merge=false', '--force', ...at('127.32.7.11')])
+    expect(k.code, k.stderr).toBe(0)
+    const raw = (ip: string, path: string) => kubectl(c!, ['--server', `https://${ip}:6443`, 'get', '--raw', path])
+    expect(await raw('127.32.7.12', '/readyz')).toMatchObject({ code: 0, stdout: 'ok' })
+
+    sim.addFault({ node: 'cp-2', kind: 'etcd-crash' })
+    await sim.until(() => !sim.node('cp-2')!.etcdHealthy, 10_000)
+    for (const path of ['/readyz', '/livez', '/healthz', '/readyz?verbose']) {
+      const r = await raw('127.32.7.12', path)
+      expect(r.code, path).toBe(1)
+      expect(r.stderr, path).toMatch(/^Error from server \(InternalError\): an error on the server \("\[\+\]ping ok\\n/)
+      expect(r.stderr, path).toContain('[-]etcd failed: reason withheld')
+    }
+    expect((await raw('127.32.7.12', '/readyz')).stderr).toContain('[-]etcd-readiness failed: reason withheld')
+    expect(await raw('127.32.7.11', '/readyz')).toMatchObject({ code: 0, stdout: 'ok' })
+
+    sim.clearFault('cp-2', 'etcd-crash')
+    await sim.until(() => sim.node('cp-2')!.etcdHealthy, 30_000)
+    expect(await raw('127.32.7.12', '/readyz')).toMatchObject({ code: 0, stdout: 'ok' })
   })
 })
 

@@ -291,13 +291,13 @@ spec:
 `
 
 /** kubectl with the started cluster's kubeconfig (`<dir>/kubeconfig`): its exit code and output */
-export function kubectl(s: Started, args: string[]): Promise<{ code: number; stdout: string }> {
+export function kubectl(s: Started, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) =>
     execFile(
       'kubectl',
       args,
       { env: { PATH: s.sim.env.PATH, HOME: s.dir, KUBECONFIG: join(s.dir, 'kubeconfig') }, timeout: 30_000 },
-      (err, stdout) => done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout }),
+      (err, stdout, stderr) => done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
     ),
   )
 }
