@@ -397,7 +397,7 @@ export class Etcd {
       this.startProcess(n, { cluster: `${n.name}=${this.peerUrl(n)}`, state: 'new' }).then((started) => {
         if (this.bootstrapping.get(n.name) === gen) this.bootstrapping.delete(n.name)
         if (!started || gen !== n.gen) return
-        n.svc('etcd', 'Running', `Started task etcd (PID ${this.procs.get(n.name)?.child.pid}) for container etcd`, null)
+        n.taskStarted('etcd', { pid: this.procs.get(n.name)?.child.pid, healthy: null })
         n.changed()
         this.watchHealth(n, gen, etcd * 0.6)
       }),
@@ -502,7 +502,7 @@ export class Etcd {
       if (gen !== n.gen || !n.etcdRunning || this.stopping || this.procs.has(n.name)) return
       const fault = this.crashFault(n)
       if (!fault) return this.restart(n)
-      n.svc('etcd', 'Running', `Started task etcd (PID ${1000 + Math.floor(Math.random() * 9000)}) for container etcd`, null)
+      n.taskStarted('etcd', { healthy: null })
       this.crashed(n, gen, 1, etcdFatalLine(fault.message, this.ctx.displayTime(this.ctx.clock.now())))
     })
   }

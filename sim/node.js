@@ -201,13 +201,12 @@ export class Node {
   startService(id, { healthy = true } = {}) {
     this.svc(id, 'Preparing', 'Running pre state')
     this.svc(id, 'Preparing', 'Creating service runner')
-    this.svc(
-      id,
-      'Running',
-      `Started task ${id} (PID ${1000 + Math.floor(Math.random() * 9000)}) for container ${id}`,
-      healthy ? undefined : null,
-    )
+    this.taskStarted(id, { healthy: healthy ? undefined : null })
     if (healthy) this.svc(id, 'Running', 'Health check successful', true)
+  }
+  /** the runner's containerd task started (runner/containerd): `pid` the process's, else one made up; `healthy` as svc's */
+  taskStarted(id, { pid = 1000 + Math.floor(Math.random() * 9000), healthy } = {}) {
+    this.svc(id, 'Running', `Started task ${id} (PID ${pid}) for container ${id}`, healthy)
   }
 
   // ---- lifecycle ----
