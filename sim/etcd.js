@@ -63,6 +63,7 @@ export class Etcd {
     if (!isElf(this.binary)) throw new EtcdMissingError()
     this.procs = new Map() // node name -> { child, exited: Promise }
     this.healthWatch = new Map() // node name -> the token of its current health check
+    this.apiChecks = new Map() // node name -> { at, ok }: its kube-apiserver's last etcd check
     this.bootstrapping = new Map() // node name -> the boot (gen) whose accepted bootstrap has not started etcd yet
     this.cut = new Set() // nodes whose member was stopped by a network cut (fault unreachable)
     this.stopping = false
@@ -364,6 +365,24 @@ export class Etcd {
   }
 
   /**
+   * the etcd check of the node's own kube-apiserver (Talos points it at this member alone): a
+   * linearizable read with its 2 s timeout, at most once a second (k8s.io/apiserver
+   * pkg/storage/storagebackend/factory/etcd3.go; --etcd-healthcheck-timeout): true while it answers
+   */
+  async apiServerCheck(n) {
+    const last = this.apiChecks.get(n.name)
+    if (last && Date.now() - last.at < 1000) return last.ok
+    const ok =
+      this.procs.has(n.name) &&
+      (await this.post(n, '/v3/kv/range', { key: Buffer.from('health').toString('base64') }, 2000).then(
+        () => true,
+        () => false,
+      ))
+    this.apiChecks.set(n.name, { at: Date.now(), ok })
+    return ok
+  }
+
+  /**
    * the node is cut off the network (fault `unreachable` on any, until cleared): its peers and
    * clients lose it as they would a powered-off machine; its member is stopped (quorum loss is real)
    * and started again from its data once the fault clears, the service Running throughout
@@ -536,8 +555,8 @@ export class Etcd {
     // fault etcd-crash: a member that runs exits, once its WAL is written (a learner's first start is
     // left to write it: its restart then runs from it). Not at its `member/` directory: etcd makes that
     // first and the WAL only after reading the cluster from its peers (etcdserver/bootstrap.go); killed
-    // in between, the directory is not empty, so Talos restarts it as an existing member with no
-    // cluster to join (argsForInit), and it exits at every start, fault or not
+    // in between, the directory is not empty, so Talos starts it with no cluster flags
+    // (argsForControlPlane) and it bootstraps a cluster of its own, the learner added for it never running
     const proc = this.procs.get(n.name)
     if (proc && !proc.asked && n.etcdRunning && !cut && existsSync(join(this.dataDir(n), 'member', 'wal')) && this.crashFault(n)) {
       proc.child.kill('SIGKILL')

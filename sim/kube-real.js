@@ -337,9 +337,11 @@ export class RealKube {
     this.applied = true
   }
 
-  /** the API server's verbose answer of /healthz, /livez or /readyz, whatever its status */
-  async healthText(kind) {
-    return String((await this.admin.request('GET', `/${kind}`, undefined, { query: { verbose: '' }, raw: true })).body ?? '')
+  /** the API server's verbose answer of /healthz, /livez or /readyz (`query`: the client's, e.g. its `exclude`), whatever its status */
+  async healthText(kind, query = '') {
+    const q = new URLSearchParams(query)
+    q.set('verbose', '')
+    return String((await this.admin.request('GET', `/${kind}`, undefined, { query: q, raw: true })).body ?? '')
   }
 
   /** GET /readyz until the API server answers 200 (its etcd reachable, its post-start hooks done), or any answer at all */

@@ -220,25 +220,31 @@ export class Listeners {
   }
 
   /**
-   * /healthz, /livez and /readyz of a control plane whose own etcd member is down (a crash loop, a
-   * lost quorum): Talos points its kube-apiserver at that member alone (`--etcd-servers
+   * /healthz, /livez and /readyz of a control plane whose own etcd member does not answer (a crash
+   * loop, a lost quorum): Talos points its kube-apiserver at that member alone (`--etcd-servers
    * https://127.0.0.1:2379`: controllers/k8s/control_plane.go), so there the etcd checks fail
    * (k8s.io/apiserver pkg/server/healthz/healthz.go: `[-]etcd failed: reason withheld`, then `<kind>
-   * check failed`, 500), though the one API server behind every :6443 still reaches the other members
+   * check failed`, 500), though the one API server behind every :6443 still reaches the other members.
+   * The checks the client excludes (`?exclude=etcd`) pass, as there.
    */
   async healthWithoutEtcd(addr, req, res, handle) {
-    const n = this.ctx.nodes.find((x) => x.ip === addr && x.role === 'controlplane')
-    const kind = /^\/(healthz|livez|readyz)$/.exec((req.url ?? '/').split('?')[0])?.[1]
-    if (!kind || req.method !== 'GET' || !n || n.etcdHealthy) return handle()
-    const text = await (this.ctx.realKube ?? this.ctx.kube).healthText(kind).catch(() => null)
-    if (text === null) return handle()
+    const [path, query = ''] = (req.url ?? '/').split('?')
+    const kind = /^\/(healthz|livez|readyz)$/.exec(path ?? '')?.[1]
+    const n = kind && req.method === 'GET' ? this.ctx.nodes.find((x) => x.ip === addr && x.role === 'controlplane') : null
+    if (!n || (await this.ctx.etcd.apiServerCheck(n))) return handle()
+    const text = await (this.ctx.realKube ?? this.ctx.kube).healthText(kind, query).catch(() => '')
+    const excluded = new URLSearchParams(query).getAll('exclude')
+    let failed = false
     const checks = text
       .split('\n')
       .filter((line) => /^\[[+-]\]/.test(line))
       .map((line) => {
-        const etcd = /^\[[+-]\](etcd|etcd-readiness) /.exec(line)?.[1]
-        return etcd ? `[-]${etcd} failed: reason withheld` : line
+        const etcd = /^\[[+-]\](etcd|etcd-readiness) (ok|failed)/.exec(line)?.[1]
+        if (!etcd || excluded.includes(etcd)) return line
+        failed = true
+        return `[-]${etcd} failed: reason withheld`
       })
+    if (!failed) return handle()
     res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' })
     res.end(`${checks.join('\n')}\n${kind} check failed\n`)
   }

@@ -688,7 +688,8 @@ export class Node {
   }
 
   startKubelet() {
-    // a start (boot, `service kubelet restart`, the crash loop's own) ends the crash loop's runner before it
+    // a start (a boot, `service kubelet restart`, the crash loop's once its cause is gone) ends the
+    // crash loop's runner: machined stops a service before it starts it again (pkg/system/system.go APIRestart)
     this.kubeletRunner = null
     if (this.timeUnsynced()) {
       this.kubeletFailed = true
@@ -705,7 +706,8 @@ export class Node {
     }
     if (this.kubeletCrashes()) {
       this.kubeletFailed = true
-      this.kubeletCrash()
+      this.kubeletRunner = {}
+      this.kubeletCrash(this.kubeletRunner)
       return
     }
     const restarted = this.kubeletFailed
@@ -727,8 +729,8 @@ export class Node {
    * message), and machined restarts it forever (runner/restart/restart.go: "Error running %v, going to
    * restart forever: %v"; the interval is ours); the node never registers
    */
-  kubeletCrash(runner = (this.kubeletRunner = {})) {
-    // one runner per service: a `service kubelet restart` stops the one before (system/service_runner.go)
+  kubeletCrash(runner) {
+    // one runner per service: a start since (startKubelet) replaced this one
     if (!this.criUp || runner !== this.kubeletRunner) return
     // the cause gone (a fixed config applied): machined's next restart runs it for good
     if (!this.kubeletCrashes()) return this.startKubelet()

@@ -168,6 +168,8 @@ describe("real etcd: a running control plane's member goes down", () => {
 
     sim.addFault({ node: 'cp-2', kind: 'etcd-crash' })
     await sim.until(() => !sim.node('cp-2')!.etcdHealthy, 10_000)
+    // the API server checks etcd at most once a second, answering its last result in between
+    for (let i = 0; i < 20 && (await raw('127.32.7.12', '/readyz')).code === 0; i++) await new Promise((r) => setTimeout(r, 250))
     for (const path of ['/readyz', '/livez', '/healthz', '/readyz?verbose']) {
       const r = await raw('127.32.7.12', path)
       expect(r.code, path).toBe(1)
@@ -175,10 +177,14 @@ describe("real etcd: a running control plane's member goes down", () => {
       expect(r.stderr, path).toContain('[-]etcd failed: reason withheld')
     }
     expect((await raw('127.32.7.12', '/readyz')).stderr).toContain('[-]etcd-readiness failed: reason withheld')
+    // etcd-readiness is /readyz's own; what the client excludes passes
+    expect((await raw('127.32.7.12', '/livez')).stderr).not.toContain('etcd-readiness')
+    expect(await raw('127.32.7.12', '/livez?exclude=etcd')).toMatchObject({ code: 0, stdout: 'ok' })
     expect(await raw('127.32.7.11', '/readyz')).toMatchObject({ code: 0, stdout: 'ok' })
 
     sim.clearFault('cp-2', 'etcd-crash')
     await sim.until(() => sim.node('cp-2')!.etcdHealthy, 30_000)
+    for (let i = 0; i < 20 && (await raw('127.32.7.12', '/readyz')).code !== 0; i++) await new Promise((r) => setTimeout(r, 250))
     expect(await raw('127.32.7.12', '/readyz')).toMatchObject({ code: 0, stdout: 'ok' })
   })
 })
@@ -221,6 +227,8 @@ describe('real etcd: the local member answers talosctl', () => {
   it('a control plane cut off the network stops its member: quorum loss turns the others unhealthy; back, every member is healthy again', async () => {
     c = await threeMembers('127.32.4')
     const sim = c.sim
+    const k = await talosctl(sim, ['kubeconfig', join(c.dir, 'kubeconfig'), '--merge=false', '--force', ...at('127.32.4.11')])
+    expect(k.code, k.stderr).toBe(0)
     for (const n of ['cp-2', 'cp-3']) sim.addFault({ node: n, kind: 'unreachable' })
     const open = async () => (await listening('127.32.4.12', 2379)) || (await listening('127.32.4.13', 2379))
     for (let i = 0; i < 50 && (await open()); i++) await new Promise((r) => setTimeout(r, 100))
@@ -231,6 +239,10 @@ describe('real etcd: the local member answers talosctl', () => {
     const svc = await talosctl(sim, ['service', 'etcd', ...at('127.32.4.11')])
     expect(svc.stdout).toMatch(/HEALTH\s+Fail/)
     expect(svc.stdout).toMatch(/Health check failed: /)
+    // and its own API server's etcd check (a quorum read on that member, 2 s) fails its /readyz
+    const readyz = await kubectl(c, ['--server', 'https://127.32.4.11:6443', 'get', '--raw', '/readyz'])
+    expect(readyz.code).toBe(1)
+    expect(readyz.stderr).toContain('[-]etcd failed: reason withheld')
     for (const n of ['cp-2', 'cp-3']) sim.clearFault(n, 'unreachable')
     await sim.until(() => ['cp-1', 'cp-2', 'cp-3'].every((n) => sim.node(n)!.etcdHealthy), 60_000)
     expect(await listening('127.32.4.12', 2379)).toBe(true)
