@@ -364,6 +364,11 @@ export class Etcd {
     this.later(n, Math.max(HEALTH_DELAY_S, delayS), check)
   }
 
+  /** `Get "health"` on the node's member: linearizable, so it answers only with a quorum (the health checks' read) */
+  getHealth(n, timeout = CALL_TIMEOUT_MS) {
+    return this.post(n, '/v3/kv/range', { key: Buffer.from('health').toString('base64') }, timeout)
+  }
+
   /**
    * the etcd check of the node's own kube-apiserver (Talos points it at this member alone): a
    * linearizable read with its 2 s timeout, at most once a second (k8s.io/apiserver
@@ -374,7 +379,7 @@ export class Etcd {
     if (last && Date.now() - last.at < 1000) return last.ok
     const ok =
       this.procs.has(n.name) &&
-      (await this.post(n, '/v3/kv/range', { key: Buffer.from('health').toString('base64') }, 2000).then(
+      (await this.getHealth(n, 2000).then(
         () => true,
         () => false,
       ))
@@ -671,7 +676,7 @@ export class Etcd {
     if (node && this.procs.has(node.name) && !this.cut.has(node.name)) {
       try {
         // a member without quorum holds the linearizable read until the deadline
-        await this.post(node, '/v3/kv/range', { key: Buffer.from('health').toString('base64') }, Math.max(deadlineMs, 50))
+        await this.getHealth(node, Math.max(deadlineMs, 50))
         return null
       } catch (e) {
         if (e.etcd && e.message !== 'context deadline exceeded') return e.message

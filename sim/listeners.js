@@ -129,6 +129,8 @@ export class Listeners {
       { cert: pki.kube.server.cert, key: pki.kube.server.key, ca: pki.kube.ca.cert, requestCert: true, rejectUnauthorized: false },
       (req, res) => {
         const real = this.ctx.realKube
+        // on: kube faults first, then the node's own health answer, then the API server
+        const serve = (handle) => this.kubeRequestFault(addr, req, res, () => this.healthWithoutEtcd(addr, req, res, handle))
         // the real API server checks a bearer token itself (bootstrap and service-account tokens)
         if (real && (req.url ?? '').startsWith('/sim/v1/calls') && req.method === 'POST') return recordCalls(req, res, this.ctx)
         // the scenario's Git server (flux.git), as the simulated flux asks sim/kube for it
@@ -136,8 +138,7 @@ export class Listeners {
           res.writeHead(200, { 'content-type': 'application/json' })
           return res.end(JSON.stringify(this.ctx.scenario.flux?.git ?? {}))
         }
-        if (real && !req.socket.authorized && /^Bearer /i.test(req.headers.authorization ?? ''))
-          return this.kubeRequestFault(addr, req, res, () => real.proxy(req, res))
+        if (real && !req.socket.authorized && /^Bearer /i.test(req.headers.authorization ?? '')) return serve(() => real.proxy(req, res))
         if (!req.socket.authorized) {
           res.writeHead(401, { 'content-type': 'application/json' })
           return res.end(
@@ -152,13 +153,13 @@ export class Listeners {
             }),
           )
         }
-        if (real) return this.kubeRequestFault(addr, req, res, () => real.proxy(req, res))
+        if (real) return serve(() => real.proxy(req, res))
         const kube = this.ctx.kube
         if (!kube) {
           res.writeHead(503, { 'content-type': 'text/plain' })
           return res.end('the Kubernetes API is not simulated yet (sim/kube missing)\n')
         }
-        this.kubeRequestFault(addr, req, res, () => kube.handle(req, res))
+        serve(() => kube.handle(req, res))
       },
     )
     srv.sockets = new Set()
@@ -191,7 +192,7 @@ export class Listeners {
   kubeRequestFault(addr, req, res, handle) {
     const path = (req.url ?? '/').split('?')[0]
     const f = this.ctx.faults.takeKube(this.kubeNodeAt(addr), ['unavailable', 'timeout', 'latency'], path)
-    if (!f) return this.healthWithoutEtcd(addr, req, res, handle)
+    if (!f) return handle()
     this.ctx.record({
       time: this.ctx.clock.now().toISOString(),
       node: this.kubeNodeAt(addr),
@@ -203,7 +204,7 @@ export class Listeners {
       outcome: `fault ${f.kind}`,
     })
     if (f.kind === 'timeout') return
-    if (f.kind === 'latency') return void setTimeout(() => this.healthWithoutEtcd(addr, req, res, handle), f.ms ?? 0)
+    if (f.kind === 'latency') return void setTimeout(handle, f.ms ?? 0)
     res.writeHead(503, { 'content-type': 'application/json' })
     res.end(
       JSON.stringify({
